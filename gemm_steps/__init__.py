@@ -1,0 +1,61 @@
+"""gemm-steps: GPU matrix multiplication in Python, from a naive kernel to near-cuBLAS, one step at a time.
+
+>>> import numpy as np, gemm_steps
+>>> a = np.random.rand(64, 48).astype(np.float32); b = np.random.rand(48, 80).astype(np.float32)
+>>> c = gemm_steps.matmul(a, b)                          # the fastest step
+>>> c = gemm_steps.get_step("shared_memory")(a, b)       # or any step, by name or number
+>>> [s.name for s in gemm_steps.steps()][:3]
+['naive', 'coalesced', 'shared_memory']
+
+Without a GPU the kernels run on Numba's CUDA simulator (chosen automatically; see :func:`backend`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _backend  # must come first: picks GPU or simulator before Numba is imported
+from .cublas import cublas_matmul
+from .step import Step
+from .steps import all_steps
+
+__all__ = ["steps", "get_step", "matmul", "cublas_matmul", "backend", "Step", "SIMULATOR"]
+
+SIMULATOR = _backend.SIMULATOR
+
+
+def backend() -> str:
+    """Which backend runs the kernels (GPU or simulator) and why."""
+    return _backend.describe()
+
+
+def steps() -> list[Step]:
+    """All steps, in course order (``step.number`` is 1, 2, 3, …)."""
+    return all_steps()
+
+
+def get_step(name_or_number: str | int) -> Step:
+    """A step by its name (``"naive"``) or number (``1``)."""
+    found = all_steps()
+    for step in found:
+        if step.name == name_or_number or (
+            isinstance(name_or_number, int) and not isinstance(name_or_number, bool) and step.number == name_or_number
+        ):
+            return step
+    names = ", ".join(f"{s.number}={s.name}" for s in found)
+    raise KeyError(f"no step {name_or_number!r}; the steps are {names}")
+
+
+def fastest_step() -> Step:
+    """The course's final step, its fastest kernel (see results/ for the measurement)."""
+    return all_steps()[-1]
+
+
+def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None):
+    """``a @ b`` (float32) with one of the course's kernels; the fastest step by default.
+
+    NumPy inputs (any layout) give a NumPy result; C-contiguous Numba device arrays give a device array.
+    ``out`` receives the result and is returned. Bad input raises before anything is launched.
+    """
+    chosen = step if isinstance(step, Step) else fastest_step() if step is None else get_step(step)
+    return chosen(a, b, out=out)

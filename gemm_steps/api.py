@@ -1,0 +1,159 @@
+"""The one path every step goes through: check the inputs, move them to the GPU, allocate, launch, return.
+
+Rules (the same for every step, :func:`gemm_steps.matmul` and :func:`gemm_steps.cublas_matmul`):
+
+* ``a`` is (M, K), ``b`` is (K, N), both 2-D float32. NumPy arrays of any layout (strided, Fortran order) give a
+  NumPy result; C-contiguous Numba device arrays give a device array. Don't mix the two.
+* ``out=`` receives the result and is returned. It must have shape (M, N), dtype float32, be of the same kind as
+  the inputs (C-contiguous when on the device) and must not overlap ``a`` or ``b``.
+* Edges follow NumPy: K = 0 gives zeros, M = 0 or N = 0 an empty (M, N) result.
+* Anything else is refused *before* a kernel is launched or ``out`` is touched: ``TypeError`` for a wrong dtype
+  or array kind, ``ValueError`` for a wrong shape, layout, overlap or a size past 32-bit indexing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from numba import cuda
+
+from ._backend import SIMULATOR
+
+#: Kernels index with 32-bit integers (faster index math): every matrix must have fewer elements than this.
+MAX_ELEMENTS = 2**31 - 1
+
+
+if SIMULATOR:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _DeviceArray
+else:
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _DeviceArray
+
+
+def is_device_array(x: Any) -> bool:
+    """A Numba device array (a simulated one on the simulator)."""
+    return isinstance(x, _DeviceArray)
+
+
+def device_pointer(x: Any) -> int:
+    """Address of a device array's first element (a host address on the simulator)."""
+    if SIMULATOR:
+        return x._ary.ctypes.data
+    return x.__cuda_array_interface__["data"][0]
+
+
+def _describe(x: Any) -> str:
+    return f"{type(x).__module__}.{type(x).__qualname__}"
+
+
+def _check_array(x: Any, what: str) -> None:
+    if not (isinstance(x, np.ndarray) or is_device_array(x)):
+        raise TypeError(f"{what} must be a NumPy array or a Numba CUDA device array, got {_describe(x)}")
+    if x.dtype != np.float32:
+        raise TypeError(
+            f"{what} has dtype {x.dtype}; gemm-steps kernels are float32 SGEMM. "
+            f"Convert first, e.g. {what} = {what}.astype(np.float32)"
+        )
+    if x.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (a matrix), got {x.ndim}-D with shape {tuple(x.shape)}")
+
+
+def _byte_range(x: Any) -> tuple[int, int]:
+    """[start, end) of the device memory an array spans."""
+    start = device_pointer(x)
+    extent = sum((n - 1) * abs(s) for n, s in zip(x.shape, x.strides)) + x.dtype.itemsize if x.size else 0
+    return start, start + extent
+
+
+def _overlaps(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return np.may_share_memory(x, y)
+    (x0, x1), (y0, y1) = _byte_range(x), _byte_range(y)
+    return x0 < y1 and y0 < x1
+
+
+def validate(a: Any, b: Any, out: Any = None) -> tuple[int, int, int, bool]:
+    """Check a matmul's arguments; return (M, N, K, on_device). Raises before anything is touched."""
+    _check_array(a, "a")
+    _check_array(b, "b")
+    on_device = is_device_array(a)
+    if on_device != is_device_array(b):
+        raise TypeError(
+            "a and b must both be NumPy arrays or both be device arrays "
+            f"(got {_describe(a)} and {_describe(b)}); move one with numba.cuda.to_device() or .copy_to_host()"
+        )
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: a is {m}×{k}, b is {k2}×{n} (a.shape[1] must equal b.shape[0])")
+    if on_device:
+        for x, what in ((a, "a"), (b, "b")):
+            if not x.is_c_contiguous():
+                raise ValueError(
+                    f"device array {what} is not C-contiguous; make a contiguous copy on the host "
+                    "(np.ascontiguousarray) or pass NumPy arrays and let gemm-steps copy them"
+                )
+    for what, count in (("a", m * k), ("b", k * n), ("the result", m * n)):
+        if count > MAX_ELEMENTS:
+            raise ValueError(
+                f"{what} has {count:,} elements, more than the kernels' 32-bit index math allows "
+                f"({MAX_ELEMENTS:,}); split the product into blocks"
+            )
+    if out is not None:
+        _check_array(out, "out")
+        if is_device_array(out) != on_device:
+            raise TypeError(
+                f"out must be a {'device' if on_device else 'NumPy'} array like the inputs, got {_describe(out)}"
+            )
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"out has shape {tuple(out.shape)}, expected {(m, n)} for a {m}×{k} @ {k}×{n} product")
+        if on_device and not out.is_c_contiguous():
+            raise ValueError("device array out must be C-contiguous")
+        if not on_device and not out.flags.writeable:
+            raise ValueError("out is read-only")
+        for x, what in ((a, "a"), (b, "b")):
+            if _overlaps(out, x):
+                raise ValueError(f"out overlaps {what}; the kernels would overwrite their own input. Pass a new array")
+    return m, n, k, on_device
+
+
+LaunchFn = Callable[[Any, Any, Any, Any], None]
+
+
+def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0):
+    """Validate, handle the empty/K=0 edges, move host inputs to the GPU, call ``launch(a, b, c, stream)``."""
+    m, n, k, on_device = validate(a, b, out)
+    if on_device:
+        c = out if out is not None else cuda.device_array((m, n), dtype=np.float32, stream=stream)
+        if m and n:
+            if k == 0:
+                _fill_zero(c, stream)
+            else:
+                launch(a, b, c, stream)
+        return c
+
+    result = out if out is not None else np.empty((m, n), dtype=np.float32)
+    if m == 0 or n == 0:
+        return result
+    if k == 0:
+        result[...] = 0.0
+        return result
+    a_dev = cuda.to_device(np.ascontiguousarray(a), stream=stream)
+    b_dev = cuda.to_device(np.ascontiguousarray(b), stream=stream)
+    c_dev = cuda.device_array((m, n), dtype=np.float32, stream=stream)
+    launch(a_dev, b_dev, c_dev, stream)
+    if result.flags.c_contiguous:
+        c_dev.copy_to_host(result, stream=stream)
+    else:
+        result[...] = c_dev.copy_to_host(stream=stream)
+    if stream:
+        stream.synchronize()
+    return result
+
+
+def _fill_zero(c: Any, stream: Any) -> None:
+    zeros = np.zeros(c.shape, dtype=np.float32)
+    c.copy_to_device(zeros, stream=stream)
+
+
+def run_step(step, a, b, out=None, stream=0):
+    return run(step.launch, a, b, out, stream)

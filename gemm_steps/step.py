@@ -1,0 +1,70 @@
+"""What a *step* is: one kernel design of the course, wrapped so every step is called, checked and timed alike.
+
+A step module (``gemm_steps/steps/<name>.py``) provides:
+
+``TITLE``, ``SUMMARY``
+    A title and a one-line summary of what changed from the previous step.
+``launch(a, b, c, stream)``
+    Launch the step's kernel(s) computing ``c = a @ b``. The arrays are C-contiguous float32 *device* arrays,
+    already validated, with M, N, K ≥ 1. This is the only thing a step must say: validation, transfers and
+    allocation live in :mod:`gemm_steps.api`, once for all steps.
+``KERNELS``  (optional)
+    ``{label: (dispatcher, signature)}`` — every kernel the step may launch, with the argument types it is
+    launched with, so tests can compile each to PTX on a CPU-only machine and check the code the lesson claims.
+``source()``  (optional)
+    The source that really runs, when the step generates it (unrolled loops). Defaults to the module's source.
+``CONFIG`` / ``configure(config)``  (optional)
+    Tile parameters, and a way to get the step built for another configuration (autotuning).
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+from typing import Any, Callable
+
+
+class Step:
+    """One step of the course. Call it like a function: ``step(a, b, out=None)``."""
+
+    def __init__(self, number: int, module: ModuleType, name: str | None = None):
+        self.number = number
+        self.module = module
+        self.name = name or module.__name__.rsplit(".", 1)[-1]
+        self.title: str = module.TITLE
+        self.summary: str = module.SUMMARY
+        self._launch: Callable = module.launch
+
+    # -- using a step ------------------------------------------------------------------------------------------
+    def __call__(self, a: Any, b: Any, out: Any = None):
+        """``a @ b`` with this step's kernel. See :func:`gemm_steps.matmul` for what is accepted."""
+        from .api import run_step
+
+        return run_step(self, a, b, out)
+
+    def launch(self, a, b, c, stream=0) -> None:
+        """Launch on validated C-contiguous float32 device arrays (M, N, K ≥ 1). No checks: use ``step(a, b)``."""
+        self._launch(a, b, c, stream)
+
+    # -- reading a step ----------------------------------------------------------------------------------------
+    @property
+    def doc(self) -> str:
+        """The module docstring: what changed from the previous step and why it is faster."""
+        return inspect.cleandoc(self.module.__doc__ or "")
+
+    def source(self) -> str:
+        """The code that runs: generated source where the step generates it, else the module's own source."""
+        generate = getattr(self.module, "source", None)
+        return generate() if callable(generate) else inspect.getsource(self.module)
+
+    @property
+    def config(self) -> dict:
+        """Tile parameters of this step (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``THREAD_M``, ``THREAD_N``…)."""
+        return dict(getattr(self.module, "CONFIG", {}))
+
+    def kernels(self) -> dict:
+        """``{label: (dispatcher, signature)}`` for every kernel this step may launch."""
+        return dict(getattr(self.module, "KERNELS", {}))
+
+    def __repr__(self) -> str:
+        return f"<Step {self.number} {self.name!r}: {self.title}>"
