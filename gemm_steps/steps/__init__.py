@@ -11,6 +11,12 @@ COURSE = [
     "naive",
     "coalesced",
     "shared_memory",
+    "register_1d",
+    "register_2d",
+    "vectorized",
+    "unrolled",
+    "double_buffered",
+    "warp_tiling",
 ]
 
 _STEPS: list[Step] | None = None

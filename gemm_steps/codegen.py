@@ -1,0 +1,95 @@
+"""Generating kernel source: how the course unrolls loops without an unroll pragma.
+
+Numba has no ``#pragma unroll``, and ``literal_unroll`` does not unroll ``range``. So a step that needs a loop
+unrolled (register arrays indexed only by constants, a k-loop with no branch per iteration) writes its kernel as
+a *template* — ordinary Python plus three line directives — and this module expands it into plain Python source,
+which Numba then compiles like any other function. The result is readable: ``step.source()`` prints it.
+
+Directives (each on its own comment line; the lines between them keep their indentation):
+
+``# @for NAME in range(EXPR)`` … ``# @end``
+    Repeat the enclosed lines for every value, substituting ``{{ … }}`` expressions that use ``NAME``.
+``# @if EXPR`` … [``# @else``] … ``# @end``
+    Keep one branch, decided at generation time (for example the guarded edge variant of a kernel).
+``{{ EXPR }}``
+    Anywhere in a line: replaced by the value of a Python expression over the template's constants and the
+    enclosing ``@for`` variables (``acc_{{i}}_{{j}}`` becomes ``acc_0_0``, ``acc_0_1``, …).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from typing import Any
+
+_DIRECTIVE = re.compile(r"^\s*#\s*@(for|if|else|end)\b\s*(.*)$")
+_FOR = re.compile(r"^(\w+)\s+in\s+(range\(.*\))\s*$")
+_SUBST = re.compile(r"\{\{(.+?)\}\}")
+
+
+def _substitute(line: str, env: dict) -> str:
+    return _SUBST.sub(lambda m: str(eval(m.group(1), {}, env)), line)
+
+
+def _block_end(lines: list[str], start: int) -> tuple[int, int | None]:
+    """Index of the ``@end`` matching the directive at ``start``, and of its ``@else`` if any."""
+    depth, else_at = 0, None
+    for i in range(start + 1, len(lines)):
+        match = _DIRECTIVE.match(lines[i])
+        if not match:
+            continue
+        kind = match.group(1)
+        if kind in ("for", "if"):
+            depth += 1
+        elif kind == "else" and depth == 0:
+            else_at = i
+        elif kind == "end":
+            if depth == 0:
+                return i, else_at
+            depth -= 1
+    raise SyntaxError(f"template: no '# @end' for line {start + 1}: {lines[start].strip()}")
+
+
+def _expand(lines: list[str], env: dict) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _DIRECTIVE.match(lines[i])
+        if not match:
+            out.append(_substitute(lines[i], env))
+            i += 1
+            continue
+        kind, rest = match.groups()
+        if kind in ("else", "end"):
+            raise SyntaxError(f"template: '# @{kind}' without an opening directive at line {i + 1}")
+        end, else_at = _block_end(lines, i)
+        if kind == "for":
+            loop = _FOR.match(rest)
+            if not loop:
+                raise SyntaxError(f"template: expected '# @for NAME in range(...)', got: {lines[i].strip()}")
+            name, values = loop.group(1), eval(loop.group(2), {}, env)
+            for value in values:
+                out += _expand(lines[i + 1:end], {**env, name: value})
+        else:
+            keep = bool(eval(rest, {}, env))
+            body = lines[i + 1:else_at] if else_at is not None else lines[i + 1:end]
+            other = lines[else_at + 1:end] if else_at is not None else []
+            out += _expand(body if keep else other, env)
+        i = end + 1
+    return out
+
+
+def expand(template: str, constants: dict[str, Any]) -> str:
+    """Expand a template (see the module docstring) with the given compile-time constants."""
+    return "\n".join(_expand(template.strip("\n").splitlines(), dict(constants))) + "\n"
+
+
+def define(source: str, filename: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Execute generated source into ``namespace`` and register it with linecache.
+
+    Registering gives tracebacks, ``inspect.getsource`` and the simulator (which tells shared arrays apart by
+    file name and line) a real file name and lines for the generated code.
+    """
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace

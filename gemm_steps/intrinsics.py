@@ -1,0 +1,93 @@
+"""Low-level operations Numba does not expose, in one place — each with a plain-Python twin for the simulator.
+
+Numba-CUDA compiles ``arr[i]`` to a scalar 32-bit load, and never merges four of them into one 128-bit load
+(the compiler cannot prove the address is 16-byte aligned). These intrinsics emit the vector access directly, as
+LLVM IR through :func:`numba.cuda.extending.intrinsic`:
+
+============================  =======================================  ==========================
+function                      LLVM IR                                  PTX → SASS
+============================  =======================================  ==========================
+``load_float4(arr, i)``       ``load <4 x float>, align 16``           ``ld.global.v4.f32`` → ``LDG.E.128``
+                                                                       ``ld.shared.v4.f32`` → ``LDS.128``
+``store_float4(arr, i, ...)`` ``store <4 x float>, align 16``          ``st.global.v4.f32`` → ``STG.E.128``
+                                                                       ``st.shared.v4.f32`` → ``STS.128``
+============================  =======================================  ==========================
+
+Both take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
+array and ``i`` must be a multiple of 4 from a 16-byte-aligned base — the caller's promise, not checked (that is the
+point: no bounds check, no wraparound for negative indices). The address space (global/shared) is inferred by the
+compiler from where the array lives. On the simulator the same names are plain Python functions with the same
+meaning, so a step's source is identical on both.
+"""
+
+from __future__ import annotations
+
+from ._backend import SIMULATOR
+
+if SIMULATOR:
+
+    def load_float4(array, index):
+        """Four consecutive floats ``array[index : index + 4]`` (simulator: four scalar reads)."""
+        return array[index], array[index + 1], array[index + 2], array[index + 3]
+
+    def store_float4(array, index, x0, x1, x2, x3):
+        """Write four consecutive floats at ``array[index : index + 4]`` (simulator: four scalar writes)."""
+        array[index] = x0
+        array[index + 1] = x1
+        array[index + 2] = x2
+        array[index + 3] = x3
+
+else:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    _F32x4 = ir.VectorType(ir.FloatType(), 4)
+
+    def _is_float32_vector(array) -> bool:
+        return isinstance(array, types.Array) and array.dtype == types.float32 and array.ndim == 1
+
+    def _element_pointer(context, builder, array_type, array_value, index_type, index_value):
+        """Address of ``array[index]`` as ``<4 x float>*`` — no bounds check, no negative wraparound."""
+        data = context.make_array(array_type)(context, builder, array_value).data
+        wide = ir.IntType(64)
+        if index_value.type.width < 64:
+            extend = builder.sext if index_type.signed else builder.zext
+            index_value = extend(index_value, wide)
+        element = builder.gep(data, [index_value], inbounds=True)
+        return builder.bitcast(element, _F32x4.as_pointer(element.type.addrspace))
+
+    @intrinsic
+    def load_float4(typingctx, array, index):
+        """Four consecutive floats from ``array[index]`` as one 128-bit load (``ld.*.v4.f32``)."""
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
+            return None
+        signature = types.UniTuple(types.float32, 4)(array, index)
+
+        def codegen(context, builder, sig, args):
+            pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            vector = builder.load(pointer, align=16)
+            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), lane)) for lane in range(4)]
+            return context.make_tuple(builder, sig.return_type, lanes)
+
+        return signature, codegen
+
+    @intrinsic
+    def store_float4(typingctx, array, index, x0, x1, x2, x3):
+        """Write four floats (cast to float32) to ``array[index]`` as one 128-bit store (``st.*.v4.f32``)."""
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
+            return None
+        if not all(isinstance(x, (types.Float, types.Integer)) for x in (x0, x1, x2, x3)):
+            return None
+        signature = types.void(array, index, x0, x1, x2, x3)
+
+        def codegen(context, builder, sig, args):
+            pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            vector = ir.Constant(_F32x4, ir.Undefined)
+            for lane, (value, value_type) in enumerate(zip(args[2:], sig.args[2:])):
+                value = context.cast(builder, value, value_type, types.float32)
+                vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), lane))
+            builder.store(vector, pointer, align=16)
+            return context.get_dummy_value()
+
+        return signature, codegen

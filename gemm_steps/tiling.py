@@ -1,0 +1,138 @@
+"""What the register-tiled steps (6 onward) share: tile configurations, building kernels from a template, and the
+launch that splits C into full tiles (fast kernel) and edge tiles (guarded kernel).
+
+Edges — the documented method. Each step generates *two* kernels from one template:
+
+* the **fast** kernel assumes full tiles: no bounds checks, 128-bit loads and stores. It runs only when
+  ``K % BLOCK_K == 0``, ``N % 4 == 0`` and every base address is 16-byte aligned, and only on the tiles that lie
+  wholly inside C (``M // BLOCK_M`` × ``N // BLOCK_N`` of them);
+* the **edge** kernel (``EDGE = True`` in the template) checks every access, loads scalars and zero-fills outside
+  the matrices. It is launched on the whole grid, and a block whose tile the fast kernel covered returns at once.
+
+So any M, N, K is correct, and the common aligned case pays nothing for the edge case. Shapes that break the
+fast path's conditions (K or N not a multiple of 4, say) run entirely on the edge kernel: correct, slower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+from . import codegen
+from .intrinsics import load_float4, store_float4
+from .kernel_tools import SHARED_ALIGN, ceil_div, kernel
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Tile sizes of a register-tiled kernel (the same names in every step)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    WARPS_M: int = 2  # warp tiling only: warps stacked along M …
+    MIN_BLOCKS_PER_SM: int = 0  # launch_bounds occupancy hint (0 = none)
+
+    @property
+    def THREADS(self) -> int:
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    def check(self) -> "TileConfig":
+        c = self
+        problems = []
+        if c.THREAD_M % 4 or c.THREAD_N % 4:
+            problems.append("THREAD_M and THREAD_N must be multiples of 4 (128-bit fragments)")
+        if c.BLOCK_M % c.THREAD_M or c.BLOCK_N % c.THREAD_N:
+            problems.append("BLOCK_M/BLOCK_N must be multiples of THREAD_M/THREAD_N")
+        if c.BLOCK_K % 4:
+            problems.append("BLOCK_K must be a multiple of 4 (128-bit loads along K)")
+        threads = c.THREADS
+        if threads > 1024 or threads % 32:
+            problems.append(f"{threads} threads per block: must be a multiple of 32 and at most 1024")
+        elif (c.BLOCK_M * c.BLOCK_K // 4) % threads or (c.BLOCK_K * c.BLOCK_N // 4) % threads:
+            problems.append("each tile must split into whole 128-bit loads per thread")
+        if problems:
+            raise ValueError(f"bad tile configuration {asdict(c)}: " + "; ".join(problems))
+        return c
+
+    def constants(self) -> dict[str, int]:
+        c = self
+        values = {k: v for k, v in asdict(c).items()}
+        values["THREADS"] = c.THREADS
+        values["THREADS_N"] = c.BLOCK_N // c.THREAD_N  # threads along a row of the block tile
+        values["A_LOADS"] = c.BLOCK_M * c.BLOCK_K // 4 // c.THREADS  # 128-bit loads of A per thread per tile
+        values["B_LOADS"] = c.BLOCK_K * c.BLOCK_N // 4 // c.THREADS
+        values["A_VECTORS_PER_ROW"] = c.BLOCK_K // 4
+        values["B_VECTORS_PER_ROW"] = c.BLOCK_N // 4
+        values["SHARED_BYTES"] = 4 * c.BLOCK_K * (c.BLOCK_M + c.BLOCK_N)
+        return values
+
+    def with_(self, **changes) -> "TileConfig":
+        return replace(self, **changes).check()
+
+
+#: Argument types every generated kernel is launched with (flat arrays, sizes, full-tile counts).
+SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint32, uint32, uint32)"
+
+
+def _aligned(*arrays: Any) -> bool:
+    from .api import device_pointer
+
+    return all(device_pointer(x) % 16 == 0 for x in arrays)
+
+
+class TiledKernels:
+    """A step's fast and edge kernels, generated from its template for one :class:`TileConfig`."""
+
+    def __init__(self, name: str, template: str, config: TileConfig, extra_constants: dict | None = None):
+        self.name = name
+        self.config = config.check()
+        constants = {**config.constants(), **(extra_constants or {})}
+        self.constants = constants
+        launch_bounds = (config.THREADS, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
+        self.sources: dict[str, str] = {}
+        self.kernels: dict[str, Any] = {}
+        for variant, edge in (("fast", False), ("edge", True)):
+            function_name = f"{name}_{variant}_kernel"
+            source = codegen.expand(template, {**constants, "EDGE": edge, "KERNEL_NAME": function_name})
+            tag = "_".join(f"{v}" for v in asdict(config).values())
+            namespace = codegen.define(source, f"<generated {name} {variant} {tag}>", {
+                "cuda": cuda, "float32": float32, "uint32": uint32, "SHARED_ALIGN": SHARED_ALIGN,
+                "load_float4": load_float4, "store_float4": store_float4, **constants,
+            })
+            self.sources[variant] = source
+            self.kernels[variant] = kernel(namespace[function_name], launch_bounds=launch_bounds)
+
+    def source(self) -> str:
+        c = self.config
+        header = (f"# Generated for BLOCK_M={c.BLOCK_M} BLOCK_N={c.BLOCK_N} BLOCK_K={c.BLOCK_K} "
+                  f"THREAD_M={c.THREAD_M} THREAD_N={c.THREAD_N} ({c.THREADS} threads)\n")
+        return (header + "\n# ---- fast kernel: full tiles, 128-bit accesses, no bounds checks ----\n"
+                + self.sources["fast"] + "\n# ---- edge kernel: guarded, for the tiles the fast kernel skips ----\n"
+                + self.sources["edge"])
+
+    def ptx_kernels(self) -> dict:
+        return {f"{self.name}_{variant}": (k, SIGNATURE) for variant, k in self.kernels.items()}
+
+    def fast_path_applies(self, a, b, c) -> bool:
+        m, k = a.shape
+        n = b.shape[1]
+        return k % self.config.BLOCK_K == 0 and n % 4 == 0 and _aligned(a, b, c)
+
+    def launch(self, a, b, c, stream=0) -> None:
+        cfg = self.config
+        m, k = a.shape
+        n = b.shape[1]
+        flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+        grid_rows, grid_cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
+        full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
+        sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
+        if full_rows and full_cols:
+            self.kernels["fast"][(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)
+        if full_rows * full_cols < grid_rows * grid_cols:
+            self.kernels["edge"][(grid_cols, grid_rows), cfg.THREADS, stream](*flat, *sizes)
