@@ -1,0 +1,141 @@
+#!/usr/bin/env python
+"""Regenerate notebooks/NN_*.ipynb from lessons/NN_*.py, executed, so they are committed with their outputs.
+
+The lesson files (jupytext "percent" format) are the truth; a notebook is a lesson plus the outputs of one run.
+
+    python scripts/build_notebooks.py              # rebuild and execute every notebook
+    python scripts/build_notebooks.py 02_coalesced # only the lessons whose name contains one of these
+    python scripts/build_notebooks.py --check      # exit 1, with a diff, if a notebook differs from its lesson
+
+Without a GPU the notebooks run on Numba's CUDA simulator, and their timing cells show the shipped benchmark run
+from results/ (each notebook says so). On a GPU they measure afresh and say that instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+LESSONS = REPO / "lessons"
+NOTEBOOKS = REPO / "notebooks"
+KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+#: Lets Jupyter (with jupytext) keep an opened notebook and its lesson file in sync.
+PAIRING = "notebooks//ipynb,lessons//py:percent"
+
+
+def lesson_paths(only: list[str] | None = None) -> list[Path]:
+    paths = sorted(LESSONS.glob("[0-9][0-9]_*.py"))
+    return [p for p in paths if not only or any(o in p.stem for o in only)]
+
+
+def notebook_path(lesson: Path) -> Path:
+    return NOTEBOOKS / f"{lesson.stem}.ipynb"
+
+
+def read_lesson(lesson: Path) -> nbformat.NotebookNode:
+    nb = jupytext.read(lesson, fmt="py:percent")
+    nb.metadata["kernelspec"] = dict(KERNEL)
+    nb.metadata["jupytext"] = {"formats": PAIRING}
+    return nb
+
+
+def cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """(cell type, source) of every cell: what must be equal between a lesson and its notebook."""
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
+def differences(lesson: Path) -> str:
+    """Empty if the notebook holds exactly the lesson's cells (outputs and metadata aside); else a readable diff."""
+    nb_path = notebook_path(lesson)
+    if not nb_path.exists():
+        return f"{nb_path.relative_to(REPO)} is missing (lesson {lesson.relative_to(REPO)})\n"
+
+    def render(nb_cells):
+        return [f"# %% [{kind}]\n{source}\n" for kind, source in nb_cells]
+
+    want = render(cells(read_lesson(lesson)))
+    have = render(cells(nbformat.read(nb_path, as_version=4)))
+    if want == have:
+        return ""
+    return "".join(difflib.unified_diff(have, want, str(nb_path.relative_to(REPO)), str(lesson.relative_to(REPO))))
+
+
+def unexecuted(nb_path: Path) -> list[int]:
+    """Indices of code cells that were never run (no execution count)."""
+    nb = nbformat.read(nb_path, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count") is None]
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel started in ``cwd``, with this checkout importable as ``gemm_steps``."""
+    from nbclient import NotebookClient
+
+    env_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env_path] if env_path else []))
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name=KERNEL["name"], record_timing=False,
+                       extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP-transport warning
+                       resources={"metadata": {"path": str(cwd)}}).execute()
+    finally:
+        if env_path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = env_path
+    return nb
+
+
+def build(lesson: Path, timeout: int) -> float:
+    nb = read_lesson(lesson)
+    NOTEBOOKS.mkdir(exist_ok=True)
+    t0 = time.perf_counter()
+    execute(nb, NOTEBOOKS, timeout)
+    seconds = time.perf_counter() - t0
+    nbformat.write(nb, notebook_path(lesson))
+    return seconds
+
+
+def check(lessons: list[Path]) -> int:
+    problems = []
+    for lesson in lessons:
+        diff = differences(lesson)
+        if diff:
+            problems.append(diff)
+        elif unexecuted(notebook_path(lesson)):
+            problems.append(f"{notebook_path(lesson).relative_to(REPO)} has code cells that were never executed\n")
+    orphans = {p.stem for p in NOTEBOOKS.glob("*.ipynb")} - {p.stem for p in lesson_paths()}
+    problems += [f"notebooks/{name}.ipynb has no lesson (lessons/{name}.py)\n" for name in sorted(orphans)]
+    if problems:
+        sys.stdout.write("".join(problems))
+        print("\nNotebooks are out of date: run  python scripts/build_notebooks.py", file=sys.stderr)
+        return 1
+    print(f"{len(lessons)} notebooks match their lessons")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="*", help="build only lessons whose file name contains one of these")
+    parser.add_argument("--check", action="store_true", help="verify notebooks match lessons; build nothing")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")
+    args = parser.parse_args(argv)
+    lessons = lesson_paths(args.only)
+    if not lessons:
+        parser.error(f"no lesson in {LESSONS.relative_to(REPO)}/ matches {args.only}")
+    if args.check:
+        return check(lessons)
+    for lesson in lessons:
+        print(f"{lesson.relative_to(REPO)} → {notebook_path(lesson).relative_to(REPO)} … ", end="", flush=True)
+        print(f"executed in {build(lesson, args.timeout):.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Lessons and notebooks: paired, executed, runnable on the simulator, and showing real code and real provenance.
+
+* every ``lessons/NN_*.py`` has a ``notebooks/NN_*.ipynb`` with exactly its cells (the notebook cannot drift);
+* every lesson runs start to finish on Numba's CUDA simulator (executed here, in a temporary directory);
+* the committed notebooks were executed, have no error outputs, say where their timings come from, and no lesson
+  pastes a kernel instead of showing the package's source;
+* the helpers in :mod:`gemm_steps.lesson` pick the right results file and never invent a number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gemm_steps import lesson, steps
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("build_notebooks", REPO / "scripts" / "build_notebooks.py")
+build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build)
+
+LESSONS = build.lesson_paths()
+CELL_TIMEOUT_S = 120
+#: Kernel code belongs in gemm_steps/steps/; a lesson shows it with lesson.show_source, never a copy.
+PASTED_KERNEL = re.compile(r"@kernel|cuda\.jit|cuda\.(threadIdx|blockIdx|grid\(|syncthreads|shared\.array)")
+
+
+def _ids(paths):
+    return [p.stem for p in paths]
+
+
+def _text_outputs(nb) -> str:
+    """All text a notebook's outputs show (streams, Markdown, plain text)."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            data = out.get("data", {})
+            parts += [data.get("text/markdown", ""), data.get("text/plain", "")]
+    return "\n".join(parts)
+
+
+def synthetic_results(date="2026-01-01T00:00:00+00:00", gpu="NVIDIA H200 (synthetic test data)", names=None):
+    """A results document shaped like bench.run_benchmark's, with made-up numbers: for tests only, never shipped."""
+    names = [s.name for s in steps()] if names is None else names
+    records = []
+    for n in (256, 1024):
+        flop = 2.0 * n**3
+        cublas_ms = flop / 50e12 * 1e3
+        records.append({"step": "cublas", "number": 0, "M": n, "N": n, "K": n, "median_ms": cublas_ms,
+                        "tflops": 50.0, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100.0})
+        for number, name in enumerate(names, start=1):
+            tflops = 0.5 * 1.5**number
+            ms = flop / (tflops * 1e12) * 1e3
+            records.append({"step": name, "number": number, "M": n, "N": n, "K": n, "median_ms": ms,
+                            "tflops": tflops, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100 * cublas_ms / ms})
+    env = {"date": date, "simulator": False, "gpu": gpu, "sm_count": 132, "sm_clock_max_mhz": 1980.0,
+           "fp32_peak_tflops_estimate": 66.9, "numba_cuda": "test", "numpy": "test"}
+    return {"schema": 1, "environment": env, "method": {}, "records": records}
+
+
+# -- (a) a notebook is its lesson plus outputs -----------------------------------------------------------------------
+def test_there_are_lessons():
+    assert [p.stem[:2] for p in LESSONS] == [f"{i:02d}" for i in range(len(LESSONS))], "lessons are numbered 00, 01, …"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_notebook_has_exactly_the_lessons_cells(path):
+    diff = build.differences(path)
+    assert not diff, f"notebook differs from its lesson; run python scripts/build_notebooks.py\n{diff}"
+
+
+def test_every_notebook_has_a_lesson():
+    orphans = {p.stem for p in build.NOTEBOOKS.glob("*.ipynb")} - {p.stem for p in LESSONS}
+    assert not orphans, f"notebooks without a lesson: {sorted(orphans)}"
+
+
+# -- (c) committed notebooks were executed, and show the package's code ----------------------------------------------
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_committed_notebook_was_executed_cleanly(path):
+    nb_path = build.notebook_path(path)
+    assert not build.unexecuted(nb_path), f"{nb_path.name} has unexecuted code cells"
+    nb = nbformat.read(nb_path, as_version=4)
+    outputs = [out for cell in nb.cells for out in cell.get("outputs", [])]
+    assert outputs, f"{nb_path.name} has no outputs"
+    assert not [out for out in outputs if out.get("output_type") == "error"], f"{nb_path.name} has an error output"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_committed_notebook_says_where_its_timings_come_from(path):
+    text = _text_outputs(nbformat.read(build.notebook_path(path), as_version=4))
+    cited = re.findall(r"shipped run from `([^`]+)`", text)
+    for cited_path in cited:
+        assert (REPO / cited_path).exists(), f"{path.stem} cites {cited_path}, which is not in the repository"
+    if "measure_or_load" not in path.read_text():
+        return
+    assert cited or "Measured now on" in text or lesson.NO_RESULTS in text, f"{path.stem} does not say"
+    if lesson.load_results(steps=()) is not None:
+        assert lesson.NO_RESULTS not in text, (
+            f"{path.stem} was built before the shipped results arrived; run python scripts/build_notebooks.py")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_lessons_show_kernels_rather_than_paste_them(path):
+    for kind, source in build.cells(build.read_lesson(path)):
+        if kind == "code":
+            assert not PASTED_KERNEL.search(source), f"{path.stem} has kernel code in a cell:\n{source}"
+
+
+# -- (b) every lesson runs start to finish on the simulator ----------------------------------------------------------
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
+    """Against the shipped results if there are any, else a synthetic file, so the timing cells run too."""
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    nb = build.read_lesson(path)
+    if lesson.load_results(steps=()) is None:
+        (tmp_path / "synthetic.json").write_text(json.dumps(synthetic_results()))
+        setup = f"import pathlib, gemm_steps.lesson\ngemm_steps.lesson.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})"
+        nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
+    start = time.perf_counter()
+    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S)  # raises CellExecutionError on the first failing cell
+    seconds = time.perf_counter() - start
+    print(f"{path.stem}: {seconds:.1f} s on the simulator")
+    if "measure_or_load" in path.read_text():
+        assert "shipped run from" in _text_outputs(nb), "the timing cells did not run against the results file"
+
+
+# -- the helpers -----------------------------------------------------------------------------------------------------
+def test_load_results_picks_the_newest_gpu_file_with_the_steps(tmp_path):
+    assert lesson.load_results(results_dir=tmp_path) is None
+    (tmp_path / "old.json").write_text(json.dumps(synthetic_results(date="2026-01-01T00:00:00+00:00")))
+    (tmp_path / "new.json").write_text(json.dumps(synthetic_results(date="2026-02-01T00:00:00+00:00")))
+    (tmp_path / "newest_naive_only.json").write_text(
+        json.dumps(synthetic_results(date="2026-03-01T00:00:00+00:00", names=["naive"])))
+    simulated = synthetic_results(date="2026-04-01T00:00:00+00:00")
+    simulated["environment"]["simulator"] = True
+    (tmp_path / "simulated.json").write_text(json.dumps(simulated))
+    (tmp_path / "tuned.json").write_text("{}")  # not a results document
+    sweep = synthetic_results(date="2026-05-01T00:00:00+00:00", names=["naive#1", "naive#2"])  # a tuning sweep
+    (tmp_path / "tuning-naive.json").write_text(json.dumps(sweep))
+
+    def newest(names):
+        found = lesson.load_results(steps=names, results_dir=tmp_path)
+        return found and Path(found["path"]).name
+
+    assert newest([]) == newest(["naive"]) == "newest_naive_only.json"
+    assert newest(["naive", "coalesced"]) == "new.json"
+    (tmp_path / "new.json").unlink()
+    (tmp_path / "old.json").unlink()
+    assert newest(["coalesced"]) is None
+    with pytest.raises(ValueError):
+        lesson.load_results("tuning", results_dir=tmp_path)
+
+
+def test_measure_or_load_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(lesson, "RESULTS_DIR", tmp_path)
+    assert lesson.measure_or_load(["naive"], [64], measure=False) is None
+    assert lesson.NO_RESULTS in capsys.readouterr().out
+
+    (tmp_path / "run.json").write_text(json.dumps(synthetic_results()))
+    loaded = lesson.measure_or_load(["naive"], [64], measure=False)
+    assert {r["step"] for r in loaded["records"]} == {"naive", "cublas"}
+    assert "No GPU here: these timings are the shipped run from" in capsys.readouterr().out
+    assert "synthetic test data" in loaded["provenance"] and "2026-01-01" in loaded["provenance"]
+
+    monkeypatch.setattr(lesson.bench, "run_benchmark", lambda step_list, shapes, **kw: synthetic_results())
+    measured = lesson.measure_or_load(["naive"], [64], measure=True)
+    assert measured["provenance"].startswith("Measured now on NVIDIA H200 (synthetic test data)")
+
+
+def test_timing_table_shows_measured_numbers_and_nothing_else():
+    results = synthetic_results(names=["naive", "coalesced"])
+    table = lesson.timing_table(results, ["naive", "coalesced"])
+    naive, coalesced = (lesson.record(results, s, 1024) for s in ("naive", "coalesced"))
+    assert table.startswith("**1024³**")
+    assert f"| 2 coalesced | {coalesced['median_ms']:.3f} | {coalesced['tflops']:.2f} |" in table
+    assert f"{naive['median_ms'] / coalesced['median_ms']:.2f}×" in table
+    assert "| cuBLAS |" in table
+    assert "| 3 shared_memory | — | — | — | — |" in lesson.timing_table(results, ["naive", "shared_memory"], 1024)
+    assert lesson.NO_RESULTS in lesson.timing_table(None, ["naive"])
