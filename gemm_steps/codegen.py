@@ -11,6 +11,9 @@ Directives (each on its own comment line; the lines between them keep their inde
     Repeat the enclosed lines for every value, substituting ``{{ … }}`` expressions that use ``NAME``.
 ``# @if EXPR`` … [``# @else``] … ``# @end``
     Keep one branch, decided at generation time (for example the guarded edge variant of a kernel).
+``# @indent EXPR`` … ``# @end``
+    Indent the enclosed lines by four more spaces when EXPR is true (to put a body inside a loop that only
+    one variant has, such as the persistent kernel's loop over tiles).
 ``{{ EXPR }}``
     Anywhere in a line: replaced by the value of a Python expression over the template's constants and the
     enclosing ``@for`` variables (``acc_{{i}}_{{j}}`` becomes ``acc_0_0``, ``acc_0_1``, …).
@@ -22,7 +25,7 @@ import linecache
 import re
 from typing import Any
 
-_DIRECTIVE = re.compile(r"^\s*#\s*@(for|if|else|end)\b\s*(.*)$")
+_DIRECTIVE = re.compile(r"^\s*#\s*@(for|if|indent|else|end)\b\s*(.*)$")
 _FOR = re.compile(r"^(\w+)\s+in\s+(range\(.*\))\s*$")
 _SUBST = re.compile(r"\{\{(.+?)\}\}")
 
@@ -39,7 +42,7 @@ def _block_end(lines: list[str], start: int) -> tuple[int, int | None]:
         if not match:
             continue
         kind = match.group(1)
-        if kind in ("for", "if"):
+        if kind in ("for", "if", "indent"):
             depth += 1
         elif kind == "else" and depth == 0:
             else_at = i
@@ -70,6 +73,9 @@ def _expand(lines: list[str], env: dict) -> list[str]:
             name, values = loop.group(1), eval(loop.group(2), {}, env)
             for value in values:
                 out += _expand(lines[i + 1:end], {**env, name: value})
+        elif kind == "indent":
+            body = _expand(lines[i + 1:end], env)
+            out += [("    " + line if line.strip() else line) for line in body] if eval(rest, {}, env) else body
         else:
             keep = bool(eval(rest, {}, env))
             body = lines[i + 1:else_at] if else_at is not None else lines[i + 1:end]

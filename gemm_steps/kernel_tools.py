@@ -28,12 +28,5 @@ def kernel(func=None, *, launch_bounds=None, max_registers=None, **jit_options):
     return decorate(func) if func is not None else decorate
 
 
-def device_function(func):
-    """``@cuda.jit(device=True)``, inlined on the GPU."""
-    if SIMULATOR:
-        return cuda.jit(device=True)(func)
-    return cuda.jit(device=True, forceinline=True)(func)
-
-
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)

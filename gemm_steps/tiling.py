@@ -21,9 +21,14 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32, uint32
 
-from . import codegen
+from . import _numba_patches, codegen
+from ._backend import SIMULATOR
 from .intrinsics import load_float4, store_float4
 from .kernel_tools import SHARED_ALIGN, ceil_div, kernel
+
+#: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
+#: still loops over several tiles and the loop is exercised.
+SIMULATED_RESIDENT_BLOCKS = 3
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,6 @@ class TileConfig:
     BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
     THREAD_M: int = 8  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
-    WARPS_M: int = 2  # warp tiling only: warps stacked along M …
     MIN_BLOCKS_PER_SM: int = 0  # launch_bounds occupancy hint (0 = none)
 
     @property
@@ -89,21 +93,29 @@ def _aligned(*arrays: Any) -> bool:
 class TiledKernels:
     """A step's fast and edge kernels, generated from its template for one :class:`TileConfig`."""
 
-    def __init__(self, name: str, template: str, config: TileConfig, extra_constants: dict | None = None):
+    def __init__(self, name: str, template: str, config: TileConfig, extra_constants: dict | None = None,
+                 overrides: dict | None = None):
+        """``overrides`` replaces names the kernels see (tests use it on the simulator, e.g. to count stores)."""
+        _numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.config = config.check()
-        constants = {**config.constants(), **(extra_constants or {})}
+        constants = {"PERSISTENT": False, "GROUP_M": 1, **config.constants(), **(extra_constants or {})}
         self.constants = constants
+        self.persistent = bool(constants["PERSISTENT"])
+        self._resident_blocks: int | None = None
         launch_bounds = (config.THREADS, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
         self.sources: dict[str, str] = {}
         self.kernels: dict[str, Any] = {}
         for variant, edge in (("fast", False), ("edge", True)):
             function_name = f"{name}_{variant}_kernel"
-            source = codegen.expand(template, {**constants, "EDGE": edge, "KERNEL_NAME": function_name})
+            variant_constants = {**constants, "EDGE": edge, "KERNEL_NAME": function_name}
+            if edge:
+                variant_constants["PERSISTENT"] = False  # edge tiles are few: one block each
+            source = codegen.expand(template, variant_constants)
             tag = "_".join(f"{v}" for v in asdict(config).values())
             namespace = codegen.define(source, f"<generated {name} {variant} {tag}>", {
                 "cuda": cuda, "float32": float32, "uint32": uint32, "SHARED_ALIGN": SHARED_ALIGN,
-                "load_float4": load_float4, "store_float4": store_float4, **constants,
+                "load_float4": load_float4, "store_float4": store_float4, **constants, **(overrides or {}),
             })
             self.sources[variant] = source
             self.kernels[variant] = kernel(namespace[function_name], launch_bounds=launch_bounds)
@@ -119,6 +131,23 @@ class TiledKernels:
     def ptx_kernels(self) -> dict:
         return {f"{self.name}_{variant}": (k, SIGNATURE) for variant, k in self.kernels.items()}
 
+    def resident_blocks(self) -> int:
+        """How many blocks of the fast kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
+        if self._resident_blocks is None:
+            if SIMULATOR:
+                self._resident_blocks = SIMULATED_RESIDENT_BLOCKS
+            else:
+                from numba.cuda import types as cuda_types  # noqa: F401  (kernels compile for SIGNATURE)
+
+                compiled = self.kernels["fast"].compile(SIGNATURE)
+                function = compiled._codelibrary.get_cufunc()
+                context = cuda.current_context()
+                per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS, 0)
+                if per_sm < 1:
+                    raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
+                self._resident_blocks = per_sm * context.device.MULTIPROCESSOR_COUNT
+        return self._resident_blocks
+
     def fast_path_applies(self, a, b, c) -> bool:
         m, k = a.shape
         n = b.shape[1]
@@ -133,6 +162,10 @@ class TiledKernels:
         full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         if full_rows and full_cols:
-            self.kernels["fast"][(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)
+            fast = self.kernels["fast"]
+            grid = (full_cols, full_rows)
+            if self.persistent:
+                grid = min(full_rows * full_cols, self.resident_blocks())
+            fast[grid, cfg.THREADS, stream](*flat, *sizes)
         if full_rows * full_cols < grid_rows * grid_cols:
             self.kernels["edge"][(grid_cols, grid_rows), cfg.THREADS, stream](*flat, *sizes)

@@ -48,3 +48,45 @@ def record_best(step_name: str, gpu: str, config, evidence: dict) -> None:
     tuned.setdefault(gpu, {})[step_name] = {"config": asdict(config), **evidence}
     TUNED_FILE.parent.mkdir(parents=True, exist_ok=True)
     TUNED_FILE.write_text(json.dumps(tuned, indent=1, sort_keys=True) + "\n")
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower()
+
+
+def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None) -> dict:
+    """Time every configuration of a step's ``SEARCH_SPACE`` at size³, record all of them and the winner."""
+    import importlib
+    from types import SimpleNamespace
+
+    from .bench import run_benchmark, save
+
+    gpu = current_gpu_name()
+    if gpu is None:
+        raise RuntimeError("autotuning needs a real CUDA GPU (timings on the simulator mean nothing)")
+    module = importlib.import_module(f"{__package__}.steps.{step_name}")
+    space = getattr(module, "SEARCH_SPACE", None)
+    if not space:
+        raise ValueError(f"step {step_name!r} has no SEARCH_SPACE to tune")
+    candidates = []
+    for index, config in enumerate(space, start=1):
+        kernels = module.build(config)
+        candidates.append(SimpleNamespace(name=f"{step_name}#{index}", number=index, launch=kernels.launch,
+                                          config=config))
+    results = run_benchmark(candidates, [(size, size, size)], repeats=repeats, progress=progress)
+    by_name = {c.name: c for c in candidates}
+    valid = []
+    for record in results["records"]:
+        if record["step"] in by_name:
+            record["config"] = asdict(by_name[record["step"]].config)
+            if "error" not in record and record["unwritten"] == 0 and record["rel_error_vs_cublas"] < 1e-4:
+                valid.append(record)
+    if not valid:
+        raise RuntimeError(f"no configuration of {step_name} ran correctly; see the records")
+    best = min(valid, key=lambda r: r["median_ms"])
+    path = save(results, RESULTS_DIR / f"tuning-{step_name}-{_slug(gpu)}.json")
+    record_best(step_name, gpu, by_name[best["step"]].config, {
+        "size": size, "median_ms": best["median_ms"], "pct_of_cublas": best.get("pct_of_cublas"),
+        "measured": results["environment"]["date"], "file": path.name})
+    results["best"] = best
+    return results

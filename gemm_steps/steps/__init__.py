@@ -17,6 +17,7 @@ COURSE = [
     "unrolled",
     "double_buffered",
     "warp_tiling",
+    "persistent",
 ]
 
 _STEPS: list[Step] | None = None

@@ -8,7 +8,8 @@ of cycles) hides behind 1024 FMAs per thread. The load coordinates are computed 
 Why faster: in step 7 every warp stalls at the barrier until its tile's global loads arrive; now the loads for
 tile t+1 are in flight while tile t is computed.
 Expect: ~1.1× step 7 (an earlier H200 measurement: 77 % → 84 % of cuBLAS).
-Step 9 reuses this template and changes only which elements of C a thread owns (``WARP_TILING``).
+Step 9 reuses this template and changes only which elements of C a thread owns (``WARP_TILING``); step 10
+wraps its tile body in a loop over tiles (``PERSISTENT``).
 """
 
 from ..tiling import TileConfig, TiledKernels
@@ -29,8 +30,6 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     b_tile = cuda.shared.array({{2 * BLOCK_K * BLOCK_N}}, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
-    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
-    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
 # @if WARP_TILING
     # Warp tiling: warp w owns a WARP_TILE_M×WARP_TILE_N block; inside it, lane l owns 4×4 sub-blocks spaced
     # LANES_M*4 rows and LANES_N*4 columns apart, so a warp's fragment loads hit contiguous shared memory.
@@ -42,11 +41,6 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     thread_row = tid // THREADS_N * THREAD_M  # this thread's THREAD_M×THREAD_N block of C, within the block tile
     thread_col = tid % THREADS_N * THREAD_N
 # @end
-# @for i in range(THREAD_M)
-# @for j in range(0, THREAD_N, 4)
-    acc_{{i}}_{{j}} = acc_{{i}}_{{j+1}} = acc_{{i}}_{{j+2}} = acc_{{i}}_{{j+3}} = float32(0.0)
-# @end
-# @end
     # Where this thread's 128-bit loads land in each tile: fixed for the whole k-loop.
 # @for load in range(A_LOADS)
     a_row_{{load}} = (tid + {{load * THREADS}}) // A_VECTORS_PER_ROW
@@ -57,6 +51,26 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     b_col_{{load}} = (tid + {{load * THREADS}}) % B_VECTORS_PER_ROW * 4
 # @end
     k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+# @if PERSISTENT
+    # Persistent: the grid is only as large as the GPU holds at once, and block b computes full tiles b,
+    # b + gridDim.x, b + 2·gridDim.x, … Tiles are numbered column by column within groups of GROUP_M tile-rows,
+    # so tiles in flight together share rows of A and columns of B in L2 (GROUP_M = 1: plain row-major order).
+    tiles_per_group = uint32(GROUP_M) * full_col_blocks
+    for tile in range(uint32(cuda.blockIdx.x), full_row_blocks * full_col_blocks, uint32(cuda.gridDim.x)):
+        first_row = tile // tiles_per_group * GROUP_M  # the group's first tile-row
+        rows_in_group = min(full_row_blocks - first_row, uint32(GROUP_M))  # the last group may be shorter
+        block_row = (first_row + tile % tiles_per_group % rows_in_group) * BLOCK_M  # down the group's rows…
+        block_col = tile % tiles_per_group // rows_in_group * BLOCK_N  # …then on to the next column
+# @else
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+# @end
+# @indent PERSISTENT
+# @for i in range(THREAD_M)
+# @for j in range(0, THREAD_N, 4)
+    acc_{{i}}_{{j}} = acc_{{i}}_{{j+1}} = acc_{{i}}_{{j+2}} = acc_{{i}}_{{j+3}} = float32(0.0)
+# @end
+# @end
 
     # The k-loop runs one extra time: iteration t loads tile t (if any) into registers, computes tile t - 1
     # (if any) from shared stage (t - 1) % 2, then stores the loaded registers into stage t % 2.
@@ -131,10 +145,11 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 # @end
 # @end
 # @end
+# @end
 '''
 
 #: Contiguous 8×8 blocks per thread (step 9 changes these).
-LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4}
+LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4, "PERSISTENT": False}
 
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),

@@ -30,13 +30,15 @@ def layout(config: TileConfig) -> dict:
             warps_m * warps_n * 32 != config.THREADS:
         raise ValueError(f"warp tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp tiles")
     return {"WARP_TILING": True, "LANES_M": LANES_M, "LANES_N": LANES_N, "WARP_TILE_M": warp_tile_m,
-            "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4}
+            "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4, "PERSISTENT": False}
 
 
 SEARCH_SPACE = [
+    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=8, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
 ]
 

@@ -1,0 +1,396 @@
+"""The ``gemm-steps`` command: ``info``, ``verify``, ``bench``, ``plot``, ``tune``, ``readme-table``.
+
+``gemm-steps bench`` is the course's main job. On a GPU it benchmarks every step against cuBLAS, saves the
+results JSON and its plots in ``results/`` and prints a summary. Without a GPU it says so, checks every step on
+Numba's CUDA simulator (correctness only: simulator timings mean nothing) and plots the shipped GPU results
+instead, naming the file they came from.
+
+Exit status: 0 all good, 1 a check failed (a wrong or failed kernel), 2 a usage error (bad argument, missing file),
+reported in one line without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SIZES = (512, 1024, 2048, 4096, 8192)
+TABLE_START, TABLE_END = "<!-- steps-table:start -->", "<!-- steps-table:end -->"
+
+
+class UserError(Exception):
+    """A mistake in how the command was called: reported in one line, exit status 2."""
+
+
+def say(message: str = "") -> None:
+    """Progress and notes go to stderr, so stdout holds only the tables."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- arguments --------------------------------------------------------------------------------------------------
+def shape(text: str) -> tuple[int, int, int]:
+    """``MxNxK`` (or ``M×N×K``) → (M, N, K), all positive."""
+    parts = re.split(r"[x×X]", text.strip())
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape; write M×N×K as e.g. 1024x512x256")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def size(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; give a positive integer N for an N×N×N product")
+    return int(text)
+
+
+def chosen_steps(names: list[str] | None):
+    """The steps named (by name or number) on the command line; all of them by default."""
+    import gemm_steps
+
+    if not names:
+        return gemm_steps.steps()
+    try:
+        found = [gemm_steps.get_step(int(n) if n.isdigit() else n) for n in names]
+    except KeyError as exc:
+        raise UserError(exc.args[0]) from None
+    return sorted(set(found), key=lambda s: s.number)  # each once, in course order
+
+
+def results_dir() -> Path:
+    """The repository's ``results/`` when running from a checkout, else ``./results``."""
+    shipped = REPO_ROOT / "results"
+    return shipped if shipped.is_dir() else Path("results")
+
+
+def load_results(path: str | Path) -> dict:
+    from . import bench
+
+    try:
+        return bench.load(path)
+    except FileNotFoundError:
+        raise UserError(f"no such results file: {path}") from None
+    except (ValueError, OSError) as exc:  # bad JSON, wrong schema, a directory, unreadable
+        raise UserError(f"cannot read {path}: {exc}") from None
+
+
+def newest_shipped_results() -> tuple[Path, dict] | None:
+    """The most recent GPU benchmark document in ``results/``, or None.
+
+    "Most recent" by the measurement date recorded in the file: a git checkout does not keep file times.
+    """
+    from . import bench
+
+    found = []
+    for path in sorted(results_dir().glob("*.json")):
+        if path.name.startswith("tuning-"):  # autotuning runs, not course benchmarks
+            continue
+        try:
+            results = bench.load(path)
+        except (ValueError, OSError):
+            continue  # tuned.json and anything else that is not a results document
+        if results["environment"].get("simulator"):
+            continue  # not GPU timings
+        found.append((str(results["environment"].get("date", "")), path.name, path, results))
+    if not found:
+        return None
+    *_, path, results = max(found)
+    return path, results
+
+
+# -- tables -----------------------------------------------------------------------------------------------------
+def steps_table_markdown() -> str:
+    """The README's step table, exactly as it stands between the ``steps-table`` markers (kept in sync by a test)."""
+    import gemm_steps
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| # | Step | Title | What changes |", "|--:|:-----|:------|:-------------|"]
+    lines += [f"| {s.number} | `{s.name}` | {cell(s.title)} | {cell(s.summary)} |" for s in gemm_steps.steps()]
+    return "\n".join(lines)
+
+
+def write_readme_table(readme: Path) -> bool:
+    """Replace the table between the markers in ``readme``; True if the file changed."""
+    text = readme.read_text()
+    if TABLE_START not in text or TABLE_END not in text:
+        raise UserError(f"{readme} has no {TABLE_START} … {TABLE_END} markers")
+    head, rest = text.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    new = f"{head}{TABLE_START}\n{steps_table_markdown()}\n{TABLE_END}{tail}"
+    if new != text:
+        readme.write_text(new)
+    return new != text
+
+
+def _size_label(m: int, n: int, k: int) -> str:
+    return str(m) if m == n == k else f"{m}×{n}×{k}"
+
+
+def suspect(record: dict) -> str | None:
+    """Why a benchmark record cannot be trusted as a correct result, or None: failed, unwritten, inaccurate."""
+    from .verify import tolerance
+
+    if "error" in record:
+        return "failed: " + record["error"].splitlines()[0]
+    if record.get("unwritten"):
+        return f"{record['unwritten']} elements unwritten"
+    error = record.get("sampled_rel_error_fp64")
+    if error is not None and not error <= tolerance(record["K"]):
+        return f"error vs float64 {error:.1e} > tolerance {tolerance(record['K']):.1e}"
+    return None
+
+
+def summary_table(results: dict) -> str:
+    """Step × size: TFLOPS and % of cuBLAS. A ``!`` marks a record that failed or gave a wrong result (listed)."""
+    from .environment import short_label
+
+    records = results["records"]
+    sizes = sorted({(r["M"], r["N"], r["K"]) for r in records}, key=lambda s: s[0] * s[1] * s[2])
+    rows = sorted({(r["number"], r["step"]) for r in records})
+    at = {(r["step"], r["M"], r["N"], r["K"]): r for r in records}
+    table = [["step", *(_size_label(*s) for s in sizes)]]
+    for number, name in rows:
+        line = ["cuBLAS" if name == "cublas" else f"{number} {name}"]
+        for s in sizes:
+            r = at.get((name, *s))
+            if r is None:
+                line.append("")
+            elif "error" in r:
+                line.append("failed !")
+            else:
+                cell = f"{r['tflops']:.2f}" + (f" ({r['pct_of_cublas']:.0f}%)" if name != "cublas" else "")
+                line.append(cell + (" !" if suspect(r) else ""))
+        table.append(line)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+           for row in table]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"! {r['step']} at {_size_label(r['M'], r['N'], r['K'])}: {suspect(r)}" for r in records if suspect(r)]
+    title = f"TFLOPS (% of cuBLAS, same run) — {short_label(results['environment'])}"
+    return "\n".join([title, *out, *notes]) + "\n"
+
+
+# -- commands ---------------------------------------------------------------------------------------------------
+def cmd_info(args) -> int:
+    import gemm_steps
+    from .environment import environment
+
+    env = environment()
+    print(f"backend        {gemm_steps.backend()}")
+    if env["simulator"]:
+        print("GPU            none: kernels run on Numba's CUDA simulator — results are real, timings are not.")
+        print("               `gemm-steps verify` checks every step here; timings come from results/ (gemm-steps plot).")
+    else:
+        peak = env.get("fp32_peak_tflops_estimate")
+        print(f"GPU            {env['gpu']} (compute capability {env['compute_capability']}, {env['sm_count']} SMs)")
+        print(f"SM clock       {env['sm_clock_max_mhz']:.0f} MHz max"
+              + (f", {env['smi_clocks_sm']} MHz now (nvidia-smi)" if env.get("smi_clocks_sm") else ""))
+        print(f"memory clock   {env['mem_clock_max_mhz']:.0f} MHz max; L2 {env['l2_bytes'] / 2**20:.0f} MiB")
+        print(f"driver         {env.get('smi_driver_version', '?')} (CUDA {env['driver_cuda_version']})")
+        print("FP32 peak      " + (f"≈ {peak:.1f} TFLOPS (SMs × FP32 lanes × 2 × max clock; an estimate)"
+                                   if peak else "unknown for this architecture"))
+        print(f"cuBLAS         {env.get('cublas_version') or 'not available (install .[cu13] or .[cu12])'}"
+              + ("  — NVIDIA_TF32_OVERRIDE forces TF32!" if env.get("tf32_override") else ""))
+    versions = ", ".join(f"{k.replace('_', '-')} {env[k]}" for k in ("python", "numba_cuda", "numba", "numpy",
+                                                                    "nvmath_python") if env.get(k))
+    print(f"versions       {versions}")
+    print(f"steps          {len(gemm_steps.steps())}: " + ", ".join(s.name for s in gemm_steps.steps()))
+    return 0
+
+
+def run_verify(step_names, shapes) -> int:
+    """Verify and print the table; 0 if every check passed, else 1."""
+    from . import verify as v
+
+    steps = chosen_steps(step_names)
+    shapes = shapes or v.DEFAULT_SHAPES
+    total = len(steps) * len(shapes)
+    done = [0]
+
+    def progress(row: dict) -> None:
+        done[0] += 1
+        say(f"[{done[0]:3d}/{total}] {row['number']} {row['step']} {row['M']}×{row['N']}×{row['K']}: "
+            f"{'ok' if row['passed'] else 'FAIL'} ({row['seconds']:.1f} s)")
+
+    rows = v.verify(steps, shapes, progress=progress)
+    print(v.format_table(rows))
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+def cmd_verify(args) -> int:
+    import gemm_steps
+
+    say(f"backend: {gemm_steps.backend()}")
+    return run_verify(args.steps, args.shapes)
+
+
+def cmd_bench(args) -> int:
+    import gemm_steps
+
+    if gemm_steps.SIMULATOR:
+        return bench_without_gpu(args)
+    from . import bench, plots
+
+    steps = chosen_steps(args.steps)
+    sizes = [(n, n, n) for n in (args.sizes or [])] + list(args.shapes or [])
+    sizes = sizes or [(n, n, n) for n in DEFAULT_SIZES]
+    say(f"backend: {gemm_steps.backend()}")
+    say(f"benchmarking {len(steps)} steps + cuBLAS at {len(sizes)} sizes "
+        f"({', '.join(_size_label(*s) for s in sizes)})")
+    start = time.perf_counter()
+
+    def progress(message: str) -> None:
+        elapsed = int(time.perf_counter() - start)
+        say(f"{elapsed // 60:3d}:{elapsed % 60:02d} {message}")
+
+    results = bench.run_benchmark(steps, sizes, repeats=args.repeats, progress=progress)
+    out = Path(args.out) if args.out else _unused(results_dir() / f"{plots.default_stem(results)}.json")
+    bench.save(results, out)
+    say(f"results: {_show(out)}")
+    for path in plots.plot_results(results, Path(args.plots_dir) if args.plots_dir else out.parent, stem=out.stem):
+        say(f"plot:    {_show(path)}")
+    print(summary_table(results))
+    return 1 if any(suspect(r) for r in results["records"]) else 0
+
+
+def _show(path: Path) -> str:
+    """A path as the user would type it: relative to the current directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``path`` with -2, -3, … added, so a second run the same day never overwrites the first."""
+    candidate, i = path, 1
+    while candidate.exists():
+        i += 1
+        candidate = path.with_name(f"{path.stem}-{i}{path.suffix}")
+    return candidate
+
+
+def bench_without_gpu(args) -> int:
+    from . import plots
+
+    say("No CUDA GPU found: benchmarks need one, so this run")
+    say("  1. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed), and")
+    say("  2. plots the shipped GPU results from results/.")
+    if args.sizes or args.shapes:
+        say("  (--sizes/--shapes are benchmark sizes, far too large for the simulator: verifying at small shapes)")
+    say("")
+    status = run_verify(args.steps, None)
+    shipped = newest_shipped_results()
+    if shipped is None:
+        say(f"No shipped results in {_show(results_dir())}/ yet: nothing to plot. Run `gemm-steps bench` on a GPU to make some.")
+        return status
+    path, results = shipped
+    plots_dir = Path(args.plots_dir) if args.plots_dir else Path("plots")
+    say(f"Plotting the shipped results {_show(path)} (measured on {results['environment'].get('gpu')}):")
+    for png in plots.plot_results(results, plots_dir, stem=path.stem):
+        say(f"  {_show(png)}")
+    print(f"Shipped GPU results, from {_show(path)} (not measured here):")
+    print(summary_table(results))
+    return status
+
+
+def cmd_plot(args) -> int:
+    from . import plots
+
+    results = load_results(args.results)
+    out_dir = Path(args.out_dir) if args.out_dir else Path(args.results).parent
+    try:
+        paths = plots.plot_results(results, out_dir, stem=Path(args.results).stem)
+    except ValueError as exc:  # e.g. no successful records, no cuBLAS to compare with
+        raise UserError(f"cannot plot {args.results}: {exc}") from None
+    for path in paths:
+        print(path)
+    return 0
+
+
+def cmd_tune(args) -> int:
+    import gemm_steps
+    from . import tuning
+
+    if gemm_steps.SIMULATOR:
+        raise UserError("autotuning needs a real CUDA GPU (timings on the simulator mean nothing)")
+    step = chosen_steps([args.step])[0]
+    try:
+        results = tuning.tune(step.name, size=args.size, repeats=args.repeats, progress=say)
+    except ValueError as exc:  # the step has nothing to tune
+        raise UserError(str(exc)) from None
+    best = results["best"]
+    print(f"best {step.name} configuration at {args.size}: {best['config']}")
+    print(f"  {best['median_ms']:.3f} ms, {best['tflops']:.2f} TFLOPS"
+          + (f", {best['pct_of_cublas']:.1f} % of cuBLAS" if "pct_of_cublas" in best else ""))
+    print(f"  recorded in {tuning.TUNED_FILE}")
+    return 0
+
+
+def cmd_readme_table(args) -> int:
+    if args.write is None:
+        print(steps_table_markdown())
+        return 0
+    readme = Path(args.write)
+    if not readme.is_file():
+        raise UserError(f"no such file: {readme}")
+    print(f"{readme}: {'updated' if write_readme_table(readme) else 'already up to date'}")
+    return 0
+
+
+# -- entry point ------------------------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gemm-steps", description="SGEMM in Python with Numba CUDA, one step at a time.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    steps_help = "steps by name or number (default: all)"
+
+    sub.add_parser("info", help="the backend, GPU, clocks, driver, FP32 peak and versions").set_defaults(run=cmd_info)
+
+    v = sub.add_parser("verify", help="check every step against float64 NumPy (works on the simulator)")
+    v.add_argument("--steps", nargs="+", metavar="STEP", help=steps_help)
+    v.add_argument("--shapes", nargs="+", type=shape, metavar="MxNxK", help="shapes (default: small, ragged ones)")
+    v.set_defaults(run=cmd_verify)
+
+    b = sub.add_parser("bench", help="benchmark every step against cuBLAS (no GPU: verify + plot shipped results)")
+    b.add_argument("--steps", nargs="+", metavar="STEP", help=steps_help)
+    b.add_argument("--sizes", nargs="+", type=size, metavar="N",
+                   help=f"square sizes N (default: {' '.join(map(str, DEFAULT_SIZES))})")
+    b.add_argument("--shapes", nargs="+", type=shape, metavar="MxNxK", help="other shapes, after --sizes")
+    b.add_argument("--repeats", type=size, default=20, metavar="N", help="timed runs per entry, at least (default 20)")
+    b.add_argument("--out", metavar="PATH", help="results JSON (default: results/bench-<gpu>-<date>.json)")
+    b.add_argument("--plots-dir", metavar="DIR",
+                   help="where the PNGs go (default: next to the JSON; without a GPU: ./plots)")
+    b.set_defaults(run=cmd_bench)
+
+    pl = sub.add_parser("plot", help="plot a results JSON (TFLOPS vs size, %% of cuBLAS per step)")
+    pl.add_argument("results", metavar="RESULTS.json")
+    pl.add_argument("--out-dir", metavar="DIR", help="where the PNGs go (default: next to the JSON)")
+    pl.set_defaults(run=cmd_plot)
+
+    t = sub.add_parser("tune", help="autotune a step's tile sizes on this GPU (results/tuned.json)")
+    t.add_argument("step", metavar="STEP")
+    t.add_argument("--size", type=size, default=4096, metavar="N", help="tune at N×N×N (default 4096)")
+    t.add_argument("--repeats", type=size, default=20, metavar="N")
+    t.set_defaults(run=cmd_tune)
+
+    r = sub.add_parser("readme-table", help="print the README's step table (Markdown)")
+    r.add_argument("--write", nargs="?", const=str(REPO_ROOT / "README.md"), metavar="README",
+                   help="rewrite the table between the markers in README (default: the repository's README.md)")
+    r.set_defaults(run=cmd_readme_table)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except UserError as exc:
+        print(f"gemm-steps: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gemm-steps: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,160 @@
+"""Plots of a benchmark results document (what :func:`gemm_steps.bench.run_benchmark` returns, or ``bench.load``).
+
+* :func:`plot_tflops_vs_size` — TFLOPS against matrix size, one line per step, cuBLAS dashed.
+* :func:`plot_step_speedups` — at one size, % of cuBLAS per step, each bar labelled with its speedup over the
+  step before.
+* :func:`plot_results` — both, written as PNGs.
+
+Every title carries :func:`gemm_steps.environment.short_label` (GPU, SMs, driver, numba-cuda, date): a plot must
+say where it was measured. Records with an ``"error"`` are not drawn, but are listed under the plot.
+
+The figures are built with :class:`matplotlib.figure.Figure`, not ``pyplot``: no display, no global backend and no
+figure left open, so the same code works headless, in a script and in a notebook (where a returned Figure shows).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from .environment import short_label
+
+Size = tuple[int, int, int]
+
+
+def _size(record: dict) -> Size:
+    return record["M"], record["N"], record["K"]
+
+
+def _size_label(size: Size) -> str:
+    m, n, k = size
+    return str(m) if m == n == k else f"{m}×{n}×{k}"
+
+
+def _ok(results: dict) -> list[dict]:
+    return [r for r in results["records"] if "error" not in r]
+
+
+def _failures_note(results: dict) -> str:
+    """One line per failed record, for the figure's footnote ('' when nothing failed)."""
+    failed = [r for r in results["records"] if "error" in r]
+    lines = [f"not plotted: {r['step']} at {_size_label(_size(r))} ({r['error'].splitlines()[0][:90]})"
+             for r in failed[:6]]
+    if len(failed) > 6:
+        lines.append(f"… and {len(failed) - 6} more failed records")
+    return "\n".join(lines)
+
+
+def _finish(fig: Figure, results: dict, title: str, path: str | Path | None) -> Figure:
+    """Title with where it ran, footnote with what failed, and save if asked."""
+    fig.axes[0].set_title(f"{title}\n{short_label(results['environment'])}", fontsize=10)
+    note = _failures_note(results)
+    if note:
+        height = 0.03 * (note.count("\n") + 1)  # figure fraction kept free for the note under the axes
+        fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
+        fig.text(0.01, 0.005, note, fontsize=7, color="firebrick", va="bottom")
+    if path is not None:
+        fig.savefig(path, dpi=150)
+    return fig
+
+
+def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=None) -> Figure:
+    """TFLOPS against size, one line per step (``steps``: names or numbers to keep; all by default), cuBLAS dashed.
+
+    Square sizes go on a log-2 axis labelled by N; other shapes are placed at their geometric mean size
+    ∛(M·N·K) and labelled M×N×K.
+    """
+    records = _ok(results)
+    if steps is not None:
+        keep = {str(s) for s in steps}
+        records = [r for r in records if r["step"] == "cublas" or {r["step"], str(r["number"])} & keep]
+    sizes = sorted({_size(r) for r in records}, key=lambda s: s[0] * s[1] * s[2])
+    x_of = {s: (s[0] * s[1] * s[2]) ** (1 / 3) for s in sizes}
+
+    fig = Figure(figsize=(8, 5), layout="constrained")
+    ax = fig.subplots()
+    lines = sorted({(r["number"], r["step"]) for r in records})  # cuBLAS is number 0: drawn first
+    for number, name in lines:
+        mine = sorted((r for r in records if r["step"] == name), key=lambda r: x_of[_size(r)])
+        xs, ys = [x_of[_size(r)] for r in mine], [r["tflops"] for r in mine]
+        if name == "cublas":
+            ax.plot(xs, ys, "k--", linewidth=2, label="cuBLAS (FP32)")
+        else:
+            ax.plot(xs, ys, "o-", label=f"{number} {name}")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator([x_of[s] for s in sizes]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([_size_label(s) for s in sizes])
+    square = all(m == n == k for m, n, k in sizes)
+    ax.set_xlabel("matrix size N (M = N = K)" if square else "size (placed at ∛(M·N·K))")
+    ax.set_ylabel("TFLOPS (2·M·N·K / median time)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return _finish(fig, results, "FP32 SGEMM throughput by step", path)
+
+
+def _pick_size(results: dict, size: int | Size | None) -> Size:
+    sizes = {_size(r) for r in _ok(results)}
+    if not sizes:
+        raise ValueError("no successful records to plot")
+    if size is None:
+        return (4096,) * 3 if (4096,) * 3 in sizes else max(sizes, key=lambda s: s[0] * s[1] * s[2])
+    wanted = (size,) * 3 if isinstance(size, int) else tuple(size)
+    if wanted not in sizes:
+        raise ValueError(f"no records at {_size_label(wanted)}; sizes measured: "
+                         + ", ".join(_size_label(s) for s in sorted(sizes)))
+    return wanted
+
+
+def plot_step_speedups(results: dict, size: int | Size | None = None, path: str | Path | None = None) -> Figure:
+    """At one size (4096 if measured, else the largest), a bar per step: % of cuBLAS, and ×speedup over the last.
+
+    % of cuBLAS is the ratio of the same run's cuBLAS median to the step's median (see docs/measurement.md); the
+    ×N.N above a bar is the previous step's median time divided by this one's.
+    """
+    size = _pick_size(results, size)
+    rows = sorted((r for r in _ok(results) if _size(r) == size and r["step"] != "cublas"), key=lambda r: r["number"])
+    if not rows or any("pct_of_cublas" not in r for r in rows):
+        raise ValueError(f"no % of cuBLAS at {_size_label(size)}: the results have no cuBLAS record there")
+
+    fig = Figure(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
+    ax = fig.subplots()
+    labels = [f"{r['number']} {r['step']}" for r in rows]
+    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color="tab:blue")
+    for i, (bar, r) in enumerate(zip(bars, rows)):
+        text = f"{r['pct_of_cublas']:.1f}%"
+        if i > 0:  # speedup over the step before (named when a failed step left a gap)
+            before = rows[i - 1]
+            gap = "" if before["number"] == r["number"] - 1 else f" vs {before['number']}"
+            text += f"\n×{before['median_ms'] / r['median_ms']:.1f}{gap}"
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                    fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax.axhline(100, color="k", linestyle="--", linewidth=1, label="cuBLAS = 100 %")
+    ax.set_ylabel("% of cuBLAS (same run)")
+    ax.set_ylim(0, max(110.0, 1.15 * max(r["pct_of_cublas"] for r in rows)))
+    ax.tick_params(axis="x", labelrotation=30)
+    ax.legend(fontsize=8, loc="upper left")
+    return _finish(fig, results, f"Each step at {_size_label(size)}: % of cuBLAS, ×speedup over the previous step",
+                   path)
+
+
+def default_stem(results: dict) -> str:
+    """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``)."""
+    env = results["environment"]
+    gpu = re.sub(r"[^a-z0-9]+", "-", str(env.get("gpu", "gpu")).lower()).strip("-")
+    return f"bench-{gpu}-{str(env.get('date', 'undated'))[:10]}"
+
+
+def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) -> list[Path]:
+    """Write ``<stem>-tflops.png`` and ``<stem>-steps.png`` into ``out_dir``; return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = stem or default_stem(results)
+    paths = [out_dir / f"{stem}-tflops.png", out_dir / f"{stem}-steps.png"]
+    plot_tflops_vs_size(results, paths[0])
+    plot_step_speedups(results, path=paths[1])
+    return paths

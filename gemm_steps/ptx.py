@@ -1,0 +1,209 @@
+"""The compiled code of every kernel: PTX from NVVM, and counts of the instructions the lessons talk about.
+
+Numba compiles a kernel to PTX with NVVM, which ships as a wheel (``nvidia-nvvm``, pulled in by
+``numba-cuda[cu13]``) — so this works on a machine with **no GPU**, as long as Numba runs in GPU mode
+(``NUMBA_ENABLE_CUDASIM=0``). That is how the tests check, on a CPU-only CI machine, claims such as "step 6 loads
+A and B with 128-bit instructions" or "no kernel spills to local memory".
+
+In a process in GPU mode::
+
+    from gemm_steps.ptx import compile_kernel_ptx, ptx_stats
+    dispatcher, signature = gemm_steps.get_step("vectorized").kernels()["vectorized_fast"]
+    ptx_stats(compile_kernel_ptx(dispatcher, signature))["ld.global.v4.f32"]     # 128-bit global loads
+
+From the command line (re-runs itself in GPU mode when gemm-steps would pick the simulator)::
+
+    python -m gemm_steps.ptx                 # a JSON report: {step: {kernel label: stats}}
+    python -m gemm_steps.ptx --steps 6 7     # some steps only (names or numbers)
+    python -m gemm_steps.ptx --dump DIR      # also write each kernel's PTX to DIR/<label>.ptx
+
+What :func:`ptx_stats` counts (each an instruction count over the whole kernel, unrolled code counted as written):
+
+=======================  =========================================================================================
+key                      what it counts
+=======================  =========================================================================================
+``ld.global.v4.f32``     128-bit global loads (any cache modifiers, e.g. ``ld.global.nc.v4.f32``) → ``LDG.E.128``
+``ld.global.f32``        scalar 32-bit global loads of floats
+``st.global.v4.f32``     128-bit global stores → ``STG.E.128``
+``st.global.f32``        scalar global stores of floats
+``ld.shared.v4.f32``     128-bit shared-memory loads → ``LDS.128``
+``ld.shared.f32``        scalar shared-memory loads of floats
+``st.shared.v4.f32``     128-bit shared-memory stores
+``st.shared.f32``        scalar shared-memory stores of floats
+``fma.rn.f32``           single-precision fused multiply-adds (the useful work)
+``bar.sync``             block barriers (``cuda.syncthreads()``; PTX also spells it ``barrier.sync``)
+``ld.local``/``st.local``  loads/stores to thread-local memory (spills or local arrays the compiler kept in memory)
+``local_decls``          ``.local`` variable declarations (a local array kept in memory)
+``local``                ``ld.local + st.local + local_decls``: 0 means everything lives in registers
+``instructions``         all instructions
+``opcodes``              every opcode with its count, for anything not listed here
+=======================  =========================================================================================
+
+Local memory here means what the *PTX* asks for; ``ptxas`` can still spill registers when it allocates them
+(``-v`` reports that), which a GPU run of ``compute-sanitizer`` or Nsight Compute shows. PTX is the level Numba
+controls and the level where a local array that failed to become registers appears.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+#: Compute capability the reports compile for (Hopper: H100/H200, where the course's results were measured).
+DEFAULT_CC = (9, 0)
+
+# One PTX instruction per line: optional predicate guard, then the opcode with its dotted modifiers.
+_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_:]+)*)[\s;]", re.MULTILINE)
+_LOCAL_DECL = re.compile(r"^\s*\.local\b", re.MULTILINE)
+
+
+class PTXUnavailable(RuntimeError):
+    """Numba cannot compile to PTX here (simulator mode, or NVVM missing)."""
+
+
+def _opcodes(ptx: str) -> Counter:
+    text = re.sub(r"//[^\n]*", "", ptx)  # comments
+    return Counter(match.group(1) for match in _INSTRUCTION.finditer(text))
+
+
+def _count(opcodes: Counter, pattern: str) -> int:
+    regex = re.compile(pattern)
+    return sum(n for op, n in opcodes.items() if regex.fullmatch(op))
+
+
+def ptx_stats(ptx: str) -> dict[str, Any]:
+    """Counts of the instructions the course cares about in one kernel's PTX (see the module docstring)."""
+    ops = _opcodes(ptx)
+    # Cache/eviction modifiers such as .nc, .ca, .L1::no_allocate — but not a vector width (.v2/.v4/.v8).
+    mods = r"(?:\.(?!v[248]\b)[A-Za-z0-9_:]+)*"
+    stats: dict[str, Any] = {
+        "ld.global.v4.f32": _count(ops, rf"ld\.global{mods}\.v4\.f32"),
+        "ld.global.f32": _count(ops, rf"ld\.global{mods}\.f32"),
+        "st.global.v4.f32": _count(ops, rf"st\.global{mods}\.v4\.f32"),
+        "st.global.f32": _count(ops, rf"st\.global{mods}\.f32"),
+        "ld.shared.v4.f32": _count(ops, rf"ld\.shared{mods}\.v4\.f32"),
+        "ld.shared.f32": _count(ops, rf"ld\.shared{mods}\.f32"),
+        "st.shared.v4.f32": _count(ops, rf"st\.shared{mods}\.v4\.f32"),
+        "st.shared.f32": _count(ops, rf"st\.shared{mods}\.f32"),
+        "fma.rn.f32": _count(ops, r"fma\.rn(?:\.ftz)?(?:\.sat)?\.f32"),
+        "bar.sync": _count(ops, r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?"),
+        "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
+        "st.local": _count(ops, r"st\.local(?:\.[A-Za-z0-9_:]+)*"),
+        "local_decls": len(_LOCAL_DECL.findall(ptx)),
+    }
+    stats["local"] = stats["ld.local"] + stats["st.local"] + stats["local_decls"]
+    stats["instructions"] = sum(ops.values())
+    stats["opcodes"] = dict(sorted(ops.items()))
+    return stats
+
+
+def _require_gpu_mode() -> None:
+    from ._backend import SIMULATOR
+
+    if SIMULATOR:
+        raise PTXUnavailable(
+            "gemm-steps is running on Numba's CUDA simulator, which does not compile kernels. Compile in a process "
+            "started with NUMBA_ENABLE_CUDASIM=0 (no GPU needed: NVVM compiles on the CPU), e.g. "
+            "`NUMBA_ENABLE_CUDASIM=0 python -m gemm_steps.ptx`, or call report_in_subprocess()."
+        )
+
+
+def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str:
+    """PTX of one kernel (a ``cuda.jit`` dispatcher) for one signature, compiled by NVVM for ``cc``.
+
+    Uses the dispatcher's own Python function and its compile options (``launch_bounds``, ``fastmath``, …), so
+    the PTX is the code the GPU would run. Needs GPU mode, not a GPU.
+    """
+    _require_gpu_mode()
+    from numba import cuda
+
+    from . import _numba_patches
+
+    _numba_patches.apply()  # the same lowering the steps compile with (see that module: output is identical)
+    options = getattr(dispatcher, "targetoptions", {}) or {}
+    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
+    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ptx", **kwargs)
+    return ptx
+
+
+def _chosen_steps(selection: Iterable[str] | None):
+    import gemm_steps
+
+    if not selection:
+        return gemm_steps.steps()
+    return [gemm_steps.get_step(int(s) if str(s).isdigit() else s) for s in selection]
+
+
+def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
+           dump_dir: str | Path | None = None) -> dict:
+    """``{step name: {kernel label: stats}}`` for every kernel of every step (in this process; GPU mode).
+
+    A kernel that fails to compile gets ``{"error": "..."}`` instead of stats, so one bad kernel does not hide
+    the others.
+    """
+    _require_gpu_mode()
+    result: dict[str, dict] = {}
+    for step in _chosen_steps(steps):
+        kernels = {}
+        for label, (dispatcher, signature) in step.kernels().items():
+            try:
+                ptx = compile_kernel_ptx(dispatcher, signature, cc)
+            except Exception as exc:  # reported per kernel, never swallowed: the tests fail on it
+                kernels[label] = {"error": f"{type(exc).__name__}: {exc}"}
+                continue
+            kernels[label] = ptx_stats(ptx)
+            if dump_dir is not None:
+                Path(dump_dir).mkdir(parents=True, exist_ok=True)
+                (Path(dump_dir) / f"{label}.ptx").write_text(ptx)
+        result[step.name] = kernels
+    return result
+
+
+def report_in_subprocess(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
+                         timeout: float = 1800) -> dict:
+    """:func:`report`, computed in a fresh Python started in GPU mode (works from a simulator process)."""
+    command = [sys.executable, "-m", "gemm_steps.ptx", "--cc", f"{cc[0]}.{cc[1]}"]
+    if steps:
+        command += ["--steps", *[str(s) for s in steps]]
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    try:  # exit status 1 with a report = some kernel failed to compile: the report says which
+        return json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise PTXUnavailable(f"`{' '.join(command)}` failed (exit {done.returncode}):\n{done.stderr[-4000:]}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gemm_steps.ptx", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", nargs="*", help="step names or numbers (default: all)")
+    parser.add_argument("--cc", default=f"{DEFAULT_CC[0]}.{DEFAULT_CC[1]}", help="compute capability, e.g. 9.0")
+    parser.add_argument("--dump", metavar="DIR", help="also write each kernel's PTX to DIR/<label>.ptx")
+    parser.add_argument("--no-opcodes", action="store_true", help="leave the full opcode counts out")
+    args = parser.parse_args(argv)
+    cc = tuple(int(x) for x in args.cc.split("."))
+
+    from ._backend import SIMULATOR
+
+    if SIMULATOR:  # re-run in GPU mode: Numba's mode is fixed once it is imported
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+        return subprocess.call([sys.executable, "-m", "gemm_steps.ptx", *(argv if argv is not None else sys.argv[1:])],
+                               env=env)
+    data = report(args.steps, cc, args.dump)
+    if args.no_opcodes:
+        for kernels in data.values():
+            for stats in kernels.values():
+                stats.pop("opcodes", None)
+    json.dump(data, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0 if all("error" not in s for k in data.values() for s in k.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
