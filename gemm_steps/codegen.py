@@ -21,8 +21,11 @@ Directives (each on its own comment line; the lines between them keep their inde
 
 from __future__ import annotations
 
+import hashlib
 import linecache
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 _DIRECTIVE = re.compile(r"^\s*#\s*@(for|if|indent|else|end)\b\s*(.*)$")
@@ -90,12 +93,36 @@ def expand(template: str, constants: dict[str, Any]) -> str:
     return "\n".join(_expand(template.strip("\n").splitlines(), dict(constants))) + "\n"
 
 
-def define(source: str, filename: str, namespace: dict[str, Any]) -> dict[str, Any]:
-    """Execute generated source into ``namespace`` and register it with linecache.
+def cache_dir() -> Path | None:
+    """Where generated sources are written (``$GEMM_STEPS_CACHE``, else ``~/.cache/gemm-steps``); None if unwritable."""
+    root = Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "generated"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return root if os.access(root, os.W_OK) else None
 
-    Registering gives tracebacks, ``inspect.getsource`` and the simulator (which tells shared arrays apart by
-    file name and line) a real file name and lines for the generated code.
+
+def define(source: str, name: str, namespace: dict[str, Any], key: str = "", directory: Path | None = None) -> str:
+    """Execute generated source into ``namespace``; return the file name its code objects carry.
+
+    With ``directory``, the source is written there as ``<name>_<hash of source and key>.py`` (once: the file is
+    never rewritten, so its timestamp stays put) and compiled from that path. Numba's on-disk cache
+    (``cuda.jit(cache=True)``) needs exactly that — a real, unchanging source file — to reuse a compiled kernel in
+    the next process instead of compiling it again. Without a directory the code gets a ``<generated …>`` name,
+    registered with linecache. Either way tracebacks, ``inspect`` and the simulator (which tells shared arrays
+    apart by file name and line) see real lines.
     """
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    digest = hashlib.sha256((source + "\0" + key).encode()).hexdigest()[:16]
+    if directory is not None:
+        path = directory / f"{name}_{digest}.py"
+        if not path.exists():
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(source)
+            os.replace(temporary, path)
+        filename = str(path)
+    else:
+        filename = f"<generated {name} {digest}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, filename, "exec"), namespace)
-    return namespace
+    return filename

@@ -112,13 +112,17 @@ class TiledKernels:
             if edge:
                 variant_constants["PERSISTENT"] = False  # edge tiles are few: one block each
             source = codegen.expand(template, variant_constants)
-            tag = "_".join(f"{v}" for v in asdict(config).values())
-            namespace = codegen.define(source, f"<generated {name} {variant} {tag}>", {
-                "cuda": cuda, "float32": float32, "uint32": uint32, "SHARED_ALIGN": SHARED_ALIGN,
-                "load_float4": load_float4, "store_float4": store_float4, **constants, **(overrides or {}),
-            })
+            # On a GPU, generated sources go to a cache folder so Numba can keep the compiled kernels on disk:
+            # the first call of a generated step compiles for seconds, later processes load it at once.
+            directory = None if (SIMULATOR or overrides) else codegen.cache_dir()
+            namespace = {"cuda": cuda, "float32": float32, "uint32": uint32, "SHARED_ALIGN": SHARED_ALIGN,
+                         "load_float4": load_float4, "store_float4": store_float4, **variant_constants,
+                         **(overrides or {})}
+            codegen.define(source, function_name, namespace, key=repr(sorted(variant_constants.items())),
+                           directory=directory)
             self.sources[variant] = source
-            self.kernels[variant] = kernel(namespace[function_name], launch_bounds=launch_bounds)
+            self.kernels[variant] = kernel(namespace[function_name], launch_bounds=launch_bounds,
+                                           **({"cache": True} if directory else {}))
 
     def source(self) -> str:
         c = self.config
