@@ -65,6 +65,16 @@ def results_dir() -> Path:
     return shipped if shipped.is_dir() else Path("results")
 
 
+def plots_module():
+    """:mod:`gemm_steps.plots` with Matplotlib's Agg backend: the command only writes PNGs, it never opens a window."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from . import plots
+
+    return plots
+
+
 def load_results(path: str | Path) -> dict:
     from . import bench
 
@@ -77,22 +87,26 @@ def load_results(path: str | Path) -> dict:
 
 
 def newest_shipped_results() -> tuple[Path, dict] | None:
-    """The most recent GPU benchmark document in ``results/``, or None.
+    """The most recent GPU benchmark of the course's steps in ``results/``, or None.
 
-    "Most recent" by the measurement date recorded in the file: a git checkout does not keep file times.
+    Skipped: files that are not results documents (``tuned.json``), simulator runs, and runs of anything other
+    than the course's steps and cuBLAS (autotuning candidates, experiments). "Most recent" is the measurement
+    date recorded in the file: a git checkout does not keep file times.
     """
+    import gemm_steps
     from . import bench
 
+    course = {s.name for s in gemm_steps.steps()} | {"cublas"}
     found = []
     for path in sorted(results_dir().glob("*.json")):
-        if path.name.startswith("tuning-"):  # autotuning runs, not course benchmarks
+        if path.name.startswith("tuning-"):  # autotuning runs: candidates of one step, not the course
             continue
         try:
             results = bench.load(path)
         except (ValueError, OSError):
-            continue  # tuned.json and anything else that is not a results document
-        if results["environment"].get("simulator"):
-            continue  # not GPU timings
+            continue
+        if results["environment"].get("simulator") or not {r["step"] for r in results["records"]} <= course:
+            continue
         found.append((str(results["environment"].get("date", "")), path.name, path, results))
     if not found:
         return None
@@ -162,7 +176,8 @@ def summary_table(results: dict) -> str:
             elif "error" in r:
                 line.append("failed !")
             else:
-                cell = f"{r['tflops']:.2f}" + (f" ({r['pct_of_cublas']:.0f}%)" if name != "cublas" else "")
+                pct = r.get("pct_of_cublas")  # absent where cuBLAS itself failed at this size
+                cell = f"{r['tflops']:.2f}" + (f" ({pct:.0f}%)" if name != "cublas" and pct is not None else "")
                 line.append(cell + (" !" if suspect(r) else ""))
         table.append(line)
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
@@ -183,7 +198,8 @@ def cmd_info(args) -> int:
     print(f"backend        {gemm_steps.backend()}")
     if env["simulator"]:
         print("GPU            none: kernels run on Numba's CUDA simulator — results are real, timings are not.")
-        print("               `gemm-steps verify` checks every step here; timings come from results/ (gemm-steps plot).")
+        print("               `gemm-steps verify` checks every step here; timings come from results/ "
+              "(gemm-steps plot).")
     else:
         peak = env.get("fp32_peak_tflops_estimate")
         print(f"GPU            {env['gpu']} (compute capability {env['compute_capability']}, {env['sm_count']} SMs)")
@@ -233,8 +249,9 @@ def cmd_bench(args) -> int:
 
     if gemm_steps.SIMULATOR:
         return bench_without_gpu(args)
-    from . import bench, plots
+    from . import bench
 
+    plots = plots_module()
     steps = chosen_steps(args.steps)
     sizes = [(n, n, n) for n in (args.sizes or [])] + list(args.shapes or [])
     sizes = sizes or [(n, n, n) for n in DEFAULT_SIZES]
@@ -251,10 +268,20 @@ def cmd_bench(args) -> int:
     out = Path(args.out) if args.out else _unused(results_dir() / f"{plots.default_stem(results)}.json")
     bench.save(results, out)
     say(f"results: {_show(out)}")
-    for path in plots.plot_results(results, Path(args.plots_dir) if args.plots_dir else out.parent, stem=out.stem):
-        say(f"plot:    {_show(path)}")
+    write_plots(plots, results, Path(args.plots_dir) if args.plots_dir else out.parent, out.stem)
     print(summary_table(results))
     return 1 if any(suspect(r) for r in results["records"]) else 0
+
+
+def write_plots(plots, results: dict, out_dir: Path, stem: str) -> None:
+    """Both plots, or a note saying why there are none (the results are saved either way)."""
+    try:
+        paths = plots.plot_results(results, out_dir, stem=stem)
+    except ValueError as exc:  # nothing succeeded, or no cuBLAS record to compare with
+        say(f"no plots: {exc}")
+        return
+    for path in paths:
+        say(f"plot:    {_show(path)}")
 
 
 def _show(path: Path) -> str:
@@ -275,7 +302,8 @@ def _unused(path: Path) -> Path:
 
 
 def bench_without_gpu(args) -> int:
-    from . import plots
+    plots = plots_module()
+    chosen_steps(args.steps)  # a bad step name fails now, before anything runs
 
     say("No CUDA GPU found: benchmarks need one, so this run")
     say("  1. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed), and")
@@ -286,20 +314,20 @@ def bench_without_gpu(args) -> int:
     status = run_verify(args.steps, None)
     shipped = newest_shipped_results()
     if shipped is None:
-        say(f"No shipped results in {_show(results_dir())}/ yet: nothing to plot. Run `gemm-steps bench` on a GPU to make some.")
+        say(f"No shipped results in {_show(results_dir())}/ yet, so nothing to plot: "
+            "`gemm-steps bench` on a GPU makes some.")
         return status
     path, results = shipped
     plots_dir = Path(args.plots_dir) if args.plots_dir else Path("plots")
     say(f"Plotting the shipped results {_show(path)} (measured on {results['environment'].get('gpu')}):")
-    for png in plots.plot_results(results, plots_dir, stem=path.stem):
-        say(f"  {_show(png)}")
+    write_plots(plots, results, plots_dir, path.stem)
     print(f"Shipped GPU results, from {_show(path)} (not measured here):")
     print(summary_table(results))
     return status
 
 
 def cmd_plot(args) -> int:
-    from . import plots
+    plots = plots_module()
 
     results = load_results(args.results)
     out_dir = Path(args.out_dir) if args.out_dir else Path(args.results).parent
@@ -323,6 +351,9 @@ def cmd_tune(args) -> int:
         results = tuning.tune(step.name, size=args.size, repeats=args.repeats, progress=say)
     except ValueError as exc:  # the step has nothing to tune
         raise UserError(str(exc)) from None
+    except RuntimeError as exc:  # no configuration ran correctly: a failure, not a usage error
+        print(f"gemm-steps tune: {exc}", file=sys.stderr)
+        return 1
     best = results["best"]
     print(f"best {step.name} configuration at {args.size}: {best['config']}")
     print(f"  {best['median_ms']:.3f} ms, {best['tflops']:.2f} TFLOPS"

@@ -8,8 +8,9 @@
 Every title carries :func:`gemm_steps.environment.short_label` (GPU, SMs, driver, numba-cuda, date): a plot must
 say where it was measured. Records with an ``"error"`` are not drawn, but are listed under the plot.
 
-The figures are built with :class:`matplotlib.figure.Figure`, not ``pyplot``: no display, no global backend and no
-figure left open, so the same code works headless, in a script and in a notebook (where a returned Figure shows).
+Each function returns its figure already closed in ``pyplot``. So a notebook shows it exactly once when it is the
+cell's value (or passed to ``display``), and no figure is left open when many are drawn. A script saves it with
+``path=``; without a display Matplotlib falls back to its Agg backend, and ``gemm-steps`` always uses Agg.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
@@ -38,9 +40,9 @@ def _ok(results: dict) -> list[dict]:
     return [r for r in results["records"] if "error" not in r]
 
 
-def _failures_note(results: dict) -> str:
-    """One line per failed record, for the figure's footnote ('' when nothing failed)."""
-    failed = [r for r in results["records"] if "error" in r]
+def _failures_note(results: dict, relevant) -> str:
+    """One line per failed record this figure would have shown, for its footnote ('' when none failed)."""
+    failed = [r for r in results["records"] if "error" in r and relevant(r)]
     lines = [f"not plotted: {r['step']} at {_size_label(_size(r))} ({r['error'].splitlines()[0][:90]})"
              for r in failed[:6]]
     if len(failed) > 6:
@@ -48,34 +50,38 @@ def _failures_note(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _finish(fig: Figure, results: dict, title: str, path: str | Path | None) -> Figure:
+def _finish(fig: Figure, results: dict, title: str, path: str | Path | None, relevant=lambda r: True) -> Figure:
     """Title with where it ran, footnote with what failed, and save if asked."""
     fig.axes[0].set_title(f"{title}\n{short_label(results['environment'])}", fontsize=10)
-    note = _failures_note(results)
+    note = _failures_note(results, relevant)
     if note:
         height = 0.03 * (note.count("\n") + 1)  # figure fraction kept free for the note under the axes
         fig.get_layout_engine().set(rect=(0, height, 1, 1 - height))
         fig.text(0.01, 0.005, note, fontsize=7, color="firebrick", va="bottom")
     if path is not None:
         fig.savefig(path, dpi=150)
+    plt.close(fig)  # closed, not destroyed: it still displays and saves (see the module docstring)
     return fig
 
 
 def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=None) -> Figure:
     """TFLOPS against size, one line per step (``steps``: names or numbers to keep; all by default), cuBLAS dashed.
 
-    Square sizes go on a log-2 axis labelled by N; other shapes are placed at their geometric mean size
-    ∛(M·N·K) and labelled M×N×K.
+    Square sizes go on a log-2 axis labelled by N. With other shapes among them, the shapes are evenly spaced in
+    order of their FLOP count and labelled M×N×K.
     """
-    records = _ok(results)
-    if steps is not None:
-        keep = {str(s) for s in steps}
-        records = [r for r in records if r["step"] == "cublas" or {r["step"], str(r["number"])} & keep]
-    sizes = sorted({_size(r) for r in records}, key=lambda s: s[0] * s[1] * s[2])
-    x_of = {s: (s[0] * s[1] * s[2]) ** (1 / 3) for s in sizes}
+    keep = None if steps is None else {str(s) for s in steps}
 
-    fig = Figure(figsize=(8, 5), layout="constrained")
-    ax = fig.subplots()
+    def wanted(r: dict) -> bool:
+        return keep is None or r["step"] == "cublas" or bool({r["step"], str(r["number"])} & keep)
+
+    records = [r for r in _ok(results) if wanted(r)]
+    sizes = sorted({_size(r) for r in records}, key=lambda s: s[0] * s[1] * s[2])
+    square = all(m == n == k for m, n, k in sizes)
+    # Square sizes: a log-2 axis of N. Other shapes have no single size: evenly spaced, smallest product first.
+    x_of = {s: s[0] if square else i for i, s in enumerate(sizes)}
+
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     lines = sorted({(r["number"], r["step"]) for r in records})  # cuBLAS is number 0: drawn first
     for number, name in lines:
         mine = sorted((r for r in records if r["step"] == name), key=lambda r: x_of[_size(r)])
@@ -84,17 +90,17 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
             ax.plot(xs, ys, "k--", linewidth=2, label="cuBLAS (FP32)")
         else:
             ax.plot(xs, ys, "o-", label=f"{number} {name}")
-    ax.set_xscale("log", base=2)
+    if square:
+        ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([x_of[s] for s in sizes]))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([_size_label(s) for s in sizes])
-    square = all(m == n == k for m, n, k in sizes)
-    ax.set_xlabel("matrix size N (M = N = K)" if square else "size (placed at ∛(M·N·K))")
+    ax.set_xticklabels([_size_label(s) for s in sizes], rotation=0 if square else 30)
+    ax.set_xlabel("matrix size N (M = N = K)" if square else "shape M×N×K (a single N: square), in order of 2·M·N·K")
     ax.set_ylabel("TFLOPS (2·M·N·K / median time)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    return _finish(fig, results, "FP32 SGEMM throughput by step", path)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside the axes: never hides a line
+    return _finish(fig, results, "FP32 SGEMM throughput by step", path, wanted)
 
 
 def _pick_size(results: dict, size: int | Size | None) -> Size:
@@ -121,8 +127,7 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
     if not rows or any("pct_of_cublas" not in r for r in rows):
         raise ValueError(f"no % of cuBLAS at {_size_label(size)}: the results have no cuBLAS record there")
 
-    fig = Figure(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
-    ax = fig.subplots()
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
     labels = [f"{r['number']} {r['step']}" for r in rows]
     bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color="tab:blue")
     for i, (bar, r) in enumerate(zip(bars, rows)):
@@ -139,7 +144,7 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
     ax.tick_params(axis="x", labelrotation=30)
     ax.legend(fontsize=8, loc="upper left")
     return _finish(fig, results, f"Each step at {_size_label(size)}: % of cuBLAS, ×speedup over the previous step",
-                   path)
+                   path, lambda r: _size(r) == size)
 
 
 def default_stem(results: dict) -> str:

@@ -47,9 +47,9 @@ def tolerance(k: int) -> float:
     sum. For random data those errors have random signs, so they add like a random walk: the total grows ~ √k, not
     k (k·eps32 is the worst case, reached only when every rounding goes the same way). Simulating sequential float32
     accumulation on standard-normal data gives errors of 0.15–0.25 × eps32·√k for K from 1 to 4096, and at most
-    0.9 × eps32·√k over thousands of single-element products; a kernel that splits the sum differently (tiles,
-    several accumulators) only does better. So ``4·eps32·√k`` leaves a ≥ 4× margin on the worst draw seen — and no
-    more: no floor, no extra slack.
+    0.9 × eps32·√k over thousands of single-element products (measured with :func:`relative_error`); a kernel that
+    splits the sum differently (several accumulators, a tree) does as well or better. So ``4·eps32·√k`` leaves a
+    ≥ 4× margin on the worst draw seen — and no more: no floor, no extra slack.
 
     Why a bug fails it: dropping one k term of K changes C by ~1/√K relative (0.1 at K = 80, 0.03 at K = 1024), a
     wrong index or a missed tile by O(1), a single wrong element of a 1024×1024 result by ~1e-3 — each thousands of
@@ -111,8 +111,10 @@ def verify(
 ) -> list[dict]:
     """Check ``steps`` (all by default; names or numbers work) at every shape; one dict per step × shape.
 
-    Each row: step, number, M, N, K, passed, rel_error, tolerance, nan_count (elements left unwritten), seconds,
-    and ``error`` when the step raised (then rel_error is NaN and nan_count None). ``progress`` is called with each row as it is done.
+    Each row: step, number, M, N, K, passed, rel_error, tolerance, nan_count (elements left unwritten), seconds
+    (wall time of the call: transfers, and compilation on a step's first call, included — not a benchmark),
+    and ``error`` when the step raised (then rel_error is NaN and nan_count None). ``progress`` is called with
+    each row as it is done.
     """
     from . import steps as all_steps
 
@@ -140,13 +142,15 @@ def format_table(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         result = "ok" if r["passed"] else "FAIL" + (f" ({_first_line(r['error'])})" if "error" in r else "")
+        unwritten = "-" if r["nan_count"] is None else str(r["nan_count"])
         lines.append((f"{r['number']:>2} {r['step']}", f"{r['M']}×{r['N']}×{r['K']}", f"{r['rel_error']:.2e}",
-                      f"{r['tolerance']:.2e}", "-" if r["nan_count"] is None else str(r["nan_count"]), f"{r['seconds']:.2f}", result))
+                      f"{r['tolerance']:.2e}", unwritten, f"{r['seconds']:.2f}", result))
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines)]
     right = {2, 3, 4, 5}  # numbers align right, names left
 
     def fmt(cells) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        padded = (c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(padded).rstrip()
 
     failed = sum(not r["passed"] for r in rows)
     verdict = f"{len(rows) - failed} of {len(rows)} checks passed" + (f", {failed} FAILED" if failed else "")
