@@ -11,9 +11,10 @@ function                      LLVM IR                                  PTX → S
                                                                        ``ld.shared.v4.f32`` → ``LDS.128``
 ``store_float4(arr, i, ...)`` ``store <4 x float>, align 16``          ``st.global.v4.f32`` → ``STG.E.128``
                                                                        ``st.shared.v4.f32`` → ``STS.128``
+``load_bypassing_l1(arr, i)``  inline PTX ``ld.global.cg.f32``           ``LDG.E.STRONG.GPU``
 ============================  =======================================  ==========================
 
-Both take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
+The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
 array and ``i`` must be a multiple of 4 from a 16-byte-aligned base — the caller's promise, not checked (that is the
 point: no bounds check, no wraparound for negative indices). The address space (global/shared) is inferred by the
 compiler from where the array lives. On the simulator the same names are plain Python functions with the same
@@ -36,6 +37,10 @@ if SIMULATOR:
         array[index + 1] = x1
         array[index + 2] = x2
         array[index + 3] = x3
+
+    def load_bypassing_l1(array, index):
+        """``array[index]``, read from L2 (simulator: a plain read)."""
+        return array[index]
 
 else:
     from llvmlite import ir
@@ -89,5 +94,24 @@ else:
                 vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), lane))
             builder.store(vector, pointer, align=16)
             return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def load_bypassing_l1(typingctx, array, index):
+        """``array[index]`` (float32, global) read with ``ld.global.cg``: cached in L2 only, never a stale L1 line.
+
+        For data another block wrote during this launch (stream-K's partial sums). Inline PTX, like numba-cuda's
+        own ``ldcg`` — which is a device function and so needs a GPU to compile; this one compiles anywhere.
+        """
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
+            return None
+        signature = types.float32(array, index)
+
+        def codegen(context, builder, sig, args):
+            vector_pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            pointer = builder.bitcast(vector_pointer, ir.FloatType().as_pointer(vector_pointer.type.addrspace))
+            load = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [pointer.type]), "ld.global.cg.f32 $0, [$1];", "=f,l")
+            return builder.call(load, [pointer])
 
         return signature, codegen

@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32, uint32
+from numba import cuda, float32, uint32, uint64
 
 from . import _numba_patches, codegen
 from ._backend import SIMULATOR
-from .intrinsics import load_float4, store_float4
+from .intrinsics import load_bypassing_l1, load_float4, store_float4
 from .kernel_tools import SHARED_ALIGN, ceil_div, kernel
 
 #: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
@@ -80,8 +80,26 @@ class TileConfig:
         return replace(self, **changes).check()
 
 
-#: Argument types every generated kernel is launched with (flat arrays, sizes, full-tile counts).
+#: Argument types every generated kernel is launched with (flat arrays, sizes, full-tile counts) …
 SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint32, uint32, uint32)"
+#: … and the stream-K kernel's extra ones (workspace, flags, data-parallel and stream-K tile counts).
+SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
+
+
+def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
+    """(data-parallel tiles, stream-K tiles) — the hybrid rule of step 11.
+
+    Whole waves stay data-parallel: a block computes whole tiles, no partial sums, no waiting. Only the work that
+    would leave the last wave part-empty is shared out by k-iterations: the partial wave plus one full wave before
+    it (so every block gets at least a tile's worth of iterations to balance). With fewer than two waves of tiles,
+    everything is stream-K; when the tiles fill whole waves, nothing is.
+    """
+    if tiles % blocks == 0:
+        return tiles, 0
+    if tiles < 2 * blocks:
+        return 0, tiles
+    data_parallel = (tiles // blocks - 1) * blocks
+    return data_parallel, tiles - data_parallel
 
 
 def _aligned(*arrays: Any) -> bool:
@@ -99,9 +117,12 @@ class TiledKernels:
         _numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.config = config.check()
-        constants = {"PERSISTENT": False, "GROUP_M": 1, **config.constants(), **(extra_constants or {})}
+        constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, **config.constants(),
+                     **(extra_constants or {})}
         self.constants = constants
         self.persistent = bool(constants["PERSISTENT"])
+        self.stream_k = bool(constants["STREAM_K"])
+        self._workspaces: dict = {}
         self._resident_blocks: int | None = None
         launch_bounds = (config.THREADS, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
         self.sources: dict[str, str] = {}
@@ -109,14 +130,15 @@ class TiledKernels:
         for variant, edge in (("fast", False), ("edge", True)):
             function_name = f"{name}_{variant}_kernel"
             variant_constants = {**constants, "EDGE": edge, "KERNEL_NAME": function_name}
-            if edge:
-                variant_constants["PERSISTENT"] = False  # edge tiles are few: one block each
+            if edge:  # edge tiles are few: one block each
+                variant_constants.update(PERSISTENT=False, STREAM_K=False)
             source = codegen.expand(template, variant_constants)
             # On a GPU, generated sources go to a cache folder so Numba can keep the compiled kernels on disk:
             # the first call of a generated step compiles for seconds, later processes load it at once.
             directory = None if (SIMULATOR or overrides) else codegen.cache_dir()
-            namespace = {"cuda": cuda, "float32": float32, "uint32": uint32, "SHARED_ALIGN": SHARED_ALIGN,
-                         "load_float4": load_float4, "store_float4": store_float4, **variant_constants,
+            namespace = {"cuda": cuda, "float32": float32, "uint32": uint32, "uint64": uint64,
+                         "SHARED_ALIGN": SHARED_ALIGN, "load_float4": load_float4, "store_float4": store_float4,
+                         "load_bypassing_l1": load_bypassing_l1, **variant_constants,
                          **(overrides or {})}
             codegen.define(source, function_name, namespace, key=repr(sorted(variant_constants.items())),
                            directory=directory)
@@ -132,8 +154,11 @@ class TiledKernels:
                 + self.sources["fast"] + "\n# ---- edge kernel: guarded, for the tiles the fast kernel skips ----\n"
                 + self.sources["edge"])
 
+    def signature(self, variant: str) -> str:
+        return SIGNATURE_STREAM_K if (self.stream_k and variant == "fast") else SIGNATURE
+
     def ptx_kernels(self) -> dict:
-        return {f"{self.name}_{variant}": (k, SIGNATURE) for variant, k in self.kernels.items()}
+        return {f"{self.name}_{variant}": (k, self.signature(variant)) for variant, k in self.kernels.items()}
 
     def resident_blocks(self) -> int:
         """How many blocks of the fast kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
@@ -143,7 +168,7 @@ class TiledKernels:
             else:
                 from numba.cuda import types as cuda_types  # noqa: F401  (kernels compile for SIGNATURE)
 
-                compiled = self.kernels["fast"].compile(SIGNATURE)
+                compiled = self.kernels["fast"].compile(self.signature("fast"))
                 function = compiled._codelibrary.get_cufunc()
                 context = cuda.current_context()
                 per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS, 0)
@@ -151,6 +176,19 @@ class TiledKernels:
                     raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
                 self._resident_blocks = per_sm * context.device.MULTIPROCESSOR_COUNT
         return self._resident_blocks
+
+    #: How a stream-K step splits tiles into (data-parallel, stream-K); replaceable, e.g. by "all stream-K".
+    split = staticmethod(stream_k_split)
+
+    def _workspace(self, blocks: int, stream):
+        """Partial-sum slots (one tile per block) and their flags, kept per context: the flags start at 0 and
+        every launch leaves them at 0 (each raised flag is reset by the block that consumed it)."""
+        key = (id(cuda.current_context()) if not SIMULATOR else 0, blocks)
+        if key not in self._workspaces:
+            tile = self.config.BLOCK_M * self.config.BLOCK_N
+            self._workspaces[key] = (cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
+                                     cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream))
+        return self._workspaces[key]
 
     def fast_path_applies(self, a, b, c) -> bool:
         m, k = a.shape
@@ -167,9 +205,15 @@ class TiledKernels:
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         if full_rows and full_cols:
             fast = self.kernels["fast"]
-            grid = (full_cols, full_rows)
-            if self.persistent:
-                grid = min(full_rows * full_cols, self.resident_blocks())
-            fast[grid, cfg.THREADS, stream](*flat, *sizes)
+            if self.stream_k:
+                blocks = self.resident_blocks()
+                data_parallel, stream_k = self.split(full_rows * full_cols, blocks)
+                workspace, flags = self._workspace(blocks, stream)
+                fast[blocks, cfg.THREADS, stream](*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                                 np.uint32(stream_k))
+            elif self.persistent:
+                fast[min(full_rows * full_cols, self.resident_blocks()), cfg.THREADS, stream](*flat, *sizes)
+            else:
+                fast[(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)
         if full_rows * full_cols < grid_rows * grid_cols:
             self.kernels["edge"][(grid_cols, grid_rows), cfg.THREADS, stream](*flat, *sizes)

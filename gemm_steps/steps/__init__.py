@@ -18,6 +18,7 @@ COURSE = [
     "double_buffered",
     "warp_tiling",
     "persistent",
+    "stream_k",
 ]
 
 _STEPS: list[Step] | None = None

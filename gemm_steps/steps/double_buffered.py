@@ -9,7 +9,7 @@ Why faster: in step 7 every warp stalls at the barrier until its tile's global l
 tile t+1 are in flight while tile t is computed.
 Expect: ~1.1× step 7 (an earlier H200 measurement: 77 % → 84 % of cuBLAS).
 Step 9 reuses this template and changes only which elements of C a thread owns (``WARP_TILING``); step 10
-wraps its tile body in a loop over tiles (``PERSISTENT``).
+wraps its tile body in a loop over tiles (``PERSISTENT``), step 11 in a loop over k-ranges (``STREAM_K``).
 """
 
 from ..tiling import TileConfig, TiledKernels
@@ -19,7 +19,7 @@ TITLE = "Double buffering: load the next tile while computing this one"
 SUMMARY = "Two shared-memory stages: global loads for tile t+1 overlap the FMAs of tile t; one barrier per tile."
 
 TEMPLATE = '''
-def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", workspace, flags, dp_tiles, sk_tiles" if STREAM_K else ""}}):
     """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
 # @if EDGE
     if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
@@ -51,6 +51,33 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     b_col_{{load}} = (tid + {{load * THREADS}}) % B_VECTORS_PER_ROW * 4
 # @end
     k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+# @if STREAM_K
+    # Stream-K: this block first computes its data-parallel tiles (block, block + G, … below dp_tiles), then an
+    # equal share [sk_begin, sk_end) of the k-iterations of the sk_tiles that follow, which may start or end
+    # in the middle of a tile.
+    blocks = uint32(cuda.gridDim.x)
+    block = uint32(cuda.blockIdx.x)
+    k_tiles = uint32(k_tiles)
+    sk_iterations = uint64(sk_tiles) * k_tiles  # 64-bit: block * sk_iterations may pass 2³²
+    sk_begin = uint32(block * sk_iterations // blocks)
+    sk_end = uint32((block + uint32(1)) * sk_iterations // blocks)
+    dp_count = uint32((dp_tiles + blocks - uint32(1) - block) // blocks)
+    dp_done = uint32(0)
+    iteration = sk_begin
+    while dp_done < dp_count or iteration < sk_end:
+        if dp_done < dp_count:  # a whole tile
+            tile = uint32(block + dp_done * blocks)
+            k_first = uint32(0)
+            k_count = k_tiles
+            dp_done += uint32(1)
+        else:  # a run of k-iterations within one tile
+            tile = uint32(dp_tiles + iteration // k_tiles)
+            k_first = uint32(iteration % k_tiles)
+            k_count = uint32(min(k_tiles - k_first, sk_end - iteration))
+            iteration = uint32(iteration + k_count)
+        block_row = tile // full_col_blocks * BLOCK_M
+        block_col = tile % full_col_blocks * BLOCK_N
+# @else
 # @if PERSISTENT
     # Persistent: the grid is only as large as the GPU holds at once, and block b computes full tiles b,
     # b + gridDim.x, b + 2·gridDim.x, … Tiles are numbered column by column within groups of GROUP_M tile-rows,
@@ -65,18 +92,23 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     block_row = uint32(cuda.blockIdx.y) * BLOCK_M
     block_col = uint32(cuda.blockIdx.x) * BLOCK_N
 # @end
-# @indent PERSISTENT
+# @end
+# @indent PERSISTENT or STREAM_K
+# @if not STREAM_K
+    k_first = uint32(0)  # this block computes k-tiles k_first … k_first + k_count - 1: all of them
+    k_count = k_tiles
+# @end
 # @for i in range(THREAD_M)
 # @for j in range(0, THREAD_N, 4)
     acc_{{i}}_{{j}} = acc_{{i}}_{{j+1}} = acc_{{i}}_{{j+2}} = acc_{{i}}_{{j+3}} = float32(0.0)
 # @end
 # @end
 
-    # The k-loop runs one extra time: iteration t loads tile t (if any) into registers, computes tile t - 1
+    # The k-loop runs one extra time: iteration t loads k-tile t (if any) into registers, computes k-tile t - 1
     # (if any) from shared stage (t - 1) % 2, then stores the loaded registers into stage t % 2.
-    for k_tile in range(k_tiles + 1):
-        k0 = uint32(k_tile) * BLOCK_K
-        if k_tile < k_tiles:
+    for k_tile in range(k_count + 1):
+        k0 = uint32(k_first + k_tile) * BLOCK_K
+        if k_tile < k_count:
 # @for load in range(A_LOADS)
             row = block_row + a_row_{{load}}
 # @if EDGE
@@ -118,7 +150,7 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 # @end
 # @end
 # @end
-        if k_tile < k_tiles:
+        if k_tile < k_count:
             stage_a = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_M}}
             stage_b = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_N}}
 # @for load in range(A_LOADS)
@@ -132,6 +164,41 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 # @end
         cuda.syncthreads()  # stage t % 2 is written, and everyone is done reading stage (t - 1) % 2
 
+# @if STREAM_K
+    if k_first + k_count < k_tiles:
+        # We stop before the tile's last k-tile: leave our partial sums in our workspace slot and raise our flag
+        # for the block that finishes the tile (it has a higher number, so it never makes us wait).
+        slot = block * {{BLOCK_M * BLOCK_N}} + tid
+# @for i in range(THREAD_M)
+# @for j in range(THREAD_N)
+        workspace[slot + {{(i * THREAD_N + j) * THREADS}}] = acc_{{i}}_{{j}}
+# @end
+# @end
+        cuda.threadfence()  # the partial sums are visible GPU-wide before the flag is
+        cuda.syncthreads()
+        if tid == 0:
+            cuda.atomic.exch(flags, block, 1)
+        continue
+    # We compute the tile's last k-tile: add the partial sums of the lower-numbered blocks that computed its
+    # earlier k-tiles, nearest first (a fixed order: the result is the same bit for bit on every run).
+    if k_first > 0:
+        tile_begin = uint64(tile - dp_tiles) * k_tiles  # the tile's first iteration in the stream-K range
+        other = block  # count down through the blocks before us whose share ends inside this tile
+        while other > 0 and other * sk_iterations // blocks > tile_begin:
+            other -= uint32(1)
+            if other * sk_iterations // blocks < (other + uint32(1)) * sk_iterations // blocks:  # it had work
+                if tid == 0:
+                    while cuda.atomic.add(flags, other, 0) == 0:
+                        pass  # spin: that block is resident and only computes, it never waits on us
+                    flags[other] = 0  # reset for the next launch (each flag is raised once per launch)
+                cuda.syncthreads()
+                slot = other * {{BLOCK_M * BLOCK_N}} + tid
+# @for i in range(THREAD_M)
+# @for j in range(THREAD_N)
+                acc_{{i}}_{{j}} += load_bypassing_l1(workspace, slot + {{(i * THREAD_N + j) * THREADS}})
+# @end
+# @end
+# @end
 # @for i in range(THREAD_M)
     row = block_row + thread_row + {{i // 4 * A_CHUNK_STRIDE + i % 4}}
 # @if EDGE
@@ -149,7 +216,7 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 '''
 
 #: Contiguous 8×8 blocks per thread (step 9 changes these).
-LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4, "PERSISTENT": False}
+LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4}
 
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),

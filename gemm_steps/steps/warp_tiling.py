@@ -30,7 +30,7 @@ def layout(config: TileConfig) -> dict:
             warps_m * warps_n * 32 != config.THREADS:
         raise ValueError(f"warp tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp tiles")
     return {"WARP_TILING": True, "LANES_M": LANES_M, "LANES_N": LANES_N, "WARP_TILE_M": warp_tile_m,
-            "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4, "PERSISTENT": False}
+            "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4}
 
 
 SEARCH_SPACE = [
