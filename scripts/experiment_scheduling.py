@@ -1,0 +1,33 @@
+"""Scheduling sweep for lessons 10–11: data-parallel (step 9) vs persistent (10) vs stream-K hybrid (11) vs
+all-stream-K vs cuBLAS, all on the same tile configuration, over squares, wave-boundary shapes (tiles ÷ SMs just at
+and past whole numbers), small, K-heavy and tall-skinny shapes. Writes JSON to argv[1].
+"""
+import sys
+from types import SimpleNamespace
+
+from gemm_steps import bench
+from gemm_steps.steps import persistent, stream_k, warp_tiling
+
+config = stream_k._kernels.config
+bm, bn = config.BLOCK_M, config.BLOCK_N
+all_stream_k = stream_k.build(config)
+all_stream_k.split = lambda tiles, blocks: (0, tiles)  # the whole problem by k-iterations
+variants = [
+    SimpleNamespace(name="data_parallel (step 9)", number=9, launch=warp_tiling.build(config).launch),
+    SimpleNamespace(name="persistent (step 10)", number=10, launch=persistent.build(config).launch),
+    SimpleNamespace(name="stream_k hybrid (step 11)", number=11, launch=stream_k.build(config).launch),
+    SimpleNamespace(name="stream_k all", number=12, launch=all_stream_k.launch),
+]
+shapes = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192)]
+for rows, cols in [(6, 11), (12, 11), (7, 19), (12, 12), (18, 11), (24, 11), (5, 53), (20, 15)]:
+    shapes.append((bm * rows, bn * cols, 4096))  # 66 … 300 tiles; 132 SMs
+shapes += [(512, 1024, 16384), (1024, 1024, 8192), (16384, 256, 1024), (8192, 512, 2048)]
+res = bench.run_benchmark(variants, shapes, repeats=20, max_seconds=0.5, progress=lambda m: None)
+res["tile_config"] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": config.BLOCK_K}
+bench.save(res, sys.argv[1])
+sms = res["environment"].get("sm_count", 132)
+for r in res["records"]:
+    tiles = -(-r["M"] // bm) * -(-r["N"] // bn)
+    print(f"{r['M']:5d}x{r['N']:5d}x{r['K']:5d} tiles/SMs={tiles / sms:5.2f} {r['step']:26s} "
+          f"{r.get('median_ms', 0):8.3f} ms {r.get('tflops', 0):6.2f} TF {r.get('pct_of_cublas', 0):5.1f}% "
+          f"nan={r.get('unwritten')} err={r.get('sampled_rel_error_fp64', 0):.1e}")
