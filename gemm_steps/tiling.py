@@ -86,15 +86,21 @@ SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint
 SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
 
 
+#: Below this fraction of busy block-slots in a tile-per-block schedule, step 11 splits work by k-iterations.
+WAVE_EFFICIENCY_FOR_DATA_PARALLEL = 0.9
+
+
 def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
     """(data-parallel tiles, stream-K tiles) — the hybrid rule of step 11.
 
-    Whole waves stay data-parallel: a block computes whole tiles, no partial sums, no waiting. Only the work that
-    would leave the last wave part-empty is shared out by k-iterations: the partial wave plus one full wave before
-    it (so every block gets at least a tile's worth of iterations to balance). With fewer than two waves of tiles,
-    everything is stream-K; when the tiles fill whole waves, nothing is.
+    A tile-per-block schedule runs ceil(tiles / blocks) waves; its efficiency is tiles / (waves × blocks). When
+    that is at least :data:`WAVE_EFFICIENCY_FOR_DATA_PARALLEL`, everything stays data-parallel (and step 11 runs
+    step 10's kernel: the stream-K bookkeeping costs a few percent where it has nothing to fix). Otherwise whole
+    waves stay data-parallel and only the partial last wave plus one full wave before it (so every block still
+    gets about a tile of work) is shared out by k-iterations; with fewer than two waves, all of it is.
     """
-    if tiles % blocks == 0:
+    waves = -(-tiles // blocks)
+    if tiles / (waves * blocks) >= WAVE_EFFICIENCY_FOR_DATA_PARALLEL:
         return tiles, 0
     if tiles < 2 * blocks:
         return 0, tiles
@@ -179,6 +185,8 @@ class TiledKernels:
 
     #: How a stream-K step splits tiles into (data-parallel, stream-K); replaceable, e.g. by "all stream-K".
     split = staticmethod(stream_k_split)
+    #: For a stream-K step: the kernels that run a whole launch when the split leaves nothing to stream-K.
+    data_parallel_fallback: "TiledKernels | None" = None
 
     def _workspace(self, blocks: int, stream):
         """Partial-sum slots (one tile per block) and their flags, kept per context: the flags start at 0 and
@@ -208,6 +216,9 @@ class TiledKernels:
             if self.stream_k:
                 blocks = self.resident_blocks()
                 data_parallel, stream_k = self.split(full_rows * full_cols, blocks)
+                if stream_k == 0 and self.data_parallel_fallback is not None:
+                    self.data_parallel_fallback.launch(a, b, c, stream)
+                    return
                 workspace, flags = self._workspace(blocks, stream)
                 fast[blocks, cfg.THREADS, stream](*flat, *sizes, workspace, flags, np.uint32(data_parallel),
                                                  np.uint32(stream_k))

@@ -54,7 +54,9 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
 # @if STREAM_K
     # Stream-K: this block first computes its data-parallel tiles (block, block + G, … below dp_tiles), then an
     # equal share [sk_begin, sk_end) of the k-iterations of the sk_tiles that follow, which may start or end
-    # in the middle of a tile.
+    # in the middle of a tile. It walks its share backwards, so the piece other blocks wait for (the start of
+    # a tile, at the end of the share) is computed first and the piece that waits (the end of a tile, at the
+    # start of the share) last: no block waits for a block that is itself waiting.
     blocks = uint32(cuda.gridDim.x)
     block = uint32(cuda.blockIdx.x)
     k_tiles = uint32(k_tiles)
@@ -63,18 +65,20 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
     sk_end = uint32((block + uint32(1)) * sk_iterations // blocks)
     dp_count = uint32((dp_tiles + blocks - uint32(1) - block) // blocks)
     dp_done = uint32(0)
-    iteration = sk_begin
-    while dp_done < dp_count or iteration < sk_end:
+    iteration = sk_end  # walks down to sk_begin
+    while dp_done < dp_count or iteration > sk_begin:
         if dp_done < dp_count:  # a whole tile
             tile = uint32(block + dp_done * blocks)
             k_first = uint32(0)
             k_count = k_tiles
             dp_done += uint32(1)
-        else:  # a run of k-iterations within one tile
-            tile = uint32(dp_tiles + iteration // k_tiles)
-            k_first = uint32(iteration % k_tiles)
-            k_count = uint32(min(k_tiles - k_first, sk_end - iteration))
-            iteration = uint32(iteration + k_count)
+        else:  # the last run of k-iterations left in our share, all within one tile
+            tile_start = (iteration - uint32(1)) // k_tiles * k_tiles  # the tile's first iteration
+            tile = uint32(dp_tiles + tile_start // k_tiles)
+            first = max(sk_begin, tile_start)
+            k_first = uint32(first - tile_start)
+            k_count = uint32(iteration - first)
+            iteration = first
         block_row = tile // full_col_blocks * BLOCK_M
         block_col = tile % full_col_blocks * BLOCK_N
 # @else
