@@ -1,4 +1,5 @@
-"""Scheduling sweep for lessons 10–11: data-parallel (step 9) vs persistent (10) vs stream-K hybrid (11) vs
+"""Scheduling sweep for lessons 10–11: data-parallel (step 9) vs persistent (10) vs stream-K hybrid (step 11, which
+runs step 10's kernel where waves are nearly full) vs the stream-K kernel with the hybrid split but no fallback vs
 all-stream-K vs cuBLAS, all on the same tile configuration, over squares, wave-boundary shapes (tiles ÷ SMs just at
 and past whole numbers), small, K-heavy and tall-skinny shapes. Writes JSON to argv[1].
 """
@@ -15,8 +16,9 @@ all_stream_k.split = lambda tiles, blocks: (0, tiles)  # the whole problem by k-
 variants = [
     SimpleNamespace(name="data_parallel (step 9)", number=9, launch=warp_tiling.build(config).launch),
     SimpleNamespace(name="persistent (step 10)", number=10, launch=persistent.build(config).launch),
-    SimpleNamespace(name="stream_k hybrid (step 11)", number=11, launch=stream_k.build(config).launch),
-    SimpleNamespace(name="stream_k all", number=12, launch=all_stream_k.launch),
+    SimpleNamespace(name="stream_k hybrid (step 11)", number=11, launch=stream_k.launch),  # the step itself
+    SimpleNamespace(name="stream_k kernel, hybrid split", number=12, launch=stream_k.build(config).launch),
+    SimpleNamespace(name="stream_k all", number=13, launch=all_stream_k.launch),
 ]
 shapes = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192)]
 for rows, cols in [(6, 11), (12, 11), (7, 19), (12, 12), (18, 11), (24, 11), (5, 53), (20, 15)]:
