@@ -1,0 +1,94 @@
+"""What the tests share: random inputs, the float64 reference, the error measure and the tolerance.
+
+The tolerance and the error measure are :mod:`gemm_steps.verify`'s — one definition for ``gemm-steps verify``,
+the lessons and the tests. In short (the full argument is :func:`gemm_steps.verify.tolerance`'s docstring):
+
+* a float32 sum of K products rounds K times, each rounding up to eps32/2 of the running sum; on random data the
+  errors have random signs and add like a random walk, so a correct kernel's relative error grows like
+  ``eps32·√K`` (measured 0.15–0.25 × eps32·√K, worst draw seen 0.9×), and the tolerance is ``4·eps32·√K``
+  (1.5e-5 at K = 1024) — no floor, no extra slack;
+* a real bug is far above it: one dropped k term moves C by ~1/√K relative (0.1 at K = 80), a dropped k-tile or a
+  wrong index by O(1), a single wrong element of a 128×128 result by ~1/128; an unwritten element is NaN.
+
+The error is ``‖C − ref‖ / ‖ref‖`` in float64, with ``‖ref‖`` replaced by ``‖|A|·|B|‖/√K`` when that is larger
+(cancellation in tiny products; see :func:`gemm_steps.verify.relative_error`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+
+from gemm_steps.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
+
+__all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
+           "outputs_per_thread", "tile_geometry", "simulated_seconds"]
+
+
+def rng_for(name: str) -> np.random.Generator:
+    """A generator seeded from a test's name: fresh for every test, and the same on every run (reproducible)."""
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def random_matrices(rng: np.random.Generator, m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Standard-normal float32 A (m×k) and B (k×n). Never zeros or ones: a dropped term must change the answer."""
+    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+
+
+def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A @ B`` in float64 (exact to far below float32's rounding for these sizes)."""
+    return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+
+
+def rel_error(c, a: np.ndarray, b: np.ndarray, ref: np.ndarray | None = None) -> float:
+    """Relative error of a result ``c`` (NumPy or device array) against float64 ``a @ b``; NaN if ``c`` has NaN."""
+    if not isinstance(c, np.ndarray):
+        c = c.copy_to_host()
+    return relative_error(np.asarray(c), np.asarray(a), np.asarray(b), ref)
+
+
+def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarray | None = None) -> None:
+    """Every element written (no NaN) and the relative error within :func:`tolerance` of K."""
+    host = c if isinstance(c, np.ndarray) else c.copy_to_host()
+    m, n, k = a.shape[0], b.shape[1], a.shape[1]
+    assert host.shape == (m, n), f"{what}: result has shape {host.shape}, expected {(m, n)}"
+    assert host.dtype == np.float32, f"{what}: result has dtype {host.dtype}"
+    unwritten = np.argwhere(np.isnan(host))
+    assert unwritten.size == 0, (f"{what}: {len(unwritten)} of {m * n} elements never written (NaN), "
+                                 f"first at {tuple(int(i) for i in unwritten[0])}")
+    err, tol = rel_error(host, a, b, ref), tolerance(k)
+    if not err <= tol:
+        ref = reference(a, b) if ref is None else ref
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(host - ref)), host.shape))
+        raise AssertionError(f"{what}: relative error {err:.3e} > tolerance {tol:.3e} for {m}×{n}×{k}; "
+                             f"worst element {worst}: got {float(host[worst])!r}, expected {float(ref[worst])!r}")
+
+
+# -- how big a product the simulator can afford, per step ------------------------------------------------------
+
+def tile_geometry(config: dict) -> tuple[int, int, int, int]:
+    """(rows, cols) of C per thread block and (rows, cols) per thread, read from a step's config names."""
+    square = config.get("TILE", config.get("BLOCK_SIZE", 1))
+    return (int(config.get("BLOCK_M", square)), int(config.get("BLOCK_N", square)),
+            int(config.get("THREAD_M", 1)), int(config.get("THREAD_N", 1)))
+
+
+def outputs_per_thread(config: dict) -> int:
+    _, _, tm, tn = tile_geometry(config)
+    return tm * tn
+
+
+#: Simulator cost model, fitted on a 2-core CI-class machine (numba-cuda 0.30 simulator): every simulated thread
+#: costs ~0.2–0.8 ms to start and synchronise, plus ~1 µs per multiply-add it does. Deliberately pessimistic for
+#: the cheaper steps; only used to keep randomly drawn shapes within a time budget.
+SECONDS_PER_THREAD = 6e-4
+SECONDS_PER_FMA = 1.2e-6
+
+
+def simulated_seconds(config: dict, m: int, n: int, k: int) -> float:
+    """Rough simulator time for one product with a step of this config (threads launched × per-thread work)."""
+    bm, bn, tm, tn = tile_geometry(config)
+    threads = math.ceil(m / bm) * math.ceil(n / bn) * (bm * bn) // (tm * tn)
+    return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn)

@@ -1,0 +1,37 @@
+"""Documents that must not drift from the code: the README's steps table and its test command (which CI runs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+
+def _readme() -> str:
+    if not README.exists():
+        pytest.fail("README.md is missing")
+    return README.read_text()
+
+
+def test_readme_steps_table_is_current():
+    from gemm_steps.cli import TABLE_END, TABLE_START, steps_table_markdown
+
+    text = _readme()
+    assert TABLE_START in text and TABLE_END in text, "README.md lost its steps-table markers"
+    table = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+    assert table == steps_table_markdown(), "README's steps table is stale: run `gemm-steps readme-table --write`"
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run must run exactly the command the README gives users (so what CI checks is what users run)."""
+    blocks = re.findall(r"```(?:bash|sh|console)?\n(.*?)```", _readme(), re.S)
+    commands = [line.strip() for block in blocks for line in block.splitlines() if "pytest" in line]
+    assert commands, "README.md shows no pytest command"
+    ci = (REPO / ".ci" / "run").read_text()
+    ci_lines = [line.strip() for line in ci.splitlines() if not line.strip().startswith("#")]
+    assert any(command in ci_lines for command in commands), (
+        f"no README test command {commands} appears verbatim as a line of .ci/run")

@@ -1,0 +1,166 @@
+"""The compiled code: every kernel of every step compiles to PTX, keeps everything in registers, and shows the
+instructions its lesson claims.
+
+Runs on a CPU-only machine: the kernels are compiled by NVVM (the ``nvidia-nvvm`` wheel that
+``numba-cuda[cu13]`` installs) in a subprocess started with ``NUMBA_ENABLE_CUDASIM=0`` — Numba in GPU mode, no
+GPU needed — through :func:`gemm_steps.ptx.report_in_subprocess`, once per test session.
+
+A step states what its PTX must contain with ``PTX_EXPECT`` in its module, checked here for every label::
+
+    PTX_EXPECT = {"vectorized_fast": {"ld.global.v4.f32": ">=1", "st.global.v4.f32": ">=1", "local": 0}}
+
+Values: an int (exactly), or a string ``"==N"``, ``">=N"``, ``"<=N"``, ``">N"``, ``"<N"``. Keys: any key of
+:func:`gemm_steps.ptx.ptx_stats` (``ld.global.v4.f32``, ``fma.rn.f32``, ``bar.sync``, ``local``, …).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+import pytest
+
+import gemm_steps
+from gemm_steps.ptx import PTXUnavailable, ptx_stats, report_in_subprocess
+
+STEPS = gemm_steps.steps()
+ALL_KERNELS = [(step, label) for step in STEPS for label in step.kernels()]
+
+
+def _nvvm_missing(message: str) -> bool:
+    return bool(re.search(r"libnvvm|NVVM.*(not found|cannot be found|unavailable)|nvvm.*No such file", message, re.I))
+
+
+@pytest.fixture(scope="module")
+def report():
+    """{step: {label: stats}} for every kernel, compiled once for the whole module (cc 9.0)."""
+    try:
+        return report_in_subprocess(timeout=1800)
+    except PTXUnavailable as exc:
+        if _nvvm_missing(str(exc)):
+            pytest.skip(f"NVVM is not installed, so nothing can be compiled to PTX here: {str(exc)[-500:]}")
+        raise
+
+
+def _stats(report, step, label):
+    kernels = report.get(step.name)
+    assert kernels is not None, f"step {step.name} missing from the PTX report"
+    stats = kernels.get(label)
+    assert stats is not None, f"kernel {label} of step {step.name} missing from the PTX report"
+    assert "error" not in stats, f"{label} failed to compile: {stats['error']}"
+    return stats
+
+
+def _kernel_id(entry) -> str:
+    step, label = entry
+    return f"{step.number}-{label}"
+
+
+@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
+def test_kernel_compiles_to_ptx(report, entry):
+    step, label = entry
+    stats = _stats(report, step, label)
+    assert stats["instructions"] > 0
+    assert stats["fma.rn.f32"] >= 1, f"{label}: no single-precision FMA — is this the product kernel?"
+
+
+@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
+def test_no_local_memory(report, entry):
+    """Every register array (accumulators, fragments) must live in registers: no .local, no ld/st.local."""
+    step, label = entry
+    stats = _stats(report, step, label)
+    assert stats["local"] == 0, (f"{label} uses local memory: {stats['ld.local']} ld.local, {stats['st.local']} "
+                                 f"st.local, {stats['local_decls']} .local declarations")
+
+
+@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
+def test_shared_memory_kernels_synchronise(report, entry):
+    """A kernel that stages tiles in shared memory must have a barrier between writing and reading them."""
+    step, label = entry
+    stats = _stats(report, step, label)
+    writes_shared = stats["st.shared.f32"] + stats["st.shared.v4.f32"] > 0
+    assert not writes_shared or stats["bar.sync"] >= 1, f"{label} writes shared memory but never syncs"
+
+
+_COMPARE = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+
+def parse_expectation(spec) -> tuple[str, int]:
+    """``3`` → ("==", 3); ``">=1"`` → (">=", 1)."""
+    if isinstance(spec, bool) or not isinstance(spec, (int, str)):
+        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
+    if isinstance(spec, int):
+        return "==", spec
+    match = re.fullmatch(r"\s*(==|>=|<=|>|<)\s*(\d+)\s*", spec)
+    if not match:
+        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
+    return match.group(1), int(match.group(2))
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"{s.number}-{s.name}")
+def test_ptx_expectations(report, step):
+    """The step's own ``PTX_EXPECT`` claims (none declared: nothing to check beyond the tests above)."""
+    expect = getattr(step.module, "PTX_EXPECT", {})
+    unknown = set(expect) - set(step.kernels())
+    assert not unknown, f"{step.name}.PTX_EXPECT names kernels it does not have: {sorted(unknown)}"
+    failures = []
+    for label, wanted in expect.items():
+        stats = _stats(report, step, label)
+        for key, spec in wanted.items():
+            op, value = parse_expectation(spec)
+            if key not in stats or key == "opcodes":
+                failures.append(f"{label}: unknown key {key!r} (known: {sorted(k for k in stats if k != 'opcodes')})")
+            elif not _COMPARE[op](stats[key], value):
+                failures.append(f"{label}: {key} is {stats[key]}, expected {op} {value}")
+    assert not failures, f"{step.name}.PTX_EXPECT not met:\n" + "\n".join(failures)
+
+
+# -- the counter itself, on PTX written by hand (no compiler needed) ----------------------------------------------
+
+SAMPLE_PTX = """
+.visible .entry k(.param .u64 p0)
+{
+\t.local .align 4 .b8 \t__local_depot0[32];
+\t.reg .f32 %f<9>;
+$L__BB0_1:
+\tld.global.nc.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd5];
+\t@%p1 ld.global.f32 \t%f5, [%rd6];
+\t@!%p2 ld.global.L1::no_allocate.f32 %f6, [%rd6];
+\tld.shared.v4.f32 \t{%f1, %f2, %f3, %f4}, [%r1+16];
+\tst.shared.f32 \t[%r2], %f1;
+\tst.global.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+\tfma.rn.f32 \t%f7, %f1, %f2, %f3; // fma.rn.f32 in a comment is not counted
+\tfma.rn.ftz.f32 \t%f8, %f1, %f2, %f3;
+\tbar.sync \t0;
+\tbarrier.sync.aligned \t0;
+\tst.local.f32 [%rd1], %f1;
+\tld.local.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+\tret;
+}
+"""
+
+
+def test_ptx_stats_counts_what_it_says():
+    stats = ptx_stats(SAMPLE_PTX)
+    expected = {"ld.global.v4.f32": 1, "ld.global.f32": 2, "st.global.v4.f32": 1, "st.global.f32": 0,
+                "ld.shared.v4.f32": 1, "ld.shared.f32": 0, "st.shared.f32": 1, "st.shared.v4.f32": 0,
+                "fma.rn.f32": 2, "bar.sync": 2, "ld.local": 1, "st.local": 1, "local_decls": 1, "local": 3,
+                "instructions": 13}
+    assert {key: stats[key] for key in expected} == expected
+
+
+def test_ptx_stats_of_clean_code_has_no_local():
+    stats = ptx_stats("\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n")
+    assert stats["local"] == 0 and stats["fma.rn.f32"] == 1
+
+
+@pytest.mark.parametrize("spec,parsed", [(0, ("==", 0)), (">=1", (">=", 1)), ("<= 64", ("<=", 64)),
+                                         ("==1024", ("==", 1024)), (">0", (">", 0))])
+def test_parse_expectation(spec, parsed):
+    assert parse_expectation(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", [">=x", "1.5", True, None, "=>1"])
+def test_parse_expectation_rejects_nonsense(spec):
+    with pytest.raises(ValueError):
+        parse_expectation(spec)

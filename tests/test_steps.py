@@ -1,0 +1,222 @@
+"""Every step is right, and the registry of steps is well formed.
+
+Correctness: every step (whatever ``gemm_steps.steps()`` lists — the tests never name steps) against float64 NumPy
+at shapes that are *not* tile multiples, so every edge guard runs. Inputs and output are device arrays and the
+output is poisoned with NaN first: an element the kernel never writes stays NaN and fails. (With NumPy arrays the
+API copies its own device buffer back over ``out``, so a NaN in a host ``out`` would prove nothing.)
+
+Shapes: 1×1×1, 17×33×9, 64×48×80, 100×1×37 — cheap, and every guard runs. Then four shapes built from each step's
+own tile sizes (``step.config``: BLOCK_M × BLOCK_N tiles, BLOCK_K deep), so they stay meaningful when tiles change:
+
+* ``one_tile`` BLOCK_M × BLOCK_N × 2·BLOCK_K — exactly one full tile: a step with a fast full-tile kernel runs it alone;
+* ``tile_plus_edges`` (BLOCK_M + 1) × (BLOCK_N + 4) × 3·BLOCK_K — fast and edge kernels write one output together;
+* ``k_not_multiple`` (BLOCK_M + 3) × (BLOCK_N + 4) × (2·BLOCK_K + 4) — a full tile, but K is not a multiple of
+  BLOCK_K (it is of 4): a fast path that ignored that condition would read past the end of A's rows;
+* ``2x2_tiles_plus_edge`` (2·BLOCK_M + 1) × (2·BLOCK_N + 4) × 2·BLOCK_K — four full tiles and a ragged row, so a
+  persistent kernel (fewer blocks than tiles: 3 on the simulator) loops over several tiles.
+
+Simulator time: see docs/hardening.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps import Step
+from helpers import assert_close, random_matrices, rng_for, tile_geometry
+
+STEPS = gemm_steps.steps()
+
+
+def step_id(step: Step) -> str:
+    return f"{step.number}-{step.name}"
+
+
+SHAPES = [(1, 1, 1), (17, 33, 9), (64, 48, 80), (100, 1, 37), "one_tile", "tile_plus_edges", "k_not_multiple",
+          "2x2_tiles_plus_edge"]
+
+
+def shape_for(step: Step, shape) -> tuple[int, int, int]:
+    """A fixed (M, N, K), or one of the tile-relative shapes of the module docstring for this step."""
+    if not isinstance(shape, str):
+        return shape
+    bm, bn, _, _ = tile_geometry(step.config)
+    bk = int(step.config.get("BLOCK_K", step.config.get("TILE", 8)))
+    return {"one_tile": (bm, bn, 2 * bk), "tile_plus_edges": (bm + 1, bn + 4, 3 * bk),
+            "k_not_multiple": (bm + 3, bn + 4, 2 * bk + 4), "2x2_tiles_plus_edge": (2 * bm + 1, 2 * bn + 4, 2 * bk),
+            }[shape]
+
+
+def run_poisoned(step: Step, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``step`` on device copies of a and b, into a device ``out`` filled with NaN; the result on the host."""
+    out = cuda.to_device(np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32))
+    returned = step(cuda.to_device(a), cuda.to_device(b), out=out)
+    assert returned is out, "out= must be returned"
+    return out.copy_to_host()
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s if isinstance(s, str) else "x".join(map(str, s)))
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_step_matches_float64(step, shape, random_matrices):
+    m, n, k = shape_for(step, shape)
+    a, b = random_matrices(m, n, k)
+    assert_close(run_poisoned(step, a, b), a, b, f"step {step.number} {step.name}")
+
+
+def test_steps_are_deterministic():
+    """Two runs of every step on the same inputs give bitwise-identical results (a fixed summation order).
+
+    On the simulator this pins down the order each step sums in; tests/test_gpu.py checks the same on a GPU at a
+    large shape, where scheduling could differ between runs.
+    """
+    a, b = random_matrices(rng_for("determinism"), 64, 48, 80)
+    different = []
+    for step in STEPS:
+        first, second = run_poisoned(step, a, b), run_poisoned(step, a, b)
+        if not np.array_equal(first.view(np.uint32), second.view(np.uint32)):
+            different.append(f"{step.number} {step.name}: {int((first != second).sum())} elements differ")
+    assert not different, "non-deterministic steps: " + "; ".join(different)
+
+
+# -- the registry ------------------------------------------------------------------------------------------------
+
+def test_numbers_are_1_to_n_in_order():
+    assert STEPS, "no steps registered"
+    assert [s.number for s in STEPS] == list(range(1, len(STEPS) + 1))
+
+
+def test_steps_returns_a_fresh_list_of_the_same_steps():
+    again = gemm_steps.steps()
+    assert again is not STEPS and [id(s) for s in again] == [id(s) for s in STEPS]
+    again.clear()  # a caller mutating its list must not change the registry
+    assert len(gemm_steps.steps()) == len(STEPS)
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_name_is_a_slug(step):
+    assert re.fullmatch(r"[a-z][a-z0-9_]*", step.name), f"step name {step.name!r} is not a lowercase slug"
+    assert step.name == step.module.__name__.rsplit(".", 1)[-1]
+
+
+def test_names_are_unique():
+    names = [s.name for s in STEPS]
+    assert len(set(names)) == len(names), f"duplicate step names: {names}"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_title_and_summary(step):
+    for what in ("title", "summary"):
+        value = getattr(step, what)
+        assert isinstance(value, str) and value.strip(), f"step {step.name} has an empty {what}"
+        assert "\n" not in value.strip(), f"step {step.name}'s {what} should be one line"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_docstring_says_what_changed(step):
+    """The module docstring opens with "Step N" and (after step 1) says what changed from step N − 1."""
+    doc = step.doc
+    assert doc, f"step module {step.module.__name__} has no docstring"
+    assert re.match(rf"Step {step.number}\b", doc), (
+        f"{step.module.__name__}'s docstring should open with 'Step {step.number}', got {doc.splitlines()[0]!r}")
+    if step.number > 1:
+        match = re.search(r"[Cc]hanged from step (\d+)", doc)
+        assert match, f"{step.module.__name__}'s docstring should say 'Changed from step {step.number - 1}: …'"
+        assert int(match.group(1)) == step.number - 1, (
+            f"{step.name} is step {step.number} but its docstring says it changed from step {match.group(1)}")
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_get_step_by_name_and_number(step):
+    assert gemm_steps.get_step(step.name) is step
+    assert gemm_steps.get_step(step.number) is step
+
+
+@pytest.mark.parametrize("bad", [0, len(STEPS) + 1, -1, "no_such_step", "1", True, None, 1.0])
+def test_get_step_unknown(bad):
+    with pytest.raises(KeyError, match="the steps are"):
+        gemm_steps.get_step(bad)
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_step_declares_its_kernels(step):
+    """Every step lists the kernels it launches (with signatures), so tests/test_ptx.py checks its compiled code."""
+    kernels = step.kernels()
+    assert kernels, f"step {step.name} has no KERNELS: its compiled code would go unchecked"
+    for label, entry in kernels.items():
+        dispatcher, signature = entry
+        assert callable(getattr(dispatcher, "py_func", None)), f"{label}: not a cuda.jit kernel"
+        assert isinstance(signature, str) and signature.startswith("void("), f"{label}: signature {signature!r}"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_source_shows_every_kernel(step):
+    source = step.source()
+    assert isinstance(source, str) and source.strip()
+    for label, (dispatcher, _) in step.kernels().items():
+        name = dispatcher.py_func.__name__
+        assert re.search(rf"\bdef {re.escape(name)}\(", source), f"step.source() lacks kernel {name} ({label})"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_source_of_generated_kernels_is_what_runs(step):
+    """Where a step generates its kernels, ``source()`` is that generated text: each kernel's own source is in it."""
+    for label, (dispatcher, _) in step.kernels().items():
+        try:
+            kernel_source = inspect.getsource(dispatcher.py_func)
+        except (OSError, TypeError) as exc:  # generated code must be registered (codegen.define does this)
+            pytest.fail(f"{label}: inspect.getsource fails on the kernel ({exc}); register generated source")
+        assert kernel_source.strip() in step.source(), f"{label}: the kernel that runs is not in step.source()"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=step_id)
+def test_config_is_a_dict_of_named_constants(step):
+    config = step.config
+    assert isinstance(config, dict)
+    for key, value in config.items():
+        assert re.fullmatch(r"[A-Z][A-Z0-9_]*", key), f"{step.name}: config key {key!r} is not an UPPER_CASE name"
+
+
+def test_step_modules_are_the_course():
+    """``gemm_steps.steps()`` is exactly ``steps.COURSE``, in order (one list decides the course)."""
+    course = importlib.import_module("gemm_steps.steps").COURSE
+    assert [s.name for s in STEPS] == list(course)
+
+
+# -- matmul chooses a step ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Record which step launches (the kernels still run)."""
+    seen = []
+    for step in STEPS:
+        original = step._launch
+
+        def spy(a, b, c, stream=0, _step=step, _original=original):
+            seen.append(_step.name)
+            _original(a, b, c, stream)
+
+        monkeypatch.setattr(step, "_launch", spy)
+    return seen
+
+
+def test_matmul_default_is_the_last_step(launches, random_matrices):
+    a, b = random_matrices(5, 6, 7)
+    assert gemm_steps.fastest_step() is STEPS[-1]
+    assert_close(gemm_steps.matmul(a, b), a, b, "matmul")
+    assert launches == [STEPS[-1].name]
+
+
+@pytest.mark.parametrize("how", ["number", "name", "step"])
+def test_matmul_step_argument(how, launches, random_matrices):
+    chosen = STEPS[0]
+    a, b = random_matrices(3, 4, 5)
+    arg = {"number": chosen.number, "name": chosen.name, "step": chosen}[how]
+    assert_close(gemm_steps.matmul(a, b, step=arg), a, b, f"matmul(step={arg!r})")
+    assert launches == [chosen.name]
