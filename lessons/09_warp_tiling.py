@@ -1,0 +1,199 @@
+# %% [markdown]
+# # Lesson 9 — Warp tiling: arrange a warp's results so its shared loads are contiguous
+#
+# Since lesson 5, thread t has owned one contiguous THREAD_M × THREAD_N block of C. That is natural for one
+# thread, but shared memory serves a *warp* at a time, and lessons 5 and 6 counted what the contiguous layout costs
+# a warp: its B-fragment loads hit the same banks several times. This step changes nothing but the map from
+# threads to elements of C — the `WARP_TILING` branch of step 8's template — and, because that map also decides
+# which tile shapes are possible, it is tuned to a larger tile.
+
+# %%
+import gemm_steps
+from gemm_steps import lesson
+
+double_buffered, warp_tiling = gemm_steps.get_step("double_buffered"), gemm_steps.get_step("warp_tiling")
+print(warp_tiling.doc)
+
+# %% [markdown]
+# ## The idea
+#
+# The block tile is cut into **warp tiles**, one per warp. Inside a warp tile the 32 lanes form an 8 × 4 grid,
+# and each lane owns 4×4 sub-blocks spaced a whole lane-grid apart — 32 rows and 16 columns, here:
+#
+# ```
+#             warp tile (WARP_TILE_M × WARP_TILE_N)            lane l = (l // 4, l % 4) in the 8 × 4 lane grid
+#        cols 0‥15: lanes' 1st 4 columns   cols 16‥31: their 2nd …
+#        ┌────┬────┬────┬────┬────┬────┬────┬────┐
+#  rows  │ l0 │ l1 │ l2 │ l3 │ l0 │ l1 │ l2 │ l3 │   each box: a 4×4 sub-block
+#  0‥31  │ l4 │ l5 │ l6 │ l7 │ l4 │ l5 │ l6 │ l7 │
+#        │ …  │    │    │    │ …  │    │    │    │   lane l's A fragment: rows 4·(l // 4) + 32·i
+#        │l28 │l29 │l30 │l31 │l28 │l29 │l30 │l31 │   lane l's B fragment: cols 4·(l % 4) + 16·j
+#        ├────┼────┼────┼────┼────┼────┼────┼────┤
+#  rows  │ l0 │ l1 │ l2 │ l3 │ l0 │ …  │    │    │
+#  32‥63 │ …  │    │    │    │    │    │    │    │
+#        └────┴────┴────┴────┴────┴────┴────┴────┘
+# ```
+#
+# So for one float4 of its fragment, the warp's 32 lanes read 8 neighbouring float4 of A (32 floats) or 4 of B
+# (16 floats), each shared by the lanes that need it. The whole change in the template:
+
+# %%
+lesson.show_kernel_diff(double_buffered, warp_tiling)
+
+# %% [markdown]
+# The constants that fill it in come from `layout(config)` in the step, and the tile configuration is the tuned
+# one (on the simulator: the first of the step's search space, the H200's winner):
+
+# %%
+keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "THREADS", "MIN_BLOCKS_PER_SM", "WARP_TILE_M",
+        "WARP_TILE_N", "A_CHUNK_STRIDE", "B_CHUNK_STRIDE"]
+lesson.say("| constant | step 8 | step 9 |\n|:--|--:|--:|\n" + "\n".join(
+    f"| `{key}` | {double_buffered.config.get(key, '—')} | {warp_tiling.config.get(key, '—')} |" for key in keys))
+
+# %% [markdown]
+# ## The prediction
+#
+# Lesson 4's wavefront model, for one k-step of the first warp, with each step's own map and tiles:
+
+# %%
+warp, kk = range(32), 0
+
+
+def fragment_loads(config, rows_of, cols_of):
+    """The LDS.128 of one k-step for lanes 0‥31: word addresses read by each lane, for each load."""
+    a = [[range(kk * config["BLOCK_M"] + rows_of(t, q), kk * config["BLOCK_M"] + rows_of(t, q) + 4) for t in warp]
+         for q in range(0, config["THREAD_M"], 4)]
+    b = [[range(kk * config["BLOCK_N"] + cols_of(t, q), kk * config["BLOCK_N"] + cols_of(t, q) + 4) for t in warp]
+         for q in range(0, config["THREAD_N"], 4)]
+    return a, b
+
+
+c8, c9 = double_buffered.config, warp_tiling.config
+models = {
+    "step 8": fragment_loads(c8, lambda t, q: t // c8["THREADS_N"] * c8["THREAD_M"] + q // 4 * c8["A_CHUNK_STRIDE"],
+                             lambda t, q: t % c8["THREADS_N"] * c8["THREAD_N"] + q // 4 * c8["B_CHUNK_STRIDE"]),
+    "step 9": fragment_loads(c9, lambda t, q: t % 32 // c9["LANES_N"] * 4 + q // 4 * c9["A_CHUNK_STRIDE"],
+                             lambda t, q: t % 32 % c9["LANES_N"] * 4 + q // 4 * c9["B_CHUNK_STRIDE"]),
+}
+per_wavefront = {}
+for name, (a, b) in models.items():
+    config = c8 if name == "step 8" else c9
+    fmas = len(warp) * config["THREAD_M"] * config["THREAD_N"]
+    a_wf, b_wf = sum(map(lesson.wavefronts, a)), sum(map(lesson.wavefronts, b))
+    per_wavefront[name] = fmas / (a_wf + b_wf)
+    print(f"{name}: A {len(a)} loads → {a_wf} wavefronts, B {len(b)} loads → {b_wf} wavefronts; "
+          f"{fmas} FMAs per warp → {per_wavefront[name]:.0f} FMAs per wavefront")
+for name, config in (("step 8", c8), ("step 9", c9)):
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    print(f"{name}: global (or L2) loads per FMA for the block tile: (BLOCK_M + BLOCK_N) / (BLOCK_M · BLOCK_N) = "
+          f"{(bm + bn) / (bm * bn):.4f}")
+
+# %% [markdown]
+# Both maps leave shared memory far faster than the FP32 units (an SM executes 128 FMAs per clock; lesson 6 showed
+# that anything above that per wavefront cannot limit). The warp-tiled map makes every fragment load
+# conflict-free, but it removes a cost that was no longer binding — so the model predicts **little from the new
+# map itself**, as the docstring does ("a few percent"). The bigger tile the map allows moves less data per FMA
+# from L2 and global memory (the last two lines above), and holds more accumulators per thread — which costs
+# registers:
+
+# %%
+compiled = lesson.compile_kernels([double_buffered, warp_tiling])
+lesson.compiled_table(compiled)
+
+# %% [markdown]
+# ## Is it right?
+#
+# Step 9's tiles are 128×256 (on the simulator); the checks run one full tile, two k-tiles of it, and a full tile
+# with ragged edges:
+
+# %%
+lesson.check_against_numpy(warp_tiling, [(33, 17, 40), (128, 256, 16), (129, 260, 8)])
+
+# %% [markdown]
+# ## The measurement
+
+# %%
+results = lesson.measure_or_load(["double_buffered", "warp_tiling"], [512, 1024, 2048, 4096])
+lesson.timing_table(results, ["double_buffered", "warp_tiling"])
+
+# %%
+if results:
+    from gemm_steps import plots
+
+    lesson.show_figure(plots.plot_tflops_vs_size(results))
+
+# %%
+if results:
+    size = lesson.headline_size(results, ["double_buffered", "warp_tiling"])
+    before, after = lesson.record(results, "double_buffered", size), lesson.record(results, "warp_tiling", size)
+    speedup = before["median_ms"] / after["median_ms"]
+    per_size = lesson.speedups_by_size(results, "double_buffered", "warp_tiling")
+    lesson.say(
+        f"At {lesson.size_label(size)} step 9 runs at **{after['tflops']:.2f} TFLOPS, {after['pct_of_cublas']:.1f} % "
+        f"of cuBLAS: {speedup:.2f}× step 8** ({per_size}). "
+        + ("A few percent, as predicted." if 1.0 < speedup < 1.1 else
+           "More than the few percent predicted." if speedup >= 1.1 else "No gain, or a loss.")
+        + " But two things changed at once — the map and the tiles — and this comparison cannot tell them apart."
+    )
+
+# %% [markdown]
+# ## Separating the map from the tiles
+#
+# The tuning sweeps can. Step 9's search space includes step 8's own configuration, so the sweep times the
+# warp-tiled map with step 8's tiles:
+
+# %%
+sweep = lesson.load_shipped("tuning-warp_tiling-*.json", "`gemm-steps tune warp_tiling`: every candidate "
+                            "configuration, timed in one run")
+lesson.sweep_table(sweep, warp_tiling) if sweep else None
+
+# %%
+step8_sweep = lesson.load_shipped("tuning-double_buffered-*.json", "step 8's sweep, a separate run")
+if sweep and step8_sweep:
+    from gemm_steps import tuning
+
+    nine, eight = lesson.sweep_records(sweep), lesson.sweep_records(step8_sweep)
+    best9, best8 = tuning.choose_best(nine), tuning.choose_best(eight)
+    same_tiles = next((r for r in nine if lesson.same_config(r["config"], best8["config"])), None)
+    lines = [f"* step 8 as tuned, {lesson.config_label(best8['config'])}: {best8['median_ms']:.3f} ms "
+             f"({best8['pct_of_cublas']:.1f} % of cuBLAS in its run)"]
+    if same_tiles:
+        lines.append(f"* warp-tiled map, **same tiles**: {same_tiles['median_ms']:.3f} ms — "
+                     f"**{best8['median_ms'] / same_tiles['median_ms']:.3f}×** (the map alone)")
+        lines.append(f"* warp-tiled map, tuned tiles {lesson.config_label(best9['config'])}: "
+                     f"{best9['median_ms']:.3f} ms — **{same_tiles['median_ms'] / best9['median_ms']:.3f}×** over "
+                     "the same map with step 8's tiles (the tiles alone)")
+    cublas_ms = [next(r["median_ms"] for r in run["records"] if r["step"] == "cublas") for run in (step8_sweep, sweep)]
+    lesson.say("\n".join(lines) + f"\n\nThe sweeps ran minutes apart (cuBLAS in each: {cublas_ms[0]:.3f} and "
+               f"{cublas_ms[1]:.3f} ms), and `tuning.choose_best` treats differences under {tuning.NOISE:.0%} "
+               "as noise.")
+
+# %% [markdown]
+# ## What the numbers say
+
+# %%
+if sweep and step8_sweep and same_tiles:
+    map_alone = best8["median_ms"] / same_tiles["median_ms"]
+    tiles_alone = same_tiles["median_ms"] / best9["median_ms"]
+    occupancy = lesson.blocks_per_sm(compiled["warp_tiling_fast"]["registers"], lesson.threads_per_block(warp_tiling),
+                                     compiled["warp_tiling_fast"]["shared_bytes"])
+    if abs(map_alone - 1) < tuning.NOISE:
+        verdict = (f"The conflict-free map, by itself, is worth **nothing measurable** ({map_alone:.3f}×, inside the "
+                   f"{tuning.NOISE:.0%} noise): shared memory was not the limit, exactly as the wavefront count said.")
+    else:
+        verdict = (f"The conflict-free map, by itself, changes the time {map_alone:.3f}×, although the wavefront count "
+                   "said shared memory was not the limit: the model misses something here.")
+    lesson.say(
+        verdict + f" What the map bought is *freedom*: with lanes spread over a warp tile, a thread can own "
+        f"{c9['THREAD_M']}×{c9['THREAD_N']} results and a block {c9['BLOCK_M']}×{c9['BLOCK_N']} of C without its "
+        f"fragment loads conflicting, and that larger tile needs less data per FMA from L2 and memory: "
+        f"**{tiles_alone:.3f}×** from the tiles alone. It pays in registers: "
+        f"{compiled['warp_tiling_fast']['registers']} per thread, so **{occupancy['blocks']} block of "
+        f"{occupancy['warps']} warps** per SM, and all latency hiding now rests on double buffering and on the "
+        "warps of that one block."
+    )
+
+# %% [markdown]
+# The next lesson stops looking inside a block and looks at the whole grid: what happens when the tiles do not
+# divide evenly among the SMs, and whether launching exactly as many blocks as the GPU holds at once, each looping
+# over tiles, helps.
