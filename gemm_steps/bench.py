@@ -82,6 +82,18 @@ class _Timer:
                 "runs": len(times), "first_call_s": first_call_s}
 
 
+_TILE_KEYS = ("BLOCK_SIZE", "TILE", "BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "THREADS",
+              "MIN_BLOCKS_PER_SM", "GROUP_M")
+
+
+def _tile_config(step) -> dict:
+    """The tile parameters a step ran with (so a record says which configuration it measured)."""
+    config = getattr(step, "config", None)
+    if isinstance(config, dict):
+        return {key: config[key] for key in _TILE_KEYS if key in config}
+    return {}
+
+
 def sampled_fp64_error(a: np.ndarray, b: np.ndarray, c: np.ndarray, samples: int = 512, seed: int = 1) -> float:
     """Relative error of ``samples`` random elements of C against a float64 dot product (cheap at any size)."""
     rng = np.random.default_rng(seed)
@@ -131,10 +143,13 @@ def run_benchmark(
         if include_cublas:
             entries.append(("cublas", 0, launch_cublas))
         entries += [(s.name, s.number, s.launch) for s in steps]
+        configs = {s.name: _tile_config(s) for s in steps}
         for name, number, launch in entries:
             done += 1
             say(f"[{done:3d}/{total}] {m}×{n}×{k}  {name} …")
             rec = {"step": name, "number": number, "M": m, "N": n, "K": k}
+            if configs.get(name):
+                rec["config"] = configs[name]
             try:
                 timing = timer.time(lambda: launch(a_dev, b_dev, c_dev, stream),
                                     warmup=warmup, repeats=repeats, max_seconds=max_seconds, c=c_dev)

@@ -3,8 +3,9 @@
 Changed from step 8: only *which* elements of C a thread owns (the ``WARP_TILING`` branch of step 8's template).
 Before, thread t owned a contiguous 8×8 block, so the 16 threads along a row of the block read B fragments 32 bytes
 apart: a warp's ``LDS.128`` touched 16 different 32-byte pieces spread over 512 bytes — bank conflicts, and many
-distinct addresses. Now the block tile is split into warp tiles (WARP_TILE_M × WARP_TILE_N = 64×32 for 8 warps),
-and inside a warp tile lane l owns four 4×4 sub-blocks, spaced LANES_M·4 = 32 rows and LANES_N·4 = 16 columns
+distinct addresses. Now the block tile is split into warp tiles of WARP_TILE_M × WARP_TILE_N = (8·THREAD_M) ×
+(4·THREAD_N) — 64×32 for 8×8 per thread (a 128×128 block tile, 2×4 warps), 64×64 for the tuned 8×16 (128×256, 2×4
+warps) — and inside a warp tile lane l owns 4×4 sub-blocks spaced LANES_M·4 = 32 rows and LANES_N·4 = 16 columns
 apart. A warp's fragment loads then read 8 contiguous float4 of A (128 bytes) and 4 of B (64 bytes), each
 broadcast to the lanes that share them: conflict-free, and the fewest shared-memory wavefronts per FMA.
 Why faster: shared-memory bandwidth and latency were the remaining limit of step 8's inner loop.
