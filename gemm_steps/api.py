@@ -118,6 +118,18 @@ def validate(a: Any, b: Any, out: Any = None) -> tuple[int, int, int, bool]:
 
 LaunchFn = Callable[[Any, Any, Any, Any], None]
 
+#: Rows of C per launch. A grid has at most 65,535 blocks along y, and the steps put tiles of 32 to 256 rows
+#: there: 65,504 × 32 rows is within every step's limit and a multiple of every tile height, so each chunk's
+#: full tiles stay full. Taller products run as several launches on row slices (contiguous views).
+ROWS_PER_LAUNCH = 65_504 * 32
+
+
+def _launch_in_row_chunks(launch: LaunchFn, a, b, c, stream) -> None:
+    m = a.shape[0]
+    for first in range(0, m, ROWS_PER_LAUNCH):
+        last = min(first + ROWS_PER_LAUNCH, m)
+        launch(a[first:last], b, c[first:last], stream)
+
 
 def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0):
     """Validate, handle the empty/K=0 edges, move host inputs to the GPU, call ``launch(a, b, c, stream)``."""
@@ -128,7 +140,7 @@ def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0):
             if k == 0:
                 _fill_zero(c, stream)
             else:
-                launch(a, b, c, stream)
+                _launch_in_row_chunks(launch, a, b, c, stream)
         return c
 
     result = out if out is not None else np.empty((m, n), dtype=np.float32)
@@ -140,7 +152,7 @@ def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0):
     a_dev = cuda.to_device(np.ascontiguousarray(a), stream=stream)
     b_dev = cuda.to_device(np.ascontiguousarray(b), stream=stream)
     c_dev = cuda.device_array((m, n), dtype=np.float32, stream=stream)
-    launch(a_dev, b_dev, c_dev, stream)
+    _launch_in_row_chunks(launch, a_dev, b_dev, c_dev, stream)
     if result.flags.c_contiguous:
         c_dev.copy_to_host(result, stream=stream)
     else:

@@ -22,6 +22,9 @@ DEFAULT_SHAPES = ["133x71x45", "257x129x77", "257x260x48"]
 TOOLS = ["memcheck", "racecheck", "initcheck", "synccheck"]
 BLOCK = re.compile(r"^===== step (?P<step>\S+) · tool (?P<tool>\S+) · exit (?P<rc>-?\d+) =====$", re.M)
 ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+#: racecheck ends with its own line instead: "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)";
+#: both errors and warnings count as failures here.
+RACECHECK = re.compile(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 
 
 def run(step_names: list[str] | None, shapes: list[str]) -> int:
@@ -74,10 +77,11 @@ def summarize(directory: Path, environment: Path | None = None) -> int:
         for i, block in enumerate(blocks):
             body = text[block.end(): blocks[i + 1].start() if i + 1 < len(blocks) else len(text)]
             step, rc = block.group("step"), int(block.group("rc"))
-            counts = [int(x) for x in ERRORS.findall(body)]
+            counts = [int(x) for x in ERRORS.findall(body)] + [
+                int(e) + int(w) for e, w in RACECHECK.findall(body)]
             program_failed = bool(re.search(r"^FAIL ", body, re.M))
             if not counts:
-                verdict = f"FAIL (no ERROR SUMMARY; exit {rc})"
+                verdict = f"FAIL (no ERROR/RACECHECK SUMMARY; exit {rc})"
             elif counts[-1] or rc != 0 or program_failed:
                 why = [f"{counts[-1]} errors"] + (["wrong result"] if program_failed else []) + (
                     [f"exit {rc}"] if rc else [])

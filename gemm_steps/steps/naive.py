@@ -25,8 +25,8 @@ CONFIG = {"BLOCK_SIZE": BLOCK_SIZE}
 def naive_kernel(a, b, c):
     m, k_total = a.shape
     n = b.shape[1]
-    row = cuda.blockIdx.x * BLOCK_SIZE + cuda.threadIdx.x  # neighbours in a warp get neighbouring rows…
-    col = cuda.blockIdx.y * BLOCK_SIZE + cuda.threadIdx.y  # …and the same column
+    row = cuda.blockIdx.y * BLOCK_SIZE + cuda.threadIdx.x  # neighbours in a warp get neighbouring rows…
+    col = cuda.blockIdx.x * BLOCK_SIZE + cuda.threadIdx.y  # …and the same column
     if row < m and col < n:
         acc = float32(0.0)
         for k in range(k_total):
@@ -36,7 +36,7 @@ def naive_kernel(a, b, c):
 
 def launch(a, b, c, stream=0):
     m, n = c.shape
-    grid = (ceil_div(m, BLOCK_SIZE), ceil_div(n, BLOCK_SIZE))
+    grid = (ceil_div(n, BLOCK_SIZE), ceil_div(m, BLOCK_SIZE))  # block rows along y, as in every step
     naive_kernel[grid, (BLOCK_SIZE, BLOCK_SIZE), stream](a, b, c)
 
 
