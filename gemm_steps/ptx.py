@@ -115,6 +115,16 @@ def _require_gpu_mode() -> None:
         )
 
 
+def nvvm_version() -> tuple[int, ...] | None:
+    """NVVM's version, or None when libNVVM cannot be loaded (then nothing compiles). Needs GPU mode."""
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        return tuple(nvvm.NVVM().get_version())
+    except Exception:  # NvvmSupportError, or the library failing to load: either way, unavailable
+        return None
+
+
 def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str:
     """PTX of one kernel (a ``cuda.jit`` dispatcher) for one signature, compiled by NVVM for ``cc``.
 
@@ -149,6 +159,9 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
     the others.
     """
     _require_gpu_mode()
+    if nvvm_version() is None:
+        raise PTXUnavailable("NVVM unavailable: libNVVM cannot be loaded, so no kernel can be compiled to PTX. "
+                             "Install it with the CUDA wheels: pip install 'numba-cuda[cu13]'")
     result: dict[str, dict] = {}
     for step in _chosen_steps(steps):
         kernels = {}
@@ -195,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
         return subprocess.call([sys.executable, "-m", "gemm_steps.ptx", *(argv if argv is not None else sys.argv[1:])],
                                env=env)
-    data = report(args.steps, cc, args.dump)
+    try:
+        data = report(args.steps, cc, args.dump)
+    except PTXUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 3
     if args.no_opcodes:
         for kernels in data.values():
             for stats in kernels.values():

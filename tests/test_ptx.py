@@ -27,18 +27,14 @@ STEPS = gemm_steps.steps()
 ALL_KERNELS = [(step, label) for step in STEPS for label in step.kernels()]
 
 
-def _nvvm_missing(message: str) -> bool:
-    return bool(re.search(r"libnvvm|NVVM.*(not found|cannot be found|unavailable)|nvvm.*No such file", message, re.I))
-
-
 @pytest.fixture(scope="module")
 def report():
     """{step: {label: stats}} for every kernel, compiled once for the whole module (cc 9.0)."""
     try:
         return report_in_subprocess(timeout=1800)
-    except PTXUnavailable as exc:
-        if _nvvm_missing(str(exc)):
-            pytest.skip(f"NVVM is not installed, so nothing can be compiled to PTX here: {str(exc)[-500:]}")
+    except PTXUnavailable as exc:  # only a missing NVVM skips; any other failure fails every test here
+        if "NVVM unavailable" in str(exc):
+            pytest.skip(str(exc).strip().splitlines()[-1])
         raise
 
 
