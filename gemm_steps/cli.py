@@ -20,6 +20,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SIZES = (512, 1024, 2048, 4096, 8192)
 TABLE_START, TABLE_END = "<!-- steps-table:start -->", "<!-- steps-table:end -->"
+RESULTS_START, RESULTS_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
 class UserError(Exception):
@@ -127,17 +128,59 @@ def steps_table_markdown() -> str:
     return "\n".join(lines)
 
 
-def write_readme_table(readme: Path) -> bool:
-    """Replace the table between the markers in ``readme``; True if the file changed."""
+def results_markdown() -> str:
+    """The README's results section: the newest shipped benchmark as a Markdown table, and its plots.
+
+    Every number comes from the file (kept in sync with it by a test); the environment line says where it ran.
+    """
+    from .environment import short_label
+
+    shipped = newest_shipped_results()
+    if shipped is None:
+        return "_No GPU benchmark is shipped in `results/` yet._"
+    path, results = shipped
+    records = [r for r in results["records"] if "error" not in r]
+    sizes = sorted({(r["M"], r["N"], r["K"]) for r in records}, key=lambda s: s[0] * s[1] * s[2])
+    at = {(r["step"], r["M"], r["N"], r["K"]): r for r in records}
+    header = "| step | " + " | ".join(_size_label(*s) for s in sizes) + " |"
+    lines = [f"Measured on {short_label(results['environment'])} — `results/{path.name}` "
+             "(TFLOPS, and in brackets % of cuBLAS SGEMM in the same run):", "", header,
+             "|:--|" + "--:|" * len(sizes)]
+    for number, name in sorted({(r["number"], r["step"]) for r in records}):
+        cells = []
+        for size in sizes:
+            r = at.get((name, *size))
+            if r is None:
+                cells.append("")
+            elif name == "cublas":
+                cells.append(f"**{r['tflops']:.1f}**")
+            else:
+                cells.append(f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" + (" !" if suspect(r) else ""))
+        label = "cuBLAS (FP32)" if name == "cublas" else f"{number} `{name}`"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for suffix in ("tflops", "steps"):
+        png = path.with_name(f"{path.stem}-{suffix}.png")
+        if png.exists():
+            lines += ["", f"![{suffix}](results/{png.name})"]
+    return "\n".join(lines)
+
+
+def _replace_between(readme: Path, start: str, end: str, body: str) -> bool:
     text = readme.read_text()
-    if TABLE_START not in text or TABLE_END not in text:
-        raise UserError(f"{readme} has no {TABLE_START} … {TABLE_END} markers")
-    head, rest = text.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    new = f"{head}{TABLE_START}\n{steps_table_markdown()}\n{TABLE_END}{tail}"
+    if start not in text or end not in text:
+        raise UserError(f"{readme} has no {start} … {end} markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{start}\n{body}\n{end}{tail}"
     if new != text:
         readme.write_text(new)
     return new != text
+
+
+def write_readme_table(readme: Path) -> bool:
+    """Replace the step table and the results section between their markers; True if the file changed."""
+    changed = _replace_between(readme, TABLE_START, TABLE_END, steps_table_markdown())
+    return _replace_between(readme, RESULTS_START, RESULTS_END, results_markdown()) or changed
 
 
 def _size_label(m: int, n: int, k: int) -> str:
@@ -364,7 +407,7 @@ def cmd_tune(args) -> int:
 
 def cmd_readme_table(args) -> int:
     if args.write is None:
-        print(steps_table_markdown())
+        print(steps_table_markdown() + "\n\n" + results_markdown())
         return 0
     readme = Path(args.write)
     if not readme.is_file():
@@ -408,9 +451,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--repeats", type=size, default=20, metavar="N")
     t.set_defaults(run=cmd_tune)
 
-    r = sub.add_parser("readme-table", help="print the README's step table (Markdown)")
+    r = sub.add_parser("readme-table", help="print the README's step table and results section (Markdown)")
     r.add_argument("--write", nargs="?", const=str(REPO_ROOT / "README.md"), metavar="README",
-                   help="rewrite the table between the markers in README (default: the repository's README.md)")
+                   help="rewrite both between their markers in README (default: the repository's README.md)")
     r.set_defaults(run=cmd_readme_table)
     return p
 

@@ -89,7 +89,11 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
         if name == "cublas":
             ax.plot(xs, ys, "k--", linewidth=2, label="cuBLAS (FP32)")
         else:
-            ax.plot(xs, ys, "o-", label=f"{number} {name}")
+            # The default cycle repeats after 10 colours (steps 1 and 11 would match): tab10 then Dark2 give 18,
+            # and markers alternate too, so curves stay apart in greyscale.
+            colours = plt.cm.tab10.colors + plt.cm.Dark2.colors
+            ax.plot(xs, ys, "os^Dv"[number % 5] + "-", color=colours[(number - 1) % len(colours)],
+                    label=f"{number} {name}")
     if square:
         ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([x_of[s] for s in sizes]))

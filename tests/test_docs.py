@@ -26,6 +26,18 @@ def test_readme_steps_table_is_current():
     assert table == steps_table_markdown(), "README's steps table is stale: run `gemm-steps readme-table --write`"
 
 
+def test_readme_results_match_the_shipped_benchmark():
+    """The README's numbers are generated from the newest shipped results file: none typed by hand."""
+    from gemm_steps.cli import RESULTS_END, RESULTS_START, results_markdown
+
+    text = _readme()
+    assert RESULTS_START in text and RESULTS_END in text, "README.md lost its results markers"
+    section = text.split(RESULTS_START, 1)[1].split(RESULTS_END, 1)[0].strip()
+    assert section == results_markdown(), "README's results are stale: run `gemm-steps readme-table --write`"
+    for image in re.findall(r"\]\((results/[^)]+)\)", section):
+        assert (REPO / image).is_file(), f"README shows {image}, which is not in the repository"
+
+
 def test_ci_runs_the_readme_test_command():
     """.ci/run must run exactly the command the README gives users (so what CI checks is what users run)."""
     blocks = re.findall(r"```(?:bash|sh|console)?\n(.*?)```", _readme(), re.S)
