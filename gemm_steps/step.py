@@ -11,10 +11,11 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
 ``KERNELS``  (optional)
     ``{label: (dispatcher, signature)}`` — every kernel the step may launch, with the argument types it is
     launched with, so tests can compile each to PTX on a CPU-only machine and check the code the lesson claims.
-``source()``  (optional)
-    The source that really runs, when the step generates it (unrolled loops). Defaults to the module's source.
-``CONFIG`` / ``configure(config)``  (optional)
+``CONFIG`` / ``build(config)`` / ``SEARCH_SPACE``  (optional)
     Tile parameters, and a way to get the step built for another configuration (autotuning).
+``TILED``  (generated steps, instead of the four above)
+    A :class:`gemm_steps.tiling.TiledKernels`: ``launch``, ``source()``, ``KERNELS`` and ``CONFIG`` all come
+    from it, so a generated step declares its kernels once.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class Step:
         self.name = name or module.__name__.rsplit(".", 1)[-1]
         self.title: str = module.TITLE
         self.summary: str = module.SUMMARY
-        self._launch: Callable = module.launch
+        self.tiled = getattr(module, "TILED", None)  # generated kernels, for steps 6 onward
+        self._launch: Callable = self.tiled.launch if self.tiled is not None else module.launch
 
     # -- using a step ------------------------------------------------------------------------------------------
     def __call__(self, a: Any, b: Any, out: Any = None):
@@ -54,16 +56,21 @@ class Step:
 
     def source(self) -> str:
         """The code that runs: generated source where the step generates it, else the module's own source."""
-        generate = getattr(self.module, "source", None)
-        return generate() if callable(generate) else inspect.getsource(self.module)
+        if self.tiled is not None:
+            return self.tiled.source()
+        return inspect.getsource(self.module)
 
     @property
     def config(self) -> dict:
         """Tile parameters of this step (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``THREAD_M``, ``THREAD_N``…)."""
+        if self.tiled is not None:
+            return dict(self.tiled.constants)
         return dict(getattr(self.module, "CONFIG", {}))
 
     def kernels(self) -> dict:
         """``{label: (dispatcher, signature)}`` for every kernel this step may launch."""
+        if self.tiled is not None:
+            return self.tiled.ptx_kernels()
         return dict(getattr(self.module, "KERNELS", {}))
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from gemm_steps import bench
 from gemm_steps.steps import persistent, warp_tiling
 
-config = persistent._kernels.config
+config = persistent.TILED.config
 twin = warp_tiling.build(config)
 variants = [
     SimpleNamespace(name="warp_tiling(same config)", number=1, launch=twin.launch),

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from gemm_steps import bench
 from gemm_steps.steps import persistent, stream_k, warp_tiling
 
-config = stream_k._kernels.config
+config = stream_k.TILED.config
 bm, bn = config.BLOCK_M, config.BLOCK_N
 all_stream_k = stream_k.build(config)
 all_stream_k.split = lambda tiles, blocks: (0, tiles)  # the whole problem by k-iterations

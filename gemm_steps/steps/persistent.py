@@ -31,14 +31,4 @@ def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = N
                         overrides)
 
 
-_kernels = build(tuned_config("warp_tiling", SEARCH_SPACE))
-CONFIG = _kernels.constants
-KERNELS = _kernels.ptx_kernels()
-
-
-def launch(a, b, c, stream=0):
-    _kernels.launch(a, b, c, stream)
-
-
-def source() -> str:
-    return _kernels.source()
+TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py

@@ -38,14 +38,4 @@ def build(config: TileConfig, overrides: dict | None = None, data_parallel: Tile
 
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
-_kernels = build(persistent._kernels.config, data_parallel=persistent._kernels)
-CONFIG = _kernels.constants
-KERNELS = _kernels.ptx_kernels()
-
-
-def launch(a, b, c, stream=0):
-    _kernels.launch(a, b, c, stream)
-
-
-def source() -> str:
-    return _kernels.source()
+TILED = build(persistent.TILED.config, data_parallel=persistent.TILED)  # launch, source(), KERNELS, CONFIG: see step.py

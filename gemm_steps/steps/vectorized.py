@@ -15,7 +15,7 @@ Expect: ~2× step 5 (an earlier measurement on an H200: 28 % → 59 % of cuBLAS)
 Edges: a fast kernel for full tiles and a guarded edge kernel, generated from one template (:mod:`gemm_steps.tiling`).
 """
 
-from ..tiling import SIGNATURE, TileConfig, TiledKernels  # noqa: F401  (SIGNATURE: see KERNELS)
+from ..tiling import TileConfig, TiledKernels
 
 TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, 32-bit indices"
 SUMMARY = "Move 4 floats per load/store instruction with a small LLVM intrinsic, and drop 64-bit index math."
@@ -103,14 +103,4 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 '''
 
 DEFAULT_CONFIG = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
-_kernels = TiledKernels("vectorized", TEMPLATE, DEFAULT_CONFIG)
-CONFIG = _kernels.constants
-KERNELS = _kernels.ptx_kernels()
-
-
-def launch(a, b, c, stream=0):
-    _kernels.launch(a, b, c, stream)
-
-
-def source() -> str:
-    return _kernels.source()
+TILED = TiledKernels("vectorized", TEMPLATE, DEFAULT_CONFIG)  # launch, source(), KERNELS, CONFIG: see step.py

@@ -48,14 +48,4 @@ def build(config: TileConfig) -> TiledKernels:
     return TiledKernels("warp_tiling", TEMPLATE, config, layout(config))
 
 
-_kernels = build(tuned_config("warp_tiling", SEARCH_SPACE))
-CONFIG = _kernels.constants
-KERNELS = _kernels.ptx_kernels()
-
-
-def launch(a, b, c, stream=0):
-    _kernels.launch(a, b, c, stream)
-
-
-def source() -> str:
-    return _kernels.source()
+TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
