@@ -82,8 +82,8 @@ def summarize(directory: Path, environment: Path | None = None) -> int:
             program_failed = bool(re.search(r"^FAIL ", body, re.M))
             if not counts:
                 verdict = f"FAIL (no ERROR/RACECHECK SUMMARY; exit {rc})"
-            elif counts[-1] or rc != 0 or program_failed:
-                why = [f"{counts[-1]} errors"] + (["wrong result"] if program_failed else []) + (
+            elif max(counts) or rc != 0 or program_failed:  # any summary line with errors fails the run
+                why = [f"{max(counts)} errors"] + (["wrong result"] if program_failed else []) + (
                     [f"exit {rc}"] if rc else [])
                 verdict = "FAIL (" + ", ".join(why) + ")"
             else:

@@ -347,3 +347,22 @@ def test_cublas_on_the_simulator_is_a_clear_error(rng, forbid):
     with forbid.everything(), pytest.raises(RuntimeError, match="cuBLAS needs a real CUDA GPU.*simulator"):
         gemm_steps.cublas_matmul(a, b)
     assert forbid.attempts == []
+
+
+@pytest.mark.parametrize("rows_per_launch", [128, 70], ids=["tile_multiple", "not_tile_multiple"])
+@pytest.mark.parametrize("caller", CALLERS, ids=caller_id)
+def test_tall_products_run_in_row_chunks(caller, rows_per_launch, rng, monkeypatch, launch_contract):
+    """Products taller than one launch's grid allows (65,535 blocks along y) run as several launches on row slices.
+
+    The real limit (``api.ROWS_PER_LAUNCH``, ~2 million rows) is far beyond the simulator, so it is lowered here;
+    the result must be the same whether or not a chunk boundary falls on a tile boundary.
+    """
+    monkeypatch.setattr(api, "ROWS_PER_LAUNCH", rows_per_launch)
+    m, n, k = 200, 5, 24
+    a, b = f32(rng, m, k), f32(rng, k, n)
+    out = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    assert call(caller, dev(a), dev(b), out) is out
+    assert_close(out.copy_to_host(), a, b, f"{caller_id(caller)} in chunks of {rows_per_launch} rows")
+    assert len(launch_contract) == -(-m // rows_per_launch), f"launches: {launch_contract}"
+    if caller is None:  # the host path chunks the same way
+        assert_close(call(caller, a, b), a, b, f"matmul (host) in chunks of {rows_per_launch} rows")
