@@ -160,6 +160,20 @@ class TiledKernels:
                 + self.sources["fast"] + "\n# ---- edge kernel: guarded, for the tiles the fast kernel skips ----\n"
                 + self.sources["edge"])
 
+    def unrolled_ptx_claims(self, barriers: int | None = None) -> dict:
+        """What the fast kernel's PTX must show when its k-loop is unrolled (checked by tests/test_ptx.py).
+
+        One k-tile, unrolled, is BLOCK_K × THREAD_M × THREAD_N FMAs fed by BLOCK_K × (THREAD_M + THREAD_N) / 4
+        128-bit shared loads; global loads and C stores are 128-bit; no register array spills to local memory.
+        """
+        c = self.config
+        claims = {"fma.rn.f32": c.BLOCK_K * c.THREAD_M * c.THREAD_N,
+                  "ld.shared.v4.f32": c.BLOCK_K * (c.THREAD_M + c.THREAD_N) // 4,
+                  "ld.global.v4.f32": ">=1", "st.global.v4.f32": ">=1", "ld.global.f32": 0, "local": 0}
+        if barriers is not None:
+            claims["bar.sync"] = barriers
+        return {f"{self.name}_fast": claims}
+
     def signature(self, variant: str) -> str:
         return SIGNATURE_STREAM_K if (self.stream_k and variant == "fast") else SIGNATURE
 

@@ -235,3 +235,5 @@ def build(config: TileConfig) -> TiledKernels:
 
 
 TILED = build(tuned_config("double_buffered", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+
+PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)  # double buffering: one barrier per k-tile

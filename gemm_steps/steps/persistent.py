@@ -32,3 +32,5 @@ def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = N
 
 
 TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+
+PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)

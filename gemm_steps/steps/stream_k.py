@@ -39,3 +39,7 @@ def build(config: TileConfig, overrides: dict | None = None, data_parallel: Tile
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
 TILED = build(persistent.TILED.config, data_parallel=persistent.TILED)  # launch, source(), KERNELS, CONFIG: see step.py
+
+# The fixup adds barriers, and one scalar ld.global.cg per accumulator (reading another block's partial sums).
+PTX_EXPECT = TILED.unrolled_ptx_claims()
+PTX_EXPECT["stream_k_fast"]["ld.global.f32"] = TILED.config.THREAD_M * TILED.config.THREAD_N

@@ -123,3 +123,5 @@ def build(config: TileConfig) -> TiledKernels:
 
 
 TILED = build(tuned_config("unrolled", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+
+PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=2)  # unrolled k-tile; two barriers per k-tile

@@ -104,3 +104,8 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 
 DEFAULT_CONFIG = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
 TILED = TiledKernels("vectorized", TEMPLATE, DEFAULT_CONFIG)  # launch, source(), KERNELS, CONFIG: see step.py
+
+#: The compiled code this lesson claims (tests/test_ptx.py): 128-bit global loads, shared loads and C stores, no
+#: scalar global loads in the fast kernel, no local memory — and a k-loop NOT unrolled (one k-step: 64 FMAs).
+PTX_EXPECT = {"vectorized_fast": {"ld.global.v4.f32": ">=1", "ld.shared.v4.f32": ">=1", "st.global.v4.f32": ">=1",
+                                  "ld.global.f32": 0, "fma.rn.f32": 64, "local": 0}}

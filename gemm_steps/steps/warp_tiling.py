@@ -49,3 +49,5 @@ def build(config: TileConfig) -> TiledKernels:
 
 
 TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+
+PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)
