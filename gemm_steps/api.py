@@ -66,6 +66,8 @@ def _byte_range(x: Any) -> tuple[int, int]:
 
 
 def _overlaps(x: Any, y: Any) -> bool:
+    """Whether two arrays' memory *ranges* intersect (conservative: interleaved views that never touch the same
+    element are refused too; proving they don't is an integer program NumPy may take very long to solve)."""
     if isinstance(x, np.ndarray):
         return np.may_share_memory(x, y)
     (x0, x1), (y0, y1) = _byte_range(x), _byte_range(y)
@@ -112,7 +114,8 @@ def validate(a: Any, b: Any, out: Any = None) -> tuple[int, int, int, bool]:
             raise ValueError("out is read-only")
         for x, what in ((a, "a"), (b, "b")):
             if _overlaps(out, x):
-                raise ValueError(f"out overlaps {what}; the kernels would overwrite their own input. Pass a new array")
+                raise ValueError(f"out overlaps {what} (their memory ranges intersect), so the kernels could overwrite "
+                                 "their own input. Pass a new array")
     return m, n, k, on_device
 
 

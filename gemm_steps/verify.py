@@ -14,10 +14,10 @@ The default shapes are small (the simulator runs every thread in Python) and cho
 
 * 1×1×1, 17×33×9 and 100×1×37 are smaller than any tile and not multiples of one: every edge guard runs, with K
   ragged too;
-* 129×132×48 is just past one 128×128 block tile. The register-tiled steps (6 onward) run a *fast* kernel on full
-  tiles only (K a multiple of BLOCK_K, N of 4) and a guarded *edge* kernel on the rest (see
-  :mod:`gemm_steps.tiling`); this shape makes both run in one product, over several k-tiles (3 of 16). Anything
-  smaller than 128×128 would test the edge kernel alone.
+* 129×260×32 is just past one block tile of every register-tiled step (128×128 for steps 6–8, 128×256 for the
+  tuned steps 9–11). Those steps run a *fast* kernel on full tiles only (K a multiple of BLOCK_K, N of 4) and a
+  guarded *edge* kernel on the rest (see :mod:`gemm_steps.tiling`); this shape makes both run in one product, over
+  several k-tiles (2 to 4). Anything smaller than a tile would test the edge kernel alone.
 
 On a GPU pass bigger ones too (``shapes=``, or ``gemm-steps verify --shapes 4096x4096x4096``).
 """
@@ -35,7 +35,7 @@ from .step import Step
 Shape = tuple[int, int, int]
 
 #: Small, ragged, and covering both kernels of the tiled steps (see the module docstring for why each is here).
-DEFAULT_SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 9), (100, 1, 37), (129, 132, 48))
+DEFAULT_SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 9), (100, 1, 37), (129, 260, 32))
 
 EPS32 = float(np.finfo(np.float32).eps)  # 2**-23 ≈ 1.19e-7: the spacing of float32 numbers just above 1
 
