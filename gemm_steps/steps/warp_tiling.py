@@ -17,7 +17,7 @@ from ..tuning import tuned_config
 from .double_buffered import TEMPLATE
 
 TITLE = "Warp tiling: conflict-free shared-memory fragments"
-SUMMARY = "Give each warp a 64×32 sub-tile and each lane 4×4 pieces spaced apart, so fragment loads are contiguous."
+SUMMARY = "Give each warp its own sub-tile and each lane 4×4 pieces spaced apart, so fragment loads are contiguous."
 
 LANES_M, LANES_N = 8, 4  # a warp's 32 lanes as an 8×4 grid
 
