@@ -250,6 +250,97 @@ if experiment and one_wave:
     lesson.say("\n".join(lines))
 
 # %% [markdown]
+# **More points on the saw-tooth.** A later sweep, run for lesson 11 (`scripts/experiment_scheduling.py`), timed
+# steps 9 and 10 with the same tiles on a family of shapes that all have K = 4096 — so a tile takes the same time
+# in each — and tile counts at and just past whole waves, from half a wave to 2.27:
+
+# %%
+schedule = lesson.load_shipped("experiment-scheduling-h200.json", "`scripts/experiment_scheduling.py`: steps 9 "
+                               "to 11 with the same tiles, and cuBLAS, in one run over squares, wave-boundary, deep "
+                               "and tall shapes")
+
+# %%
+if schedule:
+    s_env = schedule["environment"]
+    s_bm, s_bn = schedule["tile_config"]["BLOCK_M"], schedule["tile_config"]["BLOCK_N"]
+    s_blocks = s_env["sm_count"] * occupancy["blocks"]
+    s_by = {(r["step"], r["M"], r["N"], r["K"]): r for r in schedule["records"] if "error" not in r}
+    family = []
+    for m, n, k in sorted({(r["M"], r["N"], r["K"]) for r in schedule["records"]},
+                          key=lambda s: (s[0] // s_bm) * (s[1] // s_bn)):
+        if k != 4096 or m == n:
+            continue  # squares and the deep and tall shapes have other K, or other tile times
+        tiles = (m // s_bm) * (n // s_bn)
+        family.append({"shape": (m, n, k), "tiles": tiles, "waves": tiles / s_blocks,
+                       "dp": s_by.get(("data_parallel (step 9)", m, n, k)),
+                       "p": s_by.get(("persistent (step 10)", m, n, k)), "cuBLAS": s_by.get(("cublas", m, n, k))})
+    anchor = next((row for row in family if row["tiles"] == s_blocks and row["dp"]), None)
+    lines = ["| M×N×K | tiles | tiles ÷ SMs | wave model, TFLOPS | step 9 TFLOPS | step 10 TFLOPS | measured ÷ model "
+             "(step 9) | cuBLAS TFLOPS | step 9, % of cuBLAS |", "|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for row in family:
+        model = anchor["dp"]["tflops"] * row["waves"] / math.ceil(row["waves"]) if anchor else None
+        row["model"] = model
+        lines.append(f"| {lesson.size_label(row['shape'])} | {row['tiles']} | {row['waves']:.2f} "
+                     f"| {model:.1f} | {row['dp']['tflops']:.1f} | {row['p']['tflops']:.1f} "
+                     f"| {row['dp']['tflops'] / model:.2f} | {row['cuBLAS']['tflops']:.1f} "
+                     f"| {row['dp']['pct_of_cublas']:.0f} % |")
+    lesson.say(f"The wave model, T/⌈T/SMs⌉, anchored at the shape that is exactly one wave "
+               f"({lesson.size_label(anchor['shape'])}, {anchor['dp']['tflops']:.1f} TFLOPS):\n\n" + "\n".join(lines))
+
+# %%
+if schedule and anchor:
+    from matplotlib.figure import Figure
+
+    from gemm_steps.environment import short_label
+
+    fig = Figure(figsize=(12, 4.6), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    marks = {"dp": ("o", "tab:blue", "step 9, one tile per block"), "p": ("s", "tab:orange", "step 10, persistent"),
+             "cuBLAS": ("x", "k", "cuBLAS")}
+    xs = [t / s_blocks for t in range(s_blocks // 4, int(1.1 * max(row["tiles"] for row in family)))]
+    left.plot(xs, [anchor["dp"]["tflops"] * x / math.ceil(x) for x in xs], color="tab:blue", alpha=0.4, lw=1,
+              label="wave model: T/⌈T/SMs⌉")
+    for key, (marker, color, label) in marks.items():
+        left.scatter([row["waves"] for row in family], [row[key]["tflops"] for row in family], marker=marker,
+                     color=color, label=label, s=40, zorder=3)
+        if key != "cuBLAS":
+            right.scatter([row["waves"] for row in family], [row[key]["pct_of_cublas"] for row in family],
+                          marker=marker, color=color, label=label, s=40, zorder=3)
+    left.set(xlabel="tiles ÷ SMs", ylabel="TFLOPS", ylim=(0, None), title="TFLOPS")
+    right.set(xlabel="tiles ÷ SMs", ylabel="% of cuBLAS", ylim=(0, 100), title="% of cuBLAS, same run")
+    for ax in (left, right):
+        ax.grid(True, alpha=0.3)
+        ax.title.set_fontsize(10)
+    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize=8)
+    fig.suptitle(f"The saw-tooth: K = 4096, {s_bm}×{s_bn} tiles, {s_blocks} blocks\n{short_label(s_env)}",
+                 fontsize=10)
+    lesson.show_figure(fig)
+
+# %%
+if schedule and anchor:
+    past = [row for row in family if row["waves"] % 1 and row["waves"] > 1]
+    ratios = [row["dp"]["tflops"] / row["model"] for row in family if row is not anchor]
+    twins = [row["p"]["median_ms"] / row["dp"]["median_ms"] for row in family]
+    whole = [row["dp"]["pct_of_cublas"] for row in family if row["waves"] % 1 == 0]
+    partial = [row["dp"]["pct_of_cublas"] for row in family if row["waves"] % 1]
+    drops = {key: 1 - next(r for r in past if r["tiles"] == s_blocks + 1)[key]["tflops"] / anchor[key]["tflops"]
+             for key in ("dp", "cuBLAS")} if any(r["tiles"] == s_blocks + 1 for r in past) else None
+    lesson.say(
+        f"Step 9 follows the wave model to within **{min(ratios):.2f}–{max(ratios):.2f}×** at every point but the "
+        "one it is anchored at, "
+        + ("and always a little above it past a whole wave: a part-empty last wave runs a little faster than a full "
+           "one, as above. " if all(row["dp"]["tflops"] >= row["model"] for row in past) else "")
+        + f"Step 10 tracks step 9 point for point (its time ÷ step 9's: {min(twins):.3f}–{max(twins):.3f}): "
+        "persistence moves no point of the saw-tooth. "
+        + (f"One tile more than a wave costs step 9 **{drops['dp']:.0%}** of its TFLOPS; cuBLAS loses "
+           f"{drops['cuBLAS']:.0%} on the same two shapes — it is free to choose other tiles or to split K for a "
+           "shape, and we do not know what it chose. " if drops else "")
+        + "The % of cuBLAS on the right is the same saw-tooth: at whole waves step 9 reaches "
+        + "–".join(f"{x:.0f}" for x in sorted({min(whole), max(whole)})) + " % of cuBLAS, elsewhere "
+        + "–".join(f"{x:.0f}" for x in sorted({min(partial), max(partial)})) + " %; the difference is the empty "
+        "part of the last wave.")
+
+# %% [markdown]
 # **Persistence.** Against its twin, on the square sizes, where the grid is many waves deep:
 
 # %%
@@ -307,7 +398,8 @@ if experiment:
 # %% [markdown]
 # The worst shapes are the ones with **few tiles**: a small matrix, or one whose work lies along K. A C of a few
 # tiles keeps only that many SMs busy, however long K is, and the share of cuBLAS tracks the share of busy SMs.
-# No schedule of whole tiles can fix that: neither persistence nor tile order gives an
-# idle SM anything to do. The remedy is to split the work *along K* as well: give each SM an equal share of all
-# the k-iterations of all tiles, and add up the partial tiles at the end. That is **stream-K**, the next step of the
-# course; its lesson measures what it buys.
+# No schedule of whole tiles can fix that: neither persistence nor tile order gives an idle SM anything to do —
+# and the saw-tooth above is the same problem at every wave boundary. The remedy is to split the work *along K*
+# as well: give each SM an equal share of all the k-iterations of all tiles, and add up the partial tiles at the
+# end. That is **stream-K**, step 11. Lesson 11 builds it on this step's kernel and measures it
+# on the same wave-boundary and deep shapes.
