@@ -15,7 +15,7 @@ fast path's conditions (K or N not a multiple of 4, say) run entirely on the edg
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -66,18 +66,14 @@ class TileConfig:
 
     def constants(self) -> dict[str, int]:
         c = self
-        values = {k: v for k, v in asdict(c).items()}
+        values = asdict(c)
         values["THREADS"] = c.THREADS
         values["THREADS_N"] = c.BLOCK_N // c.THREAD_N  # threads along a row of the block tile
         values["A_LOADS"] = c.BLOCK_M * c.BLOCK_K // 4 // c.THREADS  # 128-bit loads of A per thread per tile
         values["B_LOADS"] = c.BLOCK_K * c.BLOCK_N // 4 // c.THREADS
         values["A_VECTORS_PER_ROW"] = c.BLOCK_K // 4
         values["B_VECTORS_PER_ROW"] = c.BLOCK_N // 4
-        values["SHARED_BYTES"] = 4 * c.BLOCK_K * (c.BLOCK_M + c.BLOCK_N)
         return values
-
-    def with_(self, **changes) -> "TileConfig":
-        return replace(self, **changes).check()
 
 
 #: Argument types every generated kernel is launched with (flat arrays, sizes, full-tile counts) …
@@ -186,8 +182,6 @@ class TiledKernels:
             if SIMULATOR:
                 self._resident_blocks = SIMULATED_RESIDENT_BLOCKS
             else:
-                from numba.cuda import types as cuda_types  # noqa: F401  (kernels compile for SIGNATURE)
-
                 compiled = self.kernels["fast"].compile(self.signature("fast"))
                 function = compiled._codelibrary.get_cufunc()
                 context = cuda.current_context()
@@ -226,19 +220,26 @@ class TiledKernels:
         full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         if full_rows and full_cols:
-            fast = self.kernels["fast"]
-            if self.stream_k:
-                blocks = self.resident_blocks()
-                data_parallel, stream_k = self.split(full_rows * full_cols, blocks)
-                if stream_k == 0 and self.data_parallel_fallback is not None:
-                    self.data_parallel_fallback.launch(a, b, c, stream)
-                    return
-                workspace, flags = self._workspace(blocks, stream)
-                fast[blocks, cfg.THREADS, stream](*flat, *sizes, workspace, flags, np.uint32(data_parallel),
-                                                 np.uint32(stream_k))
-            elif self.persistent:
-                fast[min(full_rows * full_cols, self.resident_blocks()), cfg.THREADS, stream](*flat, *sizes)
-            else:
-                fast[(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)
+            self._launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
         if full_rows * full_cols < grid_rows * grid_cols:
             self.kernels["edge"][(grid_cols, grid_rows), cfg.THREADS, stream](*flat, *sizes)
+
+    def _launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        """The fast kernel over the full tiles: one block per tile, a persistent grid, or a stream-K grid."""
+        cfg = self.config
+        fast = self.kernels["fast"]
+        tiles = full_rows * full_cols
+        if self.stream_k:
+            blocks = self.resident_blocks()
+            data_parallel, stream_k = self.split(tiles, blocks)
+            if stream_k == 0 and self.data_parallel_fallback is not None:
+                # Same tiles and arguments: only the kernel differs (checked when the fallback is set).
+                self.data_parallel_fallback._launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
+                return
+            workspace, flags = self._workspace(blocks, stream)
+            fast[blocks, cfg.THREADS, stream](*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                             np.uint32(stream_k))
+        elif self.persistent:
+            fast[min(tiles, self.resident_blocks()), cfg.THREADS, stream](*flat, *sizes)
+        else:
+            fast[(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)

@@ -32,6 +32,8 @@ SEARCH_SPACE = WARP_TILING_SPACE
 
 
 def build(config: TileConfig, overrides: dict | None = None, data_parallel: TiledKernels | None = None) -> TiledKernels:
+    if data_parallel is not None and data_parallel.config != config:
+        raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
     kernels = TiledKernels("stream_k", TEMPLATE, config, {**layout(config), "STREAM_K": True}, overrides)
     kernels.data_parallel_fallback = data_parallel
     return kernels
