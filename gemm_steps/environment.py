@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
+import re
 import shutil
 import subprocess
 from importlib import metadata
@@ -84,6 +85,11 @@ def environment() -> dict:
     env["cublas_version"] = version()
     env["tf32_override"] = tf32_override()
     return env
+
+
+def file_slug(text: str) -> str:
+    """A GPU name as it appears in result file names: ``"NVIDIA H200"`` → ``"nvidia-h200"``."""
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
 
 
 def short_label(env: dict) -> str:

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from .environment import short_label
+from .environment import file_slug, short_label
 
 Size = tuple[int, int, int]
 
@@ -154,8 +154,7 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
 def default_stem(results: dict) -> str:
     """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``)."""
     env = results["environment"]
-    gpu = re.sub(r"[^a-z0-9]+", "-", str(env.get("gpu", "gpu")).lower()).strip("-")
-    return f"bench-{gpu}-{str(env.get('date', 'undated'))[:10]}"
+    return f"bench-{file_slug(env.get('gpu', 'gpu'))}-{str(env.get('date', 'undated'))[:10]}"
 
 
 def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) -> list[Path]:

@@ -61,16 +61,13 @@ def choose_best(records: list[dict]) -> dict:
     return min((r for r in records if r["median_ms"] <= fastest * (1 + NOISE)), key=lambda r: r["number"])
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower()
-
-
 def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None) -> dict:
     """Time every configuration of a step's ``SEARCH_SPACE`` at size³, record all of them and the winner."""
     import importlib
     from types import SimpleNamespace
 
     from .bench import run_benchmark, save
+    from .environment import file_slug
 
     gpu = current_gpu_name()
     if gpu is None:
@@ -95,7 +92,7 @@ def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None) -> 
     if not valid:
         raise RuntimeError(f"no configuration of {step_name} ran correctly; see the records")
     best = choose_best(valid)
-    path = save(results, RESULTS_DIR / f"tuning-{step_name}-{_slug(gpu)}.json")
+    path = save(results, RESULTS_DIR / f"tuning-{step_name}-{file_slug(gpu)}.json")
     record_best(step_name, gpu, by_name[best["step"]].config, {
         "size": size, "median_ms": best["median_ms"], "pct_of_cublas": best.get("pct_of_cublas"),
         "measured": results["environment"]["date"], "file": path.name})
