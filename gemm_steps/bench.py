@@ -122,6 +122,7 @@ def run_benchmark(
     from numba import cuda
 
     from .cublas import launch_cublas
+    from .verify import tolerance
 
     steps = list(steps)
     sizes = [tuple(int(x) for x in s) for s in sizes]
@@ -172,9 +173,11 @@ def run_benchmark(
                 rec["cublas_median_ms"] = cublas_ms
                 rec["pct_of_cublas"] = 100.0 * cublas_ms / timing["median_ms"]
             records.append(rec)
+            wrong = not rec["sampled_rel_error_fp64"] <= tolerance(k)
             say(f"          {rec['median_ms']:9.3f} ms  {rec['tflops']:6.2f} TFLOPS"
                 + (f"  {rec['pct_of_cublas']:5.1f} % of cuBLAS" if "pct_of_cublas" in rec else "")
-                + (f"  UNWRITTEN {rec['unwritten']}" if rec["unwritten"] else ""))
+                + (f"  UNWRITTEN {rec['unwritten']}" if rec["unwritten"] else "")
+                + (f"  WRONG: error {rec['sampled_rel_error_fp64']:.1e} > tolerance {tolerance(k):.1e}" if wrong else ""))
         del a_dev, b_dev, c_dev
     return {
         "schema": SCHEMA,

@@ -26,6 +26,11 @@ from ._backend import SIMULATOR
 from .intrinsics import load_bypassing_l1, load_float4, store_float4
 from .kernel_tools import SHARED_ALIGN, ceil_div, kernel
 
+#: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
+#: array instead (template flag ``DYNAMIC_SHARED``), sized at launch, and its kernels are opted in to the larger
+#: size with ``cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`` (Hopper allows up to 227 KB per block).
+STATIC_SHARED_LIMIT = 48 * 1024
+
 #: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
 #: still loops over several tiles and the loop is exercised.
 SIMULATED_RESIDENT_BLOCKS = 3
@@ -119,8 +124,20 @@ class TiledKernels:
         _numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.config = config.check()
-        constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, **config.constants(),
+        constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, "STAGES": 1, "SERPENTINE": False,
+                     **config.constants(),
                      **(extra_constants or {})}
+        # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).
+        self.shared_bytes = constants["STAGES"] * (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K * 4
+        dynamic = self.shared_bytes > STATIC_SHARED_LIMIT
+        if dynamic and "DYNAMIC_SHARED" not in template:
+            raise ValueError(f"{name}: {config} needs {self.shared_bytes} bytes of shared memory, over the "
+                             f"{STATIC_SHARED_LIMIT}-byte static limit, and this step's template has no dynamic "
+                             f"shared-memory variant (steps 8 onward have one)")
+        constants["DYNAMIC_SHARED"] = dynamic
+        constants["B_BASE"] = constants["STAGES"] * config.BLOCK_K * config.BLOCK_M  # B's offset in that array
+        self.dynamic_shared_bytes = self.shared_bytes if dynamic else 0
+        self._opted_in: set = set()
         self.constants = constants
         self.persistent = bool(constants["PERSISTENT"])
         self.stream_k = bool(constants["STREAM_K"])
@@ -182,14 +199,39 @@ class TiledKernels:
             if SIMULATOR:
                 self._resident_blocks = SIMULATED_RESIDENT_BLOCKS
             else:
-                compiled = self.kernels["fast"].compile(self.signature("fast"))
-                function = compiled._codelibrary.get_cufunc()
+                function = self._function("fast")
                 context = cuda.current_context()
-                per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS, 0)
+                per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS,
+                                                                      self.dynamic_shared_bytes)
                 if per_sm < 1:
                     raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
                 self._resident_blocks = per_sm * context.device.MULTIPROCESSOR_COUNT
         return self._resident_blocks
+
+    def _function(self, variant: str):
+        """The driver function of a compiled kernel, opted in to its dynamic shared memory if it uses any."""
+        compiled = self.kernels[variant].compile(self.signature(variant))
+        function = compiled._codelibrary.get_cufunc()
+        key = (variant, id(cuda.current_context()))
+        if self.dynamic_shared_bytes and key not in self._opted_in:
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            limit = cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+            if self.dynamic_shared_bytes > limit:
+                raise ValueError(f"{self.name}: {self.config} needs {self.dynamic_shared_bytes} bytes of shared "
+                                 f"memory per block; this GPU allows at most {limit}")
+            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attribute, self.dynamic_shared_bytes, function.handle, function.device.id)
+            self._opted_in.add(key)
+        return function
+
+    def _configured(self, variant: str, grid, stream):
+        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed."""
+        if not self.dynamic_shared_bytes:
+            return self.kernels[variant][grid, self.config.THREADS, stream]
+        if not SIMULATOR:
+            self._function(variant)
+        return self.kernels[variant][grid, self.config.THREADS, stream, self.dynamic_shared_bytes]
 
     #: How a stream-K step splits tiles into (data-parallel, stream-K); replaceable, e.g. by "all stream-K".
     split = staticmethod(stream_k_split)
@@ -222,12 +264,10 @@ class TiledKernels:
         if full_rows and full_cols:
             self._launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
         if full_rows * full_cols < grid_rows * grid_cols:
-            self.kernels["edge"][(grid_cols, grid_rows), cfg.THREADS, stream](*flat, *sizes)
+            self._configured("edge", (grid_cols, grid_rows), stream)(*flat, *sizes)
 
     def _launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
         """The fast kernel over the full tiles: one block per tile, a persistent grid, or a stream-K grid."""
-        cfg = self.config
-        fast = self.kernels["fast"]
         tiles = full_rows * full_cols
         if self.stream_k:
             blocks = self.resident_blocks()
@@ -237,9 +277,9 @@ class TiledKernels:
                 self.data_parallel_fallback._launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
                 return
             workspace, flags = self._workspace(blocks, stream)
-            fast[blocks, cfg.THREADS, stream](*flat, *sizes, workspace, flags, np.uint32(data_parallel),
-                                             np.uint32(stream_k))
+            self._configured("fast", blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                                     np.uint32(stream_k))
         elif self.persistent:
-            fast[min(tiles, self.resident_blocks()), cfg.THREADS, stream](*flat, *sizes)
+            self._configured("fast", min(tiles, self.resident_blocks()), stream)(*flat, *sizes)
         else:
-            fast[(full_cols, full_rows), cfg.THREADS, stream](*flat, *sizes)
+            self._configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)

@@ -95,6 +95,7 @@ def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None) -> 
     path = save(results, RESULTS_DIR / f"tuning-{step_name}-{file_slug(gpu)}.json")
     record_best(step_name, gpu, by_name[best["step"]].config, {
         "size": size, "median_ms": best["median_ms"], "pct_of_cublas": best.get("pct_of_cublas"),
-        "measured": results["environment"]["date"], "file": path.name})
+        "measured": results["environment"]["date"], "file": path.name,
+        "rule": f"choose_best (NOISE={NOISE:.0%}) over the configurations that ran correctly"})
     results["best"] = best
     return results

@@ -5,7 +5,8 @@
 # thread, but shared memory serves a *warp* at a time, and lessons 5 and 6 counted what the contiguous layout costs
 # a warp: its B-fragment loads hit the same banks several times. This step changes nothing but the map from
 # threads to elements of C — the `WARP_TILING` branch of step 8's template — and, because that map also decides
-# which tile shapes are possible, it is tuned to a larger tile.
+# which tile shapes are possible, it is tuned to a larger tile. At the end, one more change inside the k-loop —
+# the *order* of the FMAs — closes part of the remaining gap to cuBLAS.
 
 # %%
 import gemm_steps
@@ -194,6 +195,45 @@ if sweep and step8_sweep and same_tiles:
     )
 
 # %% [markdown]
+# ## The order of the FMAs
+#
+# Step 9's k-loop is now almost nothing but FMAs: in the SASS of one k-tile, 1024 `FFMA` and 48 `LDS.128` among
+# about 1100 instructions, and Nsight Compute counts practically the same number of instructions for step 9 as for
+# cuBLAS at 4096³ (2.44 against 2.43 billion; measured on the H200, `scripts/profile_step.py` under `ncu`). Yet
+# cuBLAS issues **0.90** warp-instructions per cycle per scheduler and step 9 only **0.79**. The stall reasons say
+# where the cycles go: per issued instruction, step 9's warps wait 0.28 cycles on *dispatch* and 0.16 on fixed
+# *wait* latencies, cuBLAS's 0.10 and 0.01. Both kinds come from the register file: an FFMA reads three registers,
+# and when two of them sit in the same register bank it cannot read them in one cycle.
+#
+# The hardware's remedy is the *operand reuse cache*: when an FFMA reads the same register in the same operand
+# slot as the instruction before it, `ptxas` marks it `.reuse` and the value comes from the cache instead of the
+# bank. Row by row (`acc[i][j] += a[i] * b[j]` for j = 0 … 15, then the next i) consecutive FFMAs share `a[i]` —
+# except where a row ends. In a **serpentine** order, odd rows run backwards (j = 15 … 0), so the FMA after a row
+# end shares `b[15]` with the one before it. We cannot allocate registers from Numba, but we can choose the order.
+# `scripts/experiment_fma_order.py` built step 9 both ways and timed them in one run; in the SASS, 877 of the 1024
+# FFMAs of a k-tile carry a `.reuse` flag in serpentine order, against 837 row by row:
+
+# %%
+fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
+                                "timed in one run")
+if fma_order:
+    by = {(r["step"], r["M"]): r for r in fma_order["records"] if "error" not in r}
+    sizes = sorted({m for _, m in by})
+    rows = ["| FMA order | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
+    for order in ("row_order", "serpentine"):
+        rows.append(f"| {order} | " + " | ".join(f"{by[(order, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |")
+    gains = [by[("row_order", m)]["median_ms"] / by[("serpentine", m)]["median_ms"] for m in sizes]
+    lesson.say("\n".join(rows) + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×**" for g in gains)
+               + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it "
+               "(`SERPENTINE` in `layout()`), and steps 10 and 11 inherit it. The tuning sweep above ran before, "
+               "with row-order FMAs.")
+
+# %% [markdown]
+# A first run of that experiment had a template bug: the serpentine index expression turned one column of every
+# odd row into a duplicate, so one FMA was done twice and one never. The benchmark's float64 spot check flagged the
+# result as wrong (relative error 0.25), and `tests/test_scheduling.py` now checks that both orders compute exactly
+# the same products — a reminder that a faster kernel is only a result once it is checked.
+#
 # The next lesson stops looking inside a block and looks at the whole grid: what happens when the tiles do not
 # divide evenly among the SMs, and whether launching exactly as many blocks as the GPU holds at once, each looping
 # over tiles, helps.

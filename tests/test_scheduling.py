@@ -88,3 +88,22 @@ def test_stream_k_split_rule(tiles, blocks, expected):
     assert (data_parallel, stream_k) == expected
     assert data_parallel + stream_k == tiles
     assert stream_k == 0 or data_parallel % blocks == 0, "mixed splits keep whole data-parallel waves"
+
+
+def test_serpentine_fma_order_is_the_same_products():
+    """The SERPENTINE experiment (odd rows of FMAs backwards) must compute exactly the same products."""
+    import re
+
+    from gemm_steps.steps import warp_tiling
+    from gemm_steps.steps.double_buffered import TEMPLATE
+
+    config = warp_tiling.TILED.config
+    row_order, backwards = (
+        tiling.TiledKernels(f"order_check_{flag}", TEMPLATE, config, {**warp_tiling.layout(config), "SERPENTINE": flag})
+        for flag in (False, True))
+    fma = re.compile(r"(acc_\d+_\d+) \+= (a_\d+) \* (b_\d+)")
+    row_order, backwards = fma.findall(row_order.sources["fast"]), fma.findall(backwards.sources["fast"])
+    assert backwards == fma.findall(warp_tiling.TILED.sources["fast"])  # step 9 ships the serpentine order
+    assert row_order != backwards  # the order differs…
+    assert sorted(row_order) == sorted(backwards)  # …the products do not
+    assert all(acc.split("_")[1:] == [a[2:], b[2:]] for acc, a, b in backwards)  # acc_i_j += a_i * b_j

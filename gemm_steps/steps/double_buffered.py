@@ -26,8 +26,15 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
         return  # a full tile: the fast kernel computes it
 # @end
     # Two stages of each tile: stage s of A starts at s * BLOCK_K * BLOCK_M.
+# @if DYNAMIC_SHARED
+    # Over 48 KB: one dynamic shared array, sized at launch (tiling.py opts the kernel in); B's stages follow A's,
+    # from B_BASE on.
+    a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+    b_tile = a_tile  # B as is: [k][col]
+# @else
     a_tile = cuda.shared.array({{2 * BLOCK_K * BLOCK_M}}, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
     b_tile = cuda.shared.array({{2 * BLOCK_K * BLOCK_N}}, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
+# @end
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
 # @if WARP_TILING
@@ -139,7 +146,7 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
 # @end
         if k_tile > 0:
             stage_a = uint32((k_tile - 1) % 2) * {{BLOCK_K * BLOCK_M}}
-            stage_b = uint32((k_tile - 1) % 2) * {{BLOCK_K * BLOCK_N}}
+            stage_b = {{f"uint32({B_BASE}) + " if DYNAMIC_SHARED else ""}}uint32((k_tile - 1) % 2) * {{BLOCK_K * BLOCK_N}}
             # The unrolled k-loop over the BLOCK_K columns of the computing stage.
 # @for kk in range(BLOCK_K)
 # @for q in range(0, THREAD_M, 4)
@@ -149,14 +156,14 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
             b_{{q}}, b_{{q+1}}, b_{{q+2}}, b_{{q+3}} = load_float4(b_tile, stage_b + thread_col + {{kk * BLOCK_N + q // 4 * B_CHUNK_STRIDE}})
 # @end
 # @for i in range(THREAD_M)
-# @for j in range(THREAD_N)
-            acc_{{i}}_{{j}} += a_{{i}} * b_{{j}}
+# @for jj in range(THREAD_N)
+            acc_{{i}}_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}} += a_{{i}} * b_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}}
 # @end
 # @end
 # @end
         if k_tile < k_count:
             stage_a = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_M}}
-            stage_b = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_N}}
+            stage_b = {{f"uint32({B_BASE}) + " if DYNAMIC_SHARED else ""}}uint32(k_tile % 2) * {{BLOCK_K * BLOCK_N}}
 # @for load in range(A_LOADS)
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}}] = pa_{{load}}_0
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{BLOCK_M}}] = pa_{{load}}_1
@@ -220,7 +227,7 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
 '''
 
 #: Contiguous 8×8 blocks per thread (step 9 changes these).
-LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4}
+LAYOUT = {"WARP_TILING": False, "A_CHUNK_STRIDE": 4, "B_CHUNK_STRIDE": 4, "STAGES": 2}
 
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
