@@ -502,7 +502,7 @@ def index_types(thread_idx):
     return tid * TM, tid * 8, thread_idx * TM, tid // TM, i
 
 
-index_types(int32(5))  # thread_idx: an int32, like cuda.threadIdx.x
+index_types(int32(5))  # thread_idx: an int32, the type Numba gives the thread index in a kernel
 expressions = ["tid * TM", "tid * 8", "thread_idx * TM", "tid // TM", "i in range(TM)"]
 for expression, numba_type in zip(expressions, index_types.nopython_signatures[0].return_type.types):
     print(f"{expression:18} {numba_type}  ({'unsigned' if str(numba_type).startswith('u') else 'signed'})")

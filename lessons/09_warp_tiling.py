@@ -210,8 +210,14 @@ if sweep and step8_sweep and same_tiles:
 # bank. Row by row (`acc[i][j] += a[i] * b[j]` for j = 0 … 15, then the next i) consecutive FFMAs share `a[i]` —
 # except where a row ends. In a **serpentine** order, odd rows run backwards (j = 15 … 0), so the FMA after a row
 # end shares `b[15]` with the one before it. We cannot allocate registers from Numba, but we can choose the order.
+#
+# **Prediction.** Row order already lets 15 of every 16 FFMAs reuse `a[i]`; serpentine adds at most one reuse per
+# row end, 7 per k-step of 128 FFMAs (about 5 %). So if register-bank conflicts are what the extra stalls are, the
+# gain is a few percent at most, not the 14 % between 0.79 and 0.90.
+#
 # `scripts/experiment_fma_order.py` built step 9 both ways and timed them in one run; in the SASS, 877 of the 1024
-# FFMAs of a k-tile carry a `.reuse` flag in serpentine order, against 837 row by row:
+# FFMAs of a k-tile carry a `.reuse` flag in serpentine order, against 837 row by row (40 more, close to the 56 the
+# count above allows):
 
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
@@ -226,7 +232,8 @@ if fma_order:
     lesson.say("\n".join(rows) + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×**" for g in gains)
                + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it "
                "(`SERPENTINE` in `layout()`), and steps 10 and 11 inherit it. The tuning sweep above ran before, "
-               "with row-order FMAs.")
+               "with row-order FMAs. A few percent, as predicted: the rest of the gap to cuBLAS is in how `ptxas` "
+               "allocates registers and schedules the FFMAs, which Numba does not let us control.")
 
 # %% [markdown]
 # A first run of that experiment had a template bug: the serpentine index expression turned one column of every
