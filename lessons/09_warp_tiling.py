@@ -164,6 +164,13 @@ if sweep and step8_sweep:
         lines.append(f"* warp-tiled map, tuned tiles {lesson.config_label(best9['config'])}: "
                      f"{best9['median_ms']:.3f} ms — **{same_tiles['median_ms'] / best9['median_ms']:.3f}×** over "
                      "the same map with step 8's tiles (the tiles alone)")
+    big_contiguous = next((r for r in eight if lesson.same_config(r["config"], best9["config"])), None)
+    if big_contiguous:
+        lines.append(f"* and the other way round — step 9's tiles {lesson.config_label(best9['config'])} with step 8's "
+                     f"**contiguous map** (in step 8's sweep): {big_contiguous['median_ms']:.3f} ms, "
+                     f"{big_contiguous['pct_of_cublas']:.1f} % of cuBLAS in its run. With 16 columns per thread, neighbouring "
+                     f"lanes' B fragments are 64 bytes apart and share banks (the wavefront count above); the "
+                     f"warp-tiled map is what makes that tile usable")
     cublas_ms = [next(r["median_ms"] for r in run["records"] if r["step"] == "cublas") for run in (step8_sweep, sweep)]
     lesson.say("\n".join(lines) + f"\n\nThe sweeps ran minutes apart (cuBLAS in each: {cublas_ms[0]:.3f} and "
                f"{cublas_ms[1]:.3f} ms), and `tuning.choose_best` treats differences under {tuning.NOISE:.0%} "
