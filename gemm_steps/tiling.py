@@ -124,7 +124,7 @@ class TiledKernels:
         _numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.config = config.check()
-        constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, "STAGES": 1, "SERPENTINE": False,
+        constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, "STAGES": 1, "SERPENTINE": False, "PIPELINED": False,
                      **config.constants(),
                      **(extra_constants or {})}
         # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).

@@ -115,6 +115,14 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
 # @end
 # @end
 
+# @if PIPELINED
+# @for i in range(THREAD_M)
+    a0_{{i}} = a1_{{i}} = float32(0.0)  # the two fragment sets (filled in the k-loop)
+# @end
+# @for j in range(THREAD_N)
+    b0_{{j}} = b1_{{j}} = float32(0.0)
+# @end
+# @end
     # The k-loop runs one extra time: iteration t loads k-tile t (if any) into registers, computes k-tile t - 1
     # (if any) from shared stage (t - 1) % 2, then stores the loaded registers into stage t % 2.
     for k_tile in range(k_count + 1):
@@ -147,6 +155,24 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
         if k_tile > 0:
             stage_a = uint32((k_tile - 1) % 2) * {{BLOCK_K * BLOCK_M}}
             stage_b = {{f"uint32({B_BASE}) + " if DYNAMIC_SHARED else ""}}uint32((k_tile - 1) % 2) * {{BLOCK_K * BLOCK_N}}
+# @if PIPELINED
+            # Columns 0 … BLOCK_K - 2 of the computing stage. Fragments come in two sets that alternate by column
+            # (a0_/b0_ for even columns, a1_/b1_ for odd): column kk + 1's are loaded while column kk's FMAs run.
+            # Column 0's were loaded after the last barrier; the last column's FMAs come after the next barrier.
+# @for kk in range(BLOCK_K - 1)
+# @for q in range(0, THREAD_M, 4)
+            a{{(kk + 1) % 2}}_{{q}}, a{{(kk + 1) % 2}}_{{q+1}}, a{{(kk + 1) % 2}}_{{q+2}}, a{{(kk + 1) % 2}}_{{q+3}} = load_float4(a_tile, stage_a + thread_row + {{(kk + 1) * BLOCK_M + q // 4 * A_CHUNK_STRIDE}})
+# @end
+# @for q in range(0, THREAD_N, 4)
+            b{{(kk + 1) % 2}}_{{q}}, b{{(kk + 1) % 2}}_{{q+1}}, b{{(kk + 1) % 2}}_{{q+2}}, b{{(kk + 1) % 2}}_{{q+3}} = load_float4(b_tile, stage_b + thread_col + {{(kk + 1) * BLOCK_N + q // 4 * B_CHUNK_STRIDE}})
+# @end
+# @for i in range(THREAD_M)
+# @for jj in range(THREAD_N)
+            acc_{{i}}_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}} += a{{kk % 2}}_{{i}} * b{{kk % 2}}_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}}
+# @end
+# @end
+# @end
+# @else
             # The unrolled k-loop over the BLOCK_K columns of the computing stage.
 # @for kk in range(BLOCK_K)
 # @for q in range(0, THREAD_M, 4)
@@ -158,6 +184,7 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
 # @for i in range(THREAD_M)
 # @for jj in range(THREAD_N)
             acc_{{i}}_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}} += a_{{i}} * b_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}}
+# @end
 # @end
 # @end
 # @end
@@ -174,6 +201,21 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
             store_float4(b_tile, stage_b + b_k_{{load}} * BLOCK_N + b_col_{{load}}, pb_{{load}}_0, pb_{{load}}_1, pb_{{load}}_2, pb_{{load}}_3)
 # @end
         cuda.syncthreads()  # stage t % 2 is written, and everyone is done reading stage (t - 1) % 2
+# @if PIPELINED
+        if k_tile < k_count:  # column 0 of the stage just written: fragment set 0, for the next iteration …
+# @for q in range(0, THREAD_M, 4)
+            a0_{{q}}, a0_{{q+1}}, a0_{{q+2}}, a0_{{q+3}} = load_float4(a_tile, stage_a + thread_row + {{q // 4 * A_CHUNK_STRIDE}})
+# @end
+# @for q in range(0, THREAD_N, 4)
+            b0_{{q}}, b0_{{q+1}}, b0_{{q+2}}, b0_{{q+3}} = load_float4(b_tile, stage_b + thread_col + {{q // 4 * B_CHUNK_STRIDE}})
+# @end
+        if k_tile > 0:  # … loaded while the previous stage's last column (fragment set 1) is computed
+# @for i in range(THREAD_M)
+# @for jj in range(THREAD_N)
+            acc_{{i}}_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}} += a1_{{i}} * b1_{{THREAD_N - 1 - jj if SERPENTINE and i % 2 else jj}}
+# @end
+# @end
+# @end
 
 # @if STREAM_K
     if k_first + k_count < k_tiles:
