@@ -247,6 +247,86 @@ if fma_order:
 # odd row into a duplicate, so one FMA was done twice and one never. The benchmark's float64 spot check flagged the
 # result as wrong (relative error 0.25), and `tests/test_scheduling.py` now checks that both orders compute exactly
 # the same products — a reminder that a faster kernel is only a result once it is checked.
+
+# %% [markdown]
+# ## Register double buffering: a textbook move that lost
+#
+# CUTLASS's SIMT kernels double-buffer twice: the tiles in shared memory (step 8) and the *fragments* in
+# registers. With two fragment sets that alternate by column of the k-tile, column kk + 1's shared loads are in
+# flight while column kk's FMAs run; and right after each barrier, the next stage's first fragments are loaded while
+# the current stage's last column is computed, so no FMA waits for a shared load after a barrier. Step 8's template
+# has this as a flag, `PIPELINED` (off in every step). Here is the heart of the generated code with it on:
+
+# %%
+from gemm_steps.steps.double_buffered import TEMPLATE
+from gemm_steps.tiling import TiledKernels
+
+config = warp_tiling.module.TILED.config
+pipelined = TiledKernels("warp_tiling_pipelined", TEMPLATE, config, {**warp_tiling.module.layout(config), "PIPELINED": True})
+source = pipelined.sources["fast"].splitlines()
+first = next(i for i, line in enumerate(source) if "Columns 0" in line)
+print("\n".join(source[first:first + 12]) + "\n    …")
+after_barrier = next(i for i, line in enumerate(source) if "column 0 of the stage just written" in line)
+print("\n".join(source[after_barrier - 1:after_barrier + 9]) + "\n        …")
+
+# %% [markdown]
+# **Prediction** (written before the run). After each barrier, step 9's first FMAs wait for their fragments: one
+# shared-load latency, some 30 cycles, in a k-tile that takes about 2,700 cycles per scheduler. Hiding that is worth
+# 1 to 3 points of cuBLAS, a little more for step 8, which has half the FMAs per k-tile to hide it behind.
+#
+# `scripts/experiment_pipelining.py` timed both steps with and without it in one run, and three other tile shapes
+# with it; the shipped step 9 ran first and again last, to show the spread within the run:
+
+# %%
+pipelining = lesson.load_shipped("experiment-pipelining-*.json", "steps 8 and 9 with and without register double "
+                                 "buffering, timed in one run")
+if pipelining:
+    by = {(r["step"], r["M"]): r for r in pipelining["records"] if "error" not in r}
+    names = [r["step"] for r in pipelining["records"] if r["M"] == pipelining["records"][0]["M"]]
+    sizes = sorted({m for _, m in by})
+    rows = ["| kernel | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
+    rows += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |"
+             for name in names if name != "cublas"]
+    lesson.say("\n".join(rows))
+
+# %% [markdown]
+# It lost: with the shipped tiles, step 9 with pipelined fragments is several points *slower* at both sizes, and
+# none of the other tile shapes brings it back to the shipped kernel, whose two timings in the run agree to 0.1
+# point. Step 8 gained under a point, too little to tell apart from the variation between separate runs. The
+# prediction was wrong in sign, so something else decides the time.
+# Nsight Compute, on one launch of each at 4096³ (`ncu --clock-control none`, the same driver script with
+# `--profile`), shows what:
+
+# %%
+import re
+
+ncu_file = lesson.RESULTS_DIR / "ncu-step9-pipelined-cublas-h200.txt"
+if ncu_file.exists():
+    rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers | SM clock |",
+            "|:--|--:|--:|--:|--:|"]
+    for block in re.split(r"\n  (?=\S)", ncu_file.read_text())[1:]:
+        value = lambda name: re.search(rf"{name}\s+\S*\s+([\d.,]+)", block).group(1)
+        kernel = block.split("(")[0].split("::")[-1].split("[")[0].strip()
+        rows.append(f"| `{kernel}` | {value('smsp__inst_executed.sum')} | {value('Issued Warp Per Scheduler')} "
+                    f"| {value('Registers Per Thread')} | {value('sm__cycles_elapsed.avg.per_second')} GHz |")
+    lesson.say("\n".join(rows) + f"\n\nFrom `{ncu_file.relative_to(lesson.RESULTS_DIR.parent)}` (H200).")
+
+# %% [markdown]
+# The pipelined kernel executes about 4.5 % more instructions at the same issue rate. Its SASS (`ptxas` 13.0 for
+# `sm_90`; the k-loop counted with `loop_mix` from `scripts/sass_report.py`) has 1,216 instructions per k-tile
+# against 1,164: the second stage offset and the extra branches cost index arithmetic, and with more freedom to
+# reorder, `ptxas` put only 813 of the 1,024 FFMAs on the reuse cache, against 877. The shared-load latency we set
+# out to hide was not what cost time: step 9 is limited by **how fast its instructions issue**, so a change that
+# adds instructions, or costs operand reuse, loses. (That is also why steps 10 and 11 keep step 9's k-loop.)
+#
+# The same profile says what the last kernel in the table is: cuBLAS runs
+# `sm80_xmma_gemm_…_tilesize256x128x8_stage3_warpsize4x2x1_ffma` — in its column-major terms a 256×128 tile, which
+# is our 128×256; k-tiles of 8; 8 warps of 256 threads; about 254 registers; one block per SM and the same
+# 16 × 32 grid. That is the design this course arrived at by measurement, and its instruction count is within
+# 0.6 % of step 9's. The differences are a three-stage `cp.async` pipeline (copies that skip the registers) and
+# SASS whose registers are allocated for the FFMA stream, which shows in the issue rate: **0.90 against 0.81**
+# warp-instructions per cycle per scheduler, at the same 1.98 GHz. That is the whole remaining gap, and it sits
+# below the level — PTX — that Numba, or CUDA C, hands to `ptxas`.
 #
 # The next lesson stops looking inside a block and looks at the whole grid: what happens when the tiles do not
 # divide evenly among the SMs, and whether launching exactly as many blocks as the GPU holds at once, each looping
