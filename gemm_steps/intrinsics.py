@@ -12,6 +12,9 @@ function                      LLVM IR                                  PTX → S
 ``store_float4(arr, i, ...)`` ``store <4 x float>, align 16``          ``st.global.v4.f32`` → ``STG.E.128``
                                                                        ``st.shared.v4.f32`` → ``STS.128``
 ``load_bypassing_l1(arr, i)``  inline PTX ``ld.global.cg.f32``           ``LDG.E.STRONG.GPU``
+``copy_async(dst, j, src, i,  inline PTX ``cp.async.cg/.ca``           ``LDGSTS.E.BYPASS.128``
+n)``                          ``.shared.global`` (n = 16 or 4 bytes)    / ``LDGSTS.E``
+``copy_async_wait_all()``     inline PTX ``cp.async.wait_all``         ``LDGDEPBAR`` + ``DEPBAR``
 ============================  =======================================  ==========================
 
 The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
@@ -19,6 +22,10 @@ array and ``i`` must be a multiple of 4 from a 16-byte-aligned base — the call
 point: no bounds check, no wraparound for negative indices). The address space (global/shared) is inferred by the
 compiler from where the array lives. On the simulator the same names are plain Python functions with the same
 meaning, so a step's source is identical on both.
+
+``copy_async`` copies global memory straight into shared memory without passing through registers (Ampere and
+later): ``n`` floats (1 or 4) from ``src[i]`` to ``dst[j]``, where ``dst`` is a shared array. The copy is in flight
+until the thread calls ``copy_async_wait_all()``; a barrier after that makes it visible to the whole block.
 """
 
 from __future__ import annotations
@@ -41,6 +48,14 @@ if SIMULATOR:
     def load_bypassing_l1(array, index):
         """``array[index]``, read from L2 (simulator: a plain read)."""
         return array[index]
+
+    def copy_async(shared, shared_index, array, index, count):
+        """Copy ``count`` floats ``array[index:]`` to ``shared[shared_index:]`` (simulator: at once)."""
+        for offset in range(count):
+            shared[shared_index + offset] = array[index + offset]
+
+    def copy_async_wait_all():
+        """Wait for this thread's asynchronous copies (simulator: they are already done)."""
 
 else:
     from llvmlite import ir
@@ -113,5 +128,43 @@ else:
             pointer = builder.bitcast(vector_pointer, ir.FloatType().as_pointer(vector_pointer.type.addrspace))
             load = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [pointer.type]), "ld.global.cg.f32 $0, [$1];", "=f,l")
             return builder.call(load, [pointer])
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async(typingctx, shared, shared_index, array, index, count):
+        """``cp.async``: ``count`` (a literal 1 or 4) floats from global ``array[index]`` to ``shared[shared_index]``,
+        skipping the registers. 16-byte copies use ``.cg`` (L2 only); 4-byte ones must use ``.ca``."""
+        if not (_is_float32_vector(shared) and _is_float32_vector(array) and isinstance(index, types.Integer)
+                and isinstance(shared_index, types.Integer) and isinstance(count, types.IntegerLiteral)
+                and count.literal_value in (1, 4)):
+            return None
+        size = 4 * count.literal_value
+        signature = types.void(shared, shared_index, array, index, count)
+
+        def codegen(context, builder, sig, args):
+            destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            # A shared-memory (address space 3) pointer: the compiler folds the conversion from the array's generic
+            # pointer into the address arithmetic, once, instead of a cvta per copy.
+            destination = builder.addrspacecast(destination, _F32x4.as_pointer(3))
+            source = _element_pointer(context, builder, sig.args[2], args[2], sig.args[3], args[3])
+            cache = "cg" if size == 16 else "ca"
+            asm = f"cp.async.{cache}.shared.global [$0], [$1], {size};"
+            copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type]), asm, "l,l,~{memory}",
+                                side_effect=True)
+            builder.call(copy, [destination, source])
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async_wait_all(typingctx):
+        """``cp.async.wait_all``: this thread's asynchronous copies have landed (follow with a barrier)."""
+        signature = types.void()
+
+        def codegen(context, builder, sig, args):
+            wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_all;", "~{memory}", side_effect=True)
+            builder.call(wait, [])
+            return context.get_dummy_value()
 
         return signature, codegen

@@ -23,7 +23,7 @@ from numba import cuda, float32, uint32, uint64
 
 from . import _numba_patches, codegen
 from ._backend import SIMULATOR
-from .intrinsics import load_bypassing_l1, load_float4, store_float4
+from .intrinsics import copy_async, copy_async_wait_all, load_bypassing_l1, load_float4, store_float4
 from .kernel_tools import SHARED_ALIGN, ceil_div, kernel
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
@@ -125,6 +125,7 @@ class TiledKernels:
         self.name = name
         self.config = config.check()
         constants = {"PERSISTENT": False, "STREAM_K": False, "GROUP_M": 1, "STAGES": 1, "SERPENTINE": False, "PIPELINED": False,
+                     "ASYNC_A": False, "ASYNC_B": False,
                      **config.constants(),
                      **(extra_constants or {})}
         # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).
@@ -157,7 +158,8 @@ class TiledKernels:
             directory = None if (SIMULATOR or overrides) else codegen.cache_dir()
             namespace = {"cuda": cuda, "float32": float32, "uint32": uint32, "uint64": uint64,
                          "SHARED_ALIGN": SHARED_ALIGN, "load_float4": load_float4, "store_float4": store_float4,
-                         "load_bypassing_l1": load_bypassing_l1, **variant_constants,
+                         "load_bypassing_l1": load_bypassing_l1, "copy_async": copy_async,
+                         "copy_async_wait_all": copy_async_wait_all, **variant_constants,
                          **(overrides or {})}
             codegen.define(source, function_name, namespace, key=repr(sorted(variant_constants.items())),
                            directory=directory)

@@ -325,8 +325,48 @@ if ncu_file.exists():
 # 16 × 32 grid. That is the design this course arrived at by measurement, and its instruction count is within
 # 0.6 % of step 9's. The differences are a three-stage `cp.async` pipeline (copies that skip the registers) and
 # SASS whose registers are allocated for the FFMA stream, which shows in the issue rate: **0.90 against 0.81**
-# warp-instructions per cycle per scheduler, at the same 1.98 GHz. That is the whole remaining gap, and it sits
-# below the level — PTX — that Numba, or CUDA C, hands to `ptxas`.
+# warp-instructions per cycle per scheduler, at the same 1.98 GHz.
+#
+# ## Trying cuBLAS's copies, and cheaper index arithmetic
+#
+# The first difference can be tried from Python. `cp.async` is one more inline-PTX intrinsic, `copy_async` in
+# `gemm_steps/intrinsics.py` (with a plain-Python twin for the simulator), and the template has two switches:
+# `ASYNC_B` copies B's k-tile with 16-byte `cp.async` straight into the next shared stage, and `ASYNC_A` copies A's
+# floats one by one (4-byte `cp.async`) into their transposed places; one `cp.async.wait_all` before the barrier
+# replaces the shared-memory stores. A third variant touches only index arithmetic: the stage `k_tile % 2` is
+# computed from the signed 64-bit loop counter, which costs a sign test and 64-bit adds per k-tile; in unsigned 32-bit
+# arithmetic it is one AND.
+#
+# **Prediction.** The loop is bound by instruction issue, so each variant should move time by about its change in
+# instructions per k-tile. `ptxas` 13.0 for `sm_90` (run on a CPU) counts 1,164 for the shipped k-loop, 1,152 with
+# the unsigned stage (1 % fewer: a hair faster) and 1,193 with both copies asynchronous (their address arithmetic
+# costs more than the loads and stores they replace: a little slower), all within ±3 %.
+#
+# `scripts/experiment_async_copy.py`, one run, the shipped kernel first and again last:
+
+# %%
+async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
+                                 "stage arithmetic, timed in one run")
+if async_copy:
+    by = {(r["step"], r["M"]): r for r in async_copy["records"] if "error" not in r}
+    names = [r["step"] for r in async_copy["records"] if r["M"] == async_copy["records"][0]["M"]]
+    sizes = sorted({m for _, m in by})
+    rows = ["| kernel | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
+    rows += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |"
+             for name in names if name != "cublas"]
+    lesson.say("\n".join(rows))
+
+# %% [markdown]
+# Every variant is slower, and by far more than its instruction count says: the unsigned stage, with 1 % *fewer*
+# instructions, loses about 6 points. What the variants share is visible in `ptxas`'s register report (printed by
+# the experiment, and the same on this CPU): the shipped kernel uses 253 registers, the variants 200 to 229. Given
+# the fully unrolled k-tile, `ptxas` chooses its own schedule — how far ahead of the FFMAs to load fragments, which
+# registers hold which accumulator — and for the shipped PTX it chose one that fills the register file; for each
+# variant it chose a leaner one that issues worse. Small changes to the PTX move the result by ±6 %, in directions
+# no instruction count predicts. So the shipped kernel is a **measured local optimum**, not a designed one: the
+# remaining ~10 % to cuBLAS is `ptxas`'s schedule and register allocation, which Numba — like CUDA C — does not let
+# us write. cuBLAS's kernels are tuned at that level. The switches stay in the template, off, so these experiments
+# can be re-run (`tests/test_variants.py` keeps them correct).
 #
 # The next lesson stops looking inside a block and looks at the whole grid: what happens when the tiles do not
 # divide evenly among the SMs, and whether launching exactly as many blocks as the GPU holds at once, each looping

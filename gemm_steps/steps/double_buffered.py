@@ -10,6 +10,8 @@ tile t+1 are in flight while tile t is computed.
 Expect: ~1.1× step 7 (an earlier H200 measurement: 77 % → 84 % of cuBLAS).
 Step 9 reuses this template and changes only which elements of C a thread owns (``WARP_TILING``); step 10
 wraps its tile body in a loop over tiles (``PERSISTENT``), step 11 in a loop over k-ranges (``STREAM_K``).
+Three more switches are off in every step, because the H200 measured them slower (lesson 9): ``PIPELINED``
+(fragments double-buffered in registers) and ``ASYNC_A`` / ``ASYNC_B`` (``cp.async`` global → shared copies).
 """
 
 from ..tiling import TileConfig, TiledKernels
@@ -137,7 +139,15 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
             pa_{{load}}_2 = a[row * k + col + 2] if row < m and col + 2 < k else float32(0)
             pa_{{load}}_3 = a[row * k + col + 3] if row < m and col + 3 < k else float32(0)
 # @else
+# @if ASYNC_A
+            stage_a = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_M}}
+            copy_async(a_tile, stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}}, a, row * k + k0 + a_k_{{load}}, 1)
+            copy_async(a_tile, stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{BLOCK_M}}, a, row * k + k0 + a_k_{{load}} + 1, 1)
+            copy_async(a_tile, stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{2 * BLOCK_M}}, a, row * k + k0 + a_k_{{load}} + 2, 1)
+            copy_async(a_tile, stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{3 * BLOCK_M}}, a, row * k + k0 + a_k_{{load}} + 3, 1)
+# @else
             pa_{{load}}_0, pa_{{load}}_1, pa_{{load}}_2, pa_{{load}}_3 = load_float4(a, row * k + k0 + a_k_{{load}})
+# @end
 # @end
 # @end
 # @for load in range(B_LOADS)
@@ -149,7 +159,12 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
             pb_{{load}}_2 = b[row * n + col + 2] if row < k and col + 2 < n else float32(0)
             pb_{{load}}_3 = b[row * n + col + 3] if row < k and col + 3 < n else float32(0)
 # @else
+# @if ASYNC_B
+            stage_b = {{f"uint32({B_BASE}) + " if DYNAMIC_SHARED else ""}}uint32(k_tile % 2) * {{BLOCK_K * BLOCK_N}}
+            copy_async(b_tile, stage_b + b_k_{{load}} * BLOCK_N + b_col_{{load}}, b, row * n + block_col + b_col_{{load}}, 4)
+# @else
             pb_{{load}}_0, pb_{{load}}_1, pb_{{load}}_2, pb_{{load}}_3 = load_float4(b, row * n + block_col + b_col_{{load}})
+# @end
 # @end
 # @end
         if k_tile > 0:
@@ -191,14 +206,21 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks{{", works
         if k_tile < k_count:
             stage_a = uint32(k_tile % 2) * {{BLOCK_K * BLOCK_M}}
             stage_b = {{f"uint32({B_BASE}) + " if DYNAMIC_SHARED else ""}}uint32(k_tile % 2) * {{BLOCK_K * BLOCK_N}}
+# @if not (ASYNC_A and not EDGE)
 # @for load in range(A_LOADS)
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}}] = pa_{{load}}_0
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{BLOCK_M}}] = pa_{{load}}_1
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{2 * BLOCK_M}}] = pa_{{load}}_2
             a_tile[stage_a + a_k_{{load}} * BLOCK_M + a_row_{{load}} + {{3 * BLOCK_M}}] = pa_{{load}}_3
 # @end
+# @end
+# @if not (ASYNC_B and not EDGE)
 # @for load in range(B_LOADS)
             store_float4(b_tile, stage_b + b_k_{{load}} * BLOCK_N + b_col_{{load}}, pb_{{load}}_0, pb_{{load}}_1, pb_{{load}}_2, pb_{{load}}_3)
+# @end
+# @end
+# @if (ASYNC_A or ASYNC_B) and not EDGE
+            copy_async_wait_all()  # our copies into stage t % 2 have landed; the barrier shows them to everyone
 # @end
         cuda.syncthreads()  # stage t % 2 is written, and everyone is done reading stage (t - 1) % 2
 # @if PIPELINED
