@@ -195,6 +195,27 @@ def run_benchmark(
     }
 
 
+def time_variants(variants: Iterable[tuple[str, object]], sizes: Iterable[int], path: str | Path, *,
+                  repeats: int = 30, say: Callable[[str], None] = print) -> dict:
+    """Time named variants of a generated kernel (``(label, TiledKernels)`` pairs) and cuBLAS in one run, as the
+    ``scripts/experiment_*.py`` comparisons do: say each fast kernel's registers, time every variant at each square
+    size, save the results document to ``path`` and say one line per record."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    steps = []
+    for number, (label, tiled) in enumerate(variants, 1):
+        compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
+        say(f"{label:32s} registers {compiled.regs_per_thread}")
+        steps.append(SimpleNamespace(name=label, number=number, launch=tiled.launch, config=asdict(tiled.config)))
+    results = run_benchmark(steps, [(size,) * 3 for size in sizes], repeats=repeats, progress=lambda message: None)
+    save(results, path)
+    for r in results["records"]:
+        say(f"{r['M']:5d} {r['step']:32s} {r.get('median_ms', 0):8.3f} ms {r.get('tflops', 0):6.2f} TF "
+            f"{r.get('pct_of_cublas') or 0:5.1f}% unwritten={r.get('unwritten')} err={r.get('sampled_rel_error_fp64')}")
+    return results
+
+
 def save(results: dict, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -865,6 +865,20 @@ def sweep_table(sweep: dict, step: str | int | Step) -> MarkdownTable:
     return MarkdownTable("\n".join(lines))
 
 
+def variants_table(experiment: dict, first_column: str = "kernel", only: Iterable[str] | None = None) -> MarkdownTable:
+    """An experiment's variants (``bench.time_variants``, or any one-run comparison of square sizes) as a table: one
+    row per variant in the order they ran, one column of % of cuBLAS per size. ``only`` picks and orders the rows."""
+    by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
+    sizes = sorted({m for _, m in by})
+    names = list(only) if only is not None else list(dict.fromkeys(
+        r["step"] for r in experiment["records"] if r["step"] != "cublas"))
+    lines = [f"| {first_column} | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |",
+             "|:--|" + "--:|" * len(sizes)]
+    lines += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" if (name, m) in by else "—"
+                                          for m in sizes) + " |" for name in names]
+    return MarkdownTable("\n".join(lines))
+
+
 def speedups_by_size(results: dict, before: str | int | Step, after: str | int | Step) -> str:
     """``"2.22× at 1024³, 4.32× at 4096³"``: how much faster ``after`` ran than ``before`` at every common size."""
     return ", ".join(f"{record(results, before, s)['median_ms'] / record(results, after, s)['median_ms']:.2f}× "

@@ -232,11 +232,9 @@ fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-
 if fma_order:
     by = {(r["step"], r["M"]): r for r in fma_order["records"] if "error" not in r}
     sizes = sorted({m for _, m in by})
-    rows = ["| FMA order | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
-    for order in ("row_order", "serpentine"):
-        rows.append(f"| {order} | " + " | ".join(f"{by[(order, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |")
+    table = lesson.variants_table(fma_order, first_column="FMA order", only=("row_order", "serpentine"))
     gains = [by[("row_order", m)]["median_ms"] / by[("serpentine", m)]["median_ms"] for m in sizes]
-    lesson.say("\n".join(rows) + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×**" for g in gains)
+    lesson.say(table + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×**" for g in gains)
                + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it "
                "(`SERPENTINE` in `layout()`), and steps 10 and 11 inherit it. The tuning sweep above ran before, "
                "with row-order FMAs. A few percent, as predicted: the rest of the gap to cuBLAS is in how `ptxas` "
@@ -280,14 +278,7 @@ print("\n".join(source[after_barrier - 1:after_barrier + 9]) + "\n        …")
 # %%
 pipelining = lesson.load_shipped("experiment-pipelining-*.json", "steps 8 and 9 with and without register double "
                                  "buffering, timed in one run")
-if pipelining:
-    by = {(r["step"], r["M"]): r for r in pipelining["records"] if "error" not in r}
-    names = [r["step"] for r in pipelining["records"] if r["M"] == pipelining["records"][0]["M"]]
-    sizes = sorted({m for _, m in by})
-    rows = ["| kernel | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
-    rows += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |"
-             for name in names if name != "cublas"]
-    lesson.say("\n".join(rows))
+lesson.variants_table(pipelining) if pipelining else None
 
 # %% [markdown]
 # It lost: with the shipped tiles, step 9 with pipelined fragments is several points *slower* at both sizes, and
@@ -347,14 +338,7 @@ if ncu_file.exists():
 # %%
 async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
                                  "stage arithmetic, timed in one run")
-if async_copy:
-    by = {(r["step"], r["M"]): r for r in async_copy["records"] if "error" not in r}
-    names = [r["step"] for r in async_copy["records"] if r["M"] == async_copy["records"][0]["M"]]
-    sizes = sorted({m for _, m in by})
-    rows = ["| kernel | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |", "|:--|" + "--:|" * len(sizes)]
-    rows += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |"
-             for name in names if name != "cublas"]
-    lesson.say("\n".join(rows))
+lesson.variants_table(async_copy) if async_copy else None
 
 # %% [markdown]
 # Every variant is slower, and by far more than its instruction count says: the unsigned stage, with 1 % *fewer*
@@ -377,20 +361,15 @@ if async_copy:
 shapes = lesson.load_shipped("experiment-code-shapes-*.json", "step 9's k-column in equivalent FMA orders and "
                              "load placements, timed in one run")
 if shapes:
+    lesson.say(lesson.variants_table(shapes, first_column="k-column shape"))
     by = {(r["step"], r["M"]): r for r in shapes["records"] if "error" not in r}
-    names = [r["step"] for r in shapes["records"] if r["M"] == shapes["records"][0]["M"]]
     sizes = sorted({m for _, m in by})
-    rows = ["| k-column shape | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |",
-            "|:--|" + "--:|" * len(sizes)]
-    rows += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" for m in sizes) + " |"
-             for name in names if name != "cublas"]
     gains = {name: [by[("step9 shipped", m)]["median_ms"] / by[(name, m)]["median_ms"] - 1 for m in sizes]
-             for name in names if name not in ("cublas", "step9 shipped", "step9 shipped again")}
+             for name, m in by if m == sizes[0] and name not in ("cublas", "step9 shipped", "step9 shipped again")}
     best = max(gains, key=lambda name: min(gains[name]))
     verdict = "adopt it" if min(gains[best]) > 0.01 else "it misses the bar, so step 9 keeps its serpentine order"
-    lesson.say("\n".join(rows) + f"\n\nThe best shape, **{best}**, is " + " and ".join(
-        f"{g:+.1%}" for g in gains[best]) + " against the shipped kernel at " + " and ".join(
-        f"{m}³" for m in sizes) + f": {verdict}.")
+    lesson.say(f"The best shape, **{best}**, is " + " and ".join(f"{g:+.1%}" for g in gains[best])
+               + " against the shipped kernel at " + " and ".join(f"{m}³" for m in sizes) + f": {verdict}.")
 
 # %% [markdown]
 # Equivalent code shapes spread over a few percent, not the 10 % that separates step 9 from cuBLAS. Step 9 stays the

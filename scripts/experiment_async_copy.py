@@ -12,7 +12,6 @@ async copies a little slower unless fewer registers (229 vs 253) or the missing 
 The shipped kernel runs first and again last. Writes JSON to argv[1].
 """
 import sys
-from types import SimpleNamespace
 
 from gemm_steps import bench
 from gemm_steps.steps import warp_tiling
@@ -41,15 +40,7 @@ specs = [
     ("async A+B, uint32 stage", unsigned_template, {"ASYNC_A": True, "ASYNC_B": True}),
     ("step9 shipped again", TEMPLATE, {}),
 ]
-variants = []
-for number, (label, template, flags) in enumerate(specs, 1):
-    name = "x_" + "".join(ch if ch.isalnum() else "_" for ch in label)
-    tiled = TiledKernels(name, template, config, {**layout, **flags})
-    compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
-    print(f"{label:28s} registers {compiled.regs_per_thread}", flush=True)
-    variants.append(SimpleNamespace(name=label, number=number, launch=tiled.launch, config=dict(config.__dict__)))
-res = bench.run_benchmark(variants, [(s,) * 3 for s in (4096, 8192)], repeats=30, progress=lambda m: None)
-bench.save(res, sys.argv[1])
-for r in res["records"]:
-    print(f"{r['M']:5d} {r['step']:28s} {r.get('median_ms', 0):8.3f} ms {r.get('tflops', 0):6.2f} TF "
-          f"{r.get('pct_of_cublas') or 0:5.1f}% unwritten={r.get('unwritten')} err={r.get('sampled_rel_error_fp64')}")
+variants = [(label, TiledKernels("x_" + "".join(ch if ch.isalnum() else "_" for ch in label), template, config,
+                                 {**layout, **flags}))
+            for label, template, flags in specs]
+bench.time_variants(variants, (4096, 8192), sys.argv[1])

@@ -10,7 +10,6 @@ With ``--profile`` instead: one launch each of shipped step 9, pipelined step 9 
 Nsight Compute (``ncu --clock-control none ... python scripts/experiment_pipelining.py --profile``).
 """
 import sys
-from types import SimpleNamespace
 
 from gemm_steps import bench
 from gemm_steps.steps import double_buffered, warp_tiling
@@ -19,8 +18,7 @@ from gemm_steps.tiling import TileConfig, TiledKernels
 
 
 def variant(label, config, layout):
-    tiled = TiledKernels(label.replace(" ", "_").replace("×", "x").replace(",", ""), TEMPLATE, config, layout)
-    return SimpleNamespace(name=label, launch=tiled.launch, tiled=tiled, config=dict(config.__dict__))
+    return label, TiledKernels(label.replace(" ", "_"), TEMPLATE, config, layout)
 
 
 wt = warp_tiling.TILED.config  # 128×256×8, 8×16 per thread, 256 threads (H200 winner)
@@ -48,16 +46,8 @@ if sys.argv[1] == "--profile":
     rng = np.random.default_rng(0)
     a, b = (cuda.to_device(rng.standard_normal((4096, 4096), dtype=np.float32)) for _ in range(2))
     c = cuda.device_array((4096, 4096), np.float32)
-    for launch in (variants[0].launch, variants[1].launch, launch_cublas):
+    for launch in (variants[0][1].launch, variants[1][1].launch, launch_cublas):
         launch(a, b, c)
     cuda.synchronize()
     sys.exit(0)
-for number, v in enumerate(variants, 1):
-    v.number = number
-    compiled = v.tiled.kernels["fast"].compile(v.tiled.signature("fast"))
-    print(f"{v.name:32s} registers {compiled.regs_per_thread}", flush=True)
-res = bench.run_benchmark(variants, [(s,) * 3 for s in (4096, 8192)], repeats=30, progress=lambda m: None)
-bench.save(res, sys.argv[1])
-for r in res["records"]:
-    print(f"{r['M']:5d} {r['step']:32s} {r.get('median_ms', 0):8.3f} ms {r.get('tflops', 0):6.2f} TF "
-          f"{r.get('pct_of_cublas') or 0:5.1f}% unwritten={r.get('unwritten')} err={r.get('sampled_rel_error_fp64')}")
+bench.time_variants(variants, (4096, 8192), sys.argv[1])
