@@ -260,7 +260,8 @@ from gemm_steps.steps.double_buffered import TEMPLATE
 from gemm_steps.tiling import TiledKernels
 
 config = warp_tiling.module.TILED.config
-pipelined = TiledKernels("warp_tiling_pipelined", TEMPLATE, config, {**warp_tiling.module.layout(config), "PIPELINED": True})
+pipelined = TiledKernels("warp_tiling_pipelined", TEMPLATE, config,
+                         {**warp_tiling.module.layout(config), "PIPELINED": True})
 source = pipelined.sources["fast"].splitlines()
 first = next(i for i, line in enumerate(source) if "Columns 0" in line)
 print("\n".join(source[first:first + 12]) + "\n    …")
@@ -291,15 +292,20 @@ lesson.variants_table(pipelining) if pipelining else None
 # %%
 import re
 
+def ncu_value(block: str, name: str) -> str:
+    """The number Nsight Compute printed for ``name`` in one kernel's block of its text report."""
+    return re.search(rf"{name}\s+\S*\s+([\d.,]+)", block).group(1)
+
+
 ncu_file = lesson.RESULTS_DIR / "ncu-step9-pipelined-cublas-h200.txt"
 if ncu_file.exists():
     rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers | SM clock |",
             "|:--|--:|--:|--:|--:|"]
-    for block in re.split(r"\n  (?=\S)", ncu_file.read_text())[1:]:
-        value = lambda name: re.search(rf"{name}\s+\S*\s+([\d.,]+)", block).group(1)
+    for block in re.split(r"\n  (?=\S)", ncu_file.read_text())[1:]:  # one block per profiled kernel
         kernel = block.split("(")[0].split("::")[-1].split("[")[0].strip()
-        rows.append(f"| `{kernel}` | {value('smsp__inst_executed.sum')} | {value('Issued Warp Per Scheduler')} "
-                    f"| {value('Registers Per Thread')} | {value('sm__cycles_elapsed.avg.per_second')} GHz |")
+        rows.append(f"| `{kernel}` | {ncu_value(block, 'smsp__inst_executed.sum')} "
+                    f"| {ncu_value(block, 'Issued Warp Per Scheduler')} | {ncu_value(block, 'Registers Per Thread')} "
+                    f"| {ncu_value(block, 'sm__cycles_elapsed.avg.per_second')} GHz |")
     lesson.say("\n".join(rows) + f"\n\nFrom `{ncu_file.relative_to(lesson.RESULTS_DIR.parent)}` (H200).")
 
 # %% [markdown]
