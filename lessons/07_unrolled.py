@@ -266,9 +266,14 @@ else:
     lesson.say("There is no shipped `results/compile-times-h200.json`, so there are no first-call times to show.")
 
 # %% [markdown]
-# The measurement was taken before step 9 switched to its serpentine FMA order (the same instructions in another
-# order; see lesson 9). The 3 s target is not met by the generated steps on a cold start: what is left is NVVM's
-# and `ptxas`'s time on thousands of straight-line FMAs, plus Numba's type inference of the long source.
+# The 3 s target is not met by the generated steps on a cold start, and the edge kernels take longer still. Where
+# the time goes, profiled with `cProfile` on a CPU for step 9's fast kernel (the workaround above applied): almost
+# all of it in Numba's own passes over the long source — rebuilding SSA form about 31 %, type inference 23 %,
+# removing the phi nodes again 20 %, lowering to LLVM IR 13 % — and under a tenth in NVVM and `ptxas`. The edge
+# kernel, with a guarded branch for every load and store, has many more basic blocks, and Numba's liveness analysis
+# over them adds about a fifth of its (2.5× longer) compile. Keeping the accumulators in a local array instead of scalars, to give
+# SSA fewer variables, made it slower (15.6 s against 10.9 s for the PTX on that CPU). So the remedy would be in
+# Numba's passes, not in the kernel.
 #
 # These are two different machines and two different things timed — first call on the GPU host (compile to PTX,
 # `ptxas`, load, one run) against PTX generation alone here — so compare each with itself, not with the other.
