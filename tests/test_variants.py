@@ -27,7 +27,8 @@ SMALL = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
 FLAGS = {"pipelined": {"PIPELINED": True}, "async_b": {"ASYNC_B": True},
          "async_a_b": {"ASYNC_A": True, "ASYNC_B": True}}
 LAYOUTS = {"contiguous": LAYOUT, "warp_tiled": warp_tiling.layout(SMALL),
-           "persistent": {**warp_tiling.layout(SMALL), "PERSISTENT": True}}
+           "persistent": {**warp_tiling.layout(SMALL), "PERSISTENT": True},
+           "stream_k": {**warp_tiling.layout(SMALL), "STREAM_K": True}}
 
 
 @pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="builds kernels for the simulator")
