@@ -7,17 +7,19 @@
 >>> [s.name for s in gemm_steps.steps()][:3]
 ['naive', 'coalesced', 'shared_memory']
 
-Without a GPU the kernels run on Numba's CUDA simulator (chosen automatically; see :func:`backend`).
+The package is laid out by layer: ``steps/`` (the kernels), ``toolkit/`` (what they are built with: backend
+choice, intrinsics, the unroll compiler, launch helpers), ``harness/`` (what calls, checks and times them) and
+``course/`` (lesson helpers, plots, the ``gemm-steps`` command). Without a GPU the kernels run on Numba's CUDA
+simulator (chosen automatically; see :func:`backend`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import _backend  # must come first: picks GPU or simulator before Numba is imported
-from .cublas import cublas_matmul
-from .step import Step
-from .steps import all_steps
+from .toolkit import backend as _backend  # must come first: picks GPU or simulator before Numba is imported
+from .harness.cublas import cublas_matmul
+from .harness.step import Step, all_steps
 
 __all__ = ["steps", "get_step", "matmul", "cublas_matmul", "backend", "Step", "SIMULATOR"]
 
@@ -35,12 +37,13 @@ def steps() -> list[Step]:
 
 
 def get_step(name_or_number: str | int) -> Step:
-    """A step by its name (``"naive"``) or number (``1``)."""
+    """A step by its name (``"naive"``) or number (``1`` or ``"1"``, as on the command line)."""
     found = all_steps()
+    key = name_or_number
+    if isinstance(key, str) and key.strip().isdigit():
+        key = int(key)
     for step in found:
-        if step.name == name_or_number or (
-            isinstance(name_or_number, int) and not isinstance(name_or_number, bool) and step.number == name_or_number
-        ):
+        if step.name == key or (isinstance(key, int) and not isinstance(key, bool) and step.number == key):
             return step
     names = ", ".join(f"{s.number}={s.name}" for s in found)
     raise KeyError(f"no step {name_or_number!r}; the steps are {names}")

@@ -1,5 +1,5 @@
 """``python -m gemm_steps`` is the ``gemm-steps`` command (see :mod:`gemm_steps.cli`)."""
 
-from .cli import main
+from .course.cli import main
 
 raise SystemExit(main())

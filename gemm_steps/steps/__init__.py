@@ -1,10 +1,8 @@
-"""The course's steps, in order. Adding a step = adding a module here and its name to :data:`COURSE`."""
+"""The course's kernels, one module per step, in course order. Adding a step = a module here and its name in COURSE.
 
-from __future__ import annotations
-
-import importlib
-
-from ..step import Step
+A step module imports only the toolkit (:mod:`gemm_steps.toolkit`); the harness that calls, checks and times the
+steps (:mod:`gemm_steps.harness`) wraps each module in a :class:`gemm_steps.harness.step.Step`.
+"""
 
 #: Module names in course order; a step's number is its position (1-based).
 COURSE = [
@@ -20,15 +18,3 @@ COURSE = [
     "persistent",
     "stream_k",
 ]
-
-_STEPS: list[Step] | None = None
-
-
-def all_steps() -> list[Step]:
-    global _STEPS
-    if _STEPS is None:
-        _STEPS = [
-            Step(number, importlib.import_module(f"{__name__}.{name}"))
-            for number, name in enumerate(COURSE, start=1)
-        ]
-    return list(_STEPS)

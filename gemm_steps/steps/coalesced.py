@@ -11,7 +11,7 @@ measure it, don't assume it.
 
 from numba import cuda, float32
 
-from ..kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 TITLE = "Coalesced: neighbouring threads read neighbouring addresses"
 SUMMARY = "Swap the thread→element mapping so each warp reads contiguous rows of B and writes contiguous C."

@@ -12,7 +12,7 @@ Expect: a few percent of cuBLAS; measured in ``results/``.
 
 from numba import cuda, float32
 
-from ..kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 TITLE = "Naive: one thread per output, warps read A with a stride"
 SUMMARY = "Three nested loops on the GPU: each thread computes one C element straight from global memory."

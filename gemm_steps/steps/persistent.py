@@ -1,36 +1,123 @@
 """Step 10 — persistent kernel: launch only what the GPU runs at once, and loop over tiles in L2-friendly order.
 
-Changed from step 9: the same warp-tiled, double-buffered tile computation (step 8's template with
-``PERSISTENT = True``), but the grid is ``SMs × resident blocks per SM`` (the occupancy the driver reports for
-this kernel), and block b computes tiles b, b + gridDim.x, … (grid-stride over tiles). Tiles are numbered by
+Changed from step 9: the same warp-tiled, double-buffered tile computation, now inside a loop over tiles. The grid
+is ``SMs × resident blocks per SM`` (the occupancy the driver reports for this kernel: ``PersistentTiles`` in
+:mod:`gemm_steps.toolkit.tiles`), and block b computes tiles b, b + gridDim.x, … (grid-stride over tiles). Tiles are numbered by
 column within groups of GROUP_M tile-rows, column by column, so the tiles in flight together reuse the same
 rows of A and columns of B from L2 (GROUP_M = 1 is plain row-major order: swizzle off).
 Why it can be faster: no block launch/retire per tile, and a deliberate L2-friendly order. Why it may not be:
 with 1 block/SM a non-persistent grid already runs in waves of 132 tiles, and the hardware scheduler is fast;
 the last wave is just as partial either way (wave quantization: see the stream-K discussion in the lesson).
 Measure both; the lesson shows where it wins, where it is flat, and why.
-Edges: the persistent loop covers the full tiles; edge tiles run on the (non-persistent) guarded kernel.
+Edges: the persistent loop covers the full tiles; edge tiles run on step 9's guarded kernel (one block each).
 """
 
-from ..tiling import TileConfig, TiledKernels
-from ..tuning import tuned_config
-from .double_buffered import TEMPLATE
-from .warp_tiling import SEARCH_SPACE as WARP_TILING_SPACE
-from .warp_tiling import layout
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tiles import PersistentTiles, TileConfig
+from ..toolkit.unroll import registers, unroll
+from . import warp_tiling
 
 TITLE = "Persistent: one resident wave of blocks loops over L2-grouped tiles"
 SUMMARY = "Launch SMs × occupancy blocks that grid-stride over tiles in grouped (swizzled) order for L2 reuse."
 
+
+def persistent_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """Full BLOCK_M×BLOCK_N tiles of C = A·B, looping over tiles; a, b, c are flat row-major float32 arrays."""
+    if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
+        a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = a_tile  # B as is: [k][col]
+    else:
+        a_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_M, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_N, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warp = tid // 32  # the warp-tiled thread → C map of step 9
+    lane = tid % 32
+    thread_row = warp // WARPS_N * WARP_TILE_M + lane // LANES_N * 4
+    thread_col = warp % WARPS_N * WARP_TILE_N + lane % LANES_N * 4
+    a_row, a_k = registers(A_LOADS), registers(A_LOADS)
+    b_k, b_col = registers(B_LOADS), registers(B_LOADS)
+    for load in unroll(A_LOADS):
+        a_row[load] = (tid + load * THREADS) // A_VECTORS_PER_ROW
+        a_k[load] = (tid + load * THREADS) % A_VECTORS_PER_ROW * 4
+    for load in unroll(B_LOADS):
+        b_k[load] = (tid + load * THREADS) // B_VECTORS_PER_ROW
+        b_col[load] = (tid + load * THREADS) % B_VECTORS_PER_ROW * 4
+    k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+    acc = registers(THREAD_M, THREAD_N)
+    a_next, b_next = registers(A_LOADS, 4), registers(B_LOADS, 4)
+    a_frag, b_frag = registers(THREAD_M), registers(THREAD_N)
+
+    # Persistent: the grid is only as large as the GPU holds at once, and block b computes full tiles b,
+    # b + gridDim.x, b + 2·gridDim.x, … Tiles are numbered column by column within groups of GROUP_M tile-rows,
+    # so tiles in flight together share rows of A and columns of B in L2 (GROUP_M = 1: plain row-major order).
+    tiles_per_group = uint32(GROUP_M) * full_col_blocks
+    for tile in range(uint32(cuda.blockIdx.x), full_row_blocks * full_col_blocks, uint32(cuda.gridDim.x)):
+        first_row = tile // tiles_per_group * GROUP_M  # the group's first tile-row
+        rows_in_group = min(full_row_blocks - first_row, uint32(GROUP_M))  # the last group may be shorter
+        block_row = (first_row + tile % tiles_per_group % rows_in_group) * BLOCK_M  # down the group's rows…
+        block_col = tile % tiles_per_group // rows_in_group * BLOCK_N  # …then on to the next column
+        for i in unroll(THREAD_M):
+            for j in unroll(THREAD_N):
+                acc[i][j] = float32(0.0)
+
+        # Step 9's double-buffered k-loop, unchanged.
+        for k_tile in range(k_tiles + 1):
+            k0 = uint32(k_tile) * BLOCK_K
+            if k_tile < k_tiles:
+                for load in unroll(A_LOADS):
+                    a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
+                        a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                for load in unroll(B_LOADS):
+                    b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
+                        b, (k0 + b_k[load]) * n + block_col + b_col[load])
+            if k_tile > 0:
+                stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
+                stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)
+                for kk in unroll(BLOCK_K):
+                    for q in unroll(0, THREAD_M, 4):
+                        a_frag[q], a_frag[q + 1], a_frag[q + 2], a_frag[q + 3] = load_float4(
+                            a_tile, stage_a + thread_row + (kk * BLOCK_M + q // 4 * A_CHUNK_STRIDE))
+                    for q in unroll(0, THREAD_N, 4):
+                        b_frag[q], b_frag[q + 1], b_frag[q + 2], b_frag[q + 3] = load_float4(
+                            b_tile, stage_b + thread_col + (kk * BLOCK_N + q // 4 * B_CHUNK_STRIDE))
+                    for i in unroll(THREAD_M):
+                        for jj in unroll(THREAD_N):
+                            j = THREAD_N - 1 - jj if i % 2 else jj  # serpentine
+                            acc[i][j] += a_frag[i] * b_frag[j]
+            if k_tile < k_tiles:
+                stage_a = uint32(k_tile % 2) * (BLOCK_K * BLOCK_M)
+                stage_b = B_BASE + uint32(k_tile % 2) * (BLOCK_K * BLOCK_N)
+                for load in unroll(A_LOADS):
+                    for q in unroll(4):
+                        a_tile[stage_a + a_k[load] * BLOCK_M + a_row[load] + q * BLOCK_M] = a_next[load][q]
+                for load in unroll(B_LOADS):
+                    store_float4(b_tile, stage_b + b_k[load] * BLOCK_N + b_col[load],
+                                 b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3])
+            cuda.syncthreads()  # also keeps the next tile's first stores out of this tile's last reads
+
+        for i in unroll(THREAD_M):
+            row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
+            for j in unroll(0, THREAD_N, 4):
+                store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
+                             acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
+
+
 GROUP_M = 8  # tile-rows per group in the tile order; 1 = row-major (no swizzle)
 
-SEARCH_SPACE = WARP_TILING_SPACE
+SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 
 
-def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("persistent", TEMPLATE, config, {**layout(config), "PERSISTENT": True, "GROUP_M": group_m},
-                        overrides)
+def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = None) -> PersistentTiles:
+    """Step 10 for a tile configuration; its edge tiles run on step 9's edge kernel of the same configuration."""
+    edge = warp_tiling.build(config, overrides) if overrides or config != warp_tiling.TILED.config else warp_tiling.TILED
+    return PersistentTiles("persistent", persistent_kernel, config, {**warp_tiling.layout(config), "GROUP_M": group_m},
+                           overrides, edge=edge)
 
 
-TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+TILED = build(warp_tiling.TILED.config)  # launch, KERNELS, CONFIG: see harness/step.py
 
 PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)

@@ -10,7 +10,7 @@ Expect: roughly 2× step 3. Edges: zero-filled tile loads and guarded stores, as
 
 from numba import cuda, float32
 
-from ..kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 TITLE = "1D register tiling: 8 results per thread"
 SUMMARY = "Each thread accumulates a column of 8 C values in registers, reusing each B value from shared memory 8×."

@@ -20,7 +20,7 @@ Edges: zero-filled tile loads, guarded stores.
 
 from numba import cuda, float32, uint32
 
-from ..kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 TITLE = "2D register tiling: an 8×8 block per thread"
 SUMMARY = "Each thread computes an 8×8 outer product per k from 16 shared loads; all index math unsigned."

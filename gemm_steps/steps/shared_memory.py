@@ -11,7 +11,7 @@ Edges: loads outside A or B write zeros into the tile, and threads outside C ski
 
 from numba import cuda, float32
 
-from ..kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 TITLE = "Shared memory: 32×32 block tiling"
 SUMMARY = "Stage 32×32 tiles of A and B in shared memory so each global load feeds 32 FMAs."

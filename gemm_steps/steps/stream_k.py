@@ -8,7 +8,7 @@ write their partial sums to a workspace and raise a flag; the block that compute
 for the flags of the (lower-numbered) blocks that share the tile, adds their partial sums in a fixed order, and
 stores C. Each block walks its share backwards, so the pieces others wait for are computed first (walking
 forwards chains every block's wait onto the previous block's: measured 6.7 % of cuBLAS at 4096³ that way).
-Hybrid (``tiling.stream_k_split``): if a tile-per-block schedule keeps ≥ 90 % of block slots busy, step 11 simply
+Hybrid (``stream_k_split`` in :mod:`gemm_steps.toolkit.tiles`): if a tile-per-block schedule keeps ≥ 90 % of block slots busy, step 11 simply
 runs step 10; otherwise whole waves stay data-parallel and only the remainder (plus one wave, for balance) is
 stream-K.
 Deterministic: the partial sums are added in a fixed order (nearest block first) for a given grid size, so
@@ -19,28 +19,161 @@ Expect: ≈ step 10 where tiles fill whole waves; up to (waves rounded up)/(wave
 K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 """
 
-from ..tiling import TileConfig, TiledKernels
-from . import persistent
-from .double_buffered import TEMPLATE
-from .warp_tiling import SEARCH_SPACE as WARP_TILING_SPACE
-from .warp_tiling import layout
+from numba import cuda, float32, uint32, uint64
+
+from ..toolkit.intrinsics import load_bypassing_l1, load_float4, store_float4
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tiles import StreamKTiles, TileConfig
+from ..toolkit.unroll import registers, unroll
+from . import persistent, warp_tiling
 
 TITLE = "Stream-K: split the last wave's work by k-iterations"
 SUMMARY = "Whole waves run data-parallel; the leftover tiles' k-loops are split evenly over all blocks and fixed up."
 
-SEARCH_SPACE = WARP_TILING_SPACE
+
+def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspace, flags, dp_tiles, sk_tiles):
+    """Full tiles of C = A·B: dp_tiles whole tiles, then sk_tiles shared out by k-iterations over the grid."""
+    if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
+        a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = a_tile  # B as is: [k][col]
+    else:
+        a_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_M, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_N, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warp = tid // 32  # the warp-tiled thread → C map of step 9
+    lane = tid % 32
+    thread_row = warp // WARPS_N * WARP_TILE_M + lane // LANES_N * 4
+    thread_col = warp % WARPS_N * WARP_TILE_N + lane % LANES_N * 4
+    a_row, a_k = registers(A_LOADS), registers(A_LOADS)
+    b_k, b_col = registers(B_LOADS), registers(B_LOADS)
+    for load in unroll(A_LOADS):
+        a_row[load] = (tid + load * THREADS) // A_VECTORS_PER_ROW
+        a_k[load] = (tid + load * THREADS) % A_VECTORS_PER_ROW * 4
+    for load in unroll(B_LOADS):
+        b_k[load] = (tid + load * THREADS) // B_VECTORS_PER_ROW
+        b_col[load] = (tid + load * THREADS) % B_VECTORS_PER_ROW * 4
+    acc = registers(THREAD_M, THREAD_N)
+    a_next, b_next = registers(A_LOADS, 4), registers(B_LOADS, 4)
+    a_frag, b_frag = registers(THREAD_M), registers(THREAD_N)
+
+    # This block first computes its data-parallel tiles (block, block + G, … below dp_tiles), then an equal share
+    # [sk_begin, sk_end) of the k-iterations of the sk_tiles that follow, which may start or end in the middle of
+    # a tile. It walks its share backwards, so the piece other blocks wait for (the start of a tile, at the end of
+    # the share) is computed first and the piece that waits (the end of a tile, at the start of the share) last:
+    # no block waits for a block that is itself waiting.
+    k_tiles = uint32((k + BLOCK_K - 1) // BLOCK_K)
+    blocks = uint32(cuda.gridDim.x)
+    block = uint32(cuda.blockIdx.x)
+    sk_iterations = uint64(sk_tiles) * k_tiles  # 64-bit: block * sk_iterations may pass 2³²
+    sk_begin = uint32(block * sk_iterations // blocks)
+    sk_end = uint32((block + uint32(1)) * sk_iterations // blocks)
+    dp_count = uint32((dp_tiles + blocks - uint32(1) - block) // blocks)
+    dp_done = uint32(0)
+    iteration = sk_end  # walks down to sk_begin
+    while dp_done < dp_count or iteration > sk_begin:
+        if dp_done < dp_count:  # a whole tile
+            tile = uint32(block + dp_done * blocks)
+            k_first = uint32(0)
+            k_count = k_tiles
+            dp_done += uint32(1)
+        else:  # the last run of k-iterations left in our share, all within one tile
+            tile_start = (iteration - uint32(1)) // k_tiles * k_tiles  # the tile's first iteration
+            tile = uint32(dp_tiles + tile_start // k_tiles)
+            first = max(sk_begin, tile_start)
+            k_first = uint32(first - tile_start)
+            k_count = uint32(iteration - first)
+            iteration = first
+        block_row = tile // full_col_blocks * BLOCK_M
+        block_col = tile % full_col_blocks * BLOCK_N
+        for i in unroll(THREAD_M):
+            for j in unroll(THREAD_N):
+                acc[i][j] = float32(0.0)
+
+        # Step 9's double-buffered k-loop, over k-tiles k_first … k_first + k_count - 1 of this tile.
+        for k_tile in range(k_count + 1):
+            k0 = uint32(k_first + k_tile) * BLOCK_K
+            if k_tile < k_count:
+                for load in unroll(A_LOADS):
+                    a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
+                        a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                for load in unroll(B_LOADS):
+                    b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
+                        b, (k0 + b_k[load]) * n + block_col + b_col[load])
+            if k_tile > 0:
+                stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
+                stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)
+                for kk in unroll(BLOCK_K):
+                    for q in unroll(0, THREAD_M, 4):
+                        a_frag[q], a_frag[q + 1], a_frag[q + 2], a_frag[q + 3] = load_float4(
+                            a_tile, stage_a + thread_row + (kk * BLOCK_M + q // 4 * A_CHUNK_STRIDE))
+                    for q in unroll(0, THREAD_N, 4):
+                        b_frag[q], b_frag[q + 1], b_frag[q + 2], b_frag[q + 3] = load_float4(
+                            b_tile, stage_b + thread_col + (kk * BLOCK_N + q // 4 * B_CHUNK_STRIDE))
+                    for i in unroll(THREAD_M):
+                        for jj in unroll(THREAD_N):
+                            j = THREAD_N - 1 - jj if i % 2 else jj  # serpentine
+                            acc[i][j] += a_frag[i] * b_frag[j]
+            if k_tile < k_count:
+                stage_a = uint32(k_tile % 2) * (BLOCK_K * BLOCK_M)
+                stage_b = B_BASE + uint32(k_tile % 2) * (BLOCK_K * BLOCK_N)
+                for load in unroll(A_LOADS):
+                    for q in unroll(4):
+                        a_tile[stage_a + a_k[load] * BLOCK_M + a_row[load] + q * BLOCK_M] = a_next[load][q]
+                for load in unroll(B_LOADS):
+                    store_float4(b_tile, stage_b + b_k[load] * BLOCK_N + b_col[load],
+                                 b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3])
+            cuda.syncthreads()
+
+        if k_first + k_count < k_tiles:
+            # We stop before the tile's last k-tile: leave our partial sums in our workspace slot and raise our
+            # flag for the block that finishes the tile (it has a higher number, so it never makes us wait).
+            slot = block * (BLOCK_M * BLOCK_N) + tid
+            for i in unroll(THREAD_M):
+                for j in unroll(THREAD_N):
+                    workspace[slot + (i * THREAD_N + j) * THREADS] = acc[i][j]
+            cuda.threadfence()  # the partial sums are visible GPU-wide before the flag is
+            cuda.syncthreads()
+            if tid == 0:
+                cuda.atomic.exch(flags, block, 1)
+            continue
+        # We compute the tile's last k-tile: add the partial sums of the lower-numbered blocks that computed its
+        # earlier k-tiles, nearest first (a fixed order: the result is the same bit for bit on every run).
+        if k_first > 0:
+            tile_begin = uint64(tile - dp_tiles) * k_tiles  # the tile's first iteration in the stream-K range
+            other = block  # count down through the blocks before us whose share ends inside this tile
+            while other > 0 and other * sk_iterations // blocks > tile_begin:
+                other -= uint32(1)
+                if other * sk_iterations // blocks < (other + uint32(1)) * sk_iterations // blocks:  # it had work
+                    if tid == 0:
+                        while cuda.atomic.add(flags, other, 0) == 0:
+                            pass  # spin: that block is resident and only computes, it never waits on us
+                        flags[other] = 0  # reset for the next launch (each flag is raised once per launch)
+                    cuda.syncthreads()
+                    slot = other * (BLOCK_M * BLOCK_N) + tid
+                    for i in unroll(THREAD_M):
+                        for j in unroll(THREAD_N):
+                            acc[i][j] += load_bypassing_l1(workspace, slot + (i * THREAD_N + j) * THREADS)
+        for i in unroll(THREAD_M):
+            row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
+            for j in unroll(0, THREAD_N, 4):
+                store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
+                             acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
-def build(config: TileConfig, overrides: dict | None = None, data_parallel: TiledKernels | None = None) -> TiledKernels:
-    if data_parallel is not None and data_parallel.config != config:
-        raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
-    kernels = TiledKernels("stream_k", TEMPLATE, config, {**layout(config), "STREAM_K": True}, overrides)
-    kernels.data_parallel_fallback = data_parallel
-    return kernels
+SEARCH_SPACE = warp_tiling.SEARCH_SPACE
+
+
+def build(config: TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
+    """Step 11 for a tile configuration. ``data_parallel``: the kernels to run where the split leaves nothing to
+    stream-K (step 10's); edge tiles run on step 9's edge kernel of the same configuration."""
+    edge = warp_tiling.build(config, overrides) if overrides or config != warp_tiling.TILED.config else warp_tiling.TILED
+    return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides, edge=edge,
+                        data_parallel_fallback=data_parallel)
 
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
-TILED = build(persistent.TILED.config, data_parallel=persistent.TILED)  # launch, source(), KERNELS, CONFIG: see step.py
+TILED = build(persistent.TILED.config, data_parallel=persistent.TILED)  # launch, KERNELS, CONFIG: harness/step.py
 
 # The fixup adds barriers, and one scalar ld.global.cg per accumulator (reading another block's partial sums).
 PTX_EXPECT = TILED.unrolled_ptx_claims()

@@ -14,23 +14,31 @@ integers, so there is no negative-index check to remove here):
 Why faster: 4× fewer load and store instructions, and fewer shared-memory wavefronts per FMA (lesson 4's model:
 A's fragment loads no longer conflict).
 Expect: ≈1.3× step 5 (measured on an H200: 46 % → 59 % of cuBLAS).
-Edges: a fast kernel for full tiles and a guarded edge kernel, generated from one template (:mod:`gemm_steps.tiling`).
+Edges: the kernel is compiled twice, as a fast kernel for full tiles and a guarded edge kernel (its ``if EDGE:``
+branches, decided at compile time: :mod:`gemm_steps.toolkit.tiles`).
 """
 
-from ..tiling import TileConfig, TiledKernels
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tiles import TileConfig, TiledKernels
 
 TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, flat arrays"
 SUMMARY = "Move 4 floats per load/store instruction with a small LLVM intrinsic; A transposed so its fragments load 4 at a time."
 
-TEMPLATE = '''
-def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
-    """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
-# @if EDGE
-    if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
-        return  # a full tile: the fast kernel computes it
-# @end
-    a_tile = cuda.shared.array({{BLOCK_K * BLOCK_M}}, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
-    b_tile = cuda.shared.array({{BLOCK_K * BLOCK_N}}, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
+
+def vectorized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays.
+
+    Compile-time constants: the tile sizes (BLOCK_M…), A_LOADS/B_LOADS (128-bit loads per thread per tile),
+    A_VECTORS_PER_ROW/B_VECTORS_PER_ROW, THREADS_N (threads along a row of the tile), and EDGE (guarded variant).
+    """
+    if EDGE:
+        if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
+            return  # a full tile: the fast kernel computes it
+    a_tile = cuda.shared.array(BLOCK_K * BLOCK_M, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+    b_tile = cuda.shared.array(BLOCK_K * BLOCK_N, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
     block_row = uint32(cuda.blockIdx.y) * BLOCK_M
@@ -53,30 +61,28 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             tile_row = index // A_VECTORS_PER_ROW
             tile_k = index % A_VECTORS_PER_ROW * 4
             row = block_row + tile_row
-# @if EDGE
-            for q in range(4):
-                col = k0 + tile_k + q
-                a_tile[(tile_k + q) * BLOCK_M + tile_row] = a[row * k + col] if row < m and col < k else float32(0)
-# @else
-            x0, x1, x2, x3 = load_float4(a, row * k + k0 + tile_k)
-            a_tile[(tile_k + 0) * BLOCK_M + tile_row] = x0
-            a_tile[(tile_k + 1) * BLOCK_M + tile_row] = x1
-            a_tile[(tile_k + 2) * BLOCK_M + tile_row] = x2
-            a_tile[(tile_k + 3) * BLOCK_M + tile_row] = x3
-# @end
+            if EDGE:
+                for q in range(4):
+                    col = k0 + tile_k + q
+                    a_tile[(tile_k + q) * BLOCK_M + tile_row] = a[row * k + col] if row < m and col < k else float32(0)
+            else:
+                x0, x1, x2, x3 = load_float4(a, row * k + k0 + tile_k)
+                a_tile[(tile_k + 0) * BLOCK_M + tile_row] = x0
+                a_tile[(tile_k + 1) * BLOCK_M + tile_row] = x1
+                a_tile[(tile_k + 2) * BLOCK_M + tile_row] = x2
+                a_tile[(tile_k + 3) * BLOCK_M + tile_row] = x3
         for load in range(B_LOADS):
             index = tid + uint32(load * THREADS)
             tile_k = index // B_VECTORS_PER_ROW
             tile_col = index % B_VECTORS_PER_ROW * 4
             row = k0 + tile_k
-# @if EDGE
-            for q in range(4):
-                col = block_col + tile_col + q
-                b_tile[tile_k * BLOCK_N + tile_col + q] = b[row * n + col] if row < k and col < n else float32(0)
-# @else
-            x0, x1, x2, x3 = load_float4(b, row * n + block_col + tile_col)
-            store_float4(b_tile, tile_k * BLOCK_N + tile_col, x0, x1, x2, x3)
-# @end
+            if EDGE:
+                for q in range(4):
+                    col = block_col + tile_col + q
+                    b_tile[tile_k * BLOCK_N + tile_col + q] = b[row * n + col] if row < k and col < n else float32(0)
+            else:
+                x0, x1, x2, x3 = load_float4(b, row * n + block_col + tile_col)
+                store_float4(b_tile, tile_k * BLOCK_N + tile_col, x0, x1, x2, x3)
         cuda.syncthreads()
 
         for kk in range(BLOCK_K):
@@ -93,19 +99,19 @@ def {{KERNEL_NAME}}(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 
     for i in range(THREAD_M):
         row = block_row + thread_row + i
-# @if EDGE
-        for j in range(THREAD_N):
-            col = block_col + thread_col + j
-            if row < m and col < n:
-                c[row * n + col] = acc[i, j]
-# @else
-        for q in range(0, THREAD_N, 4):
-            store_float4(c, row * n + block_col + thread_col + q, acc[i, q], acc[i, q + 1], acc[i, q + 2], acc[i, q + 3])
-# @end
-'''
+        if EDGE:
+            for j in range(THREAD_N):
+                col = block_col + thread_col + j
+                if row < m and col < n:
+                    c[row * n + col] = acc[i, j]
+        else:
+            for q in range(0, THREAD_N, 4):
+                store_float4(c, row * n + block_col + thread_col + q, acc[i, q], acc[i, q + 1], acc[i, q + 2],
+                             acc[i, q + 3])
+
 
 DEFAULT_CONFIG = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
-TILED = TiledKernels("vectorized", TEMPLATE, DEFAULT_CONFIG)  # launch, source(), KERNELS, CONFIG: see step.py
+TILED = TiledKernels("vectorized", vectorized_kernel, DEFAULT_CONFIG)  # launch, KERNELS, CONFIG: see harness/step.py
 
 #: The compiled code this lesson claims (tests/test_ptx.py): 128-bit global loads, shared loads and C stores, no
 #: scalar global loads in the fast kernel, no local memory — and a k-loop NOT unrolled (one k-step: 64 FMAs).

@@ -1,6 +1,6 @@
 """Step 9 — warp tiling: arrange each warp's results so its shared-memory reads are contiguous.
 
-Changed from step 8: only *which* elements of C a thread owns (the ``WARP_TILING`` branch of step 8's template).
+Changed from step 8: only *which* elements of C a thread owns (``gemm-steps diff 8 9`` shows the lines).
 Before, thread t owned a contiguous 8×8 block, so the 16 threads along a row of the block read B fragments 32 bytes
 apart: a warp's ``LDS.128`` touched 16 different 32-byte pieces spread over 512 bytes — bank conflicts, and many
 distinct addresses. Now the block tile is split into warp tiles of WARP_TILE_M × WARP_TILE_N = (8·THREAD_M) ×
@@ -8,7 +8,7 @@ distinct addresses. Now the block tile is split into warp tiles of WARP_TILE_M �
 warps) — and inside a warp tile lane l owns 4×4 sub-blocks spaced LANES_M·4 = 32 rows and LANES_N·4 = 16 columns
 apart. A warp's fragment loads then read 8 contiguous float4 of A (128 bytes) and 4 of B (64 bytes), each
 broadcast to the lanes that share them: conflict-free, and the fewest shared-memory wavefronts per FMA.
-And the FMAs run in **serpentine order** (``SERPENTINE``): row i of the outer product goes left to right for even
+And the FMAs run in **serpentine order**: row i of the outer product goes left to right for even
 i and right to left for odd i, so every FMA shares an operand with the one before it, also where a row ends.
 ``ptxas`` can then feed more operands from the register reuse cache instead of the register file (in the SASS,
 877 of 1024 FMAs per k-tile carry a ``.reuse`` flag, against 837 in row order), and fewer FMAs wait on register-bank
@@ -19,12 +19,117 @@ fast the FMAs issue.
 Expect: a few percent over step 8; measured in results/.
 """
 
-from ..tiling import TileConfig, TiledKernels
-from ..tuning import tuned_config
-from .double_buffered import TEMPLATE
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tuned import tuned_config
+from ..toolkit.unroll import registers, unroll
 
 TITLE = "Warp tiling: conflict-free shared-memory fragments"
 SUMMARY = "Give each warp its own sub-tile and each lane 4×4 pieces spaced apart, so fragment loads are contiguous."
+
+
+def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
+    if EDGE:
+        if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
+            return  # a full tile: the fast kernel computes it
+    # Two stages of each tile: stage s of A starts at s * BLOCK_K * BLOCK_M.
+    if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
+        a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = a_tile  # B as is: [k][col]
+    else:
+        a_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_M, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
+        b_tile = cuda.shared.array(2 * BLOCK_K * BLOCK_N, float32, alignment=SHARED_ALIGN)  # B as is: [k][col]
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    # Warp tiling: warp w owns a WARP_TILE_M×WARP_TILE_N block; inside it, lane l owns 4×4 sub-blocks spaced
+    # A_CHUNK_STRIDE rows and B_CHUNK_STRIDE columns apart, so a warp's fragment loads hit contiguous shared memory.
+    warp = tid // 32
+    lane = tid % 32
+    thread_row = warp // WARPS_N * WARP_TILE_M + lane // LANES_N * 4
+    thread_col = warp % WARPS_N * WARP_TILE_N + lane % LANES_N * 4
+    # Where this thread's 128-bit loads land in each tile: fixed for the whole k-loop.
+    a_row, a_k = registers(A_LOADS), registers(A_LOADS)
+    b_k, b_col = registers(B_LOADS), registers(B_LOADS)
+    for load in unroll(A_LOADS):
+        a_row[load] = (tid + load * THREADS) // A_VECTORS_PER_ROW
+        a_k[load] = (tid + load * THREADS) % A_VECTORS_PER_ROW * 4
+    for load in unroll(B_LOADS):
+        b_k[load] = (tid + load * THREADS) // B_VECTORS_PER_ROW
+        b_col[load] = (tid + load * THREADS) % B_VECTORS_PER_ROW * 4
+    k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    acc = registers(THREAD_M, THREAD_N)
+    for i in unroll(THREAD_M):
+        for j in unroll(THREAD_N):
+            acc[i][j] = float32(0.0)
+    a_next, b_next = registers(A_LOADS, 4), registers(B_LOADS, 4)  # the next k-tile, on its way to shared memory
+    a_frag, b_frag = registers(THREAD_M), registers(THREAD_N)
+
+    # The k-loop runs one extra time: iteration t loads k-tile t (if any) into registers, computes k-tile t - 1
+    # (if any) from shared stage (t - 1) % 2, then stores the loaded registers into stage t % 2.
+    for k_tile in range(k_tiles + 1):
+        k0 = uint32(k_tile) * BLOCK_K
+        if k_tile < k_tiles:
+            for load in unroll(A_LOADS):
+                row = block_row + a_row[load]
+                if EDGE:
+                    col = k0 + a_k[load]
+                    for q in unroll(4):
+                        a_next[load][q] = a[row * k + col + q] if row < m and col + q < k else float32(0)
+                else:
+                    a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
+                        a, row * k + k0 + a_k[load])
+            for load in unroll(B_LOADS):
+                row = k0 + b_k[load]
+                if EDGE:
+                    col = block_col + b_col[load]
+                    for q in unroll(4):
+                        b_next[load][q] = b[row * n + col + q] if row < k and col + q < n else float32(0)
+                else:
+                    b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
+                        b, row * n + block_col + b_col[load])
+        if k_tile > 0:
+            stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
+            stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)
+            # The unrolled k-loop over the BLOCK_K columns of the computing stage.
+            for kk in unroll(BLOCK_K):
+                for q in unroll(0, THREAD_M, 4):
+                    a_frag[q], a_frag[q + 1], a_frag[q + 2], a_frag[q + 3] = load_float4(
+                        a_tile, stage_a + thread_row + (kk * BLOCK_M + q // 4 * A_CHUNK_STRIDE))
+                for q in unroll(0, THREAD_N, 4):
+                    b_frag[q], b_frag[q + 1], b_frag[q + 2], b_frag[q + 3] = load_float4(
+                        b_tile, stage_b + thread_col + (kk * BLOCK_N + q // 4 * B_CHUNK_STRIDE))
+                for i in unroll(THREAD_M):
+                    for jj in unroll(THREAD_N):
+                        j = THREAD_N - 1 - jj if i % 2 else jj  # serpentine: odd rows run right to left
+                        acc[i][j] += a_frag[i] * b_frag[j]
+        if k_tile < k_tiles:
+            stage_a = uint32(k_tile % 2) * (BLOCK_K * BLOCK_M)
+            stage_b = B_BASE + uint32(k_tile % 2) * (BLOCK_K * BLOCK_N)
+            for load in unroll(A_LOADS):
+                for q in unroll(4):  # A transposed: its 4 consecutive k values go to 4 rows of a_tile
+                    a_tile[stage_a + a_k[load] * BLOCK_M + a_row[load] + q * BLOCK_M] = a_next[load][q]
+            for load in unroll(B_LOADS):
+                store_float4(b_tile, stage_b + b_k[load] * BLOCK_N + b_col[load],
+                             b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3])
+        cuda.syncthreads()  # stage t % 2 is written, and everyone is done reading stage (t - 1) % 2
+
+    for i in unroll(THREAD_M):
+        row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
+        if EDGE:
+            for j in unroll(THREAD_N):
+                if row < m and block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4) < n:
+                    c[row * n + block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4)] = acc[i][j]
+        else:
+            for j in unroll(0, THREAD_N, 4):
+                store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
+                             acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
+
 
 LANES_M, LANES_N = 8, 4  # a warp's 32 lanes as an 8×4 grid
 
@@ -37,7 +142,7 @@ def layout(config: TileConfig) -> dict:
     if warps_m * warp_tile_m != config.BLOCK_M or warps_n * warp_tile_n != config.BLOCK_N or \
             warps_m * warps_n * 32 != config.THREADS:
         raise ValueError(f"warp tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp tiles")
-    return {"WARP_TILING": True, "STAGES": 2, "SERPENTINE": True, "LANES_M": LANES_M, "LANES_N": LANES_N, "WARP_TILE_M": warp_tile_m,
+    return {"STAGES": 2, "LANES_M": LANES_M, "LANES_N": LANES_N, "WARP_TILE_M": warp_tile_m,
             "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4}
 
 
@@ -58,10 +163,10 @@ SEARCH_SPACE = [
 ]
 
 
-def build(config: TileConfig) -> TiledKernels:
-    return TiledKernels("warp_tiling", TEMPLATE, config, layout(config))
+def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
+    return TiledKernels("warp_tiling", warp_tiling_kernel, config, layout(config), overrides)
 
 
-TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, source(), KERNELS, CONFIG: see step.py
+TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, KERNELS, CONFIG: see harness/step.py
 
 PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from .environment import file_slug, short_label
+from gemm_steps.harness.environment import file_slug, short_label
 
 Size = tuple[int, int, int]
 

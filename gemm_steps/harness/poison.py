@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numba import cuda, float32
 
-from .kernel_tools import ceil_div, kernel
+from ..toolkit.kernel_tools import ceil_div, kernel
 
 
 @kernel

@@ -30,13 +30,14 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from . import bench, get_step
-from . import steps as all_steps
-from ._backend import SIMULATOR
-from .environment import short_label
-from .step import Step
+from gemm_steps import get_step
+from gemm_steps.harness import bench
+from gemm_steps import steps as all_steps
+from gemm_steps.toolkit.backend import SIMULATOR
+from gemm_steps.harness.environment import short_label
+from gemm_steps.harness.step import Step
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: Where the shipped benchmark results live (``results/*.json`` at the repository root).
 RESULTS_DIR = REPO / "results"
 
@@ -238,7 +239,7 @@ def check_against_numpy(step: str | int | Step, shapes: Iterable[Size], seed: in
     The output starts as NaN on the device, so an element the kernel forgets to write shows up. Returns the table;
     raises ``AssertionError`` (with the table) if any shape fails, so a wrong kernel stops the notebook.
     """
-    from .verify import verify
+    from gemm_steps.harness.verify import verify
 
     step = _as_step(step)
     lines = ["| M × N × K | unwritten | relative error vs float64 | tolerance | ok | seconds |",
@@ -513,13 +514,13 @@ def compile_kernels(steps: Iterable[str | int | Step], variant: str = "fast", lo
     import sys
 
     names = _step_names(steps)
-    command = [sys.executable, "-c", "import sys; from gemm_steps.lesson import _compile_main; "
+    command = [sys.executable, "-c", "import sys; from gemm_steps.course.lesson import _compile_main; "
                "sys.exit(_compile_main(sys.argv[1:]))", variant, str(int(lowering_comparison)), *names]
     path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
-        from .ptx import PTXUnavailable
+        from gemm_steps.harness.ptx import PTXUnavailable
 
         raise PTXUnavailable(f"compiling {names} to PTX failed (exit {done.returncode}). This needs NVVM, from the "
                              "CUDA 13 wheels (`pip install -e '.[dev]'` or `numba-cuda[cu13]`), but no GPU. Its "
@@ -564,8 +565,8 @@ def _compile_main(argv: list[str]) -> int:
 
     from numba.cuda import lowering
 
-    from . import _numba_patches
-    from .ptx import DEFAULT_CC, compile_kernel_ptx, ptx_stats
+    from gemm_steps.toolkit import numba_patches as _numba_patches
+    from gemm_steps.harness.ptx import DEFAULT_CC, compile_kernel_ptx, ptx_stats
 
     variant, comparison, names = argv[0], argv[1] == "1", argv[2:]
     original = lowering.Lower._find_singly_assigned_variable
@@ -850,7 +851,7 @@ def sweep_table(sweep: dict, step: str | int | Step) -> MarkdownTable:
     one :func:`gemm_steps.tuning.choose_best` picks, and where it stands in the step's ``SEARCH_SPACE`` today."""
     from dataclasses import asdict
 
-    from .tuning import choose_best
+    from gemm_steps.harness.tuning import choose_best
 
     space = [asdict(config) for config in getattr(_as_step(step).module, "SEARCH_SPACE", [])]
     records = sweep_records(sweep)

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from importlib import metadata
 
-from ._backend import SIMULATOR, describe
+from ..toolkit.backend import SIMULATOR, describe
 
 
 def _version(dist: str) -> str | None:

@@ -30,7 +30,7 @@ until the thread calls ``copy_async_wait_all()``; a barrier after that makes it 
 
 from __future__ import annotations
 
-from ._backend import SIMULATOR
+from .backend import SIMULATOR
 
 if SIMULATOR:
 

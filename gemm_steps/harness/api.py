@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import cuda
 
-from ._backend import SIMULATOR
+from ..toolkit.backend import SIMULATOR
 
 #: Kernels index with 32-bit integers (faster index math): every matrix must have fewer elements than this.
 MAX_ELEMENTS = 2**31 - 1

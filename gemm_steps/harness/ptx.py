@@ -7,7 +7,7 @@ A and B with 128-bit instructions" or "no kernel spills to local memory".
 
 In a process in GPU mode::
 
-    from gemm_steps.ptx import compile_kernel_ptx, ptx_stats
+    from gemm_steps.harness.ptx import compile_kernel_ptx, ptx_stats
     dispatcher, signature = gemm_steps.get_step("vectorized").kernels()["vectorized_fast"]
     ptx_stats(compile_kernel_ptx(dispatcher, signature))["ld.global.v4.f32"]     # 128-bit global loads
 
@@ -105,7 +105,7 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
 
 
 def _require_gpu_mode() -> None:
-    from ._backend import SIMULATOR
+    from ..toolkit.backend import SIMULATOR
 
     if SIMULATOR:
         raise PTXUnavailable(
@@ -134,7 +134,7 @@ def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DE
     _require_gpu_mode()
     from numba import cuda
 
-    from . import _numba_patches
+    from ..toolkit import numba_patches as _numba_patches
 
     _numba_patches.apply()  # the same lowering the steps compile with (see that module: output is identical)
     options = getattr(dispatcher, "targetoptions", {}) or {}
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
 
-    from ._backend import SIMULATOR
+    from ..toolkit.backend import SIMULATOR
 
     if SIMULATOR:  # re-run in GPU mode: Numba's mode is fixed once it is imported
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}

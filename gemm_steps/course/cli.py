@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SIZES = (512, 1024, 2048, 4096, 8192)
 TABLE_START, TABLE_END = "<!-- steps-table:start -->", "<!-- steps-table:end -->"
 RESULTS_START, RESULTS_END = "<!-- results:start -->", "<!-- results:end -->"
@@ -77,7 +77,7 @@ def plots_module():
 
 
 def load_results(path: str | Path) -> dict:
-    from . import bench
+    from gemm_steps.harness import bench
 
     try:
         return bench.load(path)
@@ -95,7 +95,7 @@ def newest_shipped_results() -> tuple[Path, dict] | None:
     date recorded in the file: a git checkout does not keep file times.
     """
     import gemm_steps
-    from . import bench
+    from gemm_steps.harness import bench
 
     course = {s.name for s in gemm_steps.steps()} | {"cublas"}
     found = []
@@ -133,7 +133,7 @@ def results_markdown() -> str:
 
     Every number comes from the file (kept in sync with it by a test); the environment line says where it ran.
     """
-    from .environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     shipped = newest_shipped_results()
     if shipped is None:
@@ -189,7 +189,7 @@ def _size_label(m: int, n: int, k: int) -> str:
 
 def suspect(record: dict) -> str | None:
     """Why a benchmark record cannot be trusted as a correct result, or None: failed, unwritten, inaccurate."""
-    from .verify import tolerance
+    from gemm_steps.harness.verify import tolerance
 
     if "error" in record:
         return "failed: " + record["error"].splitlines()[0]
@@ -203,7 +203,7 @@ def suspect(record: dict) -> str | None:
 
 def summary_table(results: dict) -> str:
     """Step × size: TFLOPS and % of cuBLAS. A ``!`` marks a record that failed or gave a wrong result (listed)."""
-    from .environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     records = results["records"]
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in records}, key=lambda s: s[0] * s[1] * s[2])
@@ -235,7 +235,7 @@ def summary_table(results: dict) -> str:
 # -- commands ---------------------------------------------------------------------------------------------------
 def cmd_info(args) -> int:
     import gemm_steps
-    from .environment import environment
+    from gemm_steps.harness.environment import environment
 
     env = environment()
     print(f"backend        {gemm_steps.backend()}")
@@ -263,7 +263,7 @@ def cmd_info(args) -> int:
 
 def run_verify(step_names, shapes) -> int:
     """Verify and print the table; 0 if every check passed, else 1."""
-    from . import verify as v
+    from gemm_steps.harness import verify as v
 
     steps = chosen_steps(step_names)
     shapes = shapes or v.DEFAULT_SHAPES
@@ -292,7 +292,7 @@ def cmd_bench(args) -> int:
 
     if gemm_steps.SIMULATOR:
         return bench_without_gpu(args)
-    from . import bench
+    from gemm_steps.harness import bench
 
     plots = plots_module()
     steps = chosen_steps(args.steps)
@@ -385,7 +385,7 @@ def cmd_plot(args) -> int:
 
 def cmd_tune(args) -> int:
     import gemm_steps
-    from . import tuning
+    from gemm_steps.harness import tuning
 
     if gemm_steps.SIMULATOR:
         raise UserError("autotuning needs a real CUDA GPU (timings on the simulator mean nothing)")

@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ._backend import SIMULATOR
+from ..toolkit.backend import SIMULATOR
 from .environment import environment
 from .step import Step
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from ._backend import SIMULATOR
+from .backend import SIMULATOR
 
 SHARED_ALIGN = None if SIMULATOR else 16
 

@@ -98,7 +98,7 @@ def check(step: Step, shape: Shape, rng: np.random.Generator) -> dict:
 
 
 def _as_step(step: Step | str | int) -> Step:
-    from . import get_step
+    from gemm_steps import get_step
 
     return step if isinstance(step, Step) else get_step(step)
 
@@ -116,7 +116,7 @@ def verify(
     and ``error`` when the step raised (then rel_error is NaN and nan_count None). ``progress`` is called with
     each row as it is done.
     """
-    from . import steps as all_steps
+    from gemm_steps import steps as all_steps
 
     chosen = all_steps() if steps is None else [_as_step(s) for s in steps]
     shapes = [tuple(int(x) for x in shape) for shape in shapes]

@@ -13,16 +13,21 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     launched with, so tests can compile each to PTX on a CPU-only machine and check the code the lesson claims.
 ``CONFIG`` / ``build(config)`` / ``SEARCH_SPACE``  (optional)
     Tile parameters, and a way to get the step built for another configuration (autotuning).
-``TILED``  (generated steps, instead of the four above)
-    A :class:`gemm_steps.tiling.TiledKernels`: ``launch``, ``source()``, ``KERNELS`` and ``CONFIG`` all come
-    from it, so a generated step declares its kernels once.
+``TILED``  (register-tiled steps 6–11, instead of the four above)
+    A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
+    all come from it, so such a step declares its kernel once.
+
+The registry (:func:`all_steps`, :func:`find`) turns the modules named in :data:`gemm_steps.steps.COURSE` into steps.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from types import ModuleType
 from typing import Any, Callable
+
+from ..steps import COURSE
 
 
 class Step:
@@ -55,10 +60,31 @@ class Step:
         return inspect.cleandoc(self.module.__doc__ or "")
 
     def source(self) -> str:
-        """The code that runs: generated source where the step generates it, else the module's own source."""
-        if self.tiled is not None:
-            return self.tiled.source()
+        """The step as written: its module — the kernel, then how it is launched (``gemm_steps/steps/<name>.py``)."""
         return inspect.getsource(self.module)
+
+    def kernel_functions(self) -> list:
+        """The Python functions of the step's kernels, as written (not the compiled dispatchers)."""
+        if self.tiled is not None:
+            function = getattr(self.tiled.generate, "function", None)
+            return [function] if function is not None else []
+        functions = []
+        for dispatcher, _ in self.kernels().values():
+            function = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)  # GPU / simulator
+            if function is not None and function not in functions:
+                functions.append(function)
+        return functions
+
+    def kernel_source(self) -> str:
+        """Just the step's kernel, as written (what ``gemm-steps diff`` compares)."""
+        return "\n\n".join(inspect.getsource(f) for f in self.kernel_functions())
+
+    def generated_source(self) -> str:
+        """The code Numba compiles. For steps 7 onward that is the kernel with its ``unroll`` loops, register tiles
+        and compile-time branches expanded (:mod:`gemm_steps.toolkit.unroll`); for the others, the kernel itself."""
+        if self.tiled is not None:
+            return self.tiled.generated_source()
+        return self.kernel_source()
 
     @property
     def config(self) -> dict:
@@ -75,3 +101,15 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<Step {self.number} {self.name!r}: {self.title}>"
+
+
+_STEPS: list[Step] | None = None
+
+
+def all_steps() -> list[Step]:
+    """Every step, in course order (imports the kernel modules on first use)."""
+    global _STEPS
+    if _STEPS is None:
+        _STEPS = [Step(number, importlib.import_module(f"gemm_steps.steps.{name}"))
+                  for number, name in enumerate(COURSE, start=1)]
+    return list(_STEPS)

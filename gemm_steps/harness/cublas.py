@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import SIMULATOR
+from ..toolkit.backend import SIMULATOR
 from .api import run
 
 _HANDLES: dict[int, int] = {}

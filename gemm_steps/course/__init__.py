@@ -1,0 +1,1 @@
+"""The course tools: lesson helpers, plots of results files, and the ``gemm-steps`` command."""

@@ -1,0 +1,370 @@
+"""What the register-tiled steps (6 onward) are built and launched with: tile configurations, compiling a step's
+kernel for a configuration, and the launches that split C into full tiles (fast kernel) and edge tiles (guarded).
+
+Edges — the documented method. Each step's kernel is compiled *twice*, once with ``EDGE = False`` and once with
+``EDGE = True`` (its ``if EDGE:`` branches are decided at compile time, see :mod:`gemm_steps.toolkit.unroll`):
+
+* the **fast** kernel assumes full tiles: no bounds checks, 128-bit loads and stores. It runs only when
+  ``K % BLOCK_K == 0``, ``N % 4 == 0`` and every base address is 16-byte aligned, and only on the tiles that lie
+  wholly inside C (``M // BLOCK_M`` × ``N // BLOCK_N`` of them);
+* the **edge** kernel checks every access, loads scalars and zero-fills outside the matrices. It is launched on
+  the whole grid, and a block whose tile the fast kernel covered returns at once.
+
+So any M, N, K is correct, and the common aligned case pays nothing for the edge case. Shapes that break the
+fast path's conditions (K or N not a multiple of 4, say) run entirely on the edge kernel: correct, slower.
+
+The schedules of the full tiles: one block per tile (:class:`TiledKernels`), a persistent grid that loops over
+tiles (:class:`PersistentTiles`, step 10) and stream-K (:class:`StreamKTiles`, step 11). The last two take their
+edge kernel from a one-block-per-tile build of the same tile computation (step 9's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+from numba import cuda
+
+from . import numba_patches, unroll
+from .backend import SIMULATOR
+from .kernel_tools import ceil_div, kernel
+
+#: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
+#: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
+#: size with ``cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`` (Hopper allows up to 227 KB per block).
+STATIC_SHARED_LIMIT = 48 * 1024
+
+#: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
+#: still loops over several tiles and the loop is exercised.
+SIMULATED_RESIDENT_BLOCKS = 3
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Tile sizes of a register-tiled kernel (the same names in every step)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 0  # launch_bounds occupancy hint (0 = none)
+
+    @property
+    def THREADS(self) -> int:
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    def check(self) -> "TileConfig":
+        c = self
+        problems = []
+        if c.THREAD_M % 4 or c.THREAD_N % 4:
+            problems.append("THREAD_M and THREAD_N must be multiples of 4 (128-bit fragments)")
+        if c.BLOCK_M % c.THREAD_M or c.BLOCK_N % c.THREAD_N:
+            problems.append("BLOCK_M/BLOCK_N must be multiples of THREAD_M/THREAD_N")
+        if c.BLOCK_K % 4:
+            problems.append("BLOCK_K must be a multiple of 4 (128-bit loads along K)")
+        threads = c.THREADS
+        if threads > 1024 or threads % 32:
+            problems.append(f"{threads} threads per block: must be a multiple of 32 and at most 1024")
+        elif (c.BLOCK_M * c.BLOCK_K // 4) % threads or (c.BLOCK_K * c.BLOCK_N // 4) % threads:
+            problems.append("each tile must split into whole 128-bit loads per thread")
+        if problems:
+            raise ValueError(f"bad tile configuration {asdict(c)}: " + "; ".join(problems))
+        return c
+
+    def constants(self) -> dict[str, int]:
+        c = self
+        values = asdict(c)
+        values["THREADS"] = c.THREADS
+        values["THREADS_N"] = c.BLOCK_N // c.THREAD_N  # threads along a row of the block tile
+        values["A_LOADS"] = c.BLOCK_M * c.BLOCK_K // 4 // c.THREADS  # 128-bit loads of A per thread per tile
+        values["B_LOADS"] = c.BLOCK_K * c.BLOCK_N // 4 // c.THREADS
+        values["A_VECTORS_PER_ROW"] = c.BLOCK_K // 4
+        values["B_VECTORS_PER_ROW"] = c.BLOCK_N // 4
+        return values
+
+
+#: Argument types every generated kernel is launched with (flat arrays, sizes, full-tile counts) …
+SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint32, uint32, uint32)"
+#: … and the stream-K kernel's extra ones (workspace, flags, data-parallel and stream-K tile counts).
+SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
+
+
+#: Below this fraction of busy block-slots in a tile-per-block schedule, step 11 splits work by k-iterations.
+WAVE_EFFICIENCY_FOR_DATA_PARALLEL = 0.9
+
+
+def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
+    """(data-parallel tiles, stream-K tiles) — the hybrid rule of step 11.
+
+    A tile-per-block schedule runs ceil(tiles / blocks) waves; its efficiency is tiles / (waves × blocks). When
+    that is at least :data:`WAVE_EFFICIENCY_FOR_DATA_PARALLEL`, everything stays data-parallel (and step 11 runs
+    step 10's kernel: the stream-K bookkeeping costs a few percent where it has nothing to fix). Otherwise whole
+    waves stay data-parallel and only the partial last wave plus one full wave before it (so every block still
+    gets about a tile of work) is shared out by k-iterations; with fewer than two waves, all of it is.
+    """
+    waves = -(-tiles // blocks)
+    if tiles / (waves * blocks) >= WAVE_EFFICIENCY_FOR_DATA_PARALLEL:
+        return tiles, 0
+    if tiles < 2 * blocks:
+        return 0, tiles
+    data_parallel = (tiles // blocks - 1) * blocks
+    return data_parallel, tiles - data_parallel
+
+
+def _aligned(*arrays: Any) -> bool:
+    return all(x.__cuda_array_interface__["data"][0] % 16 == 0 for x in arrays) if not SIMULATOR else \
+        all(x._ary.ctypes.data % 16 == 0 for x in arrays)
+
+
+#: A kernel generator: compile-time constants → Python source of one kernel function named constants["KERNEL_NAME"].
+Generator = Callable[[dict], str]
+
+
+def from_function(function: Callable) -> Generator:
+    """The generator of a readable kernel: its ``unroll`` loops, register tiles and ``if EDGE:`` expanded."""
+    def generate(constants: dict) -> str:
+        return unroll.expand(function, constants, constants["KERNEL_NAME"])
+    generate.function = function
+    return generate
+
+
+class TiledKernels:
+    """A step's fast and edge kernels, compiled from its kernel for one :class:`TileConfig`; one block per tile.
+
+    ``kernel`` is the step's kernel function (or a :data:`Generator`). Its module's globals are what the kernel
+    sees, plus the tile constants and ``EDGE``; ``overrides`` replaces names (tests count stores with it).
+    ``edge`` takes the edge kernel from another build instead of compiling this kernel with ``EDGE = True``.
+    """
+
+    #: Argument types of the kernels (flat arrays, sizes, full-tile counts), for compiling to PTX on a CPU.
+    signature_fast = SIGNATURE
+    schedule = "one block per tile"
+
+    def __init__(self, name: str, kernel: Callable | Generator, config: TileConfig, extra_constants: dict | None = None,
+                 overrides: dict | None = None, edge: "TiledKernels | None" = None):
+        numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
+        self.name = name
+        self.config = config.check()
+        self.generate: Generator = kernel if hasattr(kernel, "function") or not hasattr(kernel, "__code__") \
+            else from_function(kernel)
+        self.globals = getattr(getattr(self.generate, "function", None), "__globals__", {})
+        constants = {**config.constants(), "STAGES": 1, **(extra_constants or {})}
+        # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).
+        self.shared_bytes = constants["STAGES"] * (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K * 4
+        dynamic = self.shared_bytes > STATIC_SHARED_LIMIT
+        constants["DYNAMIC_SHARED"] = dynamic
+        constants["B_BASE"] = constants["STAGES"] * config.BLOCK_K * config.BLOCK_M if dynamic else 0
+        self.dynamic_shared_bytes = self.shared_bytes if dynamic else 0
+        self.constants = constants
+        self.overrides = overrides or {}
+        self.edge_source = edge
+        if dynamic and edge is None and "DYNAMIC_SHARED" not in inspect_text(self.generate):
+            raise ValueError(f"{name}: {config} needs {self.shared_bytes} bytes of shared memory, over the "
+                             f"{STATIC_SHARED_LIMIT}-byte static limit, and this step's kernel has no dynamic "
+                             f"shared-memory variant (steps 8 onward have one)")
+        self.launch_bounds = (config.THREADS, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
+        self._sources: dict[str, str] = {}
+        self._kernels: dict[str, Any] = {}
+        self._opted_in: set = set()
+        self._resident_blocks: int | None = None
+
+    # -- compiling -----------------------------------------------------------------------------------------------
+    def variant_constants(self, variant: str) -> dict:
+        return {**self.constants, "EDGE": variant == "edge", "KERNEL_NAME": f"{self.name}_{variant}_kernel"}
+
+    def kernel(self, variant: str):
+        """The ``cuda.jit`` dispatcher of the fast or edge kernel (generated on first use)."""
+        if variant == "edge" and self.edge_source is not None:
+            return self.edge_source.kernel("edge")
+        if variant not in self._kernels:
+            constants = self.variant_constants(variant)
+            source = self.generate(constants)
+            # On a GPU, generated sources go to a cache folder so Numba can keep the compiled kernels on disk:
+            # the first call of a step compiles for seconds, later processes load it at once.
+            directory = None if (SIMULATOR or self.overrides) else unroll.cache_dir()
+            namespace = {**self.globals, **constants, **self.overrides}
+            unroll.define(source, constants["KERNEL_NAME"], namespace, key=repr(sorted(constants.items())),
+                          directory=directory)
+            self._sources[variant] = source
+            self._kernels[variant] = kernel(namespace[constants["KERNEL_NAME"]], launch_bounds=self.launch_bounds,
+                                            **({"cache": True} if directory else {}))
+        return self._kernels[variant]
+
+    def generated(self, variant: str) -> str:
+        """The expanded source of one kernel (``fast`` or ``edge``): what Numba compiles."""
+        if variant == "edge" and self.edge_source is not None:
+            return self.edge_source.generated("edge")
+        self.kernel(variant)
+        return self._sources[variant]
+
+    @property
+    def kernels(self) -> dict:
+        return {variant: self.kernel(variant) for variant in ("fast", "edge")}
+
+    @property
+    def sources(self) -> dict:
+        return {variant: self.generated(variant) for variant in ("fast", "edge")}
+
+    def generated_source(self) -> str:
+        c = self.config
+        edge_from = f" (from {self.edge_source.name})" if self.edge_source is not None else ""
+        header = (f"# Generated for BLOCK_M={c.BLOCK_M} BLOCK_N={c.BLOCK_N} BLOCK_K={c.BLOCK_K} "
+                  f"THREAD_M={c.THREAD_M} THREAD_N={c.THREAD_N} ({c.THREADS} threads)\n")
+        return (header + "\n# ---- fast kernel: full tiles, 128-bit accesses, no bounds checks ----\n"
+                + self.generated("fast")
+                + f"\n# ---- edge kernel{edge_from}: guarded, for the tiles the fast kernel skips ----\n"
+                + self.generated("edge"))
+
+    def unrolled_ptx_claims(self, barriers: int | None = None) -> dict:
+        """What the fast kernel's PTX must show when its k-loop is unrolled (checked by tests/test_ptx.py).
+
+        One k-tile, unrolled, is BLOCK_K × THREAD_M × THREAD_N FMAs fed by BLOCK_K × (THREAD_M + THREAD_N) / 4
+        128-bit shared loads; global loads and C stores are 128-bit; no register array spills to local memory.
+        """
+        c = self.config
+        claims = {"fma.rn.f32": c.BLOCK_K * c.THREAD_M * c.THREAD_N,
+                  "ld.shared.v4.f32": c.BLOCK_K * (c.THREAD_M + c.THREAD_N) // 4,
+                  "ld.global.v4.f32": ">=1", "st.global.v4.f32": ">=1", "ld.global.f32": 0, "local": 0}
+        if barriers is not None:
+            claims["bar.sync"] = barriers
+        return {f"{self.name}_fast": claims}
+
+    def signature(self, variant: str) -> str:
+        return self.signature_fast if variant == "fast" else SIGNATURE
+
+    def ptx_kernels(self) -> dict:
+        return {f"{self.name}_{variant}": (self.kernel(variant), self.signature(variant)) for variant in ("fast", "edge")}
+
+    # -- launching -----------------------------------------------------------------------------------------------
+    def resident_blocks(self) -> int:
+        """How many blocks of the fast kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
+        if self._resident_blocks is None:
+            if SIMULATOR:
+                self._resident_blocks = SIMULATED_RESIDENT_BLOCKS
+            else:
+                function = self._function("fast")
+                context = cuda.current_context()
+                per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS,
+                                                                      self.dynamic_shared_bytes)
+                if per_sm < 1:
+                    raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
+                self._resident_blocks = per_sm * context.device.MULTIPROCESSOR_COUNT
+        return self._resident_blocks
+
+    def _function(self, variant: str):
+        """The driver function of a compiled kernel, opted in to its dynamic shared memory if it uses any."""
+        compiled = self.kernel(variant).compile(self.signature(variant))
+        function = compiled._codelibrary.get_cufunc()
+        key = (variant, id(cuda.current_context()))
+        if self.dynamic_shared_bytes and key not in self._opted_in:
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            limit = cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+            if self.dynamic_shared_bytes > limit:
+                raise ValueError(f"{self.name}: {self.config} needs {self.dynamic_shared_bytes} bytes of shared "
+                                 f"memory per block; this GPU allows at most {limit}")
+            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attribute, self.dynamic_shared_bytes, function.handle, function.device.id)
+            self._opted_in.add(key)
+        return function
+
+    def configured(self, variant: str, grid, stream):
+        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed."""
+        if variant == "edge" and self.edge_source is not None:
+            return self.edge_source.configured("edge", grid, stream)
+        if not self.dynamic_shared_bytes:
+            return self.kernel(variant)[grid, self.config.THREADS, stream]
+        if not SIMULATOR:
+            self._function(variant)
+        return self.kernel(variant)[grid, self.config.THREADS, stream, self.dynamic_shared_bytes]
+
+    def fast_path_applies(self, a, b, c) -> bool:
+        m, k = a.shape
+        n = b.shape[1]
+        return k % self.config.BLOCK_K == 0 and n % 4 == 0 and _aligned(a, b, c)
+
+    def launch(self, a, b, c, stream=0) -> None:
+        """C = A·B: the fast kernel on the full tiles (if the fast path applies), the edge kernel on the rest."""
+        cfg = self.config
+        m, k = a.shape
+        n = b.shape[1]
+        flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+        grid_rows, grid_cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
+        full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
+        sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
+        if full_rows and full_cols:
+            self.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
+        if full_rows * full_cols < grid_rows * grid_cols:
+            self.configured("edge", (grid_cols, grid_rows), stream)(*flat, *sizes)
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        """The fast kernel over the full tiles: one block per tile."""
+        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
+
+
+class PersistentTiles(TiledKernels):
+    """Step 10's schedule: as many blocks as the GPU runs at once, each looping over tiles. The kernel is for full
+    tiles only: ``edge`` (a one-block-per-tile build of the same tile computation) covers the rest."""
+
+    schedule = "persistent grid"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.edge_source is None:
+            raise ValueError(f"{self.name}: a looping kernel covers full tiles only; pass edge= (a one-block-per-tile "
+                             f"build of the same tile computation) for the edge tiles")
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        tiles = full_rows * full_cols
+        self.configured("fast", min(tiles, self.resident_blocks()), stream)(*flat, *sizes)
+
+
+class StreamKTiles(PersistentTiles):
+    """Step 11's schedule: whole waves of tiles data-parallel, the rest split by k-iterations (:func:`stream_k_split`).
+
+    ``data_parallel_fallback``: the kernels that run a whole launch when the split leaves nothing to stream-K.
+    """
+
+    schedule = "stream-K"
+    signature_fast = SIGNATURE_STREAM_K
+    #: How tiles split into (data-parallel, stream-K); replaceable, e.g. by "all stream-K".
+    split = staticmethod(stream_k_split)
+
+    def __init__(self, *args, data_parallel_fallback: TiledKernels | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._workspaces: dict = {}
+        if data_parallel_fallback is not None and data_parallel_fallback.config != self.config:
+            raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
+        self.data_parallel_fallback = data_parallel_fallback
+
+    def _workspace(self, blocks: int, stream):
+        """Partial-sum slots (one tile per block) and their flags, kept per context: the flags start at 0 and
+        every launch leaves them at 0 (each raised flag is reset by the block that consumed it)."""
+        key = (id(cuda.current_context()) if not SIMULATOR else 0, blocks)
+        if key not in self._workspaces:
+            tile = self.config.BLOCK_M * self.config.BLOCK_N
+            self._workspaces[key] = (cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
+                                     cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream))
+        return self._workspaces[key]
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        tiles = full_rows * full_cols
+        blocks = self.resident_blocks()
+        data_parallel, stream_k = self.split(tiles, blocks)
+        if stream_k == 0 and self.data_parallel_fallback is not None:
+            # Same tiles and arguments: only the kernel differs (checked when the fallback is set).
+            self.data_parallel_fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
+            return
+        workspace, flags = self._workspace(blocks, stream)
+        self.configured("fast", blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                                np.uint32(stream_k))
+
+
+def inspect_text(generate: Generator) -> str:
+    """The text of a kernel's source (for the checks above)."""
+    import inspect
+
+    function = getattr(generate, "function", None)
+    return inspect.getsource(function) if function is not None else ""
