@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
+import time
 from types import ModuleType
 from typing import Any, Callable
 
 from ..steps import COURSE
+from ..toolkit.backend import SIMULATOR
+from ..toolkit.kernel_tools import quiet_small_grids
 
 
 class Step:
@@ -41,6 +45,9 @@ class Step:
         self.summary: str = module.SUMMARY
         self.tiled = getattr(module, "TILED", None)  # generated kernels, for steps 6 onward
         self._launch: Callable = self.tiled.launch if self.tiled is not None else module.launch
+        # On a GPU the first launch in a process compiles. Register-tiled steps say so per kernel (TiledKernels.compile);
+        # the others compile in about a second, and say so here.
+        self._launched = SIMULATOR or self.tiled is not None
 
     # -- using a step ------------------------------------------------------------------------------------------
     def __call__(self, a: Any, b: Any, out: Any = None):
@@ -51,7 +58,27 @@ class Step:
 
     def launch(self, a, b, c, stream=0) -> None:
         """Launch on validated C-contiguous float32 device arrays (M, N, K ≥ 1). No checks: use ``step(a, b)``."""
-        self._launch(a, b, c, stream)
+        if not self._launched:
+            self._first_launch(a, b, c, stream)
+            return
+        with quiet_small_grids():
+            self._launch(a, b, c, stream)
+
+    def _first_launch(self, a, b, c, stream) -> None:
+        """The first launch in a process compiles the kernels it needs (or loads them from Numba's disk cache):
+        seconds, not microseconds. Say so on stderr instead of going quiet."""
+        from numba import cuda
+
+        major, minor = cuda.get_current_device().compute_capability
+        print(f"gemm-steps: compiling step {self.number} ({self.name}) for sm_{major}{minor}, first call only "
+              "(kernels are cached on disk for later runs) …", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        with quiet_small_grids():
+            self._launch(a, b, c, stream)
+        cuda.synchronize()
+        self._launched = True
+        print(f"gemm-steps: step {self.number} ({self.name}) ready in {time.perf_counter() - start:.1f} s",
+              file=sys.stderr, flush=True)
 
     # -- reading a step ----------------------------------------------------------------------------------------
     @property

@@ -30,3 +30,27 @@ def kernel(func=None, *, launch_bounds=None, max_registers=None, **jit_options):
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+class quiet_small_grids:
+    """Silence Numba's "Grid size N will likely result in GPU under-utilization" warning inside the block.
+
+    The course launches small grids on purpose (a 64×64 product, an edge strip of tiles); the warning is for
+    launches that are small by mistake, and a learner who sees it for ours learns the wrong thing. Numba reads
+    the setting at each launch, so it is switched off only while the course's own kernels are launched.
+    """
+
+    def __enter__(self):
+        if not SIMULATOR:
+            from numba.cuda.core import config
+
+            self._saved = config.CUDA_LOW_OCCUPANCY_WARNINGS
+            config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        return self
+
+    def __exit__(self, *exc):
+        if not SIMULATOR:
+            from numba.cuda.core import config
+
+            config.CUDA_LOW_OCCUPANCY_WARNINGS = self._saved
+        return False

@@ -20,6 +20,8 @@ edge kernel from a one-block-per-tile build of the same tile computation (step 9
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -255,6 +257,7 @@ class TiledKernels:
 
     def _function(self, variant: str):
         """The driver function of a compiled kernel, opted in to its dynamic shared memory if it uses any."""
+        self.compile(variant)
         compiled = self.kernel(variant).compile(self.signature(variant))
         function = compiled._codelibrary.get_cufunc()
         key = (variant, id(cuda.current_context()))
@@ -270,10 +273,25 @@ class TiledKernels:
             self._opted_in.add(key)
         return function
 
+    def compile(self, variant: str) -> None:
+        """Compile one kernel now (on a GPU), saying so on stderr: seconds for an unrolled kernel, less than one
+        when Numba finds it in its disk cache. Without this the first call of a step goes quiet for that long."""
+        dispatcher = self.kernel(variant)
+        if SIMULATOR or dispatcher.overloads:
+            return
+        major, minor = cuda.get_current_device().compute_capability
+        print(f"gemm-steps: compiling the {self.name} {variant} kernel for sm_{major}{minor} (first use in this "
+              "process; cached on disk for later runs) …", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        dispatcher.compile(self.signature(variant))
+        print(f"gemm-steps: {self.name} {variant} kernel ready in {time.perf_counter() - start:.1f} s",
+              file=sys.stderr, flush=True)
+
     def configured(self, variant: str, grid, stream):
         """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed."""
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.configured("edge", grid, stream)
+        self.compile(variant)
         if not self.dynamic_shared_bytes:
             return self.kernel(variant)[grid, self.config.THREADS, stream]
         if not SIMULATOR:
@@ -351,12 +369,15 @@ class StreamKTiles(PersistentTiles):
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
         tiles = full_rows * full_cols
+        fallback = self.data_parallel_fallback
+        if fallback is not None:
+            # Decide with the fallback's grid first (same tiles and occupancy), so that a shape it runs entirely
+            # never compiles the stream-K kernel: one kernel to compile on a first call, not two.
+            if self.split(tiles, fallback.resident_blocks())[1] == 0:
+                fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
+                return
         blocks = self.resident_blocks()
         data_parallel, stream_k = self.split(tiles, blocks)
-        if stream_k == 0 and self.data_parallel_fallback is not None:
-            # Same tiles and arguments: only the kernel differs (checked when the fallback is set).
-            self.data_parallel_fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
-            return
         workspace, flags = self._workspace(blocks, stream)
         self.configured("fast", blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
                                                 np.uint32(stream_k))

@@ -252,8 +252,9 @@ def expand(function: Callable, constants: dict[str, Any], name: str | None = Non
     ``constants`` are the compile-time names (tile sizes, variant switches such as ``EDGE``). The result is a
     plain Python function (decorators dropped, renamed to ``name``), ready for :func:`define`.
     """
-    source = textwrap.dedent(inspect.getsource(function))
-    tree = ast.parse(source)
+    lines, first_line = inspect.getsourcelines(function)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first_line - 1)  # errors name the line in the kernel's file, not in the function
     definition = tree.body[0]
     if not isinstance(definition, ast.FunctionDef):
         raise TypeError(f"expand() takes a function, got {function!r}")
