@@ -36,6 +36,7 @@ bm, bn = config.BLOCK_M, config.BLOCK_N
 shapes = [(s, s, s) for s in (2048, 4096, 8192)]
 shapes += [(bm * rows, bn * cols, 4096) for rows, cols in [(12, 11), (18, 11), (24, 11)]]  # 1.0, 1.5, 2.0 waves on 132 SMs
 shapes += [(512, 1024, 16384), (1024, 1024, 8192)]  # K-heavy
+shapes += [(3001, 2999, 1531)]  # ragged: the edge kernels (K % BLOCK_K != 0 puts the whole product on them)
 results = bench.run_benchmark(candidates, shapes, repeats=30, max_seconds=0.5)
 results["comparison"] = "old template kernels (gemm_steps_old) vs readable kernels, interleaved, same inputs"
 bench.save(results, out)

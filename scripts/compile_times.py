@@ -54,7 +54,7 @@ def main() -> None:
         r = report[name]
         print(f"{name:16s} first call {r['cold_s']:6.2f} s  edge kernel {r['cold_edge_s']:6.2f} s  "
               f"with disk cache {r['warm_s']:6.2f} s  (import {r['import_s']:.1f} s)", flush=True)
-    from gemm_steps.environment import environment
+    from gemm_steps.harness.environment import environment
 
     with open(sys.argv[1], "w") as f:
         json.dump({"environment": environment(), "compile_times": report}, f, indent=1)

@@ -5,10 +5,10 @@ K = 64 … 16384, on a GPU. Prints a table and writes JSON.
 
 Method: one standard-normal float32 draw per K (the same A and B for every step and cuBLAS), each product
 computed on the device into a NaN-poisoned output, compared with ``A @ B`` in float64 by
-:func:`gemm_steps.verify.relative_error`. The table also shows the error in units of eps32·√K: a float32 sum with
-random rounding errors has a relative error that grows like √K, so this column should stay roughly flat (~0.1–0.3)
-for a correct kernel, and the tests' tolerance is 4 in these units. cuBLAS in strict FP32 lands in the same range;
-TF32 would be ~2e-4 whatever K is.
+:func:`gemm_steps.harness.verify.relative_error`. The table also shows the error in units of eps32·√K: a float32
+sum with random rounding errors has a relative error that grows like √K, so this column should stay roughly flat
+(~0.1–0.3) for a correct kernel, and the tests' tolerance is 4 in these units. cuBLAS in strict FP32 lands in the
+same range; TF32 would be ~2e-4 whatever K is.
 
 The simulator can run it with tiny sizes only (``--mn 16 --ks 8 32``), and has no cuBLAS (that row then says so).
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import gemm_steps  # first: it chooses GPU or simulator before Numba is imported
 import numpy as np
-from gemm_steps.environment import environment
-from gemm_steps.verify import EPS32, relative_error, tolerance
+from gemm_steps.harness.environment import environment
+from gemm_steps.harness.verify import EPS32, relative_error, tolerance
 from numba import cuda
 
 
@@ -59,9 +59,9 @@ def measure(mn: int, ks: list[int], seed: int, step_names: list[str] | None) -> 
     return {"environment": environment(), "method": {
         "inputs": f"standard normal float32, M = N = {mn}, one draw per K (seed {seed}), shared by all entries",
         "reference": "A @ B in float64 (NumPy)",
-        "error": "gemm_steps.verify.relative_error: ||C - ref|| / ||ref|| (Frobenius), cancellation-guarded",
+        "error": "gemm_steps.harness.verify.relative_error: ||C - ref|| / ||ref|| (Frobenius), cancellation-guarded",
         "output": "device arrays, output poisoned with NaN before each product",
-        "tolerance": "4 * eps32 * sqrt(K), the test suite's (gemm_steps.verify.tolerance)",
+        "tolerance": "4 * eps32 * sqrt(K), the test suite's (gemm_steps.harness.verify.tolerance)",
     }, "rows": rows}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from numba import cuda
 
 import gemm_steps
-from gemm_steps.cublas import launch_cublas
+from gemm_steps.harness.cublas import launch_cublas
 
 size = int(sys.argv[1])
 rng = np.random.default_rng(0)

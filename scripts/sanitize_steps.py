@@ -30,7 +30,7 @@ RACECHECK = re.compile(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error
 def run(step_names: list[str] | None, shapes: list[str]) -> int:
     import gemm_steps  # first: it chooses GPU or simulator before Numba is imported
     import numpy as np
-    from gemm_steps.verify import relative_error, tolerance
+    from gemm_steps.harness.verify import relative_error, tolerance
     from numba import cuda
 
     print(gemm_steps.backend(), flush=True)

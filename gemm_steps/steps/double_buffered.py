@@ -16,7 +16,7 @@ H200 — fragments double-buffered in registers, ``cp.async`` copies — are in 
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
@@ -71,7 +71,7 @@ def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                 if EDGE:
                     col = k0 + a_k[load]
                     for q in unroll(4):
-                        a_next[load][q] = a[row * k + col + q] if row < m and col + q < k else float32(0)
+                        a_next[load][q] = load_or_zero(a, row, col + q, m, k)
                 else:
                     a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
                         a, row * k + k0 + a_k[load])
@@ -80,7 +80,7 @@ def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                 if EDGE:
                     col = block_col + b_col[load]
                     for q in unroll(4):
-                        b_next[load][q] = b[row * n + col + q] if row < k and col + q < n else float32(0)
+                        b_next[load][q] = load_or_zero(b, row, col + q, k, n)
                 else:
                     b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
                         b, row * n + block_col + b_col[load])
@@ -113,8 +113,7 @@ def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
         row = block_row + thread_row + i
         if EDGE:
             for j in unroll(THREAD_N):
-                if row < m and block_col + thread_col + j < n:
-                    c[row * n + block_col + thread_col + j] = acc[i][j]
+                store_if_inside(c, row, block_col + thread_col + j, m, n, acc[i][j])
         else:
             for j in unroll(0, THREAD_N, 4):
                 store_float4(c, row * n + block_col + thread_col + j,

@@ -16,7 +16,7 @@ Tile sizes: ``gemm-steps tune unrolled`` times a set of configurations on your G
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
@@ -55,8 +55,7 @@ def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             row = block_row + tile_row
             if EDGE:
                 for q in range(4):
-                    col = k0 + tile_k + q
-                    a_tile[(tile_k + q) * BLOCK_M + tile_row] = a[row * k + col] if row < m and col < k else float32(0)
+                    a_tile[(tile_k + q) * BLOCK_M + tile_row] = load_or_zero(a, row, k0 + tile_k + q, m, k)
             else:
                 x0, x1, x2, x3 = load_float4(a, row * k + k0 + tile_k)
                 a_tile[tile_k * BLOCK_M + tile_row] = x0
@@ -69,8 +68,7 @@ def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             row = k0 + tile_k
             if EDGE:
                 for q in range(4):
-                    col = block_col + tile_col + q
-                    b_tile[tile_k * BLOCK_N + tile_col + q] = b[row * n + col] if row < k and col < n else float32(0)
+                    b_tile[tile_k * BLOCK_N + tile_col + q] = load_or_zero(b, row, block_col + tile_col + q, k, n)
             else:
                 x0, x1, x2, x3 = load_float4(b, row * n + block_col + tile_col)
                 store_float4(b_tile, tile_k * BLOCK_N + tile_col, x0, x1, x2, x3)
@@ -93,8 +91,7 @@ def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
         row = block_row + thread_row + i
         if EDGE:
             for j in unroll(THREAD_N):
-                if row < m and block_col + thread_col + j < n:
-                    c[row * n + block_col + thread_col + j] = acc[i][j]
+                store_if_inside(c, row, block_col + thread_col + j, m, n, acc[i][j])
         else:
             for j in unroll(0, THREAD_N, 4):
                 store_float4(c, row * n + block_col + thread_col + j,

@@ -13,7 +13,7 @@ i and right to left for odd i, so every FMA shares an operand with the one befor
 ``ptxas`` can then feed more operands from the register reuse cache instead of the register file (in the SASS,
 877 of 1024 FMAs per k-tile carry a ``.reuse`` flag, against 837 in row order), and fewer FMAs wait on register-bank
 conflicts. Measured in one run on the H200: +1.9 points of cuBLAS at 4096³ and +2.1 at 8192³
-(results/experiment-fma-order-h200.json).
+(experiments/results/experiment-fma-order-h200.json).
 Why faster: shared-memory bandwidth and latency were the remaining limit of step 8's inner loop; after that, how
 fast the FMAs issue.
 Expect: a few percent over step 8; measured in results/.
@@ -21,7 +21,7 @@ Expect: a few percent over step 8; measured in results/.
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
@@ -80,7 +80,7 @@ def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                 if EDGE:
                     col = k0 + a_k[load]
                     for q in unroll(4):
-                        a_next[load][q] = a[row * k + col + q] if row < m and col + q < k else float32(0)
+                        a_next[load][q] = load_or_zero(a, row, col + q, m, k)
                 else:
                     a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
                         a, row * k + k0 + a_k[load])
@@ -89,7 +89,7 @@ def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                 if EDGE:
                     col = block_col + b_col[load]
                     for q in unroll(4):
-                        b_next[load][q] = b[row * n + col + q] if row < k and col + q < n else float32(0)
+                        b_next[load][q] = load_or_zero(b, row, col + q, k, n)
                 else:
                     b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
                         b, row * n + block_col + b_col[load])
@@ -123,8 +123,7 @@ def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
         row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
         if EDGE:
             for j in unroll(THREAD_N):
-                if row < m and block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4) < n:
-                    c[row * n + block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4)] = acc[i][j]
+                store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n, acc[i][j])
         else:
             for j in unroll(0, THREAD_N, 4):
                 store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,

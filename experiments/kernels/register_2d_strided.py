@@ -1,30 +1,29 @@
-"""Step 5 on the GPU: what the index types and the thread→element map cost. Variants timed in one run.
+"""Step 5 with a strided thread→element map, optionally with the A tile transposed: lesson 5's side experiment.
 
-signed:            lesson 5's first attempt (``register_2d_signed_kernel``): Python-int index math, so Numba
-                   emits a negative-index check on every array access.
-unsigned:          step 5 as shipped: the same kernel with all index math in uint32/uint64.
-unsigned_strided:  + a strided thread→element map (rows r + 16·i, cols c + 16·j): a warp's B-fragment reads hit
-                   16 consecutive floats (no bank conflicts) and its C stores are coalesced.
-unsigned_strided_transposed_a: + the A tile stored transposed ([k][row]), so A-fragment reads are consecutive too.
-Steps 3 and 4 are timed alongside. Writes JSON to argv[1]; sizes from argv[2:] (default 4096 8192).
-(The earlier, signed-only version of this experiment is results/experiment-register-2d-h200.json.)
+Changed from step 5 (``gemm_steps/steps/register_2d.py``, unsigned index math as shipped): thread (r, c) of the
+16×16 grid owns rows r + 16·i and columns c + 16·j instead of a contiguous 8×8 block, so a warp's B-fragment reads
+hit 16 consecutive floats (no bank conflicts) and its C stores are coalesced; ``transposed_a`` also stores the A
+tile as [k][row], so A-fragment reads are consecutive too. Timed by ``experiments/register_2d.py`` against step 5
+as shipped, its signed first attempt and steps 3 and 4 (lesson 5). Faster than step 5 there, but not shipped: step 6
+needs 4 neighbouring floats per thread for its 128-bit loads and stores, which the contiguous block gives; step 9's
+warp tiling brings the spacing back with 4×4 sub-blocks.
 """
-import sys
-from types import SimpleNamespace
 
 from numba import cuda, float32, uint32
 
-from gemm_steps import bench, get_step
-from gemm_steps.kernel_tools import ceil_div, kernel
 from gemm_steps.steps import register_2d as step5
+from gemm_steps.toolkit.kernel_tools import ceil_div, kernel
 
 BM, BN, BK, TM, TN, NT = step5.BM, step5.BN, step5.BK, step5.TM, step5.TN, step5.NT
-BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N = step5.BLOCK_M, step5.BLOCK_N, step5.BLOCK_K, step5.THREAD_M, step5.THREAD_N
+BLOCK_M, BLOCK_N, BLOCK_K = step5.BLOCK_M, step5.BLOCK_N, step5.BLOCK_K
+THREAD_M, THREAD_N = step5.THREAD_M, step5.THREAD_N
 STRIDE = BM // TM  # 16 threads along each side of the block tile
 ZERO = uint32(0)
 
 
 def make_strided(transposed_a: bool):
+    """The launcher of one strided kernel (``transposed_a``: the A tile stored [k][row])."""
+
     @kernel
     def strided_kernel(a, b, c):
         m, k_total, n = uint32(a.shape[0]), uint32(a.shape[1]), uint32(b.shape[1])
@@ -83,21 +82,5 @@ def make_strided(transposed_a: bool):
     return launch
 
 
-def variants():
-    return [
-        SimpleNamespace(name="signed", number=1, launch=step5.launch_signed),
-        SimpleNamespace(name="unsigned", number=2, launch=step5.launch),
-        SimpleNamespace(name="unsigned_strided", number=3, launch=make_strided(False)),
-        SimpleNamespace(name="unsigned_strided_transposed_a", number=4, launch=make_strided(True)),
-        SimpleNamespace(name="shared_memory", number=5, launch=get_step("shared_memory").launch),
-        SimpleNamespace(name="register_1d", number=6, launch=get_step("register_1d").launch),
-    ]
-
-
-if __name__ == "__main__":
-    sizes = [int(s) for s in sys.argv[2:]] or [4096, 8192]
-    res = bench.run_benchmark(variants(), [(s,) * 3 for s in sizes], repeats=20, progress=print)
-    bench.save(res, sys.argv[1])
-    for r in res["records"]:
-        print(f"{r['step']:32s} {r.get('M')} {r.get('median_ms', 0):8.3f} ms {r.get('tflops', 0):6.2f} TF "
-              f"{r.get('pct_of_cublas') or 0:5.1f}% nan={r.get('unwritten')} err={r.get('rel_error_vs_cublas') or 0:.1e}")
+launch_strided = make_strided(False)
+launch_strided_transposed_a = make_strided(True)

@@ -1,0 +1,59 @@
+"""Measured-and-rejected variants of the course's kernels, and the scripts that timed them (see README.md here).
+
+Nothing here ships: the steps in ``gemm_steps/steps`` carry no experiment switches. Each experiment is a script,
+``experiments/<topic>.py``, and the kernel variants it times live in ``experiments/kernels/``, each a copy of a
+shipped step's kernel with one change.
+
+``experiments`` is a plain package of the checkout, not installed with ``gemm_steps``. Run a script from the
+repository root with ``-m`` (which puts the root on ``sys.path``)::
+
+    python -m experiments.pipelining                 # writes experiments/results/experiment-pipelining-<gpu>.json
+    python -m experiments.pipelining OUT.json        # or where you say
+
+Tests import it the same way: ``tests/test_variants.py`` puts the repository root on ``sys.path`` first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gemm_steps  # first: it chooses GPU or simulator before Numba is imported
+
+#: The repository root, and where the experiments' result files live.
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def require_gpu(script: str) -> None:
+    """Stop with a sentence, not a traceback, where there is no GPU to time on (timings on the simulator mean
+    nothing; the tests check the variants there instead)."""
+    if gemm_steps.SIMULATOR:
+        raise SystemExit(f"{script} times kernels on a GPU; here the kernels run on {gemm_steps.backend()}. "
+                         "tests/test_variants.py checks the variants on the simulator.")
+
+
+def output_path(topic: str, out: str | None = None) -> Path:
+    """Where an experiment writes its results: ``out`` if given, else
+    ``experiments/results/experiment-<topic>-<gpu>.json``, with -2, -3, … added so a re-run never overwrites."""
+    if out:
+        return Path(out)
+    from gemm_steps.harness.environment import file_slug
+
+    if gemm_steps.SIMULATOR:
+        gpu = "simulator"
+    else:
+        from numba import cuda
+
+        name = cuda.get_current_device().name
+        gpu = name.decode() if isinstance(name, bytes) else str(name)
+    path = RESULTS / f"experiment-{topic}-{file_slug(gpu)}.json"
+    candidate, i = path, 1
+    while candidate.exists():
+        i += 1
+        candidate = path.with_name(f"{path.stem}-{i}{path.suffix}")
+    return candidate
+
+
+def kernel_name(prefix: str, label: str) -> str:
+    """A kernel name for a variant's label: ``kernel_name("x", "async A+B")`` is ``"x_async_A_B"``."""
+    return prefix + "_" + "".join(ch if ch.isalnum() else "_" for ch in label)
