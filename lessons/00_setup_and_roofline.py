@@ -20,7 +20,7 @@
 import numpy as np
 
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 print(gemm_steps.backend())
 
@@ -55,7 +55,7 @@ lesson.check_against_numpy("naive", [(16, 16, 16), (33, 17, 40)])
 # with n, because every element of A and B takes part in n multiply-adds.
 
 # %%
-from gemm_steps.bench import flops
+from gemm_steps.harness.bench import flops
 
 
 def min_bytes(m, n, k):
@@ -130,7 +130,7 @@ if results and bandwidth:
 if results and bandwidth:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     size = lesson.headline_size(results, ["naive"])
     naive, cublas = lesson.record(results, "naive", size), lesson.record(results, "cublas", size)

@@ -6,7 +6,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 naive = gemm_steps.get_step("naive")
 print(naive.doc)
@@ -57,7 +57,7 @@ lesson.show_source(naive, docstring=False)
 # How many threads is that? For a 4096 × 4096 C, with the step's own block size:
 
 # %%
-from gemm_steps.kernel_tools import ceil_div
+from gemm_steps.toolkit.kernel_tools import ceil_div
 
 block = naive.config["BLOCK_SIZE"]
 m = n = k = 4096
@@ -77,7 +77,7 @@ lesson.check_against_numpy(naive, [(16, 16, 16), (33, 17, 40), (64, 48, 64)])
 # %% [markdown]
 # ## How fast is it?
 #
-# The timing comes from the benchmark harness (`gemm_steps.bench`): CUDA events around each launch, the output
+# The timing comes from the benchmark harness (`gemm_steps.harness.bench`): CUDA events around each launch, the output
 # poisoned with NaN and the L2 cache flushed before every run, the median of many runs, and cuBLAS timed in the same
 # run on the same inputs.
 
@@ -87,7 +87,7 @@ lesson.timing_table(results, ["naive"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
 

@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 naive, coalesced = gemm_steps.get_step("naive"), gemm_steps.get_step("coalesced")
 print(coalesced.doc)
@@ -93,7 +93,7 @@ lesson.timing_table(results, ["naive", "coalesced"])
 if results:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     measured = lesson.common_sizes(results, ["naive", "coalesced"])
     speedups = [lesson.record(results, "naive", s)["median_ms"] / lesson.record(results, "coalesced", s)["median_ms"]

@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 shared = gemm_steps.get_step("shared_memory")
 print(shared.doc)
@@ -99,7 +99,7 @@ lesson.timing_table(results, ["naive", "coalesced", "shared_memory"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     fig = plots.plot_tflops_vs_size(results)
     fig.axes[0].axhline(shared_ceiling, color="tab:green", ls=":", label="shared-memory ceiling (the model above)")

@@ -10,7 +10,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 shared, register_1d = gemm_steps.get_step("shared_memory"), gemm_steps.get_step("register_1d")
 print(register_1d.doc)
@@ -115,7 +115,7 @@ lesson.timing_table(results, ["shared_memory", "register_1d"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
 
@@ -146,8 +146,8 @@ if results:
 #
 # A model that counts only shared-memory traffic assumes everything else is free. To see what else the kernel
 # does, look at the code Numba generates. Numba compiles a kernel to **PTX**, NVIDIA's virtual instruction set,
-# with NVVM — which works on a CPU, no GPU needed (`gemm_steps.ptx` wraps it). `ptxas`, the assembler that turns
-# PTX into the GPU's machine code, ships inside the `nvidia-nvjitlink` wheel and reports how many registers each
+# with NVVM — which works on a CPU, no GPU needed (`gemm_steps.harness.ptx` wraps it). `ptxas`, the assembler that
+# turns PTX into the GPU's machine code, ships inside the `nvidia-nvjitlink` wheel and reports how many registers each
 # thread needs. `lesson.compile_kernels` does both in a separate Python process (this one may be running the
 # simulator, which compiles nothing), and `lesson.compiled_table` counts the instructions of the k-loop — one trip
 # per k-tile — per FMA:

@@ -13,7 +13,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 register_1d, register_2d = gemm_steps.get_step("register_1d"), gemm_steps.get_step("register_2d")
 print(register_2d.doc)
@@ -127,7 +127,7 @@ lesson.check_against_numpy(register_2d, [(33, 17, 40), (64, 64, 64)])
 # %%
 from types import SimpleNamespace
 
-from gemm_steps.step import Step
+from gemm_steps.harness.step import Step
 
 first_attempt = Step(register_2d.number, SimpleNamespace(
     TITLE="2D register tiling, signed indices (first attempt)",
@@ -177,19 +177,21 @@ if results and experiment:
         benchmarked = lesson.record(results, "register_2d", check_size)["pct_of_cublas"]
         shipped_pct = lesson.record(same_run, "register_2d", check_size)["pct_of_cublas"]
         signed_pct = experiment_record("signed", check_size)["pct_of_cublas"]
+        gpus = results["environment"].get("gpu"), experiment["environment"].get("gpu")
+        where = "" if gpus[0] == gpus[1] else f" (the benchmark on the {gpus[0]}, the experiment on the {gpus[1]})"
         if abs(benchmarked - signed_pct) < abs(benchmarked - shipped_pct):
             timings = same_run
             lesson.say(
                 f"**The benchmark run is older than this step's code.** At {lesson.size_label(check_size)} its step 5 "
                 f"ran at {benchmarked:.1f} % of cuBLAS, as the experiment's *first attempt* did ({signed_pct:.1f} %), "
-                f"not as the step as shipped ({shipped_pct:.1f} %): it timed the kernel with signed indices. So the "
-                f"timings below are the experiment's, at the sizes it has (same GPU, one run). A new `gemm-steps "
-                f"bench` on a GPU brings the benchmark file up to date."
+                f"not as the step as shipped ({shipped_pct:.1f} %){where}: it timed the kernel with signed indices. "
+                f"So the timings below are the experiment's, at the sizes it has (one run, on the {gpus[1]}). A new "
+                f"`gemm-steps bench` on a GPU brings the benchmark file up to date."
             )
         else:
             lesson.say(
-                f"The two runs agree: at {lesson.size_label(check_size)} step 5 ran at {benchmarked:.1f} % of cuBLAS "
-                f"in the benchmark and {shipped_pct:.1f} % in the experiment."
+                f"The two runs agree{where}: at {lesson.size_label(check_size)} step 5 ran at {benchmarked:.1f} % of "
+                f"cuBLAS in the benchmark and {shipped_pct:.1f} % in the experiment."
             )
 
 # %%
@@ -197,13 +199,13 @@ lesson.timing_table(timings, STEPS)
 
 # %%
 if timings:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(timings, steps=STEPS))
 
 # %%
 if timings:
-    from gemm_steps.kernel_tools import ceil_div
+    from gemm_steps.toolkit.kernel_tools import ceil_div
 
     size = lesson.headline_size(timings, STEPS)
     step3, step4, step5 = (lesson.record(timings, s, size) for s in STEPS)
@@ -242,7 +244,7 @@ if timings:
 #
 # The first version of this step was `register_2d_signed_kernel`: the same tiles, the same loops, with indices
 # computed from `cuda.threadIdx.x`, `BLOCK_M` and plain Python ints, as steps 1 to 4 do theirs. It passed the check
-# above. `scripts/experiment_register_2d.py` timed it in one run with the step as shipped (`unsigned`), two variants
+# above. `experiments/register_2d.py` timed it in one run with the step as shipped (`unsigned`), two variants
 # of the shipped step that the next section comes back to, and steps 3 and 4:
 
 # %%
@@ -257,7 +259,7 @@ VARIANTS = {
 if experiment:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in experiment["records"]}, key=lambda s: s[0] * s[1] * s[2])
     big = sizes[-1]
@@ -311,37 +313,19 @@ if experiment:
 # `x[i + len if i < 0 else i]` — in each dimension, on every access, in 64-bit arithmetic. (That is the only check:
 # Numba does not check bounds unless asked to.) An unsigned index cannot be negative, so for it Numba emits nothing.
 #
-# Compile both kernels, and step 4 for comparison, and look. `lesson.compile_kernels` compiles a *step's* kernels;
-# the first attempt is not a step, so it is compiled here the way that helper does it: in a fresh Python in GPU mode (this one may be running
-# the simulator, which compiles nothing), with `gemm_steps.ptx.compile_kernel_ptx`, NVVM on the CPU:
+# Compile both kernels, and step 4 for comparison, and look. `lesson.compile_kernels` compiles a step's kernels, and
+# the versions a step keeps to show what not to do (its `COUNTER_EXAMPLES`, here the first attempt), in a fresh
+# Python in GPU mode (this one may be running the simulator, which compiles nothing), with
+# `gemm_steps.harness.ptx.compile_kernel_ptx`, NVVM on the CPU:
 
 # %%
-import json
-import os
 import re
-import subprocess
-import sys
 
-from gemm_steps.ptx import DEFAULT_CC, ptx_stats
-
-compiled = lesson.compile_kernels([register_1d, register_2d])
-code = ("import json; from gemm_steps.ptx import compile_kernel_ptx; from gemm_steps.steps import register_2d; "
-        "print(json.dumps({label: compile_kernel_ptx(*entry) "
-        "for label, entry in register_2d.COUNTER_EXAMPLES.items()}))")
-path = os.pathsep.join([str(lesson.REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                      env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path})
-if done.returncode:
-    raise RuntimeError(f"compiling the first attempt to PTX failed:\n{done.stderr[-3000:]}")
-signed_ptx = json.loads(done.stdout)["register_2d_signed"]
-# An entry like compile_kernels' own, so the same table can show it: registers from ptxas (the helper that
-# compile_kernels uses), shared memory as step 5's (the same two tiles).
+compiled = lesson.compile_kernels([register_1d, register_2d], counter_examples=[register_2d])
+signed_ptx = compiled["register_2d_signed"]["ptx"]
 compiled = {
     "register_1d (step 4)": compiled["register_1d"],
-    "register_2d_signed (first attempt)": {
-        "step": "register_2d", "ptx": signed_ptx, "stats": ptx_stats(signed_ptx),
-        "shared_bytes": compiled["register_2d"]["shared_bytes"], "registers": None, "ptxas": None,
-        **lesson._ptxas_info(signed_ptx, DEFAULT_CC)},
+    "register_2d_signed (first attempt)": compiled["register_2d_signed"],
     "register_2d (step 5)": compiled["register_2d"],
 }
 

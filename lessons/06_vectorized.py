@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 register_2d, vectorized = gemm_steps.get_step("register_2d"), gemm_steps.get_step("vectorized")
 print(vectorized.doc)
@@ -24,21 +24,23 @@ print(vectorized.doc)
 # | stores of C | 64 single floats, each bounds-checked | 16 stores of four floats |
 # | arrays and indices | 2-D arrays (row length read at run time), unsigned indices | flat arrays, unsigned indices |
 #
-# Numba has no float4 type. `gemm_steps.intrinsics` adds two tiny functions that emit a 128-bit load or store
+# Numba has no float4 type. `gemm_steps.toolkit.intrinsics` adds two tiny functions that emit a 128-bit load or store
 # directly as LLVM IR (`load_float4`, `store_float4`); on the simulator they are plain Python with the same meaning.
 # A 128-bit access must be 16-byte aligned, and would read past the edge of a partial tile, so from this step on
-# every step has **two kernels generated from one template** (`gemm_steps.tiling`): a *fast* kernel for the tiles
-# that lie wholly inside C, with no bounds checks at all, and a guarded *edge* kernel for the rest.
+# every step has **two kernels compiled from one kernel function** (`gemm_steps.toolkit.tiles`): a *fast* kernel for
+# the tiles that lie wholly inside C, with no bounds checks at all, and a guarded *edge* kernel for the rest. The
+# kernel says which lines belong to which with `if EDGE:` — a compile-time constant, so each of the two compiled
+# kernels keeps only its own branch.
 #
-# Here is what changed in the kernel — step 5's hand-written kernel against the fast kernel of step 6's template
-# (the template's `# @if EDGE` branches decided for the fast kernel):
+# Here is what changed in the kernel, step 5's against step 6's:
 
 # %%
-lesson.show_kernel_diff(register_2d, vectorized)
+lesson.show_diff(register_2d, vectorized)
 
 # %% [markdown]
-# `step.source()` is the code that really runs: the template expanded twice, fast and edge. It is short for this
-# step:
+# The whole step: the kernel, then the tile configuration and `TiledKernels`, which compiles it twice (fast and edge)
+# and launches both. `vectorized.generated_source()` prints the two kernels as Numba compiles them, each with its
+# `EDGE` branches decided:
 
 # %%
 lesson.show_source(vectorized)
@@ -83,7 +85,7 @@ print(f"{len(a_loads) + len(b_loads)} LDS.128 per k-step: {step6_wavefronts} wav
 # ### The PTX evidence
 #
 # Whether the compiler really emits 128-bit instructions, and what else it emits, is in the PTX. The command
-# `python -m gemm_steps.ptx --steps 5 6` prints these counts for every kernel (it compiles on the CPU, no GPU
+# `python -m gemm_steps.harness.ptx --steps 5 6` prints these counts for every kernel (it compiles on the CPU, no GPU
 # needed); here they come from `lesson.compile_kernels`, which uses the same functions in a separate process in
 # GPU mode. Counts are static — instructions as they appear in the code, a loop body once:
 
@@ -159,7 +161,7 @@ lesson.timing_table(results, ["shared_memory", "register_2d", "vectorized"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
     lesson.show_figure(plots.plot_step_speedups(results))

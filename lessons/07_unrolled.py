@@ -1,50 +1,55 @@
 # %% [markdown]
-# # Lesson 7 — Unrolling by generating code, and choosing tile sizes by measuring them
+# # Lesson 7 — Unrolling at compile time, and choosing tile sizes by measuring them
 #
 # Step 6's inner loop is still a loop: every k-step pays a counter, a compare, a branch and address arithmetic for
-# its 64 FMAs. C++ CUDA would add `#pragma unroll` and be done. Numba has no such pragma — so this step writes the
-# unrolled code itself: the kernel becomes a **template**, expanded into plain Python source before Numba compiles
-# it. Two more things come with it: the tile sizes become parameters, so they can be **tuned** by measurement, and
-# the kernels take noticeably longer to **compile**. This lesson covers all three.
+# its 64 FMAs. C++ CUDA would add `#pragma unroll` and be done. Numba has no such pragma — so this step *marks* the
+# loops to unroll, in ordinary Python, and a small compile step expands them into straight-line code before Numba
+# compiles it. Two more things come with it: the tile sizes become parameters, so they can be **tuned** by
+# measurement, and the kernels take noticeably longer to **compile**. This lesson covers all three.
 
 # %%
 import json
 
 import gemm_steps
-from gemm_steps import codegen, lesson
+from gemm_steps.course import lesson
+from gemm_steps.toolkit import unroll
 
 vectorized, unrolled = gemm_steps.get_step("vectorized"), gemm_steps.get_step("unrolled")
 print(unrolled.doc)
 
 # %% [markdown]
-# ## The idea: a template, expanded before compiling
+# ## The idea: loops marked for the compiler
 #
-# `gemm_steps.codegen` expands a template made of ordinary Python plus a few line directives:
+# `gemm_steps.toolkit.unroll` reads a kernel's Python source and expands the few things it marks, before Numba sees
+# the kernel:
 
 # %%
-print(codegen.__doc__[codegen.__doc__.index("Directives"):])
+doc = unroll.__doc__
+print(doc[doc.index("``for i in unroll(N):``"):doc.index("Everything here is plain Python")])
 
 # %% [markdown]
-# Here is the heart of step 7's template, the k-loop over one shared tile. Two nested `# @for` directives over
-# `THREAD_M` and `THREAD_N` write the 64 FMAs of the outer product, and `# @for kk in range(BLOCK_K)` repeats the
-# whole block for every column of the tile:
+# Here is the heart of step 7's kernel as written, the k-loop over one shared tile. `for kk in unroll(BLOCK_K)`
+# repeats its body for every column of the tile, and the two nested `unroll` loops over `THREAD_M` and `THREAD_N`
+# write the 64 FMAs of the outer product into `acc`, the register tile that `acc = registers(THREAD_M, THREAD_N)`
+# declares at the top of the kernel:
 
 # %%
-lesson.show_template(unrolled, start="# The unrolled k-loop", stop="syncthreads")
+lesson.show_kernel(unrolled, start="# The unrolled k-loop", stop="syncthreads()")
 
 # %% [markdown]
-# And this is what it expands into — the code that really runs, printed by `step.source()`:
+# And this is what it expands into, from the barrier before that loop on — the code Numba really compiles, printed
+# whole by `unrolled.generated_source()` (the fast kernel, then the edge kernel):
 
 # %%
-lesson.show_generated(unrolled, start="# The unrolled k-loop", lines=28)
+lesson.show_excerpt(unrolled.generated_source(), start="syncthreads()", lines=28)
 
 # %% [markdown]
 # The accumulators are no longer an array but 64 named variables `acc_0_0 … acc_7_7`, and every shared-memory
-# offset (`+ 128`, `+ 132`, …) is a constant the compiler can fold into the load instruction. Against step 6,
-# with the template's loops folded:
+# offset (`+ 128`, `+ 132`, … for the next columns) is a constant the compiler can fold into the load instruction.
+# Against step 6, as written:
 
 # %%
-lesson.show_kernel_diff(vectorized, unrolled)
+lesson.show_diff(vectorized, unrolled)
 
 # %% [markdown]
 # ## The prediction
@@ -94,7 +99,7 @@ lesson.timing_table(results, ["vectorized", "unrolled"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
 
@@ -124,7 +129,7 @@ if results:
 # %% [markdown]
 # ## Choosing the tile sizes: autotuning
 #
-# With the kernel generated from constants, trying another tile shape is one line: `TileConfig(BLOCK_M=…,
+# With the kernel compiled from its tile constants, trying another tile shape is one line: `TileConfig(BLOCK_M=…,
 # BLOCK_N=…, BLOCK_K=…, THREAD_M=…, THREAD_N=…, MIN_BLOCKS_PER_SM=…)`. Which is best depends on the GPU (its
 # registers, shared memory and SM count), so the course measures it: each tunable step lists candidates in its
 # `SEARCH_SPACE`, and
@@ -133,10 +138,12 @@ if results:
 # gemm-steps tune unrolled          # on a GPU: times every candidate at 4096³
 # ```
 #
-# times them all with the benchmark's method (`gemm_steps.tuning.tune`), writes every timing to
-# `results/tuning-unrolled-<gpu>.json`, and records the winner for that GPU in `results/tuned.json`. When the step
-# is imported on that GPU, it builds the recorded configuration; on any other GPU — and on the simulator — it uses
-# the first entry of its search space. The sweep shipped for step 7:
+# times them all with the benchmark's method (`gemm_steps.harness.tuning.tune`), writes every timing to
+# `results/tuning-unrolled-<gpu>.json`, and records the winner for that GPU in your tuning table
+# (`~/.cache/gemm-steps/tuned.json`). The course's own winners ship with the package, in
+# `gemm_steps/toolkit/tuned.json`. When the step is imported on a GPU, it builds the configuration recorded for it
+# (yours first); on any other GPU — and on the simulator — it uses the first entry of its search space. The sweep
+# shipped for step 7:
 
 # %%
 sweep = lesson.load_shipped("tuning-unrolled-*.json", "`gemm-steps tune unrolled`: every candidate configuration, "
@@ -144,7 +151,7 @@ sweep = lesson.load_shipped("tuning-unrolled-*.json", "`gemm-steps tune unrolled
 
 # %%
 if sweep:
-    from gemm_steps import tuning
+    from gemm_steps.harness import tuning
 
     records = lesson.sweep_records(sweep)
     best, fastest = tuning.choose_best(records), min(records, key=lambda r: r["median_ms"])
@@ -155,7 +162,7 @@ lesson.sweep_table(sweep, unrolled) if sweep else None
 if sweep:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     ordered = sorted(records, key=lambda r: r["median_ms"])
     fig = Figure(figsize=(8, 0.45 * len(ordered) + 1.5), layout="constrained")
@@ -180,15 +187,17 @@ if sweep:
 # %%
 if sweep:
     within = [r for r in records if r["median_ms"] <= fastest["median_ms"] * (1 + tuning.NOISE)]
-    tuned = json.loads(tuning.TUNED_FILE.read_text()).get(sweep["environment"]["gpu"], {}).get("unrolled")
+    from gemm_steps.toolkit.tuned import SHIPPED_TABLE  # the course's winners, shipped with the package
+
+    tuned = json.loads(SHIPPED_TABLE.read_text()).get(sweep["environment"]["gpu"], {}).get("unrolled")
     agrees = tuned is not None and lesson.same_config(tuned["config"], best["config"])
     lesson.say(
         f"Fastest: {label(fastest['config'])}, {fastest['median_ms']:.3f} ms. Within {tuning.NOISE:.0%} of it: "
         f"{len(within)} configuration{'s' if len(within) > 1 else ''}, so the rule picks **{label(best['config'])}**. "
         f"The spread from best to worst is {max(r['median_ms'] for r in records) / fastest['median_ms'] - 1:.0%}: "
         "tile shape matters, and no simple rule predicts the order — which is why it is measured.\n\n"
-        + (f"`results/tuned.json` records exactly that for the {sweep['environment']['gpu']}:"
-           if agrees else "`results/tuned.json` records something else for this GPU (a newer sweep?):")
+        + (f"`gemm_steps/toolkit/tuned.json` records exactly that for the {sweep['environment']['gpu']}:"
+           if agrees else "`gemm_steps/toolkit/tuned.json` records something else for this GPU (a newer sweep?):")
     )
     print(json.dumps(tuned, indent=1))
     from dataclasses import asdict
@@ -201,7 +210,7 @@ if sweep:
 # %% [markdown]
 # ## The price: compile time
 #
-# Unrolled code is long. The generated source of this step has thousands of lines; Numba type-infers and lowers
+# Unrolled code is long. The expanded source of this step has thousands of lines; Numba type-infers and lowers
 # every one of them, and NVVM and `ptxas` optimize the result. The sweep above recorded each configuration's
 # **first call** — compile plus one run — on the GPU's host:
 
@@ -211,14 +220,15 @@ if sweep:
     slowest = max(records, key=lambda r: r["first_call_s"])
     lesson.say("\n".join(lines) + f"\n\nThe slowest, {label(slowest['config'])}, unrolls the most FMAs per k-tile "
                f"({slowest['config']['BLOCK_K'] * slowest['config']['THREAD_M'] * slowest['config']['THREAD_N']} per "
-               f"thread). Source lines of the kernels compiled in this notebook: "
-               f"{len(unrolled.source().splitlines())} for step 7, {len(vectorized.source().splitlines())} for step 6.")
+               f"thread). Lines of code Numba compiles for this notebook's kernels (`generated_source()`, fast and "
+               f"edge): {len(unrolled.generated_source().splitlines())} for step 7, "
+               f"{len(vectorized.generated_source().splitlines())} for step 6.")
 
 # %% [markdown]
 # Where does that time go? Profiling the compile on a CPU showed one pass of Numba's lowering,
 # `_find_singly_assigned_variable`, rescanning a whole basic block for every variable defined in it — quadratic in
-# the size of the block, and step 7's k-loop is one enormous block. `gemm_steps/_numba_patches.py` replaces it with
-# a one-pass version that computes the same set; the package applies it whenever it builds generated kernels. The
+# the size of the block, and step 7's k-loop is one enormous block. `gemm_steps/toolkit/numba_patches.py` replaces it
+# with a one-pass version that computes the same set; the package applies it whenever it builds unrolled kernels. The
 # sweep above ran on the GPU host before that workaround existed. Here is its effect on the machine that built this
 # notebook, generating step 7's PTX with and without it:
 
@@ -245,10 +255,8 @@ else:
 # then at 257³ (the edge kernel compiles too), then again in a new process that finds Numba's on-disk cache.
 
 # %%
-import json
-
-compile_file = lesson.RESULTS_DIR / "compile-times-h200.json"
-if compile_file.exists():
+compile_file = lesson.shipped_file("compile-times-h200.json")
+if compile_file:
     compile_times = json.loads(compile_file.read_text())
     env = compile_times["environment"]
     table = ["| step | first call, empty caches | edge kernel, first 257³ call | first call, on-disk cache |",
@@ -256,29 +264,27 @@ if compile_file.exists():
     for name, r in compile_times["compile_times"].items():
         table.append(f"| {name} | {r['cold_s']:.2f} s | {r['cold_edge_s']:.2f} s | {r['warm_s']:.2f} s |")
     over = [name for name, r in compile_times["compile_times"].items() if r["cold_s"] > 3]
-    lesson.say(f"Measured on the host of an {env['gpu']} on {env['date'][:10]}, "
-               f"with numba-cuda {env['numba_cuda']}:\n\n" + "\n".join(table) + "\n\n"
-               + (f"Over the 3 s target with empty caches: **{', '.join(over)}** — every step whose source is "
-                  f"generated and unrolled. With the on-disk cache every step starts in under "
+    lesson.say(f"From `{lesson.shown_path(compile_file)}`, measured on the host of an {env['gpu']} on "
+               f"{env['date'][:10]}, with numba-cuda {env['numba_cuda']}:\n\n" + "\n".join(table) + "\n\n"
+               + (f"Over the 3 s target with empty caches: **{', '.join(over)}** — every step whose kernel is "
+                  f"unrolled. With the on-disk cache every step starts in under "
                   f"{max(r['warm_s'] for r in compile_times['compile_times'].values()):.1f} s."
                   if over else "Every step is under 3 s."))
-else:
-    lesson.say("There is no shipped `results/compile-times-h200.json`, so there are no first-call times to show.")
 
 # %% [markdown]
-# The 3 s target is not met by the generated steps on a cold start, and the edge kernels take longer still. Where
+# The 3 s target is not met by the unrolled steps on a cold start, and the edge kernels take longer still. Where
 # the time goes, profiled with `cProfile` on a CPU for step 9's fast kernel (the workaround above applied): almost
 # all of it in Numba's own passes over the long source — rebuilding SSA form about 31 %, type inference 23 %,
 # removing the phi nodes again 20 %, lowering to LLVM IR 13 % — and under a tenth in NVVM and `ptxas`. The edge
 # kernel, with a guarded branch for every load and store, has many more basic blocks, and Numba's liveness analysis
-# over them adds about a fifth of its (2.5× longer) compile. Keeping the accumulators in a local array instead of scalars, to give
-# SSA fewer variables, made it slower (15.6 s against 10.9 s for the PTX on that CPU). So the remedy would be in
-# Numba's passes, not in the kernel.
+# over them adds about a fifth of its (2.5× longer) compile. Keeping the accumulators in a local array instead of
+# scalars, to give SSA fewer variables, made it slower (15.6 s against 10.9 s for the PTX on that CPU). So the
+# remedy would be in Numba's passes, not in the kernel.
 #
 # These are two different machines and two different things timed — first call on the GPU host (compile to PTX,
 # `ptxas`, load, one run) against PTX generation alone here — so compare each with itself, not with the other.
-# A third remedy avoids compiling at all: on a GPU the generated sources are written to a cache folder, so that
-# Numba's on-disk cache can reuse the compiled kernels in the next process (see `gemm_steps.codegen.define`).
+# A third remedy avoids compiling at all: on a GPU the expanded sources are written to a cache folder, so that
+# Numba's on-disk cache can reuse the compiled kernels in the next process (see `gemm_steps.toolkit.unroll.define`).
 #
 # The unrolled k-loop left the FMA stream nearly uninterrupted, yet step 7 is still well short of cuBLAS. Within
 # each k-tile the threads still copy the next tiles from global memory and then *wait* for them at a barrier. The

@@ -9,7 +9,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 unrolled, double_buffered = gemm_steps.get_step("unrolled"), gemm_steps.get_step("double_buffered")
 print(double_buffered.doc)
@@ -18,8 +18,8 @@ print(double_buffered.doc)
 # ## The idea
 #
 # Shared memory holds **two stages** of each tile. At iteration t, each thread first *issues* its global loads of
-# k-tile t into registers (`pa_*`, `pb_*`), then runs the FMAs of k-tile t − 1 from the other stage, and only then
-# writes the registers into shared memory. A load's data is needed only a whole k-tile of FMAs after it was issued:
+# k-tile t into registers (`a_next`, `b_next`), then runs the FMAs of k-tile t − 1 from the other stage, and only
+# then writes the registers into shared memory. A load's data is needed only a whole k-tile of FMAs after it was issued:
 #
 # ```
 #  step 7, one block:   │load t│▒wait▒│FMAs t      │load t+1│▒wait▒│FMAs t+1    │ …      2 barriers per k-tile
@@ -31,17 +31,17 @@ print(double_buffered.doc)
 #
 # One barrier per k-tile suffices: after it, stage t % 2 is complete *and* everyone has finished reading the
 # other stage, which the next iteration overwrites. The load coordinates, constant for the whole loop, are now
-# computed once before it. Against step 7, with the template's loops folded (the `k_first`/`k_count` lines are
-# there for a later step that splits the k-range between blocks; here they cover all of it):
+# computed once before it. Against step 7, as written:
 
 # %%
-lesson.show_kernel_diff(unrolled, double_buffered)
+lesson.show_diff(unrolled, double_buffered)
 
 # %% [markdown]
-# The generated fast kernel's k-loop, as it runs (`step.source()` prints all of it):
+# The new k-loop as written, from the loads of the next k-tile to the one barrier
+# (`double_buffered.generated_source()` prints it expanded, as Numba compiles it):
 
 # %%
-lesson.show_generated(double_buffered, start="for k_tile in range", lines=24)
+lesson.show_kernel(double_buffered, start="for k_tile in range", stop="syncthreads()")
 
 # %% [markdown]
 # The step also asks for occupancy: `launch_bounds=(256, 2)` (`MIN_BLOCKS_PER_SM = 2` in its tile configuration)
@@ -93,7 +93,7 @@ lesson.timing_table(results, ["unrolled", "double_buffered"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
 

@@ -4,13 +4,13 @@
 # Since lesson 5, thread t has owned one contiguous THREAD_M × THREAD_N block of C. That is natural for one
 # thread, but shared memory serves a *warp* at a time, and lessons 5 and 6 counted what the contiguous layout costs
 # a warp: its B-fragment loads hit the same banks several times. This step changes nothing but the map from
-# threads to elements of C — the `WARP_TILING` branch of step 8's template — and, because that map also decides
+# threads to elements of C — a few lines of step 8's kernel — and, because that map also decides
 # which tile shapes are possible, it is tuned to a larger tile. At the end, one more change inside the k-loop —
 # the *order* of the FMAs — closes part of the remaining gap to cuBLAS.
 
 # %%
 import gemm_steps
-from gemm_steps import lesson
+from gemm_steps.course import lesson
 
 double_buffered, warp_tiling = gemm_steps.get_step("double_buffered"), gemm_steps.get_step("warp_tiling")
 print(warp_tiling.doc)
@@ -36,13 +36,15 @@ print(warp_tiling.doc)
 # ```
 #
 # So for one float4 of its fragment, the warp's 32 lanes read 8 neighbouring float4 of A (32 floats) or 4 of B
-# (16 floats), each shared by the lanes that need it. The whole change in the template:
+# (16 floats), each shared by the lanes that need it. The whole change to step 8's kernel (`gemm-steps diff 8 9`
+# prints the same), with the serpentine FMA order that the end of this lesson comes back to:
 
 # %%
-lesson.show_kernel_diff(double_buffered, warp_tiling)
+lesson.show_diff(double_buffered, warp_tiling)
 
 # %% [markdown]
-# The constants that fill it in come from `layout(config)` in the step, and the tile configuration is the tuned
+# The new constants (`WARPS_N`, `WARP_TILE_M`, `A_CHUNK_STRIDE`, …) come from `layout(config)` in the step, and the
+# tile configuration is the tuned
 # one (on the simulator: the first of the step's search space, the H200's winner):
 
 # %%
@@ -71,8 +73,8 @@ def fragment_loads(config, rows_of, cols_of):
 
 c8, c9 = double_buffered.config, warp_tiling.config
 models = {
-    "step 8": fragment_loads(c8, lambda t, q: t // c8["THREADS_N"] * c8["THREAD_M"] + q // 4 * c8["A_CHUNK_STRIDE"],
-                             lambda t, q: t % c8["THREADS_N"] * c8["THREAD_N"] + q // 4 * c8["B_CHUNK_STRIDE"]),
+    "step 8": fragment_loads(c8, lambda t, q: t // c8["THREADS_N"] * c8["THREAD_M"] + q,
+                             lambda t, q: t % c8["THREADS_N"] * c8["THREAD_N"] + q),
     "step 9": fragment_loads(c9, lambda t, q: t % 32 // c9["LANES_N"] * 4 + q // 4 * c9["A_CHUNK_STRIDE"],
                              lambda t, q: t % 32 % c9["LANES_N"] * 4 + q // 4 * c9["B_CHUNK_STRIDE"]),
 }
@@ -119,7 +121,7 @@ lesson.timing_table(results, ["double_buffered", "warp_tiling"])
 
 # %%
 if results:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
 
@@ -151,7 +153,7 @@ lesson.sweep_table(sweep, warp_tiling) if sweep else None
 # %%
 step8_sweep = lesson.load_shipped("tuning-double_buffered-*.json", "step 8's sweep, a separate run")
 if sweep and step8_sweep:
-    from gemm_steps import tuning
+    from gemm_steps.harness import tuning
 
     nine, eight = lesson.sweep_records(sweep), lesson.sweep_records(step8_sweep)
     best9, best8 = tuning.choose_best(nine), tuning.choose_best(eight)
@@ -222,7 +224,7 @@ if sweep and step8_sweep and same_tiles:
 # row end, 7 per k-step of 128 FFMAs (about 5 %). So if register-bank conflicts are what the extra stalls are, the
 # gain is a few percent at most, not the 14 % between 0.79 and 0.90.
 #
-# `scripts/experiment_fma_order.py` built step 9 both ways and timed them in one run; in the SASS, 877 of the 1024
+# `experiments/fma_order.py` built step 9 both ways and timed them in one run; in the SASS, 877 of the 1024
 # FFMAs of a k-tile carry a `.reuse` flag in serpentine order, against 837 row by row (40 more, close to the 56 the
 # count above allows):
 
@@ -235,13 +237,14 @@ if fma_order:
     table = lesson.variants_table(fma_order, first_column="FMA order", only=("row_order", "serpentine"))
     gains = [by[("row_order", m)]["median_ms"] / by[("serpentine", m)]["median_ms"] for m in sizes]
     lesson.say(table + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×**" for g in gains)
-               + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it "
-               "(`SERPENTINE` in `layout()`), and steps 10 and 11 inherit it. The tuning sweep above ran before, "
+               + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it (the "
+               "`j = THREAD_N - 1 - jj if i % 2 else jj` line in its kernel), and steps 10 and 11 inherit it. The "
+               "tuning sweep above ran before, "
                "with row-order FMAs. A few percent, as predicted: the rest of the gap to cuBLAS is in how `ptxas` "
                "allocates registers and schedules the FFMAs, which Numba does not let us control.")
 
 # %% [markdown]
-# A first run of that experiment had a template bug: the serpentine index expression turned one column of every
+# A first run of that experiment had a bug: the serpentine index expression turned one column of every
 # odd row into a duplicate, so one FMA was done twice and one never. The benchmark's float64 spot check flagged the
 # result as wrong (relative error 0.25), and `tests/test_scheduling.py` now checks that both orders compute exactly
 # the same products — a reminder that a faster kernel is only a result once it is checked.
@@ -252,28 +255,29 @@ if fma_order:
 # CUTLASS's SIMT kernels double-buffer twice: the tiles in shared memory (step 8) and the *fragments* in
 # registers. With two fragment sets that alternate by column of the k-tile, column kk + 1's shared loads are in
 # flight while column kk's FMAs run; and right after each barrier, the next stage's first fragments are loaded while
-# the current stage's last column is computed, so no FMA waits for a shared load after a barrier. Step 8's template
-# has this as a flag, `PIPELINED` (off in every step). Here is the heart of the generated code with it on:
+# the current stage's last column is computed, so no FMA waits for a shared load after a barrier. The course tried
+# it as a variant of step 9, kept with the experiments rather than in the step:
+# `experiments/kernels/warp_tiling_pipelined.py` (`diff gemm_steps/steps/warp_tiling.py
+# experiments/kernels/warp_tiling_pipelined.py` shows the whole change). Its k-loop, as written — first the columns
+# whose next fragments load while the current ones compute:
 
 # %%
-from gemm_steps.steps.double_buffered import TEMPLATE
-from gemm_steps.tiling import TiledKernels
+lesson.show_experiment_kernel("warp_tiling_pipelined", start="# Columns 0", stop="a_frag[kk % 2][i]")
 
-config = warp_tiling.module.TILED.config
-pipelined = TiledKernels("warp_tiling_pipelined", TEMPLATE, config,
-                         {**warp_tiling.module.layout(config), "PIPELINED": True})
-source = pipelined.sources["fast"].splitlines()
-first = next(i for i, line in enumerate(source) if "Columns 0" in line)
-print("\n".join(source[first:first + 12]) + "\n    …")
-after_barrier = next(i for i, line in enumerate(source) if "column 0 of the stage just written" in line)
-print("\n".join(source[after_barrier - 1:after_barrier + 9]) + "\n        …")
+# %% [markdown]
+# and after the barrier, the next stage's first fragments, loaded while the last column of the stage before is
+# computed:
+
+# %%
+lesson.show_experiment_kernel("warp_tiling_pipelined", start="stage t % 2 is written",
+                              stop="a_frag[(BLOCK_K - 1) % 2][i]")
 
 # %% [markdown]
 # **Prediction** (written before the run). After each barrier, step 9's first FMAs wait for their fragments: one
 # shared-load latency, some 30 cycles, in a k-tile that takes about 2,700 cycles per scheduler. Hiding that is worth
 # 1 to 3 points of cuBLAS, a little more for step 8, which has half the FMAs per k-tile to hide it behind.
 #
-# `scripts/experiment_pipelining.py` timed both steps with and without it in one run, and three other tile shapes
+# `experiments/pipelining.py` timed both steps with and without it in one run, and three other tile shapes
 # with it; the shipped step 9 ran first and again last, to show the spread within the run:
 
 # %%
@@ -297,8 +301,8 @@ def ncu_value(block: str, name: str) -> str:
     return re.search(rf"{name}\s+\S*\s+([\d.,]+)", block).group(1)
 
 
-ncu_file = lesson.RESULTS_DIR / "ncu-step9-pipelined-cublas-h200.txt"
-if ncu_file.exists():
+ncu_file = lesson.shipped_file("ncu-step9-pipelined-cublas-h200.txt")
+if ncu_file:
     rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers | SM clock |",
             "|:--|--:|--:|--:|--:|"]
     for block in re.split(r"\n  (?=\S)", ncu_file.read_text())[1:]:  # one block per profiled kernel
@@ -306,7 +310,7 @@ if ncu_file.exists():
         rows.append(f"| `{kernel}` | {ncu_value(block, 'smsp__inst_executed.sum')} "
                     f"| {ncu_value(block, 'Issued Warp Per Scheduler')} | {ncu_value(block, 'Registers Per Thread')} "
                     f"| {ncu_value(block, 'sm__cycles_elapsed.avg.per_second')} GHz |")
-    lesson.say("\n".join(rows) + f"\n\nFrom `{ncu_file.relative_to(lesson.RESULTS_DIR.parent)}` (H200).")
+    lesson.say("\n".join(rows) + f"\n\nFrom `{lesson.shown_path(ncu_file)}` (H200).")
 
 # %% [markdown]
 # The pipelined kernel executes about 4.5 % more instructions at the same issue rate. Its SASS (`ptxas` 13.0 for
@@ -327,10 +331,11 @@ if ncu_file.exists():
 # ## Trying cuBLAS's copies, and cheaper index arithmetic
 #
 # The first difference can be tried from Python. `cp.async` is one more inline-PTX intrinsic, `copy_async` in
-# `gemm_steps/intrinsics.py` (with a plain-Python twin for the simulator), and the template has two switches:
-# `ASYNC_B` copies B's k-tile with 16-byte `cp.async` straight into the next shared stage, and `ASYNC_A` copies A's
-# floats one by one (4-byte `cp.async`) into their transposed places; one `cp.async.wait_all` before the barrier
-# replaces the shared-memory stores. A third variant touches only index arithmetic: the stage `k_tile % 2` is
+# `gemm_steps/toolkit/intrinsics.py` (with a plain-Python twin for the simulator), and a variant of step 9,
+# `experiments/kernels/warp_tiling_async.py`, has two compile-time switches: `ASYNC_B` copies B's k-tile with
+# 16-byte `cp.async` straight into the next shared stage, and `ASYNC_A` copies A's floats one by one (4-byte
+# `cp.async`) into their transposed places; one `cp.async.wait_all` before the barrier replaces the shared-memory
+# stores. A third variant touches only index arithmetic: the stage `k_tile % 2` is
 # computed from the signed 64-bit loop counter, which costs a sign test and 64-bit adds per k-tile; in unsigned 32-bit
 # arithmetic it is one AND.
 #
@@ -339,7 +344,7 @@ if ncu_file.exists():
 # the unsigned stage (1 % fewer: a hair faster) and 1,193 with both copies asynchronous (their address arithmetic
 # costs more than the loads and stores they replace: a little slower), all within ±3 %.
 #
-# `scripts/experiment_async_copy.py`, one run, the shipped kernel first and again last:
+# `experiments/async_copy.py`, one run, the shipped kernel first and again last:
 
 # %%
 async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
@@ -355,13 +360,13 @@ lesson.variants_table(async_copy) if async_copy else None
 # variant it chose a leaner one that issues worse. Small changes to the PTX move the result by ±6 %, in directions
 # no instruction count predicts. So the shipped kernel is a **measured local optimum**, not a designed one: the
 # remaining ~10 % to cuBLAS is `ptxas`'s schedule and register allocation, which Numba — like CUDA C — does not let
-# us write. cuBLAS's kernels are tuned at that level. The switches stay in the template, off, so these experiments
-# can be re-run (`tests/test_variants.py` keeps them correct).
+# us write. cuBLAS's kernels are tuned at that level. The variants stay in `experiments/kernels/`, out of the
+# shipped steps, so these experiments can be re-run (`tests/test_variants.py` keeps them correct).
 #
 # If predicting fails, one can still *search*: write the same k-column in other shapes that compute bit-identical
 # results — other orders of its 128 independent FMAs, or B's fragments loaded just before their FMAs — and let the
 # GPU pick. Before the run we set the bar: adopt a shape only if it beats the shipped one by over 1 % at both sizes.
-# `scripts/experiment_code_shapes.py`, one run:
+# `experiments/code_shapes.py` (its shapes in `experiments/kernels/warp_tiling_fma_order.py`), one run:
 
 # %%
 shapes = lesson.load_shipped("experiment-code-shapes-*.json", "step 9's k-column in equivalent FMA orders and "

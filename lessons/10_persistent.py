@@ -13,7 +13,10 @@ import json
 import math
 
 import gemm_steps
-from gemm_steps import lesson, tiling, tuning
+from gemm_steps.course import lesson
+from gemm_steps.harness import tuning
+from gemm_steps.toolkit import tuned
+from gemm_steps.toolkit.tiles import PersistentTiles, TiledKernels
 
 warp_tiling, persistent = gemm_steps.get_step("warp_tiling"), gemm_steps.get_step("persistent")
 print(persistent.doc)
@@ -51,17 +54,20 @@ for group_m in (1, 2):
           f"{len({c for _, c in first})} tile-columns of B\n")
 
 # %% [markdown]
-# The whole change to step 9's template — the tile body is wrapped in the loop, unchanged but for its
-# indentation:
+# The whole change to step 9's kernel — the tile body is wrapped in the loop, unchanged but for its indentation. The
+# loop visits full tiles only, so the kernel loses its `if EDGE:` branches: the tiles at the edges of C run on step
+# 9's edge kernel, one block per tile, as before:
 
 # %%
-lesson.show_kernel_diff(warp_tiling, persistent, ignore_indent=True)
+lesson.show_diff(warp_tiling, persistent, ignore_indent=True)
 
 # %% [markdown]
-# And how many blocks to launch: as many as the driver says fit at once — occupancy per SM times SMs:
+# And how many blocks to launch: as many as the driver says fit at once — occupancy per SM times SMs — or fewer if
+# there are fewer tiles:
 
 # %%
-print(inspect.getsource(tiling.TiledKernels.resident_blocks))
+print(inspect.getsource(TiledKernels.resident_blocks))
+print(inspect.getsource(PersistentTiles.launch_full_tiles))
 
 # %% [markdown]
 # ## The prediction
@@ -92,7 +98,7 @@ print(f"{occupancy['blocks']} block(s) per SM, limited by {occupancy['limited_by
 # k-slice, but far less than its size at these tile sizes).
 
 # %%
-experiment = lesson.load_shipped("experiment-persistent-*.json", "`scripts/experiment_persistent.py`: step 10 with "
+experiment = lesson.load_shipped("experiment-persistent-*.json", "`experiments/persistent.py`: step 10 with "
                                  "GROUP_M = 8 and = 1, and its non-persistent twin (step 9 with step 10's tiles), in "
                                  "one run over squares, wave-boundary shapes, a small and a K-heavy shape")
 
@@ -100,12 +106,12 @@ experiment = lesson.load_shipped("experiment-persistent-*.json", "`scripts/exper
 if experiment:
     env = experiment["environment"]
     sms = env["sm_count"]
-    tuned = json.loads(tuning.TUNED_FILE.read_text()).get(env["gpu"], {}).get("warp_tiling")
-    tile_config = tuned["config"] if tuned else dict(persistent.config)
+    shipped_tiles = json.loads(tuned.SHIPPED_TABLE.read_text()).get(env["gpu"], {}).get("warp_tiling")
+    tile_config = shipped_tiles["config"] if shipped_tiles else dict(persistent.config)
     BM, BN = tile_config["BLOCK_M"], tile_config["BLOCK_N"]
     per_wave = sms * occupancy["blocks"]
     bandwidth = lesson.datasheet_bandwidth_tbs(experiment)
-    lesson.say(f"The experiment ran step 10's tuned tiles for the {env['gpu']} (`results/tuned.json`): "
+    lesson.say(f"The experiment ran step 10's tuned tiles for the {env['gpu']} (`gemm_steps/toolkit/tuned.json`): "
                f"**{BM}×{BN}**, so a wave is {per_wave} tiles ({sms} SMs × {occupancy['blocks']}). L2: "
                f"{env['l2_bytes'] / 2**20:.0f} MiB; DRAM: {bandwidth} TB/s (datasheet).")
 
@@ -189,7 +195,7 @@ if experiment:
 if experiment:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     fig = Figure(figsize=(8.5, 4.8), layout="constrained")
     ax = fig.subplots()
@@ -250,12 +256,12 @@ if experiment and one_wave:
     lesson.say("\n".join(lines))
 
 # %% [markdown]
-# **More points on the saw-tooth.** A later sweep, run for lesson 11 (`scripts/experiment_scheduling.py`), timed
+# **More points on the saw-tooth.** A later sweep, run for lesson 11 (`experiments/scheduling.py`), timed
 # steps 9 and 10 with the same tiles on a family of shapes that all have K = 4096 — so a tile takes the same time
 # in each — and tile counts at and just past whole waves, from half a wave to 2.27:
 
 # %%
-schedule = lesson.load_shipped("experiment-scheduling-h200.json", "`scripts/experiment_scheduling.py`: steps 9 "
+schedule = lesson.load_shipped("experiment-scheduling-h200.json", "`experiments/scheduling.py`: steps 9 "
                                "to 11 with the same tiles, and cuBLAS, in one run over squares, wave-boundary, deep "
                                "and tall shapes")
 
@@ -291,7 +297,7 @@ if schedule:
 if schedule and anchor:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     fig = Figure(figsize=(12, 4.6), layout="constrained")
     left, right = fig.subplots(1, 2)

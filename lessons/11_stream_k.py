@@ -16,7 +16,10 @@ import math
 import numpy as np
 
 import gemm_steps
-from gemm_steps import api, lesson, tiling
+from gemm_steps.course import lesson
+from gemm_steps.harness import api
+from gemm_steps.toolkit.tiles import (SIMULATED_RESIDENT_BLOCKS, WAVE_EFFICIENCY_FOR_DATA_PARALLEL, StreamKTiles,
+                                      TileConfig, TiledKernels, stream_k_split)
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 print(stream_k.doc)
@@ -33,7 +36,7 @@ print(stream_k.doc)
 # first computes its whole, *data-parallel* tiles, then its share of the *stream-K* tiles' k-iterations:
 
 # %%
-def shares(tiles, k_tiles, blocks, split=tiling.stream_k_split, backwards=True):
+def shares(tiles, k_tiles, blocks, split=stream_k_split, backwards=True):
     """Each block's work, in the order it does it: (tile, first k-iteration, k-iterations) — as the kernel computes
     it: the data-parallel tiles dealt round-robin, then an equal share of the stream-K tiles' k-iterations, walked
     from its end back to its start (``backwards=False``: the first version, which walked it forwards)."""
@@ -53,7 +56,7 @@ def shares(tiles, k_tiles, blocks, split=tiling.stream_k_split, backwards=True):
     return work
 
 
-def picture(tiles, k_tiles, blocks, split=tiling.stream_k_split):
+def picture(tiles, k_tiles, blocks, split=stream_k_split):
     """Tiles × k-iterations, each cell the block that computes it."""
     dp, _ = split(tiles, blocks)
     cells = [["."] * k_tiles for _ in range(tiles)]
@@ -94,25 +97,24 @@ print(picture(10, 8, 4))
 # ## The fixup protocol
 #
 # Each block has one **workspace slot** (a `BLOCK_M × BLOCK_N` tile of floats) and one **flag** (an integer, 0
-# between launches). The kernel's stream-K part — step 8's template with `STREAM_K` decided, loops folded. First,
-# which work a block does, and in which order:
+# between launches). The kernel's stream-K part, as written. First, which work a block does, and in which order:
 
 # %%
-lesson.show_template(stream_k, start="# Stream-K: this block first computes", stop="block_col = tile %")
+lesson.show_kernel(stream_k, start="# This block first computes", stop="block_col = tile %")
 
 # %% [markdown]
 # Then, after the k-loop of each piece: a block that stops before the tile's last k-tile leaves its partial sums
 # and raises its flag; the owner adds the partial sums of the blocks before it, nearest first:
 
 # %%
-lesson.show_template(stream_k, start="if k_first + k_count < k_tiles:", stop="load_bypassing_l1")
+lesson.show_kernel(stream_k, start="if k_first + k_count < k_tiles:", stop="load_bypassing_l1")
 
 # %% [markdown]
-# And the owner's side as generated (the `# @for` loops unrolled into one line per accumulator: a thread of a
-# 128×256 tile holds 8 × 16 = 128 of them):
+# And the owner's side as Numba compiles it (`stream_k.generated_source()`: the `unroll` loops expanded into one line
+# per accumulator, and a thread of a 128×256 tile holds 8 × 16 = 128 of them):
 
 # %%
-lesson.show_generated(stream_k, start="# We compute the tile's last k-tile", lines=20)
+lesson.show_excerpt(stream_k.generated_source(), start="if k_first > 0:", lines=20)
 
 # %% [markdown]
 # Three properties make it safe:
@@ -134,9 +136,9 @@ lesson.show_generated(stream_k, start="# We compute the tile's last k-tile", lin
 # The rule that splits the tiles, and the launch that sizes the grid and hands whole-wave problems to step 10:
 
 # %%
-print(inspect.getsource(tiling.stream_k_split))
-print(inspect.getsource(tiling.TiledKernels.launch))
-print(inspect.getsource(tiling.TiledKernels._launch_full_tiles))
+print(inspect.getsource(stream_k_split))
+print(inspect.getsource(TiledKernels.launch))
+print(inspect.getsource(StreamKTiles.launch_full_tiles))
 
 # %% [markdown]
 # ## The prediction
@@ -146,7 +148,7 @@ print(inspect.getsource(tiling.TiledKernels._launch_full_tiles))
 # its list of work, and the kernel's time is the last block's finish:
 
 # %%
-def timelines(tiles, k_tiles, blocks, split=tiling.stream_k_split, backwards=True):
+def timelines(tiles, k_tiles, blocks, split=stream_k_split, backwards=True):
     """Per block: [(tile, k-iterations computed, time spent waiting before the fixup)], in order; and the time at
     which the last block finishes (units: one k-iteration)."""
     done = {}  # tile → times at which its pieces were finished
@@ -166,7 +168,7 @@ def timelines(tiles, k_tiles, blocks, split=tiling.stream_k_split, backwards=Tru
     return lines, finish
 
 
-def draw(tiles, k_tiles, blocks, split=tiling.stream_k_split, backwards=True):
+def draw(tiles, k_tiles, blocks, split=stream_k_split, backwards=True):
     """Each block's timeline: the tile it computes, one character per k-iteration; · while it waits."""
     lines, finish = timelines(tiles, k_tiles, blocks, split, backwards)
     rows = [f"block {b}  " + "".join(str(tile) * count + "·" * waited for tile, count, waited in line)
@@ -186,7 +188,7 @@ compiled = lesson.compile_kernels([persistent, stream_k])
 lesson.compiled_table(compiled)
 
 # %%
-sweep = lesson.load_shipped("experiment-scheduling-h200.json", "`scripts/experiment_scheduling.py`: step 9's "
+sweep = lesson.load_shipped("experiment-scheduling-h200.json", "`experiments/scheduling.py`: step 9's "
                             "data-parallel grid, step 10, step 11, step 11's kernel without the fallback to step 10, "
                             "and everything stream-K, all with the same tiles, plus cuBLAS, in one run")
 
@@ -208,7 +210,7 @@ if sweep:
     for shape in sorted({(r["M"], r["N"], r["K"]) for r in sweep["records"]}, key=lambda s: (tiles_of(s), s[2])):
         tiles, k_tiles = tiles_of(shape), shape[2] // BK
         waves = math.ceil(tiles / G)
-        dp_tiles, sk_tiles = tiling.stream_k_split(tiles, G)
+        dp_tiles, sk_tiles = stream_k_split(tiles, G)
         predicted = waves * k_tiles / timelines(tiles, k_tiles, G)[1]
         rows.append({"shape": shape, "tiles": tiles, "k_tiles": k_tiles, "x": tiles / G, "busy": tiles / (waves * G),
                      "dp_tiles": dp_tiles, "sk_tiles": sk_tiles, "predicted": predicted,
@@ -244,18 +246,18 @@ if sweep:
 # %% [markdown]
 # ## Is it right?
 #
-# On the simulator a stream-K grid has 3 blocks (`tiling.SIMULATED_RESIDENT_BLOCKS`), and Numba's simulator runs
-# the blocks one after another, in order — the one order in which waiting only for lower-numbered blocks works
-# even without resident blocks. So the simulator checks the arithmetic and the fixup, not the timing. Three
-# shapes, one for each branch of the rule:
+# On the simulator a stream-K grid has 3 blocks (`SIMULATED_RESIDENT_BLOCKS` in `gemm_steps.toolkit.tiles`), and
+# Numba's simulator runs the blocks one after another, in order — the one order in which waiting only for
+# lower-numbered blocks works even without resident blocks. So the simulator checks the arithmetic and the fixup,
+# not the timing. Three shapes, one for each branch of the rule:
 
 # %%
-simulated = tiling.SIMULATED_RESIDENT_BLOCKS
+simulated = SIMULATED_RESIDENT_BLOCKS
 checks = [(512, 256, 24), (896, 256, 40), (768, 256, 16)]
 config = stream_k.config
 for m, n, k in checks:
     tiles, k_tiles = (m // config["BLOCK_M"]) * (n // config["BLOCK_N"]), k // config["BLOCK_K"]
-    dp, sk = tiling.stream_k_split(tiles, simulated)
+    dp, sk = stream_k_split(tiles, simulated)
     what = ("all stream-K" if not dp else f"hybrid: {dp} data-parallel + {sk} stream-K" if sk
             else "whole waves: runs step 10")
     print(f"{m}×{n}×{k}: {tiles} tiles of {k_tiles} k-iterations on {simulated} blocks → {what}")
@@ -274,7 +276,7 @@ rng = np.random.default_rng(1)
 m, n, k = checks[1]
 a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
 first, again, step10 = stream_k(a, b), stream_k(a, b), persistent(a, b)
-tile_config = tiling.TileConfig(**{key: config[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M",
+tile_config = TileConfig(**{key: config[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M",
                                                                 "THREAD_N", "MIN_BLOCKS_PER_SM")})
 two_blocks = stream_k.module.build(tile_config)
 two_blocks.resident_blocks = lambda: 2  # a GPU that holds two blocks at once
@@ -293,7 +295,7 @@ lesson.say(
     f"* step 11 against step 10: {tiles_that_differ(first, step10)} — the tiles whose k-loop was split (the "
     f"picture above), summed in another order\n"
     f"* step 11 on 2 blocks against 3 blocks: {tiles_that_differ(other_grid, first)} "
-    f"(2 blocks split 7 tiles as {tiling.stream_k_split(7, 2)})\n"
+    f"(2 blocks split 7 tiles as {stream_k_split(7, 2)})\n"
     f"* largest error against float64: {np.abs(first - reference).max():.1e} (step 11), "
     f"{np.abs(step10 - reference).max():.1e} (step 10), {np.abs(other_grid - reference).max():.1e} (2 blocks)")
 assert same_bits, "step 11 is not deterministic on the simulator"
@@ -399,7 +401,7 @@ if sweep:
 if sweep:
     from matplotlib.figure import Figure
 
-    from gemm_steps.environment import short_label
+    from gemm_steps.harness.environment import short_label
 
     fig = Figure(figsize=(12, 5.4), layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -551,7 +553,7 @@ if sweep:
 
 # %%
 if sweep:
-    threshold = tiling.WAVE_EFFICIENCY_FOR_DATA_PARALLEL
+    threshold = WAVE_EFFICIENCY_FOR_DATA_PARALLEL
     lines = [f"* {lesson.size_label(r['shape'])} ({r['busy']:.0%} busy): step 11 took "
              f"**{r['sk']['median_ms'] / r['p']['median_ms']:.3f}×** step 10's time ({r['p']['median_ms']:.3f} → "
              f"{r['sk']['median_ms']:.3f} ms, {(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f} µs); its "
@@ -610,7 +612,7 @@ lesson.timing_table(results, ["warp_tiling", "persistent", "stream_k"])
 # %%
 full = lesson.load_shipped("bench-*.json", "`gemm-steps bench`: all eleven steps and cuBLAS, 512³ to 8192³")
 if full:
-    from gemm_steps import plots
+    from gemm_steps.course import plots
 
     course = [step.name for step in gemm_steps.steps()]
     big = lesson.common_sizes(full, course)[-2:]

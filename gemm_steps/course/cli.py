@@ -1,9 +1,11 @@
-"""The ``gemm-steps`` command: ``info``, ``verify``, ``bench``, ``plot``, ``tune``, ``readme-table``.
+"""The ``gemm-steps`` command: ``info``, ``verify``, ``bench``, ``plot``, ``tune``, ``diff``, ``readme-table``.
 
 ``gemm-steps bench`` is the course's main job. On a GPU it benchmarks every step against cuBLAS, saves the
 results JSON and its plots in ``results/`` and prints a summary. Without a GPU it says so, checks every step on
 Numba's CUDA simulator (correctness only: simulator timings mean nothing) and plots the shipped GPU results
-instead, naming the file they came from.
+instead, naming the file they came from (the newest course benchmark in ``results/``, by the rules of
+:mod:`gemm_steps.harness.results_files`). ``gemm-steps diff 8 9`` shows what changed in the kernel from one step to
+another.
 
 Exit status: 0 all good, 1 a check failed (a wrong or failed kernel), 2 a usage error (bad argument, missing file),
 reported in one line without a traceback.
@@ -61,13 +63,15 @@ def chosen_steps(names: list[str] | None):
 
 
 def results_dir() -> Path:
-    """The repository's ``results/`` when running from a checkout, else ``./results``."""
-    shipped = REPO_ROOT / "results"
-    return shipped if shipped.is_dir() else Path("results")
+    """Where benchmarks are written and read: the checkout's ``results/``, else ``./results``
+    (:data:`gemm_steps.harness.results_files.RESULTS_DIR`)."""
+    from gemm_steps.harness import results_files
+
+    return Path(results_files.RESULTS_DIR)
 
 
 def plots_module():
-    """:mod:`gemm_steps.plots` with Matplotlib's Agg backend: the command only writes PNGs, it never opens a window."""
+    """:mod:`gemm_steps.course.plots` with Matplotlib's Agg backend: the command only writes PNGs, never a window."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,31 +92,11 @@ def load_results(path: str | Path) -> dict:
 
 
 def newest_shipped_results() -> tuple[Path, dict] | None:
-    """The most recent GPU benchmark of the course's steps in ``results/``, or None.
+    """The newest GPU benchmark of the course's steps in ``results/``, or None
+    (:func:`gemm_steps.harness.results_files.newest_benchmark`)."""
+    from gemm_steps.harness import results_files
 
-    Skipped: files that are not results documents (``tuned.json``), simulator runs, and runs of anything other
-    than the course's steps and cuBLAS (autotuning candidates, experiments). "Most recent" is the measurement
-    date recorded in the file: a git checkout does not keep file times.
-    """
-    import gemm_steps
-    from gemm_steps.harness import bench
-
-    course = {s.name for s in gemm_steps.steps()} | {"cublas"}
-    found = []
-    for path in sorted(results_dir().glob("*.json")):
-        if path.name.startswith("tuning-"):  # autotuning runs: candidates of one step, not the course
-            continue
-        try:
-            results = bench.load(path)
-        except (ValueError, OSError):
-            continue
-        if results["environment"].get("simulator") or not {r["step"] for r in results["records"]} <= course:
-            continue
-        found.append((str(results["environment"].get("date", "")), path.name, path, results))
-    if not found:
-        return None
-    *_, path, results = max(found)
-    return path, results
+    return results_files.newest_benchmark()
 
 
 # -- tables -----------------------------------------------------------------------------------------------------
@@ -391,7 +375,7 @@ def cmd_tune(args) -> int:
         raise UserError("autotuning needs a real CUDA GPU (timings on the simulator mean nothing)")
     step = chosen_steps([args.step])[0]
     try:
-        results = tuning.tune(step.name, size=args.size, repeats=args.repeats, progress=say)
+        results = tuning.tune(step.name, size=args.size, repeats=args.repeats, progress=say, out_dir=results_dir())
     except ValueError as exc:  # the step has nothing to tune
         raise UserError(str(exc)) from None
     except RuntimeError as exc:  # no configuration ran correctly: a failure, not a usage error
@@ -401,7 +385,17 @@ def cmd_tune(args) -> int:
     print(f"best {step.name} configuration at {args.size}: {best['config']}")
     print(f"  {best['median_ms']:.3f} ms, {best['tflops']:.2f} TFLOPS"
           + (f", {best['pct_of_cublas']:.1f} % of cuBLAS" if "pct_of_cublas" in best else ""))
-    print(f"  recorded in {tuning.TUNED_FILE}")
+    print(f"  recorded in {results['table']} (every timing: {_show(results_dir())}/)")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    """A unified diff of two steps' kernels as written (``Step.kernel_source()``)."""
+    from .display import kernel_diff
+
+    before, after = chosen_steps([args.before])[0], chosen_steps([args.after])[0]
+    diff = kernel_diff(before, after, context=args.context)
+    print(diff or f"steps {before.number} and {after.number} have the same kernel")
     return 0
 
 
@@ -445,15 +439,21 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--out-dir", metavar="DIR", help="where the PNGs go (default: next to the JSON)")
     pl.set_defaults(run=cmd_plot)
 
-    t = sub.add_parser("tune", help="autotune a step's tile sizes on this GPU (results/tuned.json)")
+    t = sub.add_parser("tune", help="autotune a step's tile sizes on this GPU (~/.cache/gemm-steps/tuned.json)")
     t.add_argument("step", metavar="STEP")
     t.add_argument("--size", type=size, default=4096, metavar="N", help="tune at N×N×N (default 4096)")
     t.add_argument("--repeats", type=size, default=20, metavar="N")
     t.set_defaults(run=cmd_tune)
 
+    d = sub.add_parser("diff", help="what changed in the kernel from one step to another (a unified diff)")
+    d.add_argument("before", metavar="A", help="a step, by name or number")
+    d.add_argument("after", metavar="B", help="another step, by name or number")
+    d.add_argument("--context", type=int, default=1, metavar="N", help="lines of context around changes (default 1)")
+    d.set_defaults(run=cmd_diff)
+
     r = sub.add_parser("readme-table", help="print the README's step table and results section (Markdown)")
-    r.add_argument("--write", nargs="?", const=str(REPO_ROOT / "README.md"), metavar="README",
-                   help="rewrite both between their markers in README (default: the repository's README.md)")
+    r.add_argument("--write", nargs="?", const="README.md", metavar="README",
+                   help="rewrite both between their markers in README (default: README.md in the current directory)")
     r.set_defaults(run=cmd_readme_table)
     return p
 

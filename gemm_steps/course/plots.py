@@ -1,12 +1,13 @@
-"""Plots of a benchmark results document (what :func:`gemm_steps.bench.run_benchmark` returns, or ``bench.load``).
+"""Plots of a benchmark results document (what :func:`gemm_steps.harness.bench.run_benchmark` returns, or
+``bench.load``).
 
 * :func:`plot_tflops_vs_size` — TFLOPS against matrix size, one line per step, cuBLAS dashed.
 * :func:`plot_step_speedups` — at one size, % of cuBLAS per step, each bar labelled with its speedup over the
   step before.
 * :func:`plot_results` — both, written as PNGs.
 
-Every title carries :func:`gemm_steps.environment.short_label` (GPU, SMs, driver, numba-cuda, date): a plot must
-say where it was measured. Records with an ``"error"`` are not drawn, but are listed under the plot.
+Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, numba-cuda, date): a plot
+must say where it was measured. Records with an ``"error"`` are not drawn, but are listed under the plot.
 
 Each function returns its figure already closed in ``pyplot``. So a notebook shows it exactly once when it is the
 cell's value (or passed to ``display``), and no figure is left open when many are drawn. A script saves it with
@@ -15,7 +16,6 @@ cell's value (or passed to ``display``), and no figure is left open when many ar
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt

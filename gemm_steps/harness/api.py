@@ -134,9 +134,15 @@ def _launch_in_row_chunks(launch: LaunchFn, a, b, c, stream) -> None:
         launch(a[first:last], b, c[first:last], stream)
 
 
-def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0):
-    """Validate, handle the empty/K=0 edges, move host inputs to the GPU, call ``launch(a, b, c, stream)``."""
+def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0,
+        before_launch: Callable[[int, int, int], None] | None = None):
+    """Validate, handle the empty/K=0 edges, move host inputs to the GPU, call ``launch(a, b, c, stream)``.
+
+    ``before_launch(m, n, k)`` runs after validation, before anything is transferred or launched (the simulator's
+    time check)."""
     m, n, k, on_device = validate(a, b, out)
+    if before_launch is not None and m and n and k:
+        before_launch(m, n, k)
     if on_device:
         c = out if out is not None else cuda.device_array((m, n), dtype=np.float32, stream=stream)
         if m and n:
@@ -171,4 +177,9 @@ def _fill_zero(c: Any, stream: Any) -> None:
 
 
 def run_step(step, a, b, out=None, stream=0):
+    """``a @ b`` with one step; on the simulator, a product too large for it is refused up front."""
+    if SIMULATOR:
+        from .simulator import check
+
+        return run(step.launch, a, b, out, stream, before_launch=lambda m, n, k: check(step, m, n, k))
     return run(step.launch, a, b, out, stream)

@@ -11,11 +11,17 @@ In a process in GPU mode::
     dispatcher, signature = gemm_steps.get_step("vectorized").kernels()["vectorized_fast"]
     ptx_stats(compile_kernel_ptx(dispatcher, signature))["ld.global.v4.f32"]     # 128-bit global loads
 
+From a process on the simulator (a notebook, the tests), :func:`in_gpu_mode` runs a function in a fresh Python in
+GPU mode and returns its result — the one way this package compiles from the simulator::
+
+    from gemm_steps.harness.ptx import report_in_subprocess
+    report_in_subprocess(["vectorized"])["vectorized"]["vectorized_fast"]["ld.global.v4.f32"]
+
 From the command line (re-runs itself in GPU mode when gemm-steps would pick the simulator)::
 
-    python -m gemm_steps.ptx                 # a JSON report: {step: {kernel label: stats}}
-    python -m gemm_steps.ptx --steps 6 7     # some steps only (names or numbers)
-    python -m gemm_steps.ptx --dump DIR      # also write each kernel's PTX to DIR/<label>.ptx
+    python -m gemm_steps.harness.ptx                 # a JSON report: {step: {kernel label: stats}}
+    python -m gemm_steps.harness.ptx --steps 6 7     # some steps only (names or numbers)
+    python -m gemm_steps.harness.ptx --dump DIR      # also write each kernel's PTX to DIR/<label>.ptx
 
 What :func:`ptx_stats` counts (each an instruction count over the whole kernel, unrolled code counted as written):
 
@@ -47,6 +53,7 @@ controls and the level where a local array that failed to become registers appea
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -111,7 +118,8 @@ def _require_gpu_mode() -> None:
         raise PTXUnavailable(
             "gemm-steps is running on Numba's CUDA simulator, which does not compile kernels. Compile in a process "
             "started with NUMBA_ENABLE_CUDASIM=0 (no GPU needed: NVVM compiles on the CPU), e.g. "
-            "`NUMBA_ENABLE_CUDASIM=0 python -m gemm_steps.ptx`, or call report_in_subprocess()."
+            "`NUMBA_ENABLE_CUDASIM=0 python -m gemm_steps.harness.ptx`, or call in_gpu_mode() or "
+            "report_in_subprocess()."
         )
 
 
@@ -159,6 +167,7 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
     the others.
     """
     _require_gpu_mode()
+    cc = tuple(cc)  # a list, when it came as JSON (report_in_subprocess)
     if nvvm_version() is None:
         raise PTXUnavailable("NVVM unavailable: libNVVM cannot be loaded, so no kernel can be compiled to PTX. "
                              "Install it with the CUDA wheels: pip install 'numba-cuda[cu13]'")
@@ -179,22 +188,85 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
     return result
 
 
+def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
+    """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, and its
+    version: ``{"registers", "spill_bytes", "ptxas"}``; ``{}`` where nvJitLink is missing or fails. No GPU needed."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError:
+        return {}
+    options = [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"]
+    handle = nvjitlink.create(len(options), options)
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+        version = ".".join(str(v) for v in nvjitlink.version())
+    except Exception:  # an nvJitLink too old for this PTX, say: no register count, the rest still holds
+        return {}
+    finally:
+        nvjitlink.destroy(handle)
+    text = log.decode(errors="replace")
+    registers = re.search(r"Used (\d+) registers", text)
+    spills = re.search(r"(\d+) bytes spill stores", text)
+    return {"registers": int(registers.group(1)) if registers else None,
+            "spill_bytes": int(spills.group(1)) if spills else None, "ptxas": f"nvJitLink {version}"}
+
+
+# -- compiling from a process on the simulator -------------------------------------------------------------------
+def gpu_mode_env() -> dict[str, str]:
+    """This process's environment with Numba in GPU mode (``NUMBA_ENABLE_CUDASIM=0``) and this copy of gemm_steps
+    first on ``PYTHONPATH``, for a child Python that compiles."""
+    package_parent = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join([package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    return {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path}
+
+
+def in_gpu_mode(function: str, *args: Any, timeout: float = 1800) -> Any:
+    """``function(*args)`` run in a fresh Python in GPU mode; returns its result.
+
+    ``function`` is ``"module:name"``; the arguments and the result travel as JSON. Numba's mode is fixed when it is
+    first imported, so a process on the simulator (which compiles nothing) cannot compile; NVVM compiles to PTX on
+    the CPU in the child, no GPU needed. Raises :class:`PTXUnavailable` with the child's error if it fails.
+    """
+    command = [sys.executable, "-c", "import sys; from gemm_steps.harness.ptx import _serve; sys.exit(_serve())",
+               function, json.dumps(args)]
+    done = subprocess.run(command, env=gpu_mode_env(), capture_output=True, text=True, timeout=timeout)
+    if done.returncode == 0:
+        try:
+            return json.loads(done.stdout)
+        except json.JSONDecodeError:
+            pass
+    raise PTXUnavailable(f"{function} in GPU mode (NUMBA_ENABLE_CUDASIM=0) failed (exit {done.returncode}). Compiling "
+                         "needs NVVM, from the CUDA wheels (`pip install 'numba-cuda[cu13]'`), but no GPU. Its "
+                         f"error:\n{done.stderr[-4000:]}")
+
+
+def _serve() -> int:
+    """The child of :func:`in_gpu_mode`: call ``argv[1]`` with the JSON arguments ``argv[2]``, print the result."""
+    module, name = sys.argv[1].split(":")
+    answer = sys.stdout
+    sys.stdout = sys.stderr  # whatever the function prints must not mix with its result
+    try:
+        result = getattr(importlib.import_module(module), name)(*json.loads(sys.argv[2]))
+    finally:
+        sys.stdout = answer
+    json.dump(result, sys.stdout)
+    return 0
+
+
 def report_in_subprocess(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
                          timeout: float = 1800) -> dict:
     """:func:`report`, computed in a fresh Python started in GPU mode (works from a simulator process)."""
-    command = [sys.executable, "-m", "gemm_steps.ptx", "--cc", f"{cc[0]}.{cc[1]}"]
-    if steps:
-        command += ["--steps", *[str(s) for s in steps]]
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    try:  # exit status 1 with a report = some kernel failed to compile: the report says which
-        return json.loads(done.stdout)
-    except json.JSONDecodeError:
-        raise PTXUnavailable(f"`{' '.join(command)}` failed (exit {done.returncode}):\n{done.stderr[-4000:]}") from None
+    return in_gpu_mode("gemm_steps.harness.ptx:report", [str(s) for s in steps] if steps else None, list(cc),
+                       timeout=timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gemm_steps.ptx", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gemm_steps.harness.ptx",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", nargs="*", help="step names or numbers (default: all)")
     parser.add_argument("--cc", default=f"{DEFAULT_CC[0]}.{DEFAULT_CC[1]}", help="compute capability, e.g. 9.0")
     parser.add_argument("--dump", metavar="DIR", help="also write each kernel's PTX to DIR/<label>.ptx")
@@ -205,9 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..toolkit.backend import SIMULATOR
 
     if SIMULATOR:  # re-run in GPU mode: Numba's mode is fixed once it is imported
-        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-        return subprocess.call([sys.executable, "-m", "gemm_steps.ptx", *(argv if argv is not None else sys.argv[1:])],
-                               env=env)
+        return subprocess.call([sys.executable, "-m", "gemm_steps.harness.ptx",
+                                *(argv if argv is not None else sys.argv[1:])], env=gpu_mode_env())
     try:
         data = report(args.steps, cc, args.dump)
     except PTXUnavailable as exc:

@@ -7,6 +7,11 @@ Numba reads ``NUMBA_ENABLE_CUDASIM`` once, at import. So ``gemm_steps`` decides 
 * unset, and the CUDA driver reports a device → real GPU.
 * unset, and no driver or no device           → simulator, and :func:`describe` says so.
 
+Import order does not matter as long as ``numba.cuda`` has not been imported yet: after a plain ``import numba``
+the choice is still open (numba-cuda reads ``numba.config.ENABLE_CUDASIM`` when ``numba.cuda`` is imported), so the
+same rules apply. Once ``numba.cuda`` is imported its choice stands; if it chose a GPU that is not there,
+importing ``gemm_steps`` stops at once with one sentence saying what to do, instead of failing later at a launch.
+
 Nothing here is silent: ``gemm-steps info`` and every benchmark record say which backend ran.
 """
 
@@ -35,24 +40,38 @@ def _driver_device_count() -> int:
     return 0
 
 
+class BackendError(ImportError):
+    """numba.cuda was imported first and chose a backend that cannot work here."""
+
+
 def _select() -> None:
     global _REASON
-    if "numba" in sys.modules:
-        from numba import config
+    if "numba.cuda" in sys.modules:  # numba.cuda has chosen already; it cannot change its mind
+        from numba.cuda.core import config
 
-        _REASON = "numba was imported before gemm_steps; using its choice"
-        os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1" if config.ENABLE_CUDASIM else "0")
+        simulator = bool(config.ENABLE_CUDASIM)
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if simulator else "0"
+        _REASON = "numba.cuda was imported before gemm_steps; using its choice"
+        if not simulator and _driver_device_count() == 0:
+            raise BackendError(
+                "numba.cuda was imported before gemm_steps and chose a CUDA GPU, but this machine has none: restart "
+                "Python and import gemm_steps before numba.cuda (or set NUMBA_ENABLE_CUDASIM=1 before importing "
+                "numba) to run the kernels on Numba's CUDA simulator.")
         return
     chosen = os.environ.get("NUMBA_ENABLE_CUDASIM")
     if chosen is not None:
         _REASON = f"NUMBA_ENABLE_CUDASIM={chosen} was set"
-        return
-    if _driver_device_count() > 0:
+    elif _driver_device_count() > 0:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
         _REASON = "a CUDA GPU was found"
     else:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-        _REASON = "no CUDA GPU was found, so kernels run on Numba's CUDA simulator (slow; small sizes only)"
+        _REASON = "no CUDA GPU was found, so kernels run on Numba's CUDA simulator"
+    if "numba" in sys.modules:  # imported, but not numba.cuda: its config was read before we set the variable
+        import numba
+
+        numba.config.ENABLE_CUDASIM = int(os.environ["NUMBA_ENABLE_CUDASIM"] not in ("", "0"))
+        _REASON += " (numba was imported first; numba.cuda was not yet, so the choice was still open)"
 
 
 _select()
@@ -61,6 +80,7 @@ SIMULATOR: bool = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
 def describe() -> str:
-    """One line saying which backend runs the kernels, and why."""
-    where = "Numba CUDA simulator" if SIMULATOR else "CUDA GPU"
-    return f"{where} ({_REASON})"
+    """One sentence saying which backend runs the kernels, and why."""
+    if SIMULATOR:
+        return f"Numba's CUDA simulator: {_REASON}. It is slow: use small matrices (tens to a few hundred rows)."
+    return f"CUDA GPU: {_REASON}."

@@ -1,0 +1,251 @@
+"""The compiled code of a step, read on a CPU: PTX instruction mix per FMA, registers, blocks per SM.
+
+* :func:`compile_kernels` — compile steps' kernels to PTX (NVVM) and ask ``ptxas`` for their registers, in a fresh
+  Python in GPU mode (:func:`gemm_steps.harness.ptx.in_gpu_mode`), since a notebook may be on the simulator.
+* :func:`k_loop_mix` — PTX instructions per FMA, by kind, over one trip of a kernel's k-loop.
+* :func:`blocks_per_sm` — NVIDIA's occupancy rules: how many blocks fit on an SM, and what limits them.
+* :func:`compiled_table` — all of it, one row per kernel.
+
+These are estimates of the instruction stream (PTX, which ``ptxas`` still rewrites) and calculations, not
+measurements; the lessons say so where they use them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Iterable
+
+from gemm_steps import get_step
+from gemm_steps.harness.ptx import DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info
+
+from .display import MarkdownTable, StepLike, as_step
+
+#: Per-SM limits of compute capability 9.0 (Hopper), from NVIDIA's CUDA C++ Programming Guide (not measured here).
+SM90_LIMITS = {"registers": 65536, "threads": 2048, "blocks": 32, "shared_bytes": 233472,
+               "shared_reserved_per_block": 1024, "register_unit_per_warp": 256}
+
+
+# -- compiling --------------------------------------------------------------------------------------------------------
+def compile_kernels(steps: Iterable[StepLike], variant: str = "fast", lowering_comparison: bool = False,
+                    counter_examples: Iterable[StepLike] = (), timeout: float = 600) -> dict[str, dict]:
+    """Compile kernels to PTX — and with ``ptxas`` (through nvJitLink) to machine code — on the CPU, no GPU needed.
+
+    For each step, its kernel labelled ``<name>_<variant>`` (or its only kernel); for each step in
+    ``counter_examples``, every kernel of its module's ``COUNTER_EXAMPLES`` (versions kept to show what not to do).
+    Returns ``{label: {"step", "ptx", "stats" (:func:`gemm_steps.harness.ptx.ptx_stats`), "seconds" (PTX
+    generation), "registers", "spill_bytes", "ptxas" (version), "shared_bytes"}}``; registers are ``None`` where
+    nvJitLink is missing. With ``lowering_comparison``, each kernel is also compiled without the lowering workaround
+    of :mod:`gemm_steps.toolkit.numba_patches` (``"seconds_without_workaround"``, ``"same_ptx_without_workaround"``).
+    """
+    names = [as_step(s).name for s in steps]
+    counter = [as_step(s).name for s in counter_examples]
+    return in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, lowering_comparison, counter,
+                       timeout=timeout)
+
+
+_SHARED_DECLARATION = r"^\s*(?:\.visible\s+|\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.b8\s+\w+\[(\d+)\]"
+
+
+def compile_here(names: list[str], variant: str, comparison: bool, counter_examples: list[str]) -> dict:
+    """:func:`compile_kernels` in this process, which must be in GPU mode (its child, through ``in_gpu_mode``)."""
+    from numba.cuda import lowering
+
+    from gemm_steps.toolkit import numba_patches
+
+    original = lowering.Lower._find_singly_assigned_variable
+    if numba_patches._APPLIED:  # already patched in this process: the original is gone
+        comparison = False
+    chosen = []
+    for name in names:
+        kernels = get_step(name).kernels()
+        label = next((key for key in (f"{name}_{variant}", name) if key in kernels), next(iter(kernels)))
+        chosen.append((name, label, *kernels[label]))
+    for name in counter_examples:
+        chosen += [(name, label, *entry) for label, entry in get_step(name).module.COUNTER_EXAMPLES.items()]
+    if comparison:  # absorb one-time costs (NVVM start-up, libdevice) before timing anything
+        compile_kernel_ptx(*get_step("register_1d").kernels()["register_1d"])
+    out = {}
+    for name, label, dispatcher, signature in chosen:
+        numba_patches.apply()
+        start = time.perf_counter()
+        ptx = compile_kernel_ptx(dispatcher, signature)
+        seconds = time.perf_counter() - start
+        shared = sum(int(n) for n in re.findall(_SHARED_DECLARATION, ptx, re.MULTILINE))
+        entry = {"step": name, "ptx": ptx, "stats": ptx_stats(ptx), "seconds": seconds, "shared_bytes": shared,
+                 "registers": None, "spill_bytes": None, "ptxas": None, **ptxas_info(ptx, DEFAULT_CC)}
+        if comparison:
+            patched = lowering.Lower._find_singly_assigned_variable
+            lowering.Lower._find_singly_assigned_variable = original
+            try:
+                start = time.perf_counter()
+                unpatched_ptx = _compile_unpatched(dispatcher, signature, DEFAULT_CC)
+                entry["seconds_without_workaround"] = time.perf_counter() - start
+                entry["same_ptx_without_workaround"] = _same_code(unpatched_ptx, ptx)
+            finally:
+                lowering.Lower._find_singly_assigned_variable = patched
+        out[label] = entry
+    return out
+
+
+def _same_code(ptx: str, other: str) -> bool:
+    """Whether two compilations of one kernel are the same code: equal but for the numbers Numba appends to
+    names each time it compiles a function again (``…B2v1…``, ``_cudapy_smem_3``)."""
+
+    def normalized(text):
+        return re.sub(r"_cudapy_smem_\d+", "_cudapy_smem", re.sub(r"B\d+v\d+", "", text))
+
+    return normalized(ptx) == normalized(other)
+
+
+def _compile_unpatched(dispatcher, signature: str, cc: tuple[int, int]) -> str:
+    """:func:`gemm_steps.harness.ptx.compile_kernel_ptx` without re-applying the lowering workaround."""
+    from numba import cuda
+
+    options = getattr(dispatcher, "targetoptions", {}) or {}
+    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
+    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ptx", **kwargs)
+    return ptx
+
+
+# -- the k-loop's instruction mix -------------------------------------------------------------------------------------
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_:]+)*)[\s;]")
+_PTX_LABEL = re.compile(r"^\s*(\$L\w+):")
+_PTX_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L\w+)\s*;")
+
+#: How :func:`k_loop_mix` groups PTX opcodes, in the order tables show them.
+MIX_CLASSES = ["fma", "shared loads", "shared stores", "global loads/stores", "64-bit integer", "32-bit integer",
+               "branch/barrier", "other"]
+
+
+def _mix_class(opcode: str) -> str:
+    suffix = opcode.rsplit(".", 1)[-1]
+    if opcode.startswith("fma.rn") and suffix == "f32":
+        return "fma"
+    if opcode.startswith("ld.shared"):
+        return "shared loads"
+    if opcode.startswith("st.shared"):
+        return "shared stores"
+    if opcode.startswith(("ld.global", "st.global")):
+        return "global loads/stores"
+    if opcode.startswith(("bra", "bar", "barrier", "ret")):
+        return "branch/barrier"
+    if opcode.startswith(("ld.", "st.", "cvta", "mov", "cvt")):
+        return "other"
+    if suffix in ("s64", "u64", "b64"):
+        return "64-bit integer"
+    if suffix in ("s32", "u32", "b32"):
+        return "32-bit integer"
+    return "other"
+
+
+def k_loop_mix(ptx: str, fmas_per_k_tile: int) -> dict[str, float] | None:
+    """PTX instructions per FMA, by kind (:data:`MIX_CLASSES`), over one trip of a kernel's k-loop.
+
+    The k-loop is the innermost loop holding both the FMAs and a barrier (one trip = one k-tile). A loop nested
+    in it that holds FMAs (a k-step loop the compiler did not unroll) is counted as many times as it must run for
+    the tile's ``fmas_per_k_tile`` FMAs per thread. Each instruction is counted once per trip, whichever branch
+    it is on, so this is a static estimate of the instruction stream — of PTX, which ``ptxas`` still rewrites into
+    the machine code (SASS) the GPU runs. ``None`` if no such loop is found.
+    """
+    ops: list[str] = []
+    labels: dict[str, int] = {}
+    branches: list[tuple[int, str]] = []
+    for line in re.sub(r"//[^\n]*", "", ptx).splitlines():
+        label = _PTX_LABEL.match(line)
+        if label:
+            labels[label.group(1)] = len(ops)
+            continue
+        found = _PTX_INSTRUCTION.match(line)
+        if not found or line.lstrip().startswith("."):
+            continue
+        branch = _PTX_BRANCH.search(line)
+        if branch:
+            branches.append((len(ops), branch.group(1)))
+        ops.append(found.group(1))
+    loops = [(labels[target], at + 1) for at, target in branches if target in labels and labels[target] <= at]
+
+    def fmas(loop):
+        return sum(_mix_class(op) == "fma" for op in ops[loop[0]:loop[1]])
+
+    def has_barrier(loop):
+        return any(op.startswith(("bar", "barrier")) for op in ops[loop[0]:loop[1]])
+
+    k_loops = [loop for loop in loops if fmas(loop) and has_barrier(loop)]
+    if not k_loops:
+        return None
+    k_loop = min(k_loops, key=lambda loop: loop[1] - loop[0])
+    inner = [loop for loop in loops if loop != k_loop and k_loop[0] <= loop[0] and loop[1] <= k_loop[1] and fmas(loop)]
+    if len(inner) > 1:
+        return None  # several FMA loops in one k-tile: their trip counts cannot be told apart
+    counts = dict.fromkeys(MIX_CLASSES, 0.0)
+    inside = set()
+    for loop in inner:
+        trips = (fmas_per_k_tile - (fmas(k_loop) - fmas(loop))) / fmas(loop)
+        for op in ops[loop[0]:loop[1]]:
+            counts[_mix_class(op)] += trips
+        inside.update(range(*loop))
+    for i in range(*k_loop):
+        if i not in inside:
+            counts[_mix_class(ops[i])] += 1
+    total_fmas = counts["fma"]
+    return {kind: n / total_fmas for kind, n in counts.items()} if total_fmas else None
+
+
+# -- occupancy -------------------------------------------------------------------------------------------------------
+def fmas_per_k_tile(step: StepLike) -> int:
+    """FMAs one thread does per k-tile: BLOCK_K × THREAD_M × THREAD_N (1×1 results per thread if not given)."""
+    config = as_step(step).config
+    return int(config.get("BLOCK_K", 1) * config.get("THREAD_M", 1) * config.get("THREAD_N", 1))
+
+
+def threads_per_block(step: StepLike) -> int:
+    """Threads per block of a step, from its tile constants."""
+    config = as_step(step).config
+    if "THREADS" in config:
+        return int(config["THREADS"])
+    return int(config.get("BLOCK_M", 1) * config.get("BLOCK_N", 1)
+               // (config.get("THREAD_M", 1) * config.get("THREAD_N", 1)))
+
+
+def blocks_per_sm(registers: int | None, threads: int, shared_bytes: int, limits: dict = SM90_LIMITS) -> dict:
+    """How many blocks fit on one SM, and which resource decides (NVIDIA's occupancy rules; a calculation).
+
+    Registers are allocated per warp in units of 256 (so a thread's count is rounded up to a multiple of 8).
+    """
+    warps = -(-threads // 32)
+    limit = {"threads": limits["threads"] // threads, "blocks": limits["blocks"],
+             "shared memory": limits["shared_bytes"] // (shared_bytes + limits["shared_reserved_per_block"])}
+    if registers:
+        unit = limits["register_unit_per_warp"]
+        per_warp = -(-registers * 32 // unit) * unit
+        limit["registers"] = (limits["registers"] // per_warp) // warps
+    blocks = min(limit.values())
+    return {"blocks": blocks, "warps": blocks * warps, "limited_by": min(limit, key=limit.get)}
+
+
+def compiled_table(compiled: dict[str, dict]) -> MarkdownTable:
+    """One row per compiled kernel: its k-loop's instruction mix per FMA, registers and blocks per SM."""
+    lines = ["| kernel | PTX instructions per FMA in the k-loop | shared loads per FMA (of them 128-bit) "
+             "| 64-bit integer per FMA | FP32 peak if issue-bound | registers | blocks (warps) per SM |",
+             "|:--|--:|--:|--:|--:|--:|--:|"]
+    for label, entry in compiled.items():
+        step = get_step(entry["step"])
+        mix = k_loop_mix(entry["ptx"], fmas_per_k_tile(step))
+        stats = entry["stats"]
+        shared = stats["ld.shared.f32"] + stats["ld.shared.v4.f32"]
+        vector = f"{stats['ld.shared.v4.f32'] / shared:.0%}" if shared else "—"
+        occupancy = blocks_per_sm(entry["registers"], threads_per_block(step), entry["shared_bytes"])
+        regs = "—" if entry["registers"] is None else str(entry["registers"])
+        resident = "—" if entry["registers"] is None else f"{occupancy['blocks']} ({occupancy['warps']})"
+        if mix is None:
+            lines.append(f"| {label} | — | — | — | — | {regs} | {resident} |")
+            continue
+        total = sum(mix.values())
+        lines.append(f"| {label} | {total:.2f} | {mix['shared loads']:.3f} ({vector}) | {mix['64-bit integer']:.2f} "
+                     f"| {1 / total:.0%} | {regs} | {resident} |")
+    ptxas = next((e["ptxas"] for e in compiled.values() if e.get("ptxas")), None)
+    note = (f"Registers: ptxas in {ptxas}, for sm_90; blocks per SM: NVIDIA's occupancy rules for compute "
+            "capability 9.0 (a calculation, not a measurement)." if ptxas else
+            "No register counts: nvJitLink (the `nvidia-nvjitlink` wheel) is not installed here.")
+    return MarkdownTable("\n".join(lines) + "\n\n" + note)

@@ -1,0 +1,215 @@
+"""Timings for the lessons: measured now on a GPU, or read from the shipped results files, and said which.
+
+* :func:`measure_or_load` — fresh timings on a GPU, the shipped benchmark on the simulator, and a sentence saying
+  which of the two the reader is looking at.
+* :func:`load_shipped` — a tuning sweep or an experiment, by file name; :func:`shipped_file` — any other shipped
+  file.
+* :func:`record`, :func:`common_sizes`, :func:`headline_size`, :func:`size_label`, :func:`speedups_by_size` —
+  reading a results document.
+* :func:`timing_table` — TFLOPS, % of cuBLAS and speedup over the previous step at one size, as a Markdown table.
+* :func:`fp32_peak_tflops`, :func:`datasheet_bandwidth_tbs` — the GPU's limits, for the roofline.
+
+Which file is read follows :mod:`gemm_steps.harness.results_files`. Results documents are what
+:func:`gemm_steps.harness.bench.run_benchmark` returns. A lesson's results may be ``None`` (no GPU and nothing
+shipped yet); the helpers then say so instead of failing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from gemm_steps import get_step
+from gemm_steps.harness import bench, results_files
+from gemm_steps.harness.environment import short_label
+from gemm_steps.toolkit.backend import SIMULATOR
+
+from .display import MarkdownTable, StepLike, as_step, say
+
+#: Said wherever a timing would go when there is neither a GPU nor a shipped results file.
+NO_RESULTS = ("No GPU here and no shipped results yet in `results/`, so there are no timings to show. "
+              "The cells that read timings print nothing until a results file is added.")
+
+#: Peak DRAM bandwidth in TB/s from NVIDIA's datasheets (not measured here), matched against the GPU's name in order.
+DATASHEET_BANDWIDTH_TBS = [
+    ("H200", 4.8),
+    ("H100 NVL", 3.9),
+    ("H100 PCIe", 2.0),
+    ("H100", 3.35),  # H100 SXM5 80GB HBM3
+    ("A100-SXM4-80GB", 2.039),
+    ("A100", 1.555),  # A100 40GB
+]
+
+Size = tuple[int, int, int]
+
+
+def step_names(steps: Iterable[StepLike]) -> list[str]:
+    return [as_step(s).name for s in steps]
+
+
+def _ok(rec: dict) -> bool:
+    return "error" not in rec and rec.get("median_ms") is not None
+
+
+# -- where timings come from ---------------------------------------------------------------------------------------
+def load_results(steps: Iterable[StepLike] = (), folder: Path | None = None) -> dict | None:
+    """The newest shipped course benchmark with ``steps`` and cuBLAS (:func:`results_files.newest_benchmark`), with
+    ``path`` added: the file it came from. ``None`` if there is none."""
+    found = results_files.newest_benchmark(step_names(steps), folder)
+    if found is None:
+        return None
+    path, data = found
+    return {**data, "path": str(path)}
+
+
+def _provenance(path: str | Path, environment: dict, what: str = "") -> str:
+    return (f"the shipped run from `{results_files.display_path(path)}`{what}, measured on {environment.get('gpu')} "
+            f"({environment.get('sm_count')} SMs) on {str(environment.get('date', '?'))[:10]}")
+
+
+def measure_or_load(steps: Iterable[StepLike], sizes: Iterable[int | Size], *, measure: bool | None = None,
+                    optional: Iterable[StepLike] = ()):
+    """Timings of ``steps`` and cuBLAS, and a printed sentence saying where they come from.
+
+    On a GPU (or with ``measure=True``) the steps are benchmarked now, at ``sizes`` (ints are square sizes). On
+    the simulator the shipped benchmark is loaded instead, with all the sizes it has. The document returned has
+    ``provenance`` (that sentence) added; it is ``None`` when there is no GPU and no shipped file yet.
+
+    ``optional`` steps are measured too, but a shipped file need not have them: the newest file with ``steps`` is
+    loaded, and its records of ``optional`` steps are kept if it has any (a lesson then shows "—" for the others).
+    """
+    names = step_names(steps)
+    extra = [n for n in step_names(optional) if n not in names]
+    if measure is None:
+        measure = not SIMULATOR
+    if measure:
+        shapes = [_size(s) for s in sizes]
+        results = bench.run_benchmark([get_step(n) for n in names + extra], shapes, progress=lambda msg: None)
+        env = results["environment"]
+        results["provenance"] = (f"Measured now on {env.get('gpu')} ({env.get('sm_count')} SMs), "
+                                 f"{env.get('date', '')[:10]}: fresh timings from this machine, not the shipped file.")
+    else:
+        shipped = load_results(names)
+        if shipped is None:
+            say(NO_RESULTS)
+            return None
+        keep = set(names + extra) | {"cublas"}
+        results = {**shipped, "records": [r for r in shipped["records"] if r["step"] in keep]}
+        where = _provenance(shipped["path"], results["environment"])
+        results["provenance"] = f"No GPU here: these timings are {where}."
+    say(results["provenance"])
+    return results
+
+
+def load_shipped(pattern: str, what: str) -> dict | None:
+    """The newest shipped tuning sweep or experiment whose file name matches ``pattern`` (a glob, looked for in
+    ``results/`` and ``experiments/results/``), with a sentence saying so; ``what`` says what the file is.
+
+    These are never re-measured by a lesson, not even on a GPU: the commands and scripts that wrote them do that.
+    ``None`` (said) if nothing matches.
+    """
+    found = results_files.newest_matching(pattern)
+    if found is None:
+        say(f"There is no shipped file `{pattern}` ({what}) in `results/` or `experiments/results/`, so this part has "
+            "nothing to show.")
+        return None
+    path, data = found
+    data = {**data, "path": str(path)}
+    data["provenance"] = f"These numbers are {_provenance(path, data['environment'], f' ({what})')}."
+    say(data["provenance"])
+    return data
+
+
+def shipped_file(name: str) -> Path | None:
+    """A shipped file that is not a results document (``compile-times-h200.json``, an Nsight Compute text report),
+    found by name in ``results/`` or ``experiments/results/``; if there is none, says so and returns ``None``."""
+    path = results_files.find(name)
+    if path is None:
+        say(f"There is no shipped file `{name}` in `results/` or `experiments/results/`, so this part has nothing "
+            "to show.")
+    return path
+
+
+def shown_path(path: str | Path) -> str:
+    """A results file's path as a reader finds it (relative to the repository)."""
+    return results_files.display_path(path)
+
+
+# -- reading a results document ------------------------------------------------------------------------------------
+def _size(size: int | Size) -> Size:
+    return (size, size, size) if isinstance(size, int) else tuple(size)
+
+
+def size_label(size: int | Size) -> str:
+    m, n, k = _size(size)
+    return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def record(results: dict, step: StepLike, size: int | Size) -> dict | None:
+    """The successful record of ``step`` (or ``"cublas"``) at ``size``; ``None`` if the run has none."""
+    name = step if step == "cublas" else as_step(step).name
+    m, n, k = _size(size)
+    for rec in results["records"]:
+        if rec["step"] == name and (rec["M"], rec["N"], rec["K"]) == (m, n, k) and _ok(rec):
+            return rec
+    return None
+
+
+def common_sizes(results: dict, steps: Iterable[StepLike]) -> list[Size]:
+    """Every size at which all of ``steps`` and cuBLAS ran, smallest first (by FLOPs)."""
+    names = step_names(steps) + ["cublas"]
+    found = {(r["M"], r["N"], r["K"]) for r in results["records"] if _ok(r)}
+    common = [s for s in found if all(record(results, n, s) for n in names)]
+    return sorted(common, key=lambda s: s[0] * s[1] * s[2])
+
+
+def headline_size(results: dict, steps: Iterable[StepLike]) -> Size | None:
+    """The largest size at which all of ``steps`` and cuBLAS ran (the one the lessons quote)."""
+    common = common_sizes(results, steps)
+    return common[-1] if common else None
+
+
+def speedups_by_size(results: dict, before: StepLike, after: StepLike) -> str:
+    """``"2.22× at 1024³, 4.32× at 4096³"``: how much faster ``after`` ran than ``before`` at every common size."""
+    return ", ".join(f"{record(results, before, s)['median_ms'] / record(results, after, s)['median_ms']:.2f}× "
+                     f"at {size_label(s)}" for s in common_sizes(results, [before, after]))
+
+
+def timing_table(results: dict | None, steps: Iterable[StepLike], size: int | Size | None = None) -> MarkdownTable:
+    """TFLOPS, % of cuBLAS and speedup over the previous row, for ``steps`` and cuBLAS at one size.
+
+    ``size`` defaults to :func:`headline_size`. Missing entries show as "—", never as a made-up number.
+    """
+    if results is None:
+        return MarkdownTable(f"*{NO_RESULTS}*")
+    names = step_names(steps)
+    size = headline_size(results, names) if size is None else _size(size)
+    if size is None:
+        return MarkdownTable("*The results have no size at which all of these steps and cuBLAS ran.*")
+    lines = [f"**{size_label(size)}**, {short_label(results['environment'])}", "",
+             "| step | median ms | TFLOPS | % of cuBLAS | speedup vs previous |",
+             "|:-----|----------:|-------:|------------:|--------------------:|"]
+    previous = None
+    for name in names + ["cublas"]:
+        rec = record(results, name, size)
+        label = "cuBLAS" if name == "cublas" else f"{get_step(name).number} {name}"
+        if rec is None:
+            lines.append(f"| {label} | — | — | — | — |")
+            previous = None
+            continue
+        pct = f"{rec['pct_of_cublas']:.1f} %" if "pct_of_cublas" in rec else "—"
+        speedup = f"{previous['median_ms'] / rec['median_ms']:.2f}×" if previous and name != "cublas" else ""
+        lines.append(f"| {label} | {rec['median_ms']:.3f} | {rec['tflops']:.2f} | {pct} | {speedup} |")
+        previous = rec
+    return MarkdownTable("\n".join(lines))
+
+
+def fp32_peak_tflops(results: dict) -> float | None:
+    """The GPU's FP32 peak as estimated in the results (SMs × 128 FP32 lanes × 2 FLOP × max SM clock)."""
+    return results["environment"].get("fp32_peak_tflops_estimate")
+
+
+def datasheet_bandwidth_tbs(results: dict) -> float | None:
+    """Peak DRAM bandwidth of the results' GPU from NVIDIA's datasheet (not a measurement); ``None`` if unknown."""
+    gpu = str(results["environment"].get("gpu", ""))
+    return next((tbs for key, tbs in DATASHEET_BANDWIDTH_TBS if key in gpu), None)

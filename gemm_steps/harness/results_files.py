@@ -1,0 +1,126 @@
+"""Which results file to read: one set of rules for the ``gemm-steps`` command, the README table and the lessons.
+
+Two folders hold measurements:
+
+``results/``
+    The course's benchmark (``bench-<gpu>-<date>.json`` from ``gemm-steps bench``, and its plots) and the tuning
+    sweeps (``tuning-<step>-<gpu>.json`` from ``gemm-steps tune``).
+``experiments/results/``
+    One-off experiments (``experiment-*.json``), Nsight Compute text reports, compile times and the like.
+
+From a repository checkout both are the checkout's; otherwise (an installed package) they are ``results/`` and
+``experiments/results/`` under the current directory. Tests and notebooks may point :data:`RESULTS_DIR` and
+:data:`EXPERIMENT_RESULTS_DIR` elsewhere; the functions read them when called.
+
+The rules:
+
+* :func:`newest_benchmark` — the course benchmark: a results document in ``results/``, measured on a GPU (not the
+  simulator), whose every record is a step of the course or cuBLAS (so no tuning sweep, whose records are named
+  ``step#i``, and no experiment's variants), with a successful record of each step asked for and of cuBLAS.
+* :func:`newest_matching` — tuning sweeps and experiments by name: the results documents measured on a GPU whose
+  file name matches a glob, in either folder.
+* :func:`find` — a file that is not a results document (``compile-times-h200.json``, ``ncu-….txt``), by name, in
+  either folder.
+
+"Newest" is the measurement date recorded in the file (a git checkout keeps no file times), then the file name.
+Files that are not results documents (``tuned.json``, a broken file) are skipped, never an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from . import bench
+
+#: The repository root, when this package runs from a checkout.
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _from_checkout() -> bool:
+    return (REPO / "pyproject.toml").is_file() and (REPO / "gemm_steps").is_dir()
+
+
+_ROOT = REPO if _from_checkout() else Path(".")
+#: The course benchmark and the tuning sweeps.
+RESULTS_DIR = _ROOT / "results"
+#: The experiments: scripts, kernel variants (``kernels/``) and what they measured (``results/``).
+EXPERIMENTS_DIR = _ROOT / "experiments"
+#: One-off experiments' results.
+EXPERIMENT_RESULTS_DIR = EXPERIMENTS_DIR / "results"
+
+Found = tuple[Path, dict]
+
+
+def _results_documents(paths: Iterable[Path]) -> list[Found]:
+    """(path, document) of each path that is a results document measured on a GPU."""
+    found = []
+    for path in paths:
+        try:
+            data = bench.load(path)
+        except (ValueError, OSError):  # not a results document (tuned.json, a text file, broken JSON)
+            continue
+        if not data.get("environment", {}).get("simulator"):
+            found.append((path, data))
+    return found
+
+
+def _newest(found: list[Found]) -> Found | None:
+    if not found:
+        return None
+    return max(found, key=lambda item: (str(item[1]["environment"].get("date", "")), item[0].name))
+
+
+def _ok(record: dict) -> bool:
+    return "error" not in record and record.get("median_ms") is not None
+
+
+def is_course_benchmark(data: dict, steps: Iterable[str] = ()) -> bool:
+    """Whether a results document is a benchmark of the course's steps with successful records of ``steps`` (names)
+    and of cuBLAS."""
+    from .step import all_steps
+
+    course = {s.name for s in all_steps()}
+    names = {r["step"] for r in data["records"]}
+    if not names & course or not names <= course | {"cublas"}:
+        return False
+    succeeded = {r["step"] for r in data["records"] if _ok(r)}
+    return {*steps, "cublas"} <= succeeded
+
+
+def newest_benchmark(steps: Iterable[str] = (), folder: Path | None = None) -> Found | None:
+    """The newest course benchmark in ``results/`` (or ``folder``) with successful records of ``steps`` (names) and of
+    cuBLAS, as (path, document); ``None`` if there is none. See the module docstring for the rules."""
+    steps = list(steps)
+    candidates = _results_documents(sorted(Path(folder or RESULTS_DIR).glob("*.json")))
+    return _newest([(path, data) for path, data in candidates if is_course_benchmark(data, steps)])
+
+
+def folders() -> list[Path]:
+    """Where tuning sweeps and experiments are looked for, in this order."""
+    return [Path(RESULTS_DIR), Path(EXPERIMENT_RESULTS_DIR)]
+
+
+def newest_matching(pattern: str) -> Found | None:
+    """The newest results document measured on a GPU whose name matches ``pattern`` (a glob such as
+    ``"tuning-unrolled-*.json"`` or ``"experiment-fma-order-*.json"``) in ``results/`` or ``experiments/results/``."""
+    paths = [path for folder in folders() for path in sorted(folder.glob(pattern))]
+    return _newest(_results_documents(paths))
+
+
+def find(name: str) -> Path | None:
+    """A file by name (``"compile-times-h200.json"``) in ``results/`` or ``experiments/results/``; ``None`` if in
+    neither."""
+    return next((folder / name for folder in folders() if (folder / name).is_file()), None)
+
+
+def display_path(path: str | Path) -> str:
+    """``path`` as a reader finds it: relative to the repository if inside it, else to the current directory if
+    inside that, else as given."""
+    resolved = Path(path).resolve()
+    for base in (REPO, Path.cwd()):
+        try:
+            return str(resolved.relative_to(base))
+        except ValueError:
+            continue
+    return str(path)

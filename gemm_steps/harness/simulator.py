@@ -1,0 +1,88 @@
+"""Numba's CUDA simulator runs every GPU thread as a Python thread: fine for a 64×48 product, hours for a 4096³ one.
+
+Before a step launches on the simulator, :func:`check` estimates how long the product will take there and refuses,
+at once and with the numbers, a product over the limit (:data:`DEFAULT_LIMIT_S`, or ``$GEMM_STEPS_SIMULATOR_LIMIT``
+in seconds; ``0`` means no limit) instead of running silently for an hour. Products allowed but slow say so first.
+
+The cost model was fitted on a 2-core machine (the project's CI class) with numba-cuda 0.30's simulator: starting
+and synchronising a simulated thread costs ~0.2–0.8 ms, and each multiply-add it does ~1 µs. It errs on the slow
+side: a refused product might have finished in a fraction of the estimate, never in a small multiple of the limit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+SECONDS_PER_THREAD = 6e-4
+SECONDS_PER_FMA = 1.2e-6
+DEFAULT_LIMIT_S = 60.0
+#: Above this estimate an allowed product says how long it will take before it starts.
+ANNOUNCE_S = 10.0
+
+
+class SimulatorTooSlow(RuntimeError):
+    """A product that would take too long on the simulator (see the message for the numbers and what to do)."""
+
+
+def tile_geometry(config: dict) -> tuple[int, int, int, int]:
+    """(rows, cols) of C per thread block and (rows, cols) per thread, read from a step's config names."""
+    square = config.get("TILE", config.get("BLOCK_SIZE", 1))
+    return (int(config.get("BLOCK_M", square)), int(config.get("BLOCK_N", square)),
+            int(config.get("THREAD_M", 1)), int(config.get("THREAD_N", 1)))
+
+
+def estimated_seconds(config: dict, m: int, n: int, k: int) -> float:
+    """The simulator's time for one product with a step of this config: threads launched × per-thread work."""
+    bm, bn, tm, tn = tile_geometry(config)
+    threads = math.ceil(m / bm) * math.ceil(n / bn) * (bm * bn) // (tm * tn)
+    return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn)
+
+
+def largest_square(config: dict, seconds: float) -> int:
+    """The largest n for which an n×n×n product fits in ``seconds`` on the simulator (at least 1)."""
+    low, high = 1, 2
+    while estimated_seconds(config, high, high, high) <= seconds and high < 1 << 16:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if estimated_seconds(config, middle, middle, middle) <= seconds else (low, middle)
+    return low
+
+
+def limit_seconds() -> float | None:
+    """The limit in force: ``$GEMM_STEPS_SIMULATOR_LIMIT`` seconds (0: none), else :data:`DEFAULT_LIMIT_S`."""
+    text = os.environ.get("GEMM_STEPS_SIMULATOR_LIMIT", "").strip()
+    if not text:
+        return DEFAULT_LIMIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"GEMM_STEPS_SIMULATOR_LIMIT={text!r}: give a number of seconds (0 for no limit)") from None
+    return None if value <= 0 else value
+
+
+def check(step, m: int, n: int, k: int) -> None:
+    """Refuse (raise :class:`SimulatorTooSlow`) or announce a slow product on the simulator; nothing on a GPU."""
+    estimate = estimated_seconds(step.config, m, n, k)
+    limit = limit_seconds()
+    if limit is not None and estimate > limit:
+        side = largest_square(step.config, limit)
+        raise SimulatorTooSlow(
+            f"step {step.number} ({step.name}) on a {m}×{k} @ {k}×{n} product would take about {_duration(estimate)} "
+            f"on Numba's CUDA simulator (there is no GPU here, and the simulator runs every GPU thread as a Python "
+            f"thread), over the {_duration(limit)} limit. Products up to about {side}×{side}×{side} fit. For real "
+            f"sizes run on a machine with an NVIDIA GPU; to wait anyway, set GEMM_STEPS_SIMULATOR_LIMIT to a number "
+            f"of seconds (0 for no limit).")
+    if estimate > ANNOUNCE_S:
+        print(f"gemm-steps: step {step.number} ({step.name}) on the simulator, {m}×{n}×{k}: about "
+              f"{_duration(estimate)} …", file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,105 @@
+"""A newcomer's first hour: the README's snippet finishes in seconds, import order does not matter, a product too big
+for the simulator is refused at once with what to do, and steps are found by name, number or number-as-text."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gemm_steps
+from gemm_steps.harness import simulator
+
+REPO = Path(__file__).resolve().parent.parent
+simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="about the simulator (this machine has a GPU)")
+
+
+def _python(code: str, timeout: float = 300, **env) -> subprocess.CompletedProcess:
+    environment = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          env=environment, cwd=REPO)
+
+
+def readme_snippet() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Using the kernels"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@simulator_only
+def test_readme_snippet_runs_in_seconds_on_the_simulator():
+    start = time.perf_counter()
+    run = _python(readme_snippet(), timeout=300)
+    took = time.perf_counter() - start
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "def warp_tiling_kernel" in run.stdout and "acc_0_0" in run.stdout  # source() and generated_source()
+    assert took < 120, f"the README's first snippet took {took:.0f} s on the simulator"
+
+
+@simulator_only
+@pytest.mark.parametrize("first", ["import numba", "import numpy, numba", "from numba import config"])
+def test_importing_numba_first_still_selects_the_simulator(first):
+    run = _python(f"{first}\nimport numpy as np, gemm_steps\n"
+                  "c = gemm_steps.get_step(3)(np.ones((5, 4), np.float32), np.ones((4, 3), np.float32))\n"
+                  "print(gemm_steps.SIMULATOR, float(c.sum()))\nprint(gemm_steps.backend())")
+    assert run.returncode == 0, run.stderr[-3000:]
+    flag, total = run.stdout.splitlines()[0].split()
+    assert flag == "True" and float(total) == 60.0
+    assert "simulator" in run.stdout.lower()
+
+
+@simulator_only
+def test_importing_numba_cuda_first_stops_with_one_clear_sentence():
+    run = _python("import numba.cuda\nimport gemm_steps")
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("gemm_steps.toolkit.backend.BackendError"), last
+    assert "restart Python and import gemm_steps before numba.cuda" in last
+
+
+@simulator_only
+def test_a_product_too_big_for_the_simulator_is_refused_at_once():
+    a = np.ones((1024, 512), np.float32)
+    b = np.ones((512, 768), np.float32)
+    start = time.perf_counter()
+    with pytest.raises(simulator.SimulatorTooSlow) as refused:
+        gemm_steps.matmul(a, b)
+    assert time.perf_counter() - start < 5
+    message = str(refused.value)
+    for needed in ("1024×512 @ 512×768", "simulator", "GPU", "GEMM_STEPS_SIMULATOR_LIMIT", "fit"):
+        assert needed in message, message
+
+
+@simulator_only
+def test_the_limit_can_be_raised_and_slow_products_are_announced(monkeypatch, capsys):
+    step = gemm_steps.get_step("naive")
+    monkeypatch.setenv("GEMM_STEPS_SIMULATOR_LIMIT", "0")
+    simulator.check(step, 4096, 4096, 4096)  # no limit: allowed (not run here), but announced
+    assert "about" in capsys.readouterr().err
+    monkeypatch.setenv("GEMM_STEPS_SIMULATOR_LIMIT", "soon")
+    with pytest.raises(ValueError, match="number of seconds"):
+        simulator.check(step, 8, 8, 8)
+
+
+def test_the_largest_square_that_fits_is_within_the_limit():
+    for step in gemm_steps.steps():
+        side = simulator.largest_square(step.config, 60)
+        assert simulator.estimated_seconds(step.config, side, side, side) <= 60
+        assert simulator.estimated_seconds(step.config, side + 1, side + 1, side + 1) > 60 or side >= 1 << 16
+
+
+@pytest.mark.parametrize("key", [3, "3", " 3", "shared_memory"])
+def test_steps_are_found_by_name_number_or_number_as_text(key):
+    assert gemm_steps.get_step(key).name == "shared_memory"
+
+
+def test_an_unknown_step_lists_the_steps():
+    with pytest.raises(KeyError, match="1=naive"):
+        gemm_steps.get_step("99")
