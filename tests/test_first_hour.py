@@ -103,3 +103,39 @@ def test_steps_are_found_by_name_number_or_number_as_text(key):
 def test_an_unknown_step_lists_the_steps():
     with pytest.raises(KeyError, match="1=naive"):
         gemm_steps.get_step("99")
+
+
+def test_every_step_has_its_own_colour_in_the_plots():
+    from matplotlib.colors import to_rgb
+
+    from gemm_steps.course.plots import step_colour
+
+    colours = {step.number: to_rgb(step_colour(step.number)) for step in gemm_steps.steps()}
+    for a in colours:
+        assert sum(colours[a]) > 0.3, f"step {a}'s colour is too close to cuBLAS's black"
+        for b in colours:
+            if a < b:
+                distance = sum((x - y) ** 2 for x, y in zip(colours[a], colours[b])) ** 0.5
+                assert distance > 0.25, f"steps {a} and {b} have colours too alike ({distance:.2f} apart in RGB)"
+
+
+def test_plot_titles_fit_and_say_the_cuda_and_cublas_versions():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from test_notebooks import synthetic_results
+
+    from gemm_steps.course import plots
+
+    results = synthetic_results(names=["shared_memory", "persistent", "stream_k"])
+    results["environment"].update(driver_cuda_version="13.0", cublas_version=130100, smi_driver_version="580.1")
+    figure = plots.plot_tflops_vs_size(results)
+    title = figure.axes[0].get_title()
+    assert "CUDA 13.0" in title and "cuBLAS 13.1.0" in title
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    box = figure.axes[0].title.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= figure.bbox.width, "the title runs past the figure's edge"
+    assert figure.axes[0].get_yscale() == "log", "slow steps vanish on a linear axis"

@@ -14,6 +14,7 @@ reported in one line without a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -38,8 +39,16 @@ def say(message: str = "") -> None:
 def shape(text: str) -> tuple[int, int, int]:
     """``MxNxK`` (or ``M×N×K``) → (M, N, K), all positive."""
     parts = re.split(r"[x×X]", text.strip())
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape; write M×N×K as e.g. 1024x512x256")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: it has {len(parts)} part(s); write M×N×K, "
+                                         "three sizes, as e.g. 1024x512x256")
+    for name, part in zip("MNK", parts):
+        if not part.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"{text!r} is not a shape: {name} = {part!r} is not a whole number")
+        if int(part) == 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: {name} = 0 makes an empty product (or, for K, a matrix of zeros), with nothing to time or "
+                "check here; matmul itself accepts it and follows NumPy")
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
@@ -87,8 +96,18 @@ def load_results(path: str | Path) -> dict:
         return bench.load(path)
     except FileNotFoundError:
         raise UserError(f"no such results file: {path}") from None
-    except (ValueError, OSError) as exc:  # bad JSON, wrong schema, a directory, unreadable
-        raise UserError(f"cannot read {path}: {exc}") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a folder; give one results file, e.g. results/bench-<gpu>-<date>.json") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a text file; give a results file written by `gemm-steps bench` "
+                        "(JSON)") from None
+    except ValueError as exc:  # not JSON (json.JSONDecodeError is a ValueError), or JSON of another kind
+        if isinstance(exc, json.JSONDecodeError):
+            raise UserError(f"{path} is not a results file: it is not JSON (line {exc.lineno}: {exc.msg}); give a "
+                            "file written by `gemm-steps bench`") from None
+        raise UserError(f"{path} is JSON but not a results file of `gemm-steps bench` (no schema-1 records)") from None
+    except OSError as exc:  # unreadable
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def newest_shipped_results() -> tuple[Path, dict] | None:

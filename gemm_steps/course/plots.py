@@ -6,8 +6,9 @@
   step before.
 * :func:`plot_results` — both, written as PNGs.
 
-Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, numba-cuda, date): a plot
-must say where it was measured. Records with an ``"error"`` are not drawn, but are listed under the plot.
+Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
+numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Each step has one colour
+in every plot (:data:`STEP_COLOURS`), and throughput is on a log axis so the first steps do not vanish. Records with an ``"error"`` are not drawn, but are listed under the plot.
 
 Each function returns its figure already closed in ``pyplot``. So a notebook shows it exactly once when it is the
 cell's value (or passed to ``display``), and no figure is left open when many are drawn. A script saves it with
@@ -50,9 +51,28 @@ def _failures_note(results: dict, relevant) -> str:
     return "\n".join(lines)
 
 
+#: One colour per step, chosen to stay apart from each other and from cuBLAS's black (Matplotlib's default cycle
+#: repeats after ten, and its tenth-and-later colours sit close to earlier ones: steps 3, 10 and 11 looked alike).
+STEP_COLOURS = ["#7f7f7f", "#8c564b", "#2ca02c", "#bcbd22", "#9467bd", "#e377c2", "#ff7f0e", "#d62728", "#1f77b4",
+                "#17becf", "#000080", "#ff1493", "#556b2f", "#daa520"]
+
+
+def step_colour(number: int) -> str:
+    """The colour of step ``number`` (1-based) in every plot."""
+    return STEP_COLOURS[(number - 1) % len(STEP_COLOURS)]
+
+
+def _title(fig: Figure, title: str, results: dict) -> str:
+    """The title and where it ran, wrapped to the figure's width (a narrow plot of three steps must not clip it)."""
+    import textwrap
+
+    width = max(40, int(fig.get_figwidth() * 72 / 6.2))  # characters of 10-point text across the figure
+    return "\n".join([title, *textwrap.wrap(short_label(results["environment"]), width)])
+
+
 def _finish(fig: Figure, results: dict, title: str, path: str | Path | None, relevant=lambda r: True) -> Figure:
     """Title with where it ran, footnote with what failed, and save if asked."""
-    fig.axes[0].set_title(f"{title}\n{short_label(results['environment'])}", fontsize=10)
+    fig.axes[0].set_title(_title(fig, title, results), fontsize=10)
     note = _failures_note(results, relevant)
     if note:
         height = 0.03 * (note.count("\n") + 1)  # figure fraction kept free for the note under the axes
@@ -89,19 +109,20 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
         if name == "cublas":
             ax.plot(xs, ys, "k--", linewidth=2, label="cuBLAS (FP32)")
         else:
-            # The default cycle repeats after 10 colours (steps 1 and 11 would match): tab10 then Dark2 give 18,
-            # and markers alternate too, so curves stay apart in greyscale.
-            colours = plt.cm.tab10.colors + plt.cm.Dark2.colors
-            ax.plot(xs, ys, "os^Dv"[number % 5] + "-", color=colours[(number - 1) % len(colours)],
-                    label=f"{number} {name}")
+            # Markers alternate too, so curves stay apart in greyscale.
+            ax.plot(xs, ys, "os^Dv"[number % 5] + "-", color=step_colour(number), label=f"{number} {name}")
     if square:
         ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([x_of[s] for s in sizes]))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([_size_label(s) for s in sizes], rotation=0 if square else 30)
     ax.set_xlabel("matrix size N (M = N = K)" if square else "shape M×N×K (a single N: square), in order of 2·M·N·K")
-    ax.set_ylabel("TFLOPS (2·M·N·K / median time)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel("TFLOPS (2·M·N·K / median time), log scale")
+    # A log axis: the first steps run at 1 % of the last, and on a linear axis they lie flat along zero.
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(FixedLocator([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500]))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside the axes: never hides a line
     return _finish(fig, results, "FP32 SGEMM throughput by step", path, wanted)
@@ -133,7 +154,7 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
     labels = [f"{r['number']} {r['step']}" for r in rows]
-    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color="tab:blue")
+    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color=[step_colour(r["number"]) for r in rows])
     for i, (bar, r) in enumerate(zip(bars, rows)):
         text = f"{r['pct_of_cublas']:.1f}%"
         if i > 0:  # speedup over the step before (named when a failed step left a gap)

@@ -93,12 +93,25 @@ def file_slug(text: str) -> str:
 
 
 def short_label(env: dict) -> str:
-    """One line for a plot title: GPU, SMs, driver, numba-cuda, date."""
+    """One line for a plot title: GPU, SMs, driver, CUDA and cuBLAS versions, numba-cuda, date."""
     if env.get("simulator"):
         return f"Numba CUDA simulator · numba-cuda {env.get('numba_cuda')}"
     parts = [env.get("gpu", "?"), f"{env.get('sm_count', '?')} SMs"]
     if env.get("smi_driver_version"):
         parts.append(f"driver {env['smi_driver_version']}")
+    if env.get("driver_cuda_version"):
+        parts.append(f"CUDA {env['driver_cuda_version']}")
+    if env.get("cublas_version"):
+        parts.append(f"cuBLAS {cublas_version_text(env['cublas_version'])}")
     parts.append(f"numba-cuda {env.get('numba_cuda')}")
     parts.append(str(env.get("date", ""))[:10])
     return " · ".join(parts)
+
+
+def cublas_version_text(version) -> str:
+    """cuBLAS's integer version (130100) as text (13.1.0); anything else as it is."""
+    try:
+        number = int(version)
+    except (TypeError, ValueError):
+        return str(version)
+    return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
