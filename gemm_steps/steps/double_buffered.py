@@ -1,7 +1,7 @@
 """Step 8 — double-buffered shared memory, and an occupancy hint.
 
 Changed from step 7: shared memory holds *two* stages of the A and B tiles. While the block computes on one stage,
-each thread already loads the next k-tile from global memory into registers (``pa_*``, ``pb_*``), and writes them
+each thread already loads the next k-tile from global memory into registers (``a_next``, ``b_next``), and writes them
 into the other stage after its FMAs. One barrier per k-tile instead of two, and the global-load latency (hundreds
 of cycles) hides behind 1024 FMAs per thread. The load coordinates are computed once, before the loop.
 ``launch_bounds=(256, 2)`` tells the compiler two blocks must fit on an SM, capping registers at 128 per thread.
