@@ -1,9 +1,12 @@
 """Shared test setup: the ``gpu`` marker, reproducible per-test random inputs, the reference and the tolerance.
 
 * ``@pytest.mark.gpu`` tests need a real CUDA GPU. On Numba's CUDA simulator (no GPU: chosen automatically by
-  :mod:`gemm_steps._backend`) they are *skipped, with the reason shown* — never silently passed. Run them on a GPU
-  with ``python -m pytest -m gpu``.
+  :mod:`gemm_steps.toolkit.backend`) they are *skipped, with the reason shown* — never silently passed. Run them on
+  a GPU with ``python -m pytest -m gpu``.
 * Everything else runs anywhere; on the simulator it is what CI runs (see ``.ci/run``).
+* ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture. The jobs of all selected tests
+  are compiled in one background process, started when collection ends, while the other tests run
+  (``tests/ptx_jobs.py``).
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
@@ -16,11 +19,15 @@ import numpy as np
 import pytest
 
 import helpers
+import ptx_jobs
+
+PTX_JOBS = pytest.StashKey[ptx_jobs.PTXJobs]()
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
     config.addinivalue_line("markers", "slow: long simulator tests")
+    config.addinivalue_line("markers", "ptx(*jobs): needs the PTX of these jobs (tests/ptx_jobs.py)")
 
 
 def pytest_report_header(config):
@@ -34,6 +41,47 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """Start compiling the PTX the selected tests need, in the background (see tests/ptx_jobs.py)."""
+    jobs = []
+    for item in session.items:
+        for mark in item.iter_markers("ptx"):
+            jobs += [job for job in mark.args if job not in jobs]
+    if jobs and not session.config.option.collectonly:
+        session.config.stash[PTX_JOBS] = ptx_jobs.PTXJobs(jobs, say=_terminal_writer(session.config))
+
+
+def pytest_unconfigure(config):
+    jobs = config.stash.get(PTX_JOBS, None)
+    if jobs is not None:
+        jobs.close()
+
+
+def _terminal_writer(config):
+    """A function that writes a line on the terminal, also while a test runs with its output captured."""
+    def say(message: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        if capture is None:
+            reporter.write_line(message)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(message)
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def ptx(request) -> ptx_jobs.PTXJobs:
+    """The background PTX compile: ``ptx.stats(job, label)`` → that kernel's PTX stats (waits for it)."""
+    jobs = request.config.stash.get(PTX_JOBS, None)
+    if jobs is None:
+        pytest.fail("no PTX jobs were started: mark the test with @pytest.mark.ptx(job)")
+    return jobs
 
 
 @pytest.fixture

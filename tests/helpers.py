@@ -1,7 +1,8 @@
 """What the tests share: random inputs, the float64 reference, the error measure and the tolerance.
 
-The tolerance and the error measure are :mod:`gemm_steps.verify`'s — one definition for ``gemm-steps verify``,
-the lessons and the tests. In short (the full argument is :func:`gemm_steps.verify.tolerance`'s docstring):
+The tolerance and the error measure are :mod:`gemm_steps.harness.verify`'s — one definition for
+``gemm-steps verify``, the lessons and the tests. In short (the full argument is
+:func:`gemm_steps.harness.verify.tolerance`'s docstring):
 
 * a float32 sum of K products rounds K times, each rounding up to eps32/2 of the running sum; on random data the
   errors have random signs and add like a random walk, so a correct kernel's relative error grows like
@@ -11,7 +12,7 @@ the lessons and the tests. In short (the full argument is :func:`gemm_steps.veri
   wrong index by O(1), a single wrong element of a 128×128 result by ~1/128; an unwritten element is NaN.
 
 The error is ``‖C − ref‖ / ‖ref‖`` in float64, with ``‖ref‖`` replaced by ``‖|A|·|B|‖/√K`` when that is larger
-(cancellation in tiny products; see :func:`gemm_steps.verify.relative_error`).
+(cancellation in tiny products; see :func:`gemm_steps.harness.verify.relative_error`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import zlib
 
 import numpy as np
 
-from gemm_steps.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
+from gemm_steps.harness.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
 
 __all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
            "outputs_per_thread", "tile_geometry", "simulated_seconds"]

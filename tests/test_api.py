@@ -1,4 +1,4 @@
-"""The rules of :mod:`gemm_steps.api`, checked for every step and for :func:`gemm_steps.matmul`.
+"""The rules of :mod:`gemm_steps.harness.api`, checked on the shared path and for :func:`gemm_steps.matmul`.
 
 * Bad input raises the documented error *before anything happens*: no kernel launch, no host↔device transfer, no
   allocation, and ``out`` (and the inputs) left exactly as they were. ``TypeError`` for a wrong dtype or array
@@ -6,6 +6,12 @@
 * Edges follow NumPy: K = 0 gives zeros (no kernel runs), M = 0 or N = 0 an empty (M, N) result.
 * NumPy inputs of any layout give a correct NumPy result; device inputs give a device result; ``out`` is returned.
 * Launch contract: a step's ``launch`` only ever sees C-contiguous float32 device arrays with M, N, K ≥ 1.
+
+Every step is called through the same code (``Step.__call__`` → ``api.run_step`` → ``api.run``), so the rules are
+checked once on that shared path, not for each of the steps: with ``api.run`` around a NumPy launch (the API alone,
+no kernel), through ``matmul`` (the last step), and on a few representative steps — step 1 (2-D arrays, one result
+per thread), step 5 (the last untiled step) and step 6 (the first with fast and edge kernels on flat arrays).
+``test_every_step_goes_through_the_shared_path`` checks that no step takes another way in.
 """
 
 from __future__ import annotations
@@ -17,19 +23,32 @@ import pytest
 from numba import cuda
 
 import gemm_steps
-from gemm_steps import api
+from gemm_steps.harness import api
 from helpers import assert_close
 
 STEPS = gemm_steps.steps()
-#: Every way in: each step, and matmul (which picks the fastest step).
-CALLERS = [*STEPS, None]
+#: Steps the rules run on besides the API itself and matmul (see the module docstring).
+REPRESENTATIVE = [gemm_steps.get_step(name) for name in ("naive", "register_2d", "vectorized")]
+
+
+def numpy_launch(a, b, c, stream=0):
+    """A launch that computes with NumPy: ``api.run`` with it checks the API's own handling, without a kernel."""
+    c.copy_to_device(np.ascontiguousarray(a.copy_to_host() @ b.copy_to_host()), stream=stream)
+
+
+#: The ways in the rules are checked on: the API alone, representative steps, and matmul (which picks a step).
+CALLERS = ["api", *REPRESENTATIVE, None]
 
 
 def caller_id(caller) -> str:
+    if caller == "api":
+        return "api"
     return "matmul" if caller is None else f"{caller.number}-{caller.name}"
 
 
 def call(caller, a, b, out=None):
+    if caller == "api":
+        return api.run(numpy_launch, a, b, out)
     if caller is None:
         return gemm_steps.matmul(a, b) if out is None else gemm_steps.matmul(a, b, out=out)
     return caller(a, b) if out is None else caller(a, b, out=out)
@@ -57,6 +76,7 @@ class Forbidden:
             mp.setattr(gemm_steps.Step, "launch", self._trap("Step.launch"))
             for step in STEPS:
                 mp.setattr(step, "_launch", self._trap(f"{step.name} launch"))
+            mp.setattr(api, "_launch_in_row_chunks", self._trap("api launch"))
             yield
 
     @contextlib.contextmanager
@@ -197,6 +217,29 @@ def test_bad_input_is_refused_before_anything_happens(caller, case, rng, forbid)
             assert _same(before[name], x), f"{case}: {name} was modified by a refused call"
 
 
+@pytest.mark.parametrize("step", STEPS, ids=caller_id)
+def test_every_step_goes_through_the_shared_path(step, rng, forbid, monkeypatch):
+    """Calling any step is ``api.run_step(step, a, b, out)``: the rules checked above hold for every step. And a bad
+    input to each step is refused before anything happens (the end-to-end evidence, one case per step)."""
+    calls = []
+    sentinel = object()
+
+    def spy(called_step, a, b, out=None, stream=0):
+        calls.append((called_step, a, b, out))
+        return sentinel
+
+    a, b, out = f32(rng, 4, 3), f32(rng, 3, 5), np.full((4, 5), 7.0, np.float32)
+    with monkeypatch.context() as mp:
+        mp.setattr(api, "run_step", spy)
+        assert step(a, b, out=out) is sentinel
+        assert gemm_steps.matmul(a, b, step=step.number) is sentinel
+    assert len(calls) == 2 and all(c[0] is step and c[1] is a and c[2] is b for c in calls)
+    assert calls[0][3] is out and calls[1][3] is None
+    with forbid.everything(), pytest.raises(TypeError, match="a has dtype float64"):
+        step(a.astype(np.float64), b, out=out)
+    assert forbid.attempts == [] and np.all(out == 7.0)
+
+
 def test_validate_accepts_exactly_up_to_the_32_bit_limit():
     """The limit is on elements: 2³¹ − 1 passes validation (nothing is allocated by validate), 2³¹ does not."""
     limit = api.MAX_ELEMENTS
@@ -264,22 +307,33 @@ def _layouts(rng, m, n, k):
 LAYOUTS = ["C", "fortran", "transposed_views", "strided", "negative_strides"]
 
 
+def _check_launch_arguments(a, b, c) -> None:
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        assert api.is_device_array(x), f"launch got a non-device {name}: {type(x)}"
+        assert x.dtype == np.float32 and x.is_c_contiguous(), f"launch got {name} {x.dtype}, not C-contiguous"
+    (m, k), (k2, n) = a.shape, b.shape
+    assert k == k2 and tuple(c.shape) == (m, n) and min(m, n, k) >= 1, f"launch got {a.shape} {b.shape} {c.shape}"
+
+
 @pytest.fixture
 def launch_contract(monkeypatch):
-    """Check on every launch that the step gets C-contiguous float32 device arrays with consistent M, N, K ≥ 1."""
+    """Check on every launch (a step's, or the API caller's NumPy launch) that it gets C-contiguous float32 device
+    arrays with consistent M, N, K ≥ 1; the list of launches is returned."""
     seen = []
-    original = gemm_steps.Step.launch
+    original_step_launch, original_numpy_launch = gemm_steps.Step.launch, numpy_launch
 
     def checked(self, a, b, c, stream=0):
-        for name, x in (("a", a), ("b", b), ("c", c)):
-            assert api.is_device_array(x), f"launch got a non-device {name}: {type(x)}"
-            assert x.dtype == np.float32 and x.is_c_contiguous(), f"launch got {name} {x.dtype}, not C-contiguous"
-        (m, k), (k2, n) = a.shape, b.shape
-        assert k == k2 and tuple(c.shape) == (m, n) and min(m, n, k) >= 1, f"launch got {a.shape} {b.shape} {c.shape}"
+        _check_launch_arguments(a, b, c)
         seen.append(self.name)
-        return original(self, a, b, c, stream)
+        return original_step_launch(self, a, b, c, stream)
+
+    def checked_numpy(a, b, c, stream=0):
+        _check_launch_arguments(a, b, c)
+        seen.append("api")
+        return original_numpy_launch(a, b, c, stream)
 
     monkeypatch.setattr(gemm_steps.Step, "launch", checked)
+    monkeypatch.setitem(globals(), "numpy_launch", checked_numpy)
     return seen
 
 
@@ -364,5 +418,5 @@ def test_tall_products_run_in_row_chunks(caller, rows_per_launch, rng, monkeypat
     assert call(caller, dev(a), dev(b), out) is out
     assert_close(out.copy_to_host(), a, b, f"{caller_id(caller)} in chunks of {rows_per_launch} rows")
     assert len(launch_contract) == -(-m // rows_per_launch), f"launches: {launch_contract}"
-    if caller is None:  # the host path chunks the same way
-        assert_close(call(caller, a, b), a, b, f"matmul (host) in chunks of {rows_per_launch} rows")
+    if caller is None or caller == "api":  # the host path chunks the same way
+        assert_close(call(caller, a, b), a, b, f"{caller_id(caller)} (host) in chunks of {rows_per_launch} rows")

@@ -18,7 +18,7 @@ def _readme() -> str:
 
 
 def test_readme_steps_table_is_current():
-    from gemm_steps.cli import TABLE_END, TABLE_START, steps_table_markdown
+    from gemm_steps.course.cli import TABLE_END, TABLE_START, steps_table_markdown
 
     text = _readme()
     assert TABLE_START in text and TABLE_END in text, "README.md lost its steps-table markers"
@@ -28,7 +28,7 @@ def test_readme_steps_table_is_current():
 
 def test_readme_results_match_the_shipped_benchmark():
     """The README's numbers are generated from the newest shipped results file: none typed by hand."""
-    from gemm_steps.cli import RESULTS_END, RESULTS_START, results_markdown
+    from gemm_steps.course.cli import RESULTS_END, RESULTS_START, results_markdown
 
     text = _readme()
     assert RESULTS_START in text and RESULTS_END in text, "README.md lost its results markers"

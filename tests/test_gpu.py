@@ -12,7 +12,7 @@ import pytest
 from numba import cuda
 
 import gemm_steps
-from gemm_steps import api
+from gemm_steps.harness import api
 from helpers import assert_close, reference, rel_error, rng_for, tolerance
 
 pytestmark = pytest.mark.gpu
@@ -115,7 +115,7 @@ def test_cublas_is_strict_fp32(shape, problems):
     error of ~2e-4 on these products whatever K is. The tolerance here, 4·eps32·√K (≤ 5.4e-5 at K = 16384) and
     at most 2e-5 — 10× below TF32 — can only be met in FP32.
     """
-    from gemm_steps.cublas import tf32_override
+    from gemm_steps.harness.cublas import tf32_override
 
     assert not tf32_override(), "NVIDIA_TF32_OVERRIDE is set: cuBLAS would use TF32"
     a, b, ref, a_dev, b_dev = problems(shape)
@@ -169,7 +169,7 @@ def test_device_arrays_in_and_out(rng):
 # -- the benchmark harness ----------------------------------------------------------------------------------------
 
 def test_run_benchmark_smoke():
-    from gemm_steps.bench import run_benchmark
+    from gemm_steps.harness.bench import run_benchmark
 
     step = STEPS[-1]
     results = run_benchmark([step], [(256, 256, 256)], warmup=1, repeats=3, max_seconds=0.05,

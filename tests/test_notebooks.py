@@ -4,7 +4,8 @@
 * every lesson runs start to finish on Numba's CUDA simulator (executed here, in a temporary directory);
 * the committed notebooks were executed, have no error outputs, say where their timings come from, and no lesson
   pastes a kernel instead of showing the package's source;
-* the helpers in :mod:`gemm_steps.lesson` pick the right results file and never invent a number.
+* the results finder (:mod:`gemm_steps.harness.results_files`) and the lesson helpers
+  (:mod:`gemm_steps.course.lesson`) pick the right results file and never invent a number.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gemm_steps import lesson, steps
+from gemm_steps import steps
+from gemm_steps.course import lesson
+from gemm_steps.harness import bench, results_files
 
 REPO = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("build_notebooks", REPO / "scripts" / "build_notebooks.py")
@@ -121,7 +124,8 @@ def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
     nb = build.read_lesson(path)
     if lesson.load_results(steps=()) is None:
         (tmp_path / "synthetic.json").write_text(json.dumps(synthetic_results()))
-        setup = f"import pathlib, gemm_steps.lesson\ngemm_steps.lesson.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})"
+        setup = ("import pathlib, gemm_steps.harness.results_files as results_files\n"
+                 f"results_files.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})")
         nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
     start = time.perf_counter()
     build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S)  # raises CellExecutionError on the first failing cell
@@ -131,45 +135,88 @@ def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
         assert "shipped run from" in _text_outputs(nb), "the timing cells did not run against the results file"
 
 
-# -- the helpers -----------------------------------------------------------------------------------------------------
-def test_load_results_picks_the_newest_gpu_file_with_the_steps(tmp_path):
-    assert lesson.load_results(results_dir=tmp_path) is None
-    (tmp_path / "old.json").write_text(json.dumps(synthetic_results(date="2026-01-01T00:00:00+00:00")))
-    (tmp_path / "new.json").write_text(json.dumps(synthetic_results(date="2026-02-01T00:00:00+00:00")))
-    (tmp_path / "newest_naive_only.json").write_text(
-        json.dumps(synthetic_results(date="2026-03-01T00:00:00+00:00", names=["naive"])))
+# -- the results finder and the helpers -----------------------------------------------------------------------------
+def _write(path: Path, document) -> None:
+    path.write_text(json.dumps(document))
+
+
+def test_newest_benchmark_picks_the_newest_gpu_run_of_the_steps(tmp_path):
+    assert results_files.newest_benchmark(folder=tmp_path) is None
+    _write(tmp_path / "old.json", synthetic_results(date="2026-01-01T00:00:00+00:00"))
+    _write(tmp_path / "new.json", synthetic_results(date="2026-02-01T00:00:00+00:00"))
+    _write(tmp_path / "newest_naive_only.json", synthetic_results(date="2026-03-01T00:00:00+00:00", names=["naive"]))
     simulated = synthetic_results(date="2026-04-01T00:00:00+00:00")
     simulated["environment"]["simulator"] = True
-    (tmp_path / "simulated.json").write_text(json.dumps(simulated))
+    _write(tmp_path / "simulated.json", simulated)
     (tmp_path / "tuned.json").write_text("{}")  # not a results document
-    sweep = synthetic_results(date="2026-05-01T00:00:00+00:00", names=["naive#1", "naive#2"])  # a tuning sweep
-    (tmp_path / "tuning-naive.json").write_text(json.dumps(sweep))
+    _write(tmp_path / "tuning-naive.json",  # a tuning sweep: candidates of one step, not the course
+           synthetic_results(date="2026-05-01T00:00:00+00:00", names=["naive#1", "naive#2"]))
+    experiment = synthetic_results(date="2026-06-01T00:00:00+00:00")  # the steps and a variant, in one run
+    experiment["records"].append({**experiment["records"][1], "step": "naive_variant"})
+    _write(tmp_path / "experiment-naive.json", experiment)
+    no_cublas = synthetic_results(date="2026-07-01T00:00:00+00:00")
+    no_cublas["records"] = [r for r in no_cublas["records"] if r["step"] != "cublas"]
+    _write(tmp_path / "no-cublas.json", no_cublas)
 
     def newest(names):
-        found = lesson.load_results(steps=names, results_dir=tmp_path)
-        return found and Path(found["path"]).name
+        found = results_files.newest_benchmark(names, folder=tmp_path)
+        return found and found[0].name
 
     assert newest([]) == newest(["naive"]) == "newest_naive_only.json"
     assert newest(["naive", "coalesced"]) == "new.json"
+    found = lesson.load_results(["naive", "coalesced"], folder=tmp_path)
+    assert Path(found["path"]).name == "new.json" and found["records"]
     (tmp_path / "new.json").unlink()
     (tmp_path / "old.json").unlink()
     assert newest(["coalesced"]) is None
-    with pytest.raises(ValueError):
-        lesson.load_results("tuning", results_dir=tmp_path)
+
+
+def test_the_command_and_the_lessons_read_the_same_benchmark():
+    from gemm_steps.course import cli
+
+    shipped = cli.newest_shipped_results()
+    loaded = lesson.load_results()
+    assert (shipped is None) == (loaded is None)
+    if shipped is not None:
+        assert str(shipped[0]) == loaded["path"]
+
+
+def test_tuning_and_experiments_are_found_by_name_in_both_folders(tmp_path, monkeypatch):
+    results, experiments = tmp_path / "results", tmp_path / "experiments" / "results"
+    experiments.mkdir(parents=True)
+    results.mkdir()
+    monkeypatch.setattr(results_files, "RESULTS_DIR", results)
+    monkeypatch.setattr(results_files, "EXPERIMENT_RESULTS_DIR", experiments)
+    assert results_files.newest_matching("experiment-x-*.json") is None
+    _write(results / "tuning-naive-gpu.json", synthetic_results(names=["naive#1"]))
+    _write(experiments / "experiment-x-old.json", synthetic_results(date="2026-01-01T00:00:00+00:00"))
+    _write(results / "experiment-x-new.json", synthetic_results(date="2026-02-01T00:00:00+00:00"))
+    simulated = synthetic_results(date="2026-03-01T00:00:00+00:00")
+    simulated["environment"]["simulator"] = True
+    _write(experiments / "experiment-x-simulated.json", simulated)
+    (experiments / "ncu-x.txt").write_text("a report")
+
+    assert results_files.newest_matching("tuning-naive-*.json")[0].name == "tuning-naive-gpu.json"
+    assert results_files.newest_matching("experiment-x-*.json")[0].name == "experiment-x-new.json"
+    (results / "experiment-x-new.json").unlink()
+    assert results_files.newest_matching("experiment-x-*.json")[0].name == "experiment-x-old.json"
+    assert results_files.find("ncu-x.txt") == experiments / "ncu-x.txt"
+    assert results_files.find("ncu-y.txt") is None
+    assert results_files.newest_benchmark() is None  # a tuning sweep is not the course benchmark
 
 
 def test_measure_or_load_says_where_the_numbers_come_from(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(lesson, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results_files, "RESULTS_DIR", tmp_path)
     assert lesson.measure_or_load(["naive"], [64], measure=False) is None
     assert lesson.NO_RESULTS in capsys.readouterr().out
 
-    (tmp_path / "run.json").write_text(json.dumps(synthetic_results()))
+    _write(tmp_path / "run.json", synthetic_results())
     loaded = lesson.measure_or_load(["naive"], [64], measure=False)
     assert {r["step"] for r in loaded["records"]} == {"naive", "cublas"}
     assert "No GPU here: these timings are the shipped run from" in capsys.readouterr().out
     assert "synthetic test data" in loaded["provenance"] and "2026-01-01" in loaded["provenance"]
 
-    monkeypatch.setattr(lesson.bench, "run_benchmark", lambda step_list, shapes, **kw: synthetic_results())
+    monkeypatch.setattr(bench, "run_benchmark", lambda step_list, shapes, **kw: synthetic_results())
     measured = lesson.measure_or_load(["naive"], [64], measure=True)
     assert measured["provenance"].startswith("Measured now on NVIDIA H200 (synthetic test data)")
 
@@ -184,3 +231,10 @@ def test_timing_table_shows_measured_numbers_and_nothing_else():
     assert "| cuBLAS |" in table
     assert "| 3 shared_memory | — | — | — | — |" in lesson.timing_table(results, ["naive", "shared_memory"], 1024)
     assert lesson.NO_RESULTS in lesson.timing_table(None, ["naive"])
+
+
+def test_a_kernel_diff_shows_only_what_changed():
+    diff = lesson.kernel_diff("double_buffered", "warp_tiling")
+    assert diff.startswith("--- step 8: double_buffered\n+++ step 9: warp_tiling")
+    assert "+    lane = tid % 32" in diff
+    assert len(diff.splitlines()) < len(steps()[8].kernel_source().splitlines())

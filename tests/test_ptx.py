@@ -2,15 +2,17 @@
 instructions its lesson claims.
 
 Runs on a CPU-only machine: the kernels are compiled by NVVM (the ``nvidia-nvvm`` wheel that
-``numba-cuda[cu13]`` installs) in a subprocess started with ``NUMBA_ENABLE_CUDASIM=0`` — Numba in GPU mode, no
-GPU needed — through :func:`gemm_steps.ptx.report_in_subprocess`, once per test session.
+``numba-cuda[cu13]`` installs) in a process started with ``NUMBA_ENABLE_CUDASIM=0`` — Numba in GPU mode, no GPU
+needed. That process starts when collection ends and compiles kernel after kernel while the simulator tests run
+(``tests/ptx_jobs.py``); each test here waits only for its own kernel. One test also runs the package's own
+entry point, :func:`gemm_steps.harness.ptx.report_in_subprocess`, for a small step.
 
 A step states what its PTX must contain with ``PTX_EXPECT`` in its module, checked here for every label::
 
     PTX_EXPECT = {"vectorized_fast": {"ld.global.v4.f32": ">=1", "st.global.v4.f32": ">=1", "local": 0}}
 
 Values: an int (exactly), or a string ``"==N"``, ``">=N"``, ``"<=N"``, ``">N"``, ``"<N"``. Keys: any key of
-:func:`gemm_steps.ptx.ptx_stats` (``ld.global.v4.f32``, ``fma.rn.f32``, ``bar.sync``, ``local``, …).
+:func:`gemm_steps.harness.ptx.ptx_stats` (``ld.global.v4.f32``, ``fma.rn.f32``, ``bar.sync``, ``local``, …).
 """
 
 from __future__ import annotations
@@ -21,63 +23,78 @@ import re
 import pytest
 
 import gemm_steps
-from gemm_steps.ptx import PTXUnavailable, ptx_stats, report_in_subprocess
+from gemm_steps.harness.ptx import PTXUnavailable, ptx_stats, report_in_subprocess
 
 STEPS = gemm_steps.steps()
-ALL_KERNELS = [(step, label) for step in STEPS for label in step.kernels()]
 
 
-@pytest.fixture(scope="module")
-def report():
-    """{step: {label: stats}} for every kernel, compiled once for the whole module (cc 9.0)."""
-    try:
-        return report_in_subprocess(timeout=1800)
-    except PTXUnavailable as exc:  # only a missing NVVM skips; any other failure fails every test here
-        if "NVVM unavailable" in str(exc):
-            pytest.skip(str(exc).strip().splitlines()[-1])
-        raise
+def _kernel_param(step, label):
+    return pytest.param((step, label), id=f"{step.number}-{label}", marks=pytest.mark.ptx(step.name))
 
 
-def _stats(report, step, label):
-    kernels = report.get(step.name)
-    assert kernels is not None, f"step {step.name} missing from the PTX report"
-    stats = kernels.get(label)
-    assert stats is not None, f"kernel {label} of step {step.name} missing from the PTX report"
+ALL_KERNELS = [_kernel_param(step, label) for step in STEPS for label in step.kernels()]
+STEP_PARAMS = [pytest.param(step, id=f"{step.number}-{step.name}", marks=pytest.mark.ptx(step.name)) for step in STEPS]
+
+
+def _stats(ptx, step, label):
+    stats = ptx.stats(step.name, label)
     assert "error" not in stats, f"{label} failed to compile: {stats['error']}"
     return stats
 
 
-def _kernel_id(entry) -> str:
+@pytest.mark.parametrize("entry", ALL_KERNELS)
+def test_kernel_compiles_to_ptx(ptx, entry):
     step, label = entry
-    return f"{step.number}-{label}"
-
-
-@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
-def test_kernel_compiles_to_ptx(report, entry):
-    step, label = entry
-    stats = _stats(report, step, label)
+    stats = _stats(ptx, step, label)
     assert stats["instructions"] > 0
     assert stats["fma.rn.f32"] >= 1, f"{label}: no single-precision FMA — is this the product kernel?"
 
 
-@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
-def test_no_local_memory(report, entry):
+@pytest.mark.parametrize("entry", ALL_KERNELS)
+def test_no_local_memory(ptx, entry):
     """Every register array (accumulators, fragments) must live in registers: no .local, no ld/st.local."""
     step, label = entry
-    stats = _stats(report, step, label)
+    stats = _stats(ptx, step, label)
     assert stats["local"] == 0, (f"{label} uses local memory: {stats['ld.local']} ld.local, {stats['st.local']} "
                                  f"st.local, {stats['local_decls']} .local declarations")
 
 
-@pytest.mark.parametrize("entry", ALL_KERNELS, ids=_kernel_id)
-def test_shared_memory_kernels_synchronise(report, entry):
+@pytest.mark.parametrize("entry", ALL_KERNELS)
+def test_shared_memory_kernels_synchronise(ptx, entry):
     """A kernel that stages tiles in shared memory must have a barrier between writing and reading them."""
     step, label = entry
-    stats = _stats(report, step, label)
+    stats = _stats(ptx, step, label)
     writes_shared = stats["st.shared.f32"] + stats["st.shared.v4.f32"] > 0
     assert not writes_shared or stats["bar.sync"] >= 1, f"{label} writes shared memory but never syncs"
 
 
+@pytest.mark.ptx("coalesced", "kernels:ptx_jobs:coalesced_kernels")
+def test_a_kernels_job_compiles_what_its_function_returns(ptx):
+    """``kernels:module:function`` jobs (for kernels built outside the steps) give the same stats as the step."""
+    step = gemm_steps.get_step("coalesced")
+    for label in step.kernels():
+        assert ptx.stats("kernels:ptx_jobs:coalesced_kernels", label) == _stats(ptx, step, label)
+
+
+def test_report_in_subprocess_runs_the_package_entry_point():
+    """The package's own way to get a report from a simulator process (``python -m gemm_steps.harness.ptx`` in
+    GPU mode) works, and counts what the background compile counts."""
+    step = STEPS[0]
+    try:
+        report = report_in_subprocess(steps=[step.name], timeout=600)
+    except PTXUnavailable as exc:  # only a missing NVVM skips; any other failure fails
+        if "NVVM unavailable" in str(exc):
+            pytest.skip(str(exc).strip().splitlines()[-1])
+        raise
+    assert set(report) == {step.name}, f"asked for {step.name}, got {sorted(report)}"
+    assert set(report[step.name]) == set(step.kernels())
+    for label, stats in report[step.name].items():
+        assert "error" not in stats, f"{label}: {stats['error']}"
+        assert stats["fma.rn.f32"] >= 1 and stats["instructions"] > 0
+
+
+#: The keys a PTX_EXPECT may use: every count of ptx_stats.
+KNOWN = set(ptx_stats("\tret;\n")) - {"opcodes"}
 _COMPARE = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
@@ -93,19 +110,19 @@ def parse_expectation(spec) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
-@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"{s.number}-{s.name}")
-def test_ptx_expectations(report, step):
+@pytest.mark.parametrize("step", STEP_PARAMS)
+def test_ptx_expectations(ptx, step):
     """The step's own ``PTX_EXPECT`` claims (none declared: nothing to check beyond the tests above)."""
     expect = getattr(step.module, "PTX_EXPECT", {})
     unknown = set(expect) - set(step.kernels())
     assert not unknown, f"{step.name}.PTX_EXPECT names kernels it does not have: {sorted(unknown)}"
     failures = []
     for label, wanted in expect.items():
-        stats = _stats(report, step, label)
+        stats = _stats(ptx, step, label)
         for key, spec in wanted.items():
             op, value = parse_expectation(spec)
-            if key not in stats or key == "opcodes":
-                failures.append(f"{label}: unknown key {key!r} (known: {sorted(k for k in stats if k != 'opcodes')})")
+            if key not in KNOWN:
+                failures.append(f"{label}: unknown key {key!r} (known: {sorted(KNOWN)})")
             elif not _COMPARE[op](stats[key], value):
                 failures.append(f"{label}: {key} is {stats[key]}, expected {op} {value}")
     assert not failures, f"{step.name}.PTX_EXPECT not met:\n" + "\n".join(failures)

@@ -1,31 +1,31 @@
-"""Shared memory above 48 KB per block: the one place that handles it (:mod:`gemm_steps.tiling`) and its checks.
+"""Shared memory above 48 KB per block: the one place that handles it (:mod:`gemm_steps.toolkit.tiles`) and its
+checks.
 
 A tile configuration whose stages need more than ``STATIC_SHARED_LIMIT`` bytes gets one dynamic shared array
-(the template's ``DYNAMIC_SHARED`` branch), launched with its size and opted in with ``cuKernelSetAttribute``.
-Checked here: the switch happens exactly above the limit, such a kernel computes the right product (simulator and
-GPU), its PTX declares dynamic (``.extern``) shared memory and still loads fragments 128 bits at a time, and a
-template without a dynamic variant refuses the configuration with a clear error.
+(the kernel's compile-time ``if DYNAMIC_SHARED:`` branch), launched with its size and opted in with
+``cuKernelSetAttribute``. Checked here: the switch happens exactly above the limit, such a kernel computes the right
+product (simulator and GPU), its PTX declares dynamic (``.extern``) shared memory and still loads fragments 128 bits
+at a time, and a kernel without a dynamic variant refuses the configuration with a clear error.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+import functools
 
 import pytest
 
 import gemm_steps
-from gemm_steps import tiling
-from gemm_steps.tiling import TileConfig
+from gemm_steps.toolkit.tiles import STATIC_SHARED_LIMIT, TileConfig
 from helpers import assert_close, random_matrices, rng_for
+from ptx_jobs import warp_tiling_job
 
 BIG = TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1)  # 96 KB
 AT_LIMIT = TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1)  # 48 KB
 
 
+@functools.cache
 def _warp_tiling(config):
+    """Step 9 built for ``config``, once per test session (expanding a 96 KB configuration takes seconds)."""
     from gemm_steps.steps import warp_tiling
 
     return warp_tiling.build(config)
@@ -33,13 +33,17 @@ def _warp_tiling(config):
 
 def test_dynamic_exactly_above_the_static_limit():
     at_limit, big = _warp_tiling(AT_LIMIT), _warp_tiling(BIG)
-    assert at_limit.shared_bytes == tiling.STATIC_SHARED_LIMIT and at_limit.dynamic_shared_bytes == 0
-    assert "shared.array(0," not in at_limit.source()
+    assert at_limit.shared_bytes == STATIC_SHARED_LIMIT and at_limit.dynamic_shared_bytes == 0
     assert big.shared_bytes == 2 * (128 + 256) * 32 * 4 == big.dynamic_shared_bytes
-    assert "shared.array(0," in big.source() and f"uint32({2 * 32 * 128}) + " in big.source()
+    assert at_limit.constants["B_BASE"] == 0 and not at_limit.constants["DYNAMIC_SHARED"]
+    assert big.constants["B_BASE"] == 2 * 32 * 128 and big.constants["DYNAMIC_SHARED"]  # B after A's two stages
+    for variant in ("fast", "edge"):
+        assert "shared.array(0," not in at_limit.generated(variant)
+        assert "shared.array(0," in big.generated(variant) and "b_tile = a_tile" in big.generated(variant)
+        assert big.kernel(variant).py_func.__globals__["B_BASE"] == 2 * 32 * 128  # what the running kernel reads
 
 
-def test_single_stage_template_refuses_a_config_over_the_limit():
+def test_single_stage_kernel_refuses_a_config_over_the_limit():
     from gemm_steps.steps import unrolled
 
     with pytest.raises(ValueError, match="no dynamic shared-memory variant"):
@@ -75,32 +79,10 @@ def test_big_config_on_gpu(shape):
     assert kernels.resident_blocks() >= cuda.get_current_device().MULTIPROCESSOR_COUNT  # 1 block/SM fits
 
 
-_PTX_CHILD = """
-import json
-from gemm_steps.ptx import compile_kernel_ptx, ptx_stats
-from gemm_steps.steps import warp_tiling
-from gemm_steps.tiling import TileConfig
-kernels = warp_tiling.build(TileConfig(**json.loads(CONFIG)))
-dispatcher = kernels.kernels["fast"]
-ptx = compile_kernel_ptx(dispatcher, kernels.signature("fast"))
-stats = ptx_stats(ptx)
-print(json.dumps({"extern_shared": ".extern .shared" in ptx, "ld.shared.v4.f32": stats["ld.shared.v4.f32"],
-                  "fma.rn.f32": stats["fma.rn.f32"], "local": stats["local"]}))
-"""
-
-
-def test_big_config_ptx_uses_dynamic_shared_memory():
-    from dataclasses import asdict
-
-    from gemm_steps.ptx import nvvm_version  # noqa: F401  (import check only; the child process compiles)
-
-    code = f"CONFIG = {json.dumps(json.dumps(asdict(BIG)))}\n" + _PTX_CHILD
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode and "NVVM" in done.stderr and "unavailable" in done.stderr.lower():
-        pytest.skip("NVVM unavailable")
-    assert done.returncode == 0, done.stderr[-3000:]
-    stats = json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.mark.ptx(warp_tiling_job(BIG))
+def test_big_config_ptx_uses_dynamic_shared_memory(ptx):
+    stats = ptx.stats(warp_tiling_job(BIG), "fast")
+    assert "error" not in stats, stats.get("error")
     assert stats["extern_shared"], "a >48 KB configuration must use dynamic (.extern) shared memory"
     assert stats["ld.shared.v4.f32"] == BIG.BLOCK_K * (BIG.THREAD_M + BIG.THREAD_N) // 4
     assert stats["fma.rn.f32"] == BIG.BLOCK_K * BIG.THREAD_M * BIG.THREAD_N

@@ -5,17 +5,31 @@ at shapes that are *not* tile multiples, so every edge guard runs. Inputs and ou
 output is poisoned with NaN first: an element the kernel never writes stays NaN and fails. (With NumPy arrays the
 API copies its own device buffer back over ``out``, so a NaN in a host ``out`` would prove nothing.)
 
-Shapes: 1×1×1, 17×33×9, 64×48×80, 100×1×37 — cheap, and every guard runs. Then four shapes built from each step's
-own tile sizes (``step.config``: BLOCK_M × BLOCK_N tiles, BLOCK_K deep), so they stay meaningful when tiles change:
+Shapes, for every step: 1×1×1, 17×33×9, 100×1×37 — cheap, ragged, and every guard runs — and two built from the
+step's own tile sizes (``step.config``: BLOCK_M × BLOCK_N tiles, BLOCK_K deep), so they stay meaningful when tiles
+change:
 
-* ``one_tile`` BLOCK_M × BLOCK_N × 2·BLOCK_K — exactly one full tile: a step with a fast full-tile kernel runs it alone;
-* ``tile_plus_edges`` (BLOCK_M + 1) × (BLOCK_N + 4) × 3·BLOCK_K — fast and edge kernels write one output together;
+* ``one_tile`` BLOCK_M × BLOCK_N × 2·BLOCK_K — exactly one full tile: a step with a fast full-tile kernel runs it
+  alone (a fast kernel writing outside its tile would index past C);
+* ``tile_plus_edges`` (BLOCK_M + 1) × (BLOCK_N + 4) × 3·BLOCK_K — fast and edge kernels write one output together.
+
+Steps with a fast kernel (those built on :class:`gemm_steps.toolkit.tiles.TiledKernels`) also get
+
 * ``k_not_multiple`` (BLOCK_M + 3) × (BLOCK_N + 4) × (2·BLOCK_K + 4) — a full tile, but K is not a multiple of
   BLOCK_K (it is of 4): a fast path that ignored that condition would read past the end of A's rows;
+
+and steps whose fast kernel loops over tiles (persistent grids: steps 10, 11)
+
 * ``2x2_tiles_plus_edge`` (2·BLOCK_M + 1) × (2·BLOCK_N + 4) × 2·BLOCK_K — four full tiles and a ragged row, so a
   persistent kernel (fewer blocks than tiles: 3 on the simulator) loops over several tiles.
 
-Simulator time: see docs/hardening.md.
+For those steps each test also checks that the fast kernel ran exactly where it should (and not for
+``k_not_multiple``).
+
+Determinism: at its last (largest) shape each step runs twice, and the two results must be bitwise identical (a
+fixed summation order; no race between the threads of a block). For steps 10 and 11 that is the shape where the
+persistent loop and stream-K's fixups across blocks run. tests/test_gpu.py checks the same on a GPU at a large
+shape, where scheduling could differ between runs. Simulator time: see docs/hardening.md.
 """
 
 from __future__ import annotations
@@ -30,7 +44,8 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps import Step
-from helpers import assert_close, random_matrices, rng_for, tile_geometry
+from gemm_steps.toolkit.tiles import PersistentTiles
+from helpers import assert_close, random_matrices, tile_geometry
 
 STEPS = gemm_steps.steps()
 
@@ -39,8 +54,26 @@ def step_id(step: Step) -> str:
     return f"{step.number}-{step.name}"
 
 
-SHAPES = [(1, 1, 1), (17, 33, 9), (64, 48, 80), (100, 1, 37), "one_tile", "tile_plus_edges", "k_not_multiple",
-          "2x2_tiles_plus_edge"]
+FIXED_SHAPES = [(1, 1, 1), (17, 33, 9), (100, 1, 37)]
+#: Tile-relative shapes that must run a step's fast kernel (where it has one), and the one that must not.
+FAST_SHAPES = {"one_tile", "tile_plus_edges", "2x2_tiles_plus_edge"}
+
+
+def shapes_for(step: Step) -> list:
+    shapes = [*FIXED_SHAPES, "one_tile", "tile_plus_edges"]
+    if step.tiled is not None:  # a fast path with conditions
+        shapes.append("k_not_multiple")
+    if isinstance(step.tiled, PersistentTiles):  # a fast kernel that loops over tiles
+        shapes.append("2x2_tiles_plus_edge")
+    return shapes
+
+
+def shape_id(shape) -> str:
+    return shape if isinstance(shape, str) else "x".join(map(str, shape))
+
+
+CASES = [pytest.param(step, shape, id=f"{step_id(step)}-{shape_id(shape)}") for step in STEPS
+         for shape in shapes_for(step)]
 
 
 def shape_for(step: Step, shape) -> tuple[int, int, int]:
@@ -62,27 +95,30 @@ def run_poisoned(step: Step, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out.copy_to_host()
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s if isinstance(s, str) else "x".join(map(str, s)))
-@pytest.mark.parametrize("step", STEPS, ids=step_id)
-def test_step_matches_float64(step, shape, random_matrices):
+@pytest.mark.parametrize("step,shape", CASES)
+def test_step_matches_float64(step, shape, random_matrices, monkeypatch):
     m, n, k = shape_for(step, shape)
     a, b = random_matrices(m, n, k)
-    assert_close(run_poisoned(step, a, b), a, b, f"step {step.number} {step.name}")
+    fast_launches = []
+    if step.tiled is not None:  # record whether the fast kernel runs
+        original = step.tiled.launch_full_tiles
 
+        def spy(*args, **kwargs):
+            fast_launches.append(args)
+            return original(*args, **kwargs)
 
-def test_steps_are_deterministic():
-    """Two runs of every step on the same inputs give bitwise-identical results (a fixed summation order).
-
-    On the simulator this pins down the order each step sums in; tests/test_gpu.py checks the same on a GPU at a
-    large shape, where scheduling could differ between runs.
-    """
-    a, b = random_matrices(rng_for("determinism"), 64, 48, 80)
-    different = []
-    for step in STEPS:
-        first, second = run_poisoned(step, a, b), run_poisoned(step, a, b)
-        if not np.array_equal(first.view(np.uint32), second.view(np.uint32)):
-            different.append(f"{step.number} {step.name}: {int((first != second).sum())} elements differ")
-    assert not different, "non-deterministic steps: " + "; ".join(different)
+        monkeypatch.setattr(step.tiled, "launch_full_tiles", spy)
+    result = run_poisoned(step, a, b)
+    assert_close(result, a, b, f"step {step.number} {step.name}")
+    if shape == shapes_for(step)[-1]:  # the step's largest shape: run it again, expect the same bits
+        again = run_poisoned(step, a, b)
+        assert np.array_equal(result.view(np.uint32), again.view(np.uint32)), (
+            f"step {step.number} {step.name} is not deterministic at {shape}: "
+            f"{int((result != again).sum())} elements differ between two runs")
+    if step.tiled is not None and isinstance(shape, str):
+        should_run = shape in FAST_SHAPES
+        assert bool(fast_launches) == should_run, (
+            f"step {step.name} at {shape} {m}×{n}×{k}: the fast kernel {'did not run' if should_run else 'ran'}")
 
 
 # -- the registry ------------------------------------------------------------------------------------------------
@@ -136,9 +172,12 @@ def test_docstring_says_what_changed(step):
 def test_get_step_by_name_and_number(step):
     assert gemm_steps.get_step(step.name) is step
     assert gemm_steps.get_step(step.number) is step
+    assert gemm_steps.get_step(str(step.number)) is step  # as typed on the command line
+    assert gemm_steps.get_step(f" {step.number} ") is step
 
 
-@pytest.mark.parametrize("bad", [0, len(STEPS) + 1, -1, "no_such_step", "1", True, None, 1.0])
+@pytest.mark.parametrize("bad", [0, len(STEPS) + 1, -1, "0", str(len(STEPS) + 1), "-1", "1.0", "no_such_step", "",
+                                 True, None, 1.0])
 def test_get_step_unknown(bad):
     with pytest.raises(KeyError, match="the steps are"):
         gemm_steps.get_step(bad)
@@ -157,22 +196,30 @@ def test_step_declares_its_kernels(step):
 
 @pytest.mark.parametrize("step", STEPS, ids=step_id)
 def test_source_shows_every_kernel(step):
-    source = step.source()
+    """``step.source()`` (the module as written) has every kernel function the step is built from, and
+    ``step.generated_source()`` (what is compiled) every kernel it launches."""
+    source, generated = step.source(), step.generated_source()
     assert isinstance(source, str) and source.strip()
+    functions = step.kernel_functions()
+    assert functions, f"step {step.name} names no kernel function"
+    for function in functions:
+        assert re.search(rf"^def {re.escape(function.__name__)}\(", source, re.M), (
+            f"step.source() lacks kernel {function.__name__}")
     for label, (dispatcher, _) in step.kernels().items():
         name = dispatcher.py_func.__name__
-        assert re.search(rf"\bdef {re.escape(name)}\(", source), f"step.source() lacks kernel {name} ({label})"
+        assert re.search(rf"\bdef {re.escape(name)}\(", generated), f"generated_source() lacks {name} ({label})"
 
 
 @pytest.mark.parametrize("step", STEPS, ids=step_id)
-def test_source_of_generated_kernels_is_what_runs(step):
-    """Where a step generates its kernels, ``source()`` is that generated text: each kernel's own source is in it."""
+def test_source_of_launched_kernels_is_what_generated_source_shows(step):
+    """Each launched kernel's own source (generated code included) is in ``generated_source()``: what a reader is
+    shown is what runs. (tests/test_readable_kernels.py checks it line for line for the generated steps.)"""
     for label, (dispatcher, _) in step.kernels().items():
         try:
             kernel_source = inspect.getsource(dispatcher.py_func)
-        except (OSError, TypeError) as exc:  # generated code must be registered (codegen.define does this)
+        except (OSError, TypeError) as exc:  # generated code must be registered (unroll.define does this)
             pytest.fail(f"{label}: inspect.getsource fails on the kernel ({exc}); register generated source")
-        assert kernel_source.strip() in step.source(), f"{label}: the kernel that runs is not in step.source()"
+        assert kernel_source.strip() in step.generated_source(), f"{label}: the kernel that runs is not shown"
 
 
 @pytest.mark.parametrize("step", STEPS, ids=step_id)
