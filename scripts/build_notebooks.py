@@ -74,16 +74,26 @@ def unexecuted(nb_path: Path) -> list[int]:
     return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count") is None]
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600) -> nbformat.NotebookNode:
-    """Run every cell in a fresh kernel started in ``cwd``, with this checkout importable as ``gemm_steps``."""
+def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600, progress=None) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel started in ``cwd``, with this checkout importable as ``gemm_steps``.
+
+    ``progress(done, total)`` is called after each cell (the tests use it to say where a long lesson is)."""
     from nbclient import NotebookClient
+
+    total = sum(cell.cell_type == "code" for cell in nb.cells)
+    executed = [0]
+
+    def after_cell(cell, cell_index, execute_reply):
+        executed[0] += 1
+        if progress is not None:
+            progress(executed[0], total)
 
     env_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env_path] if env_path else []))
     try:
         NotebookClient(nb, timeout=timeout, kernel_name=KERNEL["name"], record_timing=False,
                        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP-transport warning
-                       resources={"metadata": {"path": str(cwd)}}).execute()
+                       resources={"metadata": {"path": str(cwd)}}, on_cell_executed=after_cell).execute()
     finally:
         if env_path is None:
             del os.environ["PYTHONPATH"]

@@ -76,6 +76,12 @@ def _terminal_writer(config):
 
 
 @pytest.fixture(scope="session")
+def say(request):
+    """``say(line)``: a line on the terminal now, even while the test's output is captured (for long tests)."""
+    return _terminal_writer(request.config)
+
+
+@pytest.fixture(scope="session")
 def ptx(request) -> ptx_jobs.PTXJobs:
     """The background PTX compile: ``ptx.stats(job, label)`` → that kernel's PTX stats (waits for it)."""
     jobs = request.config.stash.get(PTX_JOBS, None)

@@ -118,7 +118,7 @@ def test_lessons_show_kernels_rather_than_paste_them(path):
 
 # -- (b) every lesson runs start to finish on the simulator ----------------------------------------------------------
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
-def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
+def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch, say):
     """Against the shipped results if there are any, else a synthetic file, so the timing cells run too."""
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     nb = build.read_lesson(path)
@@ -128,7 +128,15 @@ def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
                  f"results_files.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})")
         nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
     start = time.perf_counter()
-    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S)  # raises CellExecutionError on the first failing cell
+    last = [start]
+
+    def progress(done, total):  # a line every ~15 s, so a long lesson does not look hung
+        now = time.perf_counter()
+        if now - last[0] >= 15:
+            say(f"[lesson {path.stem}] cell {done}/{total}, {now - start:.0f} s on the simulator …")
+            last[0] = now
+
+    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S, progress=progress)  # raises on the first failing cell
     seconds = time.perf_counter() - start
     print(f"{path.stem}: {seconds:.1f} s on the simulator")
     if "measure_or_load" in path.read_text():
