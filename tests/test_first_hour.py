@@ -139,3 +139,28 @@ def test_plot_titles_fit_and_say_the_cuda_and_cublas_versions():
     box = figure.axes[0].title.get_window_extent(renderer)
     assert box.x0 >= 0 and box.x1 <= figure.bbox.width, "the title runs past the figure's edge"
     assert figure.axes[0].get_yscale() == "log", "slow steps vanish on a linear axis"
+
+
+@pytest.mark.parametrize("text, says", [("0x5x5", "M = 0 makes an empty product"), ("5x5", "has 2 part(s)"),
+                                        ("5x5xk", "K = 'k' is not a whole number"), ("4x4x0", "K = 0")])
+def test_a_bad_shape_on_the_command_line_says_what_is_wrong(text, says):
+    import argparse
+
+    from gemm_steps.course.cli import shape
+
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        shape(text)
+    assert says in str(refused.value)
+    assert shape("3x4×5") == (3, 4, 5)
+
+
+@pytest.mark.parametrize("content, says", [("not json at all", "is not JSON"), ('{"a": 1}', "not a results file"),
+                                           (b"\x89PNG\r\n\x1a\n\x00\xff", "not a text file")])
+def test_plot_names_a_wrong_file_in_plain_words(tmp_path, content, says):
+    from gemm_steps.course.cli import UserError, load_results
+
+    path = tmp_path / "given.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(UserError) as refused:
+        load_results(path)
+    assert says in str(refused.value) and "Expecting" not in str(refused.value)

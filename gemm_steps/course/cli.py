@@ -103,7 +103,7 @@ def load_results(path: str | Path) -> dict:
                         "(JSON)") from None
     except ValueError as exc:  # not JSON (json.JSONDecodeError is a ValueError), or JSON of another kind
         if isinstance(exc, json.JSONDecodeError):
-            raise UserError(f"{path} is not a results file: it is not JSON (line {exc.lineno}: {exc.msg}); give a "
+            raise UserError(f"{path} is not a results file: it is not JSON (the first problem is on line {exc.lineno}); give a "
                             "file written by `gemm-steps bench`") from None
         raise UserError(f"{path} is JSON but not a results file of `gemm-steps bench` (no schema-1 records)") from None
     except OSError as exc:  # unreadable
