@@ -164,3 +164,15 @@ def test_plot_names_a_wrong_file_in_plain_words(tmp_path, content, says):
     with pytest.raises(UserError) as refused:
         load_results(path)
     assert says in str(refused.value) and "Expecting" not in str(refused.value)
+
+
+@simulator_only
+def test_a_slow_product_that_is_allowed_reports_its_progress(monkeypatch, capsys):
+    monkeypatch.setattr(simulator, "ANNOUNCE_S", 0.0)  # treat this small product as a slow one
+    monkeypatch.setattr(simulator, "ROW_SLICE_MULTIPLE", 8)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((40, 6), dtype=np.float32), rng.standard_normal((6, 5), dtype=np.float32)
+    c = gemm_steps.get_step("coalesced")(a, b)
+    err = capsys.readouterr().err
+    assert "about" in err and "rows 40/40 done" in err and err.count("rows ") == 5, err
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)

@@ -179,7 +179,8 @@ def _fill_zero(c: Any, stream: Any) -> None:
 def run_step(step, a, b, out=None, stream=0):
     """``a @ b`` with one step; on the simulator, a product too large for it is refused up front."""
     if SIMULATOR:
-        from .simulator import check
+        from .simulator import check, launch_with_progress
 
-        return run(step.launch, a, b, out, stream, before_launch=lambda m, n, k: check(step, m, n, k))
+        return run(lambda a, b, c, stream: launch_with_progress(step, a, b, c, stream), a, b, out, stream,
+                   before_launch=lambda m, n, k: check(step, m, n, k))
     return run(step.launch, a, b, out, stream)

@@ -2,7 +2,9 @@
 
 Before a step launches on the simulator, :func:`check` estimates how long the product will take there and refuses,
 at once and with the numbers, a product over the limit (:data:`DEFAULT_LIMIT_S`, or ``$GEMM_STEPS_SIMULATOR_LIMIT``
-in seconds; ``0`` means no limit) instead of running silently for an hour. Products allowed but slow say so first.
+in seconds; ``0`` means no limit) instead of running silently for an hour. Products allowed but slow say so first,
+and then run in slices of rows (:func:`launch_with_progress`), with a line after each: how far, how long so far, how
+long still to go.
 
 The cost model was fitted on a 2-core machine (the project's CI class) with numba-cuda 0.30's simulator: starting
 and synchronising a simulated thread costs ~0.2–0.8 ms, and each multiply-add it does ~1 µs. It errs on the slow
@@ -78,6 +80,33 @@ def check(step, m: int, n: int, k: int) -> None:
     if estimate > ANNOUNCE_S:
         print(f"gemm-steps: step {step.number} ({step.name}) on the simulator, {m}×{n}×{k}: about "
               f"{_duration(estimate)} …", file=sys.stderr, flush=True)
+
+
+#: Rows per slice are a multiple of this: every tile height of every step divides it, so full tiles stay full.
+ROW_SLICE_MULTIPLE = 256
+SLICES = 10
+
+
+def launch_with_progress(step, a, b, c, stream) -> None:
+    """``step.launch`` on validated device arrays; a product estimated over :data:`ANNOUNCE_S` runs in about
+    :data:`SLICES` slices of rows (contiguous views, as the API's own row chunks), saying after each how far it got."""
+    import time
+
+    m, k = a.shape
+    n = b.shape[1]
+    total = estimated_seconds(step.config, m, n, k)
+    rows = max(ROW_SLICE_MULTIPLE, -(-m // SLICES) // ROW_SLICE_MULTIPLE * ROW_SLICE_MULTIPLE)
+    if total <= ANNOUNCE_S or rows >= m:
+        step.launch(a, b, c, stream)
+        return
+    start = time.perf_counter()
+    for first in range(0, m, rows):
+        last = min(first + rows, m)
+        step.launch(a[first:last], b, c[first:last], stream)
+        spent = time.perf_counter() - start
+        left = spent / last * (m - last)
+        print(f"gemm-steps: rows {last}/{m} done, {_duration(spent)} so far, about {_duration(left)} to go",
+              file=sys.stderr, flush=True)
 
 
 def _duration(seconds: float) -> str:
