@@ -93,8 +93,7 @@ class Step:
     def kernel_functions(self) -> list:
         """The Python functions of the step's kernels, as written (not the compiled dispatchers)."""
         if self.tiled is not None:
-            function = getattr(self.tiled.generate, "function", None)
-            return [function] if function is not None else []
+            return [self.tiled.generate.function]
         functions = []
         for dispatcher, _ in self.kernels().values():
             function = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)  # GPU / simulator

@@ -20,6 +20,7 @@ edge kernel from a one-block-per-tile build of the same tile computation (step 9
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -149,9 +150,9 @@ class TiledKernels:
         numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.config = config.check()
-        self.generate: Generator = kernel if hasattr(kernel, "function") or not hasattr(kernel, "__code__") \
-            else from_function(kernel)
-        self.globals = getattr(getattr(self.generate, "function", None), "__globals__", {})
+        # A kernel function, or a generator already (constants → source) naming its kernel function `.function`.
+        self.generate: Generator = kernel if hasattr(kernel, "function") else from_function(kernel)
+        self.globals = self.generate.function.__globals__  # what the kernel sees: its module's names
         constants = {**config.constants(), "STAGES": 1, **(extra_constants or {})}
         # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).
         self.shared_bytes = constants["STAGES"] * (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K * 4
@@ -162,7 +163,7 @@ class TiledKernels:
         self.constants = constants
         self.overrides = overrides or {}
         self.edge_source = edge
-        if dynamic and edge is None and "DYNAMIC_SHARED" not in inspect_text(self.generate):
+        if dynamic and edge is None and "DYNAMIC_SHARED" not in inspect.getsource(self.generate.function):
             raise ValueError(f"{name}: {config} needs {self.shared_bytes} bytes of shared memory, over the "
                              f"{STATIC_SHARED_LIMIT}-byte static limit, and this step's kernel has no dynamic "
                              f"shared-memory variant (steps 8 onward have one)")
@@ -382,11 +383,3 @@ class StreamKTiles(PersistentTiles):
         workspace, flags = self._workspace(blocks, stream)
         self.configured("fast", blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
                                                 np.uint32(stream_k))
-
-
-def inspect_text(generate: Generator) -> str:
-    """The text of a kernel's source (for the checks above)."""
-    import inspect
-
-    function = getattr(generate, "function", None)
-    return inspect.getsource(function) if function is not None else ""
