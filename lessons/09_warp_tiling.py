@@ -246,7 +246,7 @@ if fma_order:
 # %% [markdown]
 # A first run of that experiment had a bug: the serpentine index expression turned one column of every
 # odd row into a duplicate, so one FMA was done twice and one never. The benchmark's float64 spot check flagged the
-# result as wrong (relative error 0.25), and `tests/test_scheduling.py` now checks that both orders compute exactly
+# result as wrong (relative error 0.25), and `tests/test_variants.py` now checks that every order computes exactly
 # the same products — a reminder that a faster kernel is only a result once it is checked.
 
 # %% [markdown]
