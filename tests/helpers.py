@@ -17,12 +17,12 @@ The error is ``‖C − ref‖ / ‖ref‖`` in float64, with ``‖ref‖`` repl
 
 from __future__ import annotations
 
-import math
 import zlib
 
 import numpy as np
 
 from gemm_steps.harness.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
+from gemm_steps.harness.simulator import estimated_seconds, tile_geometry  # noqa: F401  (re-exported)
 
 __all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
            "outputs_per_thread", "tile_geometry", "simulated_seconds"]
@@ -69,27 +69,12 @@ def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarra
 
 # -- how big a product the simulator can afford, per step ------------------------------------------------------
 
-def tile_geometry(config: dict) -> tuple[int, int, int, int]:
-    """(rows, cols) of C per thread block and (rows, cols) per thread, read from a step's config names."""
-    square = config.get("TILE", config.get("BLOCK_SIZE", 1))
-    return (int(config.get("BLOCK_M", square)), int(config.get("BLOCK_N", square)),
-            int(config.get("THREAD_M", 1)), int(config.get("THREAD_N", 1)))
-
-
 def outputs_per_thread(config: dict) -> int:
     _, _, tm, tn = tile_geometry(config)
     return tm * tn
 
 
-#: Simulator cost model, fitted on a 2-core CI-class machine (numba-cuda 0.30 simulator): every simulated thread
-#: costs ~0.2–0.8 ms to start and synchronise, plus ~1 µs per multiply-add it does. Deliberately pessimistic for
-#: the cheaper steps; only used to keep randomly drawn shapes within a time budget.
-SECONDS_PER_THREAD = 6e-4
-SECONDS_PER_FMA = 1.2e-6
-
-
 def simulated_seconds(config: dict, m: int, n: int, k: int) -> float:
-    """Rough simulator time for one product with a step of this config (threads launched × per-thread work)."""
-    bm, bn, tm, tn = tile_geometry(config)
-    threads = math.ceil(m / bm) * math.ceil(n / bn) * (bm * bn) // (tm * tn)
-    return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn)
+    """Rough simulator time for one product with a step of this config: the cost model the API itself uses to
+    refuse products too big for the simulator (:mod:`gemm_steps.harness.simulator`)."""
+    return estimated_seconds(config, m, n, k)

@@ -19,6 +19,7 @@ import numpy as np
 from numba import cuda
 
 from ..toolkit.backend import SIMULATOR
+from ..toolkit.kernel_tools import device_pointer  # noqa: F401  (part of this module's API)
 
 #: Kernels index with 32-bit integers (faster index math): every matrix must have fewer elements than this.
 MAX_ELEMENTS = 2**31 - 1
@@ -35,11 +36,6 @@ def is_device_array(x: Any) -> bool:
     return isinstance(x, _DeviceArray)
 
 
-def device_pointer(x: Any) -> int:
-    """Address of a device array's first element (a host address on the simulator)."""
-    if SIMULATOR:
-        return x._ary.ctypes.data
-    return x.__cuda_array_interface__["data"][0]
 
 
 def _describe(x: Any) -> str:

@@ -113,9 +113,8 @@ SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 
 def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = None) -> PersistentTiles:
     """Step 10 for a tile configuration; its edge tiles run on step 9's edge kernel of the same configuration."""
-    edge = warp_tiling.build(config, overrides) if overrides or config != warp_tiling.TILED.config else warp_tiling.TILED
     return PersistentTiles("persistent", persistent_kernel, config, {**warp_tiling.layout(config), "GROUP_M": group_m},
-                           overrides, edge=edge)
+                           overrides, edge=warp_tiling.edge_kernels(config, overrides))
 
 
 TILED = build(warp_tiling.TILED.config)  # launch, KERNELS, CONFIG: see harness/step.py

@@ -167,9 +167,8 @@ SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 def build(config: TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
     """Step 11 for a tile configuration. ``data_parallel``: the kernels to run where the split leaves nothing to
     stream-K (step 10's); edge tiles run on step 9's edge kernel of the same configuration."""
-    edge = warp_tiling.build(config, overrides) if overrides or config != warp_tiling.TILED.config else warp_tiling.TILED
-    return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides, edge=edge,
-                        data_parallel_fallback=data_parallel)
+    return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides,
+                        edge=warp_tiling.edge_kernels(config, overrides), data_parallel_fallback=data_parallel)
 
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).

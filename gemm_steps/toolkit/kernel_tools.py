@@ -16,6 +16,9 @@ from .backend import SIMULATOR
 
 SHARED_ALIGN = None if SIMULATOR else 16
 
+if not SIMULATOR:
+    from numba.cuda.core import config as _numba_config  # read by every launch (quiet_small_grids)
+
 
 def kernel(func=None, *, launch_bounds=None, max_registers=None, **jit_options):
     """``@cuda.jit`` for a kernel, accepting GPU-only tuning options that the simulator would reject."""
@@ -32,6 +35,13 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def device_pointer(x) -> int:
+    """Address of a device array's first element (a host address on the simulator)."""
+    if SIMULATOR:
+        return x._ary.ctypes.data
+    return x.__cuda_array_interface__["data"][0]
+
+
 class quiet_small_grids:
     """Silence Numba's "Grid size N will likely result in GPU under-utilization" warning inside the block.
 
@@ -42,15 +52,11 @@ class quiet_small_grids:
 
     def __enter__(self):
         if not SIMULATOR:
-            from numba.cuda.core import config
-
-            self._saved = config.CUDA_LOW_OCCUPANCY_WARNINGS
-            config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+            self._saved = _numba_config.CUDA_LOW_OCCUPANCY_WARNINGS
+            _numba_config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
         return self
 
     def __exit__(self, *exc):
         if not SIMULATOR:
-            from numba.cuda.core import config
-
-            config.CUDA_LOW_OCCUPANCY_WARNINGS = self._saved
+            _numba_config.CUDA_LOW_OCCUPANCY_WARNINGS = self._saved
         return False

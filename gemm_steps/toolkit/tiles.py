@@ -31,7 +31,7 @@ from numba import cuda
 
 from . import numba_patches, unroll
 from .backend import SIMULATOR
-from .kernel_tools import ceil_div, kernel, quiet_small_grids
+from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
 #: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
@@ -117,8 +117,7 @@ def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
 
 
 def _aligned(*arrays: Any) -> bool:
-    return all(x.__cuda_array_interface__["data"][0] % 16 == 0 for x in arrays) if not SIMULATOR else \
-        all(x._ary.ctypes.data % 16 == 0 for x in arrays)
+    return all(device_pointer(x) % 16 == 0 for x in arrays)
 
 
 #: A kernel generator: compile-time constants → Python source of one kernel function named constants["KERNEL_NAME"].
