@@ -7,6 +7,8 @@
 * ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture. The jobs of all selected tests
   are compiled in one background process, started when collection ends, while the other tests run
   (``tests/ptx_jobs.py``).
+* The lessons are executed by a second background process, once the PTX compile is done (``tests/lesson_runs.py``);
+  the tests that wait for them run last, so the pytest process is busy with the simulator tests meanwhile.
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
@@ -14,14 +16,20 @@ cannot use function-scoped fixtures); the fixtures below hand them to ordinary t
 
 from __future__ import annotations
 
+import json
+
 import gemm_steps  # first: chooses GPU or simulator before anything imports Numba
 import numpy as np
 import pytest
 
 import helpers
+import lesson_runs as lesson_runner  # (the fixture below is called lesson_runs)
 import ptx_jobs
 
 PTX_JOBS = pytest.StashKey[ptx_jobs.PTXJobs]()
+LESSON_RUNS = pytest.StashKey[lesson_runner.LessonRuns]()
+#: The test that waits for a lesson executed in the background (tests/test_notebooks.py).
+LESSON_TEST = "test_lesson_runs_on_the_simulator"
 
 
 def pytest_configure(config):
@@ -35,6 +43,8 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The lesson tests wait for the background runner: last, so the simulator tests keep this process busy first.
+    items.sort(key=lambda item: getattr(item, "originalname", None) == LESSON_TEST)  # stable: order kept otherwise
     if not gemm_steps.SIMULATOR:
         return
     skip = pytest.mark.skip(reason=f"needs a real CUDA GPU; kernels run on {gemm_steps.backend()}")
@@ -44,19 +54,31 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """Start compiling the PTX the selected tests need, in the background (see tests/ptx_jobs.py)."""
-    jobs = []
+    """Start the background work the selected tests need: the PTX compile, then the lessons (tests/background.py)."""
+    if session.config.option.collectonly:
+        return
+    say = _terminal_writer(session.config)
+    jobs, stems = [], []
     for item in session.items:
         for mark in item.iter_markers("ptx"):
             jobs += [job for job in mark.args if job not in jobs]
-    if jobs and not session.config.option.collectonly:
-        session.config.stash[PTX_JOBS] = ptx_jobs.PTXJobs(jobs, say=_terminal_writer(session.config))
+        if getattr(item, "originalname", None) == LESSON_TEST and "skip" not in item.keywords:
+            stems.append(item.callspec.params["path"].stem)
+    ptx = None
+    if jobs:
+        ptx = session.config.stash[PTX_JOBS] = ptx_jobs.PTXJobs(jobs, say=say)
+    if stems:
+        from gemm_steps.course import lesson
+
+        synthetic = "" if lesson.load_results(steps=()) is not None else json.dumps(helpers.synthetic_results())
+        session.config.stash[LESSON_RUNS] = lesson_runner.LessonRuns(stems, helpers.REPO, synthetic, say=say, after=ptx)
 
 
 def pytest_unconfigure(config):
-    jobs = config.stash.get(PTX_JOBS, None)
-    if jobs is not None:
-        jobs.close()
+    for key in (LESSON_RUNS, PTX_JOBS):
+        child = config.stash.get(key, None)
+        if child is not None:
+            child.close()
 
 
 def _terminal_writer(config):
@@ -88,6 +110,15 @@ def ptx(request) -> ptx_jobs.PTXJobs:
     if jobs is None:
         pytest.fail("no PTX jobs were started: mark the test with @pytest.mark.ptx(job)")
     return jobs
+
+
+@pytest.fixture(scope="session")
+def lesson_runs(request) -> lesson_runner.LessonRuns:
+    """The lessons executing in the background: ``lesson_runs.result(stem)`` waits for one."""
+    runs = request.config.stash.get(LESSON_RUNS, None)
+    if runs is None:
+        pytest.fail("the background lesson runner was not started (see tests/lesson_runs.py)")
+    return runs
 
 
 @pytest.fixture

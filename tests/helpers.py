@@ -18,11 +18,15 @@ The error is ``‖C − ref‖ / ‖ref‖`` in float64, with ``‖ref‖`` repl
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 
 from gemm_steps.harness.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
 from gemm_steps.harness.simulator import estimated_seconds, tile_geometry  # noqa: F401  (re-exported)
+
+#: This checkout.
+REPO = Path(__file__).resolve().parent.parent
 
 __all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
            "outputs_per_thread", "tile_geometry", "simulated_seconds"]
@@ -78,3 +82,25 @@ def simulated_seconds(config: dict, m: int, n: int, k: int) -> float:
     """Rough simulator time for one product with a step of this config: the cost model the API itself uses to
     refuse products too big for the simulator (:mod:`gemm_steps.harness.simulator`)."""
     return estimated_seconds(config, m, n, k)
+
+
+def synthetic_results(date="2026-01-01T00:00:00+00:00", gpu="NVIDIA H200 (synthetic test data)", names=None):
+    """A results document shaped like bench.run_benchmark's, with made-up numbers: for tests only, never shipped."""
+    if names is None:
+        from gemm_steps import steps
+
+        names = [s.name for s in steps()]
+    records = []
+    for n in (256, 1024):
+        flop = 2.0 * n**3
+        cublas_ms = flop / 50e12 * 1e3
+        records.append({"step": "cublas", "number": 0, "M": n, "N": n, "K": n, "median_ms": cublas_ms,
+                        "tflops": 50.0, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100.0})
+        for number, name in enumerate(names, start=1):
+            tflops = 0.5 * 1.5**number
+            ms = flop / (tflops * 1e12) * 1e3
+            records.append({"step": name, "number": number, "M": n, "N": n, "K": n, "median_ms": ms,
+                            "tflops": tflops, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100 * cublas_ms / ms})
+    env = {"date": date, "simulator": False, "gpu": gpu, "sm_count": 132, "sm_clock_max_mhz": 1980.0,
+           "fp32_peak_tflops_estimate": 66.9, "numba_cuda": "test", "numpy": "test"}
+    return {"schema": 1, "environment": env, "method": {}, "records": records}

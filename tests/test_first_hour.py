@@ -123,7 +123,7 @@ def test_plot_titles_fit_and_say_the_cuda_and_cublas_versions():
     import matplotlib
 
     matplotlib.use("Agg")
-    from test_notebooks import synthetic_results
+    from helpers import synthetic_results
 
     from gemm_steps.course import plots
 

@@ -1,7 +1,8 @@
 """Lessons and notebooks: paired, executed, runnable on the simulator, and showing real code and real provenance.
 
 * every ``lessons/NN_*.py`` has a ``notebooks/NN_*.ipynb`` with exactly its cells (the notebook cannot drift);
-* every lesson runs start to finish on Numba's CUDA simulator (executed here, in a temporary directory);
+* every lesson runs start to finish on Numba's CUDA simulator (executed in the background by tests/lesson_runs.py,
+  each in a temporary directory; these tests run last);
 * the committed notebooks were executed, have no error outputs, say where their timings come from, and no lesson
   pastes a kernel instead of showing the package's source;
 * the results finder (:mod:`gemm_steps.harness.results_files`) and the lesson helpers
@@ -13,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import time
 from pathlib import Path
 
 import nbformat
@@ -22,6 +22,7 @@ import pytest
 from gemm_steps import steps
 from gemm_steps.course import lesson
 from gemm_steps.harness import bench, results_files
+from helpers import synthetic_results
 
 REPO = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("build_notebooks", REPO / "scripts" / "build_notebooks.py")
@@ -29,7 +30,6 @@ build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 
 LESSONS = build.lesson_paths()
-CELL_TIMEOUT_S = 120
 #: Kernel code belongs in gemm_steps/steps/; a lesson shows it with lesson.show_source, never a copy.
 PASTED_KERNEL = re.compile(r"@kernel|cuda\.jit|cuda\.(threadIdx|blockIdx|grid\(|syncthreads|shared\.array)")
 
@@ -47,25 +47,6 @@ def _text_outputs(nb) -> str:
             data = out.get("data", {})
             parts += [data.get("text/markdown", ""), data.get("text/plain", "")]
     return "\n".join(parts)
-
-
-def synthetic_results(date="2026-01-01T00:00:00+00:00", gpu="NVIDIA H200 (synthetic test data)", names=None):
-    """A results document shaped like bench.run_benchmark's, with made-up numbers: for tests only, never shipped."""
-    names = [s.name for s in steps()] if names is None else names
-    records = []
-    for n in (256, 1024):
-        flop = 2.0 * n**3
-        cublas_ms = flop / 50e12 * 1e3
-        records.append({"step": "cublas", "number": 0, "M": n, "N": n, "K": n, "median_ms": cublas_ms,
-                        "tflops": 50.0, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100.0})
-        for number, name in enumerate(names, start=1):
-            tflops = 0.5 * 1.5**number
-            ms = flop / (tflops * 1e12) * 1e3
-            records.append({"step": name, "number": number, "M": n, "N": n, "K": n, "median_ms": ms,
-                            "tflops": tflops, "cublas_median_ms": cublas_ms, "pct_of_cublas": 100 * cublas_ms / ms})
-    env = {"date": date, "simulator": False, "gpu": gpu, "sm_count": 132, "sm_clock_max_mhz": 1980.0,
-           "fp32_peak_tflops_estimate": 66.9, "numba_cuda": "test", "numpy": "test"}
-    return {"schema": 1, "environment": env, "method": {}, "records": records}
 
 
 # -- (a) a notebook is its lesson plus outputs -----------------------------------------------------------------------
@@ -118,29 +99,14 @@ def test_lessons_show_kernels_rather_than_paste_them(path):
 
 # -- (b) every lesson runs start to finish on the simulator ----------------------------------------------------------
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
-def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch, say):
-    """Against the shipped results if there are any, else a synthetic file, so the timing cells run too."""
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
-    nb = build.read_lesson(path)
-    if lesson.load_results(steps=()) is None:
-        (tmp_path / "synthetic.json").write_text(json.dumps(synthetic_results()))
-        setup = ("import pathlib, gemm_steps.harness.results_files as results_files\n"
-                 f"results_files.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})")
-        nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
-    start = time.perf_counter()
-    last = [start]
-
-    def progress(done, total):  # a line every ~15 s, so a long lesson does not look hung
-        now = time.perf_counter()
-        if now - last[0] >= 15:
-            say(f"[lesson {path.stem}] cell {done}/{total}, {now - start:.0f} s on the simulator …")
-            last[0] = now
-
-    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S, progress=progress)  # raises on the first failing cell
-    seconds = time.perf_counter() - start
-    print(f"{path.stem}: {seconds:.1f} s on the simulator")
+def test_lesson_runs_on_the_simulator(path, lesson_runs):
+    """Executed by the background lesson runner (tests/lesson_runs.py), against the shipped results if there are
+    any, else a synthetic file, so the timing cells run too. These tests run last (conftest.py)."""
+    result = lesson_runs.result(path.stem)
+    assert "error" not in result, f"{path.stem} failed on the simulator:\n{result['error']}"
+    print(f"{path.stem}: {result['seconds']:.1f} s on the simulator")
     if "measure_or_load" in path.read_text():
-        assert "shipped run from" in _text_outputs(nb), "the timing cells did not run against the results file"
+        assert result["shipped"], "the timing cells did not run against the results file"
 
 
 # -- the results finder and the helpers -----------------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""The background runner the PTX compile and the lesson executions use (tests/background.py)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from background import BackgroundChild, child_env
+
+SAYS = r"""
+import json, sys
+print("not a record", flush=True)
+print(json.dumps({"progress": "halfway"}), flush=True)
+print(json.dumps({"key": "a", "value": int(sys.argv[1])}), flush=True)
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_a_record_arrives_and_a_missing_one_fails_with_the_childs_stderr():
+    ok = BackgroundChild("ok", SAYS, ["7", "0"], child_env())
+    try:
+        assert ok.wait_for("a", timeout_s=60)["value"] == 7
+        with pytest.raises(pytest.fail.Exception, match="ended"):
+            ok.wait_for("b", timeout_s=60)
+    finally:
+        ok.close()
+
+    crashing = BackgroundChild("crashing", "import sys; sys.exit('it broke')", [], child_env())
+    try:
+        with pytest.raises(pytest.fail.Exception, match="it broke"):
+            crashing.wait_for("a", timeout_s=60)
+    finally:
+        crashing.close()
+
+
+def test_a_child_waits_for_the_one_before_it_and_unavailable_skips():
+    first = BackgroundChild("first", SAYS, ["1", "0"], child_env())
+    second = BackgroundChild("second", 'import json; print(json.dumps({"unavailable": "no NVVM here"}))', [],
+                             child_env(), after=first)
+    try:
+        with pytest.raises(pytest.skip.Exception, match="no NVVM here"):
+            second.wait_for("a", timeout_s=60)
+        assert first.finished, "the second child started before the first had ended"
+    finally:
+        second.close()
+        first.close()
+
+
+def test_a_slow_record_times_out():
+    slow = BackgroundChild("slow", "import time; time.sleep(30)", [], child_env())
+    try:
+        with pytest.raises(pytest.fail.Exception, match="not done after"):
+            slow.wait_for("a", timeout_s=1)
+    finally:
+        slow.close()
+    assert slow.process is None or slow.process.poll() is not None, "close() left the child running"
