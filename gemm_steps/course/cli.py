@@ -429,6 +429,23 @@ def cmd_readme_table(args) -> int:
     return 0
 
 
+def cmd_exercise(args) -> int:
+    from . import exercises
+
+    if args.action == "list":
+        print(exercises.listing())
+        return 0
+    if args.name is None:
+        raise UserError("which exercise? gemm-steps exercise check NAME (gemm-steps exercise list names them)")
+    try:
+        exercises.get(args.name)
+    except KeyError as exc:
+        raise UserError(exc.args[0]) from None
+    report = exercises.check(args.name, args.file, say=say)
+    print(report.text())
+    return 0 if report.passed else 1
+
+
 # -- entry point ------------------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemm-steps", description="SGEMM in Python with Numba CUDA, one step at a time.")
@@ -469,6 +486,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("after", metavar="B", help="another step, by name or number")
     d.add_argument("--context", type=int, default=1, metavar="N", help="lines of context around changes (default 1)")
     d.set_defaults(run=cmd_diff)
+
+    e = sub.add_parser("exercise", help="write a step's kernel yourself: list the exercises, or grade one")
+    e.add_argument("action", choices=["list", "check"])
+    e.add_argument("name", nargs="?", metavar="NAME", help="the exercise to grade (check)")
+    e.add_argument("--file", metavar="PATH", help="grade this file instead of exercises/NAME.py")
+    e.set_defaults(run=cmd_exercise)
 
     r = sub.add_parser("readme-table", help="print the README's step table and results section (Markdown)")
     r.add_argument("--write", nargs="?", const="README.md", metavar="README",
