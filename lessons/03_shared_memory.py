@@ -108,6 +108,20 @@ if results:
     lesson.show_figure(plots.plot_step_speedups(results))
 
 # %% [markdown]
+# ## What the profiler says
+#
+# Nsight Compute's reports of one 2048³ launch (shipped with the course) show where the work went:
+
+# %%
+lesson.show_profile("coalesced", "shared_memory")
+
+# %% [markdown]
+# The global loads are gone from the picture (DRAM is idle: the tiles are read once per block), and the L1/TEX unit
+# — which also serves shared memory — is busy again, now with shared-memory reads. The top stall names the
+# bottleneck this lesson predicted: warps wait because the **MIO queue** (the queue of shared-memory instructions
+# into that unit) is full. Two shared loads per FMA is the ceiling; lesson 4 starts lowering it.
+
+# %% [markdown]
 # ## What the numbers say
 
 # %%

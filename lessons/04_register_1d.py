@@ -142,6 +142,17 @@ if results:
     )
 
 # %% [markdown]
+# ## What the profiler says
+
+# %%
+lesson.show_profile("shared_memory", "register_1d")
+
+# %% [markdown]
+# Compare the columns: step 4 issues instructions at close to one per cycle per scheduler, with the SM's issue
+# logic busy and no memory unit saturated — it is **bound by the number of instructions**, not by memory. More
+# registers per thread also cut the occupancy (fewer warps fit on an SM), which is fine while there are still
+# enough warps to hide latency. So the question is which instructions it spends: the compiled code tells.
+#
 # ## Why: what the compiler made of it
 #
 # A model that counts only shared-memory traffic assumes everything else is free. To see what else the kernel

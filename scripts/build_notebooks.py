@@ -31,13 +31,29 @@ KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language":
 PAIRING = "notebooks//ipynb,lessons//py:percent"
 
 
+#: Side experiments and forensics, linked from their lesson: deep_dives/NN_topic.py belongs to lesson NN.
+DEEP_DIVES = LESSONS / "deep_dives"
+
+
 def lesson_paths(only: list[str] | None = None) -> list[Path]:
-    paths = sorted(LESSONS.glob("[0-9][0-9]_*.py"))
-    return [p for p in paths if not only or any(o in p.stem for o in only)]
+    """The lessons in order, then the deep dives (those whose name contains one of ``only``, if given)."""
+    paths = sorted(LESSONS.glob("[0-9][0-9]_*.py")) + sorted(DEEP_DIVES.glob("[0-9][0-9]_*.py"))
+    return [p for p in paths if not only or any(o in name(p) for o in only)]
+
+
+def name(lesson: Path) -> str:
+    """``11_stream_k``, or ``deep_dives/11_first_version`` for a deep dive."""
+    return lesson.relative_to(LESSONS).with_suffix("").as_posix()
 
 
 def notebook_path(lesson: Path) -> Path:
-    return NOTEBOOKS / f"{lesson.stem}.ipynb"
+    return NOTEBOOKS / f"{name(lesson)}.ipynb"
+
+
+def notebook_names() -> set[str]:
+    """The notebooks there are, named like :func:`name`."""
+    return {p.relative_to(NOTEBOOKS).with_suffix("").as_posix() for p in NOTEBOOKS.rglob("*.ipynb")
+            if ".ipynb_checkpoints" not in p.parts}
 
 
 def read_lesson(lesson: Path) -> nbformat.NotebookNode:
@@ -104,9 +120,9 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600, progress=N
 
 def build(lesson: Path, timeout: int) -> float:
     nb = read_lesson(lesson)
-    NOTEBOOKS.mkdir(exist_ok=True)
+    notebook_path(lesson).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    execute(nb, NOTEBOOKS, timeout)
+    execute(nb, notebook_path(lesson).parent, timeout)
     seconds = time.perf_counter() - t0
     nbformat.write(nb, notebook_path(lesson))
     return seconds
@@ -120,8 +136,8 @@ def check(lessons: list[Path]) -> int:
             problems.append(diff)
         elif unexecuted(notebook_path(lesson)):
             problems.append(f"{notebook_path(lesson).relative_to(REPO)} has code cells that were never executed\n")
-    orphans = {p.stem for p in NOTEBOOKS.glob("*.ipynb")} - {p.stem for p in lesson_paths()}
-    problems += [f"notebooks/{name}.ipynb has no lesson (lessons/{name}.py)\n" for name in sorted(orphans)]
+    orphans = notebook_names() - {name(p) for p in lesson_paths()}
+    problems += [f"notebooks/{orphan}.ipynb has no lesson (lessons/{orphan}.py)\n" for orphan in sorted(orphans)]
     if problems:
         sys.stdout.write("".join(problems))
         print("\nNotebooks are out of date: run  python scripts/build_notebooks.py", file=sys.stderr)

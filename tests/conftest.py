@@ -63,7 +63,7 @@ def pytest_collection_finish(session):
         for mark in item.iter_markers("ptx"):
             jobs += [job for job in mark.args if job not in jobs]
         if getattr(item, "originalname", None) == LESSON_TEST and "skip" not in item.keywords:
-            stems.append(item.callspec.params["path"].stem)
+            stems.append(item.callspec.params["path"].relative_to(helpers.REPO / "lessons").with_suffix("").as_posix())
     ptx = None
     if jobs:
         ptx = session.config.stash[PTX_JOBS] = ptx_jobs.PTXJobs(jobs, say=say)

@@ -35,7 +35,11 @@ PASTED_KERNEL = re.compile(r"@kernel|cuda\.jit|cuda\.(threadIdx|blockIdx|grid\(|
 
 
 def _ids(paths):
-    return [p.stem for p in paths]
+    return [build.name(p) for p in paths]
+
+
+MAIN_LESSONS = [p for p in LESSONS if p.parent == build.LESSONS]
+DEEP_DIVES = [p for p in LESSONS if p.parent == build.DEEP_DIVES]
 
 
 def _text_outputs(nb) -> str:
@@ -50,8 +54,19 @@ def _text_outputs(nb) -> str:
 
 
 # -- (a) a notebook is its lesson plus outputs -----------------------------------------------------------------------
-def test_there_are_lessons():
-    assert [p.stem[:2] for p in LESSONS] == [f"{i:02d}" for i in range(len(LESSONS))], "lessons are numbered 00, 01, …"
+def test_there_is_a_lesson_per_step_and_lesson_0_comes_first():
+    numbers = [int(p.stem[:2]) for p in MAIN_LESSONS]
+    assert numbers[0] == 0 and numbers == sorted(numbers), "lessons are numbered 00, 01, … in order"
+    for step in steps():
+        assert [p.stem for p in MAIN_LESSONS if int(p.stem[:2]) == step.number] == [f"{step.number:02d}_{step.name}"]
+
+
+@pytest.mark.parametrize("path", DEEP_DIVES, ids=_ids(DEEP_DIVES))
+def test_a_deep_dive_is_linked_from_its_lesson_and_links_back(path):
+    lesson_number = path.stem[:2]
+    (lesson_path,) = [p for p in MAIN_LESSONS if p.stem[:2] == lesson_number]
+    assert f"deep_dives/{path.stem}" in lesson_path.read_text(), f"{lesson_path.name} does not link to {path.name}"
+    assert lesson_path.stem in path.read_text(), f"{path.name} does not name its lesson, {lesson_path.stem}"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
@@ -61,7 +76,7 @@ def test_notebook_has_exactly_the_lessons_cells(path):
 
 
 def test_every_notebook_has_a_lesson():
-    orphans = {p.stem for p in build.NOTEBOOKS.glob("*.ipynb")} - {p.stem for p in LESSONS}
+    orphans = build.notebook_names() - {build.name(p) for p in LESSONS}
     assert not orphans, f"notebooks without a lesson: {sorted(orphans)}"
 
 
@@ -102,7 +117,7 @@ def test_lessons_show_kernels_rather_than_paste_them(path):
 def test_lesson_runs_on_the_simulator(path, lesson_runs):
     """Executed by the background lesson runner (tests/lesson_runs.py), against the shipped results if there are
     any, else a synthetic file, so the timing cells run too. These tests run last (conftest.py)."""
-    result = lesson_runs.result(path.stem)
+    result = lesson_runs.result(build.name(path))
     assert "error" not in result, f"{path.stem} failed on the simulator:\n{result['error']}"
     print(f"{path.stem}: {result['seconds']:.1f} s on the simulator")
     if "measure_or_load" in path.read_text():

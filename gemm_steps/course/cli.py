@@ -161,7 +161,7 @@ def results_markdown() -> str:
                 cells.append(f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" + (" !" if suspect(r) else ""))
         label = "cuBLAS (FP32)" if name == "cublas" else f"{number} `{name}`"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    for suffix in ("tflops", "steps"):
+    for suffix in ("tflops", "steps", "curves"):
         png = path.with_name(f"{path.stem}-{suffix}.png")
         if png.exists():
             lines += ["", f"![{suffix}](results/{png.name})"]
@@ -320,7 +320,7 @@ def cmd_bench(args) -> int:
 
 
 def write_plots(plots, results: dict, out_dir: Path, stem: str) -> None:
-    """Both plots, or a note saying why there are none (the results are saved either way)."""
+    """The plots, or a note saying why there are none (the results are saved either way)."""
     try:
         paths = plots.plot_results(results, out_dir, stem=stem)
     except ValueError as exc:  # nothing succeeded, or no cuBLAS record to compare with

@@ -11,7 +11,9 @@ The helpers live in short modules by job; this module only gathers them, so that
 * :mod:`.compiled` — the compiled code, on a CPU: ``compile_kernels``, ``compiled_table``, ``k_loop_mix``,
   ``blocks_per_sm`` …;
 * :mod:`.models` — the throughput models the predictions use: ``wavefronts``, ``sm_rate_tflops``,
-  ``ceiling_figure``.
+  ``ceiling_figure``;
+* :mod:`.profiles` — what Nsight Compute says about a step, from the shipped reports: ``show_profile``,
+  ``load_profile``.
 """
 
 from .checks import check_against_numpy
@@ -20,6 +22,8 @@ from .compiled import (MIX_CLASSES, SM90_LIMITS, blocks_per_sm, compile_kernels,
 from .display import (MarkdownTable, excerpt, kernel_diff, say, show_code, show_diff, show_excerpt,
                       show_experiment_kernel, show_figure, show_kernel, show_source)
 from .models import BANKS, ceiling_figure, sm_rate_tflops, wavefronts
+from .profiles import load as load_profile
+from .profiles import show as show_profile
 from .sweeps import config_label, same_config, sweep_records, sweep_table, variants_table
 from .timings import (NO_RESULTS, common_sizes, datasheet_bandwidth_tbs, fp32_peak_tflops, headline_size,
                       load_results, load_shipped, measure_or_load, record, shipped_file, shown_path, size_label,
@@ -32,6 +36,7 @@ __all__ = [
     "MarkdownTable", "excerpt", "kernel_diff", "say", "show_code", "show_diff", "show_excerpt",
     "show_experiment_kernel", "show_figure", "show_kernel", "show_source",
     "BANKS", "ceiling_figure", "sm_rate_tflops", "wavefronts",
+    "load_profile", "show_profile",
     "config_label", "same_config", "sweep_records", "sweep_table", "variants_table",
     "NO_RESULTS", "common_sizes", "datasheet_bandwidth_tbs", "fp32_peak_tflops", "headline_size", "load_results",
     "load_shipped", "measure_or_load", "record", "shipped_file", "shown_path", "size_label", "speedups_by_size",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -72,7 +73,10 @@ def _title(fig: Figure, title: str, results: dict) -> str:
 
 def _finish(fig: Figure, results: dict, title: str, path: str | Path | None, relevant=lambda r: True) -> Figure:
     """Title with where it ran, footnote with what failed, and save if asked."""
-    fig.axes[0].set_title(_title(fig, title, results), fontsize=10)
+    if len(fig.axes) > 1:  # panels side by side: one title over all of them
+        fig.suptitle(_title(fig, title, results), fontsize=10)
+    else:
+        fig.axes[0].set_title(_title(fig, title, results), fontsize=10)
     note = _failures_note(results, relevant)
     if note:
         height = 0.03 * (note.count("\n") + 1)  # figure fraction kept free for the note under the axes
@@ -172,6 +176,40 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
                    path, lambda r: _size(r) == size)
 
 
+def plot_speedup_curves(results: dict, path: str | Path | None = None) -> Figure:
+    """Across sizes: each step's speedup over the step before it (left) and its % of cuBLAS (right), a line per size.
+
+    The course's promise, step by step: where a step pays off (speedup > 1) and at which sizes, and how close each
+    step gets to cuBLAS. Square sizes only; a step missing at a size leaves a gap.
+    """
+    rows = [r for r in _ok(results) if r["step"] != "cublas" and r["M"] == r["N"] == r["K"]]
+    sizes = sorted({r["M"] for r in rows})
+    numbers = sorted({r["number"] for r in rows})
+    if not rows or len(numbers) < 2:
+        raise ValueError("no two steps at a square size to compare")
+    by_key = {(r["number"], r["M"]): r for r in rows}
+    names = {r["number"]: r["step"] for r in rows}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(sizes)))
+    for size, colour in zip(sizes, colours):
+        speedup = [by_key[(n - 1, size)]["median_ms"] / by_key[(n, size)]["median_ms"]
+                   if (n, size) in by_key and (n - 1, size) in by_key else np.nan for n in numbers[1:]]
+        left.plot(numbers[1:], speedup, "o-", color=colour, label=f"{size}³")
+        pct = [by_key[(n, size)].get("pct_of_cublas", np.nan) if (n, size) in by_key else np.nan for n in numbers]
+        right.plot(numbers, pct, "o-", color=colour, label=f"{size}³")
+    left.axhline(1, color="k", linewidth=1, linestyle=":")
+    left.set(yscale="log", xlabel="step", ylabel="× speedup over the step before (log)", xticks=numbers[1:],
+             xticklabels=[f"{n}\n{names[n]}" for n in numbers[1:]])
+    right.axhline(100, color="k", linewidth=1, linestyle="--")
+    right.set(xlabel="step", ylabel="% of cuBLAS (same run)", xticks=numbers,
+              xticklabels=[f"{n}\n{names[n]}" for n in numbers])
+    for ax in (left, right):
+        ax.tick_params(axis="x", labelsize=7, labelrotation=90)
+        ax.legend(fontsize=8, title="size")
+    return _finish(fig, results, "Step by step across sizes: speedup over the previous step, and % of cuBLAS",
+                   path)
+
+
 def default_stem(results: dict) -> str:
     """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``)."""
     env = results["environment"]
@@ -179,11 +217,13 @@ def default_stem(results: dict) -> str:
 
 
 def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) -> list[Path]:
-    """Write ``<stem>-tflops.png`` and ``<stem>-steps.png`` into ``out_dir``; return their paths."""
+    """Write ``<stem>-tflops.png``, ``<stem>-steps.png`` and ``<stem>-curves.png`` into ``out_dir``; return their
+    paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or default_stem(results)
-    paths = [out_dir / f"{stem}-tflops.png", out_dir / f"{stem}-steps.png"]
+    paths = [out_dir / f"{stem}-tflops.png", out_dir / f"{stem}-steps.png", out_dir / f"{stem}-curves.png"]
     plot_tflops_vs_size(results, paths[0])
     plot_step_speedups(results, path=paths[1])
+    plot_speedup_curves(results, path=paths[2])
     return paths

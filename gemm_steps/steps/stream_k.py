@@ -4,17 +4,21 @@ Changed from step 10: with T output tiles and G resident blocks, a tile-per-bloc
 and the last one is only (T mod G) / G full — 144 tiles on 132 SMs take two waves for 1.09 waves of work.
 Stream-K cuts the *k-loop* instead: the stream-K tiles' k-iterations are split evenly over the G blocks, so a
 block may compute k-tiles 0–40 of one tile and 0–12 of the next. Blocks that stop before a tile's last k-tile
-write their partial sums to a workspace and raise a flag; the block that computes the tile's last k-tile waits
-for the flags of the (lower-numbered) blocks that share the tile, adds their partial sums in a fixed order, and
-stores C. Each block walks its share backwards, so the pieces others wait for are computed first (walking
+write their partial sums to a workspace, fence, and raise a flag; the block that computes the tile's last k-tile
+waits for the flags of the (lower-numbered) blocks that share the tile, fences, adds their partial sums in a fixed
+order, and stores C. Each block walks its share backwards, so the pieces others wait for are computed first (walking
 forwards chains every block's wait onto the previous block's: measured 6.7 % of cuBLAS at 4096³ that way).
 Hybrid (``stream_k_split`` in :mod:`gemm_steps.toolkit.tiles`): if a tile-per-block schedule keeps ≥ 90 % of block slots busy, step 11 simply
 runs step 10; otherwise whole waves stay data-parallel and only the remainder (plus one wave, for balance) is
 stream-K.
 Deterministic: the partial sums are added in a fixed order (nearest block first) for a given grid size, so
 repeated runs give bitwise-identical results on one GPU; the order (and so the rounding) differs from step 10's.
-Deadlock-free: a block only ever waits for lower-numbered blocks, which are all resident (the grid is
-SMs × occupancy) and whose partial sums never wait on anything.
+Deadlock-free in practice, not by guarantee: a block only ever waits for lower-numbered blocks, whose partial sums
+never wait on anything, and the grid is sized to SMs × occupancy so that all blocks fit on the GPU at once. Only a
+cooperative launch would guarantee they are co-resident; the kernel assumes the GPU is not shared with other work
+that holds SM slots. (GPUs are observed to dispatch blocks in increasing index order, so a waiting block's
+lower-numbered partners were dispatched before it even if they were not all resident; NVIDIA does not document
+this.)
 Expect: ≈ step 10 where tiles fill whole waves; up to (waves rounded up)/(waves) faster on wave-boundary and
 K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 """
@@ -148,8 +152,11 @@ def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspac
                     if tid == 0:
                         while cuda.atomic.add(flags, other, 0) == 0:
                             pass  # spin: that block is resident and only computes, it never waits on us
+                        # The writer's fence and this one pair up across the flag: reads after it see the partial
+                        # sums (PTX memory model: fence-fence synchronization; the spin's atomic alone is relaxed).
+                        cuda.threadfence()
                         flags[other] = 0  # reset for the next launch (each flag is raised once per launch)
-                    cuda.syncthreads()
+                    cuda.syncthreads()  # the other threads read after thread 0's fence
                     slot = other * (BLOCK_M * BLOCK_N) + tid
                     for i in unroll(THREAD_M):
                         for j in unroll(THREAD_N):

@@ -1,0 +1,143 @@
+"""Lesson 0b's helpers: a tiny kernel that reports where each thread runs, and the pictures of the GPU model.
+
+* :func:`where_am_i` launches :func:`where_am_i_kernel` and returns, for every thread, its block, thread and warp
+  indices — the launch syntax and the hierarchy (grid → block → warp → thread), made visible.
+* :func:`hierarchy_figure`, :func:`memory_figure`, :func:`bank_figure` draw the grid/block/warp picture, the memory
+  hierarchy with this GPU's measured sizes and bandwidths, and a bank conflict.
+* :func:`memory_levels` reads those sizes and bandwidths from the shipped files: the benchmark's environment (sizes
+  the driver reports) and ``experiments/results/memory-bandwidth-<gpu>.json`` (``python -m
+  experiments.memory_bandwidth``: bandwidths a plain Numba kernel reaches).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from numba import cuda
+
+from ..harness import results_files
+from .models import BANKS
+
+#: What every SM of a Hopper GPU (compute capability 9.0) has — NVIDIA's documented limits, not a measurement.
+SM90_PER_SM = {"schedulers": 4, "fp32_lanes": 128, "registers": 65536, "max_threads": 2048, "max_blocks": 32,
+               "l1_and_shared_kib": 256, "shared_max_kib": 228}
+
+
+@cuda.jit
+def where_am_i_kernel(block_x, block_y, thread_x, thread_y, warp):
+    """Every thread writes its own coordinates into the element of the output arrays that is its own."""
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x  # this thread's column in the whole grid
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y  # and its row
+    if row < block_x.shape[0] and col < block_x.shape[1]:
+        block_x[row, col] = cuda.blockIdx.x
+        block_y[row, col] = cuda.blockIdx.y
+        thread_x[row, col] = cuda.threadIdx.x
+        thread_y[row, col] = cuda.threadIdx.y
+        # Threads are numbered x fastest inside a block, and each run of 32 is one warp.
+        warp[row, col] = (cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x) // 32
+
+
+def kernel_source() -> str:
+    """The demo kernel as written (the simulator and the GPU wrap the function differently)."""
+    import inspect
+
+    function = getattr(where_am_i_kernel, "py_func", None) or where_am_i_kernel.fn
+    return inspect.getsource(function)
+
+
+def where_am_i(grid: tuple[int, int], block: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Launch ``where_am_i_kernel[grid, block]`` over a rows × columns array of threads; return what each wrote."""
+    shape = (grid[1] * block[1], grid[0] * block[0])  # (rows, columns): y counts rows, x counts columns
+    out = {name: np.full(shape, -1, dtype=np.int32) for name in ("block_x", "block_y", "thread_x", "thread_y", "warp")}
+    where_am_i_kernel[grid, block](*out.values())
+    return out
+
+
+def hierarchy_figure(grid=(3, 2), block=(16, 4)):
+    """The grid of blocks, one block's threads coloured by warp (what :func:`where_am_i` reports, drawn)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    seen = where_am_i(grid, block)
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1, 1.6])
+    for bx in range(grid[0]):
+        for by in range(grid[1]):
+            left.add_patch(Rectangle((bx, by), 0.92, 0.92, color="tab:blue" if (bx, by) != (1, 0) else "tab:orange",
+                                     alpha=0.6))
+            left.text(bx + 0.46, by + 0.46, f"block\n({bx}, {by})", ha="center", va="center", fontsize=9)
+    left.set(xlim=(0, grid[0]), ylim=(grid[1], 0), xticks=[], yticks=[],
+             title=f"a grid of {grid[0]}×{grid[1]} blocks\n(blockIdx.x →, blockIdx.y ↓)")
+    rows, cols = block[1], block[0]
+    one_block = seen["warp"][0:rows, cols:2 * cols]  # block (1, 0)
+    right.imshow(one_block, cmap="tab10", vmin=0, vmax=9, aspect="auto")
+    for r in range(rows):
+        for c in range(cols):
+            right.text(c, r, str(c + r * cols), ha="center", va="center", fontsize=7)
+    right.set(xticks=range(0, cols, 4), yticks=range(rows), xlabel="threadIdx.x", ylabel="threadIdx.y",
+              title=f"block (1, 0): {cols}×{rows} threads, numbered x fastest;\n"
+                    f"each colour is one warp of 32 threads ({rows * cols // 32} warps)")
+    return fig
+
+
+def memory_levels() -> dict:
+    """Sizes (from the shipped benchmark's environment) and measured bandwidths of each level, for the picture."""
+    bench = results_files.newest_benchmark()
+    env = json.loads(bench[0].read_text())["environment"] if bench else {}
+    found = results_files.newest_matching("memory-bandwidth-*.json")
+    measured = json.loads(found[0].read_text()) if found else None
+    return {"gpu": env.get("gpu", "?"), "sm_count": env.get("sm_count"), "l2_bytes": env.get("l2_bytes"),
+            "shared_per_block_bytes": env.get("shared_memory_per_block_optin"),
+            "bandwidth_tbs": measured["results"] if measured else {},
+            "bandwidth_file": results_files.display_path(found[0]) if found else None}
+
+
+def _memory_bytes(gpu: str) -> float:
+    """The DRAM size in the GPU's name ("NVIDIA H100 80GB HBM3" → 80e9); 80 GB if the name does not say."""
+    import re
+
+    found = re.search(r"(\d+)\s*GB", gpu)
+    return float(found.group(1)) * 1e9 if found else 80e9
+
+
+def memory_figure(levels: dict | None = None):
+    """The memory hierarchy as a staircase: size against bandwidth, each level labelled."""
+    from matplotlib.figure import Figure
+
+    levels = levels or memory_levels()
+    bw = levels["bandwidth_tbs"]
+    sm = levels["sm_count"] or 0
+    rows = [  # name, total bytes on the GPU, measured TB/s (None: not measured)
+        ("registers\n(64 K × 4 B per SM)", sm * SM90_PER_SM["registers"] * 4, None),
+        ("shared memory\n(≤ 228 KB per SM)", sm * SM90_PER_SM["shared_max_kib"] * 1024,
+         bw.get("shared_conflict_free_tbs")),
+        ("L2 cache", levels["l2_bytes"], bw.get("l2_read_tbs")),
+        ("HBM (DRAM)", _memory_bytes(levels["gpu"]), bw.get("dram_copy_tbs")),
+    ]
+    fig = Figure(figsize=(8, 3.8), layout="constrained")
+    ax = fig.subplots()
+    for i, (name, size, speed) in enumerate(rows):
+        ax.barh(i, np.log10(size), color=["tab:green", "tab:blue", "tab:purple", "tab:gray"][i], alpha=0.7)
+        label = f"{size / 2**20:,.0f} MiB in all" if size < 1e9 else f"{size / 1e9:,.0f} GB"
+        label += f" · measured {speed:.1f} TB/s" if speed else " · fastest of all (no kernel measures it alone)"
+        ax.text(np.log10(size) + 0.05, i, label, va="center", fontsize=9)
+        ax.text(0.1, i, name, va="center", fontsize=9, color="white", weight="bold")
+    ax.set(yticks=[], xlim=(0, 14.5), xlabel="size on the whole GPU (log₁₀ bytes)", ylim=(3.6, -0.6),
+           title=f"{levels['gpu']}: {sm} SMs. Closer to the SM (top) is smaller and faster")
+    return fig
+
+
+def bank_figure(stride_a: int = 1, stride_b: int = 32):
+    """Which bank each lane of a warp hits, for a warp reading floats ``stride`` apart, for two strides."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 3.2), layout="constrained")
+    for ax, stride in zip(fig.subplots(1, 2), (stride_a, stride_b)):
+        banks = [(lane * stride) % BANKS for lane in range(32)]
+        load = np.bincount(banks, minlength=BANKS)
+        ax.bar(range(BANKS), load, color=["tab:red" if n > 1 else "tab:green" for n in load])
+        ax.set(xlabel="bank", ylabel="lanes asking it", ylim=(0, 33),
+               title=f"lane L reads float L·{stride}: {max(load)} request(s) on the busiest bank\n"
+                     f"→ {max(load)} wavefront(s) for this warp's load")
+    return fig

@@ -1,0 +1,133 @@
+"""What Nsight Compute says about each step: the shipped reports, read into numbers the lessons can show.
+
+``experiments/results/ncu-steps-<gpu>/ncu-<step>.txt`` are Nsight Compute's text reports of one 2048³ launch of
+each step and of cuBLAS, made by ``scripts/profile_steps.sh`` (the exact command is in
+``experiments/profile_steps.py``). They are shipped, so a lesson reads the same without a GPU. Nsight Compute locks
+the SM clock to its base frequency while profiling (1.59 GHz on the H100 here, against 1.98 GHz in the benchmark),
+so its durations are longer than the benchmark's; ratios between steps and the percentages hold.
+
+The quantities the lessons use:
+
+* **Duration** of the kernel;
+* **L1/TEX throughput %** — how busy the SM's L1 cache / shared-memory unit is, in its busiest sub-unit: near 100 %
+  the kernel waits on L1 *wavefronts* (passes of data through the unit; a warp's load that touches 32 different
+  32-byte sectors takes many more of them than one that touches 4);
+* **DRAM throughput %** — how much of the memory bandwidth is used;
+* **Compute (SM) throughput %** — how busy the busiest SM pipeline (FMA, load/store, …) or the issue logic is;
+* **issue rate** — warp instructions issued per cycle per scheduler (each SM has 4 schedulers, each can issue 1);
+* **registers per thread** and **achieved occupancy** (resident warps as a share of the 64 an SM can hold);
+* the **top stall reasons** — what a warp was waiting for between two of its instructions, with their shares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..harness import results_files
+
+#: The shipped reports (one folder per GPU).
+REPORTS = "ncu-steps-nvidia-h100"
+#: How they were made (one line per step; see experiments/profile_steps.py for the metric list).
+COMMAND = ('ncu --kernel-name regex:"<kernel>" --launch-count 1 --section SpeedOfLight --section '
+           'MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats '
+           '--section Occupancy --metrics … python -m experiments.profile_steps <step> --size 2048')
+
+_ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
+_STALL = re.compile(r"spends ([\d.]+) cycles being stalled (.+?)\. .*?represents about ([\d.]+)% of the total",
+                    re.S)
+_TIME_UNITS = {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3}
+
+
+@dataclass
+class Profile:
+    step: str
+    kernel: str
+    path: Path
+    metrics: dict[str, tuple[float, str]] = field(default_factory=dict)
+    stalls: list[tuple[str, float, float]] = field(default_factory=list)  # (reason, cycles, % of all)
+
+    def value(self, name: str) -> float | None:
+        found = self.metrics.get(name)
+        return None if found is None else found[0]
+
+    def bytes(self, name: str) -> float | None:
+        """A size metric in bytes (Nsight Compute reports them in byte, Kbyte, Mbyte: powers of 1000)."""
+        found = self.metrics.get(name)
+        if found is None:
+            return None
+        unit = found[1].split("/")[0].lower()
+        return found[0] * {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}.get(unit, 1)
+
+    @property
+    def duration_ms(self) -> float | None:
+        found = self.metrics.get("Duration")
+        return None if found is None else found[0] * _TIME_UNITS.get(found[1], 1.0)
+
+
+def _short_stall(text: str) -> str:
+    text = " ".join(text.split())
+    text = re.sub(r"^(waiting )?(for|on) (the )?", "", text)
+    return text.replace(" to be not full", " full").replace("(local, global, surface, texture) ", "")
+
+
+def load(step: str, folder: str = REPORTS) -> Profile | None:
+    """The shipped report of ``step`` (a step name or ``"cublas"``), or None if there is none."""
+    path = results_files.find(f"{folder}/ncu-{step}.txt")
+    if path is None:
+        return None
+    text = path.read_text()
+    kernel = next((line.split("(")[0].split("[")[0].strip() for line in text.splitlines()
+                   if re.match(r"^  \S", line) and "(" in line and "Context" in line), "?")
+    profile = Profile(step, kernel, path)
+    for line in text.splitlines():
+        match = _ROW.match(line)
+        if match and match.group(1) not in profile.metrics:  # the first of a name (Speed of Light before the rest)
+            profile.metrics[match.group(1)] = (float(match.group(3).replace(",", "")), match.group(2) or "")
+    for cycles, reason, share in _STALL.findall(text):
+        profile.stalls.append((_short_stall(reason), float(cycles), float(share)))
+    profile.stalls.sort(key=lambda stall: -stall[2])
+    return profile
+
+
+def table(steps: list[str], folder: str = REPORTS) -> str:
+    """A Markdown table of the reports of ``steps`` (missing reports are left out, and say so)."""
+
+    header = ("| kernel | duration (ms) | L1/TEX busy | DRAM busy | SM busy | issue rate | registers | "
+              "occupancy | top stall (share of a warp's cycles) |\n|:--|--:|--:|--:|--:|--:|--:|--:|:--|")
+    rows, missing = [], []
+    for step in steps:
+        profile = load(step, folder)
+        if profile is None:
+            missing.append(step)
+            continue
+
+        def pct(name):
+            value = profile.value(name)
+            return "—" if value is None else f"{value:.0f} %"
+
+        stall = profile.stalls[0] if profile.stalls else None
+        rows.append(
+            f"| {'cuBLAS' if step == 'cublas' else step} | {profile.duration_ms:.2f} | {pct('L1/TEX Cache Throughput')} | "
+            f"{pct('DRAM Throughput')} | {pct('Compute (SM) Throughput')} | "
+            f"{profile.value('Issued Warp Per Scheduler'):.2f} | {profile.value('Registers Per Thread'):.0f} | "
+            f"{pct('Achieved Occupancy')} | "
+            + (f"{stall[0]} ({stall[2]:.0f} %)" if stall else "—") + " |")
+    note = f"\n\n(no shipped report for {', '.join(missing)})" if missing else ""
+    return header + "\n" + "\n".join(rows) + note
+
+
+def show(*steps: str, folder: str = REPORTS) -> None:
+    """Show the table of these steps' reports, where they are, and the command that made them."""
+    from .display import say
+
+    first = load(steps[0], folder)
+    if first is None:
+        say(f"No shipped Nsight Compute report for {steps[0]} (expected in experiments/results/{folder}/).")
+        return
+    clock = first.value("SM Frequency")
+    say(table(list(steps), folder) + "\n\n"
+        f"*Nsight Compute, one 2048³ launch each, SM clock locked at {clock:.2f} GHz while profiling; reports in "
+        f"`{results_files.display_path(first.path.parent)}/`, made with `{COMMAND}` "
+        "(`scripts/profile_steps.sh` runs them all).*")

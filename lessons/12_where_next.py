@@ -1,0 +1,101 @@
+# %% [markdown]
+# # Lesson 12 — Where the course ends, and where to go next
+#
+# Eleven steps took a matrix multiply from three nested loops to within about a tenth of cuBLAS on large squares.
+# This lesson looks back at the whole course in two pictures, says what carries over to the tools people use for
+# this in practice (Triton, CUTLASS), why small products are a different problem, and where the next chapter goes:
+# the tensor cores.
+
+# %%
+import gemm_steps
+from gemm_steps.course import lesson, lesson_12, plots
+
+results = lesson.load_results()
+size = lesson.headline_size(results, [s.name for s in gemm_steps.steps()]) if results else None
+print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if results else lesson.NO_RESULTS)
+
+# %% [markdown]
+# ## Every step on the roofline
+#
+# Lesson 0 drew the roofline: a kernel can go no faster than the arithmetic peak, nor faster than DRAM can feed it
+# (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
+# BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
+# Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed:
+
+# %%
+if results:
+    lesson.show_figure(lesson_12.roofline_figure(results, size))
+
+# %% [markdown]
+# Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
+# keep them off the floor. Shared-memory tiles (step 3) move the roof far to the right; from there on, every step
+# is far below the bandwidth line and the limits are all inside the SM — instruction count, shared-memory
+# wavefronts, latency, the schedule. That is why lessons 4 to 9 counted instructions rather than bytes.
+#
+# ## The whole course, step by step, at every size
+
+# %%
+if results:
+    lesson.show_figure(plots.plot_speedup_curves(results))
+
+# %% [markdown]
+# Left: how much each step gained over the one before (above the dotted line: faster). Right: how close each step
+# came to cuBLAS. The big wins are early and at large sizes; the late steps each add a few percent. And the small
+# sizes tell a different story, next.
+#
+# ## Why `matmul` on small shapes is not step 11's job
+
+# %%
+if results:
+    small = min(lesson.common_sizes(results, ["stream_k", "shared_memory"]), key=lambda s: s[0] * s[1] * s[2])
+    tiles = -(-small[0] // 128) * -(-small[1] // 256)
+    best = max((s for s in gemm_steps.steps() if lesson.record(results, s.name, small)),
+               key=lambda s: lesson.record(results, s.name, small)["tflops"])
+    sms = results["environment"].get("sm_count")
+    lesson.say(
+        f"At {lesson.size_label(small)}, step 11's 128×256 tiles make only **{tiles} tiles for {sms} SMs**: most of "
+        f"the GPU has nothing to do, and stream-K's split cannot make that up. Step 11 reaches "
+        f"{lesson.record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there; the best step at "
+        f"that size is step {best.number}, `{best.name}`, at {lesson.record(results, best.name, small)['pct_of_cublas']:.0f} %, "
+        "with its small tiles.")
+
+# %% [markdown]
+# A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
+# variants, different pipelines) and picks one per shape with a heuristic; Triton's autotuner does the same from a
+# list of configurations. `gemm_steps.matmul` today always runs step 11's configuration — the course's next issue is
+# to make it pick by shape (tiles that fill the GPU, a rule for when to split K), the way the libraries do.
+#
+# ## What carries over to Triton and CUTLASS
+#
+# Every idea of the course has a name in the tools people use:
+#
+# | course | Triton | CUTLASS / CuTe |
+# |:--|:--|:--|
+# | block tile, BLOCK_M × BLOCK_N × BLOCK_K (steps 3–5) | `BLOCK_M`, `BLOCK_N`, `BLOCK_K` as `tl.constexpr`; one program = one block tile | threadblock tile (`TileShape`) |
+# | shared-memory staging (step 3) | implicit: `tl.load` of a block, the compiler stages it | shared-memory layouts, `cp.async`/TMA copies |
+# | thread tile in registers (steps 4–5) | implicit: `tl.dot` on blocks; registers are the compiler's | the MMA/thread tile; register fragments |
+# | 128-bit loads, transposed A (step 6) | chosen by the compiler from the layout | vectorised copy atoms, swizzled layouts |
+# | `unroll()` and `registers()` (step 7) | `tl.static_range`, blocks as values | templates, `CUTE_UNROLL` |
+# | double buffering (step 8) | `num_stages` | multistage mainloop (`Stages`) |
+# | warp tiling (step 9) | `num_warps` | warp tile (`WarpShape`) |
+# | grouped tile order (step 10) | `GROUP_SIZE_M` in the matmul tutorial | threadblock swizzle |
+# | stream-K (step 11) | split-K / stream-K kernels in the tutorials and libraries built on Triton | `GemmUniversal` with the stream-K tile scheduler |
+#
+# The difference is who writes what. In Numba the course wrote every index; Triton writes the thread-level code
+# from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
+# which is why knowing the walls lets you read their knobs.
+#
+# ## Next: the tensor cores
+#
+# Every step here used the FP32 units: 128 multiply-adds per SM per cycle. Hopper's **tensor cores** compute small
+# matrix products (for example 16×8×8) per warp instruction, at several times that rate in lower-precision formats
+# such as TF32 (10 bits of mantissa instead of 23; NVIDIA's datasheet gives the H100 SXM about 495 dense TF32
+# TFLOPS against 67 for FP32). The next chapter drives them from Numba (`mma.sync` through inline PTX), measures
+# what TF32 loses, and wins the accuracy back by splitting each float into two TF32 parts ("3xTF32") — a product
+# as accurate as SGEMM and faster than cuBLAS SGEMM.
+#
+# ## Your turn
+#
+# The kernels of steps 1, 2, 3, 5 and 10's tile loop are exercises: `gemm-steps exercise list` names them, and
+# `gemm-steps exercise check NAME` grades yours on the simulator — which element is wrong, which thread read out of
+# bounds, which threads race on shared memory. The stubs are in `exercises/`.
