@@ -40,7 +40,8 @@ if results:
 
 # %% [markdown]
 # Left: how much each step gained over the one before (above the dotted line: faster). Right: how close each step
-# came to cuBLAS. The big wins are early and at large sizes; the late steps each add a few percent. And the small
+# came to cuBLAS. The big wins are early and at large sizes; the late steps each add a few percent (lesson 11's
+# [deep dive: where the course ends](deep_dives/11_where_the_course_ends.ipynb) has the last table). And the small
 # sizes tell a different story, next.
 #
 # ## Why `matmul` on small shapes is not step 11's job

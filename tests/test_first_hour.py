@@ -176,3 +176,17 @@ def test_a_slow_product_that_is_allowed_reports_its_progress(monkeypatch, capsys
     err = capsys.readouterr().err
     assert "about" in err and "rows 40/40 done" in err and err.count("rows ") == 5, err
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+@simulator_only
+def test_steps_that_schedule_the_whole_grid_are_not_sliced(monkeypatch, capsys):
+    """A stream-K split depends on the tile count: slices would each run a schedule of their own."""
+    monkeypatch.setattr(simulator, "ANNOUNCE_S", 0.0)
+    monkeypatch.setattr(simulator, "ROW_SLICE_MULTIPLE", 8)
+    launches = []
+    step = gemm_steps.get_step("stream_k")
+    monkeypatch.setattr(step, "launch", lambda a, b, c, stream: launches.append(a.shape))
+    a, b = np.ones((40, 6), dtype=np.float32), np.ones((6, 5), dtype=np.float32)
+    simulator.launch_with_progress(step, a, b, np.empty((40, 5), dtype=np.float32), 0)
+    assert launches == [(40, 6)], "stream-K's product was cut into slices"
+    assert "rows " not in capsys.readouterr().err

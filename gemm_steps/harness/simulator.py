@@ -89,14 +89,20 @@ SLICES = 10
 
 def launch_with_progress(step, a, b, c, stream) -> None:
     """``step.launch`` on validated device arrays; a product estimated over :data:`ANNOUNCE_S` runs in about
-    :data:`SLICES` slices of rows (contiguous views, as the API's own row chunks), saying after each how far it got."""
+    :data:`SLICES` slices of rows (contiguous views, as the API's own row chunks), saying after each how far it got
+    — except for steps 10 and 11, whose schedule covers the whole grid of tiles (one launch, announced above)."""
     import time
 
     m, k = a.shape
     n = b.shape[1]
     total = estimated_seconds(step.config, m, n, k)
     rows = max(ROW_SLICE_MULTIPLE, -(-m // SLICES) // ROW_SLICE_MULTIPLE * ROW_SLICE_MULTIPLE)
-    if total <= ANNOUNCE_S or rows >= m:
+    # Steps 10 and 11 schedule the whole grid of tiles at once (the stream-K split depends on the tile count):
+    # slices would each get a schedule of their own and never run the one the product gets. One launch, then.
+    from ..toolkit.tiles import PersistentTiles
+
+    whole_grid = isinstance(getattr(step, "tiled", None), PersistentTiles)
+    if total <= ANNOUNCE_S or rows >= m or whole_grid:
         step.launch(a, b, c, stream)
         return
     start = time.perf_counter()

@@ -151,7 +151,7 @@ def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspac
                 if other * sk_iterations // blocks < (other + uint32(1)) * sk_iterations // blocks:  # it had work
                     if tid == 0:
                         while cuda.atomic.add(flags, other, 0) == 0:
-                            pass  # spin: that block is resident and only computes, it never waits on us
+                            pass  # spin: that block never waits on us (see the docstring on residency)
                         # The writer's fence and this one pair up across the flag: reads after it see the partial
                         # sums (PTX memory model: fence-fence synchronization; the spin's atomic alone is relaxed).
                         cuda.threadfence()

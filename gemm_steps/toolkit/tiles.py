@@ -359,14 +359,16 @@ class StreamKTiles(PersistentTiles):
         self.data_parallel_fallback = data_parallel_fallback
 
     def _workspace(self, blocks: int, stream):
-        """Partial-sum slots (one tile per block) and their flags, kept per context: the flags start at 0 and
-        every launch leaves them at 0 (each raised flag is reset by the block that consumed it)."""
-        key = (id(cuda.current_context()) if not SIMULATOR else 0, blocks)
+        """Partial-sum slots (one tile per block) and their flags, kept per context and per stream: the flags start
+        at 0 and every launch leaves them at 0 (each raised flag is reset by the block that consumed it). Launches on
+        one stream run one after another; launches on two streams may overlap, so each stream has its own."""
+        key = (id(cuda.current_context()) if not SIMULATOR else 0, blocks, id(stream) if stream else 0)
         if key not in self._workspaces:
             tile = self.config.BLOCK_M * self.config.BLOCK_N
             self._workspaces[key] = (cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
-                                     cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream))
-        return self._workspaces[key]
+                                     cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream),
+                                     stream)  # kept alive with its workspace, so its id is never reused
+        return self._workspaces[key][:2]
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
         tiles = full_rows * full_cols
