@@ -148,6 +148,17 @@ if sweep:
 # block's barrier wait is another's compute time — overlap between blocks, where double buffering creates it
 # within one. The two remedies can add up because neither hides every wait on its own.
 #
+# ## What the profiler says
+
+# %%
+lesson.show_profile("unrolled", "double_buffered", "cublas")
+
+# %% [markdown]
+# One barrier per k-tile instead of two shows in the issue rate (instructions issued per cycle per scheduler):
+# step 8's warps are ready to issue more often than step 7's. Both keep the L1/TEX unit, which serves shared
+# memory, almost fully busy: their fragment reads are close to that unit's limit. cuBLAS, on the last row, issues
+# more often still with L1/TEX only half busy — lesson 9's warp tiling is about that gap.
+#
 # ## What the numbers say
 #
 # Double buffering is the first step whose gain does not show in any count of instructions or bytes: it moves

@@ -66,8 +66,16 @@ class Profile:
         return None if found is None else found[0] * _TIME_UNITS.get(found[1], 1.0)
 
 
+#: Nsight's wording → what it means for the reader.
+_STALL_NAMES = {"the micro scheduler to select the warp to issue":
+                "ready, but another warp was picked (\"not selected\": the scheduler is busy)"}
+
+
 def _short_stall(text: str) -> str:
     text = " ".join(text.split())
+    for nsight, meaning in _STALL_NAMES.items():
+        if text.endswith(nsight):
+            return meaning
     text = re.sub(r"^(waiting )?(for|on) (the )?", "", text)
     return text.replace(" to be not full", " full").replace("(local, global, surface, texture) ", "")
 
