@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from numba import cuda
 
@@ -84,9 +82,9 @@ def hierarchy_figure(grid=(3, 2), block=(16, 4)):
 def memory_levels() -> dict:
     """Sizes (from the shipped benchmark's environment) and measured bandwidths of each level, for the picture."""
     bench = results_files.newest_benchmark()
-    env = json.loads(bench[0].read_text())["environment"] if bench else {}
+    env = bench[1]["environment"] if bench else {}
     found = results_files.newest_matching("memory-bandwidth-*.json")
-    measured = json.loads(found[0].read_text()) if found else None
+    measured = found[1] if found else None  # the finders return (path, document): already read
     return {"gpu": env.get("gpu", "?"), "sm_count": env.get("sm_count"), "l2_bytes": env.get("l2_bytes"),
             "shared_per_block_bytes": env.get("shared_memory_per_block_optin"),
             "bandwidth_tbs": measured["results"] if measured else {},
