@@ -1,10 +1,19 @@
-"""A compile-time workaround for numba-cuda 0.30 (GPU only; the simulator does not compile).
+"""Compile-time workarounds for numba-cuda 0.30 (GPU only; the simulator does not compile).
 
-``Lower._find_singly_assigned_variable`` rescans every assignment of a block for each variable defined in it:
-quadratic in the block's size. Our unrolled kernels are one block of ~4,000 statements, so that one pass took
-10 of 23 seconds of compiling a kernel (profiled with cProfile on a CPU). This replacement computes the same set
-in one pass over each block. It changes what is computed nowhere: same rules, same result; the PTX of every step
-is byte-identical with and without it (tests/test_ptx.py compiles with it applied).
+Numba's front end was written for loops, not for straight-line kernels of ~4,000 statements, and four of its
+passes are quadratic in a block's size or in (variables × statements). Each patch below computes exactly what the
+pass it replaces computes — same rules, same order, same result — in linear or near-linear time:
+
+* ``Lower._find_singly_assigned_variable`` rescanned a block's assignments for each variable defined in it
+  (10 of 23 s of compiling step 9, profiled with cProfile on a CPU);
+* typing resolved ``acc += a * b`` from scratch at each of its 1,024 uses per k-tile (40 % of a profile);
+* SSA reconstruction (``ssa._run_ssa``) rewrites *every* statement of the kernel once per variable that is
+  assigned more than once — each ``acc[i][j]``, so 128 × ~10,000 statement visits — although only the blocks that
+  mention the variable can change (2.5 of 7.5 s of compiling step 9's edge kernel to PTX);
+* stripping the phi nodes (``PreLowerStripPhis._strip_phi_nodes``) searched a block with ``list.index``, which
+  compares statements with Python-level ``__eq__`` one by one (1.8 of 7.5 s).
+
+``tests/test_numba_patches.py`` compiles kernels with and without the patches and asserts byte-identical PTX.
 """
 
 from __future__ import annotations
@@ -46,15 +55,202 @@ def _find_singly_assigned_variable_linear(self):
 
 
 def apply() -> None:
-    """Install both patches (idempotent)."""
+    """Install the four patches (idempotent)."""
     global _APPLIED
     if _APPLIED:
         return
     from numba.cuda import lowering
+    from numba.cuda.core import ssa, typed_passes
 
+    _remember_originals()
     lowering.Lower._find_singly_assigned_variable = _find_singly_assigned_variable_linear
     _memoize_call_types()
+    ssa._run_ssa = _run_ssa_sparse
+    typed_passes.PreLowerStripPhis._strip_phi_nodes = _strip_phi_nodes_indexed
     _APPLIED = True
+
+
+def remove() -> None:
+    """Undo :func:`apply` (the byte-identical-PTX test compiles once each way)."""
+    global _APPLIED
+    if not _APPLIED:
+        return
+    from numba.core.types.functions import BaseFunction
+    from numba.cuda import lowering
+    from numba.cuda.core import ssa, typed_passes
+
+    lowering.Lower._find_singly_assigned_variable = _ORIGINALS["singly_assigned"]
+    BaseFunction.get_call_type = BaseFunction.get_call_type.__wrapped__
+    ssa._run_ssa = _ORIGINALS["run_ssa"]
+    typed_passes.PreLowerStripPhis._strip_phi_nodes = _ORIGINALS["strip_phis"]
+    _APPLIED = False
+
+
+_ORIGINALS: dict = {}
+
+
+def _remember_originals() -> None:
+    from numba.cuda import lowering
+    from numba.cuda.core import ssa, typed_passes
+
+    _ORIGINALS.setdefault("singly_assigned", lowering.Lower._find_singly_assigned_variable)
+    _ORIGINALS.setdefault("run_ssa", ssa._run_ssa)
+    _ORIGINALS.setdefault("strip_phis", typed_passes.PreLowerStripPhis._strip_phi_nodes)
+
+
+# -- SSA reconstruction: visit only the statements that mention the variable ----------------------------------------
+def _run_ssa_sparse(blocks):
+    """``numba.cuda.core.ssa._run_ssa`` with each variable's two rewrite passes limited to the statements that mention
+    it. Both handlers return any other statement unchanged (they act only on assignments *to* the variable and on
+    statements that *read* it), so skipping those changes nothing but the time taken.
+
+    Positions are kept as distances from the end of their block: a rewrite replaces statements in place, and the
+    phi nodes it adds go to the front, so those distances never change."""
+    from numba.cuda.core import errors, ssa
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+
+    if not blocks:
+        return {}
+    cfg = compute_cfg_from_blocks(blocks)
+    df_plus = ssa._iterated_domfronts(cfg)
+    violators = ssa._find_defs_violators(blocks, cfg)
+    cache_list_vars = ssa._CacheListVars()
+    from_end: dict = {}  # id(statement) → its distance from the end of its block
+    mentions = defaultdict(lambda: defaultdict(list))  # name → label → distances of the statements naming it
+    for label, block in blocks.items():
+        size = len(block.body)
+        for i, stmt in enumerate(block.body):
+            from_end.setdefault(id(stmt), size - i)
+            for name in {var.name for var in stmt.list_vars()}:
+                mentions[name][label].append(size - i)
+    keep_alive = [list(block.body) for block in blocks.values()]  # ids in from_end stay unique while this lives
+    for varname in violators:
+        where = mentions[varname]
+        states = ssa._make_states(blocks)
+        states["varname"] = varname
+        states["defmap"] = defmap = defaultdict(list)
+        blocks = _rewrite_blocks(blocks, where, states, ssa._FreshVarHandler(), from_end, keep_alive)
+        states = ssa._make_states(blocks)
+        states["varname"] = varname
+        states["defmap"] = defmap
+        states["phimap"] = phimap = defaultdict(list)
+        states["cfg"] = cfg
+        states["phi_locations"] = ssa._compute_phi_locations(df_plus, defmap)
+        handler = _fix_ssa_vars_handler(cache_list_vars, from_end)
+        blocks = _rewrite_blocks(blocks, where, states, handler, from_end, keep_alive)
+        for label, philist in phimap.items():  # prepend the phi nodes, in a new block as ssa._fix_ssa_vars does
+            blocks[label] = _new_block(blocks[label], philist + blocks[label].body)
+            size = len(blocks[label].body)
+            for i, phi in enumerate(philist):
+                from_end[id(phi)] = size - i
+            keep_alive.append(philist)
+    if compute_cfg_from_blocks(blocks) != cfg:
+        raise errors.CompilerError("CFG mutated in SSA pass")
+    return blocks
+
+
+def _new_block(old, body):
+    from numba.cuda.core import ir
+
+    block = ir.Block(scope=old.scope, loc=old.loc)
+    block.body = body
+    return block
+
+
+def _rewrite_blocks(blocks, where, states, handler, from_end, keep_alive):
+    """``ssa._run_block_rewrite``, calling the handler only on the statements that name the variable (``where``:
+    label → their distances from the block's end), in block order; every other block is kept as it is."""
+    from numba.cuda.core import ir
+
+    rewritten = {}
+    for label, block in blocks.items():
+        distances = where.get(label)
+        if not distances:
+            rewritten[label] = block
+            continue
+        states["label"] = label
+        states["block"] = block
+        body = list(block.body)
+        size = len(body)
+        for distance in distances:
+            stmt = body[size - distance]
+            new = handler.on_assign(states, stmt) if isinstance(stmt, ir.assign_types) else \
+                handler.on_other(states, stmt)
+            assert new is not None
+            if new is not stmt:
+                body[size - distance] = new
+                from_end[id(new)] = distance
+                keep_alive.append(new)
+        rewritten[label] = _new_block(block, body)
+    return rewritten
+
+
+def _fix_ssa_vars_handler(cache_list_vars, from_end):
+    """``ssa._FixSSAVars`` whose statement-position lookups use the table instead of a scan of the block."""
+    from numba.cuda.core import ssa
+
+    class FixSSAVarsIndexed(ssa._FixSSAVars):
+        def _stmt_index(self, defstmt, block, stop=-1):
+            body = block.body
+            distance = from_end.get(id(defstmt))
+            position = len(body) - distance if distance is not None else -1
+            if not (0 <= position < len(body) and body[position] is defstmt):
+                return super()._stmt_index(defstmt, block, stop)  # not where the table says: scan, as Numba does
+            searched = len(range(len(body))[:stop])  # the scan looks at positions below this
+            return position if position < searched else len(body)
+
+    return FixSSAVarsIndexed(cache_list_vars)
+
+
+# -- phi stripping: find statements by a cheap key before comparing them --------------------------------------------
+def _index_of(body, stmt) -> int:
+    """``body.index(stmt)`` (the first statement *equal* to ``stmt``), comparing only statements of the same type
+    that assign the same name: the only ones ``__eq__`` can find equal."""
+    name = stmt.target.name
+    for i, other in enumerate(body):
+        if type(other) is type(stmt) and other.target.name == name and other == stmt:
+            return i
+    raise ValueError("statement not in block")
+
+
+def _strip_phi_nodes_indexed(self, func_ir):
+    """``PreLowerStripPhis._strip_phi_nodes``, statement for statement, without its quadratic searches."""
+    from copy import copy
+
+    from numba.cuda.core import ir
+
+    exporters = defaultdict(list)
+    phis = set()
+    for block in func_ir.blocks.values():
+        for assign in block.find_insts(ir.assign_types):
+            if isinstance(assign.value, ir.expr_types) and assign.value.op == "phi":
+                phis.add(assign)
+                phi = assign.value
+                for ib, iv in zip(phi.incoming_blocks, phi.incoming_values):
+                    exporters[ib].append((assign.target, iv))
+    newblocks = {}
+    for label, block in func_ir.blocks.items():
+        newblk = copy(block)
+        newblocks[label] = newblk
+        newblk.body = [stmt for stmt in block.body if stmt not in phis]
+        term_loc = block.terminator.loc if block.is_terminated else block.loc
+        for target, rhs in exporters[label]:
+            if rhs is ir.UNDEFINED:
+                rhs = ir.Expr.null(loc=func_ir.loc)
+            # The last assignment to rhs: Var equality is type and name (loc and scope are ignored).
+            last_assignment = None
+            if isinstance(rhs, ir.var_types):
+                for stmt in reversed(newblk.body):
+                    if isinstance(stmt, ir.assign_types) and stmt.target.name == rhs.name and stmt.target == rhs:
+                        last_assignment = stmt
+                        break
+            if last_assignment is not None:
+                newblk.body.insert(_index_of(newblk.body, last_assignment) + 1,
+                                   ir.Assign(target=target, value=rhs, loc=rhs.loc))
+            else:
+                newblk.body.insert(0, ir.Assign(target=target, value=rhs, loc=term_loc))
+    func_ir.blocks = newblocks
+    return func_ir
 
 
 # -- typing: resolve each (function, argument types) once per kernel, not once per use ---------------------------
@@ -64,7 +260,6 @@ def apply() -> None:
 # time in a cProfile of step 9. The answer depends only on the function, the typing context, its target and the
 # argument types, so the first answer is kept and reused; `_impl_keys` (which lowering reads) was recorded by that
 # first resolution. Failures are not cached (they raise again, with Numba's own message).
-_TYPING_APPLIED = False
 
 
 def _memoize_call_types() -> None:

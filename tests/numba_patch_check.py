@@ -1,0 +1,46 @@
+"""Run in a GPU-mode child (``in_gpu_mode("tests.numba_patch_check:compare", ...)``): the PTX of some kernels compiled
+with and without :mod:`gemm_steps.toolkit.numba_patches`."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+
+
+def _normalized(ptx: str) -> str:
+    """PTX with the per-process counters Numba puts in names (``…B2v3B…``, ``_cudapy_smem_7``) renumbered in order of
+    first appearance, so two compiles in one process compare equal when their code is equal."""
+    ptx = re.sub(r"B\d+v\d+B", "BvB", ptx)
+    seen: dict[str, str] = {}
+    return re.sub(r"_cudapy_smem_\d+", lambda m: seen.setdefault(m.group(0), f"_cudapy_smem_#{len(seen)}"), ptx)
+
+
+def compare(step: str, config: dict | None) -> dict:
+    """{kernel label: [same PTX?, seconds with the patches, seconds without]} for one step, built for ``config``
+    (a TileConfig's fields) when given, else the shipped build."""
+    from numba import cuda
+
+    import gemm_steps
+    from gemm_steps.toolkit import numba_patches
+    from gemm_steps.toolkit.tiles import TileConfig
+
+    if config:
+        built = importlib.import_module(f"gemm_steps.steps.{step}").build(TileConfig(**config))
+        kernels = built.ptx_kernels()
+    else:
+        kernels = gemm_steps.get_step(step).kernels()
+    result = {}
+    for label, (dispatcher, signature) in kernels.items():
+        options = getattr(dispatcher, "targetoptions", {}) or {}
+        extra = {key: options[key] for key in ("launch_bounds", "fastmath") if key in options}
+        ptx, seconds = {}, {}
+        for patched in (True, False):
+            numba_patches.apply() if patched else numba_patches.remove()
+            start = time.perf_counter()
+            ptx[patched], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
+                                           output="ptx", **extra)
+            seconds[patched] = time.perf_counter() - start
+        result[label] = [_normalized(ptx[True]) == _normalized(ptx[False]), seconds[True], seconds[False]]
+    numba_patches.apply()
+    return result
