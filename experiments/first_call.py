@@ -25,7 +25,8 @@ print(json.dumps({"import_s": imported, "first_s": first, "second_s": second, "m
 
 def main() -> None:
     report = []
-    for what, n in [("matmul", 2048), ("matmul", 2047), ("warp_tiling", 2047), ("unrolled", 2047), ("double_buffered", 2048), ("vectorized", 2047)]:
+    for what, n in [("matmul", 2048), ("matmul", 2047), ("warp_tiling", 2047), ("unrolled", 2047), ("double_buffered", 2048),
+                    ("vectorized", 2047), ("persistent", 2047), ("stream_k", 2432)]:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": f"{cache}/numba", "GEMM_STEPS_CACHE": f"{cache}/gemm"}
             for kind in ("cold", "warm"):

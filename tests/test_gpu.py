@@ -88,6 +88,35 @@ def test_fast_path_on_unaligned_device_views(step, rng):
     assert_close(c.copy_to_host(), a, b, f"step {step.name} on unaligned views")
 
 
+@pytest.mark.parametrize("step", [s for s in STEPS if s.tiled is not None], ids=step_id)
+def test_launch_plans_give_what_numbas_launches_give(step, rng):
+    """From its second launch on, a shape replays the launches recorded on its first (the driver called directly,
+    no per-call argument typing). Bitwise the result of Numba's own launches: with new arrays (new addresses) and
+    on another stream (stream-K gets that stream's workspace)."""
+    # edge kernel only (K % 4 != 0); full tiles with stream-K (133 tiles of 128×256 on 132 SMs); fast + edge tiles
+    for m, n, k in [(1000, 1500, 701), (2432, 1792, 1024), (2100, 1800, 512)]:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        a_dev, b_dev = cuda.to_device(a), cuda.to_device(b)
+        expected = poisoned(m, n)
+        step.tiled.launch_through_numba(a_dev, b_dev, expected)
+        expected = expected.copy_to_host()
+        assert not np.isnan(expected).any()
+        results = []
+        for _ in range(2):  # records, then replays
+            out = poisoned(m, n)
+            step(a_dev, b_dev, out=out)
+            results.append(out.copy_to_host())
+        other_stream = cuda.stream()
+        out = cuda.to_device(np.full((m, n), np.nan, np.float32), stream=other_stream)
+        step.launch(cuda.to_device(a, stream=other_stream), cuda.to_device(b, stream=other_stream), out, other_stream)
+        results.append(out.copy_to_host(stream=other_stream))
+        for result in results:
+            assert np.array_equal(result.view(np.uint32), expected.view(np.uint32)), \
+                f"{step.name} at {m}×{n}×{k}: {int((result != expected).sum())} elements differ from Numba's launch"
+        assert any(key[:3] == (m, n, k) for key in step.tiled._plans), "no launch plan was kept"
+
+
 @pytest.mark.parametrize("shape", [(2**22, 1, 1), (1, 2**22, 1)], ids=["tall", "wide"])
 @pytest.mark.parametrize("step", STEPS, ids=step_id)
 def test_extreme_aspect_ratios(step, shape, rng):

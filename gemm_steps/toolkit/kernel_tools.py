@@ -39,7 +39,42 @@ def device_pointer(x) -> int:
     """Address of a device array's first element (a host address on the simulator)."""
     if SIMULATOR:
         return x._ary.ctypes.data
+    pointer = getattr(x, "device_ctypes_pointer", None)  # a Numba device array: the cheap way
+    if pointer is not None:
+        return pointer.value or 0
     return x.__cuda_array_interface__["data"][0]
+
+
+def flat_array_arguments(pointer: int, size: int, itemsize: int = 4) -> tuple:
+    """How Numba passes a 1-D C-contiguous array to a kernel: the fields of its array struct, in order (meminfo,
+    parent, element count, item size, data pointer, shape, strides) — what ``numba.cuda``'s ``_prepare_args``
+    builds at every launch."""
+    return (0, 0, size, itemsize, pointer, size, itemsize)
+
+
+class DirectLaunch:
+    """One compiled kernel, its grid, block, shared memory and stream fixed, launched straight through
+    ``cuda.core.launch`` (GPU only).
+
+    A call through Numba's dispatcher types every argument, picks the compiled overload and marshals each array,
+    tens of µs of Python per launch (experiments/results/call-overhead-*.json), more than a small product takes on
+    the GPU. The launches ``matmul`` repeats are always the same kernels with the same configuration, so they are
+    prepared once and called with the raw argument list (:func:`flat_array_arguments` for arrays,
+    ``ctypes.c_uint32`` for sizes) — what Numba itself ends up passing to the driver."""
+
+    def __init__(self, dispatcher, signature: str, grid, block, shared_bytes: int, stream):
+        from cuda.core import LaunchConfig, launch
+        from numba.cuda.cudadrv import driver
+
+        compiled = dispatcher.compile(signature)
+        self._kernel = compiled._codelibrary.get_cufunc().kernel
+        self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+        self._stream = driver._to_core_stream(stream)
+        self._numba_stream = stream  # kept alive: the driver stream must outlive this launch
+        self._launch = launch
+
+    def __call__(self, *arguments) -> None:
+        self._launch(self._stream, self._config, self._kernel, *arguments)
 
 
 class quiet_small_grids:

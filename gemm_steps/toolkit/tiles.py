@@ -20,6 +20,7 @@ edge kernel from a one-block-per-tile build of the same tile computation (step 9
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import sys
 import time
@@ -31,7 +32,7 @@ from numba import cuda
 
 from . import numba_patches, unroll
 from .backend import SIMULATOR
-from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
+from .kernel_tools import DirectLaunch, ceil_div, device_pointer, flat_array_arguments, kernel, quiet_small_grids
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
 #: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
@@ -171,6 +172,7 @@ class TiledKernels:
         self._kernels: dict[str, Any] = {}
         self._opted_in: set = set()
         self._resident_blocks: int | None = None
+        self._plans: dict = {}
 
     # -- compiling -----------------------------------------------------------------------------------------------
     def variant_constants(self, variant: str) -> dict:
@@ -288,10 +290,17 @@ class TiledKernels:
               file=sys.stderr, flush=True)
 
     def configured(self, variant: str, grid, stream):
-        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed."""
+        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed. While a
+        launch plan is being recorded (:class:`LaunchPlan`), the launch is written down instead of made."""
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.configured("edge", grid, stream)
         self.compile(variant)
+        if LaunchPlan.recording is not None:
+            if self.dynamic_shared_bytes:
+                self._function(variant)  # the opt-in to the larger shared memory, once per context
+            return lambda *arguments: LaunchPlan.recording.append(
+                (self.kernel(variant), self.signature(variant), grid, self.config.THREADS, self.dynamic_shared_bytes,
+                 stream, arguments))
         if not self.dynamic_shared_bytes:
             return self.kernel(variant)[grid, self.config.THREADS, stream]
         if not SIMULATOR:
@@ -304,7 +313,28 @@ class TiledKernels:
         return k % self.config.BLOCK_K == 0 and n % 4 == 0 and _aligned(a, b, c)
 
     def launch(self, a, b, c, stream=0) -> None:
-        """C = A·B: the fast kernel on the full tiles (if the fast path applies), the edge kernel on the rest."""
+        """C = A·B: the fast kernel on the full tiles (if the fast path applies), the edge kernel on the rest.
+
+        On a GPU, what a shape needs (which kernels, grids, sizes, stream-K workspace) is worked out on its first
+        launch and kept as a :class:`LaunchPlan`; later launches of the same shape only fill in the three arrays'
+        addresses."""
+        if SIMULATOR or self.overrides:
+            self.launch_through_numba(a, b, c, stream)
+            return
+        pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
+        m, k = a.shape
+        n = b.shape[1]
+        aligned = all(p % 16 == 0 for p in pointers)
+        key = (m, n, k, aligned, id(stream) if stream else 0)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= LaunchPlan.KEPT:
+                self._plans.clear()
+            plan = self._plans[key] = LaunchPlan.record(self, a, b, c, stream)
+        plan(*pointers)
+
+    def launch_through_numba(self, a, b, c, stream=0) -> None:
+        """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher."""
         cfg = self.config
         m, k = a.shape
         n = b.shape[1]
@@ -321,6 +351,52 @@ class TiledKernels:
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
         """The fast kernel over the full tiles: one block per tile."""
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
+
+
+class LaunchPlan:
+    """The launches one shape needs, recorded once and replayed with :class:`~.kernel_tools.DirectLaunch`.
+
+    Recording runs :meth:`TiledKernels.launch_through_numba` with :meth:`TiledKernels.configured` writing each
+    launch down (kernel, grid, block, shared memory, stream, arguments) instead of making it. Replaying passes the
+    arguments as Numba would: the first three (A, B, C, flat) from the addresses of the call at hand, the others
+    (sizes, tile counts, the stream-K workspace and flags) as recorded. The plan holds the workspace arrays and
+    the stream it was made for, so neither is freed while it can be used.
+    """
+
+    recording: list | None = None  # the launches being written down, while a plan is recorded
+    KEPT = 64  # plans kept per TiledKernels (shapes × streams); past that, they are dropped and recorded again
+
+    def __init__(self, launches: list, sizes: tuple[int, int, int]):
+        self._launches = launches
+        self._sizes = sizes
+
+    @classmethod
+    def record(cls, tiles: TiledKernels, a, b, c, stream) -> "LaunchPlan":
+        cls.recording = recorded = []
+        try:
+            tiles.launch_through_numba(a, b, c, stream)
+        finally:
+            cls.recording = None
+        launches = []
+        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded:
+            rest = []
+            for argument in arguments[3:]:  # after A, B and C
+                if isinstance(argument, (int, np.integer)):
+                    rest.append(ctypes.c_uint32(int(argument)))
+                else:  # a device array of the stream-K workspace
+                    rest.extend(flat_array_arguments(device_pointer(argument), argument.size,
+                                                     argument.dtype.itemsize))
+            launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream),
+                             tuple(rest), arguments))
+        m, k = a.shape
+        return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
+
+    def __call__(self, a_pointer: int, b_pointer: int, c_pointer: int) -> None:
+        a_size, b_size, c_size = self._sizes
+        matrices = (flat_array_arguments(a_pointer, a_size) + flat_array_arguments(b_pointer, b_size)
+                    + flat_array_arguments(c_pointer, c_size))
+        for launch, rest, _recorded in self._launches:
+            launch(*matrices, *rest)
 
 
 class PersistentTiles(TiledKernels):
