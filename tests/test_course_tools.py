@@ -3,6 +3,8 @@ right, the where-am-I kernel reports the hierarchy right, and the roofline place
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,42 @@ def test_the_memory_levels_come_from_shipped_files():
     levels = gpu_model.memory_levels()
     assert levels["sm_count"] and levels["l2_bytes"]
     assert levels["bandwidth_tbs"]["shared_conflict_free_tbs"] > levels["bandwidth_tbs"]["shared_32_way_conflict_tbs"]
+
+
+def _suite_results(shapes):
+    """synthetic_results with its records moved onto ``shapes`` (and marked as a suite run)."""
+    results = synthetic_results(names=["warp_tiling", "stream_k"])
+    records = []
+    for m, n, k in shapes:
+        for record in results["records"]:
+            if record["M"] == 1024:
+                records.append({**record, "M": m, "N": n, "K": k})
+    return {**results, "records": records, "suite": "shapes"}
+
+
+def test_the_shape_suite_plot_groups_bars_by_class_and_needs_two_classes():
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES, shape_class, suite_shapes
+
+    shapes = SHAPE_CLASSES["ragged"] + SHAPE_CLASSES["skinny"][:1]
+    fig = plots.plot_shape_classes(_suite_results(shapes))
+    bars = [patch for patch in fig.axes[0].patches]
+    assert len(bars) == 2 * len(shapes)  # one bar per step per shape
+    labels = {text.get_text() for text in fig.axes[0].texts}
+    assert {"ragged", "skinny"} <= labels
+    with pytest.raises(ValueError):
+        plots.plot_shape_classes(_suite_results(SHAPE_CLASSES["ragged"]))
+    assert shape_class(3001, 2999, 1531) == "ragged" and shape_class(3001, 2999, 1530) is None
+    assert len(set(suite_shapes())) == len(suite_shapes())
+
+
+def test_a_shape_suite_run_is_not_taken_for_the_course_benchmark(tmp_path):
+    from gemm_steps.harness import results_files
+    from gemm_steps.harness.shape_suite import suite_shapes
+
+    course = synthetic_results(date="2026-01-01T00:00:00+00:00")
+    suite = _suite_results(suite_shapes())
+    suite["environment"] = {**suite["environment"], "date": "2026-06-01T00:00:00+00:00"}  # newer
+    (tmp_path / "bench-a.json").write_text(json.dumps(course))
+    (tmp_path / "shapes-b.json").write_text(json.dumps(suite))
+    found = results_files.newest_benchmark(folder=tmp_path)
+    assert found is not None and found[0].name == "bench-a.json"

@@ -4,7 +4,10 @@
 * :func:`plot_tflops_vs_size` — TFLOPS against matrix size, one line per step, cuBLAS dashed.
 * :func:`plot_step_speedups` — at one size, % of cuBLAS per step, each bar labelled with its speedup over the
   step before.
-* :func:`plot_results` — both, written as PNGs.
+* :func:`plot_speedup_curves` — each step's speedup over the one before, and its % of cuBLAS, across sizes.
+* :func:`plot_shape_classes` — % of cuBLAS per shape of the shape suite (``gemm-steps bench --suite shapes``),
+  grouped by class.
+* :func:`plot_results` — all of them that the results allow, written as PNGs.
 
 Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
 numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Each step has one colour
@@ -210,6 +213,44 @@ def plot_speedup_curves(results: dict, path: str | Path | None = None) -> Figure
                    path)
 
 
+def plot_shape_classes(results: dict, path: str | Path | None = None, steps=None) -> Figure:
+    """% of cuBLAS for each shape of ``gemm-steps bench --suite shapes``, grouped by class (square, ragged, …), one
+    bar per step: where the course's kernels hold their square-size efficiency and where they do not."""
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    rows = [r for r in _ok(results) if r["step"] != "cublas" and r.get("pct_of_cublas") is not None
+            and (steps is None or r["step"] in steps)]
+    shapes = [(name, shape) for name, members in SHAPE_CLASSES.items() for shape in members
+              if any(_size(r) == shape for r in rows)]
+    if len({name for name, _ in shapes}) < 2:
+        raise ValueError("no two shape classes of the suite in these results (gemm-steps bench --suite shapes)")
+    numbers = sorted({(r["number"], r["step"]) for r in rows})
+    by_key = {(r["step"], _size(r)): r for r in rows}
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.75 * len(shapes) + 2), 4.8), layout="constrained")
+    width = 0.8 / len(numbers)
+    for i, (number, name) in enumerate(numbers):
+        heights = [by_key[(name, shape)]["pct_of_cublas"] if (name, shape) in by_key else np.nan
+                   for _, shape in shapes]
+        ax.bar(np.arange(len(shapes)) + (i - (len(numbers) - 1) / 2) * width, heights, width,
+               color=step_colour(number), label=f"{number} {name}")
+    ax.axhline(100, color="k", linewidth=1, linestyle="--")
+    ax.set_xticks(np.arange(len(shapes)), [f"{_size_label(shape)}" for _, shape in shapes], rotation=60,
+                  ha="right", fontsize=8)
+    ax.set_ylabel("% of cuBLAS SGEMM (same run)")
+    edges = [i for i in range(1, len(shapes)) if shapes[i][0] != shapes[i - 1][0]]
+    for edge in edges:
+        ax.axvline(edge - 0.5, color="0.6", linewidth=0.8)
+    starts = [0, *edges]
+    ends = [*edges, len(shapes)]
+    tallest = max(r["pct_of_cublas"] for r in rows)
+    ax.set_ylim(0, max(110.0, tallest) * 1.15)  # room above the bars for the class names
+    for start, end in zip(starts, ends):
+        ax.text((start + end - 1) / 2, 0.98, shapes[start][0], transform=ax.get_xaxis_transform(), ha="center",
+                va="top", fontsize=9, fontweight="bold")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _finish(fig, results, "Shapes people use: % of cuBLAS by shape class", path)
+
+
 def default_stem(results: dict) -> str:
     """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``)."""
     env = results["environment"]
@@ -226,4 +267,9 @@ def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) ->
     plot_tflops_vs_size(results, paths[0])
     plot_step_speedups(results, path=paths[1])
     plot_speedup_curves(results, path=paths[2])
+    try:  # a run of the shape suite (gemm-steps bench --suite shapes) also gets its by-class picture
+        plot_shape_classes(results, path=out_dir / f"{stem}-shapes.png")
+        paths.append(out_dir / f"{stem}-shapes.png")
+    except ValueError:
+        pass
     return paths

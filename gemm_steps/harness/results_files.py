@@ -80,6 +80,8 @@ def is_course_benchmark(data: dict, steps: Iterable[str] = ()) -> bool:
     and of cuBLAS."""
     from .step import all_steps
 
+    if data.get("suite"):  # a run of a shape suite (gemm-steps bench --suite): not the course's benchmark
+        return False
     course = {s.name for s in all_steps()}
     names = {r["step"] for r in data["records"]}
     if not names & course or not names <= course | {"cublas"}:

@@ -1,0 +1,39 @@
+"""The shapes people multiply, by class: what ``gemm-steps bench --suite shapes`` times, and what the any-shape work
+is measured on. The course's own benchmark uses powers of two, where its kernels are at their best; a learner's
+first ``matmul`` rarely is one.
+
+Each class names what makes it hard for a tiled kernel:
+
+* **square** — the reference points (the course benchmark's sizes);
+* **ragged** — no side a multiple of any tile, 1,000–4,000 per side: partial tiles in every direction, and K or N not
+  a multiple of 4, so 128-bit loads cannot be used;
+* **wave boundary** — just over one wave of tiles on a 132-SM GPU (133 tiles of 128×256): the second wave is
+  nearly empty;
+* **K-heavy** — M·N ≤ 1024², K ≥ 8192: few tiles, long k-loops;
+* **skinny** — one of M, N ≤ 128, the others ≥ 4096: most of a 128×256 tile is outside C;
+* **small** — under a millisecond at cuBLAS speed: a few tiles for 132 SMs, and the call's own overhead shows.
+"""
+
+from __future__ import annotations
+
+SHAPE_CLASSES: dict[str, list[tuple[int, int, int]]] = {
+    "square": [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)],
+    "ragged": [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333)],
+    "wave boundary": [(2432, 1792, 4096), (2432, 1792, 1024)],
+    "K-heavy": [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192)],
+    "skinny": [(128, 8192, 4096), (4096, 64, 8192), (8192, 128, 4096)],
+    "small": [(256, 256, 256), (512, 512, 512), (640, 640, 640)],
+}
+
+
+def suite_shapes() -> list[tuple[int, int, int]]:
+    """Every shape of the suite, class by class."""
+    return [shape for shapes in SHAPE_CLASSES.values() for shape in shapes]
+
+
+def shape_class(m: int, n: int, k: int) -> str | None:
+    """The suite class a shape belongs to (None for a shape not in the suite)."""
+    for name, shapes in SHAPE_CLASSES.items():
+        if (m, n, k) in shapes:
+            return name
+    return None
