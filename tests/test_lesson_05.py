@@ -1,0 +1,62 @@
+"""Lesson 5's helpers (gemm_steps/course/lesson_05.py): the wavefront model against the shipped profiles, the PTX
+sign-test reader, the tile-size table and the picture."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemm_steps
+from gemm_steps.course import lesson_05
+
+STEP4, STEP5 = gemm_steps.get_step("register_1d"), gemm_steps.get_step("register_2d")
+
+
+def test_wavefront_model_of_one_warp_k_step():
+    c5 = STEP5.config
+    contiguous, strided = lesson_05.thread_map(c5), lesson_05.thread_map(c5, strided=True)
+    assert lesson_05.k_step_wavefronts(STEP4.config, lesson_05.thread_map(STEP4.config)) == (8, 1)
+    assert lesson_05.k_step_wavefronts(c5, contiguous) == (16, 32)  # scalar loads, as written
+    assert lesson_05.k_step_wavefronts(c5, contiguous, b_width=2) == (16, 32)  # 64-bit: a half-warp at a time
+    assert lesson_05.k_step_wavefronts(c5, contiguous, b_width=4) == (16, 16)  # 128-bit: a quarter-warp at a time
+    assert lesson_05.k_step_wavefronts(c5, strided) == (8, 8)
+    assert lesson_05.k_step_wavefronts(c5, strided, a_transposed=True) == (8, 8)
+
+
+def test_thread_maps_cover_the_block_tile_once():
+    c5 = STEP5.config
+    for strided in (False, True):
+        element = lesson_05.thread_map(c5, strided)
+        owned = [element(t, i, j) for t in range(c5["THREADS"]) for i in range(c5["THREAD_M"])
+                 for j in range(c5["THREAD_N"])]
+        assert sorted(owned) == [(r, c) for r in range(c5["BLOCK_M"]) for c in range(c5["BLOCK_N"])]
+
+
+def test_the_shipped_profiles_match_the_model_the_lesson_says_they_match():
+    """Step 4 as written; step 5 with B's fragment in two 128-bit loads (lesson 5's profiler section)."""
+    old, new = lesson_05.profile_counts(STEP4), lesson_05.profile_counts(STEP5)
+    if old is None or new is None:
+        pytest.skip("no shipped Nsight Compute reports")
+    model4 = lesson_05._model_rows(STEP4.config)["scalar"]
+    model5 = lesson_05._model_rows(STEP5.config)
+    assert old["wavefronts"] == pytest.approx(model4["total"], rel=0.02)
+    assert new["wavefronts"] == pytest.approx(model5["wide"]["total"], rel=0.02)
+    assert new["conflicts"] == pytest.approx(model5["wide"]["conflicts"], rel=0.02)
+    assert abs(new["wavefronts"] - model5["scalar"]["total"]) > 10
+
+
+def test_sign_tests_are_read_from_ptx():
+    ptx = "\n".join(["add.s64 %rd7, %rd129, %rd120;",
+                     f"and.b64 %rd131, %rd129, {lesson_05.SIGN_BIT};",
+                     "shr.u64 %rd132, %rd131, 56;",
+                     "add.s64 %rd133, %rd132, %rd129;",
+                     "shr.s64 %rd140, %rd139, 63;"])
+    assert lesson_05.sign_tests(ptx) == {128: 1}
+    assert lesson_05.sign_masks(ptx) == 1
+    assert lesson_05.sign_test_example(ptx).splitlines()[2].startswith("shr.u64")
+
+
+def test_reuse_table_and_picture_come_from_the_tile_constants():
+    table = lesson_05.reuse_table([gemm_steps.get_step("shared_memory"), STEP4, STEP5])
+    assert "| 5 register_2d | 8 × 8 | 16 → 64 | 4.00 | 1/64 |" in table
+    fig = lesson_05.outer_product_figure(STEP5.config)
+    assert len(fig.axes) == 2
