@@ -2,7 +2,7 @@
 
 >>> import numpy as np, gemm_steps
 >>> a = np.random.rand(64, 48).astype(np.float32); b = np.random.rand(48, 80).astype(np.float32)
->>> c = gemm_steps.matmul(a, b)                          # the fastest step
+>>> c = gemm_steps.matmul(a, b)                          # the step measured fastest at such a shape
 >>> c = gemm_steps.get_step("shared_memory")(a, b)       # or any step, by name or number
 >>> [s.name for s in gemm_steps.steps()][:3]
 ['naive', 'coalesced', 'shared_memory']
@@ -55,10 +55,23 @@ def fastest_step() -> Step:
 
 
 def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None):
-    """``a @ b`` (float32) with one of the course's kernels; the fastest step by default.
+    """``a @ b`` (float32) with one of the course's kernels: by default the step measured fastest for a shape like
+    this one (:mod:`gemm_steps.harness.dispatch`; ``gemm-steps explain M N K`` says which and why), or ``step``.
 
     NumPy inputs (any layout) give a NumPy result; C-contiguous Numba device arrays give a device array.
     ``out`` receives the result and is returned. Bad input raises before anything is launched.
     """
-    chosen = step if isinstance(step, Step) else fastest_step() if step is None else get_step(step)
+    if isinstance(step, Step):
+        chosen = step
+    elif step is not None:
+        chosen = get_step(step)
+    else:
+        try:
+            (m, k), n = a.shape, b.shape[1]
+        except (AttributeError, TypeError, ValueError, IndexError):  # not two matrices: the step's checks say why
+            chosen = fastest_step()
+        else:
+            from .harness.dispatch import choose
+
+            chosen = get_step(choose(m, n, k).step_name)
     return chosen(a, b, out=out)

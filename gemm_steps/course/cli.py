@@ -320,6 +320,10 @@ def cmd_bench(args) -> int:
         results["suite"] = args.suite
         stem = stem.replace("bench-", f"{args.suite}-", 1)
     out = Path(args.out) if args.out else _unused(results_dir() / f"{stem}.json")
+    if args.record and args.suite == "shapes":
+        from gemm_steps.harness import dispatch
+
+        say(f"dispatch table: {_show(dispatch.record(results))}")
     bench.save(results, out)
     say(f"results: {_show(out)}")
     write_plots(plots, results, Path(args.plots_dir) if args.plots_dir else out.parent, out.stem)
@@ -427,6 +431,52 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    """What ``matmul`` would run for an M×N×K product, and why: the dispatch rule, the measured shape it rests on,
+    and the chosen step's tiles and waves on this GPU."""
+    import gemm_steps
+    from gemm_steps.harness import dispatch
+    from gemm_steps.toolkit.kernel_tools import ceil_div
+    from gemm_steps.toolkit.tiles import stream_k_split
+    from gemm_steps.toolkit.tuned import current_gpu_name
+
+    m, n, k = args.shape
+    gpu = current_gpu_name()
+    choice = dispatch.choose(m, n, k)
+    step = gemm_steps.get_step(choice.step_name)
+    print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}: step {step.number} {step.name}")
+    print(f"  why: {choice.reason}")
+    if choice.pct_of_cublas:
+        measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
+        print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
+    if step.tiled is not None:
+        config = step.tiled.config
+        tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
+        full = (m // config.BLOCK_M) * (n // config.BLOCK_N)
+        sms = 132 if gpu is None else _sm_count()
+        per_sm = config.MIN_BLOCKS_PER_SM or 1
+        blocks = sms * per_sm
+        tiles = tiles_m * tiles_n
+        waves = ceil_div(tiles, blocks)
+        print(f"  tiles: {config.BLOCK_M}×{config.BLOCK_N} → {tiles_m}×{tiles_n} = {tiles} ({full} full); "
+              f"{sms} SMs × {per_sm} block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
+              f"once → {waves} wave{'s' if waves > 1 else ''}, the last "
+              f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full")
+        if step.tiled.schedule == "stream-K" and full:
+            data_parallel, streamed = stream_k_split(full, blocks)
+            print(f"  stream-K split of the full tiles: {data_parallel} data-parallel, {streamed} shared out by "
+                  f"k-iterations ({ceil_div(k, config.BLOCK_K)} per tile)")
+        if full < tiles:
+            print(f"  {tiles - full} edge tiles run on step 9's guarded kernel (one block each)")
+    return 0
+
+
+def _sm_count() -> int:
+    from numba import cuda
+
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
 def cmd_readme_table(args) -> int:
     if args.write is None:
         print(steps_table_markdown() + "\n\n" + results_markdown())
@@ -476,6 +526,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--suite", choices=["shapes"],
                    help="shapes: the shape suite (square, ragged, wave-boundary, K-heavy, skinny and small shapes; "
                         "gemm_steps/harness/shape_suite.py), plotted by class in <stem>-shapes.png")
+    b.add_argument("--record", action="store_true",
+                   help="with --suite shapes: also record the run as your dispatch table (~/.cache/gemm-steps/"
+                        "dispatch.json), so matmul picks steps by what was measured on this GPU")
     b.add_argument("--repeats", type=size, default=20, metavar="N", help="timed runs per entry, at least (default 20)")
     b.add_argument("--out", metavar="PATH", help="results JSON (default: results/bench-<gpu>-<date>.json)")
     b.add_argument("--plots-dir", metavar="DIR",
@@ -498,6 +551,10 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("after", metavar="B", help="another step, by name or number")
     d.add_argument("--context", type=int, default=1, metavar="N", help="lines of context around changes (default 1)")
     d.set_defaults(run=cmd_diff)
+
+    x = sub.add_parser("explain", help="which step matmul runs for an M×N×K product, and why")
+    x.add_argument("shape", type=int, nargs=3, metavar=("M", "N", "K"))
+    x.set_defaults(run=cmd_explain)
 
     e = sub.add_parser("exercise", help="write a step's kernel yourself: list the exercises, or grade one")
     e.add_argument("action", choices=["list", "check"])

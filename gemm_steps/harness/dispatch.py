@@ -1,0 +1,170 @@
+"""Which step ``gemm_steps.matmul`` runs for a shape: the one measured fastest at the nearest measured shape.
+
+A library does not run one kernel for every shape: at 256³ the course's step 11 makes 2 tiles of 128×256 for 132
+SMs and runs at a quarter of cuBLAS's speed, while step 3's 32×32 tiles fill the GPU and reach 60 % (same run,
+H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispatch table**: shapes measured on a GPU
+(``gemm-steps bench --suite shapes``), each with every measured step's time. The rule:
+
+1. Find the measured shape nearest to (M, N, K), by distance in log₂ of each side (2× off in one side = 1).
+2. If it is within :data:`NEAREST_WITHIN` (e.g. every side within about 2×), run the step that was fastest there.
+3. Otherwise — or with no table for any GPU — run the course's last step (stream-K), the fastest on large squares.
+
+Tables, first match wins: ``$GEMM_STEPS_DISPATCH`` (a file you name), your own (``~/.cache/gemm-steps/dispatch.json``,
+written by ``gemm-steps bench --suite shapes --record``), and the one shipped with the package
+(``harness/dispatch.json``, made from the course's run of the suite). Each maps a GPU name to its measured shapes.
+A GPU in no table uses the shipped table of another GPU (said so in :func:`choose`'s reason). ``gemm-steps explain M
+N K`` prints the choice and why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SHIPPED_TABLE = Path(__file__).resolve().parent / "dispatch.json"
+#: The largest log₂ distance at which a measured shape still decides (√3 ≈ every side 2× off).
+NEAREST_WITHIN = math.sqrt(3)
+DEFAULT_REASON = "the course's last step: fastest on large squares"
+
+
+@dataclass(frozen=True)
+class Choice:
+    step_name: str
+    reason: str
+    nearest: tuple[int, int, int] | None = None  # the measured shape that decided, if one did
+    pct_of_cublas: dict | None = None  # {step name: % of cuBLAS} at that shape
+    gpu: str | None = None  # the GPU that shape was measured on
+
+
+def user_table() -> Path:
+    explicit = os.environ.get("GEMM_STEPS_DISPATCH")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "dispatch.json"
+
+
+def table_from_results(results: dict) -> dict:
+    """A dispatch table entry from a benchmark results document: {"gpu", "date", "shapes": [[m, n, k, {step:
+    median ms}, cuBLAS median ms], …]} — every shape with cuBLAS and at least one successful step."""
+    by_shape: dict = {}
+    for r in results["records"]:
+        if "error" in r or r.get("median_ms") is None:
+            continue
+        by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r["median_ms"]
+    shapes = [[*shape, {s: ms for s, ms in times.items() if s != "cublas"}, times["cublas"]]
+              for shape, times in sorted(by_shape.items()) if "cublas" in times and len(times) > 1]
+    env = results.get("environment", {})
+    return {"gpu": env.get("gpu"), "date": env.get("date"), "shapes": shapes}
+
+
+def record(results: dict, path: Path | None = None) -> Path:
+    """Add a run's table to a dispatch table file (yours by default), under its GPU's name."""
+    path = path or user_table()
+    entry = table_from_results(results)
+    existing = json.loads(path.read_text()) if path.exists() else {}
+    existing[entry["gpu"]] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(existing, indent=1) + "\n")
+    _CHOICES.clear()
+    _TABLE.clear()
+    return path
+
+
+_TABLE: dict = {}
+
+
+def table(gpu: str | None) -> dict | None:
+    """The table entry for ``gpu`` (or for another GPU, when no table has this one); None without any table."""
+    if gpu not in _TABLE:
+        found = None
+        for path in (user_table(), SHIPPED_TABLE):
+            if not path.exists():
+                continue
+            try:
+                tables = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise RuntimeError(f"the dispatch table {path} cannot be read ({exc}); fix or delete it") from exc
+            if gpu in tables:
+                found = tables[gpu]
+                break
+            if found is None and tables:
+                found = next(iter(tables.values()))  # another GPU's table, unless a later file has this GPU's
+        _TABLE[gpu] = found
+    return _TABLE[gpu]
+
+
+def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """How far apart two shapes are: Euclidean distance of (log₂ M, log₂ N, log₂ K)."""
+    return math.sqrt(sum(math.log2(x / y) ** 2 for x, y in zip(a, b)))
+
+
+def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
+    """The rule of the module docstring, on one table entry; ``steps`` are the names that may be chosen."""
+    last = max(steps, key=_step_number)
+    if not entry or not entry.get("shapes"):
+        return Choice(last, f"no dispatch table: {DEFAULT_REASON}")
+    measured = [row for row in entry["shapes"] if set(row[3]) & steps]
+    nearest = min(measured, key=lambda row: distance((m, n, k), tuple(row[:3])), default=None)
+    if nearest is None:
+        return Choice(last, f"no step of this package in the dispatch table: {DEFAULT_REASON}")
+    shape = tuple(nearest[:3])
+    times, cublas_ms = {s: ms for s, ms in nearest[3].items() if s in steps}, nearest[4]
+    pct = {s: 100 * cublas_ms / ms for s, ms in sorted(times.items(), key=lambda item: item[1])}
+    where = entry.get("gpu") or "an unnamed GPU"
+    other = "" if gpu is None or gpu == entry.get("gpu") else f" (no table for {gpu}: {where}'s)"
+    away = distance((m, n, k), shape)
+    if away > NEAREST_WITHIN:
+        return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
+                            f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
+                      shape, pct, entry.get("gpu"))
+    best = min(times, key=times.get)
+    return Choice(best, f"fastest at the nearest measured shape, {_label(shape)} on {where}{other}: "
+                        f"{pct[best]:.0f} % of cuBLAS", shape, pct, entry.get("gpu"))
+
+
+_CHOICES: dict = {}
+
+
+def choose(m: int, n: int, k: int) -> Choice:
+    """What ``matmul`` runs for an M×N×K product on this GPU (remembered per shape: a call costs a dict lookup)."""
+    key = (m, n, k)
+    found = _CHOICES.get(key)
+    if found is None:
+        from ..toolkit.tuned import current_gpu_name
+        from .step import all_steps
+
+        gpu = current_gpu_name()
+        found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), {s.name for s in all_steps()}, gpu)
+        if len(_CHOICES) > 4096:
+            _CHOICES.clear()
+        _CHOICES[key] = found
+    return found
+
+
+def _step_number(name: str) -> int:
+    from .step import all_steps
+
+    return next((s.number for s in all_steps() if s.name == name), -1)
+
+
+def _label(shape) -> str:
+    m, n, k = shape
+    return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gemm_steps.harness.dispatch RESULTS.json [TABLE]``: add a suite run to a table (the shipped one by
+    default: how ``harness/dispatch.json`` is made)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    path = record(json.loads(Path(args[0]).read_text()), Path(args[1]) if len(args) > 1 else SHIPPED_TABLE)
+    print(f"recorded {args[0]} in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

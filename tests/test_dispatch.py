@@ -1,0 +1,77 @@
+"""How matmul picks a step for a shape (gemm_steps/harness/dispatch.py) and `gemm-steps explain`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import gemm_steps
+from gemm_steps.course import cli
+from gemm_steps.harness import dispatch
+from helpers import assert_close
+
+STEPS = {s.name for s in gemm_steps.steps()}
+TABLE = {"gpu": "GPU A", "date": "2026-01-01", "shapes": [
+    [256, 256, 256, {"shared_memory": 0.03, "stream_k": 0.08}, 0.02],
+    [4096, 4096, 4096, {"shared_memory": 20.0, "stream_k": 3.0}, 2.7],
+]}
+
+
+def test_the_step_fastest_at_the_nearest_measured_shape_is_chosen():
+    small = dispatch.choose_from(TABLE, 300, 200, 256, STEPS)
+    assert small.step_name == "shared_memory" and small.nearest == (256, 256, 256)
+    assert small.pct_of_cublas["shared_memory"] == pytest.approx(100 * 0.02 / 0.03)
+    assert dispatch.choose_from(TABLE, 4000, 4100, 4096, STEPS).step_name == "stream_k"
+
+
+def test_far_from_every_measured_shape_or_without_a_table_the_last_step_runs():
+    far = dispatch.choose_from(TABLE, 100_000, 16, 16, STEPS)
+    assert far.step_name == "stream_k" and "too far" in far.reason
+    assert dispatch.choose_from(None, 256, 256, 256, STEPS).step_name == "stream_k"
+    only_known = dispatch.choose_from(TABLE, 256, 256, 256, {"naive", "stream_k"})  # shared_memory not a step here
+    assert only_known.step_name == "stream_k"
+
+
+def test_another_gpus_table_is_used_and_said_so():
+    choice = dispatch.choose_from(TABLE, 256, 256, 256, STEPS, gpu="GPU B")
+    assert "no table for GPU B" in choice.reason
+
+
+def test_a_suite_run_becomes_a_table_that_matmul_reads(tmp_path, monkeypatch):
+    records = [{"step": step, "M": 64, "N": 64, "K": 64, "median_ms": ms} for step, ms in
+               [("cublas", 0.01), ("shared_memory", 0.02), ("stream_k", 0.05)]]
+    records.append({"step": "stream_k", "M": 96, "N": 96, "K": 96, "error": "failed"})
+    path = dispatch.record({"environment": {"gpu": None, "date": "d"}, "records": records}, tmp_path / "t.json")
+    table = json.loads(path.read_text())
+    assert table["null"]["shapes"] == [[64, 64, 64, {"shared_memory": 0.02, "stream_k": 0.05}, 0.01]]
+    monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
+    dispatch._TABLE.clear()
+    dispatch._CHOICES.clear()
+    try:
+        chosen = []
+        monkeypatch.setattr(gemm_steps.Step, "__call__", lambda self, a, b, out=None: chosen.append(self.name))
+        gemm_steps.matmul(np.ones((60, 70), np.float32), np.ones((70, 64), np.float32))
+        assert chosen == ["shared_memory"]
+    finally:
+        dispatch._TABLE.clear()
+        dispatch._CHOICES.clear()
+
+
+def test_the_shipped_table_is_readable_and_matmul_stays_correct():
+    entry = dispatch.table("NVIDIA H100 80GB HBM3")
+    assert entry and entry["shapes"], "the shipped dispatch table is missing or empty"
+    assert all(set(row[3]) <= STEPS for row in entry["shapes"])
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 33), np.float32), rng.standard_normal((33, 29), np.float32)
+    assert_close(gemm_steps.matmul(a, b), a, b, "matmul")
+
+
+def test_explain_names_the_step_and_the_measured_shape(capsys):
+    assert cli.main(["explain", "250", "260", "256"]) == 0
+    out = capsys.readouterr().out
+    choice = dispatch.choose(250, 260, 256)
+    assert f"{gemm_steps.get_step(choice.step_name).name}" in out and "why:" in out
+    assert cli.main(["explain", "1000", "1000", "1000"]) == 0
+    assert "tiles:" in capsys.readouterr().out
