@@ -5,8 +5,9 @@
 
 Each launch gets device inputs and a NaN-poisoned device output, is synchronised, and is checked against float64
 NumPy (so a kernel that is "clean" under a sanitizer but wrong still fails). Default shapes: 133×71×45 and
-257×129×77 (ragged everywhere: edge kernels only) and 257×260×48 (K a multiple of every BLOCK_K, N of 4: the
-128-bit fast kernels run on the full tiles, several per persistent block, and the edge kernels on the rest).
+257×129×77 (ragged everywhere: edge kernels only), 257×260×48 (K a multiple of every BLOCK_K, N of 4: steps 6–9's
+128-bit fast kernels run on the full tiles and their edge kernels on the rest; steps 10–11's guarded variant loops
+over every tile) and 256×512×48 (2×2 full tiles of 128×256: steps 10–11's fast variant, with stream-K's fixup).
 Exit status 0 only if every launch ran and was right.
 """
 
@@ -18,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_SHAPES = ["133x71x45", "257x129x77", "257x260x48"]
+DEFAULT_SHAPES = ["133x71x45", "257x129x77", "257x260x48", "256x512x48"]
 TOOLS = ["memcheck", "racecheck", "initcheck", "synccheck"]
 BLOCK = re.compile(r"^===== step (?P<step>\S+) · tool (?P<tool>\S+) · exit (?P<rc>-?\d+) =====$", re.M)
 ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?")

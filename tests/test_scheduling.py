@@ -71,7 +71,7 @@ def test_counting_store_catches_a_doubled_tile(rng):
     m, n, k = 2 * config.BLOCK_M, 2 * config.BLOCK_N, config.BLOCK_K
     counts = np.zeros(m * n, dtype=np.int64)
     kernels = persistent.build(config, overrides={"store_float4": _counting_store(m * n, counts)})
-    kernels._resident_blocks = 1  # grid = 1 block: it must loop over all 4 tiles
+    kernels._resident_blocks = {"fast": 1}  # grid = 1 block: it must loop over all 4 tiles
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     api.run(kernels.launch, a, b)

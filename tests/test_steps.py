@@ -11,17 +11,20 @@ change:
 
 * ``one_tile`` BLOCK_M × BLOCK_N × 2·BLOCK_K — exactly one full tile: a step with a fast full-tile kernel runs it
   alone (a fast kernel writing outside its tile would index past C);
-* ``tile_plus_edges`` (BLOCK_M + 1) × (BLOCK_N + 4) × 3·BLOCK_K — fast and edge kernels write one output together.
+* ``tile_plus_edges`` (BLOCK_M + 1) × (BLOCK_N + 4) × 3·BLOCK_K — fast and edge kernels write one output together
+  (steps 6–9; steps 10–11 run their guarded variant over all four tiles).
 
 Steps with a fast kernel (those built on :class:`gemm_steps.toolkit.tiles.TiledKernels`) also get
 
 * ``k_not_multiple`` (BLOCK_M + 3) × (BLOCK_N + 4) × (2·BLOCK_K + 4) — a full tile, but K is not a multiple of
   BLOCK_K (it is of 4): a fast path that ignored that condition would read past the end of A's rows;
 
-and steps whose fast kernel loops over tiles (persistent grids: steps 10, 11)
+and steps whose kernels loop over tiles (persistent grids: steps 10, 11; fewer blocks than tiles: 3 on the
+simulator), so that each block loops over several tiles and stream-K splits k-loops across blocks
 
-* ``2x2_tiles_plus_edge`` (2·BLOCK_M + 1) × (2·BLOCK_N + 4) × 2·BLOCK_K — four full tiles and a ragged row, so a
-  persistent kernel (fewer blocks than tiles: 3 on the simulator) loops over several tiles.
+* ``2x2_tiles`` 2·BLOCK_M × 2·BLOCK_N × 2·BLOCK_K — four full tiles: the fast variant;
+* ``2x2_tiles_plus_edge`` (2·BLOCK_M + 1) × (2·BLOCK_N + 4) × 2·BLOCK_K — four full tiles and partial ones: the
+  guarded variant, over all nine.
 
 For those steps each test also checks that the fast kernel ran exactly where it should (and not for
 ``k_not_multiple``).
@@ -44,7 +47,7 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps import Step
-from gemm_steps.toolkit.tiles import PersistentTiles
+from gemm_steps.toolkit.tiles import PersistentTiles, TiledKernels
 from helpers import assert_close, random_matrices, tile_geometry
 
 STEPS = gemm_steps.steps()
@@ -55,16 +58,23 @@ def step_id(step: Step) -> str:
 
 
 FIXED_SHAPES = [(1, 1, 1), (17, 33, 9), (100, 1, 37)]
-#: Tile-relative shapes that must run a step's fast kernel (where it has one), and the one that must not.
-FAST_SHAPES = {"one_tile", "tile_plus_edges", "2x2_tiles_plus_edge"}
+
+
+def runs_fast_kernel(step: Step, shape: str) -> bool:
+    """Whether a tile-relative shape must run the step's fast kernel. Steps 6–9 run it on the full tiles whenever the
+    128-bit path applies; the looping steps 10–11 only when every tile is full (else their guarded variant loops
+    over all tiles)."""
+    if isinstance(step.tiled, PersistentTiles):
+        return shape in {"one_tile", "2x2_tiles"}
+    return shape in {"one_tile", "tile_plus_edges"}
 
 
 def shapes_for(step: Step) -> list:
     shapes = [*FIXED_SHAPES, "one_tile", "tile_plus_edges"]
     if step.tiled is not None:  # a fast path with conditions
         shapes.append("k_not_multiple")
-    if isinstance(step.tiled, PersistentTiles):  # a fast kernel that loops over tiles
-        shapes.append("2x2_tiles_plus_edge")
+    if isinstance(step.tiled, PersistentTiles):  # kernels that loop over tiles: more tiles than blocks
+        shapes += ["2x2_tiles", "2x2_tiles_plus_edge"]
     return shapes
 
 
@@ -83,7 +93,8 @@ def shape_for(step: Step, shape) -> tuple[int, int, int]:
     bm, bn, _, _ = tile_geometry(step.config)
     bk = int(step.config.get("BLOCK_K", step.config.get("TILE", 8)))
     return {"one_tile": (bm, bn, 2 * bk), "tile_plus_edges": (bm + 1, bn + 4, 3 * bk),
-            "k_not_multiple": (bm + 3, bn + 4, 2 * bk + 4), "2x2_tiles_plus_edge": (2 * bm + 1, 2 * bn + 4, 2 * bk),
+            "k_not_multiple": (bm + 3, bn + 4, 2 * bk + 4), "2x2_tiles": (2 * bm, 2 * bn, 2 * bk),
+            "2x2_tiles_plus_edge": (2 * bm + 1, 2 * bn + 4, 2 * bk),
             }[shape]
 
 
@@ -99,15 +110,15 @@ def run_poisoned(step: Step, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_step_matches_float64(step, shape, random_matrices, monkeypatch):
     m, n, k = shape_for(step, shape)
     a, b = random_matrices(m, n, k)
-    fast_launches = []
-    if step.tiled is not None:  # record whether the fast kernel runs
-        original = step.tiled.launch_full_tiles
+    launched = []
+    if step.tiled is not None:  # record which variants run (step 11 may hand a product to step 10's kernels)
+        original = TiledKernels.configured
 
-        def spy(*args, **kwargs):
-            fast_launches.append(args)
-            return original(*args, **kwargs)
+        def spy(self, variant, grid, stream):
+            launched.append(variant)
+            return original(self, variant, grid, stream)
 
-        monkeypatch.setattr(step.tiled, "launch_full_tiles", spy)
+        monkeypatch.setattr(TiledKernels, "configured", spy)
     result = run_poisoned(step, a, b)
     assert_close(result, a, b, f"step {step.number} {step.name}")
     if shape == shapes_for(step)[-1]:  # the step's largest shape: run it again, expect the same bits
@@ -116,8 +127,8 @@ def test_step_matches_float64(step, shape, random_matrices, monkeypatch):
             f"step {step.number} {step.name} is not deterministic at {shape}: "
             f"{int((result != again).sum())} elements differ between two runs")
     if step.tiled is not None and isinstance(shape, str):
-        should_run = shape in FAST_SHAPES
-        assert bool(fast_launches) == should_run, (
+        should_run = runs_fast_kernel(step, shape)
+        assert ("fast" in launched) == should_run, (
             f"step {step.name} at {shape} {m}×{n}×{k}: the fast kernel {'did not run' if should_run else 'ran'}")
 
 

@@ -511,7 +511,7 @@ def fallback_text(s: Sweep, typical: float) -> str:
         "launch, which checked them again), and these timings count host time that outlasts the L2 flush queued "
         "before each launch (`docs/measurement.md`). That is the likely reason, not a measured one. It weighs most "
         f"on the shortest kernels (up to {worst:.0%} of the time here). The launch has since been made leaner — the "
-        "fallback now takes over only the full-tile launch (`StreamKTiles.launch_full_tiles` in "
+        "fallback now takes over the launch before anything is compiled (`StreamKTiles.launch_tiles` in "
         "`gemm_steps/toolkit/tiles.py`), with the arrays checked once — and has not been timed again yet.")
 
 
@@ -616,7 +616,7 @@ def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> tuple
     tile_config = TileConfig(**{key: config[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M",
                                                              "THREAD_N", "MIN_BLOCKS_PER_SM")})
     other = stream_k.module.build(tile_config)
-    other.resident_blocks = lambda: blocks_elsewhere  # a GPU that holds this many blocks at once
+    other.resident_blocks = lambda variant="fast": blocks_elsewhere  # a GPU that holds this many blocks at once
     other_grid = api.run(other.launch, a, b)
     reference = a.astype(np.float64) @ b.astype(np.float64)
     tiles, k_tiles = (m // config["BLOCK_M"]) * (n // config["BLOCK_N"]), k // config["BLOCK_K"]

@@ -9,12 +9,14 @@ Why it can be faster: no block launch/retire per tile, and a deliberate L2-frien
 with 1 block/SM a non-persistent grid already runs in waves of 132 tiles, and the hardware scheduler is fast;
 the last wave is just as partial either way (wave quantization: see the stream-K discussion in the lesson).
 Measure both; the lesson shows where it wins, where it is flat, and why.
-Edges: the persistent loop covers the full tiles; edge tiles run on step 9's guarded kernel (one block each).
+Edges: where every tile is full and the 128-bit path applies, the fast variant loops over the tiles; otherwise the
+guarded variant (the ``if EDGE:`` branches: scalar loads zero-filled outside the matrices, stores only inside C)
+loops over every tile, partial ones included — one kernel, one schedule, whatever the shape.
 """
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import PersistentTiles, TileConfig
 from ..toolkit.unroll import registers, unroll
@@ -24,8 +26,9 @@ TITLE = "Persistent: one resident wave of blocks loops over L2-grouped tiles"
 SUMMARY = "Launch SMs × occupancy blocks that grid-stride over tiles in grouped (swizzled) order for L2 reuse."
 
 
-def persistent_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
-    """Full BLOCK_M×BLOCK_N tiles of C = A·B, looping over tiles; a, b, c are flat row-major float32 arrays."""
+def persistent_kernel(a, b, c, m, n, k, tile_rows, tile_cols):
+    """The tile_rows × tile_cols BLOCK_M×BLOCK_N tiles of C = A·B, looping over them; a, b, c are flat row-major
+    float32 arrays."""
     if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
         a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
         b_tile = a_tile  # B as is: [k][col]
@@ -54,10 +57,10 @@ def persistent_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     # Persistent: the grid is only as large as the GPU holds at once, and block b computes full tiles b,
     # b + gridDim.x, b + 2·gridDim.x, … Tiles are numbered column by column within groups of GROUP_M tile-rows,
     # so tiles in flight together share rows of A and columns of B in L2 (GROUP_M = 1: plain row-major order).
-    tiles_per_group = uint32(GROUP_M) * full_col_blocks
-    for tile in range(uint32(cuda.blockIdx.x), full_row_blocks * full_col_blocks, uint32(cuda.gridDim.x)):
+    tiles_per_group = uint32(GROUP_M) * tile_cols
+    for tile in range(uint32(cuda.blockIdx.x), tile_rows * tile_cols, uint32(cuda.gridDim.x)):
         first_row = tile // tiles_per_group * GROUP_M  # the group's first tile-row
-        rows_in_group = min(full_row_blocks - first_row, uint32(GROUP_M))  # the last group may be shorter
+        rows_in_group = min(tile_rows - first_row, uint32(GROUP_M))  # the last group may be shorter
         block_row = (first_row + tile % tiles_per_group % rows_in_group) * BLOCK_M  # down the group's rows…
         block_col = tile % tiles_per_group // rows_in_group * BLOCK_N  # …then on to the next column
         for i in unroll(THREAD_M):
@@ -69,11 +72,19 @@ def persistent_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             k0 = uint32(k_tile) * BLOCK_K
             if k_tile < k_tiles:
                 for load in unroll(A_LOADS):
-                    a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
-                        a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                    if EDGE:  # the guarded variant: scalar loads, zero outside A
+                        for q in unroll(4):
+                            a_next[load][q] = load_or_zero(a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
+                    else:
+                        a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
+                            a, (block_row + a_row[load]) * k + k0 + a_k[load])
                 for load in unroll(B_LOADS):
-                    b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
-                        b, (k0 + b_k[load]) * n + block_col + b_col[load])
+                    if EDGE:
+                        for q in unroll(4):
+                            b_next[load][q] = load_or_zero(b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
+                    else:
+                        b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
+                            b, (k0 + b_k[load]) * n + block_col + b_col[load])
             if k_tile > 0:
                 stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
                 stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)
@@ -101,9 +112,14 @@ def persistent_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 
         for i in unroll(THREAD_M):
             row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
-            for j in unroll(0, THREAD_N, 4):
-                store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
-                             acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
+            if EDGE:  # only the elements inside C
+                for j in unroll(THREAD_N):
+                    store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n,
+                                    acc[i][j])
+            else:
+                for j in unroll(0, THREAD_N, 4):
+                    store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
+                                 acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
 GROUP_M = 8  # tile-rows per group in the tile order; 1 = row-major (no swizzle)
@@ -112,9 +128,9 @@ SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 
 
 def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = None) -> PersistentTiles:
-    """Step 10 for a tile configuration; its edge tiles run on step 9's edge kernel of the same configuration."""
+    """Step 10 for a tile configuration (its guarded variant covers partial tiles: no separate edge kernel)."""
     return PersistentTiles("persistent", persistent_kernel, config, {**warp_tiling.layout(config), "GROUP_M": group_m},
-                           overrides, edge=warp_tiling.edge_kernels(config, overrides))
+                           overrides)
 
 
 TILED = build(warp_tiling.TILED.config)  # launch, KERNELS, CONFIG: see harness/step.py

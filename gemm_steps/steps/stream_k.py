@@ -25,7 +25,7 @@ K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 
 from numba import cuda, float32, uint32, uint64
 
-from ..toolkit.intrinsics import load_bypassing_l1, load_float4, store_float4
+from ..toolkit.intrinsics import load_bypassing_l1, load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import StreamKTiles, TileConfig
 from ..toolkit.unroll import registers, unroll
@@ -35,8 +35,9 @@ TITLE = "Stream-K: split the last wave's work by k-iterations"
 SUMMARY = "Whole waves run data-parallel; the leftover tiles' k-loops are split evenly over all blocks and fixed up."
 
 
-def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspace, flags, dp_tiles, sk_tiles):
-    """Full tiles of C = A·B: dp_tiles whole tiles, then sk_tiles shared out by k-iterations over the grid."""
+def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp_tiles, sk_tiles):
+    """Tiles of C = A·B (tile_cols per row of tiles): dp_tiles whole tiles, then sk_tiles shared out by k-iterations
+    over the grid. The guarded variant (EDGE) covers partial tiles too."""
     if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
         a_tile = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)  # A transposed: [k][row]
         b_tile = a_tile  # B as is: [k][col]
@@ -88,8 +89,8 @@ def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspac
             k_first = uint32(first - tile_start)
             k_count = uint32(iteration - first)
             iteration = first
-        block_row = tile // full_col_blocks * BLOCK_M
-        block_col = tile % full_col_blocks * BLOCK_N
+        block_row = tile // tile_cols * BLOCK_M
+        block_col = tile % tile_cols * BLOCK_N
         for i in unroll(THREAD_M):
             for j in unroll(THREAD_N):
                 acc[i][j] = float32(0.0)
@@ -99,11 +100,19 @@ def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspac
             k0 = uint32(k_first + k_tile) * BLOCK_K
             if k_tile < k_count:
                 for load in unroll(A_LOADS):
-                    a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
-                        a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                    if EDGE:  # the guarded variant: scalar loads, zero outside A
+                        for q in unroll(4):
+                            a_next[load][q] = load_or_zero(a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
+                    else:
+                        a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
+                            a, (block_row + a_row[load]) * k + k0 + a_k[load])
                 for load in unroll(B_LOADS):
-                    b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
-                        b, (k0 + b_k[load]) * n + block_col + b_col[load])
+                    if EDGE:
+                        for q in unroll(4):
+                            b_next[load][q] = load_or_zero(b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
+                    else:
+                        b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
+                            b, (k0 + b_k[load]) * n + block_col + b_col[load])
             if k_tile > 0:
                 stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
                 stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)
@@ -163,9 +172,14 @@ def stream_k_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, workspac
                             acc[i][j] += load_bypassing_l1(workspace, slot + (i * THREAD_N + j) * THREADS)
         for i in unroll(THREAD_M):
             row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
-            for j in unroll(0, THREAD_N, 4):
-                store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
-                             acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
+            if EDGE:  # only the elements inside C
+                for j in unroll(THREAD_N):
+                    store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n,
+                                    acc[i][j])
+            else:
+                for j in unroll(0, THREAD_N, 4):
+                    store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,
+                                 acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
 SEARCH_SPACE = warp_tiling.SEARCH_SPACE
@@ -173,9 +187,9 @@ SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 
 def build(config: TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
     """Step 11 for a tile configuration. ``data_parallel``: the kernels to run where the split leaves nothing to
-    stream-K (step 10's); edge tiles run on step 9's edge kernel of the same configuration."""
+    stream-K (step 10's). Partial tiles run on the guarded variant, with the same schedule."""
     return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides,
-                        edge=warp_tiling.edge_kernels(config, overrides), data_parallel_fallback=data_parallel)
+                        data_parallel_fallback=data_parallel)
 
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).

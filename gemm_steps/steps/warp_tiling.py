@@ -169,9 +169,4 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, KERNELS, CONFIG: see harness/step.py
 
 
-def edge_kernels(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    """Step 9 for ``config``, whose edge kernel steps 10 and 11 use for their edge tiles (the shipped build, compiled
-    once for all three, when nothing differs)."""
-    return TILED if config == TILED.config and not overrides else build(config, overrides)
-
 PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)

@@ -13,9 +13,10 @@ Edges — the documented method. Each step's kernel is compiled *twice*, once wi
 So any M, N, K is correct, and the common aligned case pays nothing for the edge case. Shapes that break the
 fast path's conditions (K or N not a multiple of 4, say) run entirely on the edge kernel: correct, slower.
 
-The schedules of the full tiles: one block per tile (:class:`TiledKernels`), a persistent grid that loops over
-tiles (:class:`PersistentTiles`, step 10) and stream-K (:class:`StreamKTiles`, step 11). The last two take their
-edge kernel from a one-block-per-tile build of the same tile computation (step 9's).
+The schedules: one block per tile (:class:`TiledKernels`), a persistent grid that loops over tiles
+(:class:`PersistentTiles`, step 10) and stream-K (:class:`StreamKTiles`, step 11). The looping kernels do not split
+a product into fast and edge launches: their guarded variant loops over every tile, partial ones included, whenever
+the fast one cannot take the whole product, so one kernel runs (and compiles) per product.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class TiledKernels:
         self._sources: dict[str, str] = {}
         self._kernels: dict[str, Any] = {}
         self._opted_in: set = set()
-        self._resident_blocks: int | None = None
+        self._resident_blocks: dict[str, int] = {}
         self._plans: dict = {}
 
     # -- compiling -----------------------------------------------------------------------------------------------
@@ -211,6 +212,9 @@ class TiledKernels:
     def sources(self) -> dict:
         return {variant: self.generated(variant) for variant in ("fast", "edge")}
 
+    #: What the generated source calls the edge variant.
+    edge_label = "guarded, for the tiles the fast kernel skips"
+
     def generated_source(self) -> str:
         c = self.config
         edge_from = f" (from {self.edge_source.name})" if self.edge_source is not None else ""
@@ -218,7 +222,7 @@ class TiledKernels:
                   f"THREAD_M={c.THREAD_M} THREAD_N={c.THREAD_N} ({c.THREADS} threads)\n")
         return (header + "\n# ---- fast kernel: full tiles, 128-bit accesses, no bounds checks ----\n"
                 + self.generated("fast")
-                + f"\n# ---- edge kernel{edge_from}: guarded, for the tiles the fast kernel skips ----\n"
+                + f"\n# ---- edge kernel{edge_from}: {self.edge_label} ----\n"
                 + self.generated("edge"))
 
     def unrolled_ptx_claims(self, barriers: int | None = None) -> dict:
@@ -242,20 +246,20 @@ class TiledKernels:
         return {f"{self.name}_{variant}": (self.kernel(variant), self.signature(variant)) for variant in ("fast", "edge")}
 
     # -- launching -----------------------------------------------------------------------------------------------
-    def resident_blocks(self) -> int:
-        """How many blocks of the fast kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
-        if self._resident_blocks is None:
+    def resident_blocks(self, variant: str = "fast") -> int:
+        """How many blocks of one kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
+        if variant not in self._resident_blocks:
             if SIMULATOR:
-                self._resident_blocks = SIMULATED_RESIDENT_BLOCKS
+                self._resident_blocks[variant] = SIMULATED_RESIDENT_BLOCKS
             else:
-                function = self._function("fast")
+                function = self._function(variant)
                 context = cuda.current_context()
                 per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS,
                                                                       self.dynamic_shared_bytes)
                 if per_sm < 1:
                     raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
-                self._resident_blocks = per_sm * context.device.MULTIPROCESSOR_COUNT
-        return self._resident_blocks
+                self._resident_blocks[variant] = per_sm * context.device.MULTIPROCESSOR_COUNT
+        return self._resident_blocks[variant]
 
     def _function(self, variant: str):
         """The driver function of a compiled kernel, opted in to its dynamic shared memory if it uses any."""
@@ -400,20 +404,40 @@ class LaunchPlan:
 
 
 class PersistentTiles(TiledKernels):
-    """Step 10's schedule: as many blocks as the GPU runs at once, each looping over tiles. The kernel is for full
-    tiles only: ``edge`` (a one-block-per-tile build of the same tile computation) covers the rest."""
+    """Step 10's schedule: as many blocks as the GPU runs at once, each looping over tiles.
+
+    One kernel covers every shape. Where every tile is full and the 128-bit path applies, the fast variant loops over
+    the tiles; otherwise the guarded variant (the kernel's ``if EDGE:`` branches: scalar loads zero-filled outside
+    the matrices, stores only inside C) loops over *all* tiles, partial ones included, with the same schedule — so
+    a ragged product keeps the persistent (and, in step 11, stream-K) balance instead of running its edge tiles as a
+    separate, partly empty wave.
+    """
 
     schedule = "persistent grid"
+    edge_label = "guarded, every tile (used unless every tile is full and the 128-bit path applies)"
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.edge_source is None:
-            raise ValueError(f"{self.name}: a looping kernel covers full tiles only; pass edge= (a one-block-per-tile "
-                             f"build of the same tile computation) for the edge tiles")
+    def launch_through_numba(self, a, b, c, stream=0) -> None:
+        cfg = self.config
+        m, k = a.shape
+        n = b.shape[1]
+        flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+        rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
+        whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and self.fast_path_applies(a, b, c)
+        sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
+        with quiet_small_grids():  # a small product is a small grid on purpose
+            self.launch_tiles("fast" if whole else "edge", flat, sizes, rows, cols, stream)
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        tiles = full_rows * full_cols
-        self.configured("fast", min(tiles, self.resident_blocks()), stream)(*flat, *sizes)
+    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream) -> None:
+        """The ``variant`` kernel over rows × cols tiles (the kernel's ``tile_rows``, ``tile_cols``)."""
+        self.configured(variant, min(rows * cols, self.resident_blocks(variant)), stream)(*flat, *sizes)
+
+    def estimated_resident_blocks(self) -> int:
+        """Blocks the GPU runs at once, without compiling: SMs × the launch-bounds hint (at least 1 per SM). Used
+        only to choose a schedule (step 11's fallback), so that a first call compiles one kernel, not two; a grid
+        is always sized from the compiled kernel's occupancy (:meth:`resident_blocks`)."""
+        if SIMULATOR:
+            return SIMULATED_RESIDENT_BLOCKS
+        return max(1, self.config.MIN_BLOCKS_PER_SM) * cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
 class StreamKTiles(PersistentTiles):
@@ -434,6 +458,9 @@ class StreamKTiles(PersistentTiles):
             raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
         self.data_parallel_fallback = data_parallel_fallback
 
+    def signature(self, variant: str) -> str:
+        return SIGNATURE_STREAM_K  # both variants take the workspace, flags and split
+
     def _workspace(self, blocks: int, stream):
         """Partial-sum slots (one tile per block) and their flags, kept per context and per stream: the flags start
         at 0 and every launch leaves them at 0 (each raised flag is reset by the block that consumed it). Launches on
@@ -446,17 +473,16 @@ class StreamKTiles(PersistentTiles):
                                      stream)  # kept alive with its workspace, so its id is never reused
         return self._workspaces[key][:2]
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        tiles = full_rows * full_cols
+    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream) -> None:
+        tiles = rows * cols
         fallback = self.data_parallel_fallback
-        if fallback is not None:
-            # Decide with the fallback's grid first (same tiles and occupancy), so that a shape it runs entirely
-            # never compiles the stream-K kernel: one kernel to compile on a first call, not two.
-            if self.split(tiles, fallback.resident_blocks())[1] == 0:
-                fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
-                return
-        blocks = self.resident_blocks()
+        # Decide before compiling anything (the estimate needs no kernel), so that a shape the fallback runs
+        # entirely never compiles the stream-K kernel, and one that needs stream-K never compiles the fallback.
+        if fallback is not None and self.split(tiles, self.estimated_resident_blocks())[1] == 0:
+            fallback.launch_tiles(variant, flat, sizes, rows, cols, stream)
+            return
+        blocks = self.resident_blocks(variant)
         data_parallel, stream_k = self.split(tiles, blocks)
         workspace, flags = self._workspace(blocks, stream)
-        self.configured("fast", blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
-                                                np.uint32(stream_k))
+        self.configured(variant, blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                                 np.uint32(stream_k))

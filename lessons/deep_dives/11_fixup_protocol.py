@@ -128,7 +128,7 @@ if sweep:
 # %%
 print(inspect.getsource(stream_k_split))
 print(inspect.getsource(TiledKernels.resident_blocks))
-print(inspect.getsource(StreamKTiles.launch_full_tiles))
+print(inspect.getsource(StreamKTiles.launch_tiles))
 
 # %% [markdown]
 # Back to [lesson 11](../11_stream_k.ipynb).
