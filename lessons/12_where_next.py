@@ -63,8 +63,50 @@ if results:
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
 # variants, different pipelines) and picks one per shape with a heuristic; Triton's autotuner does the same from a
-# list of configurations. `gemm_steps.matmul` today always runs step 11's configuration — the course's next issue is
-# to make it pick by shape (tiles that fill the GPU, a rule for when to split K), the way the libraries do.
+# list of configurations. `gemm_steps.matmul` picks too, by a rule you can read in one screen
+# (`gemm_steps/harness/dispatch.py`): it looks the shape up in a table of shapes **measured on the GPU**
+# (`gemm-steps bench --suite shapes`: square, ragged, wave-boundary, K-heavy, skinny and small shapes) and runs the
+# step that was fastest at the nearest one; far from every measured shape, step 11. `gemm-steps explain M N K`
+# says what it would run and why:
+
+# %%
+from gemm_steps.course import cli
+
+for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
+    cli.main(["explain", *map(str, shape)])
+    print()
+
+# %% [markdown]
+# Measuring those shapes showed where step 11 lost: on ragged shapes (no side a multiple of a tile, K odd) every
+# tile ran on step 9's guarded edge kernel, one block per tile, in partly empty waves, and skinny products had
+# almost no full tiles for stream-K to balance. Now steps 10–11 cover partial tiles themselves: their kernel's
+# guarded variant (`if EDGE:` — scalar loads zero-filled outside the matrices, stores only inside C) loops over
+# *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
+
+# %%
+suites = lesson_12.shape_suites()
+if suites:
+    (before_path, before), (after_path, after) = suites
+    print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
+    lesson.show_figure(lesson_12.suite_figure(before, after))
+overhead = lesson_12.call_overhead()
+if overhead:
+    was, now = overhead["before"], overhead["after"]
+    lesson.say(f"And a small product is a short kernel, so the host's share counts: one `matmul` call on device "
+               f"arrays at {lesson.size_label(tuple(was['shape']))} cost **{was['matmul_us']:.0f} µs** of Python before "
+               f"a shape's launches were recorded once and replayed (`toolkit/tiles.LaunchPlan`), "
+               f"**{now['matmul_us']:.0f} µs** after — against {now['empty_kernel_us']:.0f} µs for an empty kernel "
+               "launched through Numba's dispatcher (`experiments/call_overhead.py`).")
+
+# %% [markdown]
+# Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
+# wave-boundary shapes: its own time stayed within a few percent there, and the bar moved because cuBLAS's time
+# moved between the two runs (at the small sizes by far more than a few percent). Where it did change — the ragged
+# and skinny shapes, and 640³ — step 11 itself got 1.2× to 3.9× faster in TFLOPS.
+#
+# Small squares remain the weak class: at 256³ step 11 has 2 tiles for 132 SMs, and the table sends `matmul` to
+# step 3's 32×32 tiles. Smaller tiles for step 11 (64×64, 128×64) where big ones leave the GPU idle are the next
+# thing to add to the table.
 #
 # ## What carries over to Triton and CUTLASS
 #

@@ -75,3 +75,10 @@ def test_explain_names_the_step_and_the_measured_shape(capsys):
     assert f"{gemm_steps.get_step(choice.step_name).name}" in out and "why:" in out
     assert cli.main(["explain", "1000", "1000", "1000"]) == 0
     assert "tiles:" in capsys.readouterr().out
+
+
+def test_within_noise_of_the_fastest_the_latest_step_wins():
+    table = {"gpu": "GPU A", "shapes": [[2048, 2048, 2048, {"warp_tiling": 1.00, "stream_k": 1.02}, 0.9],
+                                        [1024, 1024, 1024, {"warp_tiling": 1.00, "stream_k": 1.10}, 0.9]]}
+    assert dispatch.choose_from(table, 2048, 2048, 2048, STEPS).step_name == "stream_k"  # 2 % slower: a tie
+    assert dispatch.choose_from(table, 1024, 1024, 1024, STEPS).step_name == "warp_tiling"  # 10 % slower

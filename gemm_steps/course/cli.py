@@ -450,24 +450,32 @@ def cmd_explain(args) -> int:
         measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
     if step.tiled is not None:
+        from gemm_steps.toolkit.tiles import PersistentTiles
+
         config = step.tiled.config
         tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
-        full = (m // config.BLOCK_M) * (n // config.BLOCK_N)
+        tiles, full = tiles_m * tiles_n, (m // config.BLOCK_M) * (n // config.BLOCK_N)
+        fast_path = k % config.BLOCK_K == 0 and n % 4 == 0  # and 16-byte aligned arrays, as fresh ones are
         sms = 132 if gpu is None else _sm_count()
-        per_sm = config.MIN_BLOCKS_PER_SM or 1
+        per_sm = max(1, config.MIN_BLOCKS_PER_SM)
         blocks = sms * per_sm
-        tiles = tiles_m * tiles_n
         waves = ceil_div(tiles, blocks)
         print(f"  tiles: {config.BLOCK_M}×{config.BLOCK_N} → {tiles_m}×{tiles_n} = {tiles} ({full} full); "
               f"{sms} SMs × {per_sm} block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
-              f"once → {waves} wave{'s' if waves > 1 else ''}, the last "
+              f"once → {waves} wave{'s' if waves > 1 else ''} of tiles, the last "
               f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full")
-        if step.tiled.schedule == "stream-K" and full:
-            data_parallel, streamed = stream_k_split(full, blocks)
-            print(f"  stream-K split of the full tiles: {data_parallel} data-parallel, {streamed} shared out by "
-                  f"k-iterations ({ceil_div(k, config.BLOCK_K)} per tile)")
-        if full < tiles:
-            print(f"  {tiles - full} edge tiles run on step 9's guarded kernel (one block each)")
+        if isinstance(step.tiled, PersistentTiles):
+            whole = full == tiles and fast_path
+            print(f"  kernel: the {'fast' if whole else 'guarded'} variant, over all {tiles} tiles"
+                  + ("" if whole else " (partial tiles, or K not a multiple of BLOCK_K, or N of 4)"))
+            if step.tiled.schedule == "stream-K":
+                data_parallel, streamed = stream_k_split(tiles, blocks)
+                print(f"  stream-K split: {data_parallel} tiles data-parallel, {streamed} shared out by k-iterations "
+                      f"({ceil_div(k, config.BLOCK_K)} per tile)"
+                      + (" — all data-parallel: step 10's kernel runs" if not streamed else ""))
+        else:
+            covered = full if fast_path else 0
+            print(f"  kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")
     return 0
 
 

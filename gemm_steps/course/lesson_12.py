@@ -51,3 +51,69 @@ def roofline_figure(results: dict, size):
            title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
     ax.legend(loc="lower right", fontsize=7, ncols=2)
     return fig
+
+
+# -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
+SUITE_BEFORE = "shapes-before-guarded-loops-nvidia-h100.json"
+
+
+def shape_suites() -> tuple[tuple, tuple] | None:
+    """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
+    themselves (``experiments/results/``) and the newest run (``results/``); None if either is missing."""
+    from gemm_steps.harness import results_files
+
+    before_path = results_files.find(SUITE_BEFORE)
+    after = results_files.newest_matching("shapes-*-20*.json")
+    if before_path is None or after is None:
+        return None
+    import json
+
+    return (before_path, json.loads(before_path.read_text())), after
+
+
+def suite_figure(before: dict, after: dict, step: str = "stream_k"):
+    """% of cuBLAS (each run against its own cuBLAS) of one step on every suite shape, before and after, grouped
+    by shape class."""
+    import matplotlib.pyplot as plt
+
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    def pct(doc):
+        return {(r["M"], r["N"], r["K"]): r.get("pct_of_cublas") for r in doc["records"]
+                if r["step"] == step and "error" not in r}
+
+    was, now = pct(before), pct(after)
+    shapes = [(name, s) for name, members in SHAPE_CLASSES.items() for s in members if s in was and s in now]
+    x = np.arange(len(shapes))
+    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
+    ax.bar(x - 0.2, [was[s] for _, s in shapes], 0.4, color="0.7", label="before (edge tiles on step 9's kernel)")
+    ax.bar(x + 0.2, [now[s] for _, s in shapes], 0.4, color="#000080", label="after (guarded variant, stream-K)")
+    ax.axhline(100, color="k", linestyle="--", linewidth=1)
+    ax.set_xticks(x, [size_label(s) for _, s in shapes], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel(f"step 11 ({step}), % of cuBLAS")
+    for i in range(1, len(shapes)):
+        if shapes[i][0] != shapes[i - 1][0]:
+            ax.axvline(i - 0.5, color="0.6", linewidth=0.8)
+    for name in dict.fromkeys(n for n, _ in shapes):
+        where = [i for i, (n, _) in enumerate(shapes) if n == name]
+        ax.text(sum(where) / len(where), 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top",
+                fontsize=9, fontweight="bold")
+    ax.set_ylim(0, max(max(was.values()), max(now.values()), 110) * 1.15)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("The shapes people use: step 11 before and after it covered partial tiles itself "
+                 f"({after['environment'].get('gpu')})", fontsize=10)
+    plt.close(fig)
+    return fig
+
+
+def call_overhead() -> dict | None:
+    """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
+    call-overhead-*.json), or None if the files are missing."""
+    from gemm_steps.harness import results_files
+    import json
+
+    paths = [results_files.find(f"call-overhead-nvidia-h100{suffix}.json") for suffix in ("-before", "")]
+    if None in paths:
+        return None
+    before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
+    return {"shape": before["shape"], "before": before, "after": after}

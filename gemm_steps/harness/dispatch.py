@@ -6,7 +6,8 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 (``gemm-steps bench --suite shapes``), each with every measured step's time. The rule:
 
 1. Find the measured shape nearest to (M, N, K), by distance in log₂ of each side (2× off in one side = 1).
-2. If it is within :data:`NEAREST_WITHIN` (e.g. every side within about 2×), run the step that was fastest there.
+2. If it is within :data:`NEAREST_WITHIN` (e.g. every side within about 2×), run the step that was fastest there
+   (of the steps within :data:`TIE` of the fastest, the latest: the most general kernel).
 3. Otherwise — or with no table for any GPU — run the course's last step (stream-K), the fastest on large squares.
 
 Tables, first match wins: ``$GEMM_STEPS_DISPATCH`` (a file you name), your own (``~/.cache/gemm-steps/dispatch.json``,
@@ -28,6 +29,8 @@ SHIPPED_TABLE = Path(__file__).resolve().parent / "dispatch.json"
 #: The largest log₂ distance at which a measured shape still decides (√3 ≈ every side 2× off).
 NEAREST_WITHIN = math.sqrt(3)
 DEFAULT_REASON = "the course's last step: fastest on large squares"
+#: Steps this close to the fastest count as tied (between processes the same kernel moves by up to ~3-4 %).
+TIE = 0.03
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,13 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
         return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
                             f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
                       shape, pct, entry.get("gpu"))
-    best = min(times, key=times.get)
-    return Choice(best, f"fastest at the nearest measured shape, {_label(shape)} on {where}{other}: "
-                        f"{pct[best]:.0f} % of cuBLAS", shape, pct, entry.get("gpu"))
+    fastest = min(times.values())
+    # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
+    # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
+    best = max((s for s, ms in times.items() if ms <= fastest * (1 + TIE)), key=_step_number)
+    return Choice(best, f"{'fastest' if times[best] == fastest else f'within {TIE:.0%} of the fastest'} at the "
+                        f"nearest measured shape, {_label(shape)} on {where}{other}: {pct[best]:.0f} % of cuBLAS",
+                  shape, pct, entry.get("gpu"))
 
 
 _CHOICES: dict = {}
