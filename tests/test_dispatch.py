@@ -82,3 +82,23 @@ def test_within_noise_of_the_fastest_the_latest_step_wins():
                                         [1024, 1024, 1024, {"warp_tiling": 1.00, "stream_k": 1.10}, 0.9]]}
     assert dispatch.choose_from(table, 2048, 2048, 2048, STEPS).step_name == "stream_k"  # 2 % slower: a tie
     assert dispatch.choose_from(table, 1024, 1024, 1024, STEPS).step_name == "warp_tiling"  # 10 % slower
+
+
+def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypatch):
+    """A table whose fastest kernel at a shape is a tile variant sends matmul there; the variant (step 11's kernel
+    for 64×64 tiles) is right on a ragged shape, on the simulator as on a GPU."""
+    table = {"gpu": None, "shapes": [[96, 80, 40, {"stream_k": 0.05, "stream_k@64x64": 0.02}, 0.01]]}
+    monkeypatch.setattr(dispatch, "table", lambda gpu: table)
+    dispatch._CHOICES.clear()
+    try:
+        assert dispatch.choose(97, 83, 41).step_name == "stream_k@64x64"
+        variant = dispatch.candidate("stream_k@64x64")
+        launched = []
+        original = variant.tiled.launch_through_numba
+        monkeypatch.setattr(variant.tiled, "launch_through_numba", lambda *args: launched.append(1) or original(*args))
+        rng = np.random.default_rng(5)
+        a, b = rng.standard_normal((97, 41), np.float32), rng.standard_normal((41, 83), np.float32)
+        assert_close(gemm_steps.matmul(a, b), a, b, "matmul through stream_k@64x64")
+        assert launched, "matmul did not run the chosen tile variant"
+    finally:
+        dispatch._CHOICES.clear()

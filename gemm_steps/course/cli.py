@@ -301,9 +301,11 @@ def cmd_bench(args) -> int:
     steps = chosen_steps(args.steps)
     sizes = [(n, n, n) for n in (args.sizes or [])] + list(args.shapes or [])
     if args.suite == "shapes":
+        from gemm_steps.harness.dispatch import tile_variants
         from gemm_steps.harness.shape_suite import suite_shapes
 
         sizes += [s for s in suite_shapes() if s not in sizes]
+        steps += tile_variants()  # what matmul may choose besides the steps: step 11 with smaller tiles
     sizes = sizes or [(n, n, n) for n in DEFAULT_SIZES]
     say(f"backend: {gemm_steps.backend()}")
     say(f"benchmarking {len(steps)} steps + cuBLAS at {len(sizes)} sizes "
@@ -326,7 +328,14 @@ def cmd_bench(args) -> int:
         say(f"dispatch table: {_show(dispatch.record(results))}")
     bench.save(results, out)
     say(f"results: {_show(out)}")
-    write_plots(plots, results, Path(args.plots_dir) if args.plots_dir else out.parent, out.stem)
+    plots_dir = Path(args.plots_dir) if args.plots_dir else out.parent
+    if args.suite:  # its own picture: % of cuBLAS by shape class (the size plots are for the course benchmark)
+        plots_dir.mkdir(parents=True, exist_ok=True)
+        path = plots_dir / f"{out.stem}-shapes.png"
+        plots.plot_shape_classes(results, path=path)
+        say(f"plot:    {_show(path)}")
+    else:
+        write_plots(plots, results, plots_dir, out.stem)
     print(summary_table(results))
     return 1 if any(suspect(r) for r in results["records"]) else 0
 
@@ -443,8 +452,10 @@ def cmd_explain(args) -> int:
     m, n, k = args.shape
     gpu = current_gpu_name()
     choice = dispatch.choose(m, n, k)
-    step = gemm_steps.get_step(choice.step_name)
-    print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}: step {step.number} {step.name}")
+    step = dispatch.candidate(choice.step_name)
+    what = f"step {step.number} {step.name}" if step.name not in dispatch.TILE_VARIANTS else \
+        f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
+    print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}: {what}")
     print(f"  why: {choice.reason}")
     if choice.pct_of_cublas:
         measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())

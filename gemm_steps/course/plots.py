@@ -228,11 +228,13 @@ def plot_shape_classes(results: dict, path: str | Path | None = None, steps=None
     by_key = {(r["step"], _size(r)): r for r in rows}
     fig, ax = plt.subplots(figsize=(max(8.0, 0.75 * len(shapes) + 2), 4.8), layout="constrained")
     width = 0.8 / len(numbers)
+    extra = iter(["#ff1493", "#556b2f", "#daa520", "#8c564b"])  # for kernels that are not steps (tile variants)
     for i, (number, name) in enumerate(numbers):
         heights = [by_key[(name, shape)]["pct_of_cublas"] if (name, shape) in by_key else np.nan
                    for _, shape in shapes]
+        variant = "@" in name
         ax.bar(np.arange(len(shapes)) + (i - (len(numbers) - 1) / 2) * width, heights, width,
-               color=step_colour(number), label=f"{number} {name}")
+               color=next(extra) if variant else step_colour(number), label=name if variant else f"{number} {name}")
     ax.axhline(100, color="k", linewidth=1, linestyle="--")
     ax.set_xticks(np.arange(len(shapes)), [f"{_size_label(shape)}" for _, shape in shapes], rotation=60,
                   ha="right", fontsize=8)

@@ -10,6 +10,9 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
    (of the steps within :data:`TIE` of the fastest, the latest: the most general kernel).
 3. Otherwise — or with no table for any GPU — run the course's last step (stream-K), the fastest on large squares.
 
+Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
+leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.
+
 Tables, first match wins: ``$GEMM_STEPS_DISPATCH`` (a file you name), your own (``~/.cache/gemm-steps/dispatch.json``,
 written by ``gemm-steps bench --suite shapes --record``), and the one shipped with the package
 (``harness/dispatch.json``, made from the course's run of the suite). Each maps a GPU name to its measured shapes.
@@ -31,6 +34,74 @@ NEAREST_WITHIN = math.sqrt(3)
 DEFAULT_REASON = "the course's last step: fastest on large squares"
 #: Steps this close to the fastest count as tied (between processes the same kernel moves by up to ~3-4 %).
 TIE = 0.03
+
+
+#: Step 11's kernel built for smaller tiles: more tiles where 128×256 ones leave most SMs idle. Measured against the
+#: shipped tiles on an H100 (experiments/results/experiment-small-tiles-nvidia-h100.json): 64×64 tiles 1.5–3× faster
+#: at 256³–640³ and 2.6× on 4096×64×8192, 128×128 tiles 1.7× on 8192×128×4096; both slower on large and K-heavy
+#: products, where the table keeps the shipped tiles.
+TILE_VARIANTS = {
+    "stream_k@128x128": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 16, "THREAD_M": 8, "THREAD_N": 8,
+                         "MIN_BLOCKS_PER_SM": 2},
+    "stream_k@64x64": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "THREAD_M": 4, "THREAD_N": 4,
+                       "MIN_BLOCKS_PER_SM": 2},
+}
+
+
+class TileVariant:
+    """Step 11 (stream-K, with step 10's kernel as its data-parallel fallback) for another tile configuration: a
+    kernel ``matmul`` may choose and the shape suite times, beside the steps. Called like a step."""
+
+    number = 11
+
+    def __init__(self, name: str, fields: dict):
+        self.name = name
+        self._fields = fields
+        self._tiled = None
+
+    @property
+    def tiled(self):
+        if self._tiled is None:
+            from ..steps import persistent, stream_k
+            from ..toolkit.tiles import TileConfig
+
+            config = TileConfig(**self._fields)
+            self._tiled = stream_k.build(config, data_parallel=persistent.build(config))
+        return self._tiled
+
+    @property
+    def config(self) -> dict:
+        return dict(self.tiled.constants)
+
+    def launch(self, a, b, c, stream=0) -> None:
+        self.tiled.launch(a, b, c, stream)
+
+    def __call__(self, a, b, out=None):
+        from .api import run_step
+
+        return run_step(self, a, b, out)
+
+    def __repr__(self) -> str:
+        return f"<TileVariant {self.name!r}>"
+
+
+_VARIANTS: dict = {}
+
+
+def tile_variants() -> list[TileVariant]:
+    """The :data:`TILE_VARIANTS`, built on first use (each compiles its kernels only when launched)."""
+    for name, fields in TILE_VARIANTS.items():
+        _VARIANTS.setdefault(name, TileVariant(name, fields))
+    return [_VARIANTS[name] for name in TILE_VARIANTS]
+
+
+def candidate(name: str):
+    """A step or a tile variant, by name: what :func:`choose` may return."""
+    if name in TILE_VARIANTS:
+        return next(v for v in tile_variants() if v.name == name)
+    from .step import all_steps
+
+    return next(s for s in all_steps() if s.name == name)
 
 
 @dataclass(frozen=True)
@@ -106,7 +177,7 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
     """The rule of the module docstring, on one table entry; ``steps`` are the names that may be chosen."""
-    last = max(steps, key=_step_number)
+    last = max(steps, key=lambda name: (_step_number(name), name not in TILE_VARIANTS))
     if not entry or not entry.get("shapes"):
         return Choice(last, f"no dispatch table: {DEFAULT_REASON}")
     measured = [row for row in entry["shapes"] if set(row[3]) & steps]
@@ -126,7 +197,8 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     fastest = min(times.values())
     # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
     # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
-    best = max((s for s, ms in times.items() if ms <= fastest * (1 + TIE)), key=_step_number)
+    best = max((s for s, ms in times.items() if ms <= fastest * (1 + TIE)),
+               key=lambda name: (_step_number(name), name not in TILE_VARIANTS))  # the shipped tiles win a tie
     return Choice(best, f"{'fastest' if times[best] == fastest else f'within {TIE:.0%} of the fastest'} at the "
                         f"nearest measured shape, {_label(shape)} on {where}{other}: {pct[best]:.0f} % of cuBLAS",
                   shape, pct, entry.get("gpu"))
@@ -144,7 +216,8 @@ def choose(m: int, n: int, k: int) -> Choice:
         from .step import all_steps
 
         gpu = current_gpu_name()
-        found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), {s.name for s in all_steps()}, gpu)
+        names = {s.name for s in all_steps()} | set(TILE_VARIANTS)
+        found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), names, gpu)
         if len(_CHOICES) > 4096:
             _CHOICES.clear()
         _CHOICES[key] = found
@@ -154,6 +227,8 @@ def choose(m: int, n: int, k: int) -> Choice:
 def _step_number(name: str) -> int:
     from .step import all_steps
 
+    if name in TILE_VARIANTS:
+        return TileVariant.number
     return next((s.number for s in all_steps() if s.name == name), -1)
 
 
