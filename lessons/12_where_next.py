@@ -104,10 +104,17 @@ if overhead:
 # moved between the two runs (at the small sizes by far more than a few percent). Where it did change — the ragged
 # and skinny shapes, and 640³ — step 11 itself got 1.2× to 3.9× faster in TFLOPS.
 #
-# Small squares remain the weak class: at 256³ step 11 has 2 tiles for 132 SMs, and the table sends `matmul` to
-# step 3's 32×32 tiles. Smaller tiles for step 11 (64×64, 128×64) where big ones leave the GPU idle are the next
-# thing to add to the table.
-#
+# Small squares and skinny products were the weak classes: at 512³ step 11 makes 8 tiles of 128×256 for 132 SMs.
+# So the table also holds step 11's kernel built for **smaller tiles** (`dispatch.TILE_VARIANTS`: 128×128 and
+# 64×64), timed with the suite; where they win, `matmul` runs them (`gemm-steps explain 512 512 512`). Does the choice
+# hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
+
+# %%
+held_out = lesson_12.held_out()
+if held_out:
+    lesson.say(lesson_12.held_out_table(held_out))
+
+# %% [markdown]
 # ## What carries over to Triton and CUTLASS
 #
 # Every idea of the course has a name in the tools people use:

@@ -117,3 +117,27 @@ def call_overhead() -> dict | None:
         return None
     before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
     return {"shape": before["shape"], "before": before, "after": after}
+
+
+def held_out() -> dict | None:
+    """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
+    from gemm_steps.harness import results_files
+
+    found = results_files.newest_matching("experiment-matmul-held-out-*.json")
+    return found[1] if found else None
+
+
+def held_out_table(results: dict) -> str:
+    """A Markdown table: per held-out shape, what matmul chose and its % of cuBLAS next to step 11's."""
+    rows = {}
+    for r in results["records"]:
+        rows.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
+    lines = ["| shape | `matmul` ran | `matmul`, % of cuBLAS | step 11, % of cuBLAS |", "|:--|:--|--:|--:|"]
+    for shape, by_step in rows.items():
+        chosen, step11 = by_step.get("matmul", {}), by_step.get("stream_k", {})
+        if "pct_of_cublas" not in chosen or "pct_of_cublas" not in step11:
+            continue
+        lines.append(f"| {size_label(shape)} | `{chosen.get('chose', '?')}` | {chosen['pct_of_cublas']:.0f} % | "
+                     f"{step11['pct_of_cublas']:.0f} % |")
+    env = results.get("environment", {})
+    return "\n".join(lines) + f"\n\n{env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same run."
