@@ -5,7 +5,9 @@ On device arrays, for a few small products (where the host, not the GPU, sets th
 * ``matmul``       — ``gemm_steps.matmul(a, b, out=c)``: validation, step choice, launch;
 * ``step_launch``  — the step's own ``launch(a, b, c, 0)``: no validation (the flat views, sizes, grid, launch);
 * ``configured``   — the compiled kernel launched by Numba's dispatcher, configured once: ``kernel[grid, block](...)``;
-* ``empty_kernel`` — an empty Numba kernel with the same argument list: Numba's own floor for a launch.
+* ``empty_kernel`` — an empty Numba kernel with the same argument list: Numba's own floor for a launch;
+* ``direct_empty_kernel`` — that empty kernel through ``cuda.core.launch`` with a prepared argument list
+  (``toolkit.kernel_tools.DirectLaunch``, as the launch plans do): the floor of a launch from Python.
 
 Each is the median over ROUNDS rounds of CALLS back-to-back calls (host wall time / CALLS, synchronizing once per
 round), after a warm-up. A cProfile of ``matmul`` calls goes to OUT_DIR/call-overhead-profile.txt.
@@ -15,6 +17,7 @@ Usage, on a GPU from the repository root: python -m experiments.call_overhead OU
 from __future__ import annotations
 
 import cProfile
+import ctypes
 import io
 import json
 import pstats
@@ -27,13 +30,15 @@ import numpy as np
 
 import gemm_steps
 from gemm_steps.harness.environment import environment
+from gemm_steps.toolkit.kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
+from gemm_steps.toolkit.tiles import SIGNATURE
 from numba import cuda
 
 CALLS, ROUNDS = 500, 7
 SHAPES = [(64, 64, 64), (512, 512, 512), (640, 640, 640)]
 
 
-@cuda.jit("void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint32, uint32, uint32)")
+@cuda.jit(SIGNATURE)
 def empty_kernel(a, b, c, m, n, k, full_rows, full_cols):
     pass
 
@@ -65,7 +70,11 @@ def main() -> None:
         error = float(np.abs(c.copy_to_host() - a.copy_to_host().astype(np.float64) @ b.copy_to_host()).max())
         flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
         sizes = tuple(np.uint32(x) for x in (m, n, k, m // 128, n // 128))
+        direct = DirectLaunch(empty_kernel, SIGNATURE, 1, 32, 0, 0)
+        direct_arguments = (flat_array_arguments(device_pointer(a), m * k) + flat_array_arguments(device_pointer(b), k * n)
+                            + flat_array_arguments(device_pointer(c), m * n) + tuple(ctypes.c_uint32(int(x)) for x in sizes))
         row = {"shape": [m, n, k], "step": step.name, "max_abs_err": error,
+               "direct_empty_kernel_us": per_call_us(lambda: direct(*direct_arguments)),
                "matmul_us": per_call_us(lambda: gemm_steps.matmul(a, b, out=c)),
                "step_launch_us": per_call_us(lambda: step.launch(a, b, c, 0)),
                "empty_kernel_us": per_call_us(lambda: empty_kernel[1, 32, 0](*flat, *sizes))}

@@ -92,11 +92,7 @@ if suites:
 overhead = lesson_12.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(f"And a small product is a short kernel, so the host's share counts: one `matmul` call on device "
-               f"arrays at {lesson.size_label(tuple(was['shape']))} cost **{was['matmul_us']:.0f} µs** of Python before "
-               f"a shape's launches were recorded once and replayed (`toolkit/tiles.LaunchPlan`), "
-               f"**{now['matmul_us']:.0f} µs** after — against {now['empty_kernel_us']:.0f} µs for an empty kernel "
-               "launched through Numba's dispatcher (`experiments/call_overhead.py`).")
+    lesson.say(lesson_12.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the

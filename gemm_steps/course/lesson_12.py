@@ -141,3 +141,20 @@ def held_out_table(results: dict) -> str:
                      f"{step11['pct_of_cublas']:.0f} % |")
     env = results.get("environment", {})
     return "\n".join(lines) + f"\n\n{env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same run."
+
+
+def call_overhead_text(overhead: dict) -> str:
+    """The host cost of a matmul call, before and after launch plans, each against launches timed in its own run
+    (the two runs were on different machines, whose Python speeds differ)."""
+    was, now = overhead["before"], overhead["after"]
+    text = (f"And a small product is a short kernel, so the host's share counts. At "
+            f"{size_label(tuple(was['shape']))} on device arrays, one `matmul` call cost **{was['matmul_us']:.0f} µs** "
+            f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
+            f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
+            f"`cuda.core` (`toolkit/tiles.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
+            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× that empty launch")
+    if "direct_empty_kernel_us" in now:
+        text += (f", and {now['matmul_us'] / now['direct_empty_kernel_us']:.1f}× the floor of any launch from Python "
+                 f"(the empty kernel through `cuda.core`, {now['direct_empty_kernel_us']:.0f} µs; the rest is checking "
+                 "the arguments and the layers between `matmul` and the launch)")
+    return text + " (`experiments/call_overhead.py`)."
