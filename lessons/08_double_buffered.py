@@ -66,9 +66,11 @@ if results:
     per_fma = {e["step"]: sum(lesson.k_loop_mix(e["ptx"], lesson.fmas_per_k_tile(e["step"])).values())
                for e in compiled.values()}
     lesson.say(
-        f"* **Issue model:** {per_fma['unrolled']:.2f} → {per_fma['double_buffered']:.2f} instructions per FMA (the "
-        f"loaded values now pass through registers before shared memory), so if issue slots were the limit, step 8 "
-        f"would be **{per_fma['unrolled'] / per_fma['double_buffered']:.2f}×** step 7 — slightly *slower*.\n"
+        f"* **Issue model:** {per_fma['unrolled']:.2f} → {per_fma['double_buffered']:.2f} instructions per FMA (in "
+        f"both steps the loaded values pass through registers on their way to shared memory, as Numba has no direct "
+        f"global-to-shared copy without `cp.async`; step 8 changes *when* they are stored: the next k-tile's loads "
+        f"are issued before the FMAs on the current one, and stored after them), so if issue slots were the limit, "
+        f"step 8 would be **{per_fma['unrolled'] / per_fma['double_buffered']:.2f}×** step 7 — slightly *slower*.\n"
         f"* **Latency model:** in step 7 a thread needs its loaded data immediately (load, barrier, compute); in "
         f"step 8, {fmas_between} of its own FMAs stand between issuing a load and needing its data, and a warp "
         f"issues at most one instruction per clock — so at least {fmas_between} clock cycles, more than the "
