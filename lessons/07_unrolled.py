@@ -111,9 +111,9 @@ lesson.sweep_table(sweep, unrolled) if sweep else None
 # %% [markdown]
 # **The rule** (`tuning.choose_best`): the fastest configuration wins, unless others are within `tuning.NOISE` of
 # it. Repeated runs of one kernel differ by about that much, so among those the one listed *first* in the search
-# space wins: the list is ordered simple-first (smaller unrolled code, shorter compiles). Step 7's docstring above
-# credits `BLOCK_K = 16` ("each barrier pair covers twice the FMAs"). The sweep compares the two, with everything
-# else equal:
+# space wins: the list is ordered simple-first (smaller unrolled code, shorter compiles). A deeper tile,
+# `BLOCK_K = 16`, looks like the obvious gain — each barrier pair covers twice the FMAs. The sweep compares the two,
+# with everything else equal:
 
 # %%
 if sweep:
