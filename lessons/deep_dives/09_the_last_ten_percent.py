@@ -1,0 +1,156 @@
+# %% [markdown]
+# # Deep dive (lesson 09_warp_tiling): the last ten percent
+#
+# [Lesson 9](../09_warp_tiling.ipynb) ends with step 9 at about nine tenths of cuBLAS, executing about as many
+# instructions but issuing them more slowly. This notebook keeps the forensics and the four experiments that tried
+# to close that gap: what is known about the register file, the FMA order, register double buffering, cuBLAS's
+# `cp.async` copies and cheaper index arithmetic, and a search over equivalent code shapes. Every experiment ran on
+# an H200, each in one run with cuBLAS; the kernel variants are in `experiments/kernels/`, out of the shipped steps
+# (`tests/test_variants.py` keeps them correct).
+
+# %%
+import gemm_steps
+from gemm_steps.course import lesson, lesson_09
+
+warp_tiling = gemm_steps.get_step("warp_tiling")
+lesson.say(lesson_09.issue_text())
+
+# %% [markdown]
+# ## What is known about the register file
+#
+# An `FFMA` reads three source registers. The rule usually quoted — "two source operands in the same register bank
+# stall" — describes **Maxwell and Pascal**: four banks, chosen by the register number modulo 4, found by
+# reverse engineering (NVIDIA never documented it). **Volta changed it.** Jia et al. ("Dissecting the NVIDIA Volta
+# GPU Architecture via Microbenchmarking", 2018) measured two banks, each 64 bits wide, on Volta, with conflicts
+# only where an instruction's source registers crowd into one bank. For **Hopper**, NVIDIA documents neither the
+# number of banks nor their width nor the conflict rule, and we know of no public measurement as detailed as
+# theirs; so this course does not claim a bank rule for the H100 or H200.
+#
+# What *is* visible is in the SASS: a `.reuse` flag sits on a **source operand** of an instruction (for example
+# `FFMA R4, R2.reuse, R8, R4`). It tells the hardware to keep that operand in the *operand reuse cache*, so that the
+# next instruction that reads the same register **in the same operand slot** takes it from there instead of from the
+# register file. `ptxas` sets these flags; the cache's size and rules are not documented either. Row by row
+# (`acc[i][j] += a[i] * b[j]` for j = 0 … 15, then the next i), consecutive FFMAs share `a[i]` in the same slot —
+# except where a row ends. In a **serpentine** order, odd rows run backwards (j = 15 … 0), so the FFMA after a row
+# end shares `b[15]` with the one before it. We cannot allocate registers from Numba, but we can choose the order.
+#
+# **Prediction.** Row order already lets 15 of every 16 FFMAs reuse `a[i]`; serpentine adds at most one reuse per
+# row end, 7 per k-step of 128 FFMAs (about 5 %). So if register-file reads are what the slower issue is, the gain
+# is a few percent at most, not the whole gap. In the SASS that `scripts/sass_report.py` printed on the H200 host
+# (not shipped as a file; the numbers are quoted in step 9's docstring), 877 of the 1,024 FFMAs of a k-tile carry a
+# `.reuse` flag in serpentine order, against 837 row by row. `experiments/fma_order.py`, one run:
+
+# %%
+fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
+                                "timed in one run")
+lesson.say(lesson_09.fma_order_text(fma_order)) if fma_order else None
+
+# %% [markdown]
+# A few percent, as predicted. (The tuning sweep in lesson 9 ran before, with row-order FMAs.) A first run of that
+# experiment had a bug: the serpentine index expression turned one column of every odd row into a duplicate, so one
+# FMA was done twice and one never. The benchmark's float64 spot check flagged the result as wrong, and
+# `tests/test_variants.py` now checks that every order computes exactly the same products — a faster kernel is only
+# a result once it is checked.
+#
+# ## Register double buffering: a textbook move that lost
+#
+# CUTLASS's SIMT kernels double-buffer twice: the tiles in shared memory (step 8) and the *fragments* in registers.
+# With two fragment sets that alternate by column of the k-tile, column kk + 1's shared loads are in flight while
+# column kk's FMAs run; and right after each barrier, the next stage's first fragments are loaded while the current
+# stage's last column is computed. The variant is `experiments/kernels/warp_tiling_pipelined.py` (`diff
+# gemm_steps/steps/warp_tiling.py experiments/kernels/warp_tiling_pipelined.py` shows the whole change). Its k-loop:
+# first the columns whose next fragments load while the current ones compute,
+
+# %%
+_ = lesson.show_experiment_kernel("warp_tiling_pipelined", start="# Columns 0", stop="a_frag[kk % 2][i]")
+
+# %% [markdown]
+# and after the barrier, the next stage's first fragments, loaded while the last column of the stage before is
+# computed:
+
+# %%
+_ = lesson.show_experiment_kernel("warp_tiling_pipelined", start="stage t % 2 is written",
+                                  stop="a_frag[(BLOCK_K - 1) % 2][i]")
+
+# %% [markdown]
+# **Prediction** (written before the run). After each barrier, step 9's first FMAs wait for their fragments: one
+# shared-load latency, some 30 cycles, in a k-tile that takes about 2,700 cycles per scheduler. Hiding that is worth
+# 1 to 3 points of cuBLAS, a little more for step 8, which has half the FMAs per k-tile to hide it behind.
+# `experiments/pipelining.py` timed both steps with and without it in one run, and three other tile shapes with it;
+# the shipped step 9 ran first and again last, to show the spread within the run:
+
+# %%
+pipelining = lesson.load_shipped("experiment-pipelining-*.json", "steps 8 and 9 with and without register double "
+                                 "buffering, timed in one run")
+lesson.variants_table(pipelining) if pipelining else None
+
+# %% [markdown]
+# It lost: with the shipped tiles, step 9 with pipelined fragments is several points *slower* at both sizes, and
+# none of the other tile shapes brings it back. Step 8 gained under a point, too little to tell apart from the
+# variation between separate runs. The prediction was wrong in sign. Nsight Compute, on one launch of each at 4096³
+# (`ncu --clock-control none`, `experiments/pipelining.py --profile`):
+
+# %%
+lesson.say(lesson_09.ncu_h200_table())
+
+# %% [markdown]
+# More instructions at the same issue rate. Its SASS (`ptxas` 13.0 for `sm_90`, the k-loop counted with `loop_mix`
+# from `scripts/sass_report.py`; printed, not shipped) has 1,216 instructions per k-tile against 1,164: the second
+# stage offset and the extra branches cost index arithmetic, and `ptxas` put only 813 of the 1,024 FFMAs on the reuse
+# cache, against 877. The shared-load latency we set out to hide was not what cost time: step 9 is limited by **how
+# fast its instructions issue**, so a change that adds instructions, or costs operand reuse, loses. (That is also
+# why steps 10 and 11 keep step 9's k-loop.) The registers in the table are the driver JIT's, on the H200 host.
+#
+# The same report names cuBLAS's kernel (the last row): in its column-major terms a 256×128 tile, which is our
+# 128×256; k-tiles of 8; 8 warps of 256 threads; one block per SM and the same 16 × 32 grid. That is the design
+# this course arrived at by measurement. The differences are a three-stage `cp.async` pipeline (copies from global
+# to shared memory that skip the registers) and SASS whose registers are allocated for the FFMA stream. (At 2048³ on
+# the H100, cuBLAS chose another kernel; lesson 9 names it with its issue rate.)
+#
+# ## Trying cuBLAS's copies, and cheaper index arithmetic
+#
+# `cp.async` is one more inline-PTX intrinsic, `copy_async` in `gemm_steps/toolkit/intrinsics.py` (with a
+# plain-Python twin for the simulator). A variant of step 9, `experiments/kernels/warp_tiling_async.py`, has two
+# compile-time switches: `ASYNC_B` copies B's k-tile with 16-byte `cp.async` straight into the next shared stage, and
+# `ASYNC_A` copies A's floats one by one (4-byte `cp.async`) into their transposed places; one `cp.async.wait_all`
+# before the barrier replaces the shared-memory stores. A third variant touches only index arithmetic: the stage
+# `k_tile % 2` is computed from the signed 64-bit loop counter; in unsigned 32-bit arithmetic it is one AND.
+#
+# **Prediction.** The loop is bound by instruction issue, so each variant should move time by about its change in
+# instructions per k-tile. `ptxas` 13.0 for `sm_90` (on a CPU; printed, not shipped) counts 1,164 for the shipped
+# k-loop, 1,152 with the unsigned stage (a hair faster) and 1,193 with both copies asynchronous (a little slower), all
+# within ±3 %. `experiments/async_copy.py`, one run, the shipped kernel first and again last:
+
+# %%
+async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
+                                 "stage arithmetic, timed in one run")
+lesson.variants_table(async_copy) if async_copy else None
+
+# %% [markdown]
+# Every variant is slower, and by far more than its instruction count says: the unsigned stage, with 1 % *fewer*
+# instructions, loses several points. What the variants share is `ptxas`'s register report, which the experiment
+# printed (not stored in its results file): 253 registers for the shipped kernel, 200 to 229 for the variants.
+# Given the fully unrolled k-tile, `ptxas` chooses its own schedule — how far ahead of the FFMAs to load fragments,
+# which registers hold which accumulator — and for the shipped PTX it chose one that fills the register file; for
+# each variant a leaner one that issues worse. Small changes to the PTX move the result by several percent, in
+# directions no instruction count predicts. So the shipped kernel is a **measured local optimum**, not a designed
+# one.
+#
+# ## Searching instead of predicting
+#
+# If predicting fails, one can still *search*: write the same k-column in other shapes that compute bit-identical
+# results — other orders of its 128 independent FMAs, or B's fragments loaded just before their FMAs — and let the
+# GPU pick. Before the run we set the bar: adopt a shape only if it beats the shipped one by over 1 % at both sizes.
+# `experiments/code_shapes.py` (its shapes in `experiments/kernels/warp_tiling_fma_order.py`), one run:
+
+# %%
+shapes = lesson.load_shipped("experiment-code-shapes-*.json", "step 9's k-column in equivalent FMA orders and "
+                             "load placements, timed in one run")
+lesson.say(lesson_09.code_shapes_text(shapes)) if shapes else None
+
+# %% [markdown]
+# Equivalent code shapes spread over a few percent, not the whole gap to cuBLAS. The last ten percent lies in the
+# schedule and register allocation below PTX — the level at which cuBLAS's kernels are tuned, and which Numba, like
+# CUDA C, does not let us write.
+#
+# Back to [lesson 9](../09_warp_tiling.ipynb).
