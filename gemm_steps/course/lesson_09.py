@@ -202,7 +202,7 @@ def tiling_figure(step, lane: int = 5, warp: int = 0):
     lanes_m, lanes_n, sa, sb = lay["LANES_M"], lay["LANES_N"], lay["A_CHUNK_STRIDE"], lay["B_CHUNK_STRIDE"]
     warps_m = bm // wm
     fig = Figure(figsize=(12, 5.4), layout="constrained")
-    left, right = fig.subplots(1, 2, width_ratios=[bn / bm, 1.15])
+    left, right = fig.subplots(1, 2, width_ratios=[bn / bm, 1.5])
 
     def box(ax, x, y, w, h, **style):
         ax.add_patch(Rectangle((x, y), w, h, **{"fill": False, "lw": 0.6, "ec": "0.5", **style}))
@@ -220,7 +220,7 @@ def tiling_figure(step, lane: int = 5, warp: int = 0):
                 fc="tab:orange", ec="k", lw=0.5)
     left.set(xlim=(-2, bn + 2), ylim=(bm + 2, -2), aspect="equal",
              title=f"Block tile {bm} × {bn}: {warps_m} × {warps_n} warp tiles of {wm} × {wn}\n"
-                   f"orange: lane {lane} of warp {warp}, its {tm} × {tn} results")
+                   f"orange: the thread tile of lane {lane} in warp {warp}, its {tm} × {tn} results")
     left.title.set_fontsize(10)
     left.axis("off")
 
@@ -240,8 +240,8 @@ def tiling_figure(step, lane: int = 5, warp: int = 0):
     right.set(xlim=(-1, wn + 1), ylim=(wm + 1, -1), aspect="equal",
               title=f"Warp tile {wm} × {wn}: the 32 lanes as an {lanes_m} × {lanes_n} grid of 4 × 4 cells,\n"
                     f"repeated {tm // 4} × {tn // 4} times; lane l owns the cells numbered l,\nspaced {sa} rows "
-                    f"(A_CHUNK_STRIDE) and {sb} columns (B_CHUNK_STRIDE) apart")
-    right.title.set_fontsize(10)
+                    f"(A_CHUNK_STRIDE) and {sb} columns\n(B_CHUNK_STRIDE) apart")
+    right.title.set_fontsize(9)
     right.axis("off")
     return fig
 
