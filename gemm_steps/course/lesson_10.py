@@ -1,13 +1,19 @@
-"""Lesson 10's helpers (persistent blocks, tile order, waves), shared with its deep dive
-(``lessons/deep_dives/10_the_saw_tooth.py``).
+"""Lesson 10's helpers (persistent blocks, tile order, waves), shared with its deep dives
+(``lessons/deep_dives/10_*.py``).
 
-* **The tile order in Python** — :func:`tile_position` is the persistent kernel's index arithmetic; :func:`tile_order_figure`
-  draws the numbering it gives and the tiles in flight together, grouped and row-major.
+* **The tile order in Python** — :func:`tile_position` is the persistent kernel's index arithmetic; :func:`tile_order`
+  lists the tiles in the order it visits them (the same list as the exercise's plain loops,
+  :func:`gemm_steps.course.exercise_solutions.expected_tile_order`); :func:`tile_order_figure` draws that order,
+  grouped and row-major, with the tiles of the first wave; :func:`first_wave_text` counts what that wave reads.
+* **Registers, by compiler** — :func:`compile_with_registers` (PTX on this CPU; registers from the ``ptxas`` in
+  nvJitLink and from the ``ptxas`` binary here), :func:`register_table` (with the count the driver's JIT made on the
+  GPU host, from the shipped Nsight Compute reports), :func:`resident_per_sm` (the blocks per SM of what ran).
 * **The persistence experiment** (``experiments/persistent.py``, ``experiment-persistent-*.json``) —
-  :func:`load_experiment` reads it into one row per shape; the functions after it turn rows into the lesson's DRAM
-  bound, table, figure and verdicts. Every interpreting sentence is computed here from the records.
-* **The saw-tooth sweep** (``experiment-scheduling-h200.json``, for the deep dive) — :func:`saw_tooth` and the
-  functions after it.
+  :func:`load_experiment` reads it into one row per shape; the functions after it turn rows into the DRAM bound, the
+  table, the waves figure and the verdicts (:func:`verdict` for the main path; the shape-by-shape texts for the deep
+  dive ``10_persistence_and_order``). Every interpreting sentence is computed here from the records.
+* **The saw-tooth sweep** (``experiment-scheduling-h200.json``, for the deep dive ``10_the_saw_tooth``) —
+  :func:`saw_tooth` and the functions after it.
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
+from gemm_steps import get_step
+from gemm_steps.harness import results_files, tuning
 from gemm_steps.harness.environment import short_label
-from gemm_steps.harness import tuning
+from gemm_steps.harness.ptx import in_gpu_mode
 from gemm_steps.toolkit import tuned
 
-from .timings import datasheet_bandwidth_tbs, load_shipped, size_label
+from . import profiles
+from .compiled import blocks_per_sm, threads_per_block
+from .display import MarkdownTable, as_step
+from .timings import datasheet_bandwidth_tbs, load_shipped, shown_path, size_label
 
 
 # -- the tile order, in Python ------------------------------------------------------------------------------------
@@ -34,25 +45,44 @@ def tile_position(tile: int, rows: int, cols: int, group_m: int) -> tuple[int, i
     return first_row + tile % per_group % rows_in_group, tile % per_group // rows_in_group
 
 
-def tile_order_figure(rows: int, cols: int, resident: int, group_ms: tuple[int, ...]) -> Figure:
-    """C's tiles numbered in the order the persistent kernel visits them, one panel per GROUP_M; the tiles of the
-    first wave (the ``resident`` blocks' first tiles) shaded, with how many rows of A and columns of B they need."""
-    fig = Figure(figsize=(4.2 * len(group_ms), 3.4), layout="constrained")
-    for ax, group_m in zip(fig.subplots(1, len(group_ms)), group_ms):
-        first = {tile_position(t, rows, cols, group_m) for t in range(resident)}
-        for tile in range(rows * cols):
-            r, c = tile_position(tile, rows, cols, group_m)
-            wave = tile // resident
-            ax.add_patch(_square(c, r, "#f4a261" if (r, c) in first else ("#e9ecef" if wave % 2 else "white")))
-            ax.text(c + 0.5, r + 0.5, str(tile), ha="center", va="center", fontsize=9)
-        for g in range(group_m, rows, group_m):
-            ax.axhline(g, color="#000080", linewidth=2)
-        a_rows, b_cols = len({r for r, _ in first}), len({c for _, c in first})
+def tile_order(rows: int, cols: int, group_m: int) -> list[tuple[int, int]]:
+    """(tile-row, tile-column) of every tile, in the order the kernel's loop numbers them — checked against the plain
+    loops the exercise is graded with (:func:`~gemm_steps.course.exercise_solutions.expected_tile_order`)."""
+    from .exercise_solutions import expected_tile_order
+
+    order = [tile_position(t, rows, cols, group_m) for t in range(rows * cols)]
+    assert order == expected_tile_order(rows, cols, group_m), "the kernel's formula and the plain loops disagree"
+    return order
+
+
+def _first_wave(rows: int, cols: int, resident: int, group_m: int) -> tuple[set, int, int]:
+    """The tiles of the first wave, and how many tile-rows of A and tile-columns of B they need."""
+    first = set(tile_order(rows, cols, group_m)[:resident])
+    return first, len({r for r, _ in first}), len({c for _, c in first})
+
+
+def tile_order_figure(step, rows: int, cols: int, resident: int) -> Figure:
+    """C's tiles numbered in the order the persistent kernel visits them: row-major (GROUP_M = 1) beside the
+    step's own GROUP_M; the first wave (the ``resident`` blocks' first tiles) shaded, later waves in alternate
+    greys, the groups' boundaries drawn."""
+    group_m = as_step(step).config["GROUP_M"]
+    fig = Figure(figsize=(12, 0.36 * rows + 1.3), layout="constrained")
+    for ax, g in zip(fig.subplots(1, 2), (1, group_m)):
+        first, a_rows, b_cols = _first_wave(rows, cols, resident, g)
+        for tile, (r, c) in enumerate(tile_order(rows, cols, g)):
+            colour = "#f4a261" if (r, c) in first else ("#dee2e6" if tile // resident % 2 else "white")
+            ax.add_patch(_square(c, r, colour))
+            ax.text(c + 0.5, r + 0.5, str(tile), ha="center", va="center", fontsize=7)
+        for boundary in range(g, rows, g):
+            if g > 1:
+                ax.axhline(boundary, color="#000080", linewidth=2)
         ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal", xticks=[], yticks=[],
-               xlabel=f"first wave ({resident} blocks, shaded): {a_rows} row{'s' * (a_rows != 1)} of A's tiles, "
+               xlabel=f"first wave (shaded): {a_rows} row{'s' * (a_rows != 1)} of A's tiles, "
                       f"{b_cols} column{'s' * (b_cols != 1)} of B's")
-        ax.set_title(f"GROUP_M = {group_m}" + (" (row-major)" if group_m == 1 else " (grouped)"), fontsize=10)
-    fig.suptitle(f"Tile order on a {rows} × {cols} grid of tiles: the number is when a tile is computed", fontsize=10)
+        ax.set_title("row-major (GROUP_M = 1)" if g == 1 else
+                     f"grouped: GROUP_M = {g} (step {as_step(step).number}), groups divided in blue", fontsize=10)
+    fig.suptitle(f"The order of {rows} × {cols} tiles of C on a GPU that runs {resident} blocks at once: each number is "
+                 f"the tile's place in the order; waves of {resident} tiles alternate white and grey", fontsize=10)
     return fig
 
 
@@ -62,8 +92,105 @@ def _square(x, y, colour):
     return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="0.5", linewidth=0.8)
 
 
+def first_wave_text(step, rows: int, cols: int, resident: int) -> str:
+    """What the first wave of the picture reads of A and B per unit of k, in both orders, with the step's tiles."""
+    config = as_step(step).config
+    bm, bn, group_m = config["BLOCK_M"], config["BLOCK_N"], config["GROUP_M"]
+    floats = {}
+    for g in (1, group_m):
+        _, a_rows, b_cols = _first_wave(rows, cols, resident, g)
+        floats[g] = (a_rows, b_cols, a_rows * bm + b_cols * bn)
+    (ra, rb, rf), (ga, gb, gf) = floats[1], floats[group_m]
+    return (f"With step {as_step(step).number}'s {bm} × {bn} tiles, the first wave reads, per step of k, "
+            f"{ra} × {bm} + {rb} × {bn} = **{rf:,}** floats of A and B in row-major order and "
+            f"{ga} × {bm} + {gb} × {bn} = **{gf:,}** grouped by {group_m}: {rf / gf:.1f}× fewer, for the same "
+            f"{resident} tiles.")
+
+
+# -- registers, by compiler -----------------------------------------------------------------------------------------
+def compile_here(names: list[str]) -> dict:
+    """In a GPU-mode process: the fast kernels' PTX and registers from ``ptxas`` in nvJitLink
+    (:func:`gemm_steps.course.compiled.compile_here`), plus registers from the ``ptxas`` binary on this machine."""
+    from .compiled import compile_here as compile_steps
+    from .lesson_07 import _ptxas_here
+
+    out = compile_steps(names, "fast", False, [])
+    for entry in out.values():
+        entry["local_ptxas"] = _ptxas_here(entry["ptx"])
+    return out
+
+
+def compile_with_registers(steps) -> dict:
+    """:func:`compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
+    return in_gpu_mode("gemm_steps.course.lesson_10:compile_here", [as_step(s).name for s in steps], timeout=900)
+
+
+def register_counts(entry: dict) -> dict[str, int | None]:
+    """One compiled kernel's registers per thread by compiler: the driver's JIT on the GPU host (the shipped Nsight
+    Compute report), the ``ptxas`` in nvJitLink here, the ``ptxas`` binary here."""
+    profile = profiles.load(entry["step"])
+    driver = profile.value("Registers Per Thread") if profile else None
+    return {"driver JIT": None if driver is None else int(driver), "nvJitLink": entry.get("registers"),
+            "ptxas here": (entry.get("local_ptxas") or {}).get("registers")}
+
+
+def _host_driver() -> str:
+    """The driver of the GPU host where the shipped reports were made, as that host's benchmark file records it."""
+    gpu = profiles.REPORTS.removeprefix("ncu-steps-")
+    found = results_files.newest_matching(f"bench-{gpu}*.json")
+    if not found:
+        return "the GPU host's driver"
+    env = found[1]["environment"]
+    return (f"driver {env['smi_driver_version']}, CUDA {env['driver_cuda_version']}, on the {env['gpu']}, as "
+            f"`{shown_path(found[0])}` records that host")
+
+
+def resident_per_sm(compiled: dict, step) -> dict:
+    """Blocks per SM of a step's fast kernel at the register count that ran (the driver's JIT, from the report),
+    or at nvJitLink's where there is no report (NVIDIA's occupancy rules: a calculation)."""
+    entry = compiled[f"{as_step(step).name}_fast"]
+    counts = register_counts(entry)
+    registers = counts["driver JIT"] or counts["nvJitLink"]
+    return blocks_per_sm(registers, threads_per_block(as_step(step)), entry["shared_bytes"])
+
+
+def register_table(compiled: dict) -> MarkdownTable:
+    """Registers per thread of each fast kernel, by compiler, and the blocks per SM each count allows; then which
+    compilers here agree with the driver's, and how each count moves from one kernel to the next."""
+    jit = next((e["ptxas"] for e in compiled.values() if e.get("ptxas")), "nvJitLink")
+    local = next((e["local_ptxas"]["version"] for e in compiled.values() if e.get("local_ptxas")), "ptxas here")
+    names = {"driver JIT": "the driver's JIT", "nvJitLink": f"ptxas in {jit}", "ptxas here": local}
+    lines = [f"| kernel | {names['driver JIT']}, on the GPU host (Nsight Compute) | {names['nvJitLink']}, here "
+             f"| {local}, here | blocks (warps) per SM at that count |", "|:--|--:|--:|--:|:--|"]
+    counts = {}
+    for label, entry in compiled.items():
+        counts[label] = register_counts(entry)
+        step = get_step(entry["step"])
+        allowed = sorted({f"{o['blocks']} ({o['warps']})" for n in counts[label].values() if n
+                          for o in [blocks_per_sm(n, threads_per_block(step), entry["shared_bytes"])]})
+        lines.append(f"| {label} | " + " | ".join("—" if n is None else str(n) for n in counts[label].values())
+                     + f" | {' or '.join(allowed)} |")
+    lowered = next((e["local_ptxas"].get("ptx_version") for e in compiled.values() if e.get("local_ptxas")), None)
+    text = ("\n".join(lines) + "\n\nThe first column is what ran: the PTX compiled by the driver when the kernel was "
+            f"loaded ({_host_driver()}), as the shipped reports record it "
+            f"(`{shown_path(profiles.load('persistent').path.parent)}/`). The other two compile the PTX that NVVM "
+            "makes here, for sm_90" + (f" (for {local}, with the PTX's `.version` line lowered to {lowered}, the "
+                                       "newest it accepts)" if lowered else "") + ".")
+    if all(c["driver JIT"] for c in counts.values()):
+        agree = [names[key] for key in ("nvJitLink", "ptxas here")
+                 if all(c[key] == c["driver JIT"] for c in counts.values())]
+        moves = "; ".join(f"{names[key]}: " + " → ".join(str(c[key]) for c in counts.values())
+                          for key in names if all(c[key] for c in counts.values()))
+        text += (f" On {'both kernels' if len(counts) == 2 else 'every kernel'}, "
+                 + (f"{' and '.join(agree)} gives the driver's count" if agree else "no compiler here gives the "
+                    "driver's count") + f". From {' to '.join(counts)}: {moves}. "
+                 "A register count means something only with the name of the compiler that made it.")
+    return MarkdownTable(text)
+
+
 # -- the persistence experiment -----------------------------------------------------------------------------------
-NAMES = {"twin": "warp_tiling(same config)", "G8": "persistent GROUP_M=8", "G1": "persistent GROUP_M=1",
+GROUPED = 8  # the GROUP_M of the experiment's grouped runs (as its records name them)
+NAMES = {"twin": "warp_tiling(same config)", "G8": f"persistent GROUP_M={GROUPED}", "G1": "persistent GROUP_M=1",
          "cuBLAS": "cublas"}
 
 
@@ -130,14 +257,14 @@ def dram_lower_bound(exp: Experiment, m: int, n: int, k: int, group_m: int) -> i
 
 def dram_table(exp: Experiment) -> str:
     """The DRAM lower bound of each square size in both orders, against the measured time: the order's prediction."""
-    lines = ["| size | tiles | waves | DRAM lower bound, row-major | grouped by 8 | time at datasheet bandwidth "
+    lines = [f"| size | tiles | waves | DRAM lower bound, row-major | grouped by {GROUPED} | time at datasheet bandwidth "
              "| measured kernel time |", "|:--|--:|--:|--:|--:|--:|--:|"]
     share = 0.0
     for row in exp.rows:
         m, n, k = row["shape"]
         if not m == n == k or not row["twin"]:
             continue
-        plain, grouped = dram_lower_bound(exp, m, n, k, 1), dram_lower_bound(exp, m, n, k, 8)
+        plain, grouped = dram_lower_bound(exp, m, n, k, 1), dram_lower_bound(exp, m, n, k, GROUPED)
         seconds = [bytes_ / (exp.bandwidth_tbs * 1e12) for bytes_ in (plain, grouped)]
         share = max(share, max(seconds) / (row["twin"]["median_ms"] / 1e3))
         lines.append(f"| {m}³ | {row['tiles']} | {math.ceil(row['waves'])} | {plain / 1e6:.0f} MB "
@@ -150,7 +277,7 @@ def dram_table(exp: Experiment) -> str:
 
 
 def experiment_table(exp: Experiment) -> str:
-    lines = ["| M×N×K | tiles | tiles ÷ SMs | twin (step 9) TFLOPS | persistent, GROUP_M=8 | GROUP_M=1 | cuBLAS "
+    lines = [f"| M×N×K | tiles | tiles ÷ SMs | twin (step 9) TFLOPS | persistent, GROUP_M={GROUPED} | GROUP_M=1 | cuBLAS "
              "| twin, % of cuBLAS |", "|:--|--:|--:|--:|--:|--:|--:|--:|"]
     for row in exp.rows:
         tf = {key: (f"{row[key]['tflops']:.1f}" if row[key] else "—") for key in NAMES}
@@ -216,25 +343,38 @@ def waves_text(exp: Experiment) -> str:
     return "\n".join(lines)
 
 
-def persistence_text(exp: Experiment) -> str:
-    deep = [(row, row["twin"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows
+def persistence(exp: Experiment) -> list[tuple[dict, float]]:
+    """(row, persistent's speed ÷ its twin's) on the square sizes more than one wave deep, grouped order."""
+    return [(row, row["twin"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows
             if row["shape"][0] == row["shape"][1] == row["shape"][2] and row["twin"] and row["G8"] and row["waves"] > 1]
+
+
+def _flat(exp: Experiment) -> bool:
+    return all(abs(speedup - 1) < 0.02 for _, speedup in persistence(exp))
+
+
+def persistence_text(exp: Experiment) -> str:
     lines = [f"* {size_label(row['shape'])} ({row['waves']:.2f} waves): persistent is **{speedup:.3f}×** as fast as "
-             f"its twin (GROUP_M = 8)" for row, speedup in deep]
-    flat = all(abs(speedup - 1) < 0.02 for _, speedup in deep)
+             f"its twin (GROUP_M = {GROUPED})" for row, speedup in persistence(exp)]
     return "\n".join(lines) + "\n\n" + (
         "Flat, as predicted: within 2 %. With one block per SM the twin already runs in waves of one tile per SM; "
         "the hardware block scheduler launches a block in far less time than a tile takes; and the last wave is "
         "equally partial either way. A persistent kernel earns its keep when there is something to do *between* "
         "tiles — prologue work to amortize, or a smarter split of the work than whole tiles (lesson 11)."
-        if flat else "Not flat: persistence changed the time by more than 2 % on a square size; the reasons the model "
-        "gives for flatness do not cover it.")
+        if _flat(exp) else "Not flat: persistence changed the time by more than 2 % on a square size; the reasons the "
+        "model gives for flatness do not cover it.")
+
+
+def order(exp: Experiment) -> dict:
+    """Grouped ÷ row-major speed at every shape; the shapes where it is faster or slower by more than the noise."""
+    diffs = [(row, row["G1"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows if row["G8"] and row["G1"]]
+    return {"diffs": diffs, "faster": [row for row, d in diffs if d > 1 + tuning.NOISE],
+            "slower": [row for row, d in diffs if d < 1 - tuning.NOISE]}
 
 
 def order_text(exp: Experiment) -> str:
-    diffs = [(row, row["G1"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows if row["G8"] and row["G1"]]
-    faster = [row for row, d in diffs if d > 1 + tuning.NOISE]
-    slower = [row for row, d in diffs if d < 1 - tuning.NOISE]
+    o = order(exp)
+    diffs, faster, slower = o["diffs"], o["faster"], o["slower"]
     return (
         ", ".join(f"{size_label(row['shape'])} {d:.3f}×" for row, d in diffs) + " (grouped ÷ row-major speed).\n\n"
         + f"Within {tuning.NOISE:.0%} (the course's noise threshold) at {len(diffs) - len(faster) - len(slower)} of "
@@ -242,9 +382,33 @@ def order_text(exp: Experiment) -> str:
         + (f" ({', '.join(size_label(r['shape']) for r in faster)})" if faster else "")
         + f", row-major faster at {len(slower)}"
         + (f" ({', '.join(size_label(r['shape']) for r in slower)})" if slower else "")
-        + ". There is no consistent sign, and the DRAM count above leaves little for an order to win at these sizes on "
+        + ". There is no consistent sign, and the DRAM count leaves little for an order to win at these sizes on "
         "a cache this large. What differs at single shapes is one run each: this experiment cannot say whether a few "
         "percent either way is the order or run-to-run variation, and we do not claim either.")
+
+
+def verdict(exp: Experiment) -> str:
+    """The main path's verdict on both predictions, one sentence each, from the experiment's records."""
+    deep, o = persistence(exp), order(exp)
+    ratios = [d for _, d in o["diffs"]]
+    steady = len(ratios) - len(o["faster"]) - len(o["slower"])
+    return (
+        f"* **Persistence:** on the squares more than a wave deep ({', '.join(size_label(r['shape']) for r, _ in deep)}"
+        f"), step 10 runs at {' and '.join(f'{d:.3f}×' for _, d in deep)} the speed of its non-persistent twin: "
+        + ("**flat, as predicted**." if _flat(exp) else "**not flat**: more than 2 % apart, which the prediction did "
+           "not expect.")
+        + f"\n* **Tile order:** grouped (GROUP_M = {GROUPED}) ÷ row-major speed runs from {min(ratios):.3f}× to "
+        f"{max(ratios):.3f}× over {len(ratios)} shapes — within {tuning.NOISE:.0%} at {steady}, faster at "
+        f"{len(o['faster'])}, slower at {len(o['slower'])}: "
+        + ("**no consistent sign**, as the DRAM count predicted; one run per shape cannot tell a few percent at a "
+           "single shape from run-to-run variation." if o["faster"] and o["slower"] else
+           "**no difference beyond the noise**, as the DRAM count predicted." if not (o["faster"] or o["slower"]) else
+           f"**{'grouped' if o['faster'] else 'row-major'} never slower**, which the DRAM count did not predict."))
+
+
+def furthest_text(exp: Experiment, count: int = 3) -> str:
+    """The ``count`` shapes furthest from cuBLAS, with how many SMs their last wave keeps busy."""
+    return "\n".join(worst_text(exp).splitlines()[:count])
 
 
 def worst_text(exp: Experiment) -> str:

@@ -1,0 +1,55 @@
+"""Lesson 10's helpers (gemm_steps/course/lesson_10.py): the tile order drawn from the kernel's formula, the register
+counts by compiler, and the verdicts computed from the shipped persistence experiment."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemm_steps
+from gemm_steps.course import lesson_10, profiles
+from gemm_steps.course.exercise_solutions import expected_tile_order
+
+PERSISTENT = gemm_steps.get_step("persistent")
+
+
+@pytest.mark.parametrize("rows, cols, group_m", [(6, 8, 1), (6, 8, 2), (12, 16, 8), (13, 5, 8), (3, 7, 8)])
+def test_the_kernels_formula_gives_the_exercises_order(rows, cols, group_m):
+    order = lesson_10.tile_order(rows, cols, group_m)
+    assert order == expected_tile_order(rows, cols, group_m)
+    assert sorted(order) == [(r, c) for r in range(rows) for c in range(cols)]
+
+
+def test_the_picture_uses_the_shipped_group_m_and_counts_the_first_wave():
+    group_m = PERSISTENT.config["GROUP_M"]
+    fig = lesson_10.tile_order_figure(PERSISTENT, rows=12, cols=16, resident=32)
+    row_major, grouped = fig.axes
+    assert "GROUP_M = 1" in row_major.get_title() and f"GROUP_M = {group_m}" in grouped.get_title()
+    assert "2 rows of A's tiles, 16 columns" in row_major.get_xlabel()
+    assert f"{group_m} rows of A's tiles, {32 // group_m} columns" in grouped.get_xlabel()
+    assert "2.1× fewer" in lesson_10.first_wave_text(PERSISTENT, rows=12, cols=16, resident=32)
+
+
+def test_register_counts_name_their_compiler():
+    profile = profiles.load("persistent")
+    if profile is None:
+        pytest.skip("no shipped Nsight Compute reports")
+    entry = {"step": "persistent", "registers": 224, "local_ptxas": {"registers": 255, "version": "ptxas 13.0.88"},
+             "ptxas": "nvJitLink 13.5", "shared_bytes": 24576}
+    counts = lesson_10.register_counts(entry)
+    assert counts == {"driver JIT": int(profile.value("Registers Per Thread")), "nvJitLink": 224, "ptxas here": 255}
+    table = lesson_10.register_table({"persistent_fast": entry})
+    assert "nvJitLink 13.5" in table and "ptxas 13.0.88" in table and "driver 580" in table
+    assert lesson_10.resident_per_sm({"persistent_fast": entry}, PERSISTENT)["blocks"] == 1
+
+
+def test_the_verdicts_are_computed_from_the_experiment():
+    experiment = lesson_10.load_experiment(1)
+    if experiment is None:
+        pytest.skip("no shipped persistence experiment")
+    text = lesson_10.verdict(experiment)
+    for _, speedup in lesson_10.persistence(experiment):
+        assert f"{speedup:.3f}×" in text
+    ratios = [d for _, d in lesson_10.order(experiment)["diffs"]]
+    assert f"{min(ratios):.3f}×" in text and f"{max(ratios):.3f}×" in text
+    assert len(lesson_10.experiment_table(experiment).splitlines()) == 2 + len(experiment.rows)
+    assert lesson_10.furthest_text(experiment).count("\n") == 2
