@@ -714,7 +714,9 @@ def where_the_course_ends(full: dict, course: list, sizes: list, s: Sweep | None
         f"else. If issuing them were the limit, it could run at {1 / sum(mix.values()):.0%} of the peak; it runs at "
         f"{best[sizes[-1]]['tflops'] / peak:.0%}. Fewer index instructions would raise that ceiling, but the kernel "
         "is not at it.\n"
-        f"* **Waiting.** At {compiled['persistent_fast']['registers']} registers per thread, one block of 8 warps "
+        f"* **Waiting.** At {compiled['persistent_fast']['registers']} registers per thread (nvJitLink's count here; "
+        f"the GPU driver's own compile used {_profiled_registers('persistent')}, in the profiler's report), one block "
+        "of 8 warps "
         "fits on an SM, and all waiting — for memory, for shared loads, at the barrier — must be hidden inside that "
         "one block, by double buffering alone. Larger register tiles, or a second block per SM, both need "
         "registers this kernel does not have to spare.\n"
@@ -734,3 +736,10 @@ __all__ = ["shares", "one_tile_per_block", "picture", "timelines", "draw", "firs
            "small_squares", "kernel_cost_text", "prediction_with_cost", "fallback_text", "before_fallback_text",
            "fixup_ptx_outline", "wait_table", "reader_fence_text", "determinism", "TARGET", "course_table",
            "target_verdict", "where_the_course_ends"]
+
+
+def _profiled_registers(step: str) -> str:
+    """Registers per thread of a step's kernel as the GPU driver compiled it (the shipped Nsight Compute report)."""
+    from . import profiles
+
+    return f"{profiles.load(step).value('Registers Per Thread'):.0f}"
