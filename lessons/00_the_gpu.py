@@ -19,8 +19,8 @@ from gemm_steps.course import gpu_model, lesson, profiles
 lesson.show_code(gpu_model.kernel_source())
 
 # %% [markdown]
-# Launched on a grid of 2 × 2 blocks of 4 × 2 threads, a 4 × 8 array of threads. Each printed array shows, at each
-# thread's position, one thing that thread wrote:
+# Launched on a grid of 2 × 2 blocks of 4 × 2 threads (x × y: 4 columns, 2 rows per block), that is 4 rows × 8
+# columns of threads. Each printed array shows, at each thread's position, one thing that thread wrote:
 
 # %%
 seen = gpu_model.where_am_i(grid=(2, 2), block=(4, 2))
@@ -34,8 +34,9 @@ for name in ("block_x", "block_y", "thread_x", "thread_y"):
 # ## Warps
 #
 # The hardware does not run threads one by one. It runs them in **warps** of 32 threads with consecutive numbers
-# inside a block (numbered x first, then y). The 32 threads of a warp execute the same instruction at the same
-# time, each on its own data. If a branch sends some threads one way and some the other, the warp runs both paths
+# inside a block (numbered x first, then y); a thread's place in its warp, 0 to 31, is its **lane**. (A block of 8
+# threads, as above, still occupies a whole warp, with 24 lanes idle.) The 32 threads of a warp execute the same
+# instruction at the same time, each on its own data. If a branch sends some threads one way and some the other, the warp runs both paths
 # one after the other (*divergence*). And when a warp loads from memory, its 32 addresses are served together: 32
 # neighbouring floats arrive as one 128-byte transaction, 32 scattered floats as up to 32. Lessons 1 and 2 are
 # about exactly that (*coalescing*).
@@ -69,7 +70,8 @@ if shipped:
 # Each thread has **registers** (the fastest storage, private to it). The threads of one block share **shared
 # memory**: a scratchpad on the SM that the kernel fills and reads explicitly, declared with `cuda.shared.array`. The
 # same on-chip memory also serves as the **L1 cache**. All SMs share the **L2 cache**, and behind it the GPU's
-# **HBM** (its DRAM). The further from the SM, the bigger and the slower:
+# **HBM** (its DRAM). The further from the SM, the slower, and — per SM — the bigger (the registers and shared memory
+# of all 132 SMs together add up to tens of MiB, but each SM sees only its own):
 
 # %%
 lesson.show_figure(gpu_model.memory_figure(levels))
@@ -87,7 +89,7 @@ if levels["bandwidth_file"]:
 # scheduler hides the wait by issuing from **another** warp that is ready. So an SM needs enough independent work in
 # flight: many resident warps, or several independent instructions per warp.
 #
-# **Occupancy** is the number of warps resident on an SM, as a share of the 64 it can hold. It is capped by what
+# **Occupancy** is the number of warps resident on an SM, as a share of the 64 it can hold (2,048 threads ÷ 32). It is capped by what
 # each block uses: threads, registers (65,536 per SM, shared by all resident threads) and shared memory. The
 # profiler reports it; here for a few steps of the course, next to what NVIDIA's rules predict from the same
 # registers, threads and shared memory:
@@ -116,7 +118,8 @@ lesson.say("\n".join(rows))
 # ## Bank conflicts
 #
 # Shared memory is split into **32 banks**; consecutive 4-byte words go to consecutive banks (word w is in bank
-# w mod 32). Each bank delivers one word per pass — a **wavefront**. If the 32 lanes of a warp read 32 words in 32
+# w mod 32). Each bank delivers one word per pass — a **wavefront** (not to be confused with lesson 10's *waves* of
+# tiles). If the 32 lanes of a warp read 32 words in 32
 # different banks, one wavefront serves them all. If several lanes want *different* words in the same bank, that
 # bank needs one wavefront per word: a **bank conflict**, and the load takes that many times longer (lanes reading
 # the *same* word share it: a broadcast). Reading a row of a 32 × 32 float tile is conflict-free; reading a column,
@@ -136,9 +139,13 @@ for stride in (1, 2, 32, 33):
 bandwidth = levels["bandwidth_tbs"]
 if bandwidth:
     free, conflict = bandwidth["shared_conflict_free_tbs"], bandwidth["shared_32_way_conflict_tbs"]
+    peak = levels["sm_count"] * 32 * 4 * levels["sm_clock_mhz"] * 1e6 / 1e12  # 32 banks × 4 bytes per clock, per SM
     lesson.say(f"Conflict-free: **{free:.1f} TB/s**; every lane in one bank: **{conflict:.2f} TB/s** — "
-               f"{free / conflict:.0f}× slower ({levels['bandwidth_file']}). Not the full 32×: this simple kernel "
-               "also spends instructions on its index arithmetic, which the conflict does not slow down.")
+               f"{free / conflict:.0f}× slower ({levels['bandwidth_file']}). The hardware's peak is {levels['sm_count']} "
+               f"SMs × 32 banks × 4 bytes × {levels['sm_clock_mhz']:.0f} MHz = **{peak:.1f} TB/s**, and peak ÷ 32 = "
+               f"{peak / 32:.2f} TB/s: the conflicting kernel runs *at* the limit one bank allows, while the "
+               f"conflict-free one reaches {free / peak:.0%} of the peak — this simple kernel also spends instructions on "
+               "index arithmetic, which the conflict does not slow down. So the measured ratio is less than 32×.")
 else:
     print("No shipped bandwidth measurement (run python -m experiments.memory_bandwidth on a GPU).")
 

@@ -38,8 +38,9 @@ lesson.say(lesson_10.first_wave_text(persistent, rows=12, cols=16, resident=32))
 # %% [markdown]
 # ## The kernel
 #
-# The whole change to step 9's kernel: the tile body is wrapped in the loop, unchanged but for its indentation. The
-# loop computes each tile's row and column from its number with `//` and `%` — the order above. Like step 9, the
+# The change to step 9's kernel: the tile body is wrapped in the loop (the diff ignores the extra indentation). The
+# loop computes each tile's row and column from its number with `//` and `%` — the order above — instead of reading
+# them from the block's index, and the early return of step 9's edge kernel is gone. Like step 9, the
 # kernel keeps its `if EDGE:` branches: where the fast variant cannot take the whole product (partial tiles, or K
 # not a multiple of `BLOCK_K`), its guarded variant loops over every tile instead:
 
@@ -91,8 +92,8 @@ if experiment:
 # %% [markdown]
 # ## Is it right?
 #
-# On the simulator a persistent grid gets 3 blocks (there is no occupancy to ask for), so 2 × 2 tiles of 128 × 256
-# make each block loop; the last shape adds partial tiles, for the guarded variant:
+# On the simulator a persistent grid gets 3 blocks (there is no occupancy to ask for), so with 2 × 2 tiles of
+# 128 × 256 one block loops over two of them; the last shape adds partial tiles, for the guarded variant:
 
 # %%
 lesson.check_against_numpy(persistent, [(33, 17, 40), (128, 256, 8), (256, 512, 8), (257, 516, 8)])
@@ -110,6 +111,8 @@ lesson.timing_table(results, ["warp_tiling", "persistent"], results and lesson.h
 # %% [markdown]
 # And the experiment: step 10 in both tile orders against its non-persistent twin (step 9's kernel with step 10's
 # tiles), and cuBLAS, in one run over squares, shapes at and just past a whole wave, a small and a K-heavy shape.
+# Note the GPU: the benchmark above ran on an H100, the experiment (and the DRAM table) on an H200 — also 132 SMs,
+# the same tiles — so compare within each, not across (separate runs differ by up to about 10 %).
 # Plotted against tiles ÷ SMs — how many waves of tiles the grid needs — with the wave model's saw-tooth:
 
 # %%
@@ -141,10 +144,12 @@ if experiment:
 
 # %% [markdown]
 # The worst shapes are the ones with **few tiles**: a small matrix, or one whose work lies along K. A C of a few
-# tiles keeps only that many SMs busy, however long K is, and the share of cuBLAS tracks the share of busy SMs.
+# tiles keeps only that many SMs busy, however long K is, and the share of cuBLAS follows the share of SMs busy,
+# averaged over the waves.
 # No schedule of whole tiles can fix that: neither persistence nor tile order gives an idle SM anything to do —
 # and the saw-tooth is the same problem at every wave boundary. The remedy is to split the work *along K* as well:
-# give each SM an equal share of all the k-iterations of all tiles, and add up the partial tiles at the end. That
+# give each SM an equal share of all the k-iterations of all tiles (a k-iteration: one `BLOCK_K`-deep slice of one
+# tile's k-loop), and add up the partial tiles at the end. That
 # is **stream-K**, step 11.
 #
 # Next: [Lesson 11: stream-K](11_stream_k.ipynb)

@@ -28,7 +28,7 @@ if results:
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
-# keep them off the floor. Shared-memory tiles (step 3) move the roof far to the right; from there on, every step
+# keep them off the floor. Shared-memory tiles (step 3) move the steps' points far to the right; from there on, every step
 # is far below the bandwidth line and the limits are all inside the SM — instruction count, shared-memory
 # wavefronts, latency, the schedule. That is why lessons 4 to 9 counted instructions rather than bytes.
 #
@@ -48,17 +48,7 @@ if results:
 
 # %%
 if results:
-    small = min(lesson.common_sizes(results, ["stream_k", "shared_memory"]), key=lambda s: s[0] * s[1] * s[2])
-    tiles = -(-small[0] // 128) * -(-small[1] // 256)
-    best = max((s for s in gemm_steps.steps() if lesson.record(results, s.name, small)),
-               key=lambda s: lesson.record(results, s.name, small)["tflops"])
-    sms = results["environment"].get("sm_count")
-    lesson.say(
-        f"At {lesson.size_label(small)}, step 11's 128×256 tiles make only **{tiles} tiles for {sms} SMs**: most of "
-        f"the GPU has nothing to do, and stream-K's split cannot make that up. Step 11 reaches "
-        f"{lesson.record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there; the best step at "
-        f"that size is step {best.number}, `{best.name}`, at {lesson.record(results, best.name, small)['pct_of_cublas']:.0f} %, "
-        "with its small tiles.")
+    lesson.say(lesson_12.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -113,7 +103,9 @@ if held_out:
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
 #
-# Every idea of the course has a name in the tools people use:
+# Every idea of the course has a name in the tools people use: **Triton** (OpenAI's Python language for GPU kernels,
+# where you write what a block computes and its compiler writes the threads) and **CUTLASS** (NVIDIA's C++ template
+# library for GEMMs, with CuTe for describing layouts):
 #
 # | course | Triton | CUTLASS / CuTe |
 # |:--|:--|:--|
@@ -137,8 +129,9 @@ if held_out:
 # matrix products (for example 16×8×8) per warp instruction, at several times that rate in lower-precision formats
 # such as TF32 (10 bits of mantissa instead of 23; NVIDIA's datasheet gives the H100 SXM about 495 dense TF32
 # TFLOPS against 67 for FP32). The next chapter drives them from Numba (`mma.sync` through inline PTX), measures
-# what TF32 loses, and wins the accuracy back by splitting each float into two TF32 parts ("3xTF32") — a product
-# as accurate as SGEMM and faster than cuBLAS SGEMM.
+# what TF32 loses, and wins the accuracy back by splitting each float into two TF32 parts ("3xTF32"). Three TF32
+# products for one: at TF32's rate that could still beat cuBLAS SGEMM while staying as accurate — the chapter's goal
+# (≥ 1.25× cuBLAS SGEMM), not yet measured.
 #
 # ## Your turn
 #

@@ -88,6 +88,8 @@ def memory_levels() -> dict:
     return {"gpu": env.get("gpu", "?"), "sm_count": env.get("sm_count"), "l2_bytes": env.get("l2_bytes"),
             "shared_per_block_bytes": env.get("shared_memory_per_block_optin"),
             "bandwidth_tbs": measured["results"] if measured else {},
+            # the clock of the GPU the bandwidths were measured on (the peaks are computed from it)
+            "sm_clock_mhz": (measured or {}).get("environment", {}).get("sm_clock_max_mhz") or env.get("sm_clock_max_mhz"),
             "bandwidth_file": results_files.display_path(found[0]) if found else None}
 
 
@@ -122,7 +124,7 @@ def memory_figure(levels: dict | None = None):
         ax.text(np.log10(size) + 0.05, i, label, va="center", fontsize=9)
         ax.text(0.1, i, name, va="center", fontsize=9, color="white", weight="bold")
     ax.set(yticks=[], xlim=(0, 14.5), xlabel="size on the whole GPU (log₁₀ bytes)", ylim=(3.6, -0.6),
-           title=f"{levels['gpu']}: {sm} SMs. Closer to the SM (top) is smaller and faster")
+           title=f"{levels['gpu']}: {sm} SMs. Closer to the SM (top) is faster, and smaller per SM")
     return fig
 
 

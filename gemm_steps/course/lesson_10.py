@@ -270,8 +270,9 @@ def dram_table(exp: Experiment) -> str:
         lines.append(f"| {m}³ | {row['tiles']} | {math.ceil(row['waves'])} | {plain / 1e6:.0f} MB "
                      f"| {grouped / 1e6:.0f} MB | {seconds[0] * 1e3:.3f} / {seconds[1] * 1e3:.3f} ms "
                      f"| {row['twin']['median_ms']:.3f} ms |")
-    return ("\n".join(lines) + f"\n\n**Prediction:** in either order, the DRAM traffic needs at most "
-            f"**{share:.0%}** of the kernel's time at full bandwidth, so the order has little to win at these sizes: "
+    return ("\n".join(lines) + f"\n\n**Prediction:** if L2 keeps each wave's data, DRAM needs about "
+            f"**{share:.0%}** of the kernel's time at full bandwidth in either order, so the order has little to win "
+            "at these sizes: "
             "the kernel is not waiting on DRAM. (Grouping can even touch *more* rows per wave, when a wave ends "
             "part-way into a group.)")
 

@@ -140,7 +140,13 @@ def held_out_table(results: dict) -> str:
         lines.append(f"| {size_label(shape)} | `{chosen.get('chose', '?')}` | {chosen['pct_of_cublas']:.0f} % | "
                      f"{step11['pct_of_cublas']:.0f} % |")
     env = results.get("environment", {})
-    return "\n".join(lines) + f"\n\n{env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same run."
+    lost = [shape for shape, by_step in rows.items() if "pct_of_cublas" in by_step.get("matmul", {})
+            and "pct_of_cublas" in by_step.get("stream_k", {})
+            and by_step["matmul"]["median_ms"] > by_step["stream_k"]["median_ms"] * 1.03]
+    verdict = ("\n\n`matmul`'s choice was at least as fast as step 11 alone (within 3 %) everywhere"
+               + (f" but {', '.join(size_label(s) for s in lost)}" if lost else "") + ".")
+    return ("\n".join(lines) + verdict + f" {env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same "
+            "run.")
 
 
 def call_overhead_text(overhead: dict) -> str:
@@ -152,9 +158,34 @@ def call_overhead_text(overhead: dict) -> str:
             f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
             f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
             f"`cuda.core` (`toolkit/tiles.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
-            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× that empty launch")
+            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× an empty Numba launch timed in its own run (another "
+            f"machine: {now['empty_kernel_us']:.0f} µs)")
     if "direct_empty_kernel_us" in now:
         text += (f", and {now['matmul_us'] / now['direct_empty_kernel_us']:.1f}× the floor of any launch from Python "
                  f"(the empty kernel through `cuda.core`, {now['direct_empty_kernel_us']:.0f} µs; the rest is checking "
                  "the arguments and the layers between `matmul` and the launch)")
     return text + " (`experiments/call_overhead.py`)."
+
+
+def small_shape_text(results: dict) -> str:
+    """Why the smallest benchmarked square is hard for step 11: its tiles and k-iterations per SM, computed."""
+    import gemm_steps
+
+    from .timings import common_sizes
+
+    small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
+    config = gemm_steps.get_step("stream_k").tiled.config
+    tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
+    iterations = tiles * -(-small[2] // config.BLOCK_K)
+    sms = results["environment"].get("sm_count")
+    steps = [s for s in gemm_steps.steps() if record(results, s.name, small)]
+    best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
+    text = (f"At {size_label(small)}, step 11's {config.BLOCK_M}×{config.BLOCK_N} tiles make only **{tiles} tiles for "
+            f"{sms} SMs**. Stream-K shares their {iterations} k-iterations (one `BLOCK_K`-deep slice of one tile each) "
+            f"out over the SMs, about {iterations / sms:.0f} each: little work per block for the fixup it costs. Step 11 "
+            f"reaches {record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there")
+    if best.name != "stream_k":
+        text += (f"; the best step at that size is step {best.number}, `{best.name}`, at "
+                 f"{record(results, best.name, small)['pct_of_cublas']:.0f} %, with its smaller tiles")
+    return text + (". (At sizes this small the benchmark's timer also counts part of the host's launch work, "
+                   "docs/measurement.md; the percentages are rough.)")

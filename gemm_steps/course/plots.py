@@ -269,9 +269,7 @@ def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) ->
     plot_tflops_vs_size(results, paths[0])
     plot_step_speedups(results, path=paths[1])
     plot_speedup_curves(results, path=paths[2])
-    try:  # a run of the shape suite (gemm-steps bench --suite shapes) also gets its by-class picture
+    if results.get("suite") == "shapes":  # a run of the shape suite also gets its by-class picture
         plot_shape_classes(results, path=out_dir / f"{stem}-shapes.png")
         paths.append(out_dir / f"{stem}-shapes.png")
-    except ValueError:
-        pass
     return paths
