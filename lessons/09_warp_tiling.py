@@ -119,11 +119,13 @@ if parts and parts.get("same_tiles"):
 lesson.say(lesson_09.issue_text())
 
 # %% [markdown]
-# One cause that can be tried from Python: each `FFMA` reads three registers, and the register file delivers only
-# so many per cycle. The hardware's *operand reuse cache* helps when an instruction reads the same register in the
-# same operand slot as the one before; `ptxas` marks that operand `.reuse`. Row by row, consecutive FFMAs share
-# `a[i]` except where a row ends; in a **serpentine** order (odd rows run backwards) the FFMA after a row end shares
-# `b[15]` with the one before it. `experiments/fma_order.py` timed step 9 both ways in one run:
+# One cause that can be tried from Python: each `FFMA` (an FMA in SASS, the GPU's machine code) reads three
+# registers, and the register file delivers only so many per cycle (how many on Hopper, NVIDIA does not say; the
+# deep dive below has what is known). An *operand reuse cache* helps. `ptxas` sets a `.reuse` flag on a source
+# operand of one instruction, and the hardware keeps that value for the next instruction that reads the same
+# register in the same operand slot. Row by row, consecutive FFMAs share `a[i]` except where a row ends; in a
+# **serpentine** order (odd rows run backwards) the FFMA after a row end shares `b[15]` with the one before it.
+# `experiments/fma_order.py` timed step 9 both ways in one run:
 
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "

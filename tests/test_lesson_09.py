@@ -50,3 +50,27 @@ def test_pictures_are_drawn_from_the_configuration():
     fig = lesson_09.tiling_figure(STEP9)
     assert f"{STEP9.config['BLOCK_M']} × {STEP9.config['BLOCK_N']}" in fig.axes[0].get_title()
     assert len(lesson_09.bank_figure([STEP8, STEP9]).axes) == 4
+
+
+def test_the_recorded_sass_covers_every_kernel_and_reads_as_tables():
+    recorded = lesson_09.SASS_RECORDED
+    assert set(recorded["kernels"]) == set(lesson_09.SASS_KERNELS)
+    table = lesson_09.sass_table(recorded, list(lesson_09.SASS_KERNELS))
+    assert "1,164" in table and "recorded on" in table
+    assert "40 more FFMAs" in lesson_09.reuse_found(recorded, STEP9)
+    assert "+4.5%" in lesson_09.sass_compare(recorded, "step9 shipped", "step9 pipelined")
+
+
+def test_the_recorded_sass_is_what_ptxas_and_nvdisasm_give_here():
+    """Recomputes the shipped kernel's row (about 6 s) where this machine has ptxas and nvdisasm."""
+    import shutil
+
+    from gemm_steps.course.lesson_07 import LOCAL_PTXAS
+    from pathlib import Path
+
+    if lesson_09.nvdisasm_binary() is None or not (shutil.which("ptxas") or Path(LOCAL_PTXAS).exists()):
+        pytest.skip("no nvdisasm or ptxas here")
+    found = lesson_09.k_loop_sass(["step9 shipped"])
+    if found["tools"]["ptxas"] != lesson_09.SASS_RECORDED["tools"]["ptxas"]:
+        pytest.skip(f"another ptxas here ({found['tools']['ptxas']})")
+    assert found["kernels"]["step9 shipped"] == lesson_09.SASS_RECORDED["kernels"]["step9 shipped"]

@@ -15,6 +15,11 @@
   :func:`what_it_bought`.
 * **The last 10 %** — :func:`issue_rates` (read from the Nsight Compute reports, never typed),
   :func:`fma_order_text`, :func:`ncu_h200_table`, :func:`code_shapes_text`.
+* **The k-loop in SASS** — :func:`k_loop_sass`: step 9 and the experiments' variants compiled on this CPU (NVVM,
+  the ``ptxas`` binary, ``nvdisasm``), their registers and k-tile loop (instructions, FFMAs, ``.reuse`` operands),
+  or :data:`SASS_RECORDED` where ``nvdisasm`` is missing; :func:`sass_table`, :func:`sass_compare`,
+  :func:`reuse_prediction`, :func:`reuse_found`, :func:`pipelining_prediction`, :func:`jit_against_ptxas`,
+  :func:`async_text`.
 
 Every interpreting sentence is computed here from the shipped files, so the prose cannot drift from the numbers.
 """
@@ -383,7 +388,10 @@ def what_it_bought(parts: dict, compiled: dict, step) -> str:
     step = as_step(step)
     c = step.config
     entry = compiled[f"{step.name}_fast"]
-    occupancy = blocks_per_sm(entry["registers"], threads_per_block(step), entry["shared_bytes"])
+    report = profiles.load(step.name)  # the count that ran: the driver's JIT on the GPU host
+    registers, compiler = ((int(report.value("Registers Per Thread")), "the driver's JIT, in the Nsight Compute report")
+                           if report else (entry["registers"], entry.get("ptxas")))
+    occupancy = blocks_per_sm(registers, threads_per_block(step), entry["shared_bytes"])
     map_alone, tiles_alone = parts["map_alone"], parts["tiles_alone"]
     if abs(map_alone - 1) < tuning.NOISE:
         text = (f"The conflict-free map, by itself, is worth **nothing measurable** ({map_alone:.3f}×, inside the "
@@ -395,7 +403,7 @@ def what_it_bought(parts: dict, compiled: dict, step) -> str:
         f" What the map bought is *freedom*: with lanes spread over a warp tile, a thread can own "
         f"{c['THREAD_M']}×{c['THREAD_N']} results and a block {c['BLOCK_M']}×{c['BLOCK_N']} of C without its fragment "
         f"loads conflicting, and that larger tile needs less data per FMA from L2 and memory: **{tiles_alone:.3f}×** "
-        f"from the tiles alone. It pays in registers: {entry['registers']} per thread ({entry.get('ptxas')}), so "
+        f"from the tiles alone. It pays in registers: {registers} per thread ({compiler}), so "
         f"**{occupancy['blocks']} block of {occupancy['warps']} warps** per SM, and all latency hiding now rests on "
         "double buffering and on the warps of that one block.")
 
@@ -443,17 +451,20 @@ def issue_rates() -> dict:
 
 
 def issue_text() -> str:
+    """The issue rates of :func:`issue_rates` as a table, each with the report it is read from."""
     rates = issue_rates()
-    parts = []
+    rows = ["| GPU, size | step 9 | cuBLAS | cuBLAS's kernel | cuBLAS's warp-instructions / step 9's | report |",
+            "|:--|--:|--:|:--|--:|:--|"]
     for gpu, where in (("h100", "H100, 2048³"), ("h200", "H200, 4096³")):
         if gpu in rates:
             r = rates[gpu]
-            parts.append(f"**{r['step9']:.2f}** against cuBLAS's **{r['cublas']:.2f}** ({where}, cuBLAS's kernel "
-                         f"`{r['cublas_kernel'].replace('void ', '')[:60]}`, "
-                         f"`{shown_path(r['path'])}`; cuBLAS executes {r['instructions'][1] / r['instructions'][0]:.3f}"
-                         "× step 9's warp-instructions there)")
-    return ("Step 9 issues " + "; and ".join(parts) + " warp-instructions per cycle per scheduler (one is the "
-            "most a scheduler can issue)." if parts else "No Nsight Compute report is shipped.")
+            rows.append(f"| {where} | **{r['step9']:.2f}** | **{r['cublas']:.2f}** | "
+                        f"`{r['cublas_kernel'].replace('void ', '')[:60]}` | "
+                        f"{r['instructions'][1] / r['instructions'][0]:.3f} | `{shown_path(r['path'])}` |")
+    if len(rows) == 2:
+        return "No Nsight Compute report is shipped."
+    return ("\n".join(rows) + "\n\nIssued warp-instructions per cycle per scheduler (`Issued Warp Per Scheduler`); "
+            "1 is the most a scheduler can issue.")
 
 
 def fma_order_text(fma_order: dict) -> str:
@@ -472,16 +483,231 @@ def ncu_h200_table() -> str:
     kernels = ncu_h200_kernels()
     if not kernels:
         return ""
-    rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers (driver JIT) "
+    rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers per thread "
             "| SM clock |", "|:--|--:|--:|--:|--:|"]
     for k in kernels:
         rows.append(f"| `{k['kernel']}` | {k['instructions']:,.0f} | {k['issue']:.2f} | {k['registers']} "
                     f"| {k['clock']:.2f} GHz |")
     shipped = next(k for k in kernels if "shipped" in k["kernel"])
     piped = next(k for k in kernels if "pipelined" in k["kernel"])
-    return ("\n".join(rows) + f"\n\nFrom `{shown_path(shipped['path'])}` (H200). The pipelined kernel executes "
+    return ("\n".join(rows) + f"\n\nFrom `{shown_path(shipped['path'])}` (H200). Registers as the kernels ran: ours "
+            "compiled from PTX by the driver's JIT on that host; cuBLAS's compiled by NVIDIA, in the library. The "
+            "pipelined kernel executes "
             f"{piped['instructions'] / shipped['instructions'] - 1:.1%} more instructions, at an issue rate of "
             f"{piped['issue']:.2f} against {shipped['issue']:.2f}.")
+
+
+# -- the k-loop in SASS ------------------------------------------------------------------------------------------------
+#: The kernels whose unrolled k-tile loop the deep dive reads in SASS, by the names their experiments' records use:
+#: ``(module under experiments/kernels or None for the shipped step, build keyword arguments)``.
+SASS_KERNELS = {
+    "step9 shipped": (None, {}),
+    "row_order": ("warp_tiling_fma_order", {"order": "row"}),
+    "step9 pipelined": ("warp_tiling_pipelined", {}),
+    "uint32 stage": ("warp_tiling_async", {"uint32_stage": True}),
+    "async B": ("warp_tiling_async", {"async_b": True}),
+    "async A+B": ("warp_tiling_async", {"async_a": True, "async_b": True}),
+    "async A+B, uint32 stage": ("warp_tiling_async", {"async_a": True, "async_b": True, "uint32_stage": True}),
+}
+
+#: What :func:`k_loop_sass` computed on 2026-11-24 with ptxas 13.0.88 (sm_90) and nvdisasm 13.2.86 (the
+#: ``nvidia-cuda-nvdisasm`` wheel), shown where this machine has no ``nvdisasm``; ``tests/test_lesson_09.py``
+#: recomputes the shipped kernel's row where it has one.
+SASS_RECORDED = {
+    "tools": {"ptxas": "ptxas 13.0.88", "nvdisasm": "nvdisasm 13.2.86",
+              "when": "recorded on 2026-11-24 in `lesson_09.SASS_RECORDED`, since this machine lacks the `ptxas` "
+                      "binary or `nvdisasm` (`pip install nvidia-cuda-nvdisasm`)"},
+    "kernels": {
+        "step9 shipped": {"registers": 253, "instructions": 1164, "ffma": 1024, "reuse": 877},
+        "row_order": {"registers": 255, "instructions": 1164, "ffma": 1024, "reuse": 837},
+        "step9 pipelined": {"registers": 222, "instructions": 1216, "ffma": 1024, "reuse": 813},
+        "uint32 stage": {"registers": 220, "instructions": 1152, "ffma": 1024, "reuse": 851},
+        "async B": {"registers": 227, "instructions": 1205, "ffma": 1024, "reuse": 879},
+        "async A+B": {"registers": 229, "instructions": 1200, "ffma": 1024, "reuse": 883},
+        "async A+B, uint32 stage": {"registers": 200, "instructions": 1185, "ffma": 1024, "reuse": 863},
+    },
+}
+
+
+def nvdisasm_binary() -> str | None:
+    """``nvdisasm`` on the PATH, or the one in the ``nvidia-cuda-nvdisasm`` wheel, or ``None``."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    spec = importlib.util.find_spec("nvidia")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for candidate in sorted(Path(folder).glob("cu*/bin/nvdisasm")):
+            return str(candidate)
+    return None
+
+
+def _version(binary: str) -> str:
+    import subprocess
+
+    text = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    found = re.search(r"V(\d+\.\d+\.\d+)", text)
+    return f"{binary.rsplit('/', 1)[-1]} {found.group(1)}" if found else binary
+
+
+def _loop_mix():
+    """``loop_mix`` of ``scripts/sass_report.py``: the opcodes of the loop with the most FFMAs."""
+    import importlib.util
+
+    from gemm_steps.harness.results_files import REPO
+
+    spec = importlib.util.spec_from_file_location("sass_report", REPO / "scripts" / "sass_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.loop_mix
+
+
+def k_loop_sass_here(labels: list[str]) -> dict | None:
+    """In a GPU-mode process: each kernel of :data:`SASS_KERNELS` compiled to PTX (NVVM), assembled for sm_90 by the
+    ``ptxas`` binary here, disassembled by ``nvdisasm``; its registers and its k-tile loop (``loop_mix``).
+    ``None`` where this machine lacks ``ptxas`` or ``nvdisasm``."""
+    import importlib
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from gemm_steps.harness.ptx import compile_kernel_ptx
+    from gemm_steps.steps import warp_tiling
+
+    from .lesson_07 import LOCAL_PTXAS, _ptxas_here
+
+    disassembler = nvdisasm_binary()
+    if disassembler is None:
+        return None
+    loop_mix, config = _loop_mix(), warp_tiling.TILED.config
+    out = {"tools": {"nvdisasm": _version(disassembler), "when": "computed now"}, "kernels": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        for label in labels:
+            module, options = SASS_KERNELS[label]
+            tiled = (warp_tiling.build(config) if module is None else importlib.import_module(
+                f"experiments.kernels.{module}").build(config, **options, name="x_sass_" + re.sub(r"\W+", "_", label)))
+            ptx = compile_kernel_ptx(tiled.kernels["fast"], tiled.signature("fast"))
+            info = _ptxas_here(ptx)
+            if not info.get("registers"):
+                return None
+            out["tools"]["ptxas"] = info["version"]
+            if info.get("ptx_version"):  # the PTX version line lowered to what this ptxas reads (see _ptxas_here)
+                ptx = re.sub(r"^\.version [\d.]+", f".version {info['ptx_version']}", ptx, count=1, flags=re.MULTILINE)
+            source, cubin = Path(folder) / "kernel.ptx", Path(folder) / "kernel.cubin"
+            source.write_text(ptx)
+            subprocess.run([shutil.which("ptxas") or LOCAL_PTXAS, "-arch=sm_90", str(source), "-o", str(cubin)],
+                           check=True, capture_output=True)
+            sass = subprocess.run([disassembler, str(cubin)], check=True, capture_output=True, text=True).stdout
+            mix, size = loop_mix(sass)
+            out["kernels"][label] = {"registers": info["registers"], "instructions": size - mix.get("FFMA.reuse", 0),
+                                     "ffma": mix.get("FFMA", 0), "reuse": mix.get("FFMA.reuse", 0)}
+    return out
+
+
+def k_loop_sass(labels=tuple(SASS_KERNELS)) -> dict:
+    """:func:`k_loop_sass_here` from any process (a GPU-mode child compiles; no GPU needed), or, where this machine
+    cannot compile or disassemble, :data:`SASS_RECORDED`. ``"tools"`` says which."""
+    from gemm_steps.harness.ptx import PTXUnavailable
+
+    try:
+        found = in_gpu_mode("gemm_steps.course.lesson_09:k_loop_sass_here", list(labels), timeout=900)
+    except PTXUnavailable:
+        when = SASS_RECORDED["tools"]["when"].split(", since")[0] + ", since NVVM could not compile here"
+        return {**SASS_RECORDED, "tools": {**SASS_RECORDED["tools"], "when": when}}
+    return found or SASS_RECORDED
+
+
+def sass_table(sass: dict, labels) -> MarkdownTable:
+    """Registers and the k-tile loop's instructions of some of :func:`k_loop_sass`'s kernels."""
+    tools, block_k = sass["tools"], get_step("warp_tiling").config["BLOCK_K"]
+    rows = ["| kernel | registers | instructions in the k-tile loop | FFMAs | FFMAs with a `.reuse` operand |",
+            "|:--|--:|--:|--:|--:|"]
+    for label in labels:
+        k = sass["kernels"][label]
+        rows.append(f"| {label} | {k['registers']} | {k['instructions']:,} | {k['ffma']:,} | {k['reuse']:,} |")
+    return MarkdownTable("\n".join(rows) + (
+        f"\n\nSASS for sm_90 from {tools['ptxas']} on a CPU, read with {tools['nvdisasm']} ({tools['when']}); the "
+        f"loop is the k-tile loop (`loop_mix` in `scripts/sass_report.py`), one k-tile of {block_k} k-steps. The "
+        "driver's JIT on the GPU host may schedule and allocate differently."))
+
+
+def sass_compare(sass: dict, before: str, after: str) -> str:
+    """One sentence: ``after``'s k-tile loop against ``before``'s."""
+    a, b = sass["kernels"][before], sass["kernels"][after]
+    return (f"**{after}** runs {b['instructions']:,} instructions per k-tile against {a['instructions']:,} "
+            f"({b['instructions'] / a['instructions'] - 1:+.1%}), and {b['reuse']:,} of its {b['ffma']:,} FFMAs carry "
+            f"a `.reuse` operand against {a['reuse']:,}; {b['registers']} registers against {a['registers']} "
+            f"({sass['tools']['ptxas']}).")
+
+
+def jit_against_ptxas(sass: dict) -> str:
+    """Whether the driver's JIT on the H200 host (its Nsight Compute report) and ``ptxas`` here gave step 9 and its
+    pipelined variant the same registers."""
+    ran = {("step9 shipped" if "shipped" in k["kernel"] else "step9 pipelined"): k["registers"]
+           for k in ncu_h200_kernels() if "step9" in k["kernel"]}
+    if not ran:
+        return ""
+    here = {label: sass["kernels"][label]["registers"] for label in ran}
+    same = ran == here
+    return (f"Registers: the driver's JIT on the H200 host (the Nsight Compute table) gave "
+            + " and ".join(f"{ran[k]}" for k in ran) + f", `{sass['tools']['ptxas']}` here "
+            + " and ".join(f"{here[k]}" for k in ran) + (": the same counts." if same else
+                                                          ": different counts, from different compilers."))
+
+
+def async_text(sass: dict, experiment: dict) -> str:
+    """Each cp.async / uint32 variant: its change in k-loop instructions against its change in time, and registers."""
+    by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
+    sizes = sorted({m for _, m in by})
+    shipped = sass["kernels"]["step9 shipped"]
+    parts = []
+    for label in ("uint32 stage", "async B", "async A+B", "async A+B, uint32 stage"):
+        if label not in sass["kernels"] or (label, sizes[0]) not in by:
+            continue
+        k = sass["kernels"][label]
+        slower = [by[(label, m)]["median_ms"] / by[("step9 shipped", m)]["median_ms"] - 1 for m in sizes]
+        parts.append(f"{label}: {k['instructions'] / shipped['instructions'] - 1:+.1%} instructions, "
+                     + " and ".join(f"{s:+.1%}" for s in slower) + f" time, {k['registers']} registers")
+    return ("Against the shipped kernel (time at " + " and ".join(f"{m}³" for m in sizes) + "): " + "; ".join(parts)
+            + f". The shipped kernel: {shipped['registers']} registers ({sass['tools']['ptxas']}).")
+
+
+def reuse_prediction(step) -> str:
+    """How many more FFMAs a serpentine order can put on the reuse cache than row order: one per row end."""
+    c = as_step(step).config
+    per_k_step, row_ends = c["THREAD_M"] * c["THREAD_N"], c["THREAD_M"] - 1
+    return (f"Row by row, {c['THREAD_N'] - 1} of every {c['THREAD_N']} FFMAs can reuse `a[i]`; serpentine adds at most "
+            f"one reuse per row end: {row_ends} per k-step of {per_k_step} FFMAs ({row_ends / per_k_step:.1%}), "
+            f"{row_ends * c['BLOCK_K']} per k-tile.")
+
+
+def reuse_found(sass: dict, step) -> str:
+    """What ``ptxas`` did with the serpentine order, against :func:`reuse_prediction`'s bound."""
+    c = as_step(step).config
+    rows, serp = sass["kernels"]["row_order"], sass["kernels"]["step9 shipped"]
+    return (f"`ptxas` marks {serp['reuse'] - rows['reuse']} more FFMAs per k-tile `.reuse` in serpentine order "
+            f"({serp['reuse']:,} against {rows['reuse']:,} of {serp['ffma']:,}), of the at most "
+            f"{(c['THREAD_M'] - 1) * c['BLOCK_K']} that the row ends allow.")
+
+
+def pipelining_prediction(sass: dict, step) -> str:
+    """The size of what register double buffering could hide: one shared-load latency per k-tile, against the
+    cycles one scheduler spends on a k-tile (its warps' instructions at the measured issue rate)."""
+    c = as_step(step).config
+    rates = issue_rates()
+    gpu = "h200" if "h200" in rates else "h100"
+    rate = rates[gpu]["step9"]
+    warps = c["THREADS"] // 32 // 4  # 4 schedulers per SM, one block per SM
+    instructions = sass["kernels"]["step9 shipped"]["instructions"]
+    cycles = warps * instructions / rate
+    return (f"A k-tile costs one scheduler about **{cycles:,.0f} cycles**: {warps} warps × {instructions:,} "
+            f"instructions (the SASS above) at {rate:.2f} issued per cycle ({gpu.upper()}, Nsight Compute). One "
+            f"shared-load latency after each barrier, about 30 cycles (the figure `experiments/pipelining.py`'s "
+            f"prediction used), is {30 / cycles:.1%} of that.")
 
 
 def code_shapes_text(shapes: dict) -> str:
@@ -499,7 +725,10 @@ def code_shapes_text(shapes: dict) -> str:
 __all__ = ["tile_table", "thread_origin", "fragment_offset", "fragment_words", "store_words", "cost", "k_step_model",
            "measured_per_k_step", "model_table", "model_text", "tiling_figure", "bank_figure", "compile_here",
            "compile_with_registers", "register_table", "verdict", "map_and_tiles", "what_it_bought", "issue_rates",
-           "issue_text", "fma_order_text", "ncu_h200_kernels", "ncu_h200_table", "code_shapes_text"]
+           "issue_text", "fma_order_text", "ncu_h200_kernels", "ncu_h200_table", "code_shapes_text",
+           "SASS_KERNELS", "SASS_RECORDED", "nvdisasm_binary", "k_loop_sass_here", "k_loop_sass", "sass_table",
+           "sass_compare", "async_text", "reuse_prediction", "reuse_found",
+           "pipelining_prediction", "jit_against_ptxas"]
 
 
 def tile_table(before, after) -> MarkdownTable:

@@ -18,27 +18,48 @@ lesson.say(lesson_09.issue_text())
 # %% [markdown]
 # ## What is known about the register file
 #
-# An `FFMA` reads three source registers. The rule usually quoted — "two source operands in the same register bank
-# stall" — describes **Maxwell and Pascal**: four banks, chosen by the register number modulo 4, found by
-# reverse engineering (NVIDIA never documented it). **Volta changed it.** Jia et al. ("Dissecting the NVIDIA Volta
-# GPU Architecture via Microbenchmarking", 2018) measured two banks, each 64 bits wide, on Volta, with conflicts
-# only where an instruction's source registers crowd into one bank. For **Hopper**, NVIDIA documents neither the
-# number of banks nor their width nor the conflict rule, and we know of no public measurement as detailed as
-# theirs; so this course does not claim a bank rule for the H100 or H200.
+# An `FFMA` reads three source registers. The rule usually quoted, "two source operands in the same register bank
+# stall", describes **Maxwell and Pascal**: four banks, chosen by the register number modulo 4. It was found by
+# reverse engineering (Scott Gray's `maxas`), and NVIDIA never documented it.
 #
-# What *is* visible is in the SASS: a `.reuse` flag sits on a **source operand** of an instruction (for example
-# `FFMA R4, R2.reuse, R8, R4`). It tells the hardware to keep that operand in the *operand reuse cache*, so that the
-# next instruction that reads the same register **in the same operand slot** takes it from there instead of from the
-# register file. `ptxas` sets these flags; the cache's size and rules are not documented either. Row by row
-# (`acc[i][j] += a[i] * b[j]` for j = 0 … 15, then the next i), consecutive FFMAs share `a[i]` in the same slot —
-# except where a row ends. In a **serpentine** order, odd rows run backwards (j = 15 … 0), so the FFMA after a row
-# end shares `b[15]` with the one before it. We cannot allocate registers from Numba, but we can choose the order.
+# **Volta changed it.** Jia, Maggioni, Staiger and Scarpazza measured Volta in "Dissecting the NVIDIA Volta GPU
+# Architecture via Microbenchmarking" (2018, arXiv:1804.06826). They found two banks, each 64 bits wide, chosen by
+# the register number modulo 2. Their `FFMA` test conflicted only when **all three** source registers were in one
+# bank: `FFMA R6, R97, R99, RX` stalled for odd `RX` and not for even. Each 128-bit Volta instruction word also
+# carries control bits that the compiler sets, among them a reuse flag for each source-operand slot. Huerta et al.
+# ("Analyzing Modern NVIDIA GPU cores", 2025, arXiv:2503.20481) reverse-engineered Ampere (RTX A6000) and checked
+# their model on Turing. They describe a register file with a small cache in front of it, filled by those compiler
+# hints. For **Hopper**, NVIDIA documents neither the number of banks nor their width nor a conflict rule, nor the
+# reuse cache's size. We know of no public measurement of Hopper's register file as detailed as these, so this
+# course claims no bank rule for the H100 or H200.
 #
-# **Prediction.** Row order already lets 15 of every 16 FFMAs reuse `a[i]`; serpentine adds at most one reuse per
-# row end, 7 per k-step of 128 FFMAs (about 5 %). So if register-file reads are what the slower issue is, the gain
-# is a few percent at most, not the whole gap. In the SASS that `scripts/sass_report.py` printed on the H200 host
-# (not shipped as a file; the numbers are quoted in step 9's docstring), 877 of the 1,024 FFMAs of a k-tile carry a
-# `.reuse` flag in serpentine order, against 837 row by row. `experiments/fma_order.py`, one run:
+# What *is* visible is in the SASS. A `.reuse` flag sits on a **source operand** of one instruction, for example
+# `R2` in `FFMA R4, R2.reuse, R8, R4`. It tells the hardware to keep that operand in the *operand reuse cache*. The
+# next instruction that reads `R2` **in the same operand slot**, say `FFMA R5, R2, R9, R5`, then takes it from the
+# cache instead of the register file. So the flag marks the instruction that reads the value first, not the one
+# that benefits. `ptxas` sets these flags; we cannot set them from Numba or PTX.
+#
+# We can choose the order of the FMAs, though. Row by row (`acc[i][j] += a[i] * b[j]` for j = 0 … 15, then the next
+# i), consecutive FFMAs share `a[i]` in the same slot, except where a row ends. In a **serpentine** order, odd rows
+# run backwards (j = 15 … 0), so the FFMA after a row end shares `b[15]` with the one before it.
+#
+# **Prediction.** If register reads are what slows the issue, the gain is at most the extra reuse:
+
+# %%
+lesson.say(lesson_09.reuse_prediction(warp_tiling))
+
+# %% [markdown]
+# That is a few percent at most, not the whole gap. The SASS of both orders, compiled on this CPU (the experiments'
+# kernel variants from `experiments/kernels/`, and the registers `ptxas` gives each), is counted once here for the
+# whole notebook:
+
+# %%
+sass = lesson_09.k_loop_sass()
+lesson.say(lesson_09.sass_table(sass, ["row_order", "step9 shipped"]))
+lesson.say(lesson_09.reuse_found(sass, warp_tiling))
+
+# %% [markdown]
+# `experiments/fma_order.py` timed the two orders in one run:
 
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
@@ -73,11 +94,18 @@ _ = lesson.show_experiment_kernel("warp_tiling_pipelined", start="stage t % 2 is
                                   stop="a_frag[(BLOCK_K - 1) % 2][i]")
 
 # %% [markdown]
-# **Prediction** (written before the run). After each barrier, step 9's first FMAs wait for their fragments: one
-# shared-load latency, some 30 cycles, in a k-tile that takes about 2,700 cycles per scheduler. Hiding that is worth
-# 1 to 3 points of cuBLAS, a little more for step 8, which has half the FMAs per k-tile to hide it behind.
-# `experiments/pipelining.py` timed both steps with and without it in one run, and three other tile shapes with it;
-# the shipped step 9 ran first and again last, to show the spread within the run:
+# **Prediction.** After each barrier, step 9's first FMAs wait for their fragments: one shared-load latency per
+# k-tile. How large is that? (Computed here from the SASS and the profile; the prediction written before the run,
+# in `experiments/pipelining.py`, used round figures.)
+
+# %%
+lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling))
+
+# %% [markdown]
+# Hiding it should be worth 1 to 3 points of cuBLAS (the prediction in `experiments/pipelining.py`), and a little
+# more for step 8, which has half the FMAs per k-tile to hide it behind. `experiments/pipelining.py` timed both
+# steps with and without it in one run, and three other tile shapes with it. The shipped step 9 ran first and again
+# last, to show the spread within the run:
 
 # %%
 pipelining = lesson.load_shipped("experiment-pipelining-*.json", "steps 8 and 9 with and without register double "
@@ -94,12 +122,17 @@ lesson.variants_table(pipelining) if pipelining else None
 lesson.say(lesson_09.ncu_h200_table())
 
 # %% [markdown]
-# More instructions at the same issue rate. Its SASS (`ptxas` 13.0 for `sm_90`, the k-loop counted with `loop_mix`
-# from `scripts/sass_report.py`; printed, not shipped) has 1,216 instructions per k-tile against 1,164: the second
-# stage offset and the extra branches cost index arithmetic, and `ptxas` put only 813 of the 1,024 FFMAs on the reuse
-# cache, against 877. The shared-load latency we set out to hide was not what cost time: step 9 is limited by **how
-# fast its instructions issue**, so a change that adds instructions, or costs operand reuse, loses. (That is also
-# why steps 10 and 11 keep step 9's k-loop.) The registers in the table are the driver JIT's, on the H200 host.
+# More instructions at the same issue rate. The SASS says where they come from:
+
+# %%
+lesson.say(lesson_09.sass_compare(sass, "step9 shipped", "step9 pipelined"))
+lesson.say(lesson_09.jit_against_ptxas(sass))
+
+# %% [markdown]
+# The second stage offset and the extra branches cost index arithmetic, and `ptxas` put fewer FFMAs on the reuse
+# cache. The shared-load latency we set out to hide was not what cost time: step 9 is limited by **how fast its
+# instructions issue**, so a change that adds instructions, or costs operand reuse, loses. (That is also why steps
+# 10 and 11 keep step 9's k-loop.)
 #
 # The same report names cuBLAS's kernel (the last row): in its column-major terms a 256×128 tile, which is our
 # 128×256; k-tiles of 8; 8 warps of 256 threads; one block per SM and the same 16 × 32 grid. That is the design
@@ -117,9 +150,16 @@ lesson.say(lesson_09.ncu_h200_table())
 # `k_tile % 2` is computed from the signed 64-bit loop counter; in unsigned 32-bit arithmetic it is one AND.
 #
 # **Prediction.** The loop is bound by instruction issue, so each variant should move time by about its change in
-# instructions per k-tile. `ptxas` 13.0 for `sm_90` (on a CPU; printed, not shipped) counts 1,164 for the shipped
-# k-loop, 1,152 with the unsigned stage (a hair faster) and 1,193 with both copies asynchronous (a little slower), all
-# within ±3 %. `experiments/async_copy.py`, one run, the shipped kernel first and again last:
+# instructions per k-tile:
+
+# %%
+lesson.say(lesson_09.sass_table(sass, ["step9 shipped", "uint32 stage", "async B", "async A+B",
+                                       "async A+B, uint32 stage"]))
+
+# %% [markdown]
+# A few percent either way, so a few percent of time. (The counts are of the variants as they compile today; the
+# prediction in `experiments/async_copy.py`, written before its run, quotes the counts of that day.)
+# `experiments/async_copy.py`, one run, the shipped kernel first and again last:
 
 # %%
 async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
@@ -127,14 +167,18 @@ async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp
 lesson.variants_table(async_copy) if async_copy else None
 
 # %% [markdown]
-# Every variant is slower, and by far more than its instruction count says: the unsigned stage, with 1 % *fewer*
-# instructions, loses several points. What the variants share is `ptxas`'s register report, which the experiment
-# printed (not stored in its results file): 253 registers for the shipped kernel, 200 to 229 for the variants.
-# Given the fully unrolled k-tile, `ptxas` chooses its own schedule — how far ahead of the FFMAs to load fragments,
-# which registers hold which accumulator — and for the shipped PTX it chose one that fills the register file; for
-# each variant a leaner one that issues worse. Small changes to the PTX move the result by several percent, in
-# directions no instruction count predicts. So the shipped kernel is a **measured local optimum**, not a designed
-# one.
+# Every variant is slower, and by far more than its instruction count says:
+
+# %%
+lesson.say(lesson_09.async_text(sass, async_copy)) if async_copy else None
+
+# %% [markdown]
+# Even the unsigned stage, with *fewer* instructions, loses several points. What the variants share is a leaner
+# register allocation (the table above). Given the fully unrolled k-tile, `ptxas` chooses its own schedule: how far
+# ahead of the FFMAs to load fragments, and which registers hold which accumulator. For the shipped PTX it chose
+# one that fills the register file; for each variant a leaner one that issues worse. Small changes to the PTX move
+# the result by several percent, in directions no instruction count predicts. So the shipped kernel is a
+# **measured local optimum**, not a designed one.
 #
 # ## Searching instead of predicting
 #
