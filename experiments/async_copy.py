@@ -7,8 +7,9 @@ warp_tiling_async.py``:
 * ``uint32 stage``: the stage index ``k_tile % 2`` in unsigned 32-bit arithmetic (step 9 computes it from the
   signed 64-bit loop counter, which ``ptxas`` turns into a sign test and 64-bit adds every k-tile).
 Prediction: the k-loop is bound by instruction issue (lesson 9), so each variant moves time by about its change in
-instructions per k-tile; ``ptxas`` 13.0 for sm_90 counts 1,164 (shipped), 1,152 (uint32 stage), 1,193 (both
-copies async; their address arithmetic costs more than the loads and stores they replace): within ±3 %, and the
+instructions per k-tile; ``ptxas`` 13.0 for sm_90 counted 1,164 (shipped), 1,152 (uint32 stage), 1,193 (both
+copies async — 1,200 with today's ptxas 13.0.88, lesson 9's deep dive; their address arithmetic costs more than the
+loads and stores they replace): within ±3 %, and the
 async copies a little slower unless fewer registers (229 vs 253) or the missing STS/barrier waits matter more.
 The shipped kernel runs first and again last.
 

@@ -1,8 +1,9 @@
 """Step 9's FMA order: row by row vs serpentine (odd rows backwards; shipped since), timed in one run, with SASS.
 
-Hypothesis from Nsight Compute (step 9 vs cuBLAS at 4096³, same instruction count): step 9 issues 0.79 warp-
-instructions per cycle per scheduler against cuBLAS's 0.90, losing the difference to "dispatch" and "wait" stalls,
-which register-bank conflicts cause. In a serpentine order each FMA shares an operand with the one before it,
+Hypothesis from Nsight Compute (step 9 vs cuBLAS at 4096³, same instruction count): step 9 issues about 0.8 warp-
+instructions per cycle per scheduler against cuBLAS's 0.90 (0.81 in the shipped report,
+``experiments/results/ncu-step9-pipelined-cublas-h200.txt``), losing the difference to "dispatch" and "wait" stalls,
+which register-bank conflicts could cause (how Hopper's register banks work is not documented; lesson 9's deep dive). In a serpentine order each FMA shares an operand with the one before it,
 also where a row ends, which gives ptxas more chances to read an operand from the reuse cache.
 Both kernels come from ``experiments/kernels/warp_tiling_fma_order.py`` (its ``"serpentine"`` is step 9's k-column,
 which tests/test_variants.py checks). Writes the results and prints SASS summaries (``loop_mix`` from

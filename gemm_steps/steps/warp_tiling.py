@@ -11,8 +11,9 @@ broadcast to the lanes that share them: conflict-free, and the fewest shared-mem
 And the FMAs run in **serpentine order**: row i of the outer product goes left to right for even
 i and right to left for odd i, so every FMA shares an operand with the one before it, also where a row ends.
 ``ptxas`` can then feed more operands from the register reuse cache instead of the register file (in the SASS,
-877 of 1024 FMAs per k-tile carry a ``.reuse`` flag, against 837 in row order), and fewer FMAs wait on register-bank
-conflicts. Measured in one run on the H200: +1.9 points of cuBLAS at 4096³ and +2.1 at 8192³
+877 of 1024 FMAs per k-tile carry a ``.reuse`` flag, against 837 in row order: lesson 9's deep dive counts them), so
+fewer operands are read from the register file, whose bank conflicts can stall an FMA (Hopper's banks are not
+documented). Measured in one run on the H200: +1.9 points of cuBLAS at 4096³ and +2.1 at 8192³
 (experiments/results/experiment-fma-order-h200.json).
 Why faster: shared-memory bandwidth and latency were the remaining limit of step 8's inner loop; after that, how
 fast the FMAs issue.
