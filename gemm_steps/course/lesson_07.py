@@ -507,7 +507,7 @@ def first_call_summary(step: str, name: str = FIRST_CALL_FILE) -> str:
     ready = _READY.search(cold.get("stderr", ""))
     kernel = f" It compiled one kernel, the {ready.group(2)} kernel, in {float(ready.group(3)):.1f} s." if ready else ""
     return (f"From `{shown_path(path)}` (`python -m experiments.first_call`, on the GPU host the file is named for): "
-            f"step 7's first call at {cold['n']}³ in a fresh process takes **{cold['first_s']:.1f} s with empty "
+            f"step {get_step(step).number}'s first call at {cold['n']}³ in a fresh process takes **{cold['first_s']:.1f} s with empty "
             f"caches**" + (f" and {warm['first_s']:.1f} s when Numba's on-disk cache has the kernel" if warm else "")
             + f"; the second call, {cold['second_s'] * 1e3:.0f} ms.{kernel}")
 
