@@ -65,7 +65,7 @@ def test_the_recorded_sass_is_what_ptxas_and_nvdisasm_give_here():
     """Recomputes the shipped kernel's row (about 6 s) where this machine has ptxas and nvdisasm."""
     import shutil
 
-    from gemm_steps.course.lesson_07 import LOCAL_PTXAS
+    from gemm_steps.course.compiled import LOCAL_PTXAS
     from pathlib import Path
 
     if lesson_09.nvdisasm_binary() is None or not (shutil.which("ptxas") or Path(LOCAL_PTXAS).exists()):

@@ -13,7 +13,11 @@ measurements; the lessons say so where they use them.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import Iterable
 
 from gemm_steps import get_step
@@ -249,3 +253,50 @@ def compiled_table(compiled: dict[str, dict]) -> MarkdownTable:
             "capability 9.0 (a calculation, not a measurement)." if ptxas else
             "No register counts: nvJitLink (the `nvidia-nvjitlink` wheel) is not installed here.")
     return MarkdownTable("\n".join(lines) + "\n\n" + note)
+
+
+# -- registers from the ptxas on this machine, beside nvJitLink's (lessons 7, 9, 10) ---------------------------------
+LOCAL_PTXAS = "/usr/local/bin/ptxas"
+
+
+def local_ptxas(ptx: str, cc: tuple[int, int] = (9, 0)) -> dict:
+    """Registers from the ``ptxas`` binary on this machine (``{}`` if there is none): ``{"registers", "version",
+    "ptx_version"}``. NVVM from newer wheels writes a newer PTX ``.version`` line than an older ``ptxas`` accepts;
+    then the same PTX is assembled with the version line lowered to the newest that ``ptxas`` names
+    (``"ptx_version"`` says which), as the driver's JIT of that CUDA version would have to."""
+    binary = shutil.which("ptxas") or (LOCAL_PTXAS if Path(LOCAL_PTXAS).exists() else None)
+    if binary is None:
+        return {}
+    version = re.search(r"V(\d+\.\d+\.\d+)", subprocess.run([binary, "--version"], capture_output=True,
+                                                          text=True).stdout)
+    out = {"registers": None, "version": f"ptxas {version.group(1)}" if version else "ptxas", "ptx_version": None}
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "kernel.ptx"
+        for _ in range(2):
+            source.write_text(ptx)
+            done = subprocess.run([binary, f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(source), "-o",
+                                   str(Path(folder) / "kernel.o")], capture_output=True, text=True)
+            log = done.stdout + done.stderr
+            newest = re.search(r"Unsupported \.version [\d.]+; current version is '([\d.]+)'", log)
+            if not newest:
+                break
+            out["ptx_version"] = newest.group(1)
+            ptx = re.sub(r"^\.version [\d.]+", f".version {newest.group(1)}", ptx, count=1, flags=re.MULTILINE)
+    found = re.search(r"Used (\d+) registers", log)
+    out["registers"] = int(found.group(1)) if found else None
+    return out
+
+
+def compile_with_local_ptxas(names: list[str]) -> dict:
+    """In a GPU-mode process: :func:`compile_here` for the fast kernels of ``names``, each entry also with
+    ``"local_ptxas"`` (registers from the ``ptxas`` binary on this machine, :func:`local_ptxas`)."""
+    out = compile_here(names, "fast", False, [])
+    for entry in out.values():
+        entry["local_ptxas"] = local_ptxas(entry["ptx"])
+    return out
+
+
+def compile_with_registers(steps) -> dict:
+    """:func:`compile_with_local_ptxas` from any process (a GPU-mode child compiles; no GPU needed)."""
+    return in_gpu_mode("gemm_steps.course.compiled:compile_with_local_ptxas", [as_step(s).name for s in steps],
+                       timeout=900)

@@ -36,7 +36,7 @@ from gemm_steps import get_step
 from gemm_steps.harness.ptx import in_gpu_mode
 
 from . import profiles
-from .compiled import MIX_CLASSES, blocks_per_sm, fmas_per_k_tile, k_loop_mix, threads_per_block
+from .compiled import MIX_CLASSES, blocks_per_sm, fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
 from .display import MarkdownTable, as_step
 from .sweeps import config_label, same_config, sweep_records
 from .timings import fp32_peak_tflops, headline_size, record, shown_path, size_label
@@ -215,37 +215,6 @@ def sweep_findings(sweep: dict, step) -> str:
 
 
 # -- registers, by compiler ------------------------------------------------------------------------------------------
-LOCAL_PTXAS = "/usr/local/bin/ptxas"
-
-
-def _ptxas_here(ptx: str, cc: tuple[int, int] = (9, 0)) -> dict:
-    """Registers from the ``ptxas`` binary on this machine (``{}`` if there is none): ``{"registers", "version",
-    "ptx_version"}``. NVVM from newer wheels writes a newer PTX ``.version`` line than an older ``ptxas`` accepts;
-    then the same PTX is assembled with the version line lowered to the newest that ``ptxas`` names
-    (``"ptx_version"`` says which), as the driver's JIT of that CUDA version would have to."""
-    binary = shutil.which("ptxas") or (LOCAL_PTXAS if Path(LOCAL_PTXAS).exists() else None)
-    if binary is None:
-        return {}
-    version = re.search(r"V(\d+\.\d+\.\d+)", subprocess.run([binary, "--version"], capture_output=True,
-                                                          text=True).stdout)
-    out = {"registers": None, "version": f"ptxas {version.group(1)}" if version else "ptxas", "ptx_version": None}
-    with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / "kernel.ptx"
-        for _ in range(2):
-            source.write_text(ptx)
-            done = subprocess.run([binary, f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(source), "-o",
-                                   str(Path(folder) / "kernel.o")], capture_output=True, text=True)
-            log = done.stdout + done.stderr
-            newest = re.search(r"Unsupported \.version [\d.]+; current version is '([\d.]+)'", log)
-            if not newest:
-                break
-            out["ptx_version"] = newest.group(1)
-            ptx = re.sub(r"^\.version [\d.]+", f".version {newest.group(1)}", ptx, count=1, flags=re.MULTILINE)
-    found = re.search(r"Used (\d+) registers", log)
-    out["registers"] = int(found.group(1)) if found else None
-    return out
-
-
 def compile_here(before: str, after: str) -> dict:
     """In a GPU-mode process: :func:`gemm_steps.course.compiled.compile_here` for the fast kernels of ``before``
     and ``after``, plus ``after``'s fast kernel built without its occupancy hint (``<after>_fast_no_hint``); each
@@ -266,7 +235,7 @@ def compile_here(before: str, after: str) -> dict:
                                     "registers": None, "spill_bytes": None, "ptxas": None, **ptxas_info(ptx),
                                     "no_hint": True}
     for entry in out.values():
-        entry["local_ptxas"] = _ptxas_here(entry["ptx"])
+        entry["local_ptxas"] = local_ptxas(entry["ptx"])
     return out
 
 

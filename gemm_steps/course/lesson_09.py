@@ -32,7 +32,7 @@ from gemm_steps import get_step
 from gemm_steps.harness.ptx import in_gpu_mode
 
 from . import profiles
-from .compiled import blocks_per_sm, threads_per_block
+from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
 from .display import MarkdownTable, as_step
 from .lesson_05 import served
 from .sweeps import config_label, same_config, sweep_records, variants_table
@@ -292,23 +292,6 @@ def bank_figure(steps, kk: int = 0):
 
 
 # -- registers, by compiler ----------------------------------------------------------------------------------------
-def compile_here(names: list[str]) -> dict:
-    """In a GPU-mode process: the fast kernels' PTX and registers from ``ptxas`` in nvJitLink
-    (:func:`gemm_steps.course.compiled.compile_here`), plus registers from the ``ptxas`` binary on this machine."""
-    from .compiled import compile_here as compile_steps
-    from .lesson_07 import _ptxas_here
-
-    out = compile_steps(names, "fast", False, [])
-    for entry in out.values():
-        entry["local_ptxas"] = _ptxas_here(entry["ptx"])
-    return out
-
-
-def compile_with_registers(steps) -> dict:
-    """:func:`compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return in_gpu_mode("gemm_steps.course.lesson_09:compile_here", [as_step(s).name for s in steps], timeout=900)
-
-
 def register_table(compiled: dict, results: dict | None) -> MarkdownTable:
     """Registers per thread of each fast kernel by each compiler that produced a count, and the blocks per SM that
     count allows (NVIDIA's occupancy rules: a calculation)."""
@@ -578,7 +561,7 @@ def k_loop_sass_here(labels: list[str]) -> dict | None:
     from gemm_steps.harness.ptx import compile_kernel_ptx
     from gemm_steps.steps import warp_tiling
 
-    from .lesson_07 import LOCAL_PTXAS, _ptxas_here
+    from .compiled import LOCAL_PTXAS, local_ptxas
 
     disassembler = nvdisasm_binary()
     if disassembler is None:
@@ -591,11 +574,11 @@ def k_loop_sass_here(labels: list[str]) -> dict | None:
             tiled = (warp_tiling.build(config) if module is None else importlib.import_module(
                 f"experiments.kernels.{module}").build(config, **options, name="x_sass_" + re.sub(r"\W+", "_", label)))
             ptx = compile_kernel_ptx(tiled.kernels["fast"], tiled.signature("fast"))
-            info = _ptxas_here(ptx)
+            info = local_ptxas(ptx)
             if not info.get("registers"):
                 return None
             out["tools"]["ptxas"] = info["version"]
-            if info.get("ptx_version"):  # the PTX version line lowered to what this ptxas reads (see _ptxas_here)
+            if info.get("ptx_version"):  # the PTX version line lowered to what this ptxas reads (see compiled.local_ptxas)
                 ptx = re.sub(r"^\.version [\d.]+", f".version {info['ptx_version']}", ptx, count=1, flags=re.MULTILINE)
             source, cubin = Path(folder) / "kernel.ptx", Path(folder) / "kernel.cubin"
             source.write_text(ptx)
@@ -723,7 +706,7 @@ def code_shapes_text(shapes: dict) -> str:
 
 
 __all__ = ["tile_table", "thread_origin", "fragment_offset", "fragment_words", "store_words", "cost", "k_step_model",
-           "measured_per_k_step", "model_table", "model_text", "tiling_figure", "bank_figure", "compile_here",
+           "measured_per_k_step", "model_table", "model_text", "tiling_figure", "bank_figure",
            "compile_with_registers", "register_table", "verdict", "map_and_tiles", "what_it_bought", "issue_rates",
            "issue_text", "fma_order_text", "ncu_h200_kernels", "ncu_h200_table", "code_shapes_text",
            "SASS_KERNELS", "SASS_RECORDED", "nvdisasm_binary", "k_loop_sass_here", "k_loop_sass", "sass_table",

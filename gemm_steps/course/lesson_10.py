@@ -27,11 +27,10 @@ from matplotlib.figure import Figure
 from gemm_steps import get_step
 from gemm_steps.harness import results_files, tuning
 from gemm_steps.harness.environment import short_label
-from gemm_steps.harness.ptx import in_gpu_mode
 from gemm_steps.toolkit import tuned
 
 from . import profiles
-from .compiled import blocks_per_sm, threads_per_block
+from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
 from .display import MarkdownTable, as_step
 from .timings import datasheet_bandwidth_tbs, load_shipped, shown_path, size_label
 
@@ -108,23 +107,6 @@ def first_wave_text(step, rows: int, cols: int, resident: int) -> str:
 
 
 # -- registers, by compiler -----------------------------------------------------------------------------------------
-def compile_here(names: list[str]) -> dict:
-    """In a GPU-mode process: the fast kernels' PTX and registers from ``ptxas`` in nvJitLink
-    (:func:`gemm_steps.course.compiled.compile_here`), plus registers from the ``ptxas`` binary on this machine."""
-    from .compiled import compile_here as compile_steps
-    from .lesson_07 import _ptxas_here
-
-    out = compile_steps(names, "fast", False, [])
-    for entry in out.values():
-        entry["local_ptxas"] = _ptxas_here(entry["ptx"])
-    return out
-
-
-def compile_with_registers(steps) -> dict:
-    """:func:`compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return in_gpu_mode("gemm_steps.course.lesson_10:compile_here", [as_step(s).name for s in steps], timeout=900)
-
-
 def register_counts(entry: dict) -> dict[str, int | None]:
     """One compiled kernel's registers per thread by compiler: the driver's JIT on the GPU host (the shipped Nsight
     Compute report), the ``ptxas`` in nvJitLink here, the ``ptxas`` binary here."""
