@@ -101,3 +101,14 @@ class PTXJobs(BackgroundChild):
         if job not in self.jobs:
             pytest.fail(f"PTX job {job!r} was not started: mark the test with @pytest.mark.ptx({job!r})")
         return self.wait_for(json.dumps([job, label]), TIMEOUT_S)["stats"]
+
+
+def tensor_core_kernels() -> dict:
+    """The tensor-core kernels (steps 12 and 13 of the chapter in progress, not yet in the course's step list), fast
+    and edge, labelled ``<module>_<variant>`` (tests/test_tensor_cores.py)."""
+    from gemm_steps.steps import tensor_cores, three_tf32
+
+    kernels = {}
+    for module in (tensor_cores, three_tf32):
+        kernels.update(module.TILED.ptx_kernels())
+    return kernels

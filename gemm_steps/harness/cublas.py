@@ -81,6 +81,32 @@ def launch_cublas(a, b, c, stream=0) -> None:
                  _ZERO.ctypes.data, _pointer(c), n)
 
 
+_TF32_HANDLES: dict[int, int] = {}
+
+
+def launch_cublas_tf32(a, b, c, stream=0) -> None:
+    """cuBLAS on the TF32 tensor cores: ``cublasGemmEx`` with ``CUBLAS_COMPUTE_32F_FAST_TF32`` (float32 in and out,
+    operands rounded to TF32 inside). The baseline of the tensor-core steps; never the default."""
+    cublas = _cublas()
+    from nvmath import CudaDataType
+    from numba import cuda
+
+    key = id(cuda.current_context())
+    if key not in _TF32_HANDLES:
+        handle = cublas.create()
+        cublas.set_pointer_mode(handle, cublas.PointerMode.HOST)
+        _TF32_HANDLES[key] = handle
+    handle = _TF32_HANDLES[key]
+    m, k = a.shape
+    n = b.shape[1]
+    cublas.set_stream(handle, _stream_handle(stream))
+    op_n = cublas.Operation.N
+    f32 = CudaDataType.CUDA_R_32F
+    cublas.gemm_ex(handle, op_n, op_n, n, m, k, _ONE.ctypes.data, _pointer(b), f32, n, _pointer(a), f32, k,
+                   _ZERO.ctypes.data, _pointer(c), f32, n, cublas.ComputeType.COMPUTE_32F_FAST_TF32,
+                   cublas.GemmAlgo.DEFAULT)
+
+
 def cublas_matmul(a: Any, b: Any, out: Any = None):
     """``a @ b`` by cuBLAS SGEMM (strict FP32). Same inputs, outputs and errors as :func:`gemm_steps.matmul`."""
     _cublas()  # fail with a clear message before any transfer

@@ -34,10 +34,15 @@ key                      what it counts
 ``st.global.f32``        scalar global stores of floats
 ``ld.shared.v4.f32``     128-bit shared-memory loads → ``LDS.128``
 ``ld.shared.f32``        scalar shared-memory loads of floats
+``ld.shared.v2.f32``     64-bit shared-memory loads → ``LDS.64``
 ``st.shared.v4.f32``     128-bit shared-memory stores
 ``st.shared.f32``        scalar shared-memory stores of floats
 ``fma.rn.f32``           single-precision fused multiply-adds (the useful work)
 ``bar.sync``             block barriers (``cuda.syncthreads()``; PTX also spells it ``barrier.sync``)
+``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``  tensor-core products of 16×8×8 TF32 tiles → ``HMMA.1688.F32.TF32``
+``cvt.rna.tf32.f32``     float32 → TF32 roundings
+``cp.async.cg…`` / ``cp.async.ca.shared.global``  asynchronous 16-byte / 4-byte global → shared copies → ``LDGSTS``
+``cp.async.wait_group`` / ``cp.async.commit_group``  the copy pipeline's waits and group boundaries
 ``ld.local``/``st.local``  loads/stores to thread-local memory (spills or local arrays the compiler kept in memory)
 ``local_decls``          ``.local`` variable declarations (a local array kept in memory)
 ``local``                ``ld.local + st.local + local_decls``: 0 means everything lives in registers
@@ -97,10 +102,18 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "st.global.f32": _count(ops, rf"st\.global{mods}\.f32"),
         "ld.shared.v4.f32": _count(ops, rf"ld\.shared{mods}\.v4\.f32"),
         "ld.shared.f32": _count(ops, rf"ld\.shared{mods}\.f32"),
+        "ld.shared.v2.f32": _count(ops, rf"ld\.shared{mods}\.v2\.f32"),
         "st.shared.v4.f32": _count(ops, rf"st\.shared{mods}\.v4\.f32"),
         "st.shared.f32": _count(ops, rf"st\.shared{mods}\.f32"),
         "fma.rn.f32": _count(ops, r"fma\.rn(?:\.ftz)?(?:\.sat)?\.f32"),
         "bar.sync": _count(ops, r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?"),
+        # Tensor cores (steps 12 onward): the warp-level mma, the TF32 rounding, the asynchronous-copy pipeline.
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": ops["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"],
+        "cvt.rna.tf32.f32": ops["cvt.rna.tf32.f32"],
+        "cp.async.cg.shared.global": ops["cp.async.cg.shared.global"],
+        "cp.async.ca.shared.global": ops["cp.async.ca.shared.global"],
+        "cp.async.wait_group": ops["cp.async.wait_group"],
+        "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
         "st.local": _count(ops, r"st\.local(?:\.[A-Za-z0-9_:]+)*"),
         "local_decls": len(_LOCAL_DECL.findall(ptx)),

@@ -155,16 +155,22 @@ class TiledKernels:
         self.generate: Generator = kernel if hasattr(kernel, "function") else from_function(kernel)
         self.globals = self.generate.function.__globals__  # what the kernel sees: its module's names
         constants = {**config.constants(), "STAGES": 1, **(extra_constants or {})}
-        # Shared memory: STAGES copies of the A and B tiles. Over the static limit → one dynamic array (see above).
-        self.shared_bytes = constants["STAGES"] * (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K * 4
-        dynamic = self.shared_bytes > STATIC_SHARED_LIMIT
+        # Shared memory: STAGES copies of the A and B tiles (a kernel that pads its tiles says how many floats a
+        # stage of each takes). Over the static limit → one dynamic array (see above).
+        a_stage = constants.setdefault("A_STAGE_FLOATS", config.BLOCK_M * config.BLOCK_K)
+        b_stage = constants.setdefault("B_STAGE_FLOATS", config.BLOCK_K * config.BLOCK_N)
+        self.shared_bytes = constants["STAGES"] * (a_stage + b_stage) * 4
+        # A kernel whose tiles always live in one dynamic array says so with DYNAMIC_SHARED = True in its layout.
+        always_dynamic = constants.get("DYNAMIC_SHARED", False)
+        dynamic = always_dynamic or self.shared_bytes > STATIC_SHARED_LIMIT
         constants["DYNAMIC_SHARED"] = dynamic
-        constants["B_BASE"] = constants["STAGES"] * config.BLOCK_K * config.BLOCK_M if dynamic else 0
+        constants["B_BASE"] = constants["STAGES"] * a_stage if dynamic else 0
         self.dynamic_shared_bytes = self.shared_bytes if dynamic else 0
         self.constants = constants
         self.overrides = overrides or {}
         self.edge_source = edge
-        if dynamic and edge is None and "DYNAMIC_SHARED" not in inspect.getsource(self.generate.function):
+        if (dynamic and not always_dynamic and edge is None
+                and "DYNAMIC_SHARED" not in inspect.getsource(self.generate.function)):
             raise ValueError(f"{name}: {config} needs {self.shared_bytes} bytes of shared memory, over the "
                              f"{STATIC_SHARED_LIMIT}-byte static limit, and this step's kernel has no dynamic "
                              f"shared-memory variant (steps 8 onward have one)")

@@ -1,0 +1,180 @@
+"""Step 12 — TF32 tensor cores: a warp multiplies 16×8×8 tiles in one instruction.
+
+Changed from step 9 (the block and warp tiling stay; the arithmetic changes): the inner loop no longer issues
+THREAD_M × THREAD_N FFMAs per k. A warp hands a 16×8 piece of A and an 8×8 piece of B to the tensor core with
+``mma_tf32`` (PTX ``mma.sync.m16n8k8``, SASS ``HMMA``), which adds their product into a 16×8 piece of C: 2,048
+multiply-adds in one instruction. Each lane passes fixed elements of each piece (``group = lane // 4`` picks rows of
+A and C and a column of B, ``pair = lane % 4`` picks k), so a warp tile of WARP_TILE_M × WARP_TILE_N is
+(WARP_TILE_M / 16) × (WARP_TILE_N / 8) ``mma`` tiles, and a thread still owns THREAD_M × THREAD_N results of C —
+8 × 8 for a 64×32 warp tile, the same numbers as step 9.
+
+Operands are rounded to TF32 (10 mantissa bits instead of 23) with ``to_tf32`` as they are read from shared
+memory: products are exact, but each input keeps only about 3 decimal digits, so the result's relative error is
+about 1e-4 instead of float32's 1e-6. This step has its own tolerance in ``verify`` and ``matmul`` never picks it.
+
+Also new: copies from global to shared memory go through ``cp.async`` (no registers on the way) in a STAGES-deep
+pipeline — tile t + STAGES - 1 is in flight while tile t is computed — with one barrier per k-tile. Shared tiles are
+padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32 fragment reads fall in 32
+different banks.
+Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
+Expect: several times step 9 at 4096³ (the issue's target is ≥ 150 TFLOPS on an H100), at TF32 accuracy.
+"""
+
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import copy_async, store_if_inside
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, to_tf32
+from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tuned import tuned_config
+from ..toolkit.unroll import registers, unroll
+
+TITLE = "TF32 tensor cores: mma.sync on 16×8×8 tiles"
+SUMMARY = "Each warp multiplies 16×8 by 8×8 tiles with one tensor-core instruction; operands rounded to TF32."
+
+
+def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """One BLOCK_M×BLOCK_N tile of C = A·B on the tensor cores; a, b, c are flat row-major float32 arrays."""
+    if EDGE:
+        if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
+            return  # a full tile: the fast kernel computes it
+    # STAGES stages of A ([row][k], rows padded to A_STRIDE) from 0, then STAGES stages of B ([k][col], rows padded
+    # to B_STRIDE) from B_BASE: one dynamic shared array, sized at launch.
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warp = tid // 32
+    lane = tid % 32
+    group = lane // 4  # rows group and group + 8 of an A or C piece, column group of a B piece
+    pair = lane % 4  # k = pair and pair + 4 of an A or B piece, columns 2·pair and 2·pair + 1 of a C piece
+    warp_row = warp // WARPS_N * WARP_TILE_M
+    warp_col = warp % WARPS_N * WARP_TILE_N
+    # Where this lane's fragment reads start in a stage (the pieces add compile-time offsets).
+    a_read = (warp_row + group) * A_STRIDE + pair
+    b_read = pair * B_STRIDE + warp_col + group
+    # Where this thread's 16-byte copies come from and go: the same for every k-tile.
+    a_row, a_k = registers(A_LOADS), registers(A_LOADS)
+    b_k, b_col = registers(B_LOADS), registers(B_LOADS)
+    for load in unroll(A_LOADS):
+        a_row[load] = (tid + load * THREADS) // A_VECTORS_PER_ROW
+        a_k[load] = (tid + load * THREADS) % A_VECTORS_PER_ROW * 4
+    for load in unroll(B_LOADS):
+        b_k[load] = (tid + load * THREADS) // B_VECTORS_PER_ROW
+        b_col[load] = (tid + load * THREADS) % B_VECTORS_PER_ROW * 4
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+    acc = registers(MMA_TILES_M, MMA_TILES_N, 4)  # 4 results of C per mma piece, per lane
+    for i in unroll(MMA_TILES_M):
+        for j in unroll(MMA_TILES_N):
+            for r in unroll(4):
+                acc[i][j][r] = float32(0.0)
+    a_frag = registers(MMA_TILES_M, 4)
+    b_frag = registers(MMA_TILES_N, 2)
+
+    # Iteration t: wait for k-tile t - (STAGES - 1) to land, start copying k-tile t into stage t % STAGES, then
+    # compute k-tile t - (STAGES - 1). The barrier also tells every thread that the stage about to be overwritten
+    # (computed in the previous iteration) is free.
+    for t in range(k_tiles + STAGES - 1):
+        copy_async_wait(STAGES - 2)  # of this thread's groups, all but the newest STAGES - 2 have landed
+        cuda.syncthreads()  # … and so have every other thread's
+        if t < k_tiles:
+            k0 = uint32(t) * BLOCK_K
+            stage_a = uint32(t % STAGES) * A_STAGE_FLOATS
+            stage_b = B_BASE + uint32(t % STAGES) * B_STAGE_FLOATS
+            for load in unroll(A_LOADS):
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, stage_a + a_row[load] * A_STRIDE + a_k[load] + q,
+                                           a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
+                else:
+                    copy_async(tiles, stage_a + a_row[load] * A_STRIDE + a_k[load],
+                               a, (block_row + a_row[load]) * k + k0 + a_k[load], 4)
+            for load in unroll(B_LOADS):
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, stage_b + b_k[load] * B_STRIDE + b_col[load] + q,
+                                           b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
+                else:
+                    copy_async(tiles, stage_b + b_k[load] * B_STRIDE + b_col[load],
+                               b, (k0 + b_k[load]) * n + block_col + b_col[load], 4)
+        copy_async_commit()  # one group per iteration (empty near the end), so wait_group counts k-tiles
+        if t >= STAGES - 1:
+            stage = uint32((t - (STAGES - 1)) % STAGES)
+            a_base = stage * A_STAGE_FLOATS + a_read
+            b_base = B_BASE + stage * B_STAGE_FLOATS + b_read
+            for kk in unroll(0, BLOCK_K, 8):  # the k-tile in steps of the mma's k = 8
+                for i in unroll(MMA_TILES_M):  # rows group, group + 8 of piece i; k = pair, pair + 4
+                    a_frag[i][0] = to_tf32(tiles[a_base + (i * 16 * A_STRIDE + kk)])
+                    a_frag[i][1] = to_tf32(tiles[a_base + ((i * 16 + 8) * A_STRIDE + kk)])
+                    a_frag[i][2] = to_tf32(tiles[a_base + (i * 16 * A_STRIDE + kk + 4)])
+                    a_frag[i][3] = to_tf32(tiles[a_base + ((i * 16 + 8) * A_STRIDE + kk + 4)])
+                for j in unroll(MMA_TILES_N):  # column group of piece j; k = pair, pair + 4
+                    b_frag[j][0] = to_tf32(tiles[b_base + (kk * B_STRIDE + j * 8)])
+                    b_frag[j][1] = to_tf32(tiles[b_base + ((kk + 4) * B_STRIDE + j * 8)])
+                for i in unroll(MMA_TILES_M):
+                    for j in unroll(MMA_TILES_N):
+                        acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3] = mma_tf32(
+                            a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3], b_frag[j][0], b_frag[j][1],
+                            acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3])
+
+    # Lane (group, pair) holds C[group][2·pair], C[group][2·pair + 1], C[group + 8][…] of every piece.
+    for i in unroll(MMA_TILES_M):
+        for j in unroll(MMA_TILES_N):
+            for r in unroll(4):
+                row = block_row + warp_row + group + (i * 16 + r // 2 * 8)
+                col = block_col + warp_col + pair * 2 + (j * 8 + r % 2)
+                if EDGE:
+                    store_if_inside(c, row, col, m, n, acc[i][j][r])
+                else:
+                    c[row * n + col] = acc[i][j][r]
+
+
+def layout(config: TileConfig) -> dict:
+    """Warp tiles, mma pieces per warp, padded shared-memory rows and the pipeline depth for a configuration."""
+    warp_tile_m, warp_tile_n = 8 * config.THREAD_M, 4 * config.THREAD_N  # a lane: 2 rows × 2 columns per piece
+    warps_m, warps_n = config.BLOCK_M // warp_tile_m, config.BLOCK_N // warp_tile_n
+    if (warps_m * warp_tile_m != config.BLOCK_M or warps_n * warp_tile_n != config.BLOCK_N
+            or config.THREAD_M % 2 or config.THREAD_N % 2 or config.BLOCK_K % 8):
+        raise ValueError(f"tensor-core tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp "
+                         "tiles, even THREAD_M and THREAD_N, and BLOCK_K a multiple of 8")
+    stages = 3
+    # Padding, so that a warp's 32 fragment reads hit 32 different banks: rows `group` of A start 4 banks apart
+    # (A_STRIDE ≡ 4 mod 32), rows `pair` of B start 8 banks apart (B_STRIDE ≡ 8 mod 32).
+    a_stride, b_stride = config.BLOCK_K + 4, config.BLOCK_N + 8
+    return {"STAGES": stages, "DYNAMIC_SHARED": True, "WARP_TILE_M": warp_tile_m, "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n,
+            "MMA_TILES_M": warp_tile_m // 16, "MMA_TILES_N": warp_tile_n // 8, "A_STRIDE": a_stride,
+            "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * a_stride,
+            "B_STAGE_FLOATS": config.BLOCK_K * b_stride}
+
+
+#: First: the fastest on an H100 for both steps 12 and 13 (experiments/results/tensor-cores-nvidia-h100.json).
+SEARCH_SPACE = [
+    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
+    TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
+]
+
+
+def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
+    return TiledKernels("tensor_cores", tensor_core_kernel, config, layout(config), overrides)
+
+
+TILED = build(tuned_config("tensor_cores", SEARCH_SPACE))
+
+
+def ptx_claims(tiled: TiledKernels, products_per_piece: int, conversions_per_element: int) -> dict:
+    """What the fast kernel's PTX must show for one unrolled k-tile (checked by tests/test_ptx.py): the mma pieces
+    times the products per piece, the TF32 roundings of every fragment element, 16-byte cp.async copies, one barrier
+    and one wait per k-tile, no FP32 FMAs and no local memory."""
+    c = tiled.config
+    pieces = tiled.constants["MMA_TILES_M"] * tiled.constants["MMA_TILES_N"] * c.BLOCK_K // 8
+    fragments = (4 * tiled.constants["MMA_TILES_M"] + 2 * tiled.constants["MMA_TILES_N"]) * c.BLOCK_K // 8
+    copies = (c.BLOCK_M + c.BLOCK_N) * c.BLOCK_K // 4 // c.THREADS
+    return {f"{tiled.name}_fast": {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": pieces * products_per_piece,
+                                   "cvt.rna.tf32.f32": fragments * conversions_per_element,
+                                   "ld.shared.f32": fragments, "cp.async.cg.shared.global": copies, "cp.async.wait_group": 1,
+                                   "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
+
+
+PTX_EXPECT = ptx_claims(TILED, products_per_piece=1, conversions_per_element=1)

@@ -1,0 +1,299 @@
+"""Tensor-core operations for Numba kernels — each with a plain-Python twin, so one kernel source runs on the simulator.
+
+Numba has no tensor-core API. These functions emit the PTX instructions as inline assembly through
+:func:`numba.cuda.extending.intrinsic`, the same way as :mod:`gemm_steps.toolkit.intrinsics`:
+
+==========================================  ===========================================================  ==========
+function                                    PTX                                                          SASS
+==========================================  ===========================================================  ==========
+``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    (ALU ops)
+``load_float2(arr, i)``                     ``ld.shared.v2.f32`` (``arr[i]``, ``arr[i + 1]``; i even)    ``LDS.64``
+``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688.F32.TF32``
+``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
+``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
+``copy_async_or_zero(s, j, m, r, c, R, C)`` ``cp.async.ca.shared.global [s+j], [m+r*C+c], 4, size``       ``LDGSTS``
+==========================================  ===========================================================  ==========
+
+**What one ``mma_tf32`` computes.** A *warp* — 32 threads — multiplies a 16×8 tile of A by an 8×8 tile of B and
+adds a 16×8 tile of C: D = A·B + C, 2,048 multiply-adds in one instruction. No thread holds a whole matrix: each
+lane passes 4 elements of A, 2 of B and 4 of C and gets back 4 of D. Which ones is fixed by the hardware (the PTX
+ISA's "matrix fragments for mma.m16n8k8", .tf32). With ``group = lane // 4`` and ``pair = lane % 4``:
+
+* A (16×8, row-major): ``a0 = A[group][pair]``, ``a1 = A[group + 8][pair]``, ``a2 = A[group][pair + 4]``,
+  ``a3 = A[group + 8][pair + 4]``;
+* B (8×8, K×N): ``b0 = B[pair][group]``, ``b1 = B[pair + 4][group]``;
+* C and D (16×8): ``c0 = C[group][2·pair]``, ``c1 = C[group][2·pair + 1]``, ``c2 = C[group + 8][2·pair]``,
+  ``c3 = C[group + 8][2·pair + 1]``.
+
+Every lane of the warp must call it together (``.sync.aligned``), with the same instruction: it is one operation
+of the warp, not 32 of threads.
+
+**TF32** is float32 with the mantissa cut from 23 bits to 10 (8 exponent bits, like float32: the same range). The
+tensor core reads only those 19 bits of each A and B element; ``to_tf32`` rounds a float32 to the nearest TF32 value
+first (ties away from zero, PTX's ``.rna``), which halves the error of simply dropping the bits. A TF32 product has
+at most 22 significant bits, so it is exact in float32; the products are summed in float32.
+
+**Simulator twins.** On Numba's simulator each thread is a Python thread. ``mma_tf32``'s twin is a real warp
+collective: every lane deposits its fragments, waits for the other 31 lanes of its warp, and computes its four
+outputs from the warp's 16×8 and 8×8 tiles laid out as above — so a kernel whose lanes pass the wrong elements
+gives wrong answers on the simulator too, and the fragment layout is checked on both. ``to_tf32``'s twin rounds
+the bits exactly as ``cvt.rna.tf32.f32`` does. The asynchronous copies happen at once there (commit and wait are
+no-ops), which is why a missing wait or barrier shows up only on a GPU (compute-sanitizer's racecheck finds it).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .backend import SIMULATOR
+
+__all__ = ["to_tf32", "load_float2", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
+           "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
+
+#: Explicit mantissa bits of TF32 (float32 has 23).
+TF32_MANTISSA_BITS = 10
+_DROPPED = 23 - TF32_MANTISSA_BITS  # 13 low bits of a float32 that TF32 does not keep
+
+
+def round_to_tf32(x):
+    """NumPy: float32 values (array or scalar) rounded to TF32, as ``cvt.rna.tf32.f32`` does (ties away from 0).
+
+    Adding half a TF32 unit to the bit pattern and clearing the dropped bits rounds the *magnitude* half away from
+    zero (float32 is sign-magnitude); a carry into the exponent is the correct rounding up to the next binade (or
+    to infinity past the largest float). NaN stays NaN."""
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(1 << (_DROPPED - 1))) & np.uint32(~((1 << _DROPPED) - 1) & 0xFFFFFFFF))
+    out = np.where(np.isnan(x), x, rounded.view(np.float32))
+    return out.astype(np.float32)
+
+
+def mma_tf32_reference(a, b, c):
+    """NumPy: D = A·B + C for a 16×8 A, 8×8 B, 16×8 C, with A and B rounded to TF32 — what one ``mma_tf32`` does."""
+    a64 = round_to_tf32(a).astype(np.float64)
+    b64 = round_to_tf32(b).astype(np.float64)
+    return (a64 @ b64 + np.asarray(c, dtype=np.float64)).astype(np.float32)
+
+
+if SIMULATOR:
+
+    def to_tf32(x):
+        """``x`` rounded to TF32 (simulator: the same bit arithmetic as the hardware)."""
+        return np.float32(round_to_tf32(np.float32(x))[()])
+
+    def load_float2(array, index):
+        """Two consecutive floats ``array[index : index + 2]`` (simulator: two scalar reads)."""
+        return array[index], array[index + 1]
+
+    class _WarpExchange:
+        """Where the 32 lanes of one simulated warp meet. A call deposits into one of two slot lists (alternating
+        call by call) and waits until all 32 lanes have deposited: one barrier per call is enough, because a lane
+        can only deposit into a list again two calls later, after every lane has passed the barrier in between —
+        that is, after every lane has finished reading it."""
+
+        def __init__(self):
+            self.slots = ([None] * 32, [None] * 32)
+            self.calls = [0] * 32  # per lane: how many warp operations it has done
+            self._condition = threading.Condition()
+            self._arrived = 0
+            self._generation = 0
+
+        def deposit_and_wait(self, thread, lane, values) -> list:
+            slots = self.slots[self.calls[lane] % 2]
+            self.calls[lane] += 1
+            slots[lane] = values
+            with self._condition:
+                generation = self._generation
+                self._arrived += 1
+                if self._arrived == 32:
+                    self._arrived = 0
+                    self._generation += 1
+                    self._condition.notify_all()
+                    return slots
+                while generation == self._generation:
+                    if getattr(thread, "abort", False):  # another simulated thread raised: stop waiting
+                        raise RuntimeError("a simulated thread failed while this warp waited in mma_tf32")
+                    self._condition.wait(0.2)
+            return slots
+
+    _EXCHANGES_LOCK = threading.Lock()
+
+    def _exchange(thread) -> _WarpExchange:
+        manager = thread._manager  # one per launch; its blocks run one after another
+        key = (tuple(thread.blockIdx), thread.thread_id // 32)
+        with _EXCHANGES_LOCK:
+            exchanges = manager.__dict__.setdefault("_gemm_steps_warps", {})
+            if key not in exchanges:
+                exchanges[key] = _WarpExchange()
+            return exchanges[key]
+
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """One warp's D = A·B + C on a 16×8×8 tile (simulator: the lanes meet and compute it in float64).
+
+        Returns this lane's (d0, d1, d2, d3). A and B elements are read as TF32 (low 13 bits dropped, as the
+        tensor core does with what it is given)."""
+        thread = threading.current_thread()
+        if not hasattr(thread, "thread_id"):
+            raise RuntimeError("mma_tf32 is a warp operation: call it from inside a kernel")
+        lane = thread.thread_id % 32
+        slots = _exchange(thread).deposit_and_wait(thread, lane, (a0, a1, a2, a3, b0, b1))
+        group, pair = lane // 4, lane % 4
+
+        # Row `group` (and `group + 8`) of A: lanes 4·group … 4·group + 3 hold its k = pair and pair + 4 entries.
+        row_top = [0.0] * 8
+        row_bottom = [0.0] * 8
+        for p in range(4):
+            s = slots[4 * group + p]
+            row_top[p], row_top[p + 4] = _truncate(s[0]), _truncate(s[2])
+            row_bottom[p], row_bottom[p + 4] = _truncate(s[1]), _truncate(s[3])
+        # Column n of B: lanes 4·n … 4·n + 3 hold its k = pair and pair + 4 entries.
+        columns = []
+        for n in (2 * pair, 2 * pair + 1):
+            column = [0.0] * 8
+            for p in range(4):
+                s = slots[4 * n + p]
+                column[p], column[p + 4] = _truncate(s[4]), _truncate(s[5])
+            columns.append(column)
+
+        def dot(row, column, c):
+            return np.float32(sum(x * y for x, y in zip(row, column)) + float(c))
+
+        return (dot(row_top, columns[0], c0), dot(row_top, columns[1], c1),
+                dot(row_bottom, columns[0], c2), dot(row_bottom, columns[1], c3))
+
+    def _truncate(x) -> float:
+        """What the tensor core reads of an operand: its top 19 bits (sign, exponent, 10 mantissa bits)."""
+        bits = int(np.float32(x).view(np.uint32)) >> _DROPPED << _DROPPED
+        return float(np.uint32(bits).view(np.float32))
+
+    def copy_async_commit():
+        """End a group of asynchronous copies (simulator: nothing to do, copies are already done)."""
+
+    def copy_async_wait(pending):
+        """Wait until at most ``pending`` groups are in flight (simulator: none ever are)."""
+
+    def copy_async_or_zero(shared, shared_index, matrix, row, col, rows, cols):
+        """``shared[shared_index]`` = element (row, col) of a flat row-major matrix, or 0 outside it."""
+        inside = row < rows and col < cols
+        shared[shared_index] = matrix[row * cols + col] if inside else 0.0
+
+else:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    from .intrinsics import _as_int64, _element_pointer, _is_float32_vector
+
+    _F32 = ir.FloatType()
+    _I32 = ir.IntType(32)
+
+    @intrinsic
+    def to_tf32(typingctx, x):
+        """``cvt.rna.tf32.f32``: ``x`` rounded to TF32 (a float32 whose low 13 mantissa bits are zero)."""
+        if not isinstance(x, types.Float):
+            return None
+        signature = types.float32(x)
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            convert = ir.InlineAsm(ir.FunctionType(_I32, [_F32]), "cvt.rna.tf32.f32 $0, $1;", "=r,f")
+            return builder.bitcast(builder.call(convert, [value]), _F32)
+
+        return signature, codegen
+
+    _F32x2 = ir.VectorType(_F32, 2)
+
+    @intrinsic
+    def load_float2(typingctx, array, index):
+        """Two consecutive floats from ``array[index]`` (index even, from an 8-byte-aligned base) as one 64-bit load."""
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
+            return None
+        signature = types.UniTuple(types.float32, 2)(array, index)
+
+        def codegen(context, builder, sig, args):
+            pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            pointer = builder.bitcast(pointer, _F32x2.as_pointer(pointer.type.addrspace))
+            vector = builder.load(pointer, align=8)
+            lanes = [builder.extract_element(vector, ir.Constant(_I32, lane)) for lane in range(2)]
+            return context.make_tuple(builder, sig.return_type, lanes)
+
+        return signature, codegen
+
+    @intrinsic
+    def mma_tf32(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``: this lane's (d0, d1, d2, d3) of D = A·B + C."""
+        operands = (a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+        if not all(isinstance(x, types.Float) for x in operands):
+            return None
+        signature = types.UniTuple(types.float32, 4)(*operands)
+
+        def codegen(context, builder, sig, args):
+            values = [context.cast(builder, v, t, types.float32) for v, t in zip(args, sig.args)]
+            a_and_b = [builder.bitcast(v, _I32) for v in values[:6]]  # TF32 operands live in .b32 registers
+            result = ir.LiteralStructType([_F32] * 4)
+            asm = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                   "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
+            mma = ir.InlineAsm(ir.FunctionType(result, [_I32] * 6 + [_F32] * 4), asm,
+                               "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            out = builder.call(mma, a_and_b + values[6:])
+            lanes = [builder.extract_value(out, i) for i in range(4)]
+            return context.make_tuple(builder, sig.return_type, lanes)
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async_commit(typingctx):
+        """``cp.async.commit_group``: the copies this thread issued since the last commit form one group."""
+        signature = types.void()
+
+        def codegen(context, builder, sig, args):
+            commit = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.commit_group;", "~{memory}",
+                                  side_effect=True)
+            builder.call(commit, [])
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async_wait(typingctx, pending):
+        """``cp.async.wait_group pending``: wait until at most ``pending`` (a literal) of this thread's copy groups
+        are still in flight. Follow with a barrier before other threads read what landed."""
+        if not isinstance(pending, types.IntegerLiteral):
+            return None
+        count = pending.literal_value
+        signature = types.void(pending)
+
+        def codegen(context, builder, sig, args):
+            wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), f"cp.async.wait_group {count};", "~{memory}",
+                                side_effect=True)
+            builder.call(wait, [])
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async_or_zero(typingctx, shared, shared_index, matrix, row, col, rows, cols):
+        """``cp.async`` of one float: element (row, col) of a flat row-major ``rows × cols`` matrix into
+        ``shared[shared_index]``, or 0 when (row, col) lies outside (the copy reads 0 bytes and zero-fills)."""
+        if not (_is_float32_vector(shared) and _is_float32_vector(matrix)
+                and all(isinstance(i, types.Integer) for i in (shared_index, row, col, rows, cols))):
+            return None
+        signature = types.void(shared, shared_index, matrix, row, col, rows, cols)
+
+        def codegen(context, builder, sig, args):
+            row, col, rows, cols = (_as_int64(builder, v, t) for v, t in zip(args[3:7], sig.args[3:7]))
+            inside = builder.and_(builder.icmp_signed("<", row, rows), builder.icmp_signed("<", col, cols))
+            index = builder.select(inside, builder.add(builder.mul(row, cols), col), ir.Constant(ir.IntType(64), 0))
+            data = context.make_array(sig.args[2])(context, builder, args[2]).data
+            source = builder.gep(data, [index], inbounds=True)
+            destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
+            size = builder.select(inside, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
+            copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
+                                "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
+            builder.call(copy, [destination, source, size])
+            return context.get_dummy_value()
+
+        return signature, codegen
