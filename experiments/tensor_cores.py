@@ -37,8 +37,10 @@ def _round_kernel(x, out):
 
 
 @cuda.jit
-def _one_mma_kernel(a, b, c, d):
-    """One warp: load the fragments of a 16×8 A, 8×8 B, 16×8 C by the documented layout, one mma, store D."""
+def one_warp_mma(a, b, c, d):
+    """One warp: lane (group, pair) passes A[group][pair], A[group+8][pair], A[group][pair+4], A[group+8][pair+4],
+    B[pair][group], B[pair+4][group] and C[group][2·pair], C[group][2·pair+1], C[group+8][2·pair],
+    C[group+8][2·pair+1] — the documented layout — does one mma and stores its D (tests/test_tensor_cores.py too)."""
     lane = cuda.threadIdx.x
     group, pair = lane // 4, lane % 4
     d0, d1, d2, d3 = mma_tf32(a[group, pair], a[group + 8, pair], a[group, pair + 4], a[group + 8, pair + 4],
@@ -69,7 +71,7 @@ def check_intrinsics() -> dict:
         b = rng.standard_normal((8, 8)).astype(np.float32)
         c = rng.standard_normal((16, 8)).astype(np.float32)
         d = cuda.device_array((16, 8), dtype=np.float32)
-        _one_mma_kernel[1, 32](cuda.to_device(round_to_tf32(a)), cuda.to_device(round_to_tf32(b)),
+        one_warp_mma[1, 32](cuda.to_device(round_to_tf32(a)), cuda.to_device(round_to_tf32(b)),
                                cuda.to_device(c), d)
         expected_d = mma_tf32_reference(a, b, c)
         mma_errors.append(float(np.abs(d.copy_to_host() - expected_d).max() / np.abs(expected_d).max()))

@@ -20,6 +20,7 @@ from numba import cuda
 from gemm_steps.harness.ptx import ptx_stats
 from gemm_steps.steps import tensor_cores, three_tf32
 from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, round_to_tf32, to_tf32
+from experiments.tensor_cores import one_warp_mma
 from helpers import random_matrices, reference, rel_error, rng_for, tolerance
 
 DROPPED = np.uint32(0x1FFF)  # the 13 mantissa bits TF32 does not keep
@@ -62,24 +63,9 @@ def test_to_tf32_in_a_kernel_rounds_like_the_reference():
 # -- one warp's mma ----------------------------------------------------------------------------------------------
 
 @cuda.jit
-def _one_mma(a, b, c, d):
-    """Lane (group, pair) passes A[group][pair], A[group+8][pair], A[group][pair+4], A[group+8][pair+4], B[pair][group],
-    B[pair+4][group] and C[group][2·pair], C[group][2·pair+1], C[group+8][2·pair], C[group+8][2·pair+1]."""
-    lane = cuda.threadIdx.x
-    group, pair = lane // 4, lane % 4
-    d0, d1, d2, d3 = mma_tf32(a[group, pair], a[group + 8, pair], a[group, pair + 4], a[group + 8, pair + 4],
-                              b[pair, group], b[pair + 4, group],
-                              c[group, 2 * pair], c[group, 2 * pair + 1], c[group + 8, 2 * pair],
-                              c[group + 8, 2 * pair + 1])
-    d[group, 2 * pair] = d0
-    d[group, 2 * pair + 1] = d1
-    d[group + 8, 2 * pair] = d2
-    d[group + 8, 2 * pair + 1] = d3
-
-
-@cuda.jit
 def _one_mma_rows_swapped(a, b, c, d):
-    """The same, but passing A's rows group + 8 where rows group belong (a1 ↔ a0): a layout mistake."""
+    """experiments.tensor_cores.one_warp_mma, but passing A's rows group + 8 where rows group belong (a1 ↔ a0): a
+    layout mistake."""
     lane = cuda.threadIdx.x
     group, pair = lane // 4, lane % 4
     d0, d1, d2, d3 = mma_tf32(a[group + 8, pair], a[group, pair], a[group + 8, pair + 4], a[group, pair + 4],
@@ -103,7 +89,7 @@ def _run_one_mma(kernel, rng):
 
 
 def test_one_warp_mma_matches_the_documented_fragment_layout():
-    assert _run_one_mma(_one_mma, rng_for("mma")) < 1e-6
+    assert _run_one_mma(one_warp_mma, rng_for("mma")) < 1e-6
 
 
 def test_a_wrong_fragment_layout_gives_a_wrong_product():
