@@ -127,7 +127,7 @@ def main() -> None:
                 compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
                 registers[label] = {"registers": compiled.regs_per_thread}
                 try:
-                    sass = tiled.kernels["fast"].inspect_sass(tiled.signature("fast"))
+                    sass = compiled.inspect_sass()  # the compiled kernel's SASS (nvdisasm)
                     registers[label]["sass_hmma"] = sum("HMMA" in line for line in sass.splitlines())
                 except Exception as exc:  # nvdisasm missing: say so
                     registers[label]["sass_hmma"] = f"unavailable: {exc}"

@@ -25,9 +25,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path

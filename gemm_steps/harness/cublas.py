@@ -19,7 +19,7 @@ import numpy as np
 from ..toolkit.backend import SIMULATOR
 from .api import run
 
-_HANDLES: dict[int, int] = {}
+_HANDLES: dict[tuple[int, bool], int] = {}
 
 
 def _cublas():
@@ -41,13 +41,16 @@ def tf32_override() -> bool:
     return os.environ.get("NVIDIA_TF32_OVERRIDE", "") not in ("", "0")
 
 
-def _handle(cublas) -> int:
+def _handle(cublas, tf32: bool = False) -> int:
+    """One cuBLAS handle per context and arithmetic: strict FP32 (``CUBLAS_DEFAULT_MATH``), or the handle the TF32
+    baseline uses (its compute type, given per call, selects the tensor cores)."""
     from numba import cuda
 
-    key = id(cuda.current_context())
+    key = (id(cuda.current_context()), tf32)
     if key not in _HANDLES:
         handle = cublas.create()
-        cublas.set_math_mode(handle, cublas.Math.DEFAULT_MATH)  # strict FP32: no TF32 tensor cores
+        if not tf32:
+            cublas.set_math_mode(handle, cublas.Math.DEFAULT_MATH)  # strict FP32: no TF32 tensor cores
         cublas.set_pointer_mode(handle, cublas.PointerMode.HOST)
         _HANDLES[key] = handle
     return _HANDLES[key]
@@ -81,22 +84,13 @@ def launch_cublas(a, b, c, stream=0) -> None:
                  _ZERO.ctypes.data, _pointer(c), n)
 
 
-_TF32_HANDLES: dict[int, int] = {}
-
-
 def launch_cublas_tf32(a, b, c, stream=0) -> None:
     """cuBLAS on the TF32 tensor cores: ``cublasGemmEx`` with ``CUBLAS_COMPUTE_32F_FAST_TF32`` (float32 in and out,
     operands rounded to TF32 inside). The baseline of the tensor-core steps; never the default."""
     cublas = _cublas()
     from nvmath import CudaDataType
-    from numba import cuda
 
-    key = id(cuda.current_context())
-    if key not in _TF32_HANDLES:
-        handle = cublas.create()
-        cublas.set_pointer_mode(handle, cublas.PointerMode.HOST)
-        _TF32_HANDLES[key] = handle
-    handle = _TF32_HANDLES[key]
+    handle = _handle(cublas, tf32=True)
     m, k = a.shape
     n = b.shape[1]
     cublas.set_stream(handle, _stream_handle(stream))

@@ -34,12 +34,11 @@ key                      what it counts
 ``st.global.f32``        scalar global stores of floats
 ``ld.shared.v4.f32``     128-bit shared-memory loads → ``LDS.128``
 ``ld.shared.f32``        scalar shared-memory loads of floats
-``ld.shared.v2.f32``     64-bit shared-memory loads → ``LDS.64``
 ``st.shared.v4.f32``     128-bit shared-memory stores
 ``st.shared.f32``        scalar shared-memory stores of floats
 ``fma.rn.f32``           single-precision fused multiply-adds (the useful work)
 ``bar.sync``             block barriers (``cuda.syncthreads()``; PTX also spells it ``barrier.sync``)
-``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``  tensor-core products of 16×8×8 TF32 tiles → ``HMMA.1688.F32.TF32``
+``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``  tensor-core products of 16×8×8 TF32 tiles → ``HMMA``
 ``cvt.rna.tf32.f32``     float32 → TF32 roundings
 ``cp.async.cg…`` / ``cp.async.ca.shared.global``  asynchronous 16-byte / 4-byte global → shared copies → ``LDGSTS``
 ``cp.async.wait_group`` / ``cp.async.commit_group``  the copy pipeline's waits and group boundaries
@@ -102,7 +101,6 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "st.global.f32": _count(ops, rf"st\.global{mods}\.f32"),
         "ld.shared.v4.f32": _count(ops, rf"ld\.shared{mods}\.v4\.f32"),
         "ld.shared.f32": _count(ops, rf"ld\.shared{mods}\.f32"),
-        "ld.shared.v2.f32": _count(ops, rf"ld\.shared{mods}\.v2\.f32"),
         "st.shared.v4.f32": _count(ops, rf"st\.shared{mods}\.v4\.f32"),
         "st.shared.f32": _count(ops, rf"st\.shared{mods}\.f32"),
         "fma.rn.f32": _count(ops, r"fma\.rn(?:\.ftz)?(?:\.sat)?\.f32"),

@@ -7,8 +7,7 @@ Numba has no tensor-core API. These functions emit the PTX instructions as inlin
 function                                    PTX                                                          SASS
 ==========================================  ===========================================================  ==========
 ``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    (ALU ops)
-``load_float2(arr, i)``                     ``ld.shared.v2.f32`` (``arr[i]``, ``arr[i + 1]``; i even)    ``LDS.64``
-``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688.F32.TF32``
+``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA``
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
 ``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
 ``copy_async_or_zero(s, j, m, r, c, R, C)`` ``cp.async.ca.shared.global [s+j], [m+r*C+c], 4, size``       ``LDGSTS``
@@ -49,7 +48,7 @@ import numpy as np
 
 from .backend import SIMULATOR
 
-__all__ = ["to_tf32", "load_float2", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
+__all__ = ["to_tf32", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
@@ -82,10 +81,6 @@ if SIMULATOR:
     def to_tf32(x):
         """``x`` rounded to TF32 (simulator: the same bit arithmetic as the hardware)."""
         return np.float32(round_to_tf32(np.float32(x))[()])
-
-    def load_float2(array, index):
-        """Two consecutive floats ``array[index : index + 2]`` (simulator: two scalar reads)."""
-        return array[index], array[index + 1]
 
     class _WarpExchange:
         """Where the 32 lanes of one simulated warp meet. A call deposits into one of two slot lists (alternating
@@ -200,24 +195,6 @@ else:
             value = context.cast(builder, args[0], sig.args[0], types.float32)
             convert = ir.InlineAsm(ir.FunctionType(_I32, [_F32]), "cvt.rna.tf32.f32 $0, $1;", "=r,f")
             return builder.bitcast(builder.call(convert, [value]), _F32)
-
-        return signature, codegen
-
-    _F32x2 = ir.VectorType(_F32, 2)
-
-    @intrinsic
-    def load_float2(typingctx, array, index):
-        """Two consecutive floats from ``array[index]`` (index even, from an 8-byte-aligned base) as one 64-bit load."""
-        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
-            return None
-        signature = types.UniTuple(types.float32, 2)(array, index)
-
-        def codegen(context, builder, sig, args):
-            pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            pointer = builder.bitcast(pointer, _F32x2.as_pointer(pointer.type.addrspace))
-            vector = builder.load(pointer, align=8)
-            lanes = [builder.extract_element(vector, ir.Constant(_I32, lane)) for lane in range(2)]
-            return context.make_tuple(builder, sig.return_type, lanes)
 
         return signature, codegen
 
