@@ -1,6 +1,8 @@
 """First-call time of `matmul` and some steps in a fresh process: with empty Numba and gemm-steps caches ("cold"),
 then in a second process that finds Numba's on-disk cache ("warm"). Each child reports import time, first call
-(compiles) and second call. Usage, on a GPU from the repository root: python -m experiments.first_call OUT.json"""
+(compiles) and second call. Usage, on a GPU from the repository root: python -m experiments.first_call OUT.json
+[WHAT:N ...] (default: matmul and six steps; e.g. stream_k:2432 for one). The children import the gemm_steps found
+from the current directory, so running from a copy of an older commit measures that commit."""
 import json, os, subprocess, sys, tempfile, time
 CHILD = r"""
 import json, sys, time
@@ -25,8 +27,10 @@ print(json.dumps({"import_s": imported, "first_s": first, "second_s": second, "m
 
 def main() -> None:
     report = []
-    for what, n in [("matmul", 2048), ("matmul", 2047), ("warp_tiling", 2047), ("unrolled", 2047), ("double_buffered", 2048),
-                    ("vectorized", 2047), ("persistent", 2047), ("stream_k", 2432)]:
+    chosen = [(what, int(n)) for what, n in (arg.split(":") for arg in sys.argv[2:])] or [
+        ("matmul", 2048), ("matmul", 2047), ("warp_tiling", 2047), ("unrolled", 2047), ("double_buffered", 2048),
+        ("vectorized", 2047), ("persistent", 2047), ("stream_k", 2432)]
+    for what, n in chosen:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": f"{cache}/numba", "GEMM_STEPS_CACHE": f"{cache}/gemm"}
             for kind in ("cold", "warm"):

@@ -62,13 +62,13 @@ lesson.show_kernel(stream_k, start="# This block first computes", stop="block_co
 # tile, nearest first, it spins until that block's flag is raised, fences, and adds that block's partial sums:
 
 # %%
-lesson.show_kernel(stream_k, start="if k_first + k_count < k_tiles:", stop="load_bypassing_l1")
+lesson.show_kernel(stream_k, start="if k_first + k_count < k_tiles:", stop="load4_bypassing_l1")
 
 # %% [markdown]
 # Three properties make it safe:
 #
 # * **Visibility.** Writer: partial sums → `threadfence` → flag. Reader: spin on the flag → `threadfence` → read
-#   the partial sums (with `load_bypassing_l1`, `ld.global.cg`: from L2, not from a stale L1 line). The spin's
+#   the partial sums (with `load4_bypassing_l1`, `ld.global.cg`: from L2, not from a stale L1 line). The spin's
 #   atomic read is *relaxed*: it orders nothing after it, so without the reader's fence the reads of the partial
 #   sums could be satisfied before the flag was seen, and return old values. Under the PTX memory model the
 #   two fences pair up across the flag (*fence-fence synchronization*: a fence before the write of the flag, a fence

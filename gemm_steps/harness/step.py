@@ -139,6 +139,6 @@ def all_steps() -> list[Step]:
     """Every step, in course order (imports the kernel modules on first use)."""
     global _STEPS
     if _STEPS is None:
-        _STEPS = [Step(number, importlib.import_module(f"gemm_steps.steps.{name}"))
+        _STEPS = [Step(number, importlib.import_module(f"..steps.{name}", __package__))
                   for number, name in enumerate(COURSE, start=1)]
     return list(_STEPS)

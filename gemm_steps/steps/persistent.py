@@ -16,7 +16,7 @@ loops over every tile, partial ones included — one kernel, one schedule, whate
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
+from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import PersistentTiles, TileConfig
 from ..toolkit.unroll import registers, unroll
@@ -112,10 +112,10 @@ def persistent_kernel(a, b, c, m, n, k, tile_rows, tile_cols):
 
         for i in unroll(THREAD_M):
             row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
-            if EDGE:  # only the elements inside C
-                for j in unroll(THREAD_N):
-                    store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n,
-                                    acc[i][j])
+            if EDGE:  # only the elements inside C, four neighbours per call
+                for j in unroll(0, THREAD_N, 4):
+                    store4_if_inside(c, row, block_col + thread_col + j // 4 * B_CHUNK_STRIDE, m, n,
+                                     acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
             else:
                 for j in unroll(0, THREAD_N, 4):
                     store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,

@@ -25,7 +25,8 @@ K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 
 from numba import cuda, float32, uint32, uint64
 
-from ..toolkit.intrinsics import load_bypassing_l1, load_float4, load_or_zero, store_float4, store_if_inside
+from ..toolkit.intrinsics import (load4_bypassing_l1, load_float4, load_or_zero, store4, store4_if_inside,
+                                  store_float4)
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import StreamKTiles, TileConfig
 from ..toolkit.unroll import registers, unroll
@@ -141,10 +142,12 @@ def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp
         if k_first + k_count < k_tiles:
             # We stop before the tile's last k-tile: leave our partial sums in our workspace slot and raise our
             # flag for the block that finishes the tile (it has a higher number, so it never makes us wait).
+            # Sum (i, j) of thread t goes to slot + (i * THREAD_N + j) * THREADS + t: a warp stores 128 bytes in a row.
             slot = block * (BLOCK_M * BLOCK_N) + tid
             for i in unroll(THREAD_M):
-                for j in unroll(THREAD_N):
-                    workspace[slot + (i * THREAD_N + j) * THREADS] = acc[i][j]
+                for j in unroll(0, THREAD_N, 4):
+                    store4(workspace, slot + (i * THREAD_N + j) * THREADS, THREADS,
+                           acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
             cuda.threadfence()  # the partial sums are visible GPU-wide before the flag is
             cuda.syncthreads()
             if tid == 0:
@@ -168,14 +171,19 @@ def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp
                     cuda.syncthreads()  # the other threads read after thread 0's fence
                     slot = other * (BLOCK_M * BLOCK_N) + tid
                     for i in unroll(THREAD_M):
-                        for j in unroll(THREAD_N):
-                            acc[i][j] += load_bypassing_l1(workspace, slot + (i * THREAD_N + j) * THREADS)
+                        for j in unroll(0, THREAD_N, 4):
+                            w0, w1, w2, w3 = load4_bypassing_l1(workspace, slot + (i * THREAD_N + j) * THREADS,
+                                                                THREADS)
+                            acc[i][j] += w0
+                            acc[i][j + 1] += w1
+                            acc[i][j + 2] += w2
+                            acc[i][j + 3] += w3
         for i in unroll(THREAD_M):
             row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
-            if EDGE:  # only the elements inside C
-                for j in unroll(THREAD_N):
-                    store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n,
-                                    acc[i][j])
+            if EDGE:  # only the elements inside C, four neighbours per call
+                for j in unroll(0, THREAD_N, 4):
+                    store4_if_inside(c, row, block_col + thread_col + j // 4 * B_CHUNK_STRIDE, m, n,
+                                     acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
             else:
                 for j in unroll(0, THREAD_N, 4):
                     store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,

@@ -22,7 +22,7 @@ Expect: a few percent over step 8; measured in results/.
 
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
+from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
@@ -122,9 +122,10 @@ def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 
     for i in unroll(THREAD_M):
         row = block_row + thread_row + (i // 4 * A_CHUNK_STRIDE + i % 4)
-        if EDGE:
-            for j in unroll(THREAD_N):
-                store_if_inside(c, row, block_col + thread_col + (j // 4 * B_CHUNK_STRIDE + j % 4), m, n, acc[i][j])
+        if EDGE:  # only the elements inside C, four neighbours per call
+            for j in unroll(0, THREAD_N, 4):
+                store4_if_inside(c, row, block_col + thread_col + j // 4 * B_CHUNK_STRIDE, m, n,
+                                 acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
         else:
             for j in unroll(0, THREAD_N, 4):
                 store_float4(c, row * n + block_col + thread_col + j // 4 * B_CHUNK_STRIDE,

@@ -11,7 +11,10 @@ function                      LLVM IR                                  PTX → S
                                                                        ``ld.shared.v4.f32`` → ``LDS.128``
 ``store_float4(arr, i, ...)`` ``store <4 x float>, align 16``          ``st.global.v4.f32`` → ``STG.E.128``
                                                                        ``st.shared.v4.f32`` → ``STS.128``
-``load_bypassing_l1(arr, i)``  inline PTX ``ld.global.cg.f32``           ``LDG.E.STRONG.GPU``
+``load4_bypassing_l1(arr, i,   four inline PTX ``ld.global.cg.f32`` at    4 × ``LDG.E.STRONG.GPU``
+s)``                          ``i, i + s, i + 2s, i + 3s``
+``store4(arr, i, s, x0, …,     four stores at ``i, i + s, …``            4 × ``st.global.f32``
+x3)``
 ``copy_async(dst, j, src, i,  inline PTX ``cp.async.cg/.ca``           ``LDGSTS.E.BYPASS.128``
 n)``                          ``.shared.global`` (n = 16 or 4 bytes)    / ``LDGSTS.E``
 ``copy_async_wait_all()``     inline PTX ``cp.async.wait_all``         ``LDGDEPBAR`` + ``DEPBAR``
@@ -19,6 +22,8 @@ n)``                          ``.shared.global`` (n = 16 or 4 bytes)    / ``LDGS
 C)``                                                                   predicate
 ``store_if_inside(m, r, c,    a compare and a branch around a store    ``st.global.f32`` under a
 R, C, x)``                                                             predicate
+``store4_if_inside(m, r, c,   the same for (r, c) … (r, c + 3)         four of those
+R, C, x0, x1, x2, x3)``
 ============================  =======================================  ==========================
 
 The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
@@ -56,9 +61,16 @@ if SIMULATOR:
         array[index + 2] = x2
         array[index + 3] = x3
 
-    def load_bypassing_l1(array, index):
-        """``array[index]``, read from L2 (simulator: a plain read)."""
-        return array[index]
+    def load4_bypassing_l1(array, index, stride):
+        """``array[index + q * stride]`` for q = 0 … 3, read from L2 (simulator: four plain reads)."""
+        return array[index], array[index + stride], array[index + 2 * stride], array[index + 3 * stride]
+
+    def store4(array, index, stride, x0, x1, x2, x3):
+        """Write x0 … x3 to ``array[index + q * stride]`` for q = 0 … 3 (four 32-bit stores)."""
+        array[index] = x0
+        array[index + stride] = x1
+        array[index + 2 * stride] = x2
+        array[index + 3 * stride] = x3
 
     def copy_async(shared, shared_index, array, index, count):
         """Copy ``count`` floats ``array[index:]`` to ``shared[shared_index:]`` (simulator: at once)."""
@@ -76,6 +88,12 @@ if SIMULATOR:
         """Set element (row, col) of a flat row-major rows × cols matrix, if it lies inside."""
         if row < rows and col < cols:
             matrix[row * cols + col] = value
+
+    def store4_if_inside(matrix, row, col, rows, cols, x0, x1, x2, x3):
+        """Set elements (row, col) … (row, col + 3) of a flat row-major rows × cols matrix, those that lie inside."""
+        for offset, value in enumerate((x0, x1, x2, x3)):
+            if row < rows and col + offset < cols:
+                matrix[row * cols + col + offset] = value
 
 else:
     from llvmlite import ir
@@ -132,22 +150,51 @@ else:
 
         return signature, codegen
 
-    @intrinsic
-    def load_bypassing_l1(typingctx, array, index):
-        """``array[index]`` (float32, global) read with ``ld.global.cg``: cached in L2 only, never a stale L1 line.
+    def _strided_pointers(context, builder, sig, args):
+        """``&array[index + q * stride]`` for q = 0 … 3, as float pointers (no bounds check)."""
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        index, stride = _as_int64(builder, args[1], sig.args[1]), _as_int64(builder, args[2], sig.args[2])
+        return [builder.gep(data, [builder.add(index, builder.mul(stride, ir.Constant(ir.IntType(64), q)))],
+                            inbounds=True) for q in range(4)]
 
-        For data another block wrote during this launch (stream-K's partial sums). Inline PTX, like numba-cuda's
-        own ``ldcg`` — which is a device function and so needs a GPU to compile; this one compiles anywhere.
+    @intrinsic
+    def load4_bypassing_l1(typingctx, array, index, stride):
+        """Four floats ``array[index + q * stride]`` (q = 0 … 3; float32, global), each read with ``ld.global.cg``:
+        cached in L2 only, never a stale L1 line.
+
+        For data another block wrote during this launch (stream-K's partial sums). With ``stride`` = the block's
+        thread count and ``index`` counting up with the thread, a warp's 32 loads of one q read 128 contiguous bytes.
+        Inline PTX, like numba-cuda's own ``ldcg`` — which is a device function and so needs a GPU to compile; this one
+        compiles anywhere. One call for four loads: an unrolled fixup has a quarter of the calls to compile.
         """
-        if not (_is_float32_vector(array) and isinstance(index, types.Integer)):
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer) and isinstance(stride, types.Integer)):
             return None
-        signature = types.float32(array, index)
+        signature = types.UniTuple(types.float32, 4)(array, index, stride)
 
         def codegen(context, builder, sig, args):
-            vector_pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            pointer = builder.bitcast(vector_pointer, ir.FloatType().as_pointer(vector_pointer.type.addrspace))
-            load = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [pointer.type]), "ld.global.cg.f32 $0, [$1];", "=f,l")
-            return builder.call(load, [pointer])
+            lanes = []
+            for pointer in _strided_pointers(context, builder, sig, args):
+                load = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [pointer.type]), "ld.global.cg.f32 $0, [$1];",
+                                    "=f,l")
+                lanes.append(builder.call(load, [pointer]))
+            return context.make_tuple(builder, sig.return_type, lanes)
+
+        return signature, codegen
+
+    @intrinsic
+    def store4(typingctx, array, index, stride, x0, x1, x2, x3):
+        """Write x0 … x3 (cast to float32) to ``array[index + q * stride]``, q = 0 … 3: four 32-bit stores, from one
+        call (no bounds check). The partner of :func:`load4_bypassing_l1`."""
+        values = (x0, x1, x2, x3)
+        if not (_is_float32_vector(array) and isinstance(index, types.Integer) and isinstance(stride, types.Integer)
+                and all(isinstance(x, (types.Float, types.Integer)) for x in values)):
+            return None
+        signature = types.void(array, index, stride, *values)
+
+        def codegen(context, builder, sig, args):
+            for q, pointer in enumerate(_strided_pointers(context, builder, sig, args)):
+                builder.store(context.cast(builder, args[3 + q], sig.args[3 + q], types.float32), pointer)
+            return context.get_dummy_value()
 
         return signature, codegen
 
@@ -239,6 +286,30 @@ else:
             stored = context.cast(builder, args[5], sig.args[5], types.float32)
             with builder.if_then(inside, likely=True):
                 builder.store(stored, builder.gep(data, [index], inbounds=True))
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def store4_if_inside(typingctx, matrix, row, col, rows, cols, x0, x1, x2, x3):
+        """Set elements (row, col) … (row, col + 3) of a flat row-major float32 ``rows × cols`` matrix, those inside:
+        four guarded scalar stores (the columns need not be 16-byte aligned), from one call."""
+        values = (x0, x1, x2, x3)
+        if not (_is_guarded_call(matrix, row, col, rows, cols)
+                and all(isinstance(x, (types.Float, types.Integer)) for x in values)):
+            return None
+        signature = types.void(matrix, row, col, rows, cols, *values)
+
+        def codegen(context, builder, sig, args):
+            row, col, rows, cols = (_as_int64(builder, v, t) for v, t in zip(args[1:5], sig.args[1:5]))
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            row_inside = builder.icmp_signed("<", row, rows)
+            for offset in range(4):
+                column = builder.add(col, ir.Constant(ir.IntType(64), offset))
+                inside = builder.and_(row_inside, builder.icmp_signed("<", column, cols))
+                stored = context.cast(builder, args[5 + offset], sig.args[5 + offset], types.float32)
+                with builder.if_then(inside, likely=True):
+                    builder.store(stored, builder.gep(data, [builder.add(builder.mul(row, cols), column)], inbounds=True))
             return context.get_dummy_value()
 
         return signature, codegen

@@ -7,7 +7,7 @@ Numba has no tensor-core API. These functions emit the PTX instructions as inlin
 function                                    PTX                                                          SASS
 ==========================================  ===========================================================  ==========
 ``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    (ALU ops)
-``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA``
+``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688``
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
 ``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
 ``copy_async_or_zero(s, j, m, r, c, R, C)`` ``cp.async.ca.shared.global [s+j], [m+r*C+c], 4, size``       ``LDGSTS``
