@@ -8,7 +8,7 @@ How one check runs (:func:`check`):
    over ``out`` — a NaN in a host ``out`` would prove nothing. On the device, an element the kernel never writes
    stays NaN and fails the check;
 3. the result is compared with ``A @ B`` in float64 by a relative error (:func:`relative_error`) against
-   :func:`tolerance`.
+   :func:`tolerance` (:func:`tf32_tolerance` for a step with TF32 inputs: :func:`tolerance_for`).
 
 The default shapes are small (the simulator runs every thread in Python) and chosen to reach every code path:
 
@@ -58,6 +58,35 @@ def tolerance(k: int) -> float:
     return 4.0 * EPS32 * math.sqrt(max(k, 1))
 
 
+#: Unit roundoff of TF32 (10 stored mantissa bits, round to nearest): an input rounded to TF32 moves by at most
+#: this much, relatively. 2**-11 ≈ 4.9e-4.
+U_TF32 = 2.0 ** -11
+
+
+def tf32_tolerance(k: int) -> float:
+    """Largest relative error a correct kernel with TF32 *inputs* and float32 sums may show: ``4·u_tf32 + tolerance(k)``.
+
+    Why no √k on the first term: rounding each input to TF32 changes each product a·b by a relative error of about
+    u_tf32 (at most 2·u_tf32), with a random sign. Summing K of them, the error grows like √K, and so does the
+    size of C itself (a sum of K products of standard-normal numbers): their ratio does not depend on K. Simulated
+    with NumPy (inputs rounded by ``round_to_tf32``, sums in float64) the error is 0.57–0.61 × u_tf32 for K from
+    1 to 4096, three draws each (``tests/test_verify_tf32.py`` checks it); cuBLAS with
+    ``CUBLAS_COMPUTE_32F_FAST_TF32`` measured 2.9e-4 ≈ 0.6 × u_tf32 on an H100. ``4·u_tf32`` (1.95e-3) is twice the
+    worst case for one product and ≥ 6× what was measured; the float32 tolerance covers the sums.
+
+    Why a bug still fails it: dropping one k term of K changes C by ~1/√K (0.03 at K = 1024, 0.008 at K = 16384),
+    a wrong fragment or tile by O(1). Only the TF32 step uses it; 3xTF32 must meet :func:`tolerance`.
+    """
+    return 4.0 * U_TF32 + tolerance(k)
+
+
+def tolerance_for(step, k: int) -> float:
+    """The tolerance of a step at inner dimension ``k``: :func:`tf32_tolerance` for a step whose module says
+    ``ARITHMETIC = "tf32"``, else :func:`tolerance`."""
+    module = getattr(step, "module", step)
+    return tf32_tolerance(k) if getattr(module, "ARITHMETIC", "fp32") == "tf32" else tolerance(k)
+
+
 def relative_error(c: np.ndarray, a: np.ndarray, b: np.ndarray, reference: np.ndarray | None = None) -> float:
     """``‖C − ref‖ / ‖ref‖`` with ``ref = A @ B`` in float64 — guarded against cancellation.
 
@@ -79,7 +108,7 @@ def check(step: Step, shape: Shape, rng: np.random.Generator) -> dict:
     from numba import cuda
 
     m, n, k = shape
-    row = {"step": step.name, "number": step.number, "M": m, "N": n, "K": k, "tolerance": tolerance(k)}
+    row = {"step": step.name, "number": step.number, "M": m, "N": n, "K": k, "tolerance": tolerance_for(step, k)}
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     start = time.perf_counter()

@@ -31,6 +31,7 @@ from ..toolkit.unroll import registers, unroll
 
 TITLE = "TF32 tensor cores: mma.sync on 16×8×8 tiles"
 SUMMARY = "Each warp multiplies 16×8 by 8×8 tiles with one tensor-core instruction; operands rounded to TF32."
+ARITHMETIC = "tf32"  # inputs rounded to TF32: verify uses harness.verify.tf32_tolerance
 
 
 def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):

@@ -30,6 +30,7 @@ from . import tensor_cores
 
 TITLE = "3xTF32: float32 accuracy from three tensor-core products"
 SUMMARY = "Split each operand into big + small TF32 parts; small·big + big·small + big·big on the tensor cores."
+ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
 
 
 def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
