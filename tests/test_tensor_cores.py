@@ -1,10 +1,14 @@
 """The tensor-core chapter (in progress: steps 12 and 13 are built and tested here, not yet in the course's step list).
 
-* the TF32 rounding (NumPy reference, and ``to_tf32`` inside a kernel);
+* the TF32 rounding (NumPy reference, and ``to_tf32`` inside a kernel) and 3xTF32's split (``split_tf32``): bit
+  for bit against its NumPy twin, ``big`` is the nearest TF32 value, ``big + small = x`` exactly, and a NaN
+  survives in ``small``;
 * one warp's ``mma_tf32`` against the NumPy reference with the documented fragment layout — and a kernel that
   passes the fragments the wrong way round gets a wrong answer (so the twin really checks the layout);
 * both kernels, fast and edge, on small products: step 12 must equal float64 on TF32-rounded inputs to float32
-  accuracy (which only holds if every fragment is placed right), step 13 must meet the float32 tolerance;
+  accuracy (which only holds if every fragment is placed right), step 13 must meet the float32 tolerance, and a
+  NaN in A (the GPU's own NaN, 0x7FFFFFFF, which add-and-clear carries into the sign) reaches its row of C.
+  On the simulator they run a small tile configuration (see ``SIMULATED``) and one full tile of the shipped one;
 * their PTX: the tensor-core instructions, the roundings, the copy pipeline, no local memory.
 
 On the simulator (CI) the kernels run through the twins; on a GPU (``pytest -m gpu`` or a plain run there) the same
@@ -19,7 +23,10 @@ from numba import cuda
 
 from gemm_steps.harness.ptx import ptx_stats
 from gemm_steps.steps import tensor_cores, three_tf32
-from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, round_to_tf32, to_tf32
+from gemm_steps.toolkit.backend import SIMULATOR
+from gemm_steps.toolkit.tensor_core_ops import (mma_tf32, mma_tf32_reference, round_to_tf32, split_tf32,
+                                                split_tf32_parts, to_tf32)
+from gemm_steps.toolkit.tiles import TileConfig
 from experiments.tensor_cores import one_warp_mma
 from gemm_steps.harness.verify import tf32_tolerance
 from helpers import random_matrices, reference, rel_error, rng_for, tolerance
@@ -61,6 +68,51 @@ def test_to_tf32_in_a_kernel_rounds_like_the_reference():
     assert np.array_equal(out.copy_to_host().view(np.uint32), round_to_tf32(x).view(np.uint32))
 
 
+@cuda.jit
+def _split_kernel(x, big, small):
+    i = cuda.grid(1)
+    if i < x.size:
+        big[i], small[i] = split_tf32(x[i])
+
+
+def _awkward_values():
+    """Random values, ties, the largest floats, subnormals, infinities, NumPy's NaN and the GPU's NaN."""
+    x = (rng_for("cheap roundings").standard_normal(200) * 2.0 ** rng_for("exp").integers(-30, 30, 200))
+    specials = [1 + 2.0 ** -11, -(1 + 2.0 ** -11), 1 + 3 * 2.0 ** -11, 3.4e38, -3.4e38, 1e-45, -1e-40, 0.0, -0.0,
+                np.inf, -np.inf, np.nan]
+    x = np.concatenate([x, specials]).astype(np.float32)
+    gpu_nan = np.array([0x7FFFFFFF, 0xFFFFFFFF], dtype=np.uint32).view(np.float32)
+    return np.concatenate([x, gpu_nan])
+
+
+def _top_bits(x):
+    """What the tensor core reads of an operand: its low 13 bits cleared."""
+    return (np.asarray(x, np.float32).view(np.uint32) & ~DROPPED).view(np.float32)
+
+
+def test_split_in_a_kernel_matches_its_twin_bit_for_bit():
+    x = _awkward_values()
+    outs = [cuda.device_array_like(x) for _ in range(2)]
+    _split_kernel[1, 256](cuda.to_device(x), *outs)
+    for got, want, name in zip((o.copy_to_host() for o in outs), split_tf32_parts(x), ("big", "small")):
+        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), f"{name} differs from its twin at {x[~same][:4]}"
+
+
+def test_split_gives_the_nearest_tf32_value_and_an_exact_remainder():
+    """big is cvt.rna's rounding of x and big + small = x exactly (finite x below the largest TF32 binade); the
+    GPU's NaN carries into big's sign, big is ±0, and the NaN survives in what the tensor core reads of small."""
+    x = _awkward_values()
+    ordinary = np.isfinite(x) & (np.abs(x) < 3e38)
+    big, small = split_tf32_parts(x)
+    assert np.array_equal(big[ordinary].view(np.uint32), round_to_tf32(x[ordinary]).view(np.uint32))
+    assert np.array_equal(big[ordinary].astype(np.float64) + small[ordinary], x[ordinary].astype(np.float64))
+    assert not (big[ordinary].view(np.uint32) & DROPPED).any(), "big must be a TF32 value"
+    gpu_nan = np.array([0x7FFFFFFF, 0xFFFFFFFF], dtype=np.uint32).view(np.float32)
+    big, small = split_tf32_parts(gpu_nan)
+    assert (big == 0).all() and np.isnan(_top_bits(small)).all()
+
+
 # -- one warp's mma ----------------------------------------------------------------------------------------------
 
 @cuda.jit
@@ -99,20 +151,49 @@ def test_a_wrong_fragment_layout_gives_a_wrong_product():
 
 # -- the two kernels, fast and edge ----------------------------------------------------------------------------------
 
-#: (M, N, K): one full block tile, K one k-tile (fast kernel), and a ragged product (edge kernel only).
-SHAPES = {"one_full_tile": (tensor_cores.TILED.config.BLOCK_M, tensor_cores.TILED.config.BLOCK_N, 32),
-          "ragged": (37, 21, 19)}
+#: On the simulator every lane of a warp meets its 31 neighbours at each mma, so the shipped 128×256 tiles (8 warps,
+#: 1,024 mma per k-tile) take about a minute per product there. This configuration runs the same kernel source with
+#: 4 warps of 2×2 mma pieces; its full-tile product has 4 k-tiles, more than the pipeline's 3 stages, so the stages
+#: are reused. The shipped configuration runs one full tile of step 12 here, and every test on a GPU.
+SIMULATED = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+_BUILT = {}
 
 
-def _run(module, m, n, k, name):
-    a, b = random_matrices(rng_for(name), m, n, k)
+def _tiled(module, shipped: bool):
+    if shipped or not SIMULATOR:
+        return module.TILED
+    if module not in _BUILT:
+        _BUILT[module] = module.build(SIMULATED)
+    return _BUILT[module]
+
+
+def _full_tiles(module, shipped=False):
+    """One block tile; 4 k-tiles in the small configuration, 1 in the shipped one (a minute otherwise)."""
+    config = _tiled(module, shipped).config
+    return config.BLOCK_M, config.BLOCK_N, config.BLOCK_K * (1 if shipped and SIMULATOR else 4)
+
+
+#: name → (shipped configuration on the simulator?, shape or None for full tiles).
+SHAPES = {"full_tiles": (False, None), "ragged": (False, (37, 21, 19)), "shipped_full_tile": (True, None)}
+
+
+def _shape(module, shape):
+    shipped, fixed = SHAPES[shape]
+    return fixed or _full_tiles(module, shipped)
+
+
+def _run(module, m, n, k, name, shipped=False, a=None):
+    if a is None:
+        a, b = random_matrices(rng_for(name), m, n, k)
+    else:
+        b = random_matrices(rng_for(name), m, n, k)[1]
     c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
-    module.TILED.launch(cuda.to_device(a), cuda.to_device(b), c)
+    _tiled(module, shipped).launch(cuda.to_device(a), cuda.to_device(b), c)
     return a, b, c.copy_to_host()
 
 
-def _fits(module, m, n) -> bool:
-    config = module.TILED.config
+def _fits(module, m, n, shipped=False) -> bool:
+    config = _tiled(module, shipped).config
     return m % config.BLOCK_M == 0 and n % config.BLOCK_N == 0
 
 
@@ -121,8 +202,8 @@ def test_tf32_step_is_exact_on_tf32_rounded_inputs(shape):
     """Step 12 computes the float32 sum of exact TF32 products: against float64 on *rounded* inputs its error is
     float32's; against the true product it is TF32's (~3e-4), within verify's ``tf32_tolerance`` — which a wrong
     fragment would exceed by far."""
-    m, n, k = SHAPES[shape]
-    a, b, c = _run(tensor_cores, m, n, k, f"tf32 {shape}")
+    m, n, k = _shape(tensor_cores, shape)
+    a, b, c = _run(tensor_cores, m, n, k, f"tf32 {shape}", shipped=SHAPES[shape][0])
     assert not np.isnan(c).any(), "unwritten elements"
     on_rounded = rel_error(c, round_to_tf32(a), round_to_tf32(b))
     assert on_rounded <= tolerance(k), f"error {on_rounded:.2e} vs TF32-rounded inputs, tolerance {tolerance(k):.2e}"
@@ -131,20 +212,44 @@ def test_tf32_step_is_exact_on_tf32_rounded_inputs(shape):
         f"TF32's own error {error:.2e}: the inputs were rounded"
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=list(SHAPES))
+#: Step 13 at the shipped configuration on the simulator takes a minute per product: on a GPU only.
+THREE_TF32_SHAPES = [s if not SHAPES[s][0] else pytest.param(s, marks=pytest.mark.skipif(
+    SIMULATOR, reason="the shipped tiles of step 13 take about a minute on the simulator; step 12 covers them"))
+    for s in SHAPES]
+
+
+@pytest.mark.parametrize("shape", THREE_TF32_SHAPES, ids=list(SHAPES))
 def test_three_tf32_step_meets_the_float32_tolerance(shape):
-    m, n, k = SHAPES[shape]
-    a, b, c = _run(three_tf32, m, n, k, f"3xtf32 {shape}")
+    m, n, k = _shape(three_tf32, shape)
+    a, b, c = _run(three_tf32, m, n, k, f"3xtf32 {shape}", shipped=SHAPES[shape][0])
     assert not np.isnan(c).any(), "unwritten elements"
     error = rel_error(c, a, b, reference(a, b))
     assert error <= tolerance(k), f"error {error:.2e} > float32 tolerance {tolerance(k):.2e}"
 
 
 def test_the_shapes_reach_both_kernels():
-    m, n, _ = SHAPES["one_full_tile"]
-    assert _fits(tensor_cores, m, n) and _fits(three_tf32, m, n), "the full-tile shape must run the fast kernel"
-    m, n, _ = SHAPES["ragged"]
-    assert not _fits(tensor_cores, m, n)
+    for module in (tensor_cores, three_tf32):
+        m, n, _ = _shape(module, "full_tiles")
+        assert _fits(module, m, n), "the full-tile shape must run the fast kernel"
+        m, n, _ = _shape(module, "shipped_full_tile")
+        assert _fits(module, m, n, shipped=True)
+        m, n, _ = _shape(module, "ragged")
+        assert not _fits(module, m, n)
+    assert _tiled(tensor_cores, False).config.BLOCK_K * 3 < _shape(tensor_cores, "full_tiles")[2], \
+        "more k-tiles than pipeline stages"
+
+
+@pytest.mark.parametrize("module", [tensor_cores, three_tf32], ids=["tensor_cores", "three_tf32"])
+def test_a_gpu_nan_in_a_reaches_its_row_of_c(module):
+    """0x7FFFFFFF (what a GPU's arithmetic makes of 0/0) in A[1][2]: row 1 of C is NaN, the other rows are not.
+    (Ragged: the edge kernel, whose rounding is the fast kernel's, line for line.)"""
+    shape = "ragged"
+    m, n, k = _shape(module, shape)
+    a = random_matrices(rng_for(f"nan {shape}"), m, n, k)[0]
+    a[1, 2] = np.array(0x7FFFFFFF, dtype=np.uint32).view(np.float32)
+    _, _, c = _run(module, m, n, k, f"nan {shape}", a=a)
+    assert np.isnan(c[1]).all(), "the NaN was lost"
+    assert not np.isnan(np.delete(c, 1, axis=0)).any(), "NaN where the inputs had none"
 
 
 # -- the compiled code -------------------------------------------------------------------------------------------

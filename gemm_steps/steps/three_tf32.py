@@ -1,15 +1,19 @@
 """Step 13 — 3xTF32: float32 accuracy from the TF32 tensor cores, with three products instead of one.
 
-Changed from step 12: each operand is split into two TF32 numbers, ``big = tf32(x)`` and ``small = tf32(x - big)``
-(``x - big`` is exact in float32), so ``x ≈ big + small`` to about 21 bits instead of 11. The product is
+Changed from step 12: each operand is split into two TF32 numbers, ``big = tf32(x)`` and ``small = x - big``
+(exact in float32; the tensor core reads its top 11 bits), so ``x ≈ big + small`` to about 21 bits instead of 11.
+The product is
 
     a·b = big_a·big_b + big_a·small_b + small_a·big_b + small_a·small_b,
 
 and the last term is below float32's rounding error (about 2^-22 of the product), so three tensor-core products
 recover float32's accuracy. They are accumulated small ones first, so the two corrections are added to the
 accumulator before the large term (in each mma the hardware adds its products to the accumulator in float32).
-The loads, the pipeline and the tiling are step 12's; the inner loop does 2 roundings and a subtraction per
-fragment element and 3 ``mma_tf32`` per piece instead of 1.
+The loads, the pipeline and the tiling are step 12's; the inner loop splits each fragment element with
+``split_tf32`` (3 instructions: big is the bits plus half a TF32 unit with the low 13 bits cleared, small = x − big,
+whose low bits the tensor core drops) and does 3 ``mma_tf32`` per piece instead of 1. Splitting with two
+``cvt.rna.tf32.f32`` instead took 7 instructions and ran 7–11 % slower at the same accuracy
+(experiments/tf32_conversion.py).
 
 Where 3xTF32 can lose to float32: ``small`` is ~2^-11 of ``x``, so for |x| below about 2^-115 it falls under TF32's
 (and float32's) smallest normal number and is flushed or loses bits, and those inputs keep only TF32's 11 bits.
@@ -22,7 +26,7 @@ from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, to_tf32
+from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, split_tf32
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
@@ -107,13 +111,11 @@ def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                 for i in unroll(MMA_TILES_M):  # rows group, group + 8 of piece i; k = pair, pair + 4
                     for r in unroll(4):
                         x = tiles[a_base + ((i * 16 + r % 2 * 8) * A_STRIDE + kk + r // 2 * 4)]
-                        a_big[i][r] = to_tf32(x)
-                        a_small[i][r] = to_tf32(x - a_big[i][r])  # x - big is exact in float32
+                        a_big[i][r], a_small[i][r] = split_tf32(x)  # big + small = x exactly
                 for j in unroll(MMA_TILES_N):  # column group of piece j; k = pair, pair + 4
                     for r in unroll(2):
                         x = tiles[b_base + ((kk + r * 4) * B_STRIDE + j * 8)]
-                        b_big[j][r] = to_tf32(x)
-                        b_small[j][r] = to_tf32(x - b_big[j][r])
+                        b_big[j][r], b_small[j][r] = split_tf32(x)
                 for i in unroll(MMA_TILES_M):
                     for j in unroll(MMA_TILES_N):
                         # The three products of this k-step, small ones first, summed by the tensor core from zero …
@@ -151,5 +153,5 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 
 TILED = build(tuned_config("three_tf32", SEARCH_SPACE))
 
-# Per piece: 3 products; per fragment element: 2 roundings (big, then small).
-PTX_EXPECT = tensor_cores.ptx_claims(TILED, products_per_piece=3, conversions_per_element=2)
+# Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 for small).
+PTX_EXPECT = tensor_cores.ptx_claims(TILED, products_per_piece=3, rounding={"sub.f32": 1})

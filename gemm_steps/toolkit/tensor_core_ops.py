@@ -6,7 +6,8 @@ Numba has no tensor-core API. These functions emit the PTX instructions as inlin
 ==========================================  ===========================================================  ==========
 function                                    PTX                                                          SASS
 ==========================================  ===========================================================  ==========
-``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    (ALU ops)
+``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    2–3 ALU ops
+``split_tf32(x)``                           ``add``, ``and`` (big), ``sub.f32`` (small = x − big)        3 ops
 ``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688``
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
 ``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
@@ -32,6 +33,18 @@ tensor core reads only those 19 bits of each A and B element; ``to_tf32`` rounds
 first (ties away from zero, PTX's ``.rna``), which halves the error of simply dropping the bits. A TF32 product has
 at most 22 significant bits, so it is exact in float32; the products are summed in float32.
 
+**A cheaper split for 3xTF32.** Alone, ``cvt.rna.tf32.f32`` is three SASS instructions on an H100 (an inf/NaN
+test, a predicated add of half a TF32 unit to the bits, an AND that clears the 13 low bits). The tensor core ignores
+those 13 bits: one warp's mma gave bit-identical results on raw float32 operands and on the same operands with the
+low bits cleared (50 of 50 random tiles, experiments/results/tf32-conversion-first-nvidia-h100.json), and ptxas
+knows it — before an mma it drops the AND, so step 12's roundings are two instructions each. 3xTF32 needs more:
+``big`` must be an exact TF32 value, since ``small = x − big`` is computed from it, and ``small`` goes to the mma.
+``split_tf32(x)`` does it in three instructions instead of seven: ``big`` = the bits plus half a TF32 unit, low 13
+bits cleared (``cvt.rna``'s rounding for finite x, without its inf/NaN test), ``small = x − big`` (exact), left
+for the tensor core to truncate. Without the test, a NaN whose top mantissa bits are all 1 (the GPU's own NaN is
+0x7FFFFFFF) carries into the sign and ``big`` comes out ±0 — but then ``small = NaN − big`` is NaN, and the NaN
+still reaches every output through the small·big product.
+
 **Simulator twins.** On Numba's simulator each thread is a Python thread. ``mma_tf32``'s twin is a real warp
 collective: every lane deposits its fragments, waits for the other 31 lanes of its warp, and computes its four
 outputs from the warp's 16×8 and 8×8 tiles laid out as above — so a kernel whose lanes pass the wrong elements
@@ -48,7 +61,7 @@ import numpy as np
 
 from .backend import SIMULATOR
 
-__all__ = ["to_tf32", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
+__all__ = ["to_tf32", "split_tf32", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
@@ -69,6 +82,20 @@ def round_to_tf32(x):
     return out.astype(np.float32)
 
 
+_HALF_UNIT = np.uint32(1 << (_DROPPED - 1))  # half a TF32 unit, in the bits
+_KEPT_BITS = np.uint32(~((1 << _DROPPED) - 1) & 0xFFFFFFFF)  # sign, exponent and the 10 TF32 mantissa bits
+
+
+def split_tf32_parts(x):
+    """NumPy: :func:`split_tf32`'s ``(big, small)``: ``big`` = the bits plus half a TF32 unit with the low 13 bits
+    cleared (for finite x, x rounded to TF32 as ``cvt.rna`` rounds it), ``small = x − big`` in float32."""
+    x = np.asarray(x, dtype=np.float32)
+    big = ((x.view(np.uint32) + _HALF_UNIT) & _KEPT_BITS).astype(np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        small = (x - big).astype(np.float32)
+    return big, small
+
+
 def mma_tf32_reference(a, b, c):
     """NumPy: D = A·B + C for a 16×8 A, 8×8 B, 16×8 C, with A and B rounded to TF32 — what one ``mma_tf32`` does."""
     a64 = round_to_tf32(a).astype(np.float64)
@@ -81,6 +108,11 @@ if SIMULATOR:
     def to_tf32(x):
         """``x`` rounded to TF32 (simulator: the same bit arithmetic as the hardware)."""
         return np.float32(round_to_tf32(np.float32(x))[()])
+
+    def split_tf32(x):
+        """``(big, small)`` with ``big`` = ``x`` rounded to TF32 and ``small = x − big`` (simulator: the same bits)."""
+        big, small = split_tf32_parts(np.float32(x))
+        return np.float32(big[()]), np.float32(small[()])
 
     class _WarpExchange:
         """Where the 32 lanes of one simulated warp meet. A call deposits into one of two slot lists (alternating
@@ -197,6 +229,22 @@ else:
             return builder.bitcast(builder.call(convert, [value]), _F32)
 
         return signature, codegen
+
+    @intrinsic
+    def split_tf32(typingctx, x):
+        """``(big, small)``: ``big`` = the bits of ``x`` plus half a TF32 unit, low 13 bits cleared (``add``,
+        ``and``); ``small = x − big`` (``sub.f32``, exact), for the tensor core to truncate."""
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            bits = builder.add(builder.bitcast(value, _I32), ir.Constant(_I32, 1 << 12))
+            big = builder.bitcast(builder.and_(bits, ir.Constant(_I32, ~((1 << 13) - 1) & 0xFFFFFFFF)), _F32)
+            small = builder.fsub(value, big)
+            return context.make_tuple(builder, sig.return_type, [big, small])
+
+        return types.UniTuple(types.float32, 2)(x), codegen
 
     @intrinsic
     def mma_tf32(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
