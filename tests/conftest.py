@@ -43,8 +43,14 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # The lesson tests wait for the background runner: last, so the simulator tests keep this process busy first.
-    items.sort(key=lambda item: getattr(item, "originalname", None) == LESSON_TEST)  # stable: order kept otherwise
+    # Tests that wait for late background work go last, so the simulator tests keep this process busy first: the
+    # compile-time patch comparisons (the background PTX process does them after the PTX), then the lessons.
+    def waits_for(item) -> int:
+        if getattr(item, "originalname", None) == LESSON_TEST:
+            return 2
+        return int(any(job.startswith("patches:") for mark in item.iter_markers("ptx") for job in mark.args))
+
+    items.sort(key=waits_for)  # stable: order kept otherwise
     if not gemm_steps.SIMULATOR:
         return
     skip = pytest.mark.skip(reason=f"needs a real CUDA GPU; kernels run on {gemm_steps.backend()}")

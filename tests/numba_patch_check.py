@@ -1,5 +1,5 @@
-"""Run in a GPU-mode child (``in_gpu_mode("tests.numba_patch_check:compare", ...)``): the PTX of some kernels compiled
-with and without :mod:`gemm_steps.toolkit.numba_patches`."""
+"""Run in the background PTX process (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
+kernels compiled with and without :mod:`gemm_steps.toolkit.numba_patches`."""
 
 from __future__ import annotations
 

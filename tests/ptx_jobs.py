@@ -13,7 +13,10 @@ Jobs (strings, so they can be marker arguments):
 * ``"<step name>"`` — every kernel of the step, labelled as in ``step.kernels()``;
 * ``"warp_tiling:<config JSON>"`` — step 9's fast kernel built for another :class:`TileConfig`, labelled ``fast``;
 * ``"kernels:<module>:<function>"`` — whatever ``function()`` returns, ``{label: (dispatcher, signature)}`` like
-  ``step.kernels()`` (for kernels built elsewhere, e.g. ``experiments/``).
+  ``step.kernels()`` (for kernels built elsewhere, e.g. ``experiments/``);
+* ``"patches:<step>:<config JSON or null>"`` — not PTX stats but :func:`numba_patch_check.compare`: the step's
+  kernels compiled with and without the compile-time patches, one record labelled ``patches``. These jobs run
+  after all others (they switch the patches off and on again), and their tests run late (``conftest.py``).
 
 Each kernel's stats are :func:`gemm_steps.harness.ptx.ptx_stats`' plus ``extern_shared`` (whether the PTX declares
 dynamic shared memory), or ``{"error": …}`` if it failed to compile.
@@ -50,6 +53,18 @@ if nvvm_version() is None:
 import gemm_steps
 
 for job in json.loads(sys.argv[1]):
+    if job.startswith("patches:"):
+        from numba_patch_check import compare
+
+        _, step, config = job.split(":", 2)
+        start = time.perf_counter()
+        try:
+            stats = compare(step, json.loads(config))
+        except Exception as exc:  # reported: the test of that job fails with it
+            stats = {"error": f"{type(exc).__name__}: {exc}"}
+        emit(key=json.dumps([job, "patches"]), stats=stats, seconds=round(time.perf_counter() - start, 1))
+        emit(progress=f"compared {step} with and without the compile-time patches")
+        continue
     if job.startswith("warp_tiling:"):
         from gemm_steps.steps import warp_tiling
         from gemm_steps.toolkit.tiles import TileConfig
@@ -89,11 +104,16 @@ def warp_tiling_job(config) -> str:
     return "warp_tiling:" + json.dumps(asdict(config), sort_keys=True)
 
 
+def patches_job(step: str, config: dict | None) -> str:
+    """The job comparing one step's PTX with and without the compile-time patches (``config``: TileConfig fields)."""
+    return f"patches:{step}:{json.dumps(config, sort_keys=True)}"
+
+
 class PTXJobs(BackgroundChild):
     """The background compile of some jobs; :meth:`stats` waits for one kernel."""
 
     def __init__(self, jobs: list[str], say: Callable[[str], None] = print):
-        self.jobs = list(jobs)
+        self.jobs = sorted(jobs, key=lambda job: job.startswith("patches:"))  # stable: the comparisons come last
         super().__init__("ptx", CHILD, [json.dumps(self.jobs)], child_env(NUMBA_ENABLE_CUDASIM="0"), say=say)
 
     def stats(self, job: str, label: str) -> dict:

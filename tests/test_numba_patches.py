@@ -4,16 +4,20 @@ have what the patches deal with (unrolled register tiles reassigned in every k-s
 
 import pytest
 
-from gemm_steps.harness.ptx import in_gpu_mode
+from ptx_jobs import patches_job
 
 SMALL_TILES = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 8, "THREAD_M": 4, "THREAD_N": 8}
 CASES = [("register_2d", None), ("warp_tiling", {**SMALL_TILES, "BLOCK_K": 16, "THREAD_N": 4}),
          ("stream_k", SMALL_TILES)]
 
 
-@pytest.mark.parametrize("step, config", CASES, ids=[step for step, _ in CASES])
-def test_the_patches_leave_the_ptx_unchanged(step, config):
-    compared = in_gpu_mode("tests.numba_patch_check:compare", step, config, timeout=900)
+#: The comparisons compile in the background PTX process (tests/ptx_jobs.py), after the PTX the other tests need;
+#: these tests run late (conftest.py), so this process does not wait for them.
+@pytest.mark.parametrize("step, config", [pytest.param(step, config, id=step, marks=pytest.mark.ptx(patches_job(step, config)))
+                                          for step, config in CASES])
+def test_the_patches_leave_the_ptx_unchanged(ptx, step, config):
+    compared = ptx.stats(patches_job(step, config), "patches")
+    assert "error" not in compared, compared.get("error")
     assert compared, "no kernel was compiled"
     for label, (same, seconds_with, seconds_without) in compared.items():
         assert same, f"{label}: the PTX differs with the compile-time patches ({seconds_with:.1f} s with, " \
