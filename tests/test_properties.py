@@ -37,7 +37,7 @@ from helpers import assert_close, simulated_seconds, tile_geometry
 STEPS = gemm_steps.steps()
 MAX_DIM = 150
 MAX_EXAMPLES = int(os.environ.get("GEMM_STEPS_HYPOTHESIS_EXAMPLES", "6"))
-SECONDS_PER_EXAMPLE = float(os.environ.get("GEMM_STEPS_HYPOTHESIS_SECONDS", "1.5"))
+SECONDS_PER_EXAMPLE = float(os.environ.get("GEMM_STEPS_HYPOTHESIS_SECONDS", "1.0"))
 PRIMES = [2, 3, 5, 7, 11, 13, 17, 31, 37, 61, 67, 97, 127, 131, 149]
 #: Config names that are tile sizes (anything else in ``step.config`` — counts, flags — is not a size).
 TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "TILE", "BLOCK_SIZE", "THREAD_M", "THREAD_N", "WARP_TILE_M",
