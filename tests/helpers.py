@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gemm_steps.harness.verify import relative_error, tolerance  # noqa: F401  (re-exported for the tests)
+from gemm_steps.harness.verify import relative_error, tolerance, tolerance_for  # noqa: F401  (re-exported for the tests)
 from gemm_steps.harness.simulator import estimated_seconds, tile_geometry  # noqa: F401  (re-exported)
 
 #: This checkout.
@@ -54,8 +54,9 @@ def rel_error(c, a: np.ndarray, b: np.ndarray, ref: np.ndarray | None = None) ->
     return relative_error(np.asarray(c), np.asarray(a), np.asarray(b), ref)
 
 
-def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarray | None = None) -> None:
-    """Every element written (no NaN) and the relative error within :func:`tolerance` of K."""
+def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarray | None = None, step=None) -> None:
+    """Every element written (no NaN) and the relative error within :func:`tolerance` of K — or, given the ``step``
+    that computed ``c``, within that step's tolerance (:func:`tolerance_for`: the TF32 step has its own)."""
     host = c if isinstance(c, np.ndarray) else c.copy_to_host()
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     assert host.shape == (m, n), f"{what}: result has shape {host.shape}, expected {(m, n)}"
@@ -63,7 +64,7 @@ def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarra
     unwritten = np.argwhere(np.isnan(host))
     assert unwritten.size == 0, (f"{what}: {len(unwritten)} of {m * n} elements never written (NaN), "
                                  f"first at {tuple(int(i) for i in unwritten[0])}")
-    err, tol = rel_error(host, a, b, ref), tolerance(k)
+    err, tol = rel_error(host, a, b, ref), (tolerance(k) if step is None else tolerance_for(step, k))
     if not err <= tol:
         ref = reference(a, b) if ref is None else ref
         worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(host - ref)), host.shape))

@@ -103,3 +103,20 @@ def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypa
         assert launched, "matmul did not run the chosen tile variant"
     finally:
         dispatch._CHOICES.clear()
+
+
+def test_matmul_never_chooses_the_tf32_step_even_where_it_was_fastest(monkeypatch):
+    """Step 12 rounds its inputs to TF32 (relative error ~3e-4): a table where it was fastest still gets an FP32
+    step; 3xTF32 (float32 accuracy) may be chosen; with no table the default is the last FP32 step, not step 13."""
+    table = {"gpu": None, "shapes": [[4096, 4096, 4096, {"stream_k": 3.0, "tensor_cores": 1.0}, 2.7],
+                                     [8192, 8192, 8192, {"stream_k": 24.0, "three_tf32": 18.0}, 21.0]]}
+    monkeypatch.setattr(dispatch, "table", lambda gpu: table)
+    dispatch._CHOICES.clear()
+    try:
+        assert dispatch.choose(4096, 4096, 4096).step_name == "stream_k"
+        assert dispatch.choose(8192, 8192, 8192).step_name == "three_tf32"
+        monkeypatch.setattr(dispatch, "table", lambda gpu: None)
+        dispatch._CHOICES.clear()
+        assert dispatch.choose(4096, 4096, 4096).step_name == gemm_steps.fastest_step().name == "stream_k"
+    finally:
+        dispatch._CHOICES.clear()

@@ -56,7 +56,7 @@ def test_step_large(step, shape, problems):
     a, b, ref, a_dev, b_dev = problems(shape)
     out = poisoned(shape[0], shape[1])
     assert step(a_dev, b_dev, out=out) is out
-    assert_close(out.copy_to_host(), a, b, f"step {step.number} {step.name}", ref=ref)
+    assert_close(out.copy_to_host(), a, b, f"step {step.number} {step.name}", ref=ref, step=step)
 
 
 @pytest.mark.parametrize("step", STEPS, ids=step_id)
@@ -85,7 +85,7 @@ def test_fast_path_on_unaligned_device_views(step, rng):
     c = flat_c[1:].reshape(m, n)
     assert step(flat_a[1:].reshape(m, k), flat_b[1:].reshape(k, n), out=c) is c
     cuda.synchronize()
-    assert_close(c.copy_to_host(), a, b, f"step {step.name} on unaligned views")
+    assert_close(c.copy_to_host(), a, b, f"step {step.name} on unaligned views", step=step)
 
 
 @pytest.mark.parametrize("step", [s for s in STEPS if s.tiled is not None], ids=step_id)
@@ -130,7 +130,7 @@ def test_extreme_aspect_ratios(step, shape, rng):
         c = step(a, b)
     except ValueError:
         return  # refused up front: allowed
-    assert_close(c, a, b, f"step {step.name} at {m}×{n}×{k}")
+    assert_close(c, a, b, f"step {step.name} at {m}×{n}×{k}", step=step)
 
 
 # -- cuBLAS -------------------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_device_arrays_in_and_out(rng):
     for step in STEPS:
         c = step(a_dev, b_dev)
         assert api.is_device_array(c) and tuple(c.shape) == (m, n)
-        assert_close(c.copy_to_host(), a, b, f"step {step.name}, device result")
+        assert_close(c.copy_to_host(), a, b, f"step {step.name}, device result", step=step)
 
 
 # -- the benchmark harness ----------------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def check(step, problem):
     else:
         result = step(a, b)
         assert isinstance(result, np.ndarray)
-    assert_close(result, np.array(a), np.array(b), what)
+    assert_close(result, np.array(a), np.array(b), what, step=step)
 
 
 def _property_test(step):

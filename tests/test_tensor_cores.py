@@ -26,7 +26,6 @@ from gemm_steps.steps import tensor_cores, three_tf32
 from gemm_steps.toolkit.backend import SIMULATOR
 from gemm_steps.toolkit.tensor_core_ops import (mma_tf32, mma_tf32_reference, round_to_tf32, split_tf32,
                                                 split_tf32_parts, to_tf32)
-from gemm_steps.toolkit.tiles import TileConfig
 from experiments.tensor_cores import one_warp_mma
 from gemm_steps.harness.verify import tf32_tolerance
 from helpers import random_matrices, reference, rel_error, rng_for, tolerance
@@ -152,19 +151,27 @@ def test_a_wrong_fragment_layout_gives_a_wrong_product():
 # -- the two kernels, fast and edge ----------------------------------------------------------------------------------
 
 #: On the simulator every lane of a warp meets its 31 neighbours at each mma, so the shipped 128×256 tiles (8 warps,
-#: 1,024 mma per k-tile) take about a minute per product there. This configuration runs the same kernel source with
-#: 4 warps of 2×2 mma pieces; its full-tile product has 4 k-tiles, more than the pipeline's 3 stages, so the stages
-#: are reused. The shipped configuration runs one full tile of step 12 here, and every test on a GPU.
-SIMULATED = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+#: 1,024 mma per k-tile) take about a minute per product there, and the steps run their ``SIMULATOR_CONFIG`` there
+#: (the same kernel source with 4 warps of 2×2 mma pieces); its full-tile product has 4 k-tiles, more than the
+#: pipeline's 3 stages, so the stages are reused. The shipped configuration runs one full tile of step 12 here, and
+#: every test on a GPU.
+SIMULATED = tensor_cores.SIMULATOR_CONFIG
 _BUILT = {}
 
 
 def _tiled(module, shipped: bool):
-    if shipped or not SIMULATOR:
+    """The step as ``get_step`` runs it here (small tiles on the simulator), or built for the shipped tiles."""
+    if not (shipped and SIMULATOR):
         return module.TILED
     if module not in _BUILT:
-        _BUILT[module] = module.build(SIMULATED)
+        _BUILT[module] = module.build(module.SEARCH_SPACE[0])
     return _BUILT[module]
+
+
+def test_on_the_simulator_the_steps_run_small_tiles_of_the_same_kernel():
+    for module in (tensor_cores, three_tf32):
+        assert module.TILED.config == (SIMULATED if SIMULATOR else module.TILED.config)
+        assert _tiled(module, shipped=True).generate.function is module.TILED.generate.function
 
 
 def _full_tiles(module, shipped=False):

@@ -149,6 +149,7 @@ def results_markdown() -> str:
     lines = [f"Measured on {short_label(results['environment'])} — `results/{path.name}` "
              "(TFLOPS, and in brackets % of cuBLAS SGEMM in the same run):", "", header,
              "|:--|" + "--:|" * len(sizes)]
+    arithmetic = {r["step"]: r.get("arithmetic") for r in records}
     for number, name in sorted({(r["number"], r["step"]) for r in records}):
         cells = []
         for size in sizes:
@@ -159,8 +160,7 @@ def results_markdown() -> str:
                 cells.append(f"**{r['tflops']:.1f}**")
             else:
                 cells.append(f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" + (" !" if suspect(r) else ""))
-        label = "cuBLAS (FP32)" if name == "cublas" else f"{number} `{name}`"
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_row_label(number, name, arithmetic[name], code=True)} | " + " | ".join(cells) + " |")
     for suffix in ("tflops", "steps", "curves"):
         png = path.with_name(f"{path.stem}-{suffix}.png")
         if png.exists():
@@ -192,16 +192,27 @@ def _size_label(m: int, n: int, k: int) -> str:
 
 def suspect(record: dict) -> str | None:
     """Why a benchmark record cannot be trusted as a correct result, or None: failed, unwritten, inaccurate."""
-    from gemm_steps.harness.verify import tolerance
+    from gemm_steps.harness.verify import tolerance_of
 
     if "error" in record:
         return "failed: " + record["error"].splitlines()[0]
     if record.get("unwritten"):
         return f"{record['unwritten']} elements unwritten"
     error = record.get("sampled_rel_error_fp64")
-    if error is not None and not error <= tolerance(record["K"]):
-        return f"error vs float64 {error:.1e} > tolerance {tolerance(record['K']):.1e}"
+    limit = tolerance_of(record.get("arithmetic", "fp32"), record["K"])  # TF32 records: the TF32 tolerance
+    if error is not None and not error <= limit:
+        return f"error vs float64 {error:.1e} > tolerance {limit:.1e}"
     return None
+
+
+def _row_label(number: int, name: str, arithmetic: str | None, code: bool = False) -> str:
+    """How a table names a record: the baselines by what they are, a step by number and name, with its arithmetic
+    when it is not the FP32 units (``12 tensor_cores [TF32]``)."""
+    from gemm_steps.harness.bench import ARITHMETIC_MARK, BASELINES
+
+    if name in BASELINES:
+        return BASELINES[name]
+    return (f"{number} `{name}`" if code else f"{number} {name}") + ARITHMETIC_MARK.get(arithmetic or "fp32", "")
 
 
 def summary_table(results: dict) -> str:
@@ -213,8 +224,9 @@ def summary_table(results: dict) -> str:
     rows = sorted({(r["number"], r["step"]) for r in records})
     at = {(r["step"], r["M"], r["N"], r["K"]): r for r in records}
     table = [["step", *(_size_label(*s) for s in sizes)]]
+    arithmetic = {r["step"]: r.get("arithmetic") for r in records}
     for number, name in rows:
-        line = ["cuBLAS" if name == "cublas" else f"{number} {name}"]
+        line = [_row_label(number, name, arithmetic[name])]
         for s in sizes:
             r = at.get((name, *s))
             if r is None:

@@ -10,7 +10,9 @@
 * :func:`plot_results` — all of them that the results allow, written as PNGs.
 
 Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
-numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Each step has one colour
+numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Steps that compute on the
+tensor cores say their arithmetic in their label (``[TF32]``, ``[3xTF32]``), draw dashed lines or hatched bars, and
+cuBLAS on the TF32 tensor cores is drawn dotted when a run has it; "% of cuBLAS" is always of cuBLAS SGEMM. Each step has one colour
 in every plot (:data:`STEP_COLOURS`), and throughput is on a log axis so the first steps do not vanish. Records with an ``"error"`` are not drawn, but are listed under the plot.
 
 Each function returns its figure already closed in ``pyplot``. So a notebook shows it exactly once when it is the
@@ -27,6 +29,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from gemm_steps.harness.bench import ARITHMETIC_MARK, BASELINES, is_baseline
 from gemm_steps.harness.environment import file_slug, short_label
 
 Size = tuple[int, int, int]
@@ -43,6 +46,20 @@ def _size_label(size: Size) -> str:
 
 def _ok(results: dict) -> list[dict]:
     return [r for r in results["records"] if "error" not in r]
+
+
+def _steps_only(records) -> list[dict]:
+    """The records of steps, without the cuBLAS baselines."""
+    return [r for r in records if not is_baseline(r["step"])]
+
+
+def _label(record: dict) -> str:
+    """A step's label with its arithmetic when it is not the FP32 units: ``12 tensor_cores [TF32]``."""
+    return f"{record['number']} {record['step']}" + ARITHMETIC_MARK.get(record.get("arithmetic", "fp32"), "")
+
+
+def _tensor_core(record: dict) -> bool:
+    return record.get("arithmetic", "fp32") != "fp32"
 
 
 def _failures_note(results: dict, relevant) -> str:
@@ -100,7 +117,7 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
     keep = None if steps is None else {str(s) for s in steps}
 
     def wanted(r: dict) -> bool:
-        return keep is None or r["step"] == "cublas" or bool({r["step"], str(r["number"])} & keep)
+        return keep is None or is_baseline(r["step"]) or bool({r["step"], str(r["number"])} & keep)
 
     records = [r for r in _ok(results) if wanted(r)]
     sizes = sorted({_size(r) for r in records}, key=lambda s: s[0] * s[1] * s[2])
@@ -114,10 +131,13 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
         mine = sorted((r for r in records if r["step"] == name), key=lambda r: x_of[_size(r)])
         xs, ys = [x_of[_size(r)] for r in mine], [r["tflops"] for r in mine]
         if name == "cublas":
-            ax.plot(xs, ys, "k--", linewidth=2, label="cuBLAS (FP32)")
+            ax.plot(xs, ys, "k--", linewidth=2, label=BASELINES[name])
+        elif name == "cublas_tf32":
+            ax.plot(xs, ys, "k:", linewidth=2, label=BASELINES[name])
         else:
-            # Markers alternate too, so curves stay apart in greyscale.
-            ax.plot(xs, ys, "os^Dv"[number % 5] + "-", color=step_colour(number), label=f"{number} {name}")
+            # Markers alternate too, so curves stay apart in greyscale; tensor-core steps are dashed.
+            style = "os^Dv"[number % 5] + ("--" if _tensor_core(mine[0]) else "-")
+            ax.plot(xs, ys, style, color=step_colour(number), label=_label(mine[0]))
     if square:
         ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([x_of[s] for s in sizes]))
@@ -132,7 +152,9 @@ def plot_tflops_vs_size(results: dict, path: str | Path | None = None, steps=Non
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # outside the axes: never hides a line
-    return _finish(fig, results, "FP32 SGEMM throughput by step", path, wanted)
+    title = ("Throughput by step (float32 in and out; [TF32] / [3xTF32]: on the tensor cores)"
+             if any(_tensor_core(r) for r in records) else "FP32 SGEMM throughput by step")
+    return _finish(fig, results, title, path, wanted)
 
 
 def _pick_size(results: dict, size: int | Size | None) -> Size:
@@ -155,13 +177,14 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
     ×N.N above a bar is the previous step's median time divided by this one's.
     """
     size = _pick_size(results, size)
-    rows = sorted((r for r in _ok(results) if _size(r) == size and r["step"] != "cublas"), key=lambda r: r["number"])
+    rows = sorted((r for r in _steps_only(_ok(results)) if _size(r) == size), key=lambda r: r["number"])
     if not rows or any("pct_of_cublas" not in r for r in rows):
         raise ValueError(f"no % of cuBLAS at {_size_label(size)}: the results have no cuBLAS record there")
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
-    labels = [f"{r['number']} {r['step']}" for r in rows]
-    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color=[step_colour(r["number"]) for r in rows])
+    labels = [_label(r) for r in rows]
+    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color=[step_colour(r["number"]) for r in rows],
+                  hatch=["//" if _tensor_core(r) else "" for r in rows])
     for i, (bar, r) in enumerate(zip(bars, rows)):
         text = f"{r['pct_of_cublas']:.1f}%"
         if i > 0:  # speedup over the step before (named when a failed step left a gap)
@@ -170,7 +193,11 @@ def plot_step_speedups(results: dict, size: int | Size | None = None, path: str 
             text += f"\n×{before['median_ms'] / r['median_ms']:.1f}{gap}"
         ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                     fontsize=8, xytext=(0, 2), textcoords="offset points")
-    ax.axhline(100, color="k", linestyle="--", linewidth=1, label="cuBLAS = 100 %")
+    ax.axhline(100, color="k", linestyle="--", linewidth=1, label="cuBLAS SGEMM = 100 %")
+    tf32 = next((r for r in _ok(results) if r["step"] == "cublas_tf32" and _size(r) == size), None)
+    if tf32 is not None and "pct_of_cublas" in tf32:  # said, not drawn: it would flatten every other bar
+        ax.text(0.99, 0.98, f"cuBLAS TF32: {tf32['pct_of_cublas']:.0f} % of cuBLAS SGEMM\nhatched: tensor cores",
+                transform=ax.transAxes, ha="right", va="top", fontsize=8)
     ax.set_ylabel("% of cuBLAS (same run)")
     ax.set_ylim(0, max(110.0, 1.15 * max(r["pct_of_cublas"] for r in rows)))
     ax.tick_params(axis="x", labelrotation=30)
@@ -185,13 +212,13 @@ def plot_speedup_curves(results: dict, path: str | Path | None = None) -> Figure
     The course's promise, step by step: where a step pays off (speedup > 1) and at which sizes, and how close each
     step gets to cuBLAS. Square sizes only; a step missing at a size leaves a gap.
     """
-    rows = [r for r in _ok(results) if r["step"] != "cublas" and r["M"] == r["N"] == r["K"]]
+    rows = [r for r in _steps_only(_ok(results)) if r["M"] == r["N"] == r["K"]]
     sizes = sorted({r["M"] for r in rows})
     numbers = sorted({r["number"] for r in rows})
     if not rows or len(numbers) < 2:
         raise ValueError("no two steps at a square size to compare")
     by_key = {(r["number"], r["M"]): r for r in rows}
-    names = {r["number"]: r["step"] for r in rows}
+    names = {r["number"]: r["step"] + ARITHMETIC_MARK.get(r.get("arithmetic", "fp32"), "") for r in rows}
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(sizes)))
     for size, colour in zip(sizes, colours):
@@ -218,7 +245,7 @@ def plot_shape_classes(results: dict, path: str | Path | None = None, steps=None
     bar per step: where the course's kernels hold their square-size efficiency and where they do not."""
     from gemm_steps.harness.shape_suite import SHAPE_CLASSES
 
-    rows = [r for r in _ok(results) if r["step"] != "cublas" and r.get("pct_of_cublas") is not None
+    rows = [r for r in _steps_only(_ok(results)) if r.get("pct_of_cublas") is not None
             and (steps is None or r["step"] in steps)]
     shapes = [(name, shape) for name, members in SHAPE_CLASSES.items() for shape in members
               if any(_size(r) == shape for r in rows)]

@@ -8,6 +8,10 @@ For each size, in one run:
 3. the last output is checked: no NaN left (every element written) and its error against cuBLAS from the same
    run, plus a float64 check of sampled elements;
 4. TFLOPS = 2·M·N·K / median time, and % of cuBLAS = cuBLAS median / step median (same run, same inputs).
+
+cuBLAS is strict FP32 SGEMM (``"cublas"``), the baseline of every "% of cuBLAS". When a tensor-core step is timed,
+cuBLAS on the TF32 tensor cores (``"cublas_tf32"``) is timed beside it, for the same inputs. Every record says its
+``arithmetic``: ``"fp32"``, ``"tf32"`` (inputs rounded to TF32) or ``"3xtf32"`` (tensor cores at float32 accuracy).
 """
 
 from __future__ import annotations
@@ -26,6 +30,17 @@ from .environment import environment
 from .step import Step
 
 SCHEMA = 1
+
+#: The baselines a results document may hold beside the steps (record name → label), and their arithmetic.
+BASELINES = {"cublas": "cuBLAS (FP32)", "cublas_tf32": "cuBLAS (TF32)"}
+BASELINE_ARITHMETIC = {"cublas": "fp32", "cublas_tf32": "tf32"}
+#: How a plot or table marks a step's arithmetic (nothing for the FP32 units).
+ARITHMETIC_MARK = {"fp32": "", "tf32": " [TF32]", "3xtf32": " [3xTF32]"}
+
+
+def is_baseline(name: str) -> bool:
+    """Whether a record is a cuBLAS baseline rather than a step."""
+    return name in BASELINES
 
 
 def flops(m: int, n: int, k: int) -> float:
@@ -112,25 +127,31 @@ def run_benchmark(
     repeats: int = 20,
     max_seconds: float = 1.0,
     include_cublas: bool = True,
+    include_cublas_tf32: bool | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Time ``steps`` (and cuBLAS) at every size; return a results document (see docs/measurement.md)."""
+    """Time ``steps`` (and cuBLAS) at every size; return a results document (see docs/measurement.md).
+
+    ``include_cublas_tf32``: also time cuBLAS on the TF32 tensor cores; by default, when a step is not FP32."""
     if SIMULATOR:
         raise RuntimeError("benchmarks need a real CUDA GPU; on the simulator use 'gemm-steps verify' and the "
                            "shipped results (gemm-steps plot results/<file>.json)")
     from numba import cuda
 
-    from .cublas import launch_cublas
-    from .verify import tolerance, tolerance_for
+    from .cublas import launch_cublas, launch_cublas_tf32
+    from .verify import tf32_tolerance, tolerance, tolerance_for
 
     steps = list(steps)
+    arithmetic = {**BASELINE_ARITHMETIC, **{s.name: getattr(s, "arithmetic", "fp32") for s in steps}}
+    if include_cublas_tf32 is None:
+        include_cublas_tf32 = include_cublas and any(arithmetic[s.name] != "fp32" for s in steps)
     sizes = [tuple(int(x) for x in s) for s in sizes]
     stream = cuda.stream()
     timer = _Timer(stream)
     rng = np.random.default_rng(seed)
     records: list[dict] = []
-    total = len(sizes) * (len(steps) + int(include_cublas))
+    total = len(sizes) * (len(steps) + int(include_cublas) + int(include_cublas_tf32))
     done = 0
     say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
     for m, n, k in sizes:
@@ -143,13 +164,16 @@ def run_benchmark(
         entries: list[tuple[str, int, Callable]] = []
         if include_cublas:
             entries.append(("cublas", 0, launch_cublas))
+        if include_cublas_tf32:
+            entries.append(("cublas_tf32", 0, launch_cublas_tf32))
         entries += [(s.name, s.number, s.launch) for s in steps]
         configs = {s.name: _tile_config(s) for s in steps}
-        limits = {s.name: tolerance_for(s, k) for s in steps}  # TF32 steps get their own (harness.verify)
+        # TF32 steps and cuBLAS TF32 get their own tolerance (harness.verify)
+        limits = {"cublas_tf32": tf32_tolerance(k), **{s.name: tolerance_for(s, k) for s in steps}}
         for name, number, launch in entries:
             done += 1
             say(f"[{done:3d}/{total}] {m}×{n}×{k}  {name} …")
-            rec = {"step": name, "number": number, "M": m, "N": n, "K": k}
+            rec = {"step": name, "number": number, "M": m, "N": n, "K": k, "arithmetic": arithmetic[name]}
             if configs.get(name):
                 rec["config"] = configs[name]
             try:
@@ -192,6 +216,8 @@ def run_benchmark(
             "output_poison": "NaN before every timed launch; 'unwritten' counts NaN left after the last",
             "inputs": f"standard normal float32, fresh per size (seed {seed})",
             "cublas": "cublasSgemm, CUBLAS_DEFAULT_MATH (no TF32), same stream and inputs",
+            **({"cublas_tf32": "cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores), same stream and "
+                               "inputs"} if include_cublas_tf32 else {}),
         },
         "records": records,
     }

@@ -8,7 +8,10 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 1. Find the measured shape nearest to (M, N, K), by distance in log₂ of each side (2× off in one side = 1).
 2. If it is within :data:`NEAREST_WITHIN` (e.g. every side within about 2×), run the step that was fastest there
    (of the steps within :data:`TIE` of the fastest, the latest: the most general kernel).
-3. Otherwise — or with no table for any GPU — run the course's last step (stream-K), the fastest on large squares.
+3. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
+   of them on large squares.
+
+Only steps that compute in float32 may be chosen: the TF32 step (12) rounds its inputs, and is run only when named.
 
 Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
 leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.
@@ -31,7 +34,7 @@ from pathlib import Path
 SHIPPED_TABLE = Path(__file__).resolve().parent / "dispatch.json"
 #: The largest log₂ distance at which a measured shape still decides (√3 ≈ every side 2× off).
 NEAREST_WITHIN = math.sqrt(3)
-DEFAULT_REASON = "the course's last step: fastest on large squares"
+DEFAULT_REASON = "the course's last FP32 step: fastest on large squares"
 #: Steps this close to the fastest count as tied (between processes the same kernel moves by up to ~3-4 %).
 TIE = 0.03
 
@@ -176,8 +179,9 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
-    """The rule of the module docstring, on one table entry; ``steps`` are the names that may be chosen."""
-    last = max(steps, key=lambda name: (_step_number(name), name not in TILE_VARIANTS))
+    """The rule of the module docstring, on one table entry; ``steps`` are the names that may be chosen, and the
+    default is the latest FP32 one of them."""
+    last = max(steps, key=lambda name: (_step_arithmetic(name) == "fp32", _step_number(name), name not in TILE_VARIANTS))
     if not entry or not entry.get("shapes"):
         return Choice(last, f"no dispatch table: {DEFAULT_REASON}")
     measured = [row for row in entry["shapes"] if set(row[3]) & steps]
@@ -216,7 +220,7 @@ def choose(m: int, n: int, k: int) -> Choice:
         from .step import all_steps
 
         gpu = current_gpu_name()
-        names = {s.name for s in all_steps()} | set(TILE_VARIANTS)
+        names = {s.name for s in all_steps() if s.arithmetic != "tf32"} | set(TILE_VARIANTS)
         found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), names, gpu)
         if len(_CHOICES) > 4096:
             _CHOICES.clear()
@@ -230,6 +234,12 @@ def _step_number(name: str) -> int:
     if name in TILE_VARIANTS:
         return TileVariant.number
     return next((s.number for s in all_steps() if s.name == name), -1)
+
+
+def _step_arithmetic(name: str) -> str:
+    from .step import all_steps
+
+    return next((s.arithmetic for s in all_steps() if s.name == name), "fp32")
 
 
 def _label(shape) -> str:

@@ -78,13 +78,14 @@ def _ok(record: dict) -> bool:
 def is_course_benchmark(data: dict, steps: Iterable[str] = ()) -> bool:
     """Whether a results document is a benchmark of the course's steps with successful records of ``steps`` (names)
     and of cuBLAS."""
+    from .bench import BASELINES
     from .step import all_steps
 
     if data.get("suite"):  # a run of a shape suite (gemm-steps bench --suite): not the course's benchmark
         return False
     course = {s.name for s in all_steps()}
     names = {r["step"] for r in data["records"]}
-    if not names & course or not names <= course | {"cublas"}:
+    if not names & course or not names <= course | set(BASELINES):
         return False
     succeeded = {r["step"] for r in data["records"] if _ok(r)}
     return {*steps, "cublas"} <= succeeded

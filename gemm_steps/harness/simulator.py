@@ -19,6 +19,9 @@ import sys
 
 SECONDS_PER_THREAD = 6e-4
 SECONDS_PER_FMA = 1.2e-6
+#: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: ~0.3 ms per thread and call (fitted on
+#: steps 12–13 at their simulator tiles, 64×32×16 to 128×64×64).
+SECONDS_PER_MMA = 3.5e-4
 DEFAULT_LIMIT_S = 60.0
 #: Above this estimate an allowed product says how long it will take before it starts.
 ANNOUNCE_S = 10.0
@@ -39,6 +42,9 @@ def estimated_seconds(config: dict, m: int, n: int, k: int) -> float:
     """The simulator's time for one product with a step of this config: threads launched × per-thread work."""
     bm, bn, tm, tn = tile_geometry(config)
     threads = math.ceil(m / bm) * math.ceil(n / bn) * (bm * bn) // (tm * tn)
+    if "MMA_TILES_M" in config:  # a tensor-core step: every thread takes part in each of its warp's mma calls
+        calls = math.ceil(k / 8) * config["MMA_TILES_M"] * config["MMA_TILES_N"] * config.get("MMA_PRODUCTS", 1)
+        return threads * (SECONDS_PER_THREAD + SECONDS_PER_MMA * calls)
     return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn)
 
 

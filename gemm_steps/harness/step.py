@@ -13,7 +13,11 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     launched with, so tests can compile each to PTX on a CPU-only machine and check the code the lesson claims.
 ``CONFIG`` / ``build(config)`` / ``SEARCH_SPACE``  (optional)
     Tile parameters, and a way to get the step built for another configuration (autotuning).
-``TILED``  (register-tiled steps 6–11, instead of the four above)
+``ARITHMETIC``  (optional, default ``"fp32"``)
+    How the step multiplies: ``"fp32"`` (the FP32 units), ``"tf32"`` (tensor cores on inputs rounded to TF32: its own
+    tolerance in :mod:`~gemm_steps.harness.verify`, and ``matmul`` never picks it) or ``"3xtf32"`` (tensor cores at
+    float32 accuracy).
+``TILED``  (register-tiled steps 6–13, instead of the four above)
     A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
     all come from it, so such a step declares its kernel once.
 
@@ -43,6 +47,7 @@ class Step:
         self.name = name or module.__name__.rsplit(".", 1)[-1]
         self.title: str = module.TITLE
         self.summary: str = module.SUMMARY
+        self.arithmetic: str = getattr(module, "ARITHMETIC", "fp32")  # "fp32", "tf32" or "3xtf32"
         self.tiled = getattr(module, "TILED", None)  # generated kernels, for steps 6 onward
         self._launch: Callable = self.tiled.launch if self.tiled is not None else module.launch
         # On a GPU the first launch in a process compiles. Register-tiled steps say so per kernel (TiledKernels.compile);

@@ -84,7 +84,13 @@ def tolerance_for(step, k: int) -> float:
     """The tolerance of a step at inner dimension ``k``: :func:`tf32_tolerance` for a step whose module says
     ``ARITHMETIC = "tf32"``, else :func:`tolerance`."""
     module = getattr(step, "module", step)
-    return tf32_tolerance(k) if getattr(module, "ARITHMETIC", "fp32") == "tf32" else tolerance(k)
+    return tolerance_of(getattr(module, "ARITHMETIC", "fp32"), k)
+
+
+def tolerance_of(arithmetic: str, k: int) -> float:
+    """The tolerance for results computed in ``arithmetic`` (``"fp32"``, ``"tf32"``, ``"3xtf32"``; a benchmark
+    record's ``arithmetic`` field): TF32 inputs get :func:`tf32_tolerance`, everything else :func:`tolerance`."""
+    return tf32_tolerance(k) if arithmetic == "tf32" else tolerance(k)
 
 
 def relative_error(c: np.ndarray, a: np.ndarray, b: np.ndarray, reference: np.ndarray | None = None) -> float:

@@ -4,8 +4,8 @@ A step module imports only the toolkit (:mod:`gemm_steps.toolkit`); the harness 
 steps (:mod:`gemm_steps.harness`) wraps each module in a :class:`gemm_steps.harness.step.Step`.
 """
 
-#: Module names in course order; a step's number is its position (1-based). ``tensor_cores`` and ``three_tf32`` (the
-#: tensor-core chapter, steps 12–13 to be) are not in it yet: docs/tensor_cores.md says what they lack.
+#: Module names in course order; a step's number is its position (1-based). Steps 1–11 compute on the FP32 units;
+#: steps 12–13 on the tensor cores (a step module says which in ``ARITHMETIC``; docs/tensor_cores.md).
 COURSE = [
     "naive",
     "coalesced",
@@ -18,4 +18,6 @@ COURSE = [
     "warp_tiling",
     "persistent",
     "stream_k",
+    "tensor_cores",
+    "three_tf32",
 ]

@@ -1,7 +1,8 @@
 """Step 12 — TF32 tensor cores: a warp multiplies 16×8×8 tiles in one instruction.
 
-Changed from step 9 (the block and warp tiling stay; the arithmetic changes): the inner loop no longer issues
-THREAD_M × THREAD_N FFMAs per k. A warp hands a 16×8 piece of A and an 8×8 piece of B to the tensor core with
+Changed from step 11: the arithmetic. The kernel goes back to step 9's form — one block per 128×256 tile of C,
+warp tiles inside it; the persistent loop and the stream-K split of steps 10–11 are left out here, to keep the new
+part in view — and its inner loop no longer issues THREAD_M × THREAD_N FFMAs per k. A warp hands a 16×8 piece of A and an 8×8 piece of B to the tensor core with
 ``mma_tf32`` (PTX ``mma.sync.m16n8k8``, SASS ``HMMA``), which adds their product into a 16×8 piece of C: 2,048
 multiply-adds in one instruction. Each lane passes fixed elements of each piece (``group = lane // 4`` picks rows of
 A and C and a column of B, ``pair = lane % 4`` picks k), so a warp tile of WARP_TILE_M × WARP_TILE_N is
@@ -147,8 +148,8 @@ def layout(config: TileConfig) -> dict:
     # (A_STRIDE ≡ 4 mod 32), rows `pair` of B start 8 banks apart (B_STRIDE ≡ 8 mod 32).
     a_stride, b_stride = config.BLOCK_K + 4, config.BLOCK_N + 8
     return {"STAGES": stages, "DYNAMIC_SHARED": True, "WARP_TILE_M": warp_tile_m, "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n,
-            "MMA_TILES_M": warp_tile_m // 16, "MMA_TILES_N": warp_tile_n // 8, "A_STRIDE": a_stride,
-            "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * a_stride,
+            "MMA_TILES_M": warp_tile_m // 16, "MMA_TILES_N": warp_tile_n // 8, "MMA_PRODUCTS": 1,
+            "A_STRIDE": a_stride, "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * a_stride,
             "B_STAGE_FLOATS": config.BLOCK_K * b_stride}
 
 
@@ -160,26 +161,33 @@ SEARCH_SPACE = [
 ]
 
 
+#: On Numba's simulator (no GPU): the same kernel on smaller tiles, 4 warps of 32×16 (the shipped 128×256 tiles take
+#: about a minute per product there, where every mma is a meeting of 32 Python threads).
+SIMULATOR_CONFIG = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
     return TiledKernels("tensor_cores", tensor_core_kernel, config, layout(config), overrides)
 
 
-TILED = build(tuned_config("tensor_cores", SEARCH_SPACE))
+TILED = build(tuned_config("tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
 
 
-def ptx_claims(tiled: TiledKernels, products_per_piece: int, rounding: dict) -> dict:
+def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding: dict) -> dict:
     """What the fast kernel's PTX must show for one unrolled k-tile (checked by tests/test_ptx.py): the mma pieces
     times the products per piece, the rounding of every fragment element (``rounding``: PTX instruction → how many
-    per element), 16-byte cp.async copies, one barrier and one wait per k-tile, no FP32 FMAs, no local memory."""
-    c = tiled.config
-    pieces = tiled.constants["MMA_TILES_M"] * tiled.constants["MMA_TILES_N"] * c.BLOCK_K // 8
-    fragments = (4 * tiled.constants["MMA_TILES_M"] + 2 * tiled.constants["MMA_TILES_N"]) * c.BLOCK_K // 8
-    copies = (c.BLOCK_M + c.BLOCK_N) * c.BLOCK_K // 4 // c.THREADS
-    return {f"{tiled.name}_fast": {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": pieces * products_per_piece,
-                                   "cvt.rna.tf32.f32": 0,
-                                   **{instruction: fragments * count for instruction, count in rounding.items()},
-                                   "ld.shared.f32": fragments, "cp.async.cg.shared.global": copies, "cp.async.wait_group": 1,
-                                   "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
+    per element), 16-byte cp.async copies, one barrier and one wait per k-tile, no FP32 FMAs, no local memory.
+    ``config``: the tiles a GPU build uses (the PTX is compiled for them, also on a machine without a GPU)."""
+    shape = layout(config)
+    pieces = shape["MMA_TILES_M"] * shape["MMA_TILES_N"] * config.BLOCK_K // 8
+    fragments = (4 * shape["MMA_TILES_M"] + 2 * shape["MMA_TILES_N"]) * config.BLOCK_K // 8
+    copies = (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K // 4 // config.THREADS
+    return {f"{name}_fast": {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": pieces * products_per_piece,
+                             "cvt.rna.tf32.f32": 0,
+                             **{instruction: fragments * count for instruction, count in rounding.items()},
+                             "ld.shared.f32": fragments, "cp.async.cg.shared.global": copies, "cp.async.wait_group": 1,
+                             "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
 
 
-PTX_EXPECT = ptx_claims(TILED, products_per_piece=1, rounding={"cvt.rna.tf32.f32": 1})
+PTX_EXPECT = ptx_claims("tensor_cores", tuned_config("tensor_cores", SEARCH_SPACE), products_per_piece=1,
+                        rounding={"cvt.rna.tf32.f32": 1})

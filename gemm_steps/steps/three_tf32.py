@@ -145,13 +145,16 @@ def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
 
 
 SEARCH_SPACE = tensor_cores.SEARCH_SPACE  # the same tiling as step 12; tuned separately
+SIMULATOR_CONFIG = tensor_cores.SIMULATOR_CONFIG
 
 
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("three_tf32", three_tf32_kernel, config, tensor_cores.layout(config), overrides)
+    layout = {**tensor_cores.layout(config), "MMA_PRODUCTS": 3}
+    return TiledKernels("three_tf32", three_tf32_kernel, config, layout, overrides)
 
 
-TILED = build(tuned_config("three_tf32", SEARCH_SPACE))
+TILED = build(tuned_config("three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
 
 # Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 for small).
-PTX_EXPECT = tensor_cores.ptx_claims(TILED, products_per_piece=3, rounding={"sub.f32": 1})
+PTX_EXPECT = tensor_cores.ptx_claims("three_tf32", tuned_config("three_tf32", SEARCH_SPACE), products_per_piece=3,
+                                     rounding={"sub.f32": 1})

@@ -61,9 +61,13 @@ def recorded(step_name: str, gpu: str) -> tuple[dict, Path] | None:
     return None
 
 
-def tuned_config(step_name: str, search_space: list):
-    """The configuration recorded for this GPU (see the module docstring), else the search space's first."""
+def tuned_config(step_name: str, search_space: list, simulator=None):
+    """The configuration recorded for this GPU (see the module docstring), else the search space's first. On the
+    simulator, ``simulator`` if the step gives one (a smaller tiling of the same kernel, for a step whose shipped
+    tiles would take minutes per product there)."""
     default = search_space[0]
+    if SIMULATOR and simulator is not None:
+        return simulator.check()
     gpu = current_gpu_name()
     found = recorded(step_name, gpu) if gpu else None
     if found is None:
