@@ -19,9 +19,9 @@ import sys
 
 SECONDS_PER_THREAD = 6e-4
 SECONDS_PER_FMA = 1.2e-6
-#: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: ~0.3 ms per thread and call (fitted on
-#: steps 12–13 at their simulator tiles, 64×32×16 to 128×64×64).
-SECONDS_PER_MMA = 3.5e-4
+#: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: 0.1–0.2 ms per thread and call with the
+#: rest of a tensor-core kernel's work (fitted on steps 12–13 at their simulator tiles, 64×32×16 to 128×64×64).
+SECONDS_PER_MMA = 2.5e-4
 DEFAULT_LIMIT_S = 60.0
 #: Above this estimate an allowed product says how long it will take before it starts.
 ANNOUNCE_S = 10.0

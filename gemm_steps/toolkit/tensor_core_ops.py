@@ -46,8 +46,9 @@ for the tensor core to truncate. Without the test, a NaN whose top mantissa bits
 still reaches every output through the small·big product.
 
 **Simulator twins.** On Numba's simulator each thread is a Python thread. ``mma_tf32``'s twin is a real warp
-collective: every lane deposits its fragments, waits for the other 31 lanes of its warp, and computes its four
-outputs from the warp's 16×8 and 8×8 tiles laid out as above — so a kernel whose lanes pass the wrong elements
+collective: every lane deposits its fragments and waits for the other 31 lanes of its warp; the last to arrive
+assembles the warp's 16×8 and 8×8 tiles from the fragments laid out as above, computes the product once, and every
+lane takes its four outputs — so a kernel whose lanes pass the wrong elements
 gives wrong answers on the simulator too, and the fragment layout is checked on both. ``to_tf32``'s twin rounds
 the bits exactly as ``cvt.rna.tf32.f32`` does. The asynchronous copies happen at once there (commit and wait are
 no-ops), which is why a missing wait or barrier shows up only on a GPU (compute-sanitizer's racecheck finds it).
@@ -116,34 +117,39 @@ if SIMULATOR:
 
     class _WarpExchange:
         """Where the 32 lanes of one simulated warp meet. A call deposits into one of two slot lists (alternating
-        call by call) and waits until all 32 lanes have deposited: one barrier per call is enough, because a lane
-        can only deposit into a list again two calls later, after every lane has passed the barrier in between —
-        that is, after every lane has finished reading it."""
+        call by call) and waits until all 32 lanes have deposited; the last to arrive computes the warp's result
+        for every lane. One barrier per call is enough, because a lane can only deposit into a list (or find its
+        result there) again two calls later, after every lane has passed the barrier in between — that is, after
+        every lane has read what it needed."""
 
         def __init__(self):
             self.slots = ([None] * 32, [None] * 32)
+            self.results = [None, None]
             self.calls = [0] * 32  # per lane: how many warp operations it has done
             self._condition = threading.Condition()
             self._arrived = 0
             self._generation = 0
 
-        def deposit_and_wait(self, thread, lane, values) -> list:
-            slots = self.slots[self.calls[lane] % 2]
+        def deposit_and_wait(self, thread, lane, values, compute) -> list:
+            """Deposit this lane's ``values``; return ``compute(slots)`` of the whole warp (computed once)."""
+            parity = self.calls[lane] % 2
+            slots = self.slots[parity]
             self.calls[lane] += 1
             slots[lane] = values
             with self._condition:
                 generation = self._generation
                 self._arrived += 1
                 if self._arrived == 32:
+                    self.results[parity] = compute(slots)
                     self._arrived = 0
                     self._generation += 1
                     self._condition.notify_all()
-                    return slots
+                    return self.results[parity]
                 while generation == self._generation:
                     if getattr(thread, "abort", False):  # another simulated thread raised: stop waiting
                         raise RuntimeError("a simulated thread failed while this warp waited in mma_tf32")
                     self._condition.wait(0.2)
-            return slots
+            return self.results[parity]
 
     _EXCHANGES_LOCK = threading.Lock()
 
@@ -156,8 +162,28 @@ if SIMULATOR:
                 exchanges[key] = _WarpExchange()
             return exchanges[key]
 
+    _LANES = np.arange(32)
+    _GROUP, _PAIR = _LANES // 4, _LANES % 4
+
+    def _warp_mma(slots) -> list:
+        """Every lane's (d0, d1, d2, d3), from the 32 lanes' (a0..a3, b0, b1, c0..c3): the tiles are assembled by the
+        fragment layout of the module docstring, A and B read as TF32, and D = A·B + C summed in float64."""
+        lanes = np.array(slots, dtype=np.float32)  # 32 × 10
+        g, p = _GROUP, _PAIR
+        a = np.zeros((16, 8), np.float32)
+        a[g, p], a[g + 8, p], a[g, p + 4], a[g + 8, p + 4] = lanes[:, 0], lanes[:, 1], lanes[:, 2], lanes[:, 3]
+        b = np.zeros((8, 8), np.float32)  # K × N: lane (group, pair) holds column `group`, k = pair and pair + 4
+        b[p, g], b[p + 4, g] = lanes[:, 4], lanes[:, 5]
+        c = np.zeros((16, 8), np.float32)
+        c[g, 2 * p], c[g, 2 * p + 1], c[g + 8, 2 * p], c[g + 8, 2 * p + 1] = (lanes[:, 6], lanes[:, 7], lanes[:, 8],
+                                                                                lanes[:, 9])
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = (_truncated(a).astype(np.float64) @ _truncated(b).astype(np.float64) + c).astype(np.float32)
+        return list(zip(d[g, 2 * p], d[g, 2 * p + 1], d[g + 8, 2 * p], d[g + 8, 2 * p + 1]))
+
     def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-        """One warp's D = A·B + C on a 16×8×8 tile (simulator: the lanes meet and compute it in float64).
+        """One warp's D = A·B + C on a 16×8×8 tile (simulator: the lanes meet, and the warp's product is computed in
+        float64 from the fragments they hold).
 
         Returns this lane's (d0, d1, d2, d3). A and B elements are read as TF32 (low 13 bits dropped, as the
         tensor core does with what it is given)."""
@@ -165,35 +191,13 @@ if SIMULATOR:
         if not hasattr(thread, "thread_id"):
             raise RuntimeError("mma_tf32 is a warp operation: call it from inside a kernel")
         lane = thread.thread_id % 32
-        slots = _exchange(thread).deposit_and_wait(thread, lane, (a0, a1, a2, a3, b0, b1))
-        group, pair = lane // 4, lane % 4
+        results = _exchange(thread).deposit_and_wait(thread, lane, (a0, a1, a2, a3, b0, b1, c0, c1, c2, c3),
+                                                     _warp_mma)
+        return results[lane]
 
-        # Row `group` (and `group + 8`) of A: lanes 4·group … 4·group + 3 hold its k = pair and pair + 4 entries.
-        row_top = [0.0] * 8
-        row_bottom = [0.0] * 8
-        for p in range(4):
-            s = slots[4 * group + p]
-            row_top[p], row_top[p + 4] = _truncate(s[0]), _truncate(s[2])
-            row_bottom[p], row_bottom[p + 4] = _truncate(s[1]), _truncate(s[3])
-        # Column n of B: lanes 4·n … 4·n + 3 hold its k = pair and pair + 4 entries.
-        columns = []
-        for n in (2 * pair, 2 * pair + 1):
-            column = [0.0] * 8
-            for p in range(4):
-                s = slots[4 * n + p]
-                column[p], column[p + 4] = _truncate(s[4]), _truncate(s[5])
-            columns.append(column)
-
-        def dot(row, column, c):
-            return np.float32(sum(x * y for x, y in zip(row, column)) + float(c))
-
-        return (dot(row_top, columns[0], c0), dot(row_top, columns[1], c1),
-                dot(row_bottom, columns[0], c2), dot(row_bottom, columns[1], c3))
-
-    def _truncate(x) -> float:
-        """What the tensor core reads of an operand: its top 19 bits (sign, exponent, 10 mantissa bits)."""
-        bits = int(np.float32(x).view(np.uint32)) >> _DROPPED << _DROPPED
-        return float(np.uint32(bits).view(np.float32))
+    def _truncated(x: np.ndarray) -> np.ndarray:
+        """What the tensor core reads of its operands: their top 19 bits (sign, exponent, 10 mantissa bits)."""
+        return (x.view(np.uint32) & _KEPT_BITS).view(np.float32)
 
     def copy_async_commit():
         """End a group of asynchronous copies (simulator: nothing to do, copies are already done)."""
