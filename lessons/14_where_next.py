@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_12, plots
+from gemm_steps.course import lesson, lesson_14, plots
 
 results = lesson.load_results()
 size = lesson.headline_size(results, [s.name for s in gemm_steps.steps()]) if results else None
@@ -24,7 +24,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 
 # %%
 if results:
-    lesson.show_figure(lesson_12.roofline_figure(results, size))
+    lesson.show_figure(lesson_14.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -48,7 +48,7 @@ if results:
 
 # %%
 if results:
-    lesson.say(lesson_12.small_shape_text(results))
+    lesson.say(lesson_14.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -74,15 +74,15 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
 
 # %%
-suites = lesson_12.shape_suites()
+suites = lesson_14.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_12.suite_figure(before, after))
-overhead = lesson_12.call_overhead()
+    lesson.show_figure(lesson_14.suite_figure(before, after))
+overhead = lesson_14.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_12.call_overhead_text(overhead))
+    lesson.say(lesson_14.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -96,9 +96,9 @@ if overhead:
 # hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
 
 # %%
-held_out = lesson_12.held_out()
+held_out = lesson_14.held_out()
 if held_out:
-    lesson.say(lesson_12.held_out_table(held_out))
+    lesson.say(lesson_14.held_out_table(held_out))
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS

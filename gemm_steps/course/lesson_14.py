@@ -1,4 +1,4 @@
-"""Lesson 12's helpers: the course's roofline with every step placed on it.
+"""Lesson 14's helpers: the course's roofline with every step placed on it.
 
 Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
 tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
