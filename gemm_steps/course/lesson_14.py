@@ -1,4 +1,5 @@
-"""Lesson 14's helpers: the course's roofline with every step placed on it.
+"""Lesson 14's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–13, under a
+second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock).
 
 Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
 tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
@@ -11,20 +12,29 @@ from __future__ import annotations
 import numpy as np
 
 from .. import steps as course_steps
+from .lesson_12 import tf32_peak_tflops
 from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
 
 
-def tiling_intensity(step) -> float:
-    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring)."""
-    config = step.config or {}
+def tiling_intensity(step, config: dict | None = None) -> float:
+    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring).
+    ``config``: the tiles that ran (a benchmark record's ``config``); by default the step's own, which on the
+    simulator may be a smaller simulator configuration (steps 12–13)."""
+    config = (config if config is not None else step.config) or {}
     if "BLOCK_M" not in config:
         return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
     return bm * bn / (2 * (bm + bn))
 
 
+def tensor_core_step(step) -> bool:
+    """Whether a step computes on the tensor cores (its module says ``ARITHMETIC`` other than fp32)."""
+    return getattr(step.module, "ARITHMETIC", "fp32") != "fp32"
+
+
 def roofline_figure(results: dict, size):
-    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS."""
+    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS; steps that
+    compute on the tensor cores (``ARITHMETIC`` not fp32) as squares under a second roof, the TF32 peak."""
     from matplotlib.figure import Figure
 
     from ..harness.environment import short_label
@@ -35,13 +45,18 @@ def roofline_figure(results: dict, size):
     fig = Figure(figsize=(9, 5), layout="constrained")
     ax = fig.subplots()
     ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
+    tf32_peak = tf32_peak_tflops(results)
+    ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
+              label=f"TF32 tensor-core roof, {tf32_peak:.0f} TFLOPS (steps 12–13)")
     for step in course_steps():
         measured = record(results, step.name, size)
         if measured is None:
             continue
-        x = tiling_intensity(step)
-        ax.plot(x, measured["tflops"], "o", ms=8, color=step_colour(step.number),
-                label=f"{step.number} {step.name}")
+        x = tiling_intensity(step, measured.get("config"))
+        tensor = tensor_core_step(step)
+        ax.plot(x, measured["tflops"], "s" if tensor else "o", ms=8, color=step_colour(step.number),
+                label=f"{step.number} {step.name}" + (f" [{measured.get('arithmetic', '').upper().replace('X', 'x')}]"
+                                                      if tensor else ""))
         # Steps with the same tile share an x: their numbers go left and right by turns, so none hides another.
         ax.annotate(str(step.number), (x, measured["tflops"]), fontsize=8, xytext=(7 if step.number % 2 else -13, -3),
                     textcoords="offset points")
@@ -49,6 +64,7 @@ def roofline_figure(results: dict, size):
     ax.axhline(cublas["tflops"], color="tab:red", ls="--", lw=1, label=f"cuBLAS at {size_label(size)}")
     ax.set(xlabel="FLOP per DRAM byte that the block tile guarantees (no cache)", ylabel="TFLOPS",
            title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
+    ax.title.set_fontsize(9)
     ax.legend(loc="lower right", fontsize=7, ncols=2)
     return fig
 
@@ -178,7 +194,7 @@ def small_shape_text(results: dict) -> str:
     tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
     iterations = tiles * -(-small[2] // config.BLOCK_K)
     sms = results["environment"].get("sm_count")
-    steps = [s for s in gemm_steps.steps() if record(results, s.name, small)]
+    steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
     best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
     text = (f"At {size_label(small)}, step 11's {config.BLOCK_M}×{config.BLOCK_N} tiles make only **{tiles} tiles for "
             f"{sms} SMs**. Stream-K shares their {iterations} k-iterations (one `BLOCK_K`-deep slice of one tile each) "
@@ -189,3 +205,21 @@ def small_shape_text(results: dict) -> str:
                  f"{record(results, best.name, small)['pct_of_cublas']:.0f} %, with its smaller tiles")
     return text + (". (At sizes this small the benchmark's timer also counts part of the host's launch work, "
                    "docs/measurement.md; the percentages are rough.)")
+
+
+def tensor_core_summary(results: dict) -> str:
+    """Steps 12–13 against the issue's targets at the largest size they ran, from the benchmark."""
+    from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, rec, sizes
+
+    common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
+    if not common:
+        return "The benchmark has no size at which both tensor-core steps and both cuBLAS modes ran."
+    big = common[-1]
+    t12, t13, tf32 = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas_tf32"))
+    return (f"At {size_label(big)}: step 12 (TF32) **{t12['tflops']:.0f} TFLOPS** (target {TARGET_TF32_TFLOPS:.0f}: "
+            + ("met" if t12["tflops"] >= TARGET_TF32_TFLOPS else "not met")
+            + f"; cuBLAS TF32 {tf32['tflops']:.0f}); step 13 (3xTF32) **{t13['pct_of_cublas'] / 100:.2f}× cuBLAS "
+            f"SGEMM** (target {TARGET_3XTF32_VS_SGEMM}×: "
+            + ("met" if t13["pct_of_cublas"] / 100 >= TARGET_3XTF32_VS_SGEMM else "not met")
+            + f"), at a sampled error of {t13['sampled_rel_error_fp64']:.1e} against SGEMM's "
+            f"{rec(results, 'cublas', big)['sampled_rel_error_fp64']:.1e}.")
