@@ -194,4 +194,4 @@ lesson.timing_table(results, ["warp_tiling", "persistent", "stream_k"])
 # two largest squares, the course's target against cuBLAS, and what is left inside the tile are in the
 # [deep dive: where the course ends](deep_dives/11_where_the_course_ends.ipynb).
 #
-# Next: [Lesson 12: where next](12_where_next.ipynb)
+# Next: [Lesson 12: tensor cores](12_tensor_cores.ipynb), where the arithmetic itself changes.

@@ -1,4 +1,4 @@
-"""The course tools behind lessons 0b and 12 and the profiler cells: the shipped Nsight Compute reports are read
+"""The course tools behind lessons 0b and 14 and the profiler cells: the shipped Nsight Compute reports are read
 right, the where-am-I kernel reports the hierarchy right, and the roofline places each step where its tile says."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gemm_steps
-from gemm_steps.course import gpu_model, lesson_12, plots, profiles
+from gemm_steps.course import gpu_model, lesson, lesson_14, plots, profiles
 from helpers import synthetic_results
 
 
@@ -36,7 +36,13 @@ def test_the_profile_table_has_a_row_per_report_and_says_which_are_missing():
 
 
 def test_every_step_and_cublas_has_a_shipped_report_of_its_own_kernel():
-    for name in [s.name for s in gemm_steps.steps()] + ["cublas"]:
+    from gemm_steps.course import lesson_12
+
+    fp32_steps = [s.name for s in gemm_steps.steps() if getattr(s.module, "ARITHMETIC", "fp32") == "fp32"]
+    # The tensor-core steps (12–13) were profiled together at 4096³, in one report that lesson 12 reads.
+    tensor = lesson_12.tensor_core_profiles(lesson.load_results(["tensor_cores", "three_tf32"]))
+    assert tensor is not None and set(tensor) == {"tensor_cores", "three_tf32"}
+    for name in fp32_steps + ["cublas"]:
         report = profiles.load(name)
         assert report is not None, f"no shipped Nsight Compute report for {name}"
         if name not in ("cublas", "stream_k"):  # stream-K runs step 10's kernel where nothing is left to split
@@ -53,9 +59,9 @@ def test_where_am_i_reports_the_hierarchy():
 
 
 def test_tiling_intensity_follows_the_block_tile():
-    assert lesson_12.tiling_intensity(gemm_steps.get_step("naive")) == 0.25
-    assert lesson_12.tiling_intensity(gemm_steps.get_step("shared_memory")) == 8.0  # 32·32 / (2·64)
-    assert lesson_12.tiling_intensity(gemm_steps.get_step("warp_tiling")) == pytest.approx(128 * 256 / (2 * 384))
+    assert lesson_14.tiling_intensity(gemm_steps.get_step("naive")) == 0.25
+    assert lesson_14.tiling_intensity(gemm_steps.get_step("shared_memory")) == 8.0  # 32·32 / (2·64)
+    assert lesson_14.tiling_intensity(gemm_steps.get_step("warp_tiling")) == pytest.approx(128 * 256 / (2 * 384))
 
 
 def test_the_speedup_curves_have_both_panels_and_refuse_a_single_step():

@@ -1,191 +1,468 @@
-"""Lesson 12's helpers: the course's roofline with every step placed on it.
+"""Lesson 12's helpers (tensor cores, TF32): the fragment layout of ``mma.sync.m16n8k8`` drawn from the kernel's own
+index formulas and checked on one warp; what TF32 rounding loses, measured in NumPy; the TF32 ceiling, the speed
+table and the verdict from the shipped benchmark; the Nsight Compute report of both tensor-core steps; the rounding
+variants (deep dive).
 
-Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
-tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
-its intensity is 2·BM·BN / (4·(BM + BN)) = BM·BN / (2·(BM + BN)) FLOP per byte. Steps 1–2 tile nothing (two loads
-per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its measured TFLOPS.
+Every number a lesson prints comes from a results file or is computed here; the issue's targets are the only
+constants typed in (:data:`TARGET_TF32_TFLOPS`, :data:`TARGET_3XTF32_VS_SGEMM`).
 """
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
+from numba import cuda
 
-from .. import steps as course_steps
-from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
+from gemm_steps.harness import results_files
+from gemm_steps.harness.verify import U_TF32, relative_error, tf32_tolerance
+from gemm_steps.toolkit.tensor_core_ops import TF32_MANTISSA_BITS, mma_tf32, mma_tf32_reference, round_to_tf32
+
+from .display import MarkdownTable
+from .timings import fp32_peak_tflops, size_label
+
+#: The issue's targets (not results): step 12 at ≥ 150 TFLOPS, step 13 at ≥ 1.25× cuBLAS SGEMM on an H100.
+TARGET_TF32_TFLOPS = 150.0
+TARGET_3XTF32_VS_SGEMM = 1.25
+#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128 (8×).
+TENSOR_TF32_PER_FP32 = 8
+#: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.
+FP32_FMA_PER_SM = 128
+HMMA_FMAS = 16 * 8 * 8
 
 
-def tiling_intensity(step) -> float:
-    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring)."""
-    config = step.config or {}
-    if "BLOCK_M" not in config:
-        return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
-    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
-    return bm * bn / (2 * (bm + bn))
+def clocks_per_hmma() -> float:
+    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) needs for one HMMA.1688."""
+    return HMMA_FMAS / (TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM / 4)
 
 
-def roofline_figure(results: dict, size):
-    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS."""
+#: The shipped experiment files these lessons read (experiments/results/).
+TENSOR_CORES_RUN = "tensor-cores-nvidia-h100.json"
+FIRST_TRY_RUN = "tensor-cores-first-try-nvidia-h100.json"
+ROUNDING_RUN = "tf32-conversion-nvidia-h100.json"
+PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
+#: The rows of the speed tables, in order: (record name, label).
+SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)"), ("tensor_cores", "step 12, TF32"),
+              ("three_tf32", "step 13, 3xTF32"), ("cublas", "cuBLAS SGEMM (FP32 units)"),
+              ("cublas_tf32", "cuBLAS TF32")]
+
+
+# -- the fragment layout ---------------------------------------------------------------------------------------------
+# One lane's elements of one mma, as the kernels index them (steps 12 and 13, `group = lane // 4`, `pair = lane % 4`;
+# register r of a lane's A fragment is step 13's `i * 16 + r % 2 * 8` row and `kk + r // 2 * 4` k, of C the
+# epilogue's `r // 2 * 8` row and `pair * 2 + r % 2` column). tests/test_lesson_12.py checks these against the
+# kernels' source and against the mma itself.
+def a_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, k) of A (16×8) that lane ``lane`` passes as its register a_r."""
+    group, pair = lane // 4, lane % 4
+    return group + r % 2 * 8, pair + r // 2 * 4
+
+
+def b_element(lane: int, r: int) -> tuple[int, int]:
+    """(k, column) of B (8×8) that lane ``lane`` passes as its register b_r."""
+    group, pair = lane // 4, lane % 4
+    return pair + r * 4, group
+
+
+def c_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, column) of C and D (16×8) that lane ``lane`` holds in its register c_r (d_r)."""
+    group, pair = lane // 4, lane % 4
+    return group + r // 2 * 8, 2 * pair + r % 2
+
+
+LAYOUT = {"A": ((16, 8), 4, a_element), "B": ((8, 8), 2, b_element), "C": ((16, 8), 4, c_element)}
+
+
+def owners(matrix: str) -> np.ndarray:
+    """For every element of ``matrix`` ("A", "B" or "C"), the (lane, register) that holds it: an int array of shape
+    (rows, cols, 2), -1 where no lane does (there is none: each element belongs to exactly one lane)."""
+    shape, registers, element = LAYOUT[matrix]
+    out = np.full(shape + (2,), -1, dtype=int)
+    for lane in range(32):
+        for r in range(registers):
+            row, col = element(lane, r)
+            assert out[row, col, 0] == -1, f"{matrix}[{row}][{col}] held twice"
+            out[row, col] = lane, r
+    return out
+
+
+def fragment_figure():
+    """A, B and C of one mma, each element labelled with the lane that holds it and the register (a0…a3, b0, b1,
+    c0…c3), coloured by the lane's group (lane // 4)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    colours = plt.get_cmap("tab10").colors
+    fig = Figure(figsize=(13, 6.2), layout="constrained")
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [8, 8, 8]})
+    titles = {"A": "A: 16 rows (m) × 8 (k)", "B": "B: 8 (k) × 8 columns (n)", "C": "C and D: 16 (m) × 8 (n)"}
+    for ax, name in zip(axes, "ABC"):
+        held = owners(name)
+        rows, cols = held.shape[:2]
+        for i in range(rows):
+            for j in range(cols):
+                lane, r = held[i, j]
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colours[lane // 4], alpha=0.35 + 0.15 * (lane % 4),
+                                           edgecolor="white"))
+                ax.text(j + 0.5, i + 0.5, f"{lane}\n{name.lower()}{r}", ha="center", va="center", fontsize=6.5)
+        ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal", title=titles[name])
+        ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=7)
+        ax.set_yticks(np.arange(rows) + 0.5, range(rows), fontsize=7)
+    axes[0].set_ylabel("row")
+    fig.suptitle("One mma.sync.m16n8k8: which lane (number) holds which element in which register; colour = the "
+                 "lane's group, lane // 4 (shade: pair, lane % 4)", fontsize=10)
+    return fig
+
+
+def index_tables():
+    """The layout as arrays a kernel can read: (a_rows, a_cols) of shape (32, 4), (b_rows, b_cols) (32, 2),
+    (c_rows, c_cols) (32, 4)."""
+    tables = []
+    for name in "ABC":
+        _, registers, element = LAYOUT[name]
+        cells = np.array([[element(lane, r) for r in range(registers)] for lane in range(32)], dtype=np.int32)
+        tables += [np.ascontiguousarray(cells[..., 0]), np.ascontiguousarray(cells[..., 1])]
+    return tables
+
+
+_ONE_WARP = None
+
+
+def _one_warp(a, b, c, d, ar, ac, br, bc, cr, cc):
+    """One warp, one mma: lane ``lane`` passes A[ar[lane, r], ac[lane, r]] as a_r (and so on) and stores its d_r."""
+    lane = cuda.threadIdx.x
+    d0, d1, d2, d3 = mma_tf32(a[ar[lane, 0], ac[lane, 0]], a[ar[lane, 1], ac[lane, 1]],
+                              a[ar[lane, 2], ac[lane, 2]], a[ar[lane, 3], ac[lane, 3]],
+                              b[br[lane, 0], bc[lane, 0]], b[br[lane, 1], bc[lane, 1]],
+                              c[cr[lane, 0], cc[lane, 0]], c[cr[lane, 1], cc[lane, 1]],
+                              c[cr[lane, 2], cc[lane, 2]], c[cr[lane, 3], cc[lane, 3]])
+    d[cr[lane, 0], cc[lane, 0]] = d0
+    d[cr[lane, 1], cc[lane, 1]] = d1
+    d[cr[lane, 2], cc[lane, 2]] = d2
+    d[cr[lane, 3], cc[lane, 3]] = d3
+
+
+def one_warp_product(a: np.ndarray, b: np.ndarray, c: np.ndarray, tables=None) -> np.ndarray:
+    """D of one ``mma_tf32`` by one warp whose lanes pass the elements the layout above says (``tables``: another
+    layout, as :func:`index_tables` returns it). On the simulator the 32 lanes are Python threads that meet in
+    ``mma_tf32``'s twin; on a GPU it is one HMMA."""
+    global _ONE_WARP
+    if _ONE_WARP is None:
+        _ONE_WARP = cuda.jit(_one_warp)
+    tables = index_tables() if tables is None else tables
+    d = cuda.to_device(np.full((16, 8), np.nan, dtype=np.float32))
+    _ONE_WARP[1, 32](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), d, *map(cuda.to_device, tables))
+    return d.copy_to_host()
+
+
+def one_warp_check(seed: int = 0) -> tuple[str, float]:
+    """(Markdown, largest relative difference): one warp's mma with the layout drawn above against NumPy
+    (``mma_tf32_reference``: A and B rounded to TF32, products and sums in float64), on A and B already rounded to
+    TF32 as the kernels round them (``to_tf32``); the same warp on unrounded A and B (the tensor core then drops their
+    low 13 bits: truncation); and with A's rows 0–7 and 8–15 swapped in the layout, which must be wrong."""
+    rng = np.random.default_rng(seed)
+    a, b, c = (rng.standard_normal(shape).astype(np.float32) for shape in ((16, 8), (8, 8), (16, 8)))
+    expected = mma_tf32_reference(a, b, c)
+
+    def worst(d):
+        return float(np.abs(d - expected).max() / np.abs(expected).max())
+
+    a_tf32, b_tf32 = round_to_tf32(a), round_to_tf32(b)
+    right = worst(one_warp_product(a_tf32, b_tf32, c))
+    truncated = worst(one_warp_product(a, b, c))
+    tables = index_tables()
+    tables[0] = (tables[0] + 8) % 16  # a lane passes row group + 8 where row group belongs, and back
+    wrong = worst(one_warp_product(a_tf32, b_tf32, c, tables))
+    text = (f"One warp, one `mma_tf32`, each lane passing the elements drawn above (A and B rounded to TF32 first, "
+            f"as the kernel does with `to_tf32`): largest difference from NumPy's D = A·B + C on the same TF32 "
+            f"inputs **{right:.1e}** (relative to the largest element of D). The same warp on A and B *not* rounded "
+            f"first: {truncated:.1e} away from it — the tensor core reads only the top 19 bits of an operand, so it "
+            f"*truncates* what it is given (the simulator's twin too); rounding to nearest first makes each input's "
+            f"error at most half as large. And with A's rows 0–7 and "
+            f"8–15 swapped in the layout: {wrong:.2f} — a wrong layout does not go unnoticed, on the simulator either.")
+    return text, right
+
+
+# -- what TF32 loses ---------------------------------------------------------------------------------------------------
+def tf32_loss_table(seed: int = 0, size: int = 64, ks=(64, 1024, 4096)) -> MarkdownTable:
+    """Measured in NumPy on standard-normal float32 inputs: how far rounding to TF32 moves one input, one product
+    and a whole product C = A·B (sums in float64, so only TF32's rounding shows), in units of u = 2^-11 (half a
+    TF32 unit in the last place), beside :func:`tf32_tolerance`."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(200_000).astype(np.float32)
+    y = rng.standard_normal(200_000).astype(np.float32)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    input_err = np.abs(round_to_tf32(x).astype(np.float64) - x64) / np.abs(x64)
+    product = x64 * y64
+    product_err = np.abs(round_to_tf32(x).astype(np.float64) * round_to_tf32(y) - product) / np.abs(product)
+    lines = [f"Standard-normal float32 inputs, u = 2^-{TF32_MANTISSA_BITS + 1} = {U_TF32:.2e} (half a TF32 unit "
+             "in the last place, relative to the number):", "",
+             "| what | mean | largest | tolerance used by the checks |", "|:--|--:|--:|--:|",
+             f"| one input, rounded to TF32 ({len(x):,} values) | {input_err.mean():.2e} ({input_err.mean() / U_TF32:.2f} u) "
+             f"| {input_err.max():.2e} ({input_err.max() / U_TF32:.2f} u) | |",
+             f"| one product, both inputs rounded | {product_err.mean():.2e} ({product_err.mean() / U_TF32:.2f} u) "
+             f"| {product_err.max():.2e} ({product_err.max() / U_TF32:.2f} u) | |"]
+    for k in ks:
+        a = rng.standard_normal((size, k)).astype(np.float32)
+        b = rng.standard_normal((k, size)).astype(np.float32)
+        c = round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+        err = relative_error(c, a, b)
+        lines.append(f"| C = A·B, {size}×{size}×{k}, sums in float64 | {err:.2e} ({err / U_TF32:.2f} u) | | "
+                     f"`tf32_tolerance({k})` = {tf32_tolerance(k):.2e} |")
+    return MarkdownTable("\n".join(lines))
+
+
+# -- the shipped benchmark -------------------------------------------------------------------------------------------
+def rec(results: dict, name: str, size) -> dict | None:
+    """The successful record of ``name`` (a step name, ``cublas`` or ``cublas_tf32``) at a square ``size`` or
+    (M, N, K); None if the run has none."""
+    m, n, k = (size, size, size) if isinstance(size, int) else size
+    return next((r for r in results["records"] if r["step"] == name and (r["M"], r["N"], r["K"]) == (m, n, k)
+                 and "error" not in r and r.get("median_ms") is not None), None)
+
+
+def full_results(timed: dict | None) -> dict | None:
+    """``lesson.measure_or_load``'s document with every record of its file (it keeps only the steps asked for and
+    cuBLAS SGEMM; the tables here also show cuBLAS TF32). Measured now (no file), it is returned as it is, and the
+    tables show "—" for cuBLAS TF32."""
+    if not timed or "path" not in timed:
+        return timed
+    from pathlib import Path
+
+    return {**json.loads(Path(timed["path"]).read_text()), "path": timed["path"],
+            "provenance": timed.get("provenance")}
+
+
+def sizes(results: dict, names=("stream_k", "tensor_cores", "three_tf32", "cublas")) -> list[tuple]:
+    """Every size at which all of ``names`` ran, smallest first."""
+    found = {(r["M"], r["N"], r["K"]) for r in results["records"]}
+    return sorted((s for s in found if all(rec(results, n, s) for n in names)), key=lambda s: s[0] * s[1] * s[2])
+
+
+def tf32_peak_tflops(results: dict) -> float:
+    """The tensor cores' dense TF32 ceiling at the run's max SM clock: 8 × the FP32 peak estimate of the results
+    (SMs × 1,024 multiply-adds × 2 FLOP × clock). NVIDIA's H100 SXM datasheet quotes ~495 TFLOPS, at a lower
+    clock."""
+    return TENSOR_TF32_PER_FP32 * fp32_peak_tflops(results)
+
+
+def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
+    """The tile configuration the benchmark ran ``name`` with (from its largest record)."""
+    return rec(results, name, sizes(results)[-1])["config"]
+
+
+def k_step_instructions(config: dict) -> dict:
+    """Per warp and per k-step of 8, in the k-loop as written: HMMAs, fragment elements loaded and rounded, and the
+    instructions per HMMA that follow (one LDS and a two-instruction rounding per element: ptxas drops
+    ``cvt.rna``'s third instruction before an mma, docs/tensor_cores.md)."""
+    mma_m, mma_n = 8 * config["THREAD_M"] // 16, 4 * config["THREAD_N"] // 8
+    hmma, elements = mma_m * mma_n, 4 * mma_m + 2 * mma_n
+    return {"warp_tile": (8 * config["THREAD_M"], 4 * config["THREAD_N"]), "hmma": hmma, "elements": elements,
+            "per_hmma": (hmma + 3 * elements) / hmma}
+
+
+def prediction(results: dict) -> str:
+    """The prediction, computed before looking at step 12's timing: the new ceiling, step 11's efficiency carried
+    over, and the issue budget per HMMA."""
+    big = sizes(results)[-1]
+    step11 = rec(results, "stream_k", big)["tflops"]
+    fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
+    config = shipped_config(results)
+    count = k_step_instructions(config)
+    return (f"**The ceiling moves.** The FP32 units of this GPU peak at {fp32:.1f} TFLOPS; its tensor cores do "
+            f"{TENSOR_TF32_PER_FP32}× as many multiply-adds per clock in TF32: **{tf32:.0f} TFLOPS**. Step 11 reached "
+            f"{step11:.1f} TFLOPS at {size_label(big)}, {step11 / fp32:.0%} of its ceiling; the same share of the new "
+            f"one would be **{step11 / fp32 * tf32:.0f} TFLOPS**.\n\n"
+            f"**The issue budget.** A scheduler issues at most one instruction per clock, and the tensor pipe of a "
+            f"scheduler (a quarter of the SM) finishes one 16×8×8 HMMA — 1,024 multiply-adds — every "
+            f"{clocks_per_hmma():.0f} clocks at full rate. So the pipe can only stay busy if a warp issues at most "
+            f"{clocks_per_hmma():.0f} instructions per HMMA, the HMMA included. Step 12's {count['warp_tile'][0]}×{count['warp_tile'][1]} "
+            f"warp tile does {count['hmma']} HMMAs per k-step and loads and rounds {count['elements']} fragment "
+            f"elements for them (an LDS and two instructions each): **{count['per_hmma']:.1f} instructions per "
+            f"HMMA** before any addressing, copying or barrier — no slack at all.\n\n"
+            f"**Prediction:** well above step 11 (the issue's target is {TARGET_TF32_TFLOPS:.0f} TFLOPS, "
+            f"{TARGET_TF32_TFLOPS / step11:.1f}× step 11), but short of {step11 / fp32 * tf32:.0f}: the instruction "
+            "budget is already spent.")
+
+
+def speed_table(results: dict, size_list=None) -> MarkdownTable:
+    """TFLOPS (and % of cuBLAS SGEMM, same run) of step 11, the two tensor-core steps, cuBLAS SGEMM and cuBLAS TF32
+    at every common size."""
+    size_list = sizes(results) if size_list is None else size_list
+    lines = ["| kernel | arithmetic | " + " | ".join(size_label(s) for s in size_list) + " |",
+             "|:--|:--|" + "--:|" * len(size_list)]
+    for name, label in SPEED_ROWS:
+        cells = []
+        for s in size_list:
+            r = rec(results, name, s)
+            cells.append("—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")
+        found = next((r for r in (rec(results, name, s) for s in size_list) if r), {})
+        arithmetic = found.get("arithmetic", "tf32" if name == "cublas_tf32" else "fp32").upper().replace("X", "x")
+        lines.append(f"| {label} | {arithmetic} | " + " | ".join(cells) + " |")
+    env = results["environment"]
+    return MarkdownTable("TFLOPS (% of cuBLAS SGEMM in the same run):\n\n" + "\n".join(lines)
+                         + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, "
+                         f"`{results_files.display_path(results['path'])}`.*")
+
+
+def speed_figure(results: dict):
+    """TFLOPS against size for the rows of :func:`speed_table`, with the TF32 ceiling and the issue's targets."""
     from matplotlib.figure import Figure
 
     from ..harness.environment import short_label
-    from .plots import step_colour
 
-    peak, bandwidth = fp32_peak_tflops(results), datasheet_bandwidth_tbs(results)
-    intensity = np.logspace(-1.2, 2.5, 300)
-    fig = Figure(figsize=(9, 5), layout="constrained")
+    size_list = sizes(results)
+    x = np.arange(len(size_list))
+    fig = Figure(figsize=(9, 4.8), layout="constrained")
     ax = fig.subplots()
-    ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
-    for step in course_steps():
-        measured = record(results, step.name, size)
-        if measured is None:
-            continue
-        x = tiling_intensity(step)
-        ax.plot(x, measured["tflops"], "o", ms=8, color=step_colour(step.number),
-                label=f"{step.number} {step.name}")
-        # Steps with the same tile share an x: their numbers go left and right by turns, so none hides another.
-        ax.annotate(str(step.number), (x, measured["tflops"]), fontsize=8, xytext=(7 if step.number % 2 else -13, -3),
-                    textcoords="offset points")
-    cublas = record(results, "cublas", size)
-    ax.axhline(cublas["tflops"], color="tab:red", ls="--", lw=1, label=f"cuBLAS at {size_label(size)}")
-    ax.set(xlabel="FLOP per DRAM byte that the block tile guarantees (no cache)", ylabel="TFLOPS",
-           title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
-    ax.legend(loc="lower right", fontsize=7, ncols=2)
+    styles = {"stream_k": ("tab:blue", "o-"), "tensor_cores": ("tab:orange", "s--"), "three_tf32": ("tab:green", "D--"),
+              "cublas": ("tab:red", "o-"), "cublas_tf32": ("tab:purple", "s:")}
+    for name, label in SPEED_ROWS:
+        colour, style = styles[name]
+        ax.plot(x, [(rec(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
+                label=label)
+    sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
+    ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:green", lw=0.8, alpha=0.6,
+            label=f"target of step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
+    ax.axhline(TARGET_TF32_TFLOPS, color="tab:orange", lw=0.8, alpha=0.6,
+               label=f"target of step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
+    ax.axhline(tf32_peak_tflops(results), color="k", lw=0.8, ls="-.",
+               label=f"TF32 ceiling, {tf32_peak_tflops(results):.0f} TFLOPS")
+    ax.set_yscale("log")
+    ax.set_xticks(x, [size_label(s) for s in size_list])
+    ax.set(xlabel="size", ylabel="TFLOPS (log scale)",
+           title=f"The tensor-core steps against step 11 and cuBLAS\n{short_label(results['environment'])}")
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
-# -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
-SUITE_BEFORE = "shapes-before-guarded-loops-nvidia-h100.json"
+def verdict(results: dict) -> str:
+    """Step 12 against the prediction and the target, at the two largest common sizes."""
+    fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
+    parts = []
+    for s in sizes(results)[-2:]:
+        t12, t11 = rec(results, "tensor_cores", s), rec(results, "stream_k", s)
+        cublas_tf32 = rec(results, "cublas_tf32", s) or {"tflops": float("nan")}
+        parts.append(f"at {size_label(s)} **{t12['tflops']:.1f} TFLOPS**: {t12['tflops'] / t11['tflops']:.2f}× step 11, "
+                     f"{t12['pct_of_cublas']:.0f} % of cuBLAS SGEMM, {t12['tflops'] / cublas_tf32['tflops']:.0%} of "
+                     f"cuBLAS TF32 ({cublas_tf32['tflops']:.0f} TFLOPS) and {t12['tflops'] / tf32:.0%} of the TF32 "
+                     "ceiling")
+    best = max(rec(results, "tensor_cores", s)["tflops"] for s in sizes(results))
+    met = best >= TARGET_TF32_TFLOPS
+    big = sizes(results)[-1]
+    carried = rec(results, "stream_k", big)["tflops"] / fp32 * tf32
+    return (f"Step 12 ran " + "; ".join(parts) + ". "
+            + (f"**The issue's target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is met.** " if met else
+               f"**The issue's target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is not met** (best: {best:.0f}). ")
+            + f"The prediction was right that it would be far above step 11, and right that it would fall short of "
+            f"the {carried:.0f} TFLOPS that step 11's efficiency would give — by more than it expected.")
 
 
-def shape_suites() -> tuple[tuple, tuple] | None:
-    """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
-    themselves (``experiments/results/``) and the newest run (``results/``); None if either is missing."""
-    from gemm_steps.harness import results_files
+# -- what limits it: Nsight Compute ------------------------------------------------------------------------------------
+_KERNEL_HEADER = re.compile(r"^  (\w+)::\w+\[", re.M)
+_ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
 
-    before_path = results_files.find(SUITE_BEFORE)
-    after = results_files.newest_matching("shapes-*-20*.json")
-    if before_path is None or after is None:
+
+def config_label(name: str, config: dict) -> str:
+    """How the experiment files name a step built with ``config``: ``tensor_cores 128x256x32 8x16/1``."""
+    return (f"{name} {config['BLOCK_M']}x{config['BLOCK_N']}x{config['BLOCK_K']} "
+            f"{config['THREAD_M']}x{config['THREAD_N']}/{config['MIN_BLOCKS_PER_SM']}")
+
+
+def tensor_core_profiles(results: dict) -> dict | None:
+    """The Nsight Compute report of one 4096³ launch of each tensor-core step (``PROFILE_REPORT``), as
+    {step: {metric: value}}, or None if it is not shipped. The report has no register count; ``Registers Per
+    Thread`` is added from the tensor-core experiment (``TENSOR_CORES_RUN``'s ``registers``: ptxas on the GPU), for
+    the configuration the benchmark ``results`` ran."""
+    path = results_files.find(PROFILE_REPORT)
+    if path is None:
         return None
-    import json
-
-    return (before_path, json.loads(before_path.read_text())), after
-
-
-def suite_figure(before: dict, after: dict, step: str = "stream_k"):
-    """% of cuBLAS (each run against its own cuBLAS) of one step on every suite shape, before and after, grouped
-    by shape class."""
-    import matplotlib.pyplot as plt
-
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
-
-    def pct(doc):
-        return {(r["M"], r["N"], r["K"]): r.get("pct_of_cublas") for r in doc["records"]
-                if r["step"] == step and "error" not in r}
-
-    was, now = pct(before), pct(after)
-    shapes = [(name, s) for name, members in SHAPE_CLASSES.items() for s in members if s in was and s in now]
-    x = np.arange(len(shapes))
-    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
-    ax.bar(x - 0.2, [was[s] for _, s in shapes], 0.4, color="0.7", label="before (edge tiles on step 9's kernel)")
-    ax.bar(x + 0.2, [now[s] for _, s in shapes], 0.4, color="#000080", label="after (guarded variant, stream-K)")
-    ax.axhline(100, color="k", linestyle="--", linewidth=1)
-    ax.set_xticks(x, [size_label(s) for _, s in shapes], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel(f"step 11 ({step}), % of cuBLAS")
-    for i in range(1, len(shapes)):
-        if shapes[i][0] != shapes[i - 1][0]:
-            ax.axvline(i - 0.5, color="0.6", linewidth=0.8)
-    for name in dict.fromkeys(n for n, _ in shapes):
-        where = [i for i, (n, _) in enumerate(shapes) if n == name]
-        ax.text(sum(where) / len(where), 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top",
-                fontsize=9, fontweight="bold")
-    ax.set_ylim(0, max(max(was.values()), max(now.values()), 110) * 1.15)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("The shapes people use: step 11 before and after it covered partial tiles itself "
-                 f"({after['environment'].get('gpu')})", fontsize=10)
-    plt.close(fig)
-    return fig
+    text = path.read_text()
+    starts = [(m.start(), m.group(1)) for m in _KERNEL_HEADER.finditer(text)]
+    out = {}
+    for (start, step), (end, _) in zip(starts, starts[1:] + [(len(text), None)]):
+        metrics = {}
+        for line in text[start:end].splitlines():
+            match = _ROW.match(line)
+            if match and match.group(1) not in metrics:
+                metrics[match.group(1)] = float(match.group(3).replace(",", ""))
+        out[step] = metrics
+    run = load_run(TENSOR_CORES_RUN)
+    for step, metrics in out.items():
+        found = (run or {}).get("registers", {}).get(config_label(step, shipped_config(results, step)))
+        metrics["Registers Per Thread"] = found["registers"] if found else float("nan")
+    return out
 
 
-def call_overhead() -> dict | None:
-    """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
-    call-overhead-*.json), or None if the files are missing."""
-    from gemm_steps.harness import results_files
-    import json
+def limits(metrics: dict) -> dict:
+    """What one profile says, in the lesson's words."""
+    hmma = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"]
+    return {"tensor_pipe": metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+            "issue_busy": metrics["Issue Slots Busy"], "no_eligible": metrics["No Eligible"],
+            "cycles_per_issue": metrics["Warp Cycles Per Issued Instruction"],
+            "per_hmma": metrics["smsp__inst_executed.sum"] / hmma, "registers": metrics["Registers Per Thread"],
+            "warps_per_sm": metrics["Theoretical Active Warps per SM"],
+            "warps_per_scheduler": metrics["Active Warps Per Scheduler"],
+            "occupancy": metrics["Achieved Occupancy"],
+            "bank_conflicts": metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]}
 
-    paths = [results_files.find(f"call-overhead-nvidia-h100{suffix}.json") for suffix in ("-before", "")]
-    if None in paths:
+
+def profile_table(profiles: dict) -> MarkdownTable:
+    """Both steps' profiles side by side."""
+    rows = [("tensor pipe active (of its peak)", "tensor_pipe", "{:.0f} %"),
+            ("issue slots busy", "issue_busy", "{:.0f} %"), ("cycles with no warp ready to issue", "no_eligible",
+                                                              "{:.0f} %"),
+            ("clocks between two instructions of one warp", "cycles_per_issue", "{:.1f}"),
+            ("instructions per HMMA (executed)", "per_hmma", "{:.1f}"), ("registers per thread", "registers", "{:.0f}"),
+            ("warps per SM (of 64)", "warps_per_sm", "{:.0f}"),
+            ("shared-memory bank conflicts", "bank_conflicts", "{:.0f}")]
+    steps = [s for s in ("tensor_cores", "three_tf32") if s in profiles]
+    found = {s: limits(profiles[s]) for s in steps}
+    lines = ["| | " + " | ".join(f"step {12 if s == 'tensor_cores' else 13}, `{s}`" for s in steps) + " |",
+             "|:--|" + "--:|" * len(steps)]
+    lines += [f"| {label} | " + " | ".join(fmt.format(found[s][key]) for s in steps) + " |" for label, key, fmt in rows]
+    return MarkdownTable("\n".join(lines) + f"\n\n*Nsight Compute, one 4096³ launch each, "
+                         f"`experiments/results/{PROFILE_REPORT}` (`scripts/profile_tensor_cores.py`).*")
+
+
+def limits_text(profiles: dict, step: str = "tensor_cores") -> str:
+    """Why the step is slow, from its profile."""
+    f = limits(profiles[step])
+    return (f"Neither the tensor pipe ({f['tensor_pipe']:.0f} % busy) nor the issue logic ({f['issue_busy']:.0f} % of "
+            f"slots) is the limit. At {f['registers']:.0f} registers per thread only one block of 8 warps fits an SM "
+            f"({f['warps_per_sm']:.0f} of 64 warps, {f['warps_per_scheduler']:.0f} per scheduler), and a warp issues "
+            f"only every {f['cycles_per_issue']:.1f} clocks, waiting on its own chain: load a fragment, round it, "
+            f"feed the HMMA. So in {f['no_eligible']:.0f} % of the cycles no warp is ready: the kernel is "
+            f"**latency-bound**. And each HMMA costs {f['per_hmma']:.1f} executed instructions, above the "
+            f"{clocks_per_hmma():.0f} that keep "
+            f"the pipe busy. (No bank conflicts: {f['bank_conflicts']:.0f}; the padding works.)")
+
+
+# -- the rounding variants (deep dive) ---------------------------------------------------------------------------------
+def load_run(name: str) -> dict | None:
+    """A shipped experiment file of experiments/results/ by name, with ``path`` added; None if missing."""
+    path = results_files.find(name)
+    if path is None:
         return None
-    before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
-    return {"shape": before["shape"], "before": before, "after": after}
+    return {**json.loads(path.read_text()), "path": str(path)}
 
 
-def held_out() -> dict | None:
-    """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
-    from gemm_steps.harness import results_files
-
-    found = results_files.newest_matching("experiment-matmul-held-out-*.json")
-    return found[1] if found else None
-
-
-def held_out_table(results: dict) -> str:
-    """A Markdown table: per held-out shape, what matmul chose and its % of cuBLAS next to step 11's."""
-    rows = {}
-    for r in results["records"]:
-        rows.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
-    lines = ["| shape | `matmul` ran | `matmul`, % of cuBLAS | step 11, % of cuBLAS |", "|:--|:--|--:|--:|"]
-    for shape, by_step in rows.items():
-        chosen, step11 = by_step.get("matmul", {}), by_step.get("stream_k", {})
-        if "pct_of_cublas" not in chosen or "pct_of_cublas" not in step11:
-            continue
-        lines.append(f"| {size_label(shape)} | `{chosen.get('chose', '?')}` | {chosen['pct_of_cublas']:.0f} % | "
-                     f"{step11['pct_of_cublas']:.0f} % |")
-    env = results.get("environment", {})
-    lost = [shape for shape, by_step in rows.items() if "pct_of_cublas" in by_step.get("matmul", {})
-            and "pct_of_cublas" in by_step.get("stream_k", {})
-            and by_step["matmul"]["median_ms"] > by_step["stream_k"]["median_ms"] * 1.03]
-    verdict = ("\n\n`matmul`'s choice was at least as fast as step 11 alone (within 3 %) everywhere"
-               + (f" but {', '.join(size_label(s) for s in lost)}" if lost else "") + ".")
-    return ("\n".join(lines) + verdict + f" {env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same "
-            "run.")
-
-
-def call_overhead_text(overhead: dict) -> str:
-    """The host cost of a matmul call, before and after launch plans, each against launches timed in its own run
-    (the two runs were on different machines, whose Python speeds differ)."""
-    was, now = overhead["before"], overhead["after"]
-    text = (f"And a small product is a short kernel, so the host's share counts. At "
-            f"{size_label(tuple(was['shape']))} on device arrays, one `matmul` call cost **{was['matmul_us']:.0f} µs** "
-            f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
-            f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
-            f"`cuda.core` (`toolkit/tiles.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
-            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× an empty Numba launch timed in its own run (another "
-            f"machine: {now['empty_kernel_us']:.0f} µs)")
-    if "direct_empty_kernel_us" in now:
-        text += (f", and {now['matmul_us'] / now['direct_empty_kernel_us']:.1f}× the floor of any launch from Python "
-                 f"(the empty kernel through `cuda.core`, {now['direct_empty_kernel_us']:.0f} µs; the rest is checking "
-                 "the arguments and the layers between `matmul` and the launch)")
-    return text + " (`experiments/call_overhead.py`)."
-
-
-def small_shape_text(results: dict) -> str:
-    """Why the smallest benchmarked square is hard for step 11: its tiles and k-iterations per SM, computed."""
-    import gemm_steps
-
-    from .timings import common_sizes
-
-    small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
-    config = gemm_steps.get_step("stream_k").tiled.config
-    tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
-    iterations = tiles * -(-small[2] // config.BLOCK_K)
-    sms = results["environment"].get("sm_count")
-    steps = [s for s in gemm_steps.steps() if record(results, s.name, small)]
-    best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
-    text = (f"At {size_label(small)}, step 11's {config.BLOCK_M}×{config.BLOCK_N} tiles make only **{tiles} tiles for "
-            f"{sms} SMs**. Stream-K shares their {iterations} k-iterations (one `BLOCK_K`-deep slice of one tile each) "
-            f"out over the SMs, about {iterations / sms:.0f} each: little work per block for the fixup it costs. Step 11 "
-            f"reaches {record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there")
-    if best.name != "stream_k":
-        text += (f"; the best step at that size is step {best.number}, `{best.name}`, at "
-                 f"{record(results, best.name, small)['pct_of_cublas']:.0f} %, with its smaller tiles")
-    return text + (". (At sizes this small the benchmark's timer also counts part of the host's launch work, "
-                   "docs/measurement.md; the percentages are rough.)")
+def rounding_table(run: dict) -> MarkdownTable:
+    """The rounding variants of both steps: SASS instructions, TFLOPS and % of cuBLAS SGEMM, and the error."""
+    names = list(dict.fromkeys(r["step"] for r in run["records"] if r["step"].startswith("step ")))
+    size_list = sorted({r["M"] for r in run["records"]})
+    lines = ["| variant | SASS instructions (HMMA) | " + " | ".join(f"{s}³ TFLOPS" for s in size_list)
+             + " | error at " + " / ".join(f"{s}³" for s in size_list) + " |",
+             "|:--|--:|" + "--:|" * len(size_list) + "--:|"]
+    for name in names:
+        by_size = {r["M"]: r for r in run["records"] if r["step"] == name}
+        sass = run.get("registers", {}).get(name, {}).get("sass", {})
+        lines.append(f"| {name} | {sass.get('instructions', '—')} ({sass.get('HMMA', '—')}) | "
+                     + " | ".join(f"{by_size[s]['tflops']:.1f} ({by_size[s]['pct_of_cublas']:.0f} %)" for s in size_list)
+                     + " | " + " / ".join(f"{by_size[s]['sampled_rel_error_fp64']:.1e}" for s in size_list) + " |")
+    env = run["environment"]
+    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, one run, "
+                         f"`{results_files.display_path(run['path'])}`; each variant launched through Numba's "
+                         "dispatcher, which costs ~10 % at 4096³ against the benchmark: compare them with each other.*")

@@ -34,4 +34,4 @@ if full:
     lesson.say(lesson_11.where_the_course_ends(full, course, big, sweep, compiled))
 
 # %% [markdown]
-# Back to [lesson 11](../11_stream_k.ipynb); on to [lesson 12: where next](../12_where_next.ipynb).
+# Back to [lesson 11](../11_stream_k.ipynb); on to [lesson 12: tensor cores](../12_tensor_cores.ipynb).

@@ -1,14 +1,14 @@
 # %% [markdown]
-# # Lesson 12 — Where the course ends, and where to go next
+# # Lesson 14 — Where the course ends, and where to go next
 #
-# Eleven steps took a matrix multiply from three nested loops to within about a tenth of cuBLAS on large squares.
-# This lesson looks back at the whole course in two pictures, says what carries over to the tools people use for
-# this in practice (Triton, CUTLASS), why small products are a different problem, and where the next chapter goes:
-# the tensor cores.
+# Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
+# on large squares; steps 12–13 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# course in two pictures, says why small products are a different problem, and what carries over to the tools
+# people use for this in practice (Triton, CUTLASS).
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_12, plots
+from gemm_steps.course import lesson, lesson_14, plots
 
 results = lesson.load_results()
 size = lesson.headline_size(results, [s.name for s in gemm_steps.steps()]) if results else None
@@ -20,11 +20,13 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 # Lesson 0 drew the roofline: a kernel can go no faster than the arithmetic peak, nor faster than DRAM can feed it
 # (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
 # BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
-# Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed:
+# Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed.
+# Steps 12–13 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
+# clock in TF32 — so they are drawn under that second roof, not the FP32 one they pass:
 
 # %%
 if results:
-    lesson.show_figure(lesson_12.roofline_figure(results, size))
+    lesson.show_figure(lesson_14.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -39,8 +41,8 @@ if results:
     lesson.show_figure(plots.plot_speedup_curves(results))
 
 # %% [markdown]
-# Left: how much each step gained over the one before (above the dotted line: faster). Right: how close each step
-# came to cuBLAS. The big wins are early and at large sizes; the late steps each add a few percent (lesson 11's
+# Left: how much each step gained over the one before (above the dotted line: faster; step 12's gain is a change of
+# arithmetic, TF32, not only of code). Right: how close each step came to cuBLAS SGEMM. The big wins are early and at large sizes; the late steps each add a few percent (lesson 11's
 # [deep dive: where the course ends](deep_dives/11_where_the_course_ends.ipynb) has the last table). And the small
 # sizes tell a different story, next.
 #
@@ -48,7 +50,7 @@ if results:
 
 # %%
 if results:
-    lesson.say(lesson_12.small_shape_text(results))
+    lesson.say(lesson_14.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -74,15 +76,15 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
 
 # %%
-suites = lesson_12.shape_suites()
+suites = lesson_14.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_12.suite_figure(before, after))
-overhead = lesson_12.call_overhead()
+    lesson.show_figure(lesson_14.suite_figure(before, after))
+overhead = lesson_14.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_12.call_overhead_text(overhead))
+    lesson.say(lesson_14.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -96,9 +98,9 @@ if overhead:
 # hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
 
 # %%
-held_out = lesson_12.held_out()
+held_out = lesson_14.held_out()
 if held_out:
-    lesson.say(lesson_12.held_out_table(held_out))
+    lesson.say(lesson_14.held_out_table(held_out))
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -123,15 +125,18 @@ if held_out:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## Next: the tensor cores
+# ## The tensor cores: steps 12–13, and what is left
 #
-# Every step here used the FP32 units: 128 multiply-adds per SM per cycle. Hopper's **tensor cores** compute small
-# matrix products (for example 16×8×8) per warp instruction, at several times that rate in lower-precision formats
-# such as TF32 (10 bits of mantissa instead of 23; NVIDIA's datasheet gives the H100 SXM about 495 dense TF32
-# TFLOPS against 67 for FP32). The next chapter drives them from Numba (`mma.sync` through inline PTX), measures
-# what TF32 loses, and wins the accuracy back by splitting each float into two TF32 parts ("3xTF32"). Three TF32
-# products for one: at TF32's rate that can still beat cuBLAS SGEMM while staying as accurate. The chapter's goal is
-# ≥ 1.25× cuBLAS SGEMM; its kernels, not yet course steps, reach 2.6× for TF32 and 1.14× for 3xTF32 on an H100
+# Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
+# (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
+# three TF32 products per product (3xTF32). Where they stand against their targets, from the same results file:
+# %%
+if results:
+    lesson.say(lesson_14.tensor_core_summary(results))
+
+# %% [markdown]
+# Both are latency-bound at 8 warps per SM (lesson 12's profile); cuBLAS's TF32 kernels show how far the tensor
+# cores go, and `wgmma` (Hopper's warp-group mma, operands straight from shared memory) is the next tool to try
 # ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn

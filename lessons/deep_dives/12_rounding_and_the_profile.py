@@ -1,0 +1,51 @@
+# %% [markdown]
+# # Deep dive (lesson 12_tensor_cores): the TF32 rounding, and what Nsight Compute says
+#
+# Step 12 rounds every fragment element with `cvt.rna.tf32.f32` before the mma; step 13 splits each into a big and
+# a small TF32 part with `split_tf32`. Both cost instructions in the inner loop, where lesson 12 found the issue
+# budget already spent. This notebook shows the variants that were timed, and both kernels' profiles.
+
+# %%
+from gemm_steps.course import lesson, lesson_12
+
+run = lesson_12.load_run(lesson_12.ROUNDING_RUN)
+
+# %% [markdown]
+# ## The rounding variants
+#
+# `cvt.rna.tf32.f32` alone is three SASS instructions on an H100: a test for inf/NaN, an add of half a TF32 unit to
+# the bits, and an AND that clears the 13 low bits. The tensor core ignores those 13 bits anyway (one warp's mma
+# gave bit-identical results with and without them, 50 of 50 tiles), and ptxas knows it: before an mma it drops
+# the AND. Every variant below is the shipped kernel with only the rounding changed (`experiments/tf32_conversion.py`,
+# one run; SASS counts of the whole fast kernel):
+
+# %%
+if run:
+    lesson.say(lesson_12.rounding_table(run))
+    low = run.get("low_bits", {})
+    lesson.say(f"Does the tensor core read the low 13 bits? {low.get('mma_raw_equals_cleared_low_bits', '—')}.")
+
+# %% [markdown]
+# * Step 12: the NaN-safe rewrites (an inline-PTX `testp` + add, two comparisons, an exponent test) each became
+#   three instructions and ran slower than `cvt.rna`. Only unsafe ones were faster: add-and-clear without the test
+#   (the GPU's own NaN, 0x7FFFFFFF, carries into the sign and becomes −0) and passing the raw bits (truncation:
+#   a larger error, in the table's last column). Step 12 keeps `cvt.rna`.
+# * Step 13: `big` must be an exact TF32 value (`small = x − big` is computed from it), so the split by two
+#   `cvt.rna` kept all their instructions. `split_tf32` adds half a unit and clears the bits for `big` (no NaN test:
+#   a NaN lost in `big` survives in `small`, and reaches C through the small·big product), subtracts, and leaves
+#   `small` for the tensor core to truncate. Rounding `small` as well bought no accuracy.
+#
+# ## Both profiles
+
+# %%
+results = lesson.load_results()
+profiles = lesson_12.tensor_core_profiles(results) if results else None
+if profiles:
+    lesson.say(lesson_12.profile_table(profiles))
+    lesson.say(lesson_12.limits_text(profiles, "three_tf32"))
+
+# %% [markdown]
+# The cheaper split cut step 13's instructions per HMMA and raised its tensor pipe's activity, but both kernels are
+# limited the same way: 8 warps per SM, and most cycles without a warp ready to issue.
+#
+# Back to [lesson 12](../12_tensor_cores.ipynb).
