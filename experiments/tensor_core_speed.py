@@ -21,7 +21,11 @@ events, L2 flushed, NaN-poisoned output, sampled error against float64), the shi
 a NaN of A reaching its row of C (1024³), the 3xTF32 variants' sampled error at 4096³ on wide-exponent inputs
 (each entry × 2^u, u uniform in −20…20) and their accuracy sweep over K = 64 … 16384 at M = N = 512.
 
-Usage, on a GPU from the repository root: python -m experiments.tensor_core_speed OUT.json [--no-sweep]
+Run 2 added: ``rounded late`` (step 12: each thread rounds its own chunks of the next k-tile in shared memory at the
+end of an iteration, after its mma, instead of before the barrier), 4 pipeline stages instead of 3, and step 13 on
+128×128 tiles (64×32 warp tiles leave registers for ``pairs`` without spills).
+
+Usage, on a GPU from the repository root: python -m experiments.tensor_core_speed OUT.json [--run N] [--no-sweep]
 
 ``--profile N …`` instead of OUT.json: one warm-up and one 4096³ launch of variants N … (indices into
 ``variants()``), for Nsight Compute, e.g.
@@ -47,10 +51,12 @@ from gemm_steps.steps import tensor_cores, three_tf32
 
 from experiments.kernels import tensor_cores_vector, three_tf32_vector
 
-CONFIG = tensor_cores.TILED.config
+CONFIG = tensor_cores.TILED.config  # 128×256×32 tiles, 8 warps of 64×64
+SQUARE = tensor_cores.SEARCH_SPACE[1]  # 128×128×32 tiles, 8 warps of 64×32
 
-#: label → (step module it is a variant of, its TiledKernels or None for the shipped one).
+
 def variants() -> list:
+    """(label, step module it is a variant of, TiledKernels), in the order they are timed."""
     tv, t3 = tensor_cores_vector.build, three_tf32_vector.build
     return [("step 12 shipped", tensor_cores, tensor_cores.TILED),
             ("step 12 lean", tensor_cores, tv(CONFIG)),
@@ -61,11 +67,28 @@ def variants() -> list:
             ("step 12 lean + vector (k, columns permuted)", tensor_cores, tv(CONFIG, vector_fragments=True)),
             ("step 12 lean + vector + rounded in shared", tensor_cores,
              tv(CONFIG, vector_fragments=True, round_in_shared=True)),
+            ("step 12 lean + rounded late", tensor_cores, tv(CONFIG, round_late=True)),
+            ("step 12 lean + ldmatrix A + rounded late", tensor_cores, tv(CONFIG, round_late=True, matrix_load_a=True)),
+            ("step 12 lean, 4 stages", tensor_cores, tv(CONFIG, stages=4)),
+            ("step 12 lean + ldmatrix A, 4 stages", tensor_cores, tv(CONFIG, matrix_load_a=True, stages=4)),
+            ("step 12 lean + ldmatrix A + rounded late, 4 stages", tensor_cores,
+             tv(CONFIG, round_late=True, matrix_load_a=True, stages=4)),
             ("step 13 shipped", three_tf32, three_tf32.TILED),
             ("step 13 lean", three_tf32, t3(CONFIG)),
             ("step 13 lean + ldmatrix A", three_tf32, t3(CONFIG, matrix_load_a=True)),
             ("step 13 lean + pairs of k-steps per FADD", three_tf32, t3(CONFIG, flush_pairs=True)),
-            ("step 13 lean + vector (k, columns permuted)", three_tf32, t3(CONFIG, vector_fragments=True))]
+            ("step 13 lean + vector (k, columns permuted)", three_tf32, t3(CONFIG, vector_fragments=True)),
+            ("step 13 lean, 4 stages", three_tf32, t3(CONFIG, stages=4)),
+            ("step 13 shipped, 128x128 tiles", three_tf32, three_tf32.build(SQUARE)),
+            ("step 13 lean, 128x128 tiles", three_tf32, t3(SQUARE)),
+            ("step 13 lean + pairs, 128x128 tiles", three_tf32, t3(SQUARE, flush_pairs=True)),
+            ("step 13 lean + ldmatrix A + pairs, 128x128 tiles", three_tf32,
+             t3(SQUARE, flush_pairs=True, matrix_load_a=True))]
+
+
+#: What each run timed (``--run N``): the first run's twelve, then the second's (shipped and lean again, for the
+#: same-run comparison, and the variants added after the first run).
+RUNS = {1: [0, 1, 2, 3, 4, 5, 6, 12, 13, 14, 15, 16], 2: [0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 17, 18, 19, 20, 21]}
 
 
 def sass_counts(compiled) -> dict:
@@ -139,6 +162,7 @@ def accuracy_sweep(launches: dict) -> list:
 
 
 def profile(indices: list[int], size: int = 4096) -> None:
+    """One warm-up and one launch of each chosen variant (indices into ``variants()``), for Nsight Compute."""
     rng = np.random.default_rng(0)
     a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
@@ -157,8 +181,9 @@ def main() -> None:
         profile([int(x) for x in sys.argv[2:]])
         return
     path = sys.argv[1]
+    run = int(sys.argv[sys.argv.index("--run") + 1]) if "--run" in sys.argv else 1
     entries, kernels, nan = [], {}, {}
-    built = variants()
+    built = [variant for index, variant in enumerate(variants()) if index in RUNS[run]]
     for label, module, tiled in built:
         start = time.perf_counter()
         compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
@@ -179,7 +204,7 @@ def main() -> None:
     found = {"kernels": kernels, "nan_in_a": nan, "wide_exponent_4096": wide_error(three)}
     if "--no-sweep" not in sys.argv:
         found["accuracy"] = accuracy_sweep(three)
-    results.update(experiment="tensor-core speed variants", **found)
+    results.update(experiment=f"tensor-core speed variants, run {run}", **found)
     save(results, path)
     for r in results["records"]:
         print(f"{r['M']:5d} {r['step']:48s} {r.get('tflops', 0):7.1f} TFLOPS {r.get('pct_of_cublas') or 0:6.1f} % "

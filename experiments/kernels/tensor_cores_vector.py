@@ -21,6 +21,10 @@ Changed from step 12 (``diff gemm_steps/steps/tensor_cores.py experiments/kernel
   copies are visible to it after the wait), in place, before the barrier; fragments then go to the mma raw. One
   ``cvt.rna`` per element and k-tile instead of one per fragment read (a B element is read by 2 warps of the block
   … an A element by 4), and NaN stays NaN.
+* ``ROUND_LATE``: the same rounding, done at the end of the previous iteration, after this thread's mma (a
+  ``copy_async_wait`` for the next k-tile's copies first), so that no warp waits for it at the barrier.
+* ``STAGES`` (``build(…, stages=4)``): a deeper copy pipeline (4 stages of 128×256×32 tiles: 204 KB of shared
+  memory).
 """
 
 from numba import cuda, float32, uint32
@@ -168,7 +172,7 @@ def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
                     for i in unroll(MMA_TILES_M):
                         if MATRIX_LOAD_A:  # a0 … a3 of piece i in one ldmatrix
                             x0, x1, x2, x3 = load_matrix_x4(tiles, a_matrix_base + (i * 16 * A_STRIDE + kk))
-                            if ROUND_IN_SHARED:
+                            if ROUND_IN_SHARED or ROUND_LATE:
                                 a_frag[i][0][0], a_frag[i][0][1], a_frag[i][0][2], a_frag[i][0][3] = x0, x1, x2, x3
                             else:
                                 a_frag[i][0][0], a_frag[i][0][1] = to_tf32(x0), to_tf32(x1)
@@ -176,11 +180,11 @@ def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
                         else:
                             for r in unroll(4):
                                 x = tiles[a_base + ((i * 16 + r % 2 * 8) * A_STRIDE + kk + r // 2 * 4)]
-                                a_frag[i][0][r] = x if ROUND_IN_SHARED else to_tf32(x)
+                                a_frag[i][0][r] = x if ROUND_IN_SHARED or ROUND_LATE else to_tf32(x)
                     for j in unroll(MMA_TILES_N):
                         for e in unroll(2):
                             x = tiles[b_base + ((kk + e * 4) * B_STRIDE + j * 8)]
-                            b_frag[j][e] = x if ROUND_IN_SHARED else to_tf32(x)
+                            b_frag[j][e] = x if ROUND_IN_SHARED or ROUND_LATE else to_tf32(x)
                     for i in unroll(MMA_TILES_M):
                         for j in unroll(MMA_TILES_N):
                             acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3] = mma_tf32(
@@ -189,6 +193,20 @@ def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
             compute_stage = uint32(compute_stage + 1)
             if compute_stage == STAGES:
                 compute_stage = uint32(0)
+        if ROUND_LATE:
+            # The k-tile the next iteration computes, t + 2 - STAGES: this thread's own chunks of it have landed once
+            # at most STAGES - 2 newer copy groups are in flight. Round them now, while other warps are still busy
+            # with their mma; the barrier at the top of the next iteration shows them to the block.
+            if t + 2 >= STAGES and t + 2 - STAGES < k_tiles:
+                copy_async_wait(STAGES - 2)
+                for load in unroll(A_LOADS):
+                    at = uint32(compute_stage * A_STAGE_FLOATS + a_to[load])
+                    x0, x1, x2, x3 = load_float4(tiles, at)
+                    store_float4(tiles, at, to_tf32(x0), to_tf32(x1), to_tf32(x2), to_tf32(x3))
+                for load in unroll(B_LOADS):
+                    at = uint32(B_BASE + compute_stage * B_STAGE_FLOATS + b_to[load])
+                    x0, x1, x2, x3 = load_float4(tiles, at)
+                    store_float4(tiles, at, to_tf32(x0), to_tf32(x1), to_tf32(x2), to_tf32(x3))
 
     # Lane (group, pair) holds rows group, group + 8 of each piece; columns 2·pair, 2·pair + 1 of piece j, which
     # are warp columns (2·pair)·8 + j and (2·pair + 1)·8 + j when VECTOR_FRAGMENTS permutes them.
@@ -217,8 +235,10 @@ def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
                             c[row * n + col] = acc[i][j][half * 2 + r]
 
 
-def layout(config: TileConfig, vector_fragments: bool, round_in_shared: bool, matrix_load_a: bool = False) -> dict:
+def layout(config: TileConfig, vector_fragments: bool, round_in_shared: bool, matrix_load_a: bool = False,
+           round_late: bool = False, stages: int = 3) -> dict:
     constants = tensor_cores.layout(config)
+    constants["STAGES"] = stages
     if vector_fragments:
         if config.BLOCK_K != 32 or constants["MMA_TILES_N"] != 8:
             raise ValueError("the 128-bit fragment reads are written for BLOCK_K = 32 and 64-column warp tiles")
@@ -226,13 +246,17 @@ def layout(config: TileConfig, vector_fragments: bool, round_in_shared: bool, ma
         constants["B_STAGE_FLOATS"] = config.BLOCK_K * config.BLOCK_N
     if vector_fragments and matrix_load_a:
         raise ValueError("MATRIX_LOAD_A reads the unpermuted layout")
-    constants.update(VECTOR_FRAGMENTS=vector_fragments, ROUND_IN_SHARED=round_in_shared, MATRIX_LOAD_A=matrix_load_a)
+    if vector_fragments and round_late:
+        raise ValueError("ROUND_LATE is written for the unpermuted layout")
+    constants.update(VECTOR_FRAGMENTS=vector_fragments, ROUND_IN_SHARED=round_in_shared, MATRIX_LOAD_A=matrix_load_a,
+                     ROUND_LATE=round_late)
     return constants
 
 
 def build(config: TileConfig, vector_fragments: bool = False, round_in_shared: bool = False,
-          matrix_load_a: bool = False) -> TiledKernels:
-    name = ("tc_vector" + ("_v" if vector_fragments else "") + ("_r" if round_in_shared else "")
-            + ("_m" if matrix_load_a else ""))
+          matrix_load_a: bool = False, round_late: bool = False, stages: int = 3) -> TiledKernels:
+    tiles = "" if (config.BLOCK_M, config.BLOCK_N) == (128, 256) else f"_{config.BLOCK_M}x{config.BLOCK_N}"
+    name = ("tc_vector" + tiles + ("_v" if vector_fragments else "") + ("_r" if round_in_shared else "")
+            + ("_m" if matrix_load_a else "") + ("_l" if round_late else "") + ("" if stages == 3 else f"_s{stages}"))
     return TiledKernels(name, tensor_cores_vector_kernel, config,
-                        layout(config, vector_fragments, round_in_shared, matrix_load_a))
+                        layout(config, vector_fragments, round_in_shared, matrix_load_a, round_late, stages))

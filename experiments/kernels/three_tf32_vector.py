@@ -249,9 +249,10 @@ def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks)
 
 
 def build(config: TileConfig, vector_fragments: bool = False, matrix_load_a: bool = False,
-          flush_pairs: bool = False) -> TiledKernels:
-    name = ("t3_vector" + ("_v" if vector_fragments else "") + ("_m" if matrix_load_a else "")
-            + ("_p" if flush_pairs else ""))
-    constants = layout(config, vector_fragments, False, matrix_load_a)
+          flush_pairs: bool = False, stages: int = 3) -> TiledKernels:
+    tiles = "" if (config.BLOCK_M, config.BLOCK_N) == (128, 256) else f"_{config.BLOCK_M}x{config.BLOCK_N}"
+    name = ("t3_vector" + tiles + ("_v" if vector_fragments else "") + ("_m" if matrix_load_a else "")
+            + ("_p" if flush_pairs else "") + ("" if stages == 3 else f"_s{stages}"))
+    constants = layout(config, vector_fragments, False, matrix_load_a, stages=stages)
     constants["FLUSH_PAIRS"] = flush_pairs
     return TiledKernels(name, three_tf32_vector_kernel, config, constants)
