@@ -49,7 +49,8 @@ from gemm_steps.harness.bench import run_benchmark, sampled_fp64_error, save
 from gemm_steps.harness.cublas import launch_cublas, launch_cublas_tf32
 from gemm_steps.steps import tensor_cores, three_tf32
 
-from experiments.kernels import tensor_cores_vector, three_tf32_vector
+from experiments.kernels import (tensor_cores_previous, tensor_cores_vector, three_tf32_previous,
+                                 three_tf32_vector)
 
 CONFIG = tensor_cores.TILED.config  # 128×256×32 tiles, 8 warps of 64×64
 SQUARE = tensor_cores.SEARCH_SPACE[1]  # 128×128×32 tiles, 8 warps of 64×32
@@ -83,12 +84,20 @@ def variants() -> list:
             ("step 13 lean, 128x128 tiles", three_tf32, t3(SQUARE)),
             ("step 13 lean + pairs, 128x128 tiles", three_tf32, t3(SQUARE, flush_pairs=True)),
             ("step 13 lean + ldmatrix A + pairs, 128x128 tiles", three_tf32,
-             t3(SQUARE, flush_pairs=True, matrix_load_a=True))]
+             t3(SQUARE, flush_pairs=True, matrix_load_a=True)),
+            ("step 12 before (0b35bf2)", tensor_cores, tensor_cores_previous.build(CONFIG)),
+            ("step 13 before (0b35bf2)", three_tf32, three_tf32_previous.build(CONFIG)),
+            ("step 13 lean + k-tile per FADD, 128x128 tiles", three_tf32, t3(SQUARE, flush_steps=4)),
+            ("step 13 lean + ldmatrix A + k-tile per FADD, 128x128 tiles", three_tf32,
+             t3(SQUARE, flush_steps=4, matrix_load_a=True))]
 
 
 #: What each run timed (``--run N``): the first run's twelve, then the second's (shipped and lean again, for the
 #: same-run comparison, and the variants added after the first run).
-RUNS = {1: [0, 1, 2, 3, 4, 5, 6, 12, 13, 14, 15, 16], 2: [0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 17, 18, 19, 20, 21]}
+#: Run 3, after steps 12 and 13 adopted the lean copies: the steps as they were (0b35bf2) against the steps now
+#: ("shipped"), with the best variants and step 13 with a whole k-tile per FADD.
+RUNS = {1: [0, 1, 2, 3, 4, 5, 6, 12, 13, 14, 15, 16], 2: [0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 17, 18, 19, 20, 21],
+        3: [22, 0, 2, 23, 12, 21, 24, 25]}
 
 
 def sass_counts(compiled) -> dict:
@@ -195,7 +204,7 @@ def main() -> None:
                                        launch=tiled.launch, config=asdict(tiled.config)))
     entries.append(SimpleNamespace(name="cublas_tf32", number=0, launch=launch_cublas_tf32))
     for label, module, tiled in built:  # the shipped kernels once more, last: how far the timer drifts in a run
-        if label.endswith("shipped"):
+        if label.endswith("shipped") or "before" in label:
             entries.append(SimpleNamespace(name=label + " (again)", number=12 if module is tensor_cores else 13,
                                            module=module, launch=tiled.launch, config=asdict(tiled.config)))
     results = run_benchmark(entries, [(4096,) * 3, (8192,) * 3], repeats=20,

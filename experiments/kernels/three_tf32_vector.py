@@ -7,9 +7,10 @@ copies and the fragment reads of ``experiments/kernels/tensor_cores_vector.py`` 
 each k-step's sum into the running sum are step 13's. With ``VECTOR_FRAGMENTS`` a lane reads its A values of two
 k-steps at once (raw, 32 registers) and splits each k-step's half just before that k-step's products.
 ``MATRIX_LOAD_A``: A's fragments of a piece come from one ``ldmatrix`` (``experiments/kernels/matrix_load.py``)
-instead of four scalar loads. ``FLUSH_PAIRS``: the tensor core sums the six products of two k-steps from zero
-before one FP32 add per result (half the FADDs of step 13; the B fragments of both k-steps are held, and the loop
-runs over piece rows outside, so that only one piece row's A fragments are live).
+instead of four scalar loads. ``FLUSH_STEPS`` (``flush_pairs=True``: 2; ``flush_steps=4``: a whole k-tile): the
+tensor core sums the products of that many k-steps from zero before one FP32 add per result (1/2 or 1/4 of step
+13's FADDs; the B fragments of those k-steps are held, and the loop runs over piece rows outside, so that only one
+piece row's A fragments are live).
 """
 
 from numba import cuda, float32, uint32
@@ -78,9 +79,9 @@ def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks)
     a_raw = registers(MMA_TILES_M, 2, 4)  # VECTOR_FRAGMENTS: [piece][row group, group + 8][4 physical k]
     a_big, a_small = registers(MMA_TILES_M, 4), registers(MMA_TILES_M, 4)
     b_big, b_small = registers(MMA_TILES_N, 2), registers(MMA_TILES_N, 2)
-    # FLUSH_PAIRS: both k-steps' B of a pair of k-steps, and one piece row's A of both
-    b_pair_big, b_pair_small = registers(2, MMA_TILES_N, 2), registers(2, MMA_TILES_N, 2)
-    a_pair_big, a_pair_small = registers(2, 4), registers(2, 4)
+    # FLUSH_STEPS > 1: B of all k-steps summed before one FP32 add, and one piece row's A of them
+    b_pair_big, b_pair_small = registers(FLUSH_STEPS, MMA_TILES_N, 2), registers(FLUSH_STEPS, MMA_TILES_N, 2)
+    a_pair_big, a_pair_small = registers(FLUSH_STEPS, 4), registers(FLUSH_STEPS, 4)
     k0 = uint32(0)
     load_stage = uint32(0)
     compute_stage = uint32(0)
@@ -150,17 +151,17 @@ def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks)
                                 acc[i][j][1] += d1
                                 acc[i][j][2] += d2
                                 acc[i][j][3] += d3
-            elif FLUSH_PAIRS:
+            elif FLUSH_STEPS > 1:
                 b_base = uint32(B_BASE + compute_stage * B_STAGE_FLOATS + b_read)
                 a_matrix_base = uint32(compute_stage * A_STAGE_FLOATS + a_matrix)
-                for kk in unroll(0, BLOCK_K, 16):  # two k-steps, kk and kk + 8, per FP32 add
-                    for s in unroll(2):
+                for kk in unroll(0, BLOCK_K, 8 * FLUSH_STEPS):  # FLUSH_STEPS k-steps per FP32 add
+                    for s in unroll(FLUSH_STEPS):
                         for j in unroll(MMA_TILES_N):
                             for r in unroll(2):
                                 x = tiles[b_base + ((kk + s * 8 + r * 4) * B_STRIDE + j * 8)]
                                 b_pair_big[s][j][r], b_pair_small[s][j][r] = split_tf32(x)
                     for i in unroll(MMA_TILES_M):
-                        for s in unroll(2):
+                        for s in unroll(FLUSH_STEPS):
                             if MATRIX_LOAD_A:
                                 x0, x1, x2, x3 = load_matrix_x4(tiles, a_matrix_base + (i * 16 * A_STRIDE + kk + s * 8))
                                 a_pair_big[s][0], a_pair_small[s][0] = split_tf32(x0)
@@ -173,7 +174,7 @@ def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks)
                                     a_pair_big[s][r], a_pair_small[s][r] = split_tf32(x)
                         for j in unroll(MMA_TILES_N):
                             d0, d1, d2, d3 = float32(0.0), float32(0.0), float32(0.0), float32(0.0)
-                            for s in unroll(2):
+                            for s in unroll(FLUSH_STEPS):
                                 d0, d1, d2, d3 = mma_tf32(a_pair_small[s][0], a_pair_small[s][1], a_pair_small[s][2],
                                                           a_pair_small[s][3], b_pair_big[s][j][0], b_pair_big[s][j][1],
                                                           d0, d1, d2, d3)
@@ -249,10 +250,12 @@ def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks)
 
 
 def build(config: TileConfig, vector_fragments: bool = False, matrix_load_a: bool = False,
-          flush_pairs: bool = False, stages: int = 3) -> TiledKernels:
+          flush_pairs: bool = False, stages: int = 3, flush_steps: int | None = None) -> TiledKernels:
+    flush_steps = flush_steps or (2 if flush_pairs else 1)
     tiles = "" if (config.BLOCK_M, config.BLOCK_N) == (128, 256) else f"_{config.BLOCK_M}x{config.BLOCK_N}"
     name = ("t3_vector" + tiles + ("_v" if vector_fragments else "") + ("_m" if matrix_load_a else "")
-            + ("_p" if flush_pairs else "") + ("" if stages == 3 else f"_s{stages}"))
+            + ("_p" if flush_steps == 2 else f"_f{flush_steps}" if flush_steps > 2 else "")
+            + ("" if stages == 3 else f"_s{stages}"))
     constants = layout(config, vector_fragments, False, matrix_load_a, stages=stages)
-    constants["FLUSH_PAIRS"] = flush_pairs
+    constants["FLUSH_STEPS"] = flush_steps
     return TiledKernels(name, three_tf32_vector_kernel, config, constants)
