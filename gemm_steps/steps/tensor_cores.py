@@ -21,11 +21,11 @@ padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32
 different banks. Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
 arithmetic, and moves them on by one k-tile per copy; stages are counted with two small counters. (Recomputed every
 k-tile from the tile number — 64-bit index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and
-``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 10–13 %
+``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 8–13 %
 slower: experiments/tensor_core_speed.py.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100: about 141–143 TFLOPS at 4096³ and
-148–149 at 8192³; the issue's target is ≥ 150).
+Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100: 135–139 TFLOPS at 4096³ and 144–146
+at 8192³, 124–127 and 135 before the copy addresses moved out of the loop; the issue's target is ≥ 150).
 """
 
 from numba import cuda, float32, uint32
