@@ -19,9 +19,14 @@ experiments/tf32_conversion.py.)
 Also new: copies from global to shared memory go through ``cp.async`` (no registers on the way) in a STAGES-deep
 pipeline — tile t + STAGES - 1 is in flight while tile t is computed — with one barrier per k-tile. Shared tiles are
 padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32 fragment reads fall in 32
-different banks.
+different banks. Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
+arithmetic, and moves them on by one k-tile per copy; stages are counted with two small counters. (Recomputed every
+k-tile from the tile number — 64-bit index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and
+``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 8–13 %
+slower: experiments/tensor_core_speed.py.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³ (the issue's target is ≥ 150 TFLOPS on an H100), at TF32 accuracy.
+Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100: 135–139 TFLOPS at 4096³ and 144–146
+at 8192³, 124–127 and 135 before the copy addresses moved out of the loop; the issue's target is ≥ 150).
 """
 
 from numba import cuda, float32, uint32
@@ -57,18 +62,25 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     # Where this lane's fragment reads start in a stage (the pieces add compile-time offsets).
     a_read = (warp_row + group) * A_STRIDE + pair
     b_read = pair * B_STRIDE + warp_col + group
-    # Where this thread's 16-byte copies come from and go: the same for every k-tile.
-    a_row, a_k = registers(A_LOADS), registers(A_LOADS)
-    b_k, b_col = registers(B_LOADS), registers(B_LOADS)
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    # This thread's 16-byte copies, worked out once: where in A and B they start (a_from, b_from, moved on by one
+    # k-tile after each copy) and where they land in a stage (a_to, b_to). In 32-bit arithmetic (uint32(…): Numba
+    # would compute in 64 bits), so each copy costs an add or two per k-tile, not a recomputation.
+    a_row, a_k, a_from, a_to = registers(A_LOADS), registers(A_LOADS), registers(A_LOADS), registers(A_LOADS)
+    b_k, b_col, b_from, b_to = registers(B_LOADS), registers(B_LOADS), registers(B_LOADS), registers(B_LOADS)
     for load in unroll(A_LOADS):
         a_row[load] = (tid + load * THREADS) // A_VECTORS_PER_ROW
         a_k[load] = (tid + load * THREADS) % A_VECTORS_PER_ROW * 4
+        a_from[load] = uint32((block_row + a_row[load]) * k + a_k[load])
+        a_to[load] = uint32(a_row[load] * A_STRIDE + a_k[load])
     for load in unroll(B_LOADS):
         b_k[load] = (tid + load * THREADS) // B_VECTORS_PER_ROW
         b_col[load] = (tid + load * THREADS) % B_VECTORS_PER_ROW * 4
-    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
-    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+        b_from[load] = uint32(b_k[load] * n + block_col + b_col[load])
+        b_to[load] = uint32(b_k[load] * B_STRIDE + b_col[load])
     k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+    b_step = uint32(BLOCK_K * n)  # from one k-tile of B to the next
     acc = registers(MMA_TILES_M, MMA_TILES_N, 4)  # 4 results of C per mma piece, per lane
     for i in unroll(MMA_TILES_M):
         for j in unroll(MMA_TILES_N):
@@ -77,6 +89,10 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     a_frag = registers(MMA_TILES_M, 4)
     b_frag = registers(MMA_TILES_N, 2)
 
+    k0 = uint32(0)  # the first k of the k-tile being copied
+    load_stage = uint32(0)  # the stage k-tile t is copied into (t % STAGES) …
+    compute_stage = uint32(0)  # … and the one k-tile t - (STAGES - 1) is computed from
+
     # Iteration t: wait for k-tile t - (STAGES - 1) to land, start copying k-tile t into stage t % STAGES, then
     # compute k-tile t - (STAGES - 1). The barrier also tells every thread that the stage about to be overwritten
     # (computed in the previous iteration) is free.
@@ -84,30 +100,32 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
         copy_async_wait(STAGES - 2)  # of this thread's groups, all but the newest STAGES - 2 have landed
         cuda.syncthreads()  # … and so have every other thread's
         if t < k_tiles:
-            k0 = uint32(t) * BLOCK_K
-            stage_a = uint32(t % STAGES) * A_STAGE_FLOATS
-            stage_b = B_BASE + uint32(t % STAGES) * B_STAGE_FLOATS
+            stage_a = uint32(load_stage * A_STAGE_FLOATS)
+            stage_b = uint32(B_BASE + load_stage * B_STAGE_FLOATS)
             for load in unroll(A_LOADS):
                 if EDGE:
                     for q in unroll(4):
-                        copy_async_or_zero(tiles, stage_a + a_row[load] * A_STRIDE + a_k[load] + q,
+                        copy_async_or_zero(tiles, stage_a + a_to[load] + q,
                                            a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
                 else:
-                    copy_async(tiles, stage_a + a_row[load] * A_STRIDE + a_k[load],
-                               a, (block_row + a_row[load]) * k + k0 + a_k[load], 4)
+                    copy_async(tiles, uint32(stage_a + a_to[load]), a, a_from[load], 4)
+                    a_from[load] = uint32(a_from[load] + BLOCK_K)
             for load in unroll(B_LOADS):
                 if EDGE:
                     for q in unroll(4):
-                        copy_async_or_zero(tiles, stage_b + b_k[load] * B_STRIDE + b_col[load] + q,
+                        copy_async_or_zero(tiles, stage_b + b_to[load] + q,
                                            b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
                 else:
-                    copy_async(tiles, stage_b + b_k[load] * B_STRIDE + b_col[load],
-                               b, (k0 + b_k[load]) * n + block_col + b_col[load], 4)
+                    copy_async(tiles, uint32(stage_b + b_to[load]), b, b_from[load], 4)
+                    b_from[load] = uint32(b_from[load] + b_step)
+            k0 = uint32(k0 + BLOCK_K)
+            load_stage = uint32(load_stage + 1)
+            if load_stage == STAGES:
+                load_stage = uint32(0)
         copy_async_commit()  # one group per iteration (empty near the end), so wait_group counts k-tiles
         if t >= STAGES - 1:
-            stage = uint32((t - (STAGES - 1)) % STAGES)
-            a_base = stage * A_STAGE_FLOATS + a_read
-            b_base = B_BASE + stage * B_STAGE_FLOATS + b_read
+            a_base = uint32(compute_stage * A_STAGE_FLOATS + a_read)
+            b_base = uint32(B_BASE + compute_stage * B_STAGE_FLOATS + b_read)
             for kk in unroll(0, BLOCK_K, 8):  # the k-tile in steps of the mma's k = 8
                 for i in unroll(MMA_TILES_M):  # rows group, group + 8 of piece i; k = pair, pair + 4
                     a_frag[i][0] = to_tf32(tiles[a_base + (i * 16 * A_STRIDE + kk)])
@@ -122,6 +140,9 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                         acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3] = mma_tf32(
                             a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3], b_frag[j][0], b_frag[j][1],
                             acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3])
+            compute_stage = uint32(compute_stage + 1)
+            if compute_stage == STAGES:
+                compute_stage = uint32(0)
 
     # Lane (group, pair) holds C[group][2·pair], C[group][2·pair + 1], C[group + 8][…] of every piece.
     for i in unroll(MMA_TILES_M):
