@@ -145,9 +145,10 @@ if profiles:
 # %% [markdown]
 # Step 12 spends its registers on a large warp tile (32 mma tiles × 4 accumulators = 128 registers of C per
 # lane, plus fragments and addresses), so only 8 warps fit an SM — 2 per scheduler, too few to hide the latency of
-# each warp's load → round → mma chain. The ways forward, being tried now: fewer instructions per HMMA (round B once when
-# it lands in shared memory, `ldmatrix`), loading the next k-step's fragments while this one's mma run, and
-# Hopper's `wgmma`, whose operands come straight from shared memory. cuBLAS TF32 shows how much room there is. The rounding variants that were tried (and why step 12 keeps `cvt.rna`), and both profiles in full: the
+# each warp's load → round → mma chain. Two cuts of instructions per HMMA are in the kernel already (copy addresses
+# worked out once before the k-loop, and `ldmatrix` for A: docs/tensor_cores.md has the same-run measurements);
+# rounding once in shared memory was measured slower. The ways forward: loading the next k-step's fragments while
+# this one's mma run, and Hopper's `wgmma`, whose operands come straight from shared memory. cuBLAS TF32 shows how much room there is. The rounding variants that were tried (and why step 12 keeps `cvt.rna`), and both profiles in full: the
 # [deep dive: rounding and the profile](deep_dives/12_rounding_and_the_profile.ipynb).
 #
 # Next: [Lesson 13: 3xTF32](13_three_tf32.ipynb) — float32's accuracy back, from three TF32 products.

@@ -86,7 +86,8 @@ def test_the_speed_table_and_verdict_quote_the_benchmark(results):
 
 def test_the_instruction_budget_counts_the_warp_tile():
     count = lesson_12.k_step_instructions({"THREAD_M": 8, "THREAD_N": 16})  # a 64×64 warp tile: 4 × 8 mma tiles
-    assert count["hmma"] == 32 and count["elements"] == 4 * 4 + 8 * 2 and count["per_hmma"] == 4.0
+    assert count["hmma"] == 32 and count["elements"] == 4 * 4 + 8 * 2 and count["loads"] == 4 + 8 * 2
+    assert count["per_hmma"] == (32 + 20 + 2 * 32) / 32  # 3.6: HMMAs, loads, two instructions per rounding
     assert lesson_12.clocks_per_hmma() == 4
 
 

@@ -24,7 +24,7 @@ from numba import cuda
 from gemm_steps.harness.ptx import ptx_stats
 from gemm_steps.steps import tensor_cores, three_tf32
 from gemm_steps.toolkit.backend import SIMULATOR
-from gemm_steps.toolkit.tensor_core_ops import (mma_tf32, mma_tf32_reference, round_to_tf32, split_tf32,
+from gemm_steps.toolkit.tensor_core_ops import (load_matrix_x4, mma_tf32, mma_tf32_reference, round_to_tf32, split_tf32,
                                                 split_tf32_parts, to_tf32)
 from experiments.tensor_cores import one_warp_mma
 from gemm_steps.harness.verify import tf32_tolerance
@@ -146,6 +146,44 @@ def test_one_warp_mma_matches_the_documented_fragment_layout():
 
 def test_a_wrong_fragment_layout_gives_a_wrong_product():
     assert _run_one_mma(_one_mma_rows_swapped, rng_for("mma swapped")) > 0.1
+
+
+_PIECE_STRIDE = 12  # floats per row of the 16×8 A piece in shared memory: padded, and a multiple of 4 (16 bytes)
+
+
+@cuda.jit
+def _one_matrix_load(piece, out, rows_swapped):
+    """One warp: a 16×8 piece (flat, rows padded to _PIECE_STRIDE) into shared memory, then ``load_matrix_x4`` with
+    each lane naming row lane % 16 at k 4·(lane // 16), as step 12 does (or rows 0–7 and 8–15 swapped)."""
+    tile = cuda.shared.array(16 * _PIECE_STRIDE, np.float32)
+    lane = cuda.threadIdx.x
+    for i in range(lane, 16 * _PIECE_STRIDE, 32):
+        tile[i] = piece[i]
+    cuda.syncthreads()
+    row = (lane + 8) % 16 if rows_swapped else lane % 16
+    x0, x1, x2, x3 = load_matrix_x4(tile, row * _PIECE_STRIDE + lane // 16 * 4)
+    out[lane, 0], out[lane, 1], out[lane, 2], out[lane, 3] = x0, x1, x2, x3
+
+
+def _matrix_load(rows_swapped: bool) -> tuple[np.ndarray, np.ndarray]:
+    a = rng_for("ldmatrix").standard_normal((16, 8), dtype=np.float32)
+    padded = np.zeros((16, _PIECE_STRIDE), np.float32)
+    padded[:, :8] = a
+    out = cuda.to_device(np.full((32, 4), np.nan, np.float32))
+    _one_matrix_load[1, 32](cuda.to_device(padded.ravel()), out, rows_swapped)
+    lanes = np.arange(32)
+    group, pair = lanes // 4, lanes % 4
+    expected = np.stack([a[group, pair], a[group + 8, pair], a[group, pair + 4], a[group + 8, pair + 4]], axis=1)
+    return out.copy_to_host(), expected
+
+
+def test_load_matrix_x4_gives_each_lane_its_a_fragment():
+    """ldmatrix with step 12's row addresses returns a0 … a3 of the documented mma layout, bit for bit — and the
+    same call with the two row halves swapped does not (so the twin really reads the addresses the lanes give)."""
+    got, expected = _matrix_load(rows_swapped=False)
+    assert np.array_equal(got, expected)
+    got, expected = _matrix_load(rows_swapped=True)
+    assert not np.array_equal(got, expected)
 
 
 # -- the two kernels, fast and edge ----------------------------------------------------------------------------------

@@ -254,12 +254,14 @@ def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
 
 def k_step_instructions(config: dict) -> dict:
     """Per warp and per k-step of 8, in the k-loop as written: HMMAs, fragment elements loaded and rounded, and the
-    instructions per HMMA that follow (one LDS and a two-instruction rounding per element: ptxas drops
-    ``cvt.rna``'s third instruction before an mma, docs/tensor_cores.md)."""
+    instructions per HMMA that follow: one ``ldmatrix`` per A piece (its four elements), one LDS per B element, and
+    a two-instruction rounding per element (ptxas drops ``cvt.rna``'s third instruction before an mma,
+    docs/tensor_cores.md)."""
     mma_m, mma_n = 8 * config["THREAD_M"] // 16, 4 * config["THREAD_N"] // 8
     hmma, elements = mma_m * mma_n, 4 * mma_m + 2 * mma_n
+    loads = mma_m + 2 * mma_n
     return {"warp_tile": (8 * config["THREAD_M"], 4 * config["THREAD_N"]), "hmma": hmma, "elements": elements,
-            "per_hmma": (hmma + 3 * elements) / hmma}
+            "loads": loads, "per_hmma": (hmma + loads + 2 * elements) / hmma}
 
 
 def prediction(results: dict) -> str:
@@ -279,7 +281,8 @@ def prediction(results: dict) -> str:
             f"{clocks_per_hmma():.0f} clocks at full rate. So the pipe can only stay busy if a warp issues at most "
             f"{clocks_per_hmma():.0f} instructions per HMMA, the HMMA included. Step 12's {count['warp_tile'][0]}×{count['warp_tile'][1]} "
             f"warp tile does {count['hmma']} HMMAs per k-step and loads and rounds {count['elements']} fragment "
-            f"elements for them (an LDS and two instructions each): **{count['per_hmma']:.1f} instructions per "
+            f"elements for them ({count['loads']} loads — one `ldmatrix` per A piece, one LDS per B element — and "
+            f"two instructions per rounding): **{count['per_hmma']:.1f} instructions per "
             f"HMMA** before any addressing, copying or barrier — no slack at all.\n\n"
             f"**Prediction:** well above step 11 (the issue's target is {TARGET_TF32_TFLOPS:.0f} TFLOPS, "
             f"{TARGET_TF32_TFLOPS / step11:.1f}× step 11), but short of {step11 / fp32 * tf32:.0f}: the instruction "

@@ -40,6 +40,7 @@ key                      what it counts
 ``bar.sync``             block barriers (``cuda.syncthreads()``; PTX also spells it ``barrier.sync``)
 ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``  tensor-core products of 16×8×8 TF32 tiles → ``HMMA``
 ``cvt.rna.tf32.f32``     float32 → TF32 roundings
+``ldmatrix.sync.aligned.m8n8.x4.shared.b16``  a warp's load of four 8×8 (16-bit) matrices from shared memory → ``LDSM``
 ``sub.f32``              single-precision subtractions (3xTF32's ``small = x − big``)
 ``cp.async.cg…`` / ``cp.async.ca.shared.global``  asynchronous 16-byte / 4-byte global → shared copies → ``LDGSTS``
 ``cp.async.wait_group`` / ``cp.async.commit_group``  the copy pipeline's waits and group boundaries
@@ -109,6 +110,7 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         # Tensor cores (steps 12 onward): the warp-level mma, the TF32 rounding, the asynchronous-copy pipeline.
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": ops["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"],
         "cvt.rna.tf32.f32": ops["cvt.rna.tf32.f32"],
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16": ops["ldmatrix.sync.aligned.m8n8.x4.shared.b16"],
         "sub.f32": _count(ops, r"sub(?:\.rn)?(?:\.ftz)?\.f32"),
         "cp.async.cg.shared.global": ops["cp.async.cg.shared.global"],
         "cp.async.ca.shared.global": ops["cp.async.ca.shared.global"],

@@ -19,21 +19,26 @@ experiments/tf32_conversion.py.)
 Also new: copies from global to shared memory go through ``cp.async`` (no registers on the way) in a STAGES-deep
 pipeline — tile t + STAGES - 1 is in flight while tile t is computed — with one barrier per k-tile. Shared tiles are
 padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32 fragment reads fall in 32
-different banks. Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
+different banks. A's four fragment values of a piece come from one ``load_matrix_x4`` (PTX ``ldmatrix``: each lane
+names one 16-byte row of the piece, and the warp gets back exactly a0 … a3 per lane) instead of four scalar loads;
+B's stay scalar (its fragments run down a column of the [k][col] tile, which ``ldmatrix`` cannot read for 32-bit
+values). Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
 arithmetic, and moves them on by one k-tile per copy; stages are counted with two small counters. (Recomputed every
 k-tile from the tile number — 64-bit index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and
 ``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 8–13 %
 slower: experiments/tensor_core_speed.py.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100: 135–139 TFLOPS at 4096³ and 144–146
-at 8192³, 124–127 and 135 before the copy addresses moved out of the loop; the issue's target is ≥ 150).
+Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100, experiments/tensor_core_speed.py:
+124–127 TFLOPS at 4096³ and 135 at 8192³ before the copy addresses moved out of the loop, 135–139 and 144–146
+after, 145–146 and 149–154 with ``ldmatrix`` for A; the issue's target is ≥ 150).
 """
 
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, to_tf32
+from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
+                                       mma_tf32, to_tf32)
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
@@ -59,8 +64,10 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     pair = lane % 4  # k = pair and pair + 4 of an A or B piece, columns 2·pair and 2·pair + 1 of a C piece
     warp_row = warp // WARPS_N * WARP_TILE_M
     warp_col = warp % WARPS_N * WARP_TILE_N
-    # Where this lane's fragment reads start in a stage (the pieces add compile-time offsets).
-    a_read = (warp_row + group) * A_STRIDE + pair
+    # Where this lane's fragment reads start in a stage (the pieces add compile-time offsets). A goes through
+    # ldmatrix, where each lane names one 16-byte row: lanes 0–7 rows 0–7 of a piece at k 0–3 (they come back as a0),
+    # lanes 8–15 rows 8–15 (a1), lanes 16–23 rows 0–7 at k 4–7 (a2), lanes 24–31 rows 8–15 at k 4–7 (a3).
+    a_read = (warp_row + lane % 16) * A_STRIDE + lane // 16 * 4
     b_read = pair * B_STRIDE + warp_col + group
     block_row = uint32(cuda.blockIdx.y) * BLOCK_M
     block_col = uint32(cuda.blockIdx.x) * BLOCK_N
@@ -127,11 +134,10 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             a_base = uint32(compute_stage * A_STAGE_FLOATS + a_read)
             b_base = uint32(B_BASE + compute_stage * B_STAGE_FLOATS + b_read)
             for kk in unroll(0, BLOCK_K, 8):  # the k-tile in steps of the mma's k = 8
-                for i in unroll(MMA_TILES_M):  # rows group, group + 8 of piece i; k = pair, pair + 4
-                    a_frag[i][0] = to_tf32(tiles[a_base + (i * 16 * A_STRIDE + kk)])
-                    a_frag[i][1] = to_tf32(tiles[a_base + ((i * 16 + 8) * A_STRIDE + kk)])
-                    a_frag[i][2] = to_tf32(tiles[a_base + (i * 16 * A_STRIDE + kk + 4)])
-                    a_frag[i][3] = to_tf32(tiles[a_base + ((i * 16 + 8) * A_STRIDE + kk + 4)])
+                for i in unroll(MMA_TILES_M):  # a0 … a3 of piece i (rows group, group + 8; k pair, pair + 4) …
+                    x0, x1, x2, x3 = load_matrix_x4(tiles, a_base + (i * 16 * A_STRIDE + kk))  # … in one ldmatrix
+                    a_frag[i][0], a_frag[i][1] = to_tf32(x0), to_tf32(x1)
+                    a_frag[i][2], a_frag[i][3] = to_tf32(x2), to_tf32(x3)
                 for j in unroll(MMA_TILES_N):  # column group of piece j; k = pair, pair + 4
                     b_frag[j][0] = to_tf32(tiles[b_base + (kk * B_STRIDE + j * 8)])
                     b_frag[j][1] = to_tf32(tiles[b_base + ((kk + 4) * B_STRIDE + j * 8)])
@@ -194,21 +200,25 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 TILED = build(tuned_config("tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
 
 
-def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding: dict) -> dict:
+def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding: dict, a_by_ldmatrix: bool) -> dict:
     """What the fast kernel's PTX must show for one unrolled k-tile (checked by tests/test_ptx.py): the mma pieces
     times the products per piece, the rounding of every fragment element (``rounding``: PTX instruction → how many
     per element), 16-byte cp.async copies, one barrier and one wait per k-tile, no FP32 FMAs, no local memory.
-    ``config``: the tiles a GPU build uses (the PTX is compiled for them, also on a machine without a GPU)."""
+    ``config``: the tiles a GPU build uses (the PTX is compiled for them, also on a machine without a GPU).
+    ``a_by_ldmatrix``: A's fragments come in one ``ldmatrix`` per piece instead of four scalar shared loads."""
     shape = layout(config)
     pieces = shape["MMA_TILES_M"] * shape["MMA_TILES_N"] * config.BLOCK_K // 8
     fragments = (4 * shape["MMA_TILES_M"] + 2 * shape["MMA_TILES_N"]) * config.BLOCK_K // 8
+    a_matrices = shape["MMA_TILES_M"] * config.BLOCK_K // 8 if a_by_ldmatrix else 0  # one per piece and k-step
     copies = (config.BLOCK_M + config.BLOCK_N) * config.BLOCK_K // 4 // config.THREADS
     return {f"{name}_fast": {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": pieces * products_per_piece,
                              "cvt.rna.tf32.f32": 0,
                              **{instruction: fragments * count for instruction, count in rounding.items()},
-                             "ld.shared.f32": fragments, "cp.async.cg.shared.global": copies, "cp.async.wait_group": 1,
+                             "ld.shared.f32": fragments - 4 * a_matrices,
+                             "ldmatrix.sync.aligned.m8n8.x4.shared.b16": a_matrices,
+                             "cp.async.cg.shared.global": copies, "cp.async.wait_group": 1,
                              "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
 
 
 PTX_EXPECT = ptx_claims("tensor_cores", tuned_config("tensor_cores", SEARCH_SPACE), products_per_piece=1,
-                        rounding={"cvt.rna.tf32.f32": 1})
+                        rounding={"cvt.rna.tf32.f32": 1}, a_by_ldmatrix=True)

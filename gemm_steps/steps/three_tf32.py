@@ -174,4 +174,4 @@ TILED = build(tuned_config("three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFI
 
 # Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 for small).
 PTX_EXPECT = tensor_cores.ptx_claims("three_tf32", tuned_config("three_tf32", SEARCH_SPACE), products_per_piece=3,
-                                     rounding={"sub.f32": 1})
+                                     rounding={"sub.f32": 1}, a_by_ldmatrix=False)

@@ -9,6 +9,7 @@ function                                    PTX                                 
 ``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    2–3 ALU ops
 ``split_tf32(x)``                           ``add``, ``and`` (big), ``sub.f32`` (small = x − big)        3 ops
 ``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688``
+``load_matrix_x4(shared, i)``               ``ldmatrix.sync.aligned.m8n8.x4.shared.b16``                  ``LDSM.16.M88.4``
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
 ``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
 ``copy_async_or_zero(s, j, m, r, c, R, C)`` ``cp.async.ca.shared.global [s+j], [m+r*C+c], 4, size``       ``LDGSTS``
@@ -27,6 +28,14 @@ ISA's "matrix fragments for mma.m16n8k8", .tf32). With ``group = lane // 4`` and
 
 Every lane of the warp must call it together (``.sync.aligned``), with the same instruction: it is one operation
 of the warp, not 32 of threads.
+
+**Loading an A fragment in one instruction.** ``load_matrix_x4`` is ``ldmatrix``: a warp reads four 8×8 matrices of
+16-bit values from shared memory, each row 16 bytes. Lanes 8q … 8q + 7 give the addresses of matrix q's rows 0 … 7
+(every lane passes one row address), and lane t gets back, from each matrix q, the 32 bits at bytes
+4·(t % 4) … 4·(t % 4) + 3 of row t // 4. Read as float32, a matrix is 8 rows × 4 floats and lane (group, pair)
+gets its element [group][pair] — so with rows 0–7 / 8–15 of an A piece at k 0–3 / 4–7 as the four matrices, one
+call returns exactly a0, a1, a2, a3, in the four consecutive registers the ``mma`` reads, for one instruction
+instead of four scalar loads.
 
 **TF32** is float32 with the mantissa cut from 23 bits to 10 (8 exponent bits, like float32: the same range). The
 tensor core reads only those 19 bits of each A and B element; ``to_tf32`` rounds a float32 to the nearest TF32 value
@@ -62,7 +71,8 @@ import numpy as np
 
 from .backend import SIMULATOR
 
-__all__ = ["to_tf32", "split_tf32", "mma_tf32", "copy_async_commit", "copy_async_wait", "copy_async_or_zero",
+__all__ = ["to_tf32", "split_tf32", "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
+           "copy_async_or_zero",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
@@ -195,6 +205,18 @@ if SIMULATOR:
                                                      _warp_mma)
         return results[lane]
 
+    def load_matrix_x4(shared, index):
+        """This lane's (x0, x1, x2, x3): element [group][pair] of the four 8×4-float matrices whose rows lanes 0–31
+        name, each lane passing ``index``, the float index of one 16-byte row (simulator: the lanes meet, as in
+        ``mma_tf32``, to learn each other's row addresses)."""
+        thread = threading.current_thread()
+        if not hasattr(thread, "thread_id"):
+            raise RuntimeError("load_matrix_x4 is a warp operation: call it from inside a kernel")
+        lane = thread.thread_id % 32
+        rows = _exchange(thread).deposit_and_wait(thread, lane, int(index), list)
+        group, pair = lane // 4, lane % 4
+        return tuple(np.float32(shared[rows[8 * q + group] + pair]) for q in range(4))
+
     def _truncated(x: np.ndarray) -> np.ndarray:
         """What the tensor core reads of its operands: their top 19 bits (sign, exponent, 10 mantissa bits)."""
         return (x.view(np.uint32) & _KEPT_BITS).view(np.float32)
@@ -269,6 +291,26 @@ else:
             out = builder.call(mma, a_and_b + values[6:])
             lanes = [builder.extract_value(out, i) for i in range(4)]
             return context.make_tuple(builder, sig.return_type, lanes)
+
+        return signature, codegen
+
+    @intrinsic
+    def load_matrix_x4(typingctx, shared, index):
+        """``ldmatrix.sync.aligned.m8n8.x4.shared.b16``: this lane passes the address of ``shared[index]`` (one
+        16-byte row of one of the four matrices) and gets four 32-bit values back, as float32."""
+        if not (_is_float32_vector(shared) and isinstance(index, types.Integer)):
+            return None
+        signature = types.UniTuple(types.float32, 4)(shared, index)
+
+        def codegen(context, builder, sig, args):
+            pointer = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            pointer = builder.addrspacecast(pointer, pointer.type.pointee.as_pointer(3))
+            result = ir.LiteralStructType([_I32] * 4)
+            asm = "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+            load = ir.InlineAsm(ir.FunctionType(result, [pointer.type]), asm, "=r,=r,=r,=r,l", side_effect=True)
+            out = builder.call(load, [pointer])
+            values = [builder.bitcast(builder.extract_value(out, q), _F32) for q in range(4)]
+            return context.make_tuple(builder, sig.return_type, values)
 
         return signature, codegen
 
