@@ -376,9 +376,9 @@ def config_label(name: str, config: dict) -> str:
 
 def tensor_core_profiles(results: dict) -> dict | None:
     """The Nsight Compute report of one 4096³ launch of each tensor-core step (``PROFILE_REPORT``), as
-    {step: {metric: value}}, or None if it is not shipped. The report has no register count; ``Registers Per
-    Thread`` is added from the tensor-core experiment (``TENSOR_CORES_RUN``'s ``registers``: ptxas on the GPU), for
-    the configuration the benchmark ``results`` ran."""
+    {step: {metric: value}}, or None if it is not shipped. ``Registers Per Thread`` comes from the report's launch
+    statistics; a report without them gets it from the tensor-core experiment (``TENSOR_CORES_RUN``'s
+    ``registers``: ptxas on the GPU), for the configuration the benchmark ``results`` ran."""
     path = results_files.find(PROFILE_REPORT)
     if path is None:
         return None
@@ -394,6 +394,8 @@ def tensor_core_profiles(results: dict) -> dict | None:
         out[step] = metrics
     run = load_run(TENSOR_CORES_RUN)
     for step, metrics in out.items():
+        if "Registers Per Thread" in metrics:  # the report's own launch statistics (re-profiled 2026-11-25)
+            continue
         found = (run or {}).get("registers", {}).get(config_label(step, shipped_config(results, step)))
         metrics["Registers Per Thread"] = found["registers"] if found else float("nan")
     return out
