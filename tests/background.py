@@ -55,6 +55,7 @@ class BackgroundChild:
         self.returncode: int | None = None
         self.process: subprocess.Popen | None = None
         self.started = time.monotonic()
+        self.ended: float | None = None
         self._closed = False
         self._changed = threading.Condition()
         self._stderr = tempfile.TemporaryFile(mode="w+")
@@ -87,6 +88,7 @@ class BackgroundChild:
                 self._changed.notify_all()
         self.returncode = self.process.wait()
         with self._changed:
+            self.ended = time.monotonic()
             self.finished = True
             self._changed.notify_all()
 
@@ -115,6 +117,20 @@ class BackgroundChild:
             pytest.skip(self.unavailable)
         pytest.fail(f"[{self.name}] the child process ended (exit {self.returncode}) without {key}:\n"
                     f"{self.stderr_tail()}")
+
+    def timing(self, since: float) -> str:
+        """One line for the terminal summary: when the child started and ended (seconds after ``since``) and the
+        slowest records by their ``seconds``."""
+        if self.process is None:
+            return f"[{self.name}] never started"
+        end = f"ended at {self.ended - since:.0f} s" if self.ended is not None else "still running"
+        def label(key: str) -> str:  # a PTX key is a JSON list [job, kernel]
+            return " ".join(json.loads(key)) if key.startswith("[") else key
+
+        timed = sorted(((r.get("seconds", 0.0), label(key)) for key, r in self.records.items()), reverse=True)
+        slowest = ", ".join(f"{key} {seconds:.0f} s" for seconds, key in timed[:6])
+        return (f"[{self.name}] started at {self.started - since:.0f} s, {end}; {len(self.records)} records, "
+                f"{sum(s for s, _ in timed):.0f} s in all; slowest: {slowest}")
 
     def stderr_tail(self, chars: int = 3000) -> str:
         self._stderr.flush()
