@@ -8,7 +8,8 @@
   are compiled in one background process, started when collection ends, while the other tests run
   (``tests/ptx_jobs.py``).
 * The lessons are executed by a second background process, once the PTX compile is done (``tests/lesson_runs.py``);
-  the tests that wait for them run last, so the pytest process is busy with the simulator tests meanwhile.
+  the tests that wait for them run last, so the pytest process is busy with the simulator tests meanwhile. When
+  those tests begin, a second lesson runner starts on this process's core, sharing the list with the first.
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
@@ -54,8 +55,13 @@ def pytest_sessionstart(session):
 
 
 def pytest_runtest_setup(item):
+    """At the first test that waits for late background work, this process has nothing else to run: a second lesson
+    runner takes its core (tests/lesson_runs.py)."""
     if _waits_for(item) and LATE_TESTS_FROM not in item.config.stash:
         item.config.stash[LATE_TESTS_FROM] = time.monotonic()
+        runs = item.config.stash.get(LESSON_RUNS, None)
+        if runs is not None:
+            runs.help()
 
 
 def pytest_terminal_summary(terminalreporter, config):
