@@ -176,7 +176,7 @@ class BackgroundChild:
         own = {key: r for key, r in self.records.items() if not any(key in h.records for h in self.helpers)}
         timed = sorted(((r.get("seconds", 0.0), label(key)) for key, r in own.items()), reverse=True)
         slowest = ", ".join(f"{key} {seconds:.0f} s" for seconds, key in timed[:6])
-        return (f"[{self.name}] started at {self.started - since:.0f} s, {end}; {len(self.records)} records, "
+        return (f"[{self.name}] started at {self.started - since:.0f} s, {end}; {len(own)} records, "
                 f"{sum(s for s, _ in timed):.0f} s in all; slowest: {slowest}")
 
     def stderr_tail(self, chars: int = 3000) -> str:
