@@ -8,7 +8,8 @@
   are compiled in one background process, started when collection ends, while the other tests run
   (``tests/ptx_jobs.py``).
 * The lessons are executed by a second background process, once the PTX compile is done (``tests/lesson_runs.py``);
-  the tests that wait for them run last, so the pytest process is busy with the simulator tests meanwhile.
+  the tests that wait for them run last, so the pytest process is busy with the simulator tests meanwhile. When
+  those tests begin, a second lesson runner starts on this process's core, sharing the list with the first.
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
@@ -17,6 +18,7 @@ cannot use function-scoped fixtures); the fixtures below hand them to ordinary t
 from __future__ import annotations
 
 import json
+import time
 
 import gemm_steps  # first: chooses GPU or simulator before anything imports Numba
 import numpy as np
@@ -30,12 +32,52 @@ PTX_JOBS = pytest.StashKey[ptx_jobs.PTXJobs]()
 LESSON_RUNS = pytest.StashKey[lesson_runner.LessonRuns]()
 #: The test that waits for a lesson executed in the background (tests/test_notebooks.py).
 LESSON_TEST = "test_lesson_runs_on_the_simulator"
+#: When the session started, and when the first test that waits for late background work started (monotonic).
+STARTED = pytest.StashKey[float]()
+LATE_TESTS_FROM = pytest.StashKey[float]()
+
+
+def _waits_for(item) -> int:
+    """2: waits for a lesson; 1: for a compile-time patch comparison (both late background work); 0: neither."""
+    if getattr(item, "originalname", None) == LESSON_TEST:
+        return 2
+    return int(any(job.startswith("patches:") for mark in item.iter_markers("ptx") for job in mark.args))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
     config.addinivalue_line("markers", "slow: long simulator tests")
     config.addinivalue_line("markers", "ptx(*jobs): needs the PTX of these jobs (tests/ptx_jobs.py)")
+
+
+def pytest_sessionstart(session):
+    session.config.stash[STARTED] = time.monotonic()
+
+
+def pytest_runtest_setup(item):
+    """At the first test that waits for late background work, this process has nothing else to run: a second lesson
+    runner takes its core (tests/lesson_runs.py)."""
+    if _waits_for(item) and LATE_TESTS_FROM not in item.config.stash:
+        item.config.stash[LATE_TESTS_FROM] = time.monotonic()
+        runs = item.config.stash.get(LESSON_RUNS, None)
+        if runs is not None:
+            runs.help()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Where the time went: when the tests that wait for background work began (the other tests were done), and
+    when each background child started and ended (docs/hardening.md, section 7, reads these lines)."""
+    started = config.stash.get(STARTED, None)
+    children = [config.stash.get(key, None) for key in (PTX_JOBS, LESSON_RUNS)]
+    if started is None or not any(children):
+        return
+    terminalreporter.section("background work")
+    late = config.stash.get(LATE_TESTS_FROM, None)
+    if late is not None:
+        terminalreporter.write_line(f"tests not waiting for background work done at {late - started:.0f} s")
+    for child in children:
+        if child is not None:
+            terminalreporter.write_line(child.timing(started))
 
 
 def pytest_report_header(config):
@@ -45,12 +87,7 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     # Tests that wait for late background work go last, so the simulator tests keep this process busy first: the
     # compile-time patch comparisons (the background PTX process does them after the PTX), then the lessons.
-    def waits_for(item) -> int:
-        if getattr(item, "originalname", None) == LESSON_TEST:
-            return 2
-        return int(any(job.startswith("patches:") for mark in item.iter_markers("ptx") for job in mark.args))
-
-    items.sort(key=waits_for)  # stable: order kept otherwise
+    items.sort(key=_waits_for)  # stable: order kept otherwise
     if not gemm_steps.SIMULATOR:
         return
     skip = pytest.mark.skip(reason=f"needs a real CUDA GPU; kernels run on {gemm_steps.backend()}")

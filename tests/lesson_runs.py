@@ -6,6 +6,11 @@ the same spare core), which executes each lesson in a fresh kernel in its own te
 JSON record per lesson: how long it took, whether its timing cells showed the shipped results, or the error of
 the first failing cell. ``tests/test_notebooks.py`` waits for each lesson's record; those tests run last.
 
+When the pytest process has run every test that does not wait for background work, its core is free: ``conftest``
+then calls :meth:`LessonRuns.help`, which starts a second child on the same list. Each child claims a lesson before
+executing it (creating a file named after it, which fails if the other child has made it), so every lesson runs
+exactly once, on whichever core is free first.
+
 With no shipped benchmark in results/ (a fresh fork), a first cell points the results finder at a synthetic file,
 so the timing cells run too.
 """
@@ -13,10 +18,11 @@ so the timing cells run too.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Callable
 
-from background import BackgroundChild, child_env
+from background import BackgroundChild, Gate, child_env
 
 #: Seconds one cell may run before the lesson fails.
 CELL_TIMEOUT_S = 120
@@ -26,12 +32,13 @@ TIMEOUT_S = 1800
 SHIPPED = "shipped run from"
 
 CHILD = r"""
-import importlib.util, json, sys, tempfile, time, traceback
+import importlib.util, json, os, sys, tempfile, time, traceback
 from pathlib import Path
 
 import nbformat
 
 repo, stems, synthetic, cell_timeout = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+claims = Path(sys.argv[5])
 spec = importlib.util.spec_from_file_location("build_notebooks", repo / "scripts" / "build_notebooks.py")
 build = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(build)
@@ -50,7 +57,17 @@ def text_outputs(nb):
     return "\n".join(parts)
 
 
+def claim(stem):  # True if this child is the first to take the lesson (the other child, if any, skips it)
+    try:
+        os.close(os.open(claims / stem.replace("/", "__"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
 for stem in stems:
+    if not claim(stem):
+        continue
     nb = build.read_lesson(repo / "lessons" / f"{stem}.py")
     with tempfile.TemporaryDirectory() as folder:
         if synthetic:
@@ -73,14 +90,31 @@ for stem in stems:
 
 
 class LessonRuns(BackgroundChild):
-    """The lessons executing in the background; :meth:`result` waits for one."""
+    """The lessons executing in the background; :meth:`result` waits for one, :meth:`help` starts a second child."""
 
     def __init__(self, stems: list[str], repo: Path, synthetic: str = "", say: Callable[[str], None] = print,
                  after: BackgroundChild | None = None):
         self.stems = list(stems)
-        super().__init__("lessons", CHILD, [str(repo), json.dumps(self.stems), synthetic, str(CELL_TIMEOUT_S)],
-                         child_env(NUMBA_ENABLE_CUDASIM="1"), say=say, after=after)
+        self._claims = tempfile.TemporaryDirectory(prefix="lesson-claims-")
+        args = [str(repo), json.dumps(self.stems), synthetic, str(CELL_TIMEOUT_S), self._claims.name]
+        env = child_env(NUMBA_ENABLE_CUDASIM="1")
+        super().__init__("lessons", CHILD, args, env, say=say, after=after)
+        self._gate = Gate()
+        self.helper = BackgroundChild("lessons-2", CHILD, args, env, say=say, after=self._gate, into=self)
+
+    def help(self) -> None:
+        """Start the second child (when this process has a core to spare): it takes the lessons not yet claimed."""
+        self._gate.open()
 
     def result(self, stem: str) -> dict:
         """``{"seconds", "shipped"}`` once the lesson ran, or ``{"error"}`` with its first failing cell."""
         return self.wait_for(stem, TIMEOUT_S)
+
+    def timing(self, since: float) -> str:
+        return super().timing(since) + "\n" + self.helper.timing(since)
+
+    def close(self) -> None:
+        self.helper.close()
+        self._gate.open()  # the helper's thread, if still waiting to start, sees it is closed and ends
+        super().close()
+        self._claims.cleanup()

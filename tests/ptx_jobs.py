@@ -132,3 +132,18 @@ def tensor_core_kernels() -> dict:
     for module in (tensor_cores, three_tf32):
         kernels.update(module.TILED.ptx_kernels())
     return kernels
+
+
+#: The tile configuration of the cp.async variant's PTX check (tests/test_variants.py's SMALL).
+ASYNC_VARIANT_CONFIG = dict(BLOCK_M=64, BLOCK_N=32, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
+
+
+def async_copy_variant_kernels() -> dict:
+    """experiments/kernels/warp_tiling_async.py with both copies asynchronous, fast kernel, labelled ``fast``
+    (tests/test_variants.py)."""
+    from experiments.kernels import warp_tiling_async
+    from gemm_steps.toolkit.tiles import TileConfig
+
+    kernels = warp_tiling_async.build(TileConfig(**ASYNC_VARIANT_CONFIG), async_a=True, async_b=True,
+                                      name="variant_async_ptx")
+    return {"fast": (kernels.kernels["fast"], kernels.signature("fast"))}

@@ -409,7 +409,9 @@ def test_tall_products_run_in_row_chunks(caller, rows_per_launch, rng, monkeypat
     """Products taller than one launch's grid allows (65,535 blocks along y) run as several launches on row slices.
 
     The real limit (``api.ROWS_PER_LAUNCH``, ~2 million rows) is far beyond the simulator, so it is lowered here;
-    the result must be the same whether or not a chunk boundary falls on a tile boundary.
+    the result must be the same whether or not a chunk boundary falls on a tile boundary. Host inputs chunk the same
+    way, on the shared path (``api.run``, which every caller goes through): checked once there, with its NumPy
+    launch.
     """
     monkeypatch.setattr(api, "ROWS_PER_LAUNCH", rows_per_launch)
     m, n, k = 150, 5, 12  # 2 launches of 128 rows (the second partial), or 3 of 70 (chunk edges inside tiles)
@@ -418,5 +420,7 @@ def test_tall_products_run_in_row_chunks(caller, rows_per_launch, rng, monkeypat
     assert call(caller, dev(a), dev(b), out) is out
     assert_close(out.copy_to_host(), a, b, f"{caller_id(caller)} in chunks of {rows_per_launch} rows")
     assert len(launch_contract) == -(-m // rows_per_launch), f"launches: {launch_contract}"
-    if caller is None or caller == "api":  # the host path chunks the same way
+    if caller == "api":  # the host path chunks the same way (on the shared path: see the docstring)
+        launch_contract.clear()
         assert_close(call(caller, a, b), a, b, f"{caller_id(caller)} (host) in chunks of {rows_per_launch} rows")
+        assert len(launch_contract) == -(-m // rows_per_launch), f"host launches: {launch_contract}"

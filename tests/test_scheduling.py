@@ -2,7 +2,11 @@
 
 NaN-poisoned outputs catch a skipped tile but not a doubled one: writing a tile twice leaves the same numbers.
 So these tests build the real generated kernels with a counting ``store_float4`` (the only way the fast kernels
-write C) and check that each element of C was stored once — on the simulator, where the kernels are Python.
+write C) and check that each element of C was stored once — on the simulator, where the kernels are Python. They
+build them for a small tile configuration (``SMALL``, one warp per block): which block takes which tile, the
+grouped tile order and stream-K's split and fixups depend on the numbers of tiles, k-tiles and blocks, not on the
+tile size, and a shipped 128×256 tile costs the simulator ~16 times as much. The shipped configuration's schedule
+is run by tests/test_steps.py (2×2 tiles and 2×2 tiles plus an edge, NaN-poisoned, twice bit for bit).
 Also here: step 11's rule for splitting tiles between data-parallel and stream-K, and the order in which the
 generated kernels of steps 7–11 issue their FMAs (step 9's serpentine order).
 """
@@ -16,7 +20,7 @@ import pytest
 
 import gemm_steps
 from gemm_steps.harness import api
-from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS, stream_k_split
+from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS, TileConfig, stream_k_split
 from gemm_steps.toolkit.intrinsics import store_float4
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="counts stores through the simulator's Python kernels")
@@ -33,10 +37,13 @@ def _counting_store(c_size: int, counts: np.ndarray):
     return store
 
 
-def _build(step_name, overrides):
+#: One warp per block (warp tiling's 8×4 lanes), the shipped THREAD_M and BLOCK_K: see the module docstring.
+SMALL = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
+
+
+def _build(step_name, overrides, config=SMALL):
     from gemm_steps.steps import persistent, stream_k
 
-    config = gemm_steps.get_step(step_name).tiled.config
     if step_name == "persistent":
         return persistent.build(config, overrides=overrides)
     return stream_k.build(config, overrides=overrides)
@@ -46,7 +53,7 @@ def _build(step_name, overrides):
 @pytest.mark.parametrize("step_name", ["persistent", "stream_k"])
 @pytest.mark.parametrize("tiles", [(2, 2), (3, 2), (4, 2), (7, 1)], ids=lambda t: f"{t[0]}x{t[1]}tiles")
 def test_every_tile_stored_exactly_once(step_name, tiles, rng):
-    config = gemm_steps.get_step(step_name).tiled.config
+    config = SMALL
     m, n = tiles[0] * config.BLOCK_M, tiles[1] * config.BLOCK_N
     k = 3 * config.BLOCK_K  # several k-tiles: stream-K splits them between blocks
     counts = np.zeros(m * n, dtype=np.int64)
@@ -67,7 +74,7 @@ def test_counting_store_catches_a_doubled_tile(rng):
     """The check above can fail: a kernel whose grid-stride visits a tile twice is caught."""
     from gemm_steps.steps import persistent
 
-    config = gemm_steps.get_step("persistent").tiled.config
+    config = SMALL
     m, n, k = 2 * config.BLOCK_M, 2 * config.BLOCK_N, config.BLOCK_K
     counts = np.zeros(m * n, dtype=np.int64)
     kernels = persistent.build(config, overrides={"store_float4": _counting_store(m * n, counts)})

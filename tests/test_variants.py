@@ -6,7 +6,8 @@ with ``cp.async`` copies and/or unsigned stage arithmetic (``warp_tiling_async``
 orders (``warp_tiling_fma_order``) and step 5 with a strided thread map (``register_2d_strided``). The experiments
 must stay reproducible, so the variants are tested like steps: against float64 on the simulator, on a small tile
 configuration so it stays fast, with shapes that run the fast kernel alone and the fast and edge kernels together;
-the FMA orders bit for bit against step 9; and the ``cp.async`` variant's PTX on a CPU.
+the FMA orders bit for bit against step 9; and the ``cp.async`` variant's PTX on a CPU (compiled by the
+background PTX process, tests/ptx_jobs.py).
 
 ``experiments`` is a package of the checkout, not installed with ``gemm_steps``: this file puts the repository root
 on ``sys.path`` (as ``python -m pytest`` from the root, and ``python -m experiments.<topic>``, already do).
@@ -16,10 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -219,31 +217,19 @@ def test_experiment_script_builds_its_variants(script):
     assert callable(module.main)
 
 
-# -- the cp.async variant's PTX, compiled on a CPU ----------------------------------------------------------------
-_PTX_OF_ASYNC_VARIANT = """
-import json
-import experiments
-from experiments.kernels import warp_tiling_async
-from gemm_steps.harness.ptx import compile_kernel_ptx, nvvm_version, ptx_stats
-from gemm_steps.toolkit.tiles import TileConfig
-if nvvm_version() is None:
-    raise SystemExit("NVVM unavailable")
-config = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
-kernels = warp_tiling_async.build(config, async_a=True, async_b=True, name="variant_async_ptx")
-print(json.dumps(ptx_stats(compile_kernel_ptx(kernels.kernels["fast"], kernels.signature("fast")))))
-"""
+# -- the cp.async variant's PTX, compiled on a CPU (in the background PTX process, tests/ptx_jobs.py) -------------
+ASYNC_VARIANT_JOB = "kernels:ptx_jobs:async_copy_variant_kernels"
 
 
-def test_async_copy_variant_ptx():
+@pytest.mark.ptx(ASYNC_VARIANT_JOB)
+def test_async_copy_variant_ptx(ptx):
     """With both copies asynchronous, every global load of a k-tile is a cp.async into shared memory: 4-byte copies
     of A (to its transposed places), 16-byte copies of B, one wait per k-tile, and no shared-memory store left."""
-    path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    done = subprocess.run([sys.executable, "-c", _PTX_OF_ASYNC_VARIANT], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path}, timeout=900)
-    if done.returncode == 1 and done.stderr.strip().endswith("NVVM unavailable"):
-        pytest.skip("NVVM unavailable: cannot compile to PTX here")
-    assert done.returncode == 0, done.stderr[-3000:]
-    stats = json.loads(done.stdout.strip().splitlines()[-1])
+    from ptx_jobs import ASYNC_VARIANT_CONFIG
+
+    assert TileConfig(**ASYNC_VARIANT_CONFIG) == SMALL, "the PTX job must build the variant the tests here run"
+    stats = ptx.stats(ASYNC_VARIANT_JOB, "fast")
+    assert "error" not in stats, f"the variant failed to compile: {stats['error']}"
     opcodes = stats["opcodes"]
     constants = SMALL.constants()
     assert opcodes.get("cp.async.ca.shared.global") == 4 * constants["A_LOADS"]
