@@ -123,17 +123,6 @@ class PTXJobs(BackgroundChild):
         return self.wait_for(json.dumps([job, label]), TIMEOUT_S)["stats"]
 
 
-def tensor_core_kernels() -> dict:
-    """The tensor-core kernels (steps 12 and 13 of the chapter in progress, not yet in the course's step list), fast
-    and edge, labelled ``<module>_<variant>`` (tests/test_tensor_cores.py)."""
-    from gemm_steps.steps import tensor_cores, three_tf32
-
-    kernels = {}
-    for module in (tensor_cores, three_tf32):
-        kernels.update(module.TILED.ptx_kernels())
-    return kernels
-
-
 #: The tile configuration of the cp.async variant's PTX check (tests/test_variants.py's SMALL).
 ASYNC_VARIANT_CONFIG = dict(BLOCK_M=64, BLOCK_N=32, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
 

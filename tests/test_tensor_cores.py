@@ -299,10 +299,10 @@ def test_a_gpu_nan_in_a_reaches_its_row_of_c(module):
 
 # -- the compiled code -------------------------------------------------------------------------------------------
 
-@pytest.mark.ptx("kernels:ptx_jobs:tensor_core_kernels")
+@pytest.mark.ptx("tensor_cores", "three_tf32")  # the steps' own PTX jobs (tests/test_ptx.py compiles the same)
 @pytest.mark.parametrize("module", [tensor_cores, three_tf32], ids=["tensor_cores", "three_tf32"])
 def test_ptx_shows_the_tensor_core_pipeline(ptx, module):
-    job = "kernels:ptx_jobs:tensor_core_kernels"
+    job = module.TILED.name  # the step's name: its kernels compiled for the GPU build's tiles
     failures = []
     for label, wanted in module.PTX_EXPECT.items():
         stats = ptx.stats(job, label)
