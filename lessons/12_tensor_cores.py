@@ -1,10 +1,11 @@
 # %% [markdown]
 # # Lesson 12 — Tensor cores: a warp multiplies 16×8×8 tiles in one instruction
 #
-# Steps 1–11 did every multiply-add on the SM's **FP32 units**: 128 per SM per clock. Since Volta, each SM also
-# has **tensor cores**: units that multiply small *matrices*, not numbers. One instruction, issued by a whole warp,
-# computes D = A·B + C on a 16×8 tile of A, an 8×8 tile of B and a 16×8 tile of C — 2,048 multiply-adds. In SASS
-# (the GPU's machine code) it is called **HMMA**; in PTX, `mma.sync.m16n8k8`. On Hopper the tensor cores do 8× the
+# Steps 1–11 did every multiply-add on the SM's **FP32 units**: 128 per SM per clock. Since Volta (NVIDIA's GPU
+# generation of 2017; the H100 is a Hopper, 2022), each SM also has **tensor cores**: units that multiply small
+# *matrices*, not numbers. One instruction, issued by a whole warp, computes D = A·B + C on a 16×8 tile of A, an 8×8
+# tile of B and a 16×8 tile of C — 16·8·8 = 1,024 multiply-adds (2,048 FLOPs). In SASS (the GPU's machine code) it
+# is called **HMMA**; in PTX, `mma.sync.m16n8k8`. On Hopper the tensor cores do 8× the
 # FP32 units' multiply-adds per clock, in a format called TF32 (below). This lesson drives them from Numba, checks
 # the result, and measures what that buys and what it costs in accuracy.
 
@@ -14,7 +15,7 @@ from gemm_steps.course import lesson, lesson_12
 
 tensor_cores = gemm_steps.get_step("tensor_cores")
 results = lesson.load_results()
-print(tensor_cores.doc)
+print(tensor_cores.doc.splitlines()[0])
 
 # %% [markdown]
 # ## The idea: one instruction, 32 lanes, one tile
@@ -50,11 +51,13 @@ lesson.say(text)
 # ## TF32: what is lost
 #
 # A float32 stores 1 sign bit, 8 exponent bits and 23 **mantissa bits** (the binary digits after the leading 1).
+# The leading 1 and the mantissa bits together, 24 bits, are the **significand**: x = ± significand × 2^exponent.
 # **TF32** ("tensor float 32") keeps float32's sign and exponent — the same range — but only the top 10 mantissa
-# bits. The spacing between neighbouring TF32 numbers near x, one **unit in the last place** (ulp), is 2^-10 of x's
-# power of two; rounding to the nearest TF32 value moves x by at most half of that: a relative error of at most
-# u = 2^-11 ≈ 4.9e-4 (float32's is 2^-24 ≈ 6e-8). The tensor core multiplies TF32 inputs exactly (a product of two
-# 11-bit significands fits in float32) and adds in float32. So the loss is in the inputs. Measured in NumPy on
+# bits (an 11-bit significand). The spacing between neighbouring TF32 numbers near x, one **unit in the last place**
+# (ulp), is 2^-10 of x's power of two; rounding to the nearest TF32 value moves x by at most half of that: a relative
+# error of at most u = 2^-11 ≈ 4.9e-4 (float32's is 2^-24 ≈ 6e-8). The tensor core multiplies TF32 inputs exactly
+# (a product of two 11-bit significands fits in float32's 24) and adds in float32 — but its adds *truncate* instead
+# of rounding to nearest, which matters in lesson 13. Here the loss is in the inputs. Measured in NumPy on
 # standard-normal inputs, next to the tolerance the course's checks allow a TF32 kernel
 # (`harness/verify.tf32_tolerance`: 4u plus the float32 tolerance for the sums):
 
@@ -67,12 +70,34 @@ lesson.say(lesson_12.tf32_loss_table())
 # does C itself. About 3 decimal digits, for every K — fine for training neural networks, not a drop-in for
 # float32 (lesson 13 wins the digits back).
 #
+# Why round at all, if the tensor core keeps only the top 10 mantissa bits anyway? Because of *how* it drops the
+# rest:
+
+# %%
+lesson.say(lesson_12.truncation_check())
+
+# %% [markdown]
+# ## The prediction
+#
+# Before the kernel and its timing: what should step 12 reach? From step 11's shipped timing, the ceilings, and the
+# shape of step 12's warp tile (the tile configuration the benchmark ran; the kernel section below shows the loop
+# it counts):
+
+# %%
+if results:
+    lesson.say(lesson_12.prediction(results))
+
+# %% [markdown]
 # ## The kernel
 #
 # Step 12 keeps step 9's tiling — one block per 128×256 tile of C, 8 warps of 64×64 — and leaves out the
 # persistent loop and stream-K of steps 10–11, to keep the new part in view. Each warp tile is 4 × 8 mma tiles.
 # Per k-step of 8, a lane loads its fragment elements from shared memory, rounds them with `to_tf32`
-# (`cvt.rna.tf32.f32`) and issues one `mma_tf32` per mma tile. Two more changes: copies into shared memory go
+# (`cvt.rna.tf32.f32`: round to nearest, ties away from zero) and issues one `mma_tf32` per mma tile. A's four
+# fragment values of a piece come from one `ldmatrix` (`load_matrix_x4`): each lane names one 16-byte row of the
+# piece in shared memory (4 floats), and the warp gets back exactly each lane's a0…a3, in the registers the mma
+# reads — one instruction instead of four loads. B's fragment values stay scalar loads (they run down a column,
+# which `ldmatrix` cannot read for 32-bit values). Two more changes: copies into shared memory go
 # through `cp.async` (global → shared without passing through registers) in a 3-stage pipeline, and the shared
 # tiles are padded so that a warp's fragment reads hit 32 different banks. The inner loop:
 
@@ -102,13 +127,6 @@ print("simulator tiles:", {k: tensor_cores.config[k] for k in ("BLOCK_M", "BLOCK
 lesson.check_against_numpy(tensor_cores, [(128, 64, 48), (70, 45, 20)])
 
 # %% [markdown]
-# ## The prediction
-
-# %%
-if results:
-    lesson.say(lesson_12.prediction(results))
-
-# %% [markdown]
 # ## The measurement
 #
 # From the course benchmark: step 11, the two tensor-core steps (step 13 is lesson 13), cuBLAS SGEMM (the FP32
@@ -116,7 +134,7 @@ if results:
 
 # %%
 results = lesson_12.full_results(
-    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [1024, 2048, 4096, 8192]))
+    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192]))
 if results:
     lesson.say(lesson_12.speed_table(results))
 
@@ -134,21 +152,23 @@ if results:
 # %% [markdown]
 # ## Why: latency, not throughput
 #
-# Nsight Compute on one 4096³ launch of each tensor-core step:
+# Nsight Compute on one 4096³ launch of each tensor-core step. From its counters we can also work out how long the
+# tensor pipe is busy per `mma.sync` — the number the prediction took from the datasheet:
 
 # %%
 profiles = lesson_12.tensor_core_profiles(results) if results else None
 if profiles:
     lesson.say(lesson_12.profile_table(profiles))
-    lesson.say(lesson_12.limits_text(profiles))
+    lesson.say(lesson_12.limits_text(profiles, results=results))
 
 # %% [markdown]
 # Step 12 spends its registers on a large warp tile (32 mma tiles × 4 accumulators = 128 registers of C per
 # lane, plus fragments and addresses), so only 8 warps fit an SM — 2 per scheduler, too few to hide the latency of
-# each warp's load → round → mma chain. Two cuts of instructions per HMMA are in the kernel already (copy addresses
-# worked out once before the k-loop, and `ldmatrix` for A: docs/tensor_cores.md has the same-run measurements);
-# rounding once in shared memory was measured slower. The ways forward: loading the next k-step's fragments while
-# this one's mma run, and Hopper's `wgmma`, whose operands come straight from shared memory. cuBLAS TF32 shows how much room there is. The rounding variants that were tried (and why step 12 keeps `cvt.rna`), and both profiles in full: the
+# each warp's load → round → mma chain. Fewer instructions per HMMA would not help much now: the count is within
+# the budget. The ways forward: loading the next k-step's fragments while this one's mma run (more independent work
+# per warp), and Hopper's `wgmma`, whose operands come straight from shared memory and which reaches the datasheet
+# rate that `mma.sync` cannot; cuBLAS TF32 shows how much room there is. The rounding variants that were tried (and
+# why step 12 keeps `cvt.rna`), and both profiles in full: the
 # [deep dive: rounding and the profile](deep_dives/12_rounding_and_the_profile.ipynb).
 #
 # Next: [Lesson 13: 3xTF32](13_three_tf32.ipynb) — float32's accuracy back, from three TF32 products.

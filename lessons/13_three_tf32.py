@@ -14,14 +14,17 @@ from gemm_steps.course import lesson, lesson_12, lesson_13
 three_tf32 = gemm_steps.get_step("three_tf32")
 experiment = lesson_12.load_run(lesson_12.TENSOR_CORES_RUN)
 first_try = lesson_12.load_run(lesson_12.FIRST_TRY_RUN)
-print(three_tf32.doc)
+results = lesson_12.full_results(
+    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192]))
+print(three_tf32.doc.splitlines()[0])
 
 # %% [markdown]
 # ## The idea: big + small
 #
 # `big = tf32(x)` keeps x's top 11 significant bits; `small = x − big` is what is left, computed exactly in float32,
-# and it too fits TF32 nearly whole (the tensor core reads its top 11 bits). So x ≈ big + small to about 22 bits
-# instead of 11. Three floats split as step 13 splits them (`split_tf32`):
+# and it too fits TF32 nearly whole (the tensor core reads its top 11 bits and truncates the rest, lesson 12). So
+# x ≈ big + small to about twice TF32's bits. Three floats split as step 13 splits them (`split_tf32`), and what
+# the tensor core reads of them:
 
 # %%
 lesson.say(lesson_13.split_table())
@@ -45,9 +48,14 @@ lesson.say(lesson_13.product_errors())
 
 # %% [markdown]
 # One product is TF32 (≈ 3e-4); three bring the error down by more than three orders of magnitude, to within a
-# small factor of float32's; the fourth buys little. **Prediction:** three products, so about a third of step 12's
-# speed (the issue asks for ≥ 1.25× cuBLAS SGEMM), at SGEMM's accuracy.
-#
+# small factor of float32's; the fourth buys little. Three products where step 12 does one, and lesson 12 measured
+# step 12:
+
+# %%
+if results:
+    lesson.say(lesson_13.prediction(results))
+
+# %% [markdown]
 # ## The kernel
 #
 # Step 12's kernel, with each fragment element split instead of rounded, and three `mma_tf32` per mma tile:
@@ -100,8 +108,6 @@ if experiment:
     lesson.say(lesson_13.accuracy_table(experiment))
 
 # %%
-results = lesson_12.full_results(
-    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [1024, 2048, 4096, 8192]))
 if results and experiment:
     lesson.say(lesson_13.accuracy_verdict(experiment, results))
 
@@ -109,9 +115,9 @@ if results and experiment:
 # Where can 3xTF32 lose to float32? Each product keeps a fixed relative error — the dropped small·small and the bits
 # of `small` the tensor core truncates — however the sum goes; with wide exponents a few large products dominate
 # each sum, SGEMM's own rounding error shrinks, and the ratio grows (our reading of the table, not a measurement of
-# the mechanism). And at the bottom of float32's range the split breaks: `small` is about 2^-11 of x, so below
-# |x| ≈ 2^-115 it falls under the smallest normal float (2^-126). It then has fewer bits, or none if it is flushed
-# to zero, and x keeps only TF32's 11 bits:
+# the mechanism). And at the bottom of float32's range the split breaks: `small` is at most about 2^-11 of x, so
+# a little below |x| ≈ 2^-115 it falls under the smallest normal float (2^-126). It then has fewer bits, or none if
+# it is flushed to zero, and x keeps only TF32's 11 bits. Per row, the error the split leaves (NumPy):
 
 # %%
 lesson.say(lesson_13.subnormal_table())
@@ -135,8 +141,9 @@ if results:
 if results and experiment:
     lesson.say(lesson_13.when_to_use(results, experiment))
 
+# %%
+if results:
+    lesson.say(lesson_13.summary(results))
+
 # %% [markdown]
-# The verdict against the prediction is in the two computed paragraphs above — accuracy after the sweep, speed
-# after its table — read from the results files, so it moves when the kernels do.
-#
 # Next: [Lesson 14: where next](14_where_next.ipynb).

@@ -104,3 +104,30 @@ def test_the_profile_is_read_from_the_shipped_report(results):
     assert found["per_hmma"] == pytest.approx(317_218_816 / 67_108_864)
     assert found["warps_per_sm"] == 8 and found["registers"] == 246  # the report's launch statistics
     assert "latency-bound" in lesson_12.limits_text(profiles)
+
+
+def test_the_mma_sync_rate_is_inferred_from_the_profile_and_the_budget_follows(results):
+    profiles = lesson_12.tensor_core_profiles(results)
+    if profiles is None:
+        pytest.skip("no shipped Nsight Compute report of the tensor-core steps")
+    metrics = profiles["tensor_cores"]
+    # the pipe's active cycles over the HMMAs of one scheduler (528 = 132 SMs × 4 schedulers in this report)
+    expected = 0.4607 * metrics["SM Active Cycles"] / (67_108_864 / 528)
+    assert lesson_12.mma_sync_clocks(metrics) == pytest.approx(expected, rel=1e-3)
+    assert 5 < lesson_12.mma_sync_clocks(metrics) < 7  # not the datasheet's 4
+    ceiling = lesson_12.mma_sync_ceiling_tflops(results, metrics)
+    assert ceiling == pytest.approx(lesson_12.tf32_peak_tflops(results) * 4 / lesson_12.mma_sync_clocks(metrics))
+    text = lesson_12.limits_text(profiles, results=results)
+    assert f"≈ {ceiling:.0f} TFLOPS" in text and "within that budget" in text
+    assert f"(mma.sync reaches ≈ {ceiling:.0f})" in str([t.get_text() for t in
+                                                        lesson_12.speed_figure(results).axes[0].get_legend().texts])
+
+
+def test_the_prediction_uses_no_step_12_timing_and_the_verdict_compares_with_it(results):
+    p = lesson_12.predicted(results)
+    text = lesson_12.prediction(results)
+    for s in lesson_12.sizes(results):
+        assert f"{lesson_12.rec(results, 'tensor_cores', s)['tflops']:.1f}" not in text
+    assert f"{p['carried']:.0f} TFLOPS" in text and f"{p['low']:.0f} TFLOPS" in text
+    assert f"The prediction was {p['low']:.0f}–{p['carried']:.0f} TFLOPS" in lesson_12.verdict(results)
+    assert "issue" not in lesson_12.verdict(results).replace("issues", "")

@@ -66,3 +66,23 @@ def test_the_speed_verdict_follows_the_benchmark(runs):
 def test_small_parts_go_subnormal_below_about_two_to_the_minus_115():
     rows = lesson_13.subnormal_table((-100, -126)).splitlines()[2:]
     assert "| no |" in rows[0] and "| yes |" in rows[1]
+
+
+def test_the_split_table_shows_what_the_tensor_core_reads_and_one_bit_count():
+    table = lesson_13.split_table((np.pi,))
+    worst = lesson_13.split_worst()
+    assert 2.0 ** -24 < worst <= 2.0 ** -22 and f"about **{-np.log2(worst):.0f} bits**" in table
+
+
+def test_the_subnormal_table_shows_the_error_per_row():
+    rows = lesson_13.subnormal_table((-100, -120, -126)).splitlines()[2:5]
+    errors = [row.split("|")[4].strip() for row in rows]
+    assert errors[0] == "0" and len(set(errors)) == 3
+
+
+def test_the_speed_prediction_is_a_third_of_step_12_and_the_verdict_compares(runs):
+    _, _, results = runs
+    p = lesson_13.predicted(results)
+    assert p["tflops"] == pytest.approx(lesson_12.rec(results, "tensor_cores", p["size"])["tflops"] / 3)
+    assert f"**{p['tflops']:.1f} TFLOPS**" in lesson_13.prediction(results)
+    assert f"The prediction was {p['tflops']:.1f} TFLOPS" in lesson_13.speed_verdict(results)

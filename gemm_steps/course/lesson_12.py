@@ -3,8 +3,9 @@ index formulas and checked on one warp; what TF32 rounding loses, measured in Nu
 table and the verdict from the shipped benchmark; the Nsight Compute report of both tensor-core steps; the rounding
 variants (deep dive).
 
-Every number a lesson prints comes from a results file or is computed here; the issue's targets are the only
-constants typed in (:data:`TARGET_TF32_TFLOPS`, :data:`TARGET_3XTF32_VS_SGEMM`).
+Every number a lesson prints comes from a results file or is computed here; our targets are the only constants
+typed in (:data:`TARGET_TF32_TFLOPS`, :data:`TARGET_3XTF32_VS_SGEMM`), besides fixed facts of the hardware and the
+formats (8× the FP32 units' rate, 2^-11).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from gemm_steps.toolkit.tensor_core_ops import TF32_MANTISSA_BITS, mma_tf32, mma
 from .display import MarkdownTable
 from .timings import fp32_peak_tflops, size_label
 
-#: The issue's targets (not results): step 12 at ≥ 150 TFLOPS, step 13 at ≥ 1.25× cuBLAS SGEMM on an H100.
+#: Our targets (not results): step 12 at ≥ 150 TFLOPS, step 13 at ≥ 1.25× cuBLAS SGEMM on an H100.
 TARGET_TF32_TFLOPS = 150.0
 TARGET_3XTF32_VS_SGEMM = 1.25
-#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128 (8×).
+#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128 (8×): the datasheet
+#: rate, which Hopper's ``wgmma`` instructions can approach. ``mma.sync`` gets less (:func:`mma_sync_clocks`).
 TENSOR_TF32_PER_FP32 = 8
 #: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.
 FP32_FMA_PER_SM = 128
@@ -33,8 +35,26 @@ HMMA_FMAS = 16 * 8 * 8
 
 
 def clocks_per_hmma() -> float:
-    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) needs for one HMMA.1688."""
+    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) would need for one HMMA.1688 at the
+    datasheet's dense TF32 rate."""
     return HMMA_FMAS / (TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM / 4)
+
+
+def mma_sync_clocks(metrics: dict) -> float:
+    """Clocks the tensor pipe of one scheduler was busy per ``mma.sync`` m16n8k8 TF32 (HMMA.1688), inferred from an
+    Nsight Compute profile: the pipe's active cycles (its % of the SM's active cycles) over the HMMAs each scheduler
+    executed (schedulers = instructions executed / the average per scheduler). An inference from the counters, not
+    a documented rate."""
+    schedulers = metrics["smsp__inst_executed.sum"] / metrics["Avg. Executed Instructions Per Scheduler"]
+    hmma_per_scheduler = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"] / schedulers
+    busy = metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] / 100
+    return busy * metrics["SM Active Cycles"] / hmma_per_scheduler
+
+
+def mma_sync_ceiling_tflops(results: dict, metrics: dict) -> float:
+    """The TF32 ceiling with ``mma.sync``: :func:`tf32_peak_tflops` scaled by the datasheet's clocks per HMMA over
+    the profile's (:func:`mma_sync_clocks`), at the same clock."""
+    return tf32_peak_tflops(results) * clocks_per_hmma() / mma_sync_clocks(metrics)
 
 
 #: The shipped experiment files these lessons read (experiments/results/).
@@ -94,9 +114,10 @@ def fragment_figure():
     from matplotlib.figure import Figure
 
     colours = plt.get_cmap("tab10").colors
-    fig = Figure(figsize=(13, 6.2), layout="constrained")
+    fig = Figure(figsize=(15, 8), layout="constrained")
     axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [8, 8, 8]})
     titles = {"A": "A: 16 rows (m) × 8 (k)", "B": "B: 8 (k) × 8 columns (n)", "C": "C and D: 16 (m) × 8 (n)"}
+    labels = {"A": ("k", "row (m)"), "B": ("column (n)", "k"), "C": ("column (n)", "row (m)")}
     for ax, name in zip(axes, "ABC"):
         held = owners(name)
         rows, cols = held.shape[:2]
@@ -105,13 +126,15 @@ def fragment_figure():
                 lane, r = held[i, j]
                 ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colours[lane // 4], alpha=0.35 + 0.15 * (lane % 4),
                                            edgecolor="white"))
-                ax.text(j + 0.5, i + 0.5, f"{lane}\n{name.lower()}{r}", ha="center", va="center", fontsize=6.5)
-        ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal", title=titles[name])
-        ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=7)
-        ax.set_yticks(np.arange(rows) + 0.5, range(rows), fontsize=7)
-    axes[0].set_ylabel("row")
+                ax.text(j + 0.5, i + 0.5, f"{lane}\n{name.lower()}{r}", ha="center", va="center", fontsize=8)
+        ax.set(xlim=(0, cols), ylim=(rows, 0), aspect="equal")
+        ax.set_title(titles[name], fontsize=11)
+        ax.set_xticks(np.arange(cols) + 0.5, range(cols), fontsize=9)
+        ax.set_yticks(np.arange(rows) + 0.5, range(rows), fontsize=9)
+        ax.set_xlabel(labels[name][0], fontsize=10)
+        ax.set_ylabel(labels[name][1], fontsize=10)
     fig.suptitle("One mma.sync.m16n8k8: which lane (number) holds which element in which register; colour = the "
-                 "lane's group, lane // 4 (shade: pair, lane % 4)", fontsize=10)
+                 "lane's group, lane // 4 (shade: pair, lane % 4)", fontsize=11)
     return fig
 
 
@@ -156,32 +179,43 @@ def one_warp_product(a: np.ndarray, b: np.ndarray, c: np.ndarray, tables=None) -
     return d.copy_to_host()
 
 
-def one_warp_check(seed: int = 0) -> tuple[str, float]:
-    """(Markdown, largest relative difference): one warp's mma with the layout drawn above against NumPy
-    (``mma_tf32_reference``: A and B rounded to TF32, products and sums in float64), on A and B already rounded to
-    TF32 as the kernels round them (``to_tf32``); the same warp on unrounded A and B (the tensor core then drops their
-    low 13 bits: truncation); and with A's rows 0–7 and 8–15 swapped in the layout, which must be wrong."""
+def _one_warp_inputs(seed: int):
     rng = np.random.default_rng(seed)
     a, b, c = (rng.standard_normal(shape).astype(np.float32) for shape in ((16, 8), (8, 8), (16, 8)))
     expected = mma_tf32_reference(a, b, c)
+    return a, b, c, lambda d: float(np.abs(d - expected).max() / np.abs(expected).max())
 
-    def worst(d):
-        return float(np.abs(d - expected).max() / np.abs(expected).max())
 
+def one_warp_check(seed: int = 0) -> tuple[str, float]:
+    """(Markdown, largest relative difference): one warp's mma with the layout drawn above against NumPy
+    (``mma_tf32_reference``: A and B rounded to TF32, products and sums in float64), on A and B already rounded to
+    TF32 as the kernels round them (``to_tf32``); and with A's rows 0–7 and 8–15 swapped in the layout, which must
+    be wrong. Only the layout: what happens to unrounded inputs is :func:`truncation_check`, after TF32 is
+    introduced."""
+    a, b, c, worst = _one_warp_inputs(seed)
     a_tf32, b_tf32 = round_to_tf32(a), round_to_tf32(b)
     right = worst(one_warp_product(a_tf32, b_tf32, c))
-    truncated = worst(one_warp_product(a, b, c))
     tables = index_tables()
     tables[0] = (tables[0] + 8) % 16  # a lane passes row group + 8 where row group belongs, and back
     wrong = worst(one_warp_product(a_tf32, b_tf32, c, tables))
-    text = (f"One warp, one `mma_tf32`, each lane passing the elements drawn above (A and B rounded to TF32 first, "
-            f"as the kernel does with `to_tf32`): largest difference from NumPy's D = A·B + C on the same TF32 "
-            f"inputs **{right:.1e}** (relative to the largest element of D). The same warp on A and B *not* rounded "
-            f"first: {truncated:.1e} away from it — the tensor core reads only the top 19 bits of an operand, so it "
-            f"*truncates* what it is given (the simulator's twin too); rounding to nearest first makes each input's "
-            f"error at most half as large. And with A's rows 0–7 and "
-            f"8–15 swapped in the layout: {wrong:.2f} — a wrong layout does not go unnoticed, on the simulator either.")
+    text = (f"One warp, one `mma_tf32`, each lane passing the elements drawn above: largest difference from NumPy's "
+            f"D = A·B + C on the same inputs **{right:.1e}** (relative to the largest element of D). With A's rows "
+            f"0–7 and 8–15 swapped in the layout: {wrong:.2f} — a wrong layout does not go unnoticed, on the "
+            "simulator either. (The inputs were rounded to TF32 first, as the kernel rounds them; the next section "
+            "says what that is.)")
     return text, right
+
+
+def truncation_check(seed: int = 0) -> str:
+    """The warp of :func:`one_warp_check` on A and B *not* rounded to TF32 first, against the same NumPy D of
+    rounded inputs: the tensor core drops their low 13 bits (truncation)."""
+    a, b, c, worst = _one_warp_inputs(seed)
+    truncated = worst(one_warp_product(a, b, c))
+    return (f"The warp of the layout check, on A and B *not* rounded to TF32 first: {truncated:.1e} away from D of "
+            f"the rounded inputs. The tensor core reads only the sign, the exponent and the top "
+            f"{TF32_MANTISSA_BITS} mantissa bits of an operand: it *truncates* what it is given (the simulator's "
+            "twin too). Rounding to nearest first (`to_tf32`, PTX `cvt.rna`: **r**ound to **n**earest, ties "
+            "**a**way from zero) makes each input's error at most half as large.")
 
 
 # -- what TF32 loses ---------------------------------------------------------------------------------------------------
@@ -264,29 +298,39 @@ def k_step_instructions(config: dict) -> dict:
             "loads": loads, "per_hmma": (hmma + loads + 2 * elements) / hmma}
 
 
-def prediction(results: dict) -> str:
-    """The prediction, computed before looking at step 12's timing: the new ceiling, step 11's efficiency carried
-    over, and the issue budget per HMMA."""
+def predicted(results: dict) -> dict:
+    """The prediction's numbers, from step 11's timing, the ceilings and the shipped configuration (nothing of step
+    12's timing): the TF32 ceiling, step 11's efficiency carried over to it, and the instruction budget."""
     big = sizes(results)[-1]
     step11 = rec(results, "stream_k", big)["tflops"]
     fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
-    config = shipped_config(results)
-    count = k_step_instructions(config)
-    return (f"**The ceiling moves.** The FP32 units of this GPU peak at {fp32:.1f} TFLOPS; its tensor cores do "
-            f"{TENSOR_TF32_PER_FP32}× as many multiply-adds per clock in TF32: **{tf32:.0f} TFLOPS**. Step 11 reached "
-            f"{step11:.1f} TFLOPS at {size_label(big)}, {step11 / fp32:.0%} of its ceiling; the same share of the new "
-            f"one would be **{step11 / fp32 * tf32:.0f} TFLOPS**.\n\n"
-            f"**The issue budget.** A scheduler issues at most one instruction per clock, and the tensor pipe of a "
-            f"scheduler (a quarter of the SM) finishes one 16×8×8 HMMA — 1,024 multiply-adds — every "
-            f"{clocks_per_hmma():.0f} clocks at full rate. So the pipe can only stay busy if a warp issues at most "
-            f"{clocks_per_hmma():.0f} instructions per HMMA, the HMMA included. Step 12's {count['warp_tile'][0]}×{count['warp_tile'][1]} "
-            f"warp tile does {count['hmma']} HMMAs per k-step and loads and rounds {count['elements']} fragment "
-            f"elements for them ({count['loads']} loads — one `ldmatrix` per A piece, one LDS per B element — and "
-            f"two instructions per rounding): **{count['per_hmma']:.1f} instructions per "
-            f"HMMA** before any addressing, copying or barrier — no slack at all.\n\n"
-            f"**Prediction:** well above step 11 (the issue's target is {TARGET_TF32_TFLOPS:.0f} TFLOPS, "
-            f"{TARGET_TF32_TFLOPS / step11:.1f}× step 11), but short of {step11 / fp32 * tf32:.0f}: the instruction "
-            "budget is already spent.")
+    count = k_step_instructions(shipped_config(results))
+    return {"size": big, "step11": step11, "fp32": fp32, "tf32": tf32, "carried": step11 / fp32 * tf32,
+            "low": TARGET_TF32_TFLOPS, "count": count, "budget": clocks_per_hmma()}
+
+
+def prediction(results: dict) -> str:
+    """The prediction, made before looking at step 12's timing: the new ceiling, step 11's efficiency carried over,
+    and the instruction budget per HMMA at the datasheet rate."""
+    p = predicted(results)
+    count = p["count"]
+    return (f"**The ceiling moves.** The FP32 units of this GPU peak at {p['fp32']:.1f} TFLOPS; its tensor cores do "
+            f"{TENSOR_TF32_PER_FP32}× as many multiply-adds per clock in TF32 (the datasheet's dense TF32 rate): "
+            f"**{p['tf32']:.0f} TFLOPS**. Step 11 reached {p['step11']:.1f} TFLOPS at {size_label(p['size'])}, "
+            f"{p['step11'] / p['fp32']:.0%} of its ceiling; the same share of the new one would be "
+            f"**{p['carried']:.0f} TFLOPS**.\n\n"
+            f"**The instruction budget.** A scheduler issues at most one instruction per clock. At the datasheet rate the "
+            f"tensor pipe of a scheduler (a quarter of the SM) finishes one 16×8×8 HMMA — {HMMA_FMAS:,} "
+            f"multiply-adds — every {p['budget']:.0f} clocks, so it stays busy only if a warp issues at most "
+            f"{p['budget']:.0f} instructions per HMMA, the HMMA included. Step 12's "
+            f"{count['warp_tile'][0]}×{count['warp_tile'][1]} warp tile (the kernel section shows it) does "
+            f"{count['hmma']} HMMAs per k-step of 8 and loads and rounds {count['elements']} fragment elements for "
+            f"them ({count['loads']} loads — one `ldmatrix` per A piece, one load per B element — and two "
+            f"instructions per rounding): **{count['per_hmma']:.1f} instructions per HMMA**, leaving "
+            f"{p['budget'] - count['per_hmma']:.1f} for all the addressing, copying, barriers and loop control.\n\n"
+            f"**Prediction:** between our target of {p['low']:.0f} TFLOPS ({p['low'] / p['step11']:.1f}× step 11) "
+            f"and the {p['carried']:.0f} of step 11's efficiency — nearer the target, since the budget is nearly "
+            "spent before the rest of the loop.")
 
 
 def speed_table(results: dict, size_list=None) -> MarkdownTable:
@@ -310,57 +354,66 @@ def speed_table(results: dict, size_list=None) -> MarkdownTable:
 
 
 def speed_figure(results: dict):
-    """TFLOPS against size for the rows of :func:`speed_table`, with the TF32 ceiling and the issue's targets."""
+    """TFLOPS against size for the rows of :func:`speed_table`, with the TF32 ceiling (and what ``mma.sync`` reaches
+    of it, from the shipped profile) and our targets."""
     from matplotlib.figure import Figure
 
     from ..harness.environment import short_label
 
     size_list = sizes(results)
     x = np.arange(len(size_list))
-    fig = Figure(figsize=(9, 4.8), layout="constrained")
+    fig = Figure(figsize=(9, 5.2), layout="constrained")
     ax = fig.subplots()
-    styles = {"stream_k": ("tab:blue", "o-"), "tensor_cores": ("tab:orange", "s--"), "three_tf32": ("tab:green", "D--"),
-              "cublas": ("tab:red", "o-"), "cublas_tf32": ("tab:purple", "s:")}
+    styles = {"stream_k": ("tab:blue", "o-"), "tensor_cores": ("tab:orange", "s-"), "three_tf32": ("tab:green", "D-"),
+              "cublas": ("tab:red", "o-"), "cublas_tf32": ("tab:purple", "s-")}
     for name, label in SPEED_ROWS:
         colour, style = styles[name]
         ax.plot(x, [(rec(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
                 label=label)
     sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
-    ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:green", lw=0.8, alpha=0.6,
-            label=f"target of step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
-    ax.axhline(TARGET_TF32_TFLOPS, color="tab:orange", lw=0.8, alpha=0.6,
-               label=f"target of step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
-    ax.axhline(tf32_peak_tflops(results), color="k", lw=0.8, ls="-.",
-               label=f"TF32 ceiling, {tf32_peak_tflops(results):.0f} TFLOPS")
+    ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
+            label=f"our target for step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
+    ax.axhline(TARGET_TF32_TFLOPS, color="tab:brown", lw=1.5, ls="--",
+               label=f"our target for step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
+    peak = tf32_peak_tflops(results)
+    profiles = tensor_core_profiles(results)
+    reach = (f" (mma.sync reaches ≈ {mma_sync_ceiling_tflops(results, profiles['tensor_cores']):.0f})"
+             if profiles and "tensor_cores" in profiles else "")
+    ax.axhline(peak, color="k", lw=1, ls="-.", label=f"TF32 ceiling, {peak:.0f} TFLOPS{reach}")
     ax.set_yscale("log")
     ax.set_xticks(x, [size_label(s) for s in size_list])
     ax.set(xlabel="size", ylabel="TFLOPS (log scale)",
            title=f"The tensor-core steps against step 11 and cuBLAS\n{short_label(results['environment'])}")
-    ax.title.set_fontsize(8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=9, loc="lower right")
     return fig
 
 
 def verdict(results: dict) -> str:
-    """Step 12 against the prediction and the target, at the two largest common sizes."""
-    fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
+    """Step 12 against the prediction (:func:`predicted`) and our target, at the two largest common sizes."""
+    p = predicted(results)
     parts = []
     for s in sizes(results)[-2:]:
         t12, t11 = rec(results, "tensor_cores", s), rec(results, "stream_k", s)
         cublas_tf32 = rec(results, "cublas_tf32", s) or {"tflops": float("nan")}
         parts.append(f"at {size_label(s)} **{t12['tflops']:.1f} TFLOPS**: {t12['tflops'] / t11['tflops']:.2f}× step 11, "
                      f"{t12['pct_of_cublas']:.0f} % of cuBLAS SGEMM, {t12['tflops'] / cublas_tf32['tflops']:.0%} of "
-                     f"cuBLAS TF32 ({cublas_tf32['tflops']:.0f} TFLOPS) and {t12['tflops'] / tf32:.0%} of the TF32 "
+                     f"cuBLAS TF32 ({cublas_tf32['tflops']:.0f} TFLOPS) and {t12['tflops'] / p['tf32']:.0%} of the TF32 "
                      "ceiling")
     best = max(rec(results, "tensor_cores", s)["tflops"] for s in sizes(results))
     met = best >= TARGET_TF32_TFLOPS
-    big = sizes(results)[-1]
-    carried = rec(results, "stream_k", big)["tflops"] / fp32 * tf32
+    t12 = rec(results, "tensor_cores", p["size"])["tflops"]
+    inside = p["low"] <= t12 <= p["carried"]
     return (f"Step 12 ran " + "; ".join(parts) + ". "
-            + (f"**The issue's target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is met.** " if met else
-               f"**The issue's target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is not met** (best: {best:.0f}). ")
-            + f"The prediction was right that it would be far above step 11, and right that it would fall short of "
-            f"the {carried:.0f} TFLOPS that step 11's efficiency would give — by more than it expected.")
+            + (f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is met.** " if met else
+               f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is not met** (best: {best:.1f}). ")
+            + f"The prediction was {p['low']:.0f}–{p['carried']:.0f} TFLOPS at {size_label(p['size'])}: "
+            + (f"{t12:.1f} is inside it, at {t12 / p['carried']:.0%} of its top. " if inside else
+               f"{t12:.1f} is {'below' if t12 < p['low'] else 'above'} it — "
+               + (f"{1 - t12 / p['low']:.0%} under its bottom and {t12 / p['carried']:.0%} of its top. "
+                  if t12 < p["low"] else f"{t12 / p['carried'] - 1:.0%} over its top. "))
+            + "Step 11's efficiency did not carry over. The profile below shows why: `mma.sync` cannot reach the "
+            "datasheet's TF32 rate at all, and step 12's warps spend most cycles waiting.")
 
 
 # -- what limits it: Nsight Compute ------------------------------------------------------------------------------------
@@ -432,17 +485,49 @@ def profile_table(profiles: dict) -> MarkdownTable:
                          f"`experiments/results/{PROFILE_REPORT}` (`scripts/profile_tensor_cores.py`).*")
 
 
-def limits_text(profiles: dict, step: str = "tensor_cores") -> str:
-    """Why the step is slow, from its profile."""
+def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict:
+    """What the profile of ``step`` says about ``mma.sync``'s rate: clocks of tensor pipe per HMMA
+    (:func:`mma_sync_clocks`), the TF32 ceiling with ``mma.sync`` at that rate, and, as a cross-check, the
+    benchmark's TFLOPS of ``step`` at the profiled size (4096³) over the share of the pipe it kept busy."""
     f = limits(profiles[step])
-    return (f"Neither the tensor pipe ({f['tensor_pipe']:.0f} % busy) nor the issue logic ({f['issue_busy']:.0f} % of "
-            f"slots) is the limit. At {f['registers']:.0f} registers per thread only one block of 8 warps fits an SM "
-            f"({f['warps_per_sm']:.0f} of 64 warps, {f['warps_per_scheduler']:.0f} per scheduler), and a warp issues "
-            f"only every {f['cycles_per_issue']:.1f} clocks, waiting on its own chain: load a fragment, round it, "
-            f"feed the HMMA. So in {f['no_eligible']:.0f} % of the cycles no warp is ready: the kernel is "
-            f"**latency-bound**. And each HMMA costs {f['per_hmma']:.1f} executed instructions, above the "
-            f"{clocks_per_hmma():.0f} that keep "
-            f"the pipe busy. (No bank conflicts: {f['bank_conflicts']:.0f}; the padding works.)")
+    clocks = mma_sync_clocks(profiles[step])
+    measured = rec(results, step, 4096) if results else None
+    return {"clocks": clocks, "ceiling": tf32_peak_tflops(results) * clocks_per_hmma() / clocks,
+            "tflops_4096": measured["tflops"] if measured else float("nan"),
+            "full_pipe": measured["tflops"] / (f["tensor_pipe"] / 100) if measured else float("nan")}
+
+
+def limits_text(profiles: dict, step: str = "tensor_cores", results: dict | None = None) -> str:
+    """Why the step is slow, from its profile (and, with ``results``, what the profile says of ``mma.sync``'s
+    rate against the benchmark)."""
+    f = limits(profiles[step])
+    clocks = mma_sync_clocks(profiles[step])
+    label = f"step {12 if step == 'tensor_cores' else 13}"
+    others = [f"step {12 if s == 'tensor_cores' else 13}'s profile gives {mma_sync_clocks(profiles[s]):.1f}"
+              for s in profiles if s != step]
+    text = (f"**The pipe's real rate.** In {label}'s profile the tensor pipe was busy {f['tensor_pipe']:.0f} % of "
+            f"the cycles, for **{clocks:.1f} clocks per HMMA**{' (' + '; '.join(others) + ')' if others else ''} — "
+            f"not the {clocks_per_hmma():.0f} of the datasheet rate. Our inference from the counters, not a "
+            f"documented number: on this H100, `mma.sync` m16n8k8 TF32 occupies a scheduler's tensor pipe about "
+            f"{clocks:.0f} clocks. ")
+    if results:
+        r = pipe_rate(profiles, results, step)
+        text += (f"So with `mma.sync` the TF32 ceiling is about {clocks_per_hmma():.0f}/{clocks:.1f} of "
+                 f"{tf32_peak_tflops(results):.0f}: **≈ {r['ceiling']:.0f} TFLOPS** (the benchmark's "
+                 f"{r['tflops_4096']:.1f} TFLOPS at 4096³ over a {f['tensor_pipe']:.0f} % busy pipe points a little "
+                 f"lower, {r['full_pipe']:.0f}: the ceilings assume the maximum clock, which the benchmark need not "
+                 f"hold — not checked). cuBLAS TF32 goes above that, so it cannot be using `mma.sync`: on Hopper the "
+                 "full rate takes `wgmma`. ")
+    text += (f"\n\n**The budget, restated.** With about {clocks:.0f} clocks per HMMA, a warp may issue about "
+             f"{clocks:.0f} instructions per HMMA and the pipe still stays busy. {label.capitalize()} executes **{f['per_hmma']:.1f}** "
+             f"per HMMA: within that budget, and the issue slots are only {f['issue_busy']:.0f} % busy. So neither "
+             "the pipe nor the issue logic is the limit.\n\n"
+             f"**Latency.** At {f['registers']:.0f} registers per thread only one block of 8 warps fits an SM "
+             f"({f['warps_per_sm']:.0f} of 64 warps, {f['warps_per_scheduler']:.0f} per scheduler), and a warp issues "
+             f"only every {f['cycles_per_issue']:.1f} clocks, waiting on its own chain: load a fragment, round it, "
+             f"feed the HMMA. In **{f['no_eligible']:.0f} % of the cycles no warp is ready** to issue: the kernel is "
+             f"**latency-bound**. (No bank conflicts: {f['bank_conflicts']:.0f}; the padding works.)")
+    return text
 
 
 # -- the rounding variants (deep dive) ---------------------------------------------------------------------------------
@@ -468,6 +553,19 @@ def rounding_table(run: dict) -> MarkdownTable:
                      + " | ".join(f"{by_size[s]['tflops']:.1f} ({by_size[s]['pct_of_cublas']:.0f} %)" for s in size_list)
                      + " | " + " / ".join(f"{by_size[s]['sampled_rel_error_fp64']:.1e}" for s in size_list) + " |")
     env = run["environment"]
-    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, one run, "
+    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, measured {str(env.get('date'))[:10]}, before "
+                         "the copy-address and ldmatrix changes to step 12 of 2026-11-25 (the kernels here are "
+                         "slower than the shipped ones), one run, "
                          f"`{results_files.display_path(run['path'])}`; each variant launched through Numba's "
                          "dispatcher, which costs ~10 % at 4096³ against the benchmark: compare them with each other.*")
+
+
+def rounding_gap(run: dict, shipped: str = "step 13 split_tf32 (shipped)",
+                 other: str = "step 13 cvt.rna (previous)") -> str:
+    """How much slower ``other`` ran than ``shipped`` in the rounding run, at each size, in words."""
+    by = {(r["step"], r["M"]): r["tflops"] for r in run["records"]}
+    size_list = sorted({r["M"] for r in run["records"]})
+    gaps = [1 - by[(other, s)] / by[(shipped, s)] for s in size_list]
+    return (f"Step 13's split by two `cvt.rna` ran {min(gaps):.0%}–{max(gaps):.0%} slower than `split_tf32` in this run "
+            "(" + ", ".join(f"{by[(other, s)]:.1f} against {by[(shipped, s)]:.1f} TFLOPS at {s}³" for s in size_list)
+            + "), at the same accuracy.")

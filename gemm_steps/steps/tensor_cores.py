@@ -3,11 +3,11 @@
 Changed from step 11: the arithmetic. The kernel goes back to step 9's form — one block per 128×256 tile of C,
 warp tiles inside it; the persistent loop and the stream-K split of steps 10–11 are left out here, to keep the new
 part in view — and its inner loop no longer issues THREAD_M × THREAD_N FFMAs per k. A warp hands a 16×8 piece of A and an 8×8 piece of B to the tensor core with
-``mma_tf32`` (PTX ``mma.sync.m16n8k8``, SASS ``HMMA``), which adds their product into a 16×8 piece of C: 2,048
-multiply-adds in one instruction. Each lane passes fixed elements of each piece (``group = lane // 4`` picks rows of
-A and C and a column of B, ``pair = lane % 4`` picks k), so a warp tile of WARP_TILE_M × WARP_TILE_N is
+``mma_tf32`` (PTX ``mma.sync.m16n8k8``, SASS ``HMMA``), which adds their product into a 16×8 piece of C:
+16·8·8 = 1,024 multiply-adds (2,048 FLOPs) in one instruction. Each lane passes fixed elements of each piece
+(``group = lane // 4`` picks rows of A and C and a column of B, ``pair = lane % 4`` picks k), so a warp tile of WARP_TILE_M × WARP_TILE_N is
 (WARP_TILE_M / 16) × (WARP_TILE_N / 8) ``mma`` tiles, and a thread still owns THREAD_M × THREAD_N results of C —
-8 × 8 for a 64×32 warp tile, the same numbers as step 9.
+8 × 16 for the shipped 64×64 warp tile (4 × 8 mma tiles).
 
 Operands are rounded to TF32 (10 mantissa bits instead of 23) with ``to_tf32`` as they are read from shared
 memory: products are exact, but each input keeps only about 3 decimal digits, so the result's relative error is
@@ -28,9 +28,12 @@ k-tile from the tile number — 64-bit index arithmetic and a division by STAGES
 ``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 8–13 %
 slower: experiments/tensor_core_speed.py.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³, at TF32 accuracy (measured on an H100, experiments/tensor_core_speed.py:
-124–127 TFLOPS at 4096³ and 135 at 8192³ before the copy addresses moved out of the loop, 135–139 and 144–146
-after, 145–146 and 149–154 with ``ldmatrix`` for A; the issue's target is ≥ 150).
+Expect: several times step 9 at 4096³, at TF32 accuracy. Measured on an H100 by experiments/tensor_core_speed.py
+(launched through its own harness): 124–127 TFLOPS at 4096³ and 135 at 8192³ before the copy addresses moved out
+of the loop, 135–139 and 144–146 after, 145–146 and 149–154 with ``ldmatrix`` for A (runs 3–4). The course
+benchmark of 2026-11-25 (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json), with ``ldmatrix``: 144.1 TFLOPS
+at 4096³ and 147.1 at 8192³ — under our target of ≥ 150. The tensor pipe is busy only ~46 % of the time there
+(lesson 12: the kernel is latency-bound, and ``mma.sync`` reaches only about two thirds of the datasheet TF32 rate).
 """
 
 from numba import cuda, float32, uint32

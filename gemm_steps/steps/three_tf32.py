@@ -1,7 +1,8 @@
 """Step 13 — 3xTF32: float32 accuracy from the TF32 tensor cores, with three products instead of one.
 
 Changed from step 12: each operand is split into two TF32 numbers, ``big = tf32(x)`` and ``small = x - big``
-(exact in float32; the tensor core reads its top 11 bits), so ``x ≈ big + small`` to about 21 bits instead of 11.
+(exact in float32; the tensor core reads its top 11 bits and truncates the rest), so ``x ≈ big + small`` to about
+23 bits instead of 11 (lesson 13 measures it: at most 2^-23 of x is lost on standard-normal floats).
 The product is
 
     a·b = big_a·big_b + big_a·small_b + small_a·big_b + small_a·small_b,
@@ -12,15 +13,17 @@ accumulator before the large term (in each mma the hardware adds its products to
 The loads, the pipeline (with its copy addresses worked out once) and the tiling are step 12's; the inner loop
 splits each fragment element with ``split_tf32`` (3 instructions: big is the bits plus half a TF32 unit with the
 low 13 bits cleared, small = x − big, whose low bits the tensor core drops) and does 3 ``mma_tf32`` per piece
-instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran 7–11 % slower at the
-same accuracy (experiments/tf32_conversion.py).
+instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran 11–14 % slower at the
+same accuracy (experiments/tf32_conversion.py, experiments/results/tf32-conversion-nvidia-h100.json, 2026-11-24:
+45.2 / 51.9 against 52.3 / 58.3 TFLOPS at 4096³ / 8192³, before the copy-address and ldmatrix changes of step 12).
 
-Where 3xTF32 can lose to float32: ``small`` is ~2^-11 of ``x``, so for |x| below about 2^-115 it falls under TF32's
-(and float32's) smallest normal number and is flushed or loses bits, and those inputs keep only TF32's 11 bits.
+Where 3xTF32 can lose to float32: ``small`` is at most ~2^-11 of ``x``, so for |x| below about 2^-114 … 2^-111
+(depending on x's mantissa; lesson 13) it falls under TF32's (and float32's) smallest normal number and is flushed
+or loses bits, and those inputs keep only TF32's 11 bits.
 Lesson 13 measures the error on standard-normal inputs and on entries scaled by 2^u, u in −20…20.
 Why faster than cuBLAS SGEMM: three tensor-core products still cost less than one product on the FP32 units.
-Expect: about 40 % of step 12's speed, above cuBLAS SGEMM (measured on an H100: 1.20× at 4096³ and 8192³; the
-issue's target is ≥ 1.25×), at SGEMM's accuracy.
+Expect: about 40 % of step 12's speed, above cuBLAS SGEMM (course benchmark on an H100, 2026-11-25: 1.20× at
+4096³ and 1.19× at 8192³; our target is ≥ 1.25×), at SGEMM's accuracy.
 """
 
 from numba import cuda, float32, uint32

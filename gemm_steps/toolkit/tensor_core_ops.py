@@ -16,9 +16,10 @@ function                                    PTX                                 
 ==========================================  ===========================================================  ==========
 
 **What one ``mma_tf32`` computes.** A *warp* — 32 threads — multiplies a 16×8 tile of A by an 8×8 tile of B and
-adds a 16×8 tile of C: D = A·B + C, 2,048 multiply-adds in one instruction. No thread holds a whole matrix: each
-lane passes 4 elements of A, 2 of B and 4 of C and gets back 4 of D. Which ones is fixed by the hardware (the PTX
-ISA's "matrix fragments for mma.m16n8k8", .tf32). With ``group = lane // 4`` and ``pair = lane % 4``:
+adds a 16×8 tile of C: D = A·B + C, 16·8·8 = 1,024 multiply-adds (2,048 FLOPs) in one instruction. No thread
+holds a whole matrix: each lane passes 4 elements of A, 2 of B and 4 of C and gets back 4 of D. Which ones is
+fixed by the hardware (the PTX ISA's "matrix fragments for mma.m16n8k8", .tf32). With ``group = lane // 4`` and
+``pair = lane % 4``:
 
 * A (16×8, row-major): ``a0 = A[group][pair]``, ``a1 = A[group + 8][pair]``, ``a2 = A[group][pair + 4]``,
   ``a3 = A[group + 8][pair + 4]``;
@@ -38,8 +39,9 @@ call returns exactly a0, a1, a2, a3, in the four consecutive registers the ``mma
 instead of four scalar loads.
 
 **TF32** is float32 with the mantissa cut from 23 bits to 10 (8 exponent bits, like float32: the same range). The
-tensor core reads only those 19 bits of each A and B element; ``to_tf32`` rounds a float32 to the nearest TF32 value
-first (ties away from zero, PTX's ``.rna``), which halves the error of simply dropping the bits. A TF32 product has
+tensor core reads only the sign, the exponent and the top 10 mantissa bits of each A and B element (it
+truncates); ``to_tf32`` rounds a float32 to the nearest TF32 value first (PTX's ``.rna``: round to
+nearest, ties away from zero), which halves the error of simply dropping the bits. A TF32 product has
 at most 22 significant bits, so it is exact in float32; the products are summed in float32.
 
 **A cheaper split for 3xTF32.** Alone, ``cvt.rna.tf32.f32`` is three SASS instructions on an H100 (an inf/NaN
@@ -218,7 +220,7 @@ if SIMULATOR:
         return tuple(np.float32(shared[rows[8 * q + group] + pair]) for q in range(4))
 
     def _truncated(x: np.ndarray) -> np.ndarray:
-        """What the tensor core reads of its operands: their top 19 bits (sign, exponent, 10 mantissa bits)."""
+        """What the tensor core reads of its operands: sign, exponent and the top 10 mantissa bits."""
         return (x.view(np.uint32) & _KEPT_BITS).view(np.float32)
 
     def copy_async_commit():
