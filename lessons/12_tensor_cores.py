@@ -167,7 +167,9 @@ if profiles:
 # each warp's load → round → mma chain. Fewer instructions per HMMA would not help much now: the count is within
 # the budget. The ways forward: loading the next k-step's fragments while this one's mma run (more independent work
 # per warp), and Hopper's `wgmma`, whose operands come straight from shared memory and which reaches the datasheet
-# rate that `mma.sync` cannot; cuBLAS TF32 shows how much room there is. The rounding variants that were tried (and
+# rate that `mma.sync` cannot; cuBLAS TF32 shows how much room there is. A first `wgmma` already runs from Numba
+# (`experiments/wgmma_probe.py`: one warpgroup's 64×8×8 product, checked against NumPy); a kernel built on it is
+# future work. The rounding variants that were tried (and
 # why step 12 keeps `cvt.rna`), and both profiles in full: the
 # [deep dive: rounding and the profile](deep_dives/12_rounding_and_the_profile.ipynb).
 #

@@ -208,7 +208,7 @@ def small_shape_text(results: dict) -> str:
 
 
 def tensor_core_summary(results: dict) -> str:
-    """Steps 12–13 against the issue's targets at the largest size they ran, from the benchmark."""
+    """Steps 12–13 against the course's targets at the largest size they ran, from the benchmark."""
     from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, rec, sizes
 
     common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
