@@ -45,6 +45,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
+from experiments.tensor_cores import whole_product_errors
 from gemm_steps.harness.bench import run_benchmark, sampled_fp64_error, save
 from gemm_steps.harness.cublas import launch_cublas, launch_cublas_tf32
 from gemm_steps.steps import tensor_cores, three_tf32
@@ -163,13 +164,7 @@ def accuracy_sweep(launches: dict) -> list:
             else:
                 a = rng.standard_normal((512, k), dtype=np.float32)
                 b = rng.standard_normal((k, 512), dtype=np.float32)
-            exact = a.astype(np.float64) @ b.astype(np.float64)
-            row = {"inputs": inputs, "K": k}
-            for name, launch in launches.items():
-                c = cuda.to_device(np.full((512, 512), np.nan, dtype=np.float32))
-                launch(cuda.to_device(a), cuda.to_device(b), c)
-                got = c.copy_to_host().astype(np.float64)
-                row[name] = float(np.linalg.norm(got - exact) / np.linalg.norm(exact))
+            row = {"inputs": inputs, "K": k, **whole_product_errors(launches, a, b)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows

@@ -83,6 +83,17 @@ def check_intrinsics() -> dict:
     return result
 
 
+def whole_product_errors(launches: dict, a: np.ndarray, b: np.ndarray) -> dict:
+    """``{name: ‖C − A·B‖ / ‖A·B‖}`` (float64 reference) for each ``launch(a, b, c)``, each into a NaN-poisoned C."""
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    errors = {}
+    for name, launch in launches.items():
+        c = cuda.to_device(np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32))
+        launch(cuda.to_device(a), cuda.to_device(b), c)
+        errors[name] = float(np.linalg.norm(c.copy_to_host().astype(np.float64) - exact) / np.linalg.norm(exact))
+    return errors
+
+
 def accuracy_sweep() -> list:
     from gemm_steps.harness.cublas import launch_cublas
 
@@ -97,15 +108,8 @@ def accuracy_sweep() -> list:
             if inputs.startswith("wide"):
                 a = (a * np.exp2(rng.uniform(-20, 20, a.shape))).astype(np.float32)
                 b = (b * np.exp2(rng.uniform(-20, 20, b.shape))).astype(np.float32)
-            exact = a.astype(np.float64) @ b.astype(np.float64)
-            row = {"inputs": inputs, "K": k}
-            for name, launch in launches.items():
-                c = cuda.to_device(np.full((512, 512), np.nan, dtype=np.float32))
-                launch(cuda.to_device(a), cuda.to_device(b), c)
-                got = c.copy_to_host().astype(np.float64)
-                row[name] = float(np.linalg.norm(got - exact) / np.linalg.norm(exact))
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            rows.append({"inputs": inputs, "K": k, **whole_product_errors(launches, a, b)})
+            print(json.dumps(rows[-1]), flush=True)
     return rows
 
 

@@ -36,7 +36,7 @@ from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_or_
 from gemm_steps.toolkit.tiles import TileConfig, TiledKernels
 from gemm_steps.toolkit.unroll import registers, unroll
 
-from .matrix_load import load_matrix_x4
+from gemm_steps.toolkit.tensor_core_ops import load_matrix_x4
 
 
 def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):

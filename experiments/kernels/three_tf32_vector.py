@@ -6,7 +6,7 @@ copies and the fragment reads of ``experiments/kernels/tensor_cores_vector.py`` 
 (``split_tf32``), the three products per piece and k-step summed from zero by the tensor core, and the FP32 add of
 each k-step's sum into the running sum are step 13's. With ``VECTOR_FRAGMENTS`` a lane reads its A values of two
 k-steps at once (raw, 32 registers) and splits each k-step's half just before that k-step's products.
-``MATRIX_LOAD_A``: A's fragments of a piece come from one ``ldmatrix`` (``experiments/kernels/matrix_load.py``)
+``MATRIX_LOAD_A``: A's fragments of a piece come from one ``ldmatrix`` (``load_matrix_x4``, toolkit/tensor_core_ops.py)
 instead of four scalar loads. ``FLUSH_STEPS`` (``flush_pairs=True``: 2; ``flush_steps=4``: a whole k-tile): the
 tensor core sums the products of that many k-steps from zero before one FP32 add per result (1/2 or 1/4 of step
 13's FADDs; the B fragments of those k-steps are held, and the loop runs over piece rows outside, so that only one
@@ -22,7 +22,7 @@ from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_or_
 from gemm_steps.toolkit.tiles import TileConfig, TiledKernels
 from gemm_steps.toolkit.unroll import registers, unroll
 
-from .matrix_load import load_matrix_x4
+from gemm_steps.toolkit.tensor_core_ops import load_matrix_x4
 
 from .tensor_cores_vector import layout
 
