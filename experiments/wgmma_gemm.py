@@ -1,0 +1,303 @@
+"""A first TF32 GEMM on Hopper's warpgroup MMA (``wgmma``), from Numba: how far past ``mma.sync`` does it go?
+(issue: tensor cores, stretch item; experiments/wgmma_probe.py showed one ``wgmma`` runs.)
+
+Step 12 issues ``mma.sync`` (one warp, 16×8×8, operands in registers) and stops near 147 TFLOPS on an H100: its
+profile puts ``mma.sync``'s tensor-pipe rate at ~6 clocks per 16×8×8 product. cuBLAS TF32 runs ``wgmma`` at ~380.
+This kernel is the smallest ``wgmma`` GEMM that can say whether Numba gets there too:
+
+* a block is one **warpgroup** (4 warps, 128 threads) and computes a 64×128 tile of C (BLOCK_M × BLOCK_N) with
+  ``wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32``: 65,536 multiply-adds per instruction, its 64×128
+  accumulator spread over the 128 threads (64 float registers each, kept as one 64-tuple);
+* both operands are read by the tensor cores straight from shared memory, described by 64-bit matrix descriptors
+  (no swizzle, K-major: 8-row × 16-byte "core matrices", 128 B apart along K (LBO) and BLOCK_K·32 B apart along M or
+  N (SBO) — the reading the probe confirmed);
+* A's 16-byte chunks are already K-major and go through 16-byte ``cp.async``; B is K×N row-major in memory and must
+  land as [col][k], so it is transposed on the way in, one 4-byte ``cp.async`` per element;
+* a STAGES-deep ``cp.async`` pipeline as in step 12; after each k-tile's copies land: ``fence.proxy.async`` (the
+  copies were made by the generic proxy, ``wgmma`` reads through the async proxy), a barrier, ``wgmma.fence``, four
+  ``wgmma`` (BLOCK_K = 32 in k-steps of 8), ``commit_group`` and ``wait_group 0`` — the accumulators pass through
+  the wait, so nothing reads them before the asynchronous mma has written them;
+* no rounding: the tensor cores read the top 19 bits of each operand (TF32 by truncation), so the error is the
+  "raw" variant's of experiments/tf32_conversion.py (~8e-4), within ``verify.tf32_tolerance`` (~2e-3) but above
+  cuBLAS TF32's ~3e-4.
+
+Full tiles only; GPU only (no simulator twin): an experiment, not a step. Two tiles are built — 64×128 (one
+warpgroup, m64n128k8, 64 accumulators per thread) and 128×256 (two warpgroups, m64n256k8, 128 accumulators) — and a
+diagnostic 128×256 build that reads B already transposed. Usage on an H100/H200:
+``python -m experiments.wgmma_gemm OUT.json``.
+
+Measured (H100, same run as step 12 and cuBLAS, ``experiments/results/wgmma-gemm-nvidia-h100.json``): right to
+float32 rounding (2.9e-7 against float64 on the truncated inputs), but slow — 128×256 at 84 / 98 TFLOPS at 4096³ /
+8192³ against step 12's 145 / 149 and cuBLAS TF32's 341 / 378. Neither the transposing 4-byte copies (B given
+transposed: 81 / 88) nor the copies' shared-memory bank conflicts (remapped, no change) are the limit. What is left
+is the loop's shape: every k-tile waits for its copies, meets at a barrier, and waits for its own four ``wgmma``
+(``wait_group 0``) before the next k-tile's can be issued, so the tensor cores idle through each barrier; with one
+144 KB block per SM no other block fills the gap. CUTLASS's Hopper kernels keep ``wgmma`` in flight across k-tiles
+(``wait_group 1``) and feed them from producer warps through TMA and mbarriers; that is the next experiment.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+
+BLOCK_K, STAGES = 32, 3
+LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, and in M (or N)
+#: (BLOCK_M, BLOCK_N): one warpgroup per 64 rows, each running wgmma m64n<BLOCK_N>k8 on its 64 × BLOCK_N part.
+TILES = [(64, 128), (128, 256)]
+
+
+def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
+    """The kernel and its launch for one tile (imported on a GPU only: the intrinsics are inline PTX).
+
+    ``B_TRANSPOSED``: a diagnostic — the kernel reads Bᵀ (N×K, row-major) with 16-byte copies instead of transposing
+    B with 4-byte ones; its launch transposes B once per B it is given, outside any timed launch after the first."""
+    THREADS = 128 * (BLOCK_M // 64)  # one warpgroup per 64 rows
+    A_STAGE, B_STAGE = BLOCK_M * BLOCK_K, BLOCK_N * BLOCK_K  # floats per pipeline stage
+    SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 4
+    ACCUMULATORS = 64 * BLOCK_N // 128  # a warpgroup's 64 × BLOCK_N results over its 128 threads
+    from llvmlite import ir
+    from numba import cuda, float32, types, uint32, uint64
+    from numba.cuda.extending import intrinsic
+
+    from gemm_steps.toolkit.intrinsics import copy_async
+    from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_wait
+
+    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    tuple_type = types.UniTuple(types.float32, ACCUMULATORS)
+
+    def void_asm(text):
+        @intrinsic
+        def emit(typingctx):
+            def codegen(context, builder, sig, args):
+                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        return emit
+
+    wgmma_fence = void_asm("wgmma.fence.sync.aligned;")
+    wgmma_commit = void_asm("wgmma.commit_group.sync.aligned;")
+    fence_proxy_async = void_asm("fence.proxy.async.shared::cta;")
+
+    @intrinsic
+    def zero_accumulators(typingctx):
+        def codegen(context, builder, sig, args):
+            return context.make_tuple(builder, sig.return_type, [ir.Constant(f32, 0.0)] * ACCUMULATORS)
+
+        return tuple_type(), codegen
+
+    @intrinsic
+    def shared_address(typingctx, array, index):
+        """The 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``)."""
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            index = builder.zext(args[1], i64) if args[1].type.width < 64 else args[1]
+            generic = builder.ptrtoint(builder.gep(data, [index], inbounds=True), i64)
+            convert = ir.InlineAsm(ir.FunctionType(i64, [i64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
+            return builder.trunc(builder.call(convert, [generic]), i32)
+
+        return types.uint32(array, index), codegen
+
+    def accumulator_asm(text, extra_types, extra_constraints):
+        """Inline asm whose 64 accumulators go in and come out in the same registers (tied operands)."""
+        result = ir.LiteralStructType([f32] * ACCUMULATORS)
+        outputs = ",".join(["=f"] * ACCUMULATORS)
+        tied = ",".join(str(i) for i in range(ACCUMULATORS))
+        constraints = ",".join(filter(None, [outputs, extra_constraints, tied, "~{memory}"]))
+        return result, ir.InlineAsm(ir.FunctionType(result, extra_types + [f32] * ACCUMULATORS), text, constraints,
+                                    side_effect=True)
+
+    registers = ", ".join(f"${i}" for i in range(ACCUMULATORS))
+
+    @intrinsic
+    def wgmma_m64nNk8(typingctx, desc_a, desc_b, acc):
+        """``wgmma.mma_async.sync.aligned.m64n<BLOCK_N>k8.f32.tf32.tf32``: acc += A·B, A and B from shared memory."""
+        def codegen(context, builder, sig, args):
+            n = ACCUMULATORS
+            text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(n + 2) + ", 0; "
+                    f"wgmma.mma_async.sync.aligned.m64n{BLOCK_N}k8.f32.tf32.tf32 {{{registers}}}, ${n}, ${n + 1}, p, 1, 1; }}")
+            result, call = accumulator_asm(text, [i64, i64, i32], "l,l,r")
+            values = [builder.extract_value(args[2], i) for i in range(n)]
+            out = builder.call(call, [args[0], args[1], ir.Constant(i32, 1), *values])
+            return context.make_tuple(builder, sig.return_type, [builder.extract_value(out, i) for i in range(n)])
+
+        return tuple_type(types.uint64, types.uint64, tuple_type), codegen
+
+    @intrinsic
+    def wgmma_wait_all(typingctx, acc):
+        """``wgmma.wait_group.sync.aligned 0``, the accumulators passed through it."""
+        def codegen(context, builder, sig, args):
+            result, call = accumulator_asm("wgmma.wait_group.sync.aligned 0;", [], "")
+            values = [builder.extract_value(args[0], i) for i in range(ACCUMULATORS)]
+            out = builder.call(call, values)
+            return context.make_tuple(builder, sig.return_type,
+                                      [builder.extract_value(out, i) for i in range(ACCUMULATORS)])
+
+        return tuple_type(tuple_type), codegen
+
+    @intrinsic
+    def store_accumulators(typingctx, c, acc, row, col, n):
+        """The warpgroup's accumulator layout: this thread's value 4j + r is row ``row`` (+ 8 for r ≥ 2), column
+        ``col`` + 8j (+ 1 for odd r) of its 64 × BLOCK_N part, ``row``/``col`` being its warp's and lane's offsets."""
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            row, col, width = (builder.zext(v, i64) if v.type.width < 64 else v for v in args[2:5])
+            for i in range(ACCUMULATORS):
+                j, r = divmod(i, 4)
+                index = builder.add(builder.mul(builder.add(row, ir.Constant(i64, 8 * (r // 2))), width),
+                                    builder.add(col, ir.Constant(i64, 8 * j + r % 2)))
+                builder.store(builder.extract_value(args[1], i), builder.gep(data, [index], inbounds=True))
+            return context.get_dummy_value()
+
+        return types.void(c, acc, row, col, n), codegen
+
+    @cuda.jit(device=True, inline=True)
+    def chunk_of(chunk):
+        """(row, 16-byte chunk along k) of a K-major copy: 8 consecutive threads take the 8 rows of one core matrix,
+        so their 16-byte stores fill 128 contiguous bytes (all 32 banks) instead of landing 128 B apart."""
+        row_in_group, rest = chunk % 8, chunk // 8
+        return rest // (BLOCK_K // 4) * 8 + row_in_group, rest % (BLOCK_K // 4)
+
+    @cuda.jit(launch_bounds=(THREADS, 1))
+    def wgmma_tf32_kernel(a, b, c, m, n, k):
+        """One BLOCK_M × BLOCK_N tile of C = A·B, 64 rows per warpgroup; flat row-major float32, full tiles only."""
+        tiles = cuda.shared.array(0, float32)  # STAGES stages of A, then STAGES of B, each in core-matrix order
+        tid = uint32(cuda.threadIdx.x)
+        m, n, k = uint32(m), uint32(n), uint32(k)
+        block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+        block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+        group = tid // 128  # this thread's warpgroup: rows 64·group … of the tile
+        base = shared_address(tiles, 0)
+        b_base = uint32(STAGES * A_STAGE)
+        offsets = (uint64(LBO >> 4) << uint64(16)) | (uint64(SBO >> 4) << uint64(32))
+        acc = zero_accumulators()
+        k_tiles = k // BLOCK_K
+        for t in range(k_tiles + STAGES - 1):
+            copy_async_wait(1)  # STAGES - 2 (a literal): all but the newest group of this thread have landed
+            fence_proxy_async()  # this thread's landed copies, made visible to the async proxy (wgmma)
+            cuda.syncthreads()
+            if t < k_tiles:
+                stage = uint32(t % STAGES)
+                k0 = uint32(t) * BLOCK_K
+                for q in range(A_STAGE // 4 // THREADS):  # A: 16-byte chunks, already K-major
+                    chunk = tid + uint32(q * THREADS)
+                    row, kc = chunk_of(chunk)
+                    copy_async(tiles, stage * A_STAGE + row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4,
+                               a, (block_row + row) * k + k0 + kc * 4, 4)
+                if B_TRANSPOSED:  # b is Bᵀ (N×K): 16-byte chunks, already K-major, like A
+                    for q in range(B_STAGE // 4 // THREADS):
+                        chunk = tid + uint32(q * THREADS)
+                        col, kc = chunk_of(chunk)
+                        copy_async(tiles, b_base + stage * B_STAGE + col // 8 * (BLOCK_K * 8) + kc * 32 + col % 8 * 4,
+                                   b, (block_col + col) * k + k0 + kc * 4, 4)
+                else:
+                    for q in range(B_STAGE // THREADS):  # B: one float each, transposed to [col][k]
+                        e = tid + uint32(q * THREADS)
+                        # a warp: 8 columns × 4 k of one core matrix, so its 32 stores hit 32 banks
+                        rest = e // 32
+                        kk = rest % (BLOCK_K // 4) * 4 + e % 4
+                        col = rest // (BLOCK_K // 4) * 8 + e // 4 % 8
+                        copy_async(tiles, b_base + stage * B_STAGE + col // 8 * (BLOCK_K * 8) + kk // 4 * 32
+                                   + col % 8 * 4 + kk % 4, b, (k0 + kk) * n + block_col + col, 1)
+            copy_async_commit()
+            if t >= STAGES - 1:
+                stage = uint32((t - (STAGES - 1)) % STAGES)
+                a_address = base + stage * (A_STAGE * 4) + group * (8 * SBO)  # its 64 rows: 8 core-matrix rows
+                b_address = base + (b_base + stage * B_STAGE) * 4
+                wgmma_fence()
+                for step in range(BLOCK_K // 8):  # k-steps of 8: two core matrices along K each
+                    desc_a = (uint64((a_address + step * 2 * LBO) & uint32(0x3FFFF)) >> uint64(4)) | offsets
+                    desc_b = (uint64((b_address + step * 2 * LBO) & uint32(0x3FFFF)) >> uint64(4)) | offsets
+                    acc = wgmma_m64nNk8(desc_a, desc_b, acc)
+                wgmma_commit()
+                acc = wgmma_wait_all(acc)
+        warp, lane = tid % 128 // 32, tid % 32
+        store_accumulators(c, acc, block_row + group * 64 + warp * 16 + lane // 4, block_col + lane % 4 * 2, n)
+
+    opted_in = set()
+    transposed = {}  # B_TRANSPOSED: device pointer of B → its transpose (made once, on the first launch)
+
+    def launch(a, b, c, stream=0):
+        m, k = a.shape
+        n = b.shape[1]
+        if m % BLOCK_M or n % BLOCK_N or k % BLOCK_K:
+            raise ValueError(f"the wgmma experiment takes full tiles only: M % {BLOCK_M}, N % {BLOCK_N}, "
+                             f"K % {BLOCK_K} must be 0 (got {m}×{n}×{k})")
+        signature = (types.float32[::1], types.float32[::1], types.float32[::1], types.int64, types.int64,
+                     types.int64)
+        key = id(cuda.current_context())
+        if key not in opted_in:  # over 48 KB of dynamic shared memory: the kernel must opt in
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            function = wgmma_tf32_kernel.compile(signature)._codelibrary.get_cufunc()
+            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attribute, SHARED_BYTES, function.handle, function.device.id)
+            opted_in.add(key)
+        if B_TRANSPOSED:
+            key = b.device_ctypes_pointer.value
+            if key not in transposed:
+                transposed.clear()
+                transposed[key] = cuda.to_device(np.ascontiguousarray(b.copy_to_host().T))
+            b = transposed[key]
+        wgmma_tf32_kernel[(n // BLOCK_N, m // BLOCK_M), THREADS, stream, SHARED_BYTES](
+            a.reshape(m * k), b.reshape(k * n), c.reshape(m * n), m, n, k)
+
+    return wgmma_tf32_kernel, launch
+
+
+def main() -> None:
+    import gemm_steps
+    from numba import cuda
+
+    from gemm_steps.harness.bench import run_benchmark, save
+    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32
+
+    builds = {f"wgmma_tf32 {m}x{n}": build(m, n) for m, n in TILES}
+    builds["wgmma_tf32 128x256, B given transposed"] = build(128, 256, B_TRANSPOSED=True)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 64), dtype=np.float32)
+    b = rng.standard_normal((64, 512), dtype=np.float32)
+    truncated = [(x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64) for x in (a, b)]
+    reference = truncated[0] @ truncated[1]
+    checks, sass = {}, {}
+    for name, (kernel, launch) in builds.items():
+        c = cuda.to_device(np.full((256, 512), np.nan, np.float32))
+        launch(cuda.to_device(a), cuda.to_device(b), c)
+        got = c.copy_to_host()
+        checks[name] = {"shape": [256, 512, 64], "unwritten": int(np.isnan(got).sum()),
+                        "max_rel_error_vs_truncated_inputs":
+                            float(np.nanmax(np.abs(got - reference)) / np.abs(reference).max()),
+                        "rel_error_vs_rounded_inputs": float(np.linalg.norm(
+                            got - round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64))
+                            / np.linalg.norm(reference))}
+        print(name, json.dumps(checks[name]), flush=True)
+        try:
+            compiled = next(iter(kernel.overloads.values()))
+            text = compiled.inspect_sass()
+            mnemonics = [line.split("*/", 1)[1].split()[0] for line in text.splitlines() if "*/" in line and ";" in line]
+            sass[name] = {op: sum(m.startswith(op) for m in mnemonics) for op in ("HGMMA", "LDGSTS", "BAR")}
+            sass[name]["registers"] = compiled.regs_per_thread
+        except Exception as exc:  # nvdisasm missing: say so
+            sass[name] = {"unavailable": str(exc)}
+    entries = [gemm_steps.get_step("tensor_cores")] + [
+        SimpleNamespace(name=name, number=12, launch=launch, arithmetic="tf32", ARITHMETIC="tf32")
+        for name, (_, launch) in builds.items()]  # judged by the TF32 tolerance, like step 12
+    sizes = [(s, s, s) for s in (2048, 4096, 8192)]
+    results = run_benchmark(entries, sizes, repeats=20, include_cublas_tf32=True,
+                            progress=lambda message: print(message, flush=True))
+    results.update(experiment="wgmma TF32 GEMM (first version)", checks=checks, sass=sass,
+                   tiles=TILES, block_k=BLOCK_K, stages=STAGES)
+    save(results, sys.argv[1])
+    for r in results["records"]:
+        print(f"{r['M']:5d} {r['step']:26s} {r.get('tflops', 0):7.1f} TFLOPS {r.get('pct_of_cublas') or 0:6.1f} % "
+              f"error {r.get('sampled_rel_error_fp64', float('nan')):.1e}", flush=True)
+    print(json.dumps(sass), flush=True)
+
+
+if __name__ == "__main__":
+    main()
