@@ -23,17 +23,17 @@ This kernel is the smallest ``wgmma`` GEMM that can say whether Numba gets there
 
 Full tiles only; GPU only (no simulator twin): an experiment, not a step. Two tiles are built — 64×128 (one
 warpgroup, m64n128k8, 64 accumulators per thread) and 128×256 (two warpgroups, m64n256k8, 128 accumulators) — and a
-diagnostic 128×256 build that reads B already transposed. Usage on an H100/H200:
+diagnostic 128×256 build that reads B already transposed, and a pipelined 128×256 build. Usage on an H100/H200:
 ``python -m experiments.wgmma_gemm OUT.json``.
 
 Measured (H100, same run as step 12 and cuBLAS, ``experiments/results/wgmma-gemm-nvidia-h100.json``): right to
-float32 rounding (2.9e-7 against float64 on the truncated inputs), but slow — 128×256 at 84 / 98 TFLOPS at 4096³ /
-8192³ against step 12's 145 / 149 and cuBLAS TF32's 341 / 378. Neither the transposing 4-byte copies (B given
-transposed: 81 / 88) nor the copies' shared-memory bank conflicts (remapped, no change) are the limit. What is left
-is the loop's shape: every k-tile waits for its copies, meets at a barrier, and waits for its own four ``wgmma``
-(``wait_group 0``) before the next k-tile's can be issued, so the tensor cores idle through each barrier; with one
-144 KB block per SM no other block fills the gap. CUTLASS's Hopper kernels keep ``wgmma`` in flight across k-tiles
-(``wait_group 1``) and feed them from producer warps through TMA and mbarriers; that is the next experiment.
+float32 rounding (2.9e-7 against float64 on the truncated inputs), but slower than step 12 — 128×256 at 85 / 99
+TFLOPS at 4096³ / 8192³, pipelined 96 / 114, against step 12's 144 / 150 and cuBLAS TF32's 322 / 386. Not the
+transposing 4-byte copies (B given transposed: 83 / 89), not the copies' shared-memory bank conflicts (remapped: no
+change, an earlier run). Keeping each k-tile's ``wgmma`` in flight across the next barrier (pipelined) gained
+13–16 %; every k-tile still meets at a barrier before its ``wgmma`` can issue, and with one 192 KB block per SM
+nothing fills those gaps. CUTLASS's Hopper kernels feed the ``wgmma`` warpgroups from producer warps (TMA and
+mbarriers) instead; that is the next experiment.
 """
 
 from __future__ import annotations
@@ -44,17 +44,21 @@ from types import SimpleNamespace
 
 import numpy as np
 
-BLOCK_K, STAGES = 32, 3
+BLOCK_K = 32
 LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, and in M (or N)
 #: (BLOCK_M, BLOCK_N): one warpgroup per 64 rows, each running wgmma m64n<BLOCK_N>k8 on its 64 × BLOCK_N part.
 TILES = [(64, 128), (128, 256)]
 
 
-def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
+def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIPELINED: bool = False):
     """The kernel and its launch for one tile (imported on a GPU only: the intrinsics are inline PTX).
 
     ``B_TRANSPOSED``: a diagnostic — the kernel reads Bᵀ (N×K, row-major) with 16-byte copies instead of transposing
-    B with 4-byte ones; its launch transposes B once per B it is given, outside any timed launch after the first."""
+    B with 4-byte ones; its launch transposes B once per B it is given, outside any timed launch after the first.
+    ``PIPELINED``: each k-tile's ``wgmma`` stay in flight while the next k-tile's are issued (``wait_group 1``), with
+    4 stages and copies two k-tiles ahead, so the stage a ``wgmma`` may still be reading is never the one refilled."""
+    STAGES = 4 if PIPELINED else 3
+    LOAD_AHEAD = STAGES - 2 if PIPELINED else STAGES - 1  # how many k-tiles the copies run ahead of the mma
     THREADS = 128 * (BLOCK_M // 64)  # one warpgroup per 64 rows
     A_STAGE, B_STAGE = BLOCK_M * BLOCK_K, BLOCK_N * BLOCK_K  # floats per pipeline stage
     SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 4
@@ -128,17 +132,22 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
 
         return tuple_type(types.uint64, types.uint64, tuple_type), codegen
 
-    @intrinsic
-    def wgmma_wait_all(typingctx, acc):
-        """``wgmma.wait_group.sync.aligned 0``, the accumulators passed through it."""
-        def codegen(context, builder, sig, args):
-            result, call = accumulator_asm("wgmma.wait_group.sync.aligned 0;", [], "")
-            values = [builder.extract_value(args[0], i) for i in range(ACCUMULATORS)]
-            out = builder.call(call, values)
-            return context.make_tuple(builder, sig.return_type,
-                                      [builder.extract_value(out, i) for i in range(ACCUMULATORS)])
+    def wgmma_wait(pending):
+        @intrinsic
+        def wait(typingctx, acc):
+            """``wgmma.wait_group.sync.aligned pending``, the accumulators passed through it."""
+            def codegen(context, builder, sig, args):
+                result, call = accumulator_asm(f"wgmma.wait_group.sync.aligned {pending};", [], "")
+                values = [builder.extract_value(args[0], i) for i in range(ACCUMULATORS)]
+                out = builder.call(call, values)
+                return context.make_tuple(builder, sig.return_type,
+                                          [builder.extract_value(out, i) for i in range(ACCUMULATORS)])
 
-        return tuple_type(tuple_type), codegen
+            return tuple_type(tuple_type), codegen
+
+        return wait
+
+    wgmma_wait_all, wgmma_wait_one = wgmma_wait(0), wgmma_wait(1)
 
     @intrinsic
     def store_accumulators(typingctx, c, acc, row, col, n):
@@ -177,8 +186,8 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
         offsets = (uint64(LBO >> 4) << uint64(16)) | (uint64(SBO >> 4) << uint64(32))
         acc = zero_accumulators()
         k_tiles = k // BLOCK_K
-        for t in range(k_tiles + STAGES - 1):
-            copy_async_wait(1)  # STAGES - 2 (a literal): all but the newest group of this thread have landed
+        for t in range(k_tiles + LOAD_AHEAD):
+            copy_async_wait(1)  # LOAD_AHEAD - 1: all but the newest copy group of this thread have landed
             fence_proxy_async()  # this thread's landed copies, made visible to the async proxy (wgmma)
             cuda.syncthreads()
             if t < k_tiles:
@@ -205,8 +214,8 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
                         copy_async(tiles, b_base + stage * B_STAGE + col // 8 * (BLOCK_K * 8) + kk // 4 * 32
                                    + col % 8 * 4 + kk % 4, b, (k0 + kk) * n + block_col + col, 1)
             copy_async_commit()
-            if t >= STAGES - 1:
-                stage = uint32((t - (STAGES - 1)) % STAGES)
+            if t >= LOAD_AHEAD:
+                stage = uint32((t - LOAD_AHEAD) % STAGES)
                 a_address = base + stage * (A_STAGE * 4) + group * (8 * SBO)  # its 64 rows: 8 core-matrix rows
                 b_address = base + (b_base + stage * B_STAGE) * 4
                 wgmma_fence()
@@ -215,7 +224,11 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False):
                     desc_b = (uint64((b_address + step * 2 * LBO) & uint32(0x3FFFF)) >> uint64(4)) | offsets
                     acc = wgmma_m64nNk8(desc_a, desc_b, acc)
                 wgmma_commit()
-                acc = wgmma_wait_all(acc)
+                if PIPELINED:
+                    acc = wgmma_wait_one(acc)  # the previous k-tile's wgmma are done; this one's may still run
+                else:
+                    acc = wgmma_wait_all(acc)
+        acc = wgmma_wait_all(acc)
         warp, lane = tid % 128 // 32, tid % 32
         store_accumulators(c, acc, block_row + group * 64 + warp * 16 + lane // 4, block_col + lane % 4 * 2, n)
 
@@ -259,6 +272,7 @@ def main() -> None:
 
     builds = {f"wgmma_tf32 {m}x{n}": build(m, n) for m, n in TILES}
     builds["wgmma_tf32 128x256, B given transposed"] = build(128, 256, B_TRANSPOSED=True)
+    builds["wgmma_tf32 128x256, pipelined"] = build(128, 256, PIPELINED=True)
     rng = np.random.default_rng(3)
     a = rng.standard_normal((256, 64), dtype=np.float32)
     b = rng.standard_normal((64, 512), dtype=np.float32)
@@ -291,7 +305,7 @@ def main() -> None:
     results = run_benchmark(entries, sizes, repeats=20, include_cublas_tf32=True,
                             progress=lambda message: print(message, flush=True))
     results.update(experiment="wgmma TF32 GEMM (first version)", checks=checks, sass=sass,
-                   tiles=TILES, block_k=BLOCK_K, stages=STAGES)
+                   tiles=TILES, block_k=BLOCK_K)
     save(results, sys.argv[1])
     for r in results["records"]:
         print(f"{r['M']:5d} {r['step']:26s} {r.get('tflops', 0):7.1f} TFLOPS {r.get('pct_of_cublas') or 0:6.1f} % "
