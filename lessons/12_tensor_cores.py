@@ -167,9 +167,10 @@ if profiles:
 # each warp's load → round → mma chain. Fewer instructions per HMMA would not help much now: the count is within
 # the budget. The ways forward: loading the next k-step's fragments while this one's mma run (more independent work
 # per warp), and Hopper's `wgmma`, whose operands come straight from shared memory and which reaches the datasheet
-# rate that `mma.sync` cannot; cuBLAS TF32 shows how much room there is. A first `wgmma` already runs from Numba
-# (`experiments/wgmma_probe.py`: one warpgroup's 64×8×8 product, checked against NumPy); a kernel built on it is
-# future work. The rounding variants that were tried (and
+# rate that `mma.sync` cannot; cuBLAS TF32 shows how much room there is. `wgmma` runs from Numba
+# (`experiments/wgmma_probe.py` checks one warpgroup's product against NumPy), and a first GEMM on it,
+# `experiments/wgmma_gemm.py`, is right but still slower than step 12 (docs/tensor_cores.md has its numbers and what
+# it lacks: producer warps that keep the tensor cores fed between barriers). The rounding variants that were tried (and
 # why step 12 keeps `cvt.rna`), and both profiles in full: the
 # [deep dive: rounding and the profile](deep_dives/12_rounding_and_the_profile.ipynb).
 #

@@ -136,9 +136,9 @@ if results:
 
 # %% [markdown]
 # Both are latency-bound at 8 warps per SM (lesson 12's profile); cuBLAS's TF32 kernels show how far the tensor
-# cores go, and `wgmma` (Hopper's warp-group mma, operands straight from shared memory) is the next tool: one
-# `wgmma` already runs from a Numba kernel (`experiments/wgmma_probe.py`), a GEMM built on it does not yet
-# ([docs/tensor_cores.md](../docs/tensor_cores.md)).
+# cores go, and `wgmma` (Hopper's warp-group mma, operands straight from shared memory) is the next tool: it runs
+# from a Numba kernel (`experiments/wgmma_probe.py`), and a first GEMM on it (`experiments/wgmma_gemm.py`) is right
+# but not yet faster than step 12 ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
 #
