@@ -263,7 +263,29 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
     return wgmma_tf32_kernel, launch
 
 
+def profile(size: int = 4096) -> None:
+    """Two launches of the pipelined 128×256 build at ``size``³, for Nsight Compute:
+    ncu --kernel-name regex:wgmma_tf32_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+        --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+        --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \
+        python -m experiments.wgmma_gemm --profile"""
+    import gemm_steps  # noqa: F401  (GPU or simulator first)
+    from numba import cuda
+
+    _, launch = build(128, 256, PIPELINED=True)
+    rng = np.random.default_rng(0)
+    a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    c = cuda.device_array((size, size), dtype=np.float32)
+    for _ in range(2):
+        launch(a, b, c)
+    cuda.synchronize()
+
+
 def main() -> None:
+    if sys.argv[1] == "--profile":
+        profile()
+        return
     import gemm_steps
     from numba import cuda
 
