@@ -133,8 +133,7 @@ lesson.check_against_numpy(tensor_cores, [(128, 64, 48), (70, 45, 20)])
 # units) and cuBLAS in TF32 mode (`CUBLAS_COMPUTE_32F_FAST_TF32`), all in one run:
 
 # %%
-results = lesson_12.full_results(
-    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192]))
+results = lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192])
 if results:
     lesson.say(lesson_12.speed_table(results))
 

@@ -14,8 +14,7 @@ from gemm_steps.course import lesson, lesson_12, lesson_13
 three_tf32 = gemm_steps.get_step("three_tf32")
 experiment = lesson_12.load_run(lesson_12.TENSOR_CORES_RUN)
 first_try = lesson_12.load_run(lesson_12.FIRST_TRY_RUN)
-results = lesson_12.full_results(
-    lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192]))
+results = lesson.measure_or_load(["stream_k", "tensor_cores", "three_tf32"], [512, 1024, 2048, 4096, 8192])
 print(three_tf32.doc.splitlines()[0])
 
 # %% [markdown]

@@ -21,7 +21,7 @@ from gemm_steps.harness.verify import U_TF32, relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import TF32_MANTISSA_BITS, mma_tf32, mma_tf32_reference, round_to_tf32
 
 from .display import MarkdownTable
-from .timings import fp32_peak_tflops, size_label
+from .timings import fp32_peak_tflops, record, size_label
 
 #: Our targets (not results): step 12 at ≥ 150 TFLOPS, step 13 at ≥ 1.25× cuBLAS SGEMM on an H100.
 TARGET_TF32_TFLOPS = 150.0
@@ -248,24 +248,8 @@ def tf32_loss_table(seed: int = 0, size: int = 64, ks=(64, 1024, 4096)) -> Markd
 
 
 # -- the shipped benchmark -------------------------------------------------------------------------------------------
-def rec(results: dict, name: str, size) -> dict | None:
-    """The successful record of ``name`` (a step name, ``cublas`` or ``cublas_tf32``) at a square ``size`` or
-    (M, N, K); None if the run has none."""
-    m, n, k = (size, size, size) if isinstance(size, int) else size
-    return next((r for r in results["records"] if r["step"] == name and (r["M"], r["N"], r["K"]) == (m, n, k)
-                 and "error" not in r and r.get("median_ms") is not None), None)
-
-
-def full_results(timed: dict | None) -> dict | None:
-    """``lesson.measure_or_load``'s document with every record of its file (it keeps only the steps asked for and
-    cuBLAS SGEMM; the tables here also show cuBLAS TF32). Measured now (no file), it is returned as it is, and the
-    tables show "—" for cuBLAS TF32."""
-    if not timed or "path" not in timed:
-        return timed
-    from pathlib import Path
-
-    return {**json.loads(Path(timed["path"]).read_text()), "path": timed["path"],
-            "provenance": timed.get("provenance")}
+#: The successful record of a step name, ``cublas`` or ``cublas_tf32`` at a square size or (M, N, K); None if none.
+rec = record
 
 
 def sizes(results: dict, names=("stream_k", "tensor_cores", "three_tf32", "cublas")) -> list[tuple]:

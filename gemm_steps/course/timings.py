@@ -93,7 +93,7 @@ def measure_or_load(steps: Iterable[StepLike], sizes: Iterable[int | Size], *, m
         if shipped is None:
             say(NO_RESULTS)
             return None
-        keep = set(names + extra) | {"cublas"}
+        keep = set(names + extra) | set(bench.BASELINES)  # cuBLAS SGEMM, and cuBLAS TF32 where the run has it
         results = {**shipped, "records": [r for r in shipped["records"] if r["step"] in keep]}
         where = _provenance(shipped["path"], results["environment"])
         results["provenance"] = f"No GPU here: these timings are {where}."
@@ -146,8 +146,9 @@ def size_label(size: int | Size) -> str:
 
 
 def record(results: dict, step: StepLike, size: int | Size) -> dict | None:
-    """The successful record of ``step`` (or ``"cublas"``) at ``size``; ``None`` if the run has none."""
-    name = step if step == "cublas" else as_step(step).name
+    """The successful record of ``step`` (or a baseline, ``"cublas"`` or ``"cublas_tf32"``) at ``size``; ``None`` if
+    the run has none."""
+    name = step if isinstance(step, str) and bench.is_baseline(step) else as_step(step).name
     m, n, k = _size(size)
     for rec in results["records"]:
         if rec["step"] == name and (rec["M"], rec["N"], rec["K"]) == (m, n, k) and _ok(rec):
