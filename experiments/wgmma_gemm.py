@@ -290,7 +290,7 @@ def main() -> None:
     from numba import cuda
 
     from gemm_steps.harness.bench import run_benchmark, save
-    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32
+    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
     builds = {f"wgmma_tf32 {m}x{n}": build(m, n) for m, n in TILES}
     builds["wgmma_tf32 128x256, B given transposed"] = build(128, 256, B_TRANSPOSED=True)
@@ -298,7 +298,7 @@ def main() -> None:
     rng = np.random.default_rng(3)
     a = rng.standard_normal((256, 64), dtype=np.float32)
     b = rng.standard_normal((64, 512), dtype=np.float32)
-    truncated = [(x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64) for x in (a, b)]
+    truncated = [truncate_to_tf32(x).astype(np.float64) for x in (a, b)]
     reference = truncated[0] @ truncated[1]
     checks, sass = {}, {}
     for name, (kernel, launch) in builds.items():

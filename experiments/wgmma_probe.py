@@ -133,7 +133,7 @@ def run_one(index: int) -> dict:
     import gemm_steps  # noqa: F401  (GPU or simulator first)
     from numba import cuda
 
-    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32
+    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
     probe = build()
     k_apart, mn_apart, order = COMBINATIONS[index]
@@ -150,8 +150,7 @@ def run_one(index: int) -> dict:
     row["unwritten"] = int(np.isnan(got).sum())
     row["max_rel_error"] = float(np.nanmax(np.abs(got - expected)) / np.abs(expected).max())
     # The tensor core reads the top 19 bits of what it is given (no rounding here: the probe passes raw float32).
-    truncated = (a.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64) @ \
-        (b.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    truncated = truncate_to_tf32(a).astype(np.float64) @ truncate_to_tf32(b).astype(np.float64)
     row["max_rel_error_vs_truncated_inputs"] = float(np.nanmax(np.abs(got - truncated)) / np.abs(truncated).max())
     if index == 0:
         ptx = next(iter(probe.inspect_asm().values()), "")

@@ -11,8 +11,8 @@ from gemm_steps.course import lesson, lesson_12, lesson_13
 
 def test_truncation_drops_the_low_13_bits():
     x = np.float32(1 + 2 ** -10 + 2 ** -12)
-    assert lesson_13.truncate_tf32(x) == np.float32(1 + 2 ** -10)
-    assert lesson_13.truncate_tf32(np.float32(-1 - 2 ** -12)) == np.float32(-1)
+    assert lesson_13.truncate_to_tf32(x) == np.float32(1 + 2 ** -10)
+    assert lesson_13.truncate_to_tf32(np.float32(-1 - 2 ** -12)) == np.float32(-1)
 
 
 def test_the_split_is_exact_and_three_products_get_near_float32():

@@ -388,7 +388,7 @@ def verdict(results: dict) -> str:
     met = best >= TARGET_TF32_TFLOPS
     t12 = rec(results, "tensor_cores", p["size"])["tflops"]
     inside = p["low"] <= t12 <= p["carried"]
-    return (f"Step 12 ran " + "; ".join(parts) + ". "
+    return ("Step 12 ran " + "; ".join(parts) + ". "
             + (f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is met.** " if met else
                f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is not met** (best: {best:.1f}). ")
             + f"The prediction was {p['low']:.0f}–{p['carried']:.0f} TFLOPS at {size_label(p['size'])}: "

@@ -7,23 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from gemm_steps.harness import results_files
-from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts
+from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
 
 from .display import MarkdownTable
-from .lesson_12 import (FIRST_TRY_RUN, TARGET_3XTF32_VS_SGEMM, TENSOR_CORES_RUN, load_run, rec, sizes)
+from .lesson_12 import FIRST_TRY_RUN, TARGET_3XTF32_VS_SGEMM, TENSOR_CORES_RUN, rec, sizes
 from .timings import size_label
 
 U_FP32 = 2.0 ** -24  # float32's unit roundoff: half a unit in the last place of its 23 mantissa bits
-_LOW_13 = np.uint32(0xFFFFE000)
-
-
-def truncate_tf32(x):
-    """What the tensor core reads of a float32: its sign, exponent and top 10 mantissa bits (the low 13 mantissa
-    bits dropped, not rounded)."""
-    x = np.asarray(x, dtype=np.float32)
-    return (x.view(np.uint32) & _LOW_13).view(np.float32)
-
-
 def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
     """A few floats split as step 13 splits them: big, small, what the tensor core reads of small (truncated to
     TF32), and what is left of x after big + small, exact and as the tensor core reads the parts."""
@@ -33,7 +23,7 @@ def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
     for v in values:
         x = np.float32(v)
         big, small = split_tf32_parts(x)
-        read = truncate_tf32(small)
+        read = truncate_to_tf32(small)
         left = abs(float(np.float64(x) - np.float64(big) - np.float64(read))) / abs(float(x))
         lines.append(f"| {x:.9g} | {float(big):.9g} | {float(small):.3e} | {float(small) / float(x):.1e} | "
                      f"{float(np.float64(x) - np.float64(big) - np.float64(small)):.0e} | {float(read):.3e} | "
@@ -50,7 +40,7 @@ def split_worst(seed: int = 0, count: int = 200_000) -> float:
     of x the tensor core sees through the split."""
     x = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
     big, small = split_tf32_parts(x)
-    left = np.abs(x.astype(np.float64) - big - truncate_tf32(small).astype(np.float64)) / np.abs(x.astype(np.float64))
+    left = np.abs(x.astype(np.float64) - big - truncate_to_tf32(small).astype(np.float64)) / np.abs(x.astype(np.float64))
     return float(left.max())
 
 
@@ -85,7 +75,7 @@ def product_errors(seed: int = 0, size: int = 128, ks=(256, 4096)) -> MarkdownTa
         a = rng.standard_normal((size, k)).astype(np.float32)
         b = rng.standard_normal((k, size)).astype(np.float32)
         (ba, sa), (bb, sb) = split_tf32_parts(a), split_tf32_parts(b)
-        ba, bb, sa, sb = (x.astype(np.float64) for x in (ba, bb, truncate_tf32(sa), truncate_tf32(sb)))
+        ba, bb, sa, sb = (x.astype(np.float64) for x in (ba, bb, truncate_to_tf32(sa), truncate_to_tf32(sb)))
         big = ba @ bb
         three = big + sa @ bb + ba @ sb
         four = three + sa @ sb
@@ -240,7 +230,7 @@ def subnormal_table(exponents=(-100, -110, -114, -116, -118, -120, -123, -126)) 
         big, small = split_tf32_parts(x)
         sub = 0 < abs(float(small)) < 2.0 ** -126
         first_sub = e if sub and first_sub is None else first_sub
-        read = abs(float(x) - float(big) - float(truncate_tf32(small))) / float(x)
+        read = abs(float(x) - float(big) - float(truncate_to_tf32(small))) / float(x)
         lines.append(f"| 1.2345·2^{e} | {float(small):.2e} | {'yes' if sub else 'no'} | "
                      + (f"{read:.1e} (2^{np.log2(read):.0f})" if read else "0") + " | "
                      f"{abs(float(big) - float(x)) / float(x):.1e} |")

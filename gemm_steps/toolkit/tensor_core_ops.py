@@ -74,7 +74,7 @@ import numpy as np
 from .backend import SIMULATOR
 
 __all__ = ["to_tf32", "split_tf32", "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
-           "copy_async_or_zero",
+           "copy_async_or_zero", "truncate_to_tf32",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
@@ -97,6 +97,13 @@ def round_to_tf32(x):
 
 _HALF_UNIT = np.uint32(1 << (_DROPPED - 1))  # half a TF32 unit, in the bits
 _KEPT_BITS = np.uint32(~((1 << _DROPPED) - 1) & 0xFFFFFFFF)  # sign, exponent and the 10 TF32 mantissa bits
+
+
+def truncate_to_tf32(x):
+    """NumPy: what the tensor core reads of float32 values (array or scalar) it is handed: sign, exponent and the top
+    10 mantissa bits, the low 13 dropped (toward zero, not rounded)."""
+    x = np.asarray(x, dtype=np.float32)
+    return (x.view(np.uint32) & _KEPT_BITS).view(np.float32)
 
 
 def split_tf32_parts(x):
@@ -190,7 +197,7 @@ if SIMULATOR:
         c[g, 2 * p], c[g, 2 * p + 1], c[g + 8, 2 * p], c[g + 8, 2 * p + 1] = (lanes[:, 6], lanes[:, 7], lanes[:, 8],
                                                                                 lanes[:, 9])
         with np.errstate(invalid="ignore", over="ignore"):
-            d = (_truncated(a).astype(np.float64) @ _truncated(b).astype(np.float64) + c).astype(np.float32)
+            d = (truncate_to_tf32(a).astype(np.float64) @ truncate_to_tf32(b).astype(np.float64) + c).astype(np.float32)
         return list(zip(d[g, 2 * p], d[g, 2 * p + 1], d[g + 8, 2 * p], d[g + 8, 2 * p + 1]))
 
     def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
@@ -218,10 +225,6 @@ if SIMULATOR:
         rows = _exchange(thread).deposit_and_wait(thread, lane, int(index), list)
         group, pair = lane // 4, lane % 4
         return tuple(np.float32(shared[rows[8 * q + group] + pair]) for q in range(4))
-
-    def _truncated(x: np.ndarray) -> np.ndarray:
-        """What the tensor core reads of its operands: sign, exponent and the top 10 mantissa bits."""
-        return (x.view(np.uint32) & _KEPT_BITS).view(np.float32)
 
     def copy_async_commit():
         """End a group of asynchronous copies (simulator: nothing to do, copies are already done)."""
