@@ -321,8 +321,8 @@ def main() -> None:
         except Exception as exc:  # nvdisasm missing: say so
             sass[name] = {"unavailable": str(exc)}
     entries = [gemm_steps.get_step("tensor_cores")] + [
-        SimpleNamespace(name=name, number=12, launch=launch, arithmetic="tf32", ARITHMETIC="tf32")
-        for name, (_, launch) in builds.items()]  # judged by the TF32 tolerance, like step 12
+        SimpleNamespace(name=name, number=12, launch=launch, arithmetic="tf32")
+        for name, (_, launch) in builds.items()]  # judged by the TF32 tolerance, like step 12 (verify.arithmetic_of)
     sizes = [(s, s, s) for s in (2048, 4096, 8192)]
     results = run_benchmark(entries, sizes, repeats=20, include_cublas_tf32=True,
                             progress=lambda message: print(message, flush=True))

@@ -40,3 +40,20 @@ def test_only_the_tf32_step_gets_the_tf32_tolerance():
     assert tolerance_for(tensor_cores, 512) == tf32_tolerance(512)
     assert tolerance_for(three_tf32, 512) == tolerance(512)
     assert tolerance_for(warp_tiling, 512) == tolerance(512)
+
+
+def test_arithmetic_of_reads_a_step_a_module_or_a_variant():
+    """The benchmark records and judges every entry by ``arithmetic_of``: a course step and its module agree, and a
+    kernel variant an experiment times (no module) says its own arithmetic."""
+    from types import SimpleNamespace
+
+    import gemm_steps
+    from gemm_steps.harness.verify import arithmetic_of
+    from gemm_steps.steps import tensor_cores
+
+    assert arithmetic_of(gemm_steps.get_step("tensor_cores")) == arithmetic_of(tensor_cores) == "tf32"
+    assert arithmetic_of(gemm_steps.get_step("three_tf32")) == "3xtf32"
+    assert arithmetic_of(gemm_steps.get_step("stream_k")) == "fp32"
+    assert arithmetic_of(SimpleNamespace(name="variant", arithmetic="tf32")) == "tf32"
+    assert arithmetic_of(SimpleNamespace(name="variant", module=tensor_cores)) == "tf32"
+    assert arithmetic_of(SimpleNamespace(name="plain")) == "fp32"

@@ -140,10 +140,10 @@ def run_benchmark(
     from numba import cuda
 
     from .cublas import launch_cublas, launch_cublas_tf32
-    from .verify import tf32_tolerance, tolerance, tolerance_for
+    from .verify import arithmetic_of, tolerance_of
 
     steps = list(steps)
-    arithmetic = {**BASELINE_ARITHMETIC, **{s.name: getattr(s, "arithmetic", "fp32") for s in steps}}
+    arithmetic = {**{s.name: arithmetic_of(s) for s in steps}, **BASELINE_ARITHMETIC}  # each judged by its own
     if include_cublas_tf32 is None:
         include_cublas_tf32 = include_cublas and any(arithmetic[s.name] != "fp32" for s in steps)
     sizes = [tuple(int(x) for x in s) for s in sizes]
@@ -168,8 +168,6 @@ def run_benchmark(
             entries.append(("cublas_tf32", 0, launch_cublas_tf32))
         entries += [(s.name, s.number, s.launch) for s in steps]
         configs = {s.name: _tile_config(s) for s in steps}
-        # TF32 steps and cuBLAS TF32 get their own tolerance (harness.verify)
-        limits = {"cublas_tf32": tf32_tolerance(k), **{s.name: tolerance_for(s, k) for s in steps}}
         for name, number, launch in entries:
             done += 1
             say(f"[{done:3d}/{total}] {m}×{n}×{k}  {name} …")
@@ -198,7 +196,7 @@ def run_benchmark(
                 rec["cublas_median_ms"] = cublas_ms
                 rec["pct_of_cublas"] = 100.0 * cublas_ms / timing["median_ms"]
             records.append(rec)
-            limit = limits.get(name, tolerance(k))
+            limit = tolerance_of(arithmetic[name], k)  # TF32 steps and cuBLAS TF32: harness.verify.tf32_tolerance
             wrong = not rec["sampled_rel_error_fp64"] <= limit
             say(f"          {rec['median_ms']:9.3f} ms  {rec['tflops']:6.2f} TFLOPS"
                 + (f"  {rec['pct_of_cublas']:5.1f} % of cuBLAS" if "pct_of_cublas" in rec else "")

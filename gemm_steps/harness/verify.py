@@ -83,8 +83,14 @@ def tf32_tolerance(k: int) -> float:
 def tolerance_for(step, k: int) -> float:
     """The tolerance of a step at inner dimension ``k``: :func:`tf32_tolerance` for a step whose module says
     ``ARITHMETIC = "tf32"``, else :func:`tolerance`."""
+    return tolerance_of(arithmetic_of(step), k)
+
+
+def arithmetic_of(step) -> str:
+    """How a step multiplies (``"fp32"``, ``"tf32"``, ``"3xtf32"``): its module's ``ARITHMETIC`` (a step, or a step
+    module), else an ``arithmetic`` attribute (a kernel variant an experiment times), else ``"fp32"``."""
     module = getattr(step, "module", step)
-    return tolerance_of(getattr(module, "ARITHMETIC", "fp32"), k)
+    return getattr(module, "ARITHMETIC", None) or getattr(step, "arithmetic", "fp32")
 
 
 def tolerance_of(arithmetic: str, k: int) -> float:
