@@ -50,25 +50,14 @@ LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, an
 TILES = [(64, 128), (128, 256)]
 
 
-def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIPELINED: bool = False):
-    """The kernel and its launch for one tile (imported on a GPU only: the intrinsics are inline PTX).
-
-    ``B_TRANSPOSED``: a diagnostic — the kernel reads Bᵀ (N×K, row-major) with 16-byte copies instead of transposing
-    B with 4-byte ones; its launch transposes B once per B it is given, outside any timed launch after the first.
-    ``PIPELINED``: each k-tile's ``wgmma`` stay in flight while the next k-tile's are issued (``wait_group 1``), with
-    4 stages and copies two k-tiles ahead, so the stage a ``wgmma`` may still be reading is never the one refilled."""
-    STAGES = 4 if PIPELINED else 3
-    LOAD_AHEAD = STAGES - 2 if PIPELINED else STAGES - 1  # how many k-tiles the copies run ahead of the mma
-    THREADS = 128 * (BLOCK_M // 64)  # one warpgroup per 64 rows
-    A_STAGE, B_STAGE = BLOCK_M * BLOCK_K, BLOCK_N * BLOCK_K  # floats per pipeline stage
-    SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 4
-    ACCUMULATORS = 64 * BLOCK_N // 128  # a warpgroup's 64 × BLOCK_N results over its 128 threads
+def intrinsics(WGMMA_N: int) -> SimpleNamespace:
+    """The inline-PTX pieces of a ``wgmma`` kernel whose warpgroups each hold a 64 × ``WGMMA_N`` accumulator
+    (``WGMMA_N // 2`` floats per thread, one tuple): fences, commit/wait, descriptors' shared address, the
+    shared-memory-operand ``wgmma`` (``mma``), the register-A one (``mma_register_a``) and the accumulator store."""
+    ACCUMULATORS = 64 * WGMMA_N // 128
     from llvmlite import ir
-    from numba import cuda, float32, types, uint32, uint64
+    from numba import types
     from numba.cuda.extending import intrinsic
-
-    from gemm_steps.toolkit.intrinsics import copy_async
-    from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_wait
 
     f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
     tuple_type = types.UniTuple(types.float32, ACCUMULATORS)
@@ -120,11 +109,11 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
 
     @intrinsic
     def wgmma_m64nNk8(typingctx, desc_a, desc_b, acc):
-        """``wgmma.mma_async.sync.aligned.m64n<BLOCK_N>k8.f32.tf32.tf32``: acc += A·B, A and B from shared memory."""
+        """``wgmma.mma_async.sync.aligned.m64n<WGMMA_N>k8.f32.tf32.tf32``: acc += A·B, A and B from shared memory."""
         def codegen(context, builder, sig, args):
             n = ACCUMULATORS
             text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(n + 2) + ", 0; "
-                    f"wgmma.mma_async.sync.aligned.m64n{BLOCK_N}k8.f32.tf32.tf32 {{{registers}}}, ${n}, ${n + 1}, p, 1, 1; }}")
+                    f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k8.f32.tf32.tf32 {{{registers}}}, ${n}, ${n + 1}, p, 1, 1; }}")
             result, call = accumulator_asm(text, [i64, i64, i32], "l,l,r")
             values = [builder.extract_value(args[2], i) for i in range(n)]
             out = builder.call(call, [args[0], args[1], ir.Constant(i32, 1), *values])
@@ -150,20 +139,85 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
     wgmma_wait_all, wgmma_wait_one = wgmma_wait(0), wgmma_wait(1)
 
     @intrinsic
-    def store_accumulators(typingctx, c, acc, row, col, n):
+    def store_accumulators(typingctx, c, acc, row, col, row_stride, col_stride):
         """The warpgroup's accumulator layout: this thread's value 4j + r is row ``row`` (+ 8 for r ≥ 2), column
-        ``col`` + 8j (+ 1 for odd r) of its 64 × BLOCK_N part, ``row``/``col`` being its warp's and lane's offsets."""
+        ``col`` + 8j (+ 1 for odd r) of its 64 × WGMMA_N part, ``row``/``col`` being its warp's and lane's offsets;
+        stored at ``c[row · row_stride + col · col_stride]`` (strides (N, 1): as is; (1, N): transposed)."""
         def codegen(context, builder, sig, args):
             data = context.make_array(sig.args[0])(context, builder, args[0]).data
-            row, col, width = (builder.zext(v, i64) if v.type.width < 64 else v for v in args[2:5])
+            row, col, row_stride, col_stride = (builder.zext(v, i64) if v.type.width < 64 else v for v in args[2:6])
             for i in range(ACCUMULATORS):
                 j, r = divmod(i, 4)
-                index = builder.add(builder.mul(builder.add(row, ir.Constant(i64, 8 * (r // 2))), width),
-                                    builder.add(col, ir.Constant(i64, 8 * j + r % 2)))
+                index = builder.add(builder.mul(builder.add(row, ir.Constant(i64, 8 * (r // 2))), row_stride),
+                                    builder.mul(builder.add(col, ir.Constant(i64, 8 * j + r % 2)), col_stride))
                 builder.store(builder.extract_value(args[1], i), builder.gep(data, [index], inbounds=True))
             return context.get_dummy_value()
 
-        return types.void(c, acc, row, col, n), codegen
+        return types.void(c, acc, row, col, row_stride, col_stride), codegen
+
+    @intrinsic
+    def wgmma_m64nNk8_register_a(typingctx, a0, a1, a2, a3, desc_b, acc, accumulate):
+        """``wgmma.mma_async.sync.aligned.m64n<WGMMA_N>k8.f32.tf32.tf32`` with A from registers: acc += A·B, A's
+        64×8 slice spread over the warpgroup as four 16×8 ``mma.m16n8k8`` A fragments (warp w: rows 16w…16w+15;
+        lane (g, t): a0 = [g][t], a1 = [g+8][t], a2 = [g][t+4], a3 = [g+8][t+4]), B from shared memory.
+        ``accumulate`` 0: acc = A·B (the old values are ignored: ``scale-d`` false)."""
+        def codegen(context, builder, sig, args):
+            n = ACCUMULATORS
+            text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(n + 5) + ", 0; "
+                    f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k8.f32.tf32.tf32 {{{registers}}}, "
+                    f"{{${n}, ${n + 1}, ${n + 2}, ${n + 3}}}, ${n + 4}, p, 1, 1; }}")
+            result, call = accumulator_asm(text, [i32] * 4 + [i64, i32], "r,r,r,r,l,r")
+            bits = [builder.bitcast(context.cast(builder, v, t, types.float32), i32)
+                    for v, t in zip(args[:4], sig.args[:4])]
+            values = [builder.extract_value(args[5], i) for i in range(n)]
+            accumulate = context.cast(builder, args[6], sig.args[6], types.int32)
+            out = builder.call(call, [*bits, args[4], accumulate, *values])
+            return context.make_tuple(builder, sig.return_type, [builder.extract_value(out, i) for i in range(n)])
+
+        if not isinstance(accumulate, types.Integer):
+            return None
+        return tuple_type(types.float32, types.float32, types.float32, types.float32, types.uint64,
+                          tuple_type, accumulate), codegen
+
+    @intrinsic
+    def add_accumulators(typingctx, x, y):
+        """x + y element by element (``add.f32``, rounded to nearest): a running sum kept out of the tensor core,
+        whose own accumulation truncates."""
+        def codegen(context, builder, sig, args):
+            return context.make_tuple(builder, sig.return_type, [
+                builder.fadd(builder.extract_value(args[0], i), builder.extract_value(args[1], i))
+                for i in range(ACCUMULATORS)])
+
+        return tuple_type(tuple_type, tuple_type), codegen
+
+    return SimpleNamespace(add_accumulators=add_accumulators, wgmma_fence=wgmma_fence, wgmma_commit=wgmma_commit, fence_proxy_async=fence_proxy_async,
+                           zero_accumulators=zero_accumulators, shared_address=shared_address,
+                           mma=wgmma_m64nNk8, mma_register_a=wgmma_m64nNk8_register_a,
+                           wait_all=wgmma_wait_all, wait_one=wgmma_wait_one, store_accumulators=store_accumulators,
+                           ACCUMULATORS=ACCUMULATORS)
+
+
+def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIPELINED: bool = False):
+    """The kernel and its launch for one tile (imported on a GPU only: the intrinsics are inline PTX).
+
+    ``B_TRANSPOSED``: a diagnostic — the kernel reads Bᵀ (N×K, row-major) with 16-byte copies instead of transposing
+    B with 4-byte ones; its launch transposes B once per B it is given, outside any timed launch after the first.
+    ``PIPELINED``: each k-tile's ``wgmma`` stay in flight while the next k-tile's are issued (``wait_group 1``), with
+    4 stages and copies two k-tiles ahead, so the stage a ``wgmma`` may still be reading is never the one refilled."""
+    STAGES = 4 if PIPELINED else 3
+    LOAD_AHEAD = STAGES - 2 if PIPELINED else STAGES - 1  # how many k-tiles the copies run ahead of the mma
+    THREADS = 128 * (BLOCK_M // 64)  # one warpgroup per 64 rows
+    A_STAGE, B_STAGE = BLOCK_M * BLOCK_K, BLOCK_N * BLOCK_K  # floats per pipeline stage
+    SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 4
+    ops = intrinsics(BLOCK_N)
+    (wgmma_fence, wgmma_commit, fence_proxy_async, zero_accumulators, shared_address, wgmma_m64nNk8,
+     wgmma_wait_all, wgmma_wait_one, store_accumulators) = (
+        ops.wgmma_fence, ops.wgmma_commit, ops.fence_proxy_async, ops.zero_accumulators, ops.shared_address, ops.mma,
+        ops.wait_all, ops.wait_one, ops.store_accumulators)
+    from numba import cuda, float32, types, uint32, uint64
+
+    from gemm_steps.toolkit.intrinsics import copy_async
+    from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_wait
 
     @cuda.jit(device=True, inline=True)
     def chunk_of(chunk):
@@ -230,7 +284,8 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
                     acc = wgmma_wait_all(acc)
         acc = wgmma_wait_all(acc)
         warp, lane = tid % 128 // 32, tid % 32
-        store_accumulators(c, acc, block_row + group * 64 + warp * 16 + lane // 4, block_col + lane % 4 * 2, n)
+        store_accumulators(c, acc, block_row + group * 64 + warp * 16 + lane // 4, block_col + lane % 4 * 2, n,
+                           uint32(1))
 
     opted_in = set()
     transposed = {}  # B_TRANSPOSED: device pointer of B → its transpose (made once, on the first launch)
