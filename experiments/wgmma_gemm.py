@@ -50,6 +50,32 @@ LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, an
 TILES = [(64, 128), (128, 256)]
 
 
+def full_tile_shape(a, b, block_m: int, block_n: int, block_k: int) -> tuple[int, int, int]:
+    """(m, n, k) of C = A·B; a ValueError unless each is a whole number of tiles (the experiments have no edges)."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m % block_m or n % block_n or k % block_k:
+        raise ValueError(f"the wgmma experiment takes full tiles only: M % {block_m}, N % {block_n}, "
+                         f"K % {block_k} must be 0 (got {m}×{n}×{k})")
+    return m, n, k
+
+
+def opt_in_shared(kernel, shared_bytes: int, opted_in: set) -> None:
+    """Let ``kernel`` launch with ``shared_bytes`` of dynamic shared memory: over 48 KB it must opt in, once per
+    context (``opted_in`` remembers which)."""
+    from numba import cuda, types
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    key = id(cuda.current_context())
+    if key not in opted_in:
+        signature = (types.float32[::1], types.float32[::1], types.float32[::1], types.int64, types.int64,
+                     types.int64)  # a, b, c flat; m, n, k
+        function = kernel.compile(signature)._codelibrary.get_cufunc()
+        attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.cuKernelSetAttribute(attribute, shared_bytes, function.handle, function.device.id)
+        opted_in.add(key)
+
+
 def intrinsics(WGMMA_N: int) -> SimpleNamespace:
     """The inline-PTX pieces of a ``wgmma`` kernel whose warpgroups each hold a 64 × ``WGMMA_N`` accumulator
     (``WGMMA_N // 2`` floats per thread, one tuple): fences, commit/wait, descriptors' shared address, the
@@ -214,7 +240,7 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
      wgmma_wait_all, wgmma_wait_one, store_accumulators) = (
         ops.wgmma_fence, ops.wgmma_commit, ops.fence_proxy_async, ops.zero_accumulators, ops.shared_address, ops.mma,
         ops.wait_all, ops.wait_one, ops.store_accumulators)
-    from numba import cuda, float32, types, uint32, uint64
+    from numba import cuda, float32, uint32, uint64
 
     from gemm_steps.toolkit.intrinsics import copy_async
     from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_wait
@@ -291,21 +317,8 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
     transposed = {}  # B_TRANSPOSED: device pointer of B → its transpose (made once, on the first launch)
 
     def launch(a, b, c, stream=0):
-        m, k = a.shape
-        n = b.shape[1]
-        if m % BLOCK_M or n % BLOCK_N or k % BLOCK_K:
-            raise ValueError(f"the wgmma experiment takes full tiles only: M % {BLOCK_M}, N % {BLOCK_N}, "
-                             f"K % {BLOCK_K} must be 0 (got {m}×{n}×{k})")
-        signature = (types.float32[::1], types.float32[::1], types.float32[::1], types.int64, types.int64,
-                     types.int64)
-        key = id(cuda.current_context())
-        if key not in opted_in:  # over 48 KB of dynamic shared memory: the kernel must opt in
-            from numba.cuda.cudadrv.driver import binding, driver
-
-            function = wgmma_tf32_kernel.compile(signature)._codelibrary.get_cufunc()
-            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            driver.cuKernelSetAttribute(attribute, SHARED_BYTES, function.handle, function.device.id)
-            opted_in.add(key)
+        m, n, k = full_tile_shape(a, b, BLOCK_M, BLOCK_N, BLOCK_K)
+        opt_in_shared(wgmma_tf32_kernel, SHARED_BYTES, opted_in)
         if B_TRANSPOSED:
             key = b.device_ctypes_pointer.value
             if key not in transposed:
