@@ -47,7 +47,8 @@ def test_kernel_compiles_to_ptx(ptx, entry):
     step, label = entry
     stats = _stats(ptx, step, label)
     assert stats["instructions"] > 0
-    products = stats["fma.rn.f32"] + stats.get("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 0)
+    products = (stats["fma.rn.f32"] + stats["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"]
+                + stats["wgmma.mma_async.tf32"])
     assert products >= 1, f"{label}: no single-precision FMA or tensor-core mma — is this the product kernel?"
 
 

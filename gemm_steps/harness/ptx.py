@@ -44,6 +44,8 @@ key                      what it counts
 ``sub.f32``              single-precision subtractions (3xTF32's ``small = x − big``)
 ``cp.async.cg…`` / ``cp.async.ca.shared.global``  asynchronous 16-byte / 4-byte global → shared copies → ``LDGSTS``
 ``cp.async.wait_group`` / ``cp.async.commit_group``  the copy pipeline's waits and group boundaries
+``wgmma.mma_async.tf32``  warpgroup products of a 64×8 by 8×N TF32 tile, any N (``wgmma.mma_async…m64nNk8…``) → ``HGMMA``
+``wgmma.fence`` / ``wgmma.commit_group`` / ``wgmma.wait_group``  the ``wgmma`` ordering fence, group ends and waits
 ``ld.local``/``st.local``  loads/stores to thread-local memory (spills or local arrays the compiler kept in memory)
 ``local_decls``          ``.local`` variable declarations (a local array kept in memory)
 ``local``                ``ld.local + st.local + local_decls``: 0 means everything lives in registers
@@ -114,6 +116,11 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "sub.f32": _count(ops, r"sub(?:\.rn)?(?:\.ftz)?\.f32"),
         "cp.async.cg.shared.global": ops["cp.async.cg.shared.global"],
         "cp.async.ca.shared.global": ops["cp.async.ca.shared.global"],
+        # Hopper's warpgroup mma (step 14): the TF32 products of any N, and the fence / commit / wait around them.
+        "wgmma.mma_async.tf32": _count(ops, r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k8\.f32\.tf32\.tf32"),
+        "wgmma.fence": ops["wgmma.fence.sync.aligned"],
+        "wgmma.commit_group": ops["wgmma.commit_group.sync.aligned"],
+        "wgmma.wait_group": ops["wgmma.wait_group.sync.aligned"],
         "cp.async.wait_group": ops["cp.async.wait_group"],
         "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),

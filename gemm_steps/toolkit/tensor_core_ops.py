@@ -73,7 +73,7 @@ import numpy as np
 
 from .backend import SIMULATOR
 
-__all__ = ["to_tf32", "split_tf32", "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
+__all__ = ["to_tf32", "split_tf32", "below_tf32", "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
            "copy_async_or_zero", "truncate_to_tf32",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
@@ -129,28 +129,34 @@ if SIMULATOR:
         """``x`` rounded to TF32 (simulator: the same bit arithmetic as the hardware)."""
         return np.float32(round_to_tf32(np.float32(x))[()])
 
+    def below_tf32(x):
+        """The part of ``x`` the tensor core drops: x minus x truncated to TF32 (simulator: the same bits)."""
+        x = np.float32(x)
+        return np.float32(x - truncate_to_tf32(x)[()])
+
     def split_tf32(x):
         """``(big, small)`` with ``big`` = ``x`` rounded to TF32 and ``small = x − big`` (simulator: the same bits)."""
         big, small = split_tf32_parts(np.float32(x))
         return np.float32(big[()]), np.float32(small[()])
 
-    class _WarpExchange:
-        """Where the 32 lanes of one simulated warp meet. A call deposits into one of two slot lists (alternating
-        call by call) and waits until all 32 lanes have deposited; the last to arrive computes the warp's result
-        for every lane. One barrier per call is enough, because a lane can only deposit into a list (or find its
-        result there) again two calls later, after every lane has passed the barrier in between — that is, after
-        every lane has read what it needed."""
+    class _GroupExchange:
+        """Where the ``size`` threads of one simulated warp (32) or warpgroup (128) meet. A call deposits into one of
+        two slot lists (alternating call by call) and waits until all members have deposited; the last to arrive
+        computes the group's result for every member. One barrier per call is enough, because a member can only
+        deposit into a list (or find its result there) again two calls later, after every member has passed the
+        barrier in between — that is, after every member has read what it needed."""
 
-        def __init__(self):
-            self.slots = ([None] * 32, [None] * 32)
+        def __init__(self, size: int = 32):
+            self.size = size
+            self.slots = ([None] * size, [None] * size)
             self.results = [None, None]
-            self.calls = [0] * 32  # per lane: how many warp operations it has done
+            self.calls = [0] * size  # per member: how many group operations it has done
             self._condition = threading.Condition()
             self._arrived = 0
             self._generation = 0
 
         def deposit_and_wait(self, thread, lane, values, compute) -> list:
-            """Deposit this lane's ``values``; return ``compute(slots)`` of the whole warp (computed once)."""
+            """Deposit this member's ``values``; return ``compute(slots)`` of the whole group (computed once)."""
             parity = self.calls[lane] % 2
             slots = self.slots[parity]
             self.calls[lane] += 1
@@ -158,7 +164,7 @@ if SIMULATOR:
             with self._condition:
                 generation = self._generation
                 self._arrived += 1
-                if self._arrived == 32:
+                if self._arrived == self.size:
                     self.results[parity] = compute(slots)
                     self._arrived = 0
                     self._generation += 1
@@ -166,20 +172,23 @@ if SIMULATOR:
                     return self.results[parity]
                 while generation == self._generation:
                     if getattr(thread, "abort", False):  # another simulated thread raised: stop waiting
-                        raise RuntimeError("a simulated thread failed while this warp waited in mma_tf32")
+                        raise RuntimeError("a simulated thread failed while its warp waited in a warp operation")
                     self._condition.wait(0.2)
             return self.results[parity]
 
     _EXCHANGES_LOCK = threading.Lock()
 
-    def _exchange(thread) -> _WarpExchange:
+    def _group_exchange(thread, size: int) -> _GroupExchange:
         manager = thread._manager  # one per launch; its blocks run one after another
-        key = (tuple(thread.blockIdx), thread.thread_id // 32)
+        key = (tuple(thread.blockIdx), thread.thread_id // size, size)
         with _EXCHANGES_LOCK:
             exchanges = manager.__dict__.setdefault("_gemm_steps_warps", {})
             if key not in exchanges:
-                exchanges[key] = _WarpExchange()
+                exchanges[key] = _GroupExchange(size)
             return exchanges[key]
+
+    def _exchange(thread) -> _GroupExchange:
+        return _group_exchange(thread, 32)
 
     _LANES = np.arange(32)
     _GROUP, _PAIR = _LANES // 4, _LANES % 4
@@ -276,6 +285,20 @@ else:
             return context.make_tuple(builder, sig.return_type, [big, small])
 
         return types.UniTuple(types.float32, 2)(x), codegen
+
+    @intrinsic
+    def below_tf32(typingctx, x):
+        """``x − (x with its 13 low mantissa bits cleared)`` (``and``, ``sub.f32``; exact): the part of x the tensor
+        core drops when it reads x as TF32 — 3xTF32's small part when the big part is x as the tensor core reads it."""
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            kept = builder.and_(builder.bitcast(value, _I32), ir.Constant(_I32, ~((1 << 13) - 1) & 0xFFFFFFFF))
+            return builder.fsub(value, builder.bitcast(kept, _F32))
+
+        return types.float32(x), codegen
 
     @intrinsic
     def mma_tf32(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):

@@ -159,7 +159,8 @@ class TiledKernels:
         # stage of each takes). Over the static limit → one dynamic array (see above).
         a_stage = constants.setdefault("A_STAGE_FLOATS", config.BLOCK_M * config.BLOCK_K)
         b_stage = constants.setdefault("B_STAGE_FLOATS", config.BLOCK_K * config.BLOCK_N)
-        self.shared_bytes = constants["STAGES"] * (a_stage + b_stage) * 4
+        # … plus what else a kernel keeps there (EXTRA_SHARED_FLOATS: the warpgroup step's small parts of A).
+        self.shared_bytes = (constants["STAGES"] * (a_stage + b_stage) + constants.get("EXTRA_SHARED_FLOATS", 0)) * 4
         # A kernel whose tiles always live in one dynamic array says so with DYNAMIC_SHARED = True in its layout.
         always_dynamic = constants.get("DYNAMIC_SHARED", False)
         dynamic = always_dynamic or self.shared_bytes > STATIC_SHARED_LIMIT

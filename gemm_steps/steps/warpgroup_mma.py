@@ -1,0 +1,202 @@
+"""Step 14 — 3xTF32 on Hopper's warpgroup MMA: a float32-accurate product 1.3× faster than cuBLAS SGEMM.
+
+Changed from step 13: the tensor-core instruction. Step 13's ``mma.sync`` is one warp's 16×8×8 product with every
+operand in registers; it stopped at ~1.2× cuBLAS SGEMM, latency-bound at 8 warps per SM (lesson 12's profile).
+Hopper's ``wgmma`` is one instruction of a **warpgroup** (4 warps, 128 threads): a 64×8 tile times an 8×N tile
+(here N = 128: 65,536 multiply-adds, 64 ``mma.sync``'s worth), *asynchronous* — issued, then waited for — with one
+operand read by the tensor core straight from shared memory (:mod:`gemm_steps.toolkit.warpgroup_ops`).
+
+TF32 ``wgmma`` reads shared memory only **K-major** (each column's k values contiguous). A (M×K, row-major) is; B
+is not. So the kernel computes the transposed tile, Cᵀ = Bᵀ·Aᵀ: ``wgmma``'s first operand is Bᵀ, from registers
+(each thread loads its four elements per k-step from B's tile, staged as it is — exactly the ``mma.sync`` A
+fragment of step 12), and its second is Aᵀ, whose columns are A's rows: K-major already, staged by 16-byte
+``cp.async`` in 8-row × 16-byte "core matrices" and described to the tensor core by a 64-bit descriptor. No
+transposition anywhere (experiments/wgmma_gemm.py transposed B and ran below step 12).
+
+3xTF32 as in step 13, three products per k-step, small ones first: Bᵀ's fragments are split in registers
+(``split_tf32``); A's k-tile is split once into a second shared buffer of small parts (a − a truncated to TF32;
+the tensor core truncates the stage itself, which gives the big part). Two rules the kernel keeps:
+
+* the tensor core **truncates** the sums it accumulates (lesson 13), so the running sum stays out of it: each
+  k-tile's big·big products go to a fresh accumulator (``accumulate`` = 0 on the first), added to ``total`` with
+  rounded float32 adds; the small products, ~2^-11 of the sum, stay in a long-lived accumulator, whose truncation
+  costs ~2^-11 as much. Keeping everything in one accumulator over all of K gave errors growing like K (5.8e-5 at
+  8192³, 36× SGEMM's) — experiments/wgmma_swapped.py;
+* a ``wgmma`` may read its register operand until a wait retires it, and ptxas does not keep those registers
+  untouched (the next k-tile's loads overwrote them: wrong results, the same experiment). So each k-tile first
+  waits for the previous one's ``wgmma`` (``warpgroup_wait_all``), then loads its fragments. Its copies were
+  issued two k-tiles ahead, and the previous k-tile's products run while the next k-tile's copies are issued and
+  A's small parts are written.
+
+Why faster: three ``wgmma`` per k-step keep the tensor cores busier than step 13's mma.sync chain did, for far
+fewer instructions. Expect (H100, experiments/wgmma_swapped.py, same runs as cuBLAS): 1.30–1.33× cuBLAS SGEMM at
+4096³ and 1.37–1.38× at 8192³, at an error below SGEMM's (3.4e-7 / 3.8e-7 against 1.1e-6 / 1.6e-6).
+Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
+"""
+
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import copy_async, load_float4, store_float4, store_if_inside
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tensor_core_ops import (below_tf32, copy_async_commit, copy_async_or_zero, copy_async_wait,
+                                       split_tf32)
+from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tuned import tuned_config
+from ..toolkit.unroll import registers, unroll
+from ..toolkit.warpgroup_ops import (add_accumulators, fence_proxy_async, matrix_descriptor, shared_address,
+                                     warpgroup_commit, warpgroup_fence, warpgroup_wait_all, wgmma_tf32,
+                                     zero_accumulators)
+
+TITLE = "3xTF32 on Hopper's warpgroup MMA (wgmma)"
+SUMMARY = "Cᵀ = Bᵀ·Aᵀ with 128-thread wgmma: Bᵀ from registers, Aᵀ from shared memory, three products per k-step."
+ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
+
+
+def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """One BLOCK_M×BLOCK_N tile of C = A·B, computed as Cᵀ by 3xTF32 ``wgmma``; a, b, c flat row-major float32."""
+    if EDGE:
+        if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
+            return  # a full tile: the fast kernel computes it
+    # STAGES stages of A (core-matrix order: for each 8 rows, BLOCK_K / 4 core matrices of 8 rows × 4 k), then
+    # STAGES stages of B ([k][col], rows padded to B_STRIDE) from B_BASE, then two buffers of A's small parts.
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128  # columns 64·warpgroup … of the tile: rows of its Cᵀ
+    warp = tid % 128 // 32  # rows 16·warp … of the warpgroup's 64
+    lane = tid % 32
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    base = shared_address(tiles, 0)
+    # This thread's element of Bᵀ's fragment: column warpgroup·64 + warp·16 + lane // 4 (+ 8), k = lane % 4 (+ 4).
+    fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+    total = zero_accumulators(ACCUMULATORS)  # the running sum of C: rounded float32 adds only
+    small_sum = zero_accumulators(ACCUMULATORS)  # the small products (tensor core accumulates)
+    big = zero_accumulators(ACCUMULATORS)  # one k-tile's big·big products (tensor core, afresh every k-tile)
+    b_big, b_small = registers(K_STEPS, 4), registers(K_STEPS, 4)
+    k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+
+    # Iteration t: wait for k-tile t - LOAD_AHEAD to land, start copying k-tile t into stage t % STAGES, then compute
+    # k-tile t - LOAD_AHEAD. Its wgmma run on while iteration t + 1 issues its copies and splits A.
+    for t in range(k_tiles + LOAD_AHEAD):
+        copy_async_wait(LOAD_AHEAD - 1)  # of this thread's groups, all but the newest LOAD_AHEAD - 1 have landed
+        fence_proxy_async()  # … visible to the tensor core's reads …
+        cuda.syncthreads()  # … and so have every other thread's
+        if t < k_tiles:
+            k0 = uint32(t * BLOCK_K)
+            stage_a = uint32(t % STAGES * A_STAGE_FLOATS)
+            stage_b = uint32(B_BASE + t % STAGES * B_STAGE_FLOATS)
+            for load in unroll(A_LOADS):  # 16-byte chunks: 8 threads fill one 128-byte core matrix
+                chunk = tid + load * THREADS
+                row = chunk // 8 // A_VECTORS_PER_ROW * 8 + chunk % 8
+                kc = chunk // 8 % A_VECTORS_PER_ROW  # which 4 of the k-tile's k
+                to = stage_a + row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, to + q, a, block_row + row, k0 + kc * 4 + q, m, k)
+                else:
+                    copy_async(tiles, to, a, (block_row + row) * k + k0 + kc * 4, 4)
+            for load in unroll(B_LOADS):  # B's rows as they are
+                chunk = tid + load * THREADS
+                kk = chunk // B_VECTORS_PER_ROW
+                col = chunk % B_VECTORS_PER_ROW * 4
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, stage_b + kk * B_STRIDE + col + q, b, k0 + kk, block_col + col + q,
+                                           k, n)
+                else:
+                    copy_async(tiles, stage_b + kk * B_STRIDE + col, b, (k0 + kk) * n + block_col + col, 4)
+        copy_async_commit()  # one group per iteration (empty near the end), so the wait counts k-tiles
+        if t >= LOAD_AHEAD:
+            stage_a = uint32((t - LOAD_AHEAD) % STAGES * A_STAGE_FLOATS)
+            stage_b = uint32(B_BASE + (t - LOAD_AHEAD) % STAGES * B_STAGE_FLOATS)
+            small_a = uint32(SMALL_BASE + (t - LOAD_AHEAD) % 2 * A_STAGE_FLOATS)
+            for load in unroll(A_LOADS):  # A's small parts: a − a truncated to TF32, exact in float32
+                at = (tid + load * THREADS) * 4
+                x0, x1, x2, x3 = load_float4(tiles, stage_a + at)
+                store_float4(tiles, small_a + at, below_tf32(x0), below_tf32(x1), below_tf32(x2), below_tf32(x3))
+            fence_proxy_async()
+            cuda.syncthreads()
+            big = warpgroup_wait_all(big)  # the previous k-tile's products are in, its fragments free …
+            total = add_accumulators(total, big)  # … and its big·big products join the sum, rounded
+            for s in unroll(K_STEPS):  # Bᵀ's fragments of the k-tile, split into big + small
+                for q in unroll(4):  # a0 … a3: columns +0 / +8, k +0 / +4
+                    x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                    b_big[s][q], b_small[s][q] = split_tf32(x)
+            warpgroup_fence()  # the fragment registers written above → visible to the wgmma that read them
+            for s in unroll(K_STEPS):  # k-step s: two core matrices along K, LBO bytes apart
+                a_big = matrix_descriptor(base + (stage_a * 4 + s * 2 * LBO), LBO, SBO)
+                a_small = matrix_descriptor(base + (small_a * 4 + s * 2 * LBO), LBO, SBO)
+                small_sum = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
+                                       small_sum, 1)
+                small_sum = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small,
+                                       small_sum, 1)
+                big = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_big, big,
+                                 0 if s == 0 else 1)
+            warpgroup_commit()
+    big = warpgroup_wait_all(big)
+    small_sum = warpgroup_wait_all(small_sum)
+    total = add_accumulators(add_accumulators(total, big), small_sum)
+
+    # Value 4j + r of this thread is Cᵀ[16·warp + lane // 4 + 8·(r // 2)][8j + 2·(lane % 4) + r % 2] of its
+    # warpgroup's 64 × BLOCK_M part: C's row block_row + 8j + …, column block_col + 64·warpgroup + ….
+    for v in unroll(ACCUMULATORS):
+        row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+        col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+        if EDGE:
+            store_if_inside(c, row, col, m, n, total[v])
+        else:
+            c[row * n + col] = total[v]
+
+
+def layout(config: TileConfig) -> dict:
+    """Warpgroups, k-steps, shared-memory layout and descriptor strides for a configuration."""
+    warpgroups = config.BLOCK_N // 64
+    if (warpgroups * 64 != config.BLOCK_N or config.THREADS != 128 * warpgroups or config.BLOCK_M % 8
+            or not 8 <= config.BLOCK_M <= 256 or config.BLOCK_K % 8):
+        raise ValueError("warpgroup tiling needs BLOCK_N = 64 per warpgroup, 128 threads per warpgroup "
+                         "(BLOCK_M·BLOCK_N / (THREAD_M·THREAD_N)), BLOCK_M a multiple of 8 up to 256 (wgmma's N) "
+                         "and BLOCK_K a multiple of 8")
+    stages = 4
+    a_stage, b_stride = config.BLOCK_M * config.BLOCK_K, config.BLOCK_N + 8  # B rows ≡ 8 banks apart
+    b_stage = config.BLOCK_K * b_stride
+    return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
+            "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": a_stage,
+            "B_STAGE_FLOATS": b_stage, "SMALL_BASE": stages * (a_stage + b_stage), "EXTRA_SHARED_FLOATS": 2 * a_stage,
+            "LBO": 128, "SBO": config.BLOCK_K * 8 * 4}  # bytes between core matrices adjacent in K, and in rows of A
+
+
+#: The tiles of experiments/wgmma_swapped.py's fastest 3xTF32 build (128 rows: wgmma's N, 64 accumulators per sum).
+SEARCH_SPACE = [TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+
+#: On Numba's simulator: one warpgroup on a 32×64 tile (every wgmma is a meeting of 128 Python threads).
+SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
+class HopperTiledKernels(TiledKernels):
+    """TiledKernels that refuse, with a reason, to launch on a GPU without ``wgmma`` (compute capability ≠ 9.0)."""
+
+    def launch(self, a, b, c, stream=0) -> None:
+        from ..toolkit.backend import SIMULATOR
+
+        if not SIMULATOR:
+            capability = cuda.get_current_device().compute_capability
+            if tuple(capability) != (9, 0):
+                raise RuntimeError(f"step warpgroup_mma needs an H100/H200 (compute capability 9.0, wgmma on sm_90a);"
+                                   f" this GPU is {capability[0]}.{capability[1]}")
+        super().launch(a, b, c, stream)
+
+
+def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
+    return HopperTiledKernels("warpgroup_mma", warpgroup_mma_kernel, config, layout(config), overrides)
+
+
+TILED = build(tuned_config("warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+
+#: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): 3 wgmma per k-step, the 16-byte copies,
+#: two barriers, one copy wait, no FP32 FMAs and no local memory.
+_GPU = tuned_config("warpgroup_mma", SEARCH_SPACE)
+PTX_EXPECT = {"warpgroup_mma_fast": {
+    "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8, "wgmma.fence": 1, "wgmma.commit_group": 1, "wgmma.wait_group": 3,
+    "cp.async.cg.shared.global": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // 4 // _GPU.THREADS,
+    "cp.async.wait_group": 1, "bar.sync": 2, "fma.rn.f32": 0, "local": 0}}

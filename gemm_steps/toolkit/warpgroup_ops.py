@@ -1,0 +1,283 @@
+"""Hopper's warpgroup MMA (``wgmma``) for Numba kernels — each operation with a plain-Python twin for the simulator.
+
+A **warpgroup** is four consecutive warps (128 threads, warp 4q … 4q + 3). ``wgmma.mma_async`` is one operation of
+the whole warpgroup: it multiplies a 64×8 TF32 tile A by an 8×N tile B and adds the product into a 64×N float32
+accumulator spread over the warpgroup's registers — 64·N·8 multiply-adds in one instruction (N = 128: 65,536, the
+work of 64 ``mma.sync`` of step 12). It is *asynchronous*: the instruction is issued, the warps go on, and a later
+``warpgroup_wait_all`` waits for it.
+
+==========================================  ===============================================================  ========
+function                                    PTX                                                              SASS
+==========================================  ===============================================================  ========
+``wgmma_tf32(s, a0..a3, desc, acc, acc?)``  ``wgmma.mma_async.sync.aligned.m64n<N>k8.f32.tf32.tf32``          ``HGMMA``
+``warpgroup_fence()``                       ``wgmma.fence.sync.aligned``                                     ``WARPGROUP.ARRIVE``
+``warpgroup_commit()``                      ``wgmma.commit_group.sync.aligned``                              (on the HGMMA)
+``warpgroup_wait_all(acc)``                 ``wgmma.wait_group.sync.aligned 0``                              ``WARPGROUP.DEPBAR``
+``fence_proxy_async()``                     ``fence.proxy.async.shared::cta``                                ``FENCE``
+``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
+``matrix_descriptor(addr, lbo, sbo)``       plain integer arithmetic: the 64-bit shared-memory matrix descriptor
+``zero_accumulators(n)``, ``add_accumulators(x, y)``  a tuple of n float32 zeros; x + y element by element (``add.f32``)
+==========================================  ===============================================================  ========
+
+**The operands.** A comes from *registers*: each warp w of the warpgroup holds rows 16w … 16w + 15 of the 64×8 A,
+in exactly the ``mma.m16n8k8`` A layout of :mod:`.tensor_core_ops` (lane (g, t): a0 = A[g][t], a1 = A[g+8][t],
+a2 = A[g][t+4], a3 = A[g+8][t+4]). B comes from *shared memory*, read by the tensor core itself and described by a
+64-bit descriptor: its start address, and two strides. For TF32 the tile must be **K-major** (for each of the N
+columns, its 8 k values contiguous) in "core matrices" of 8 columns × 16 bytes (4 k), 128 contiguous bytes each;
+``lbo`` is the distance in bytes between core matrices adjacent in K, ``sbo`` between those adjacent in N
+(experiments/wgmma_probe.py established which is which). Element (n, k) of B lies at byte
+``start + (n // 8)·sbo + (k // 4)·lbo + (n % 8)·16 + (k % 4)·4``.
+
+**The accumulator** is a tuple of N / 2 float32 per thread (``zero_accumulators(N // 2)``). Thread (warp w, lane
+(g, t)) holds, as its value 4j + r, element [16w + g + 8·(r // 2)][8j + 2t + r % 2] of the 64×N result.
+It passes through every ``wgmma`` and through the wait, so nothing reads it before the asynchronous product has
+landed. ``accumulate`` = 0 starts it afresh (the instruction's ``scale-d`` false: D = A·B).
+
+**Rules the kernel must keep** (the PTX ISA's, and one we measured):
+
+* ``warpgroup_fence()`` between writing registers a ``wgmma`` reads (its A fragments, the accumulator) and the
+  ``wgmma``;
+* ``fence_proxy_async()`` after ordinary stores to shared memory that a ``wgmma`` will read (``cp.async`` copies
+  included), before the barrier that makes them visible;
+* the A fragment registers must not change until a wait has retired the ``wgmma`` reading them — and ptxas does
+  not see to it: loading the next k-tile's fragments while this one's ``wgmma`` ran gave wrong results
+  (experiments/wgmma_swapped.py: the next ``LDS`` wrote the registers an in-flight ``HGMMA`` read). So the kernels
+  here wait for all their ``wgmma`` (``warpgroup_wait_all``) before loading new fragments.
+
+**TF32.** The tensor core reads the top 19 bits of each float32 it is given (sign, exponent, 10 mantissa bits):
+truncation. The twin does the same (:func:`.tensor_core_ops.truncate_to_tf32`).
+
+**Simulator twins.** ``wgmma_tf32``'s twin is a warpgroup collective like ``mma_tf32``'s: the 128 threads deposit
+their fragments and accumulators, the last to arrive assembles A from the fragments, reads B from the shared array
+through the descriptor (``shared_address`` is the byte offset into the array there), computes the product once in
+float64 and hands every thread its values back. The fences, the commit and the wait are no-ops: the twin's product
+is done when it returns. Kernels pass the shared array ``s`` to ``wgmma_tf32`` for the twin's sake; on a GPU the
+argument is unused. Like the mma twin, the twin rounds once per product where the hardware truncates its running
+sum (lesson 13): it checks layouts and descriptors, not the hardware's rounding.
+
+Needs compute capability 9.0 (``sm_90a``): numba-cuda 0.30 compiles for ``sm_90a`` on an H100/H200.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import cuda, uint64
+
+from .backend import SIMULATOR
+from .tensor_core_ops import truncate_to_tf32
+
+__all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
+           "shared_address", "matrix_descriptor", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
+           "wgmma_tf32_reference"]
+
+#: Threads in a warpgroup: four warps.
+WARPGROUP_THREADS = 128
+
+
+@cuda.jit(device=True, inline=True)
+def matrix_descriptor(address, leading_bytes, stride_bytes):
+    """The 64-bit ``wgmma`` descriptor of a no-swizzle shared-memory tile at 32-bit shared ``address``: address,
+    ``leading_bytes`` (between core matrices adjacent in K) and ``stride_bytes`` (adjacent in N), each in 16-byte
+    units, in bits 0–13, 16–29 and 32–45."""
+    return ((uint64(address & 0x3FFFF) >> uint64(4)) | (uint64(leading_bytes >> 4) << uint64(16))
+            | (uint64(stride_bytes >> 4) << uint64(32)))
+
+
+def wgmma_tf32_reference(fragments: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NumPy: the 64×N product one ``wgmma_tf32`` computes, from the 128 threads' (a0, a1, a2, a3) (a 128×4 array,
+    thread order) and B (8×N), both read as TF32 (truncated), summed in float64."""
+    thread = np.arange(WARPGROUP_THREADS)
+    rows, group, pair = thread // 32 * 16 + thread % 32 // 4, thread % 32 // 4, thread % 4
+    del group
+    a = np.zeros((64, 8), np.float32)
+    a[rows, pair], a[rows + 8, pair] = fragments[:, 0], fragments[:, 1]
+    a[rows, pair + 4], a[rows + 8, pair + 4] = fragments[:, 2], fragments[:, 3]
+    return truncate_to_tf32(a).astype(np.float64) @ truncate_to_tf32(np.asarray(b, np.float32)).astype(np.float64)
+
+
+def _accumulator_positions(count: int):
+    """(row, col) in the 64 × 2·count result of each thread's accumulator value 4j + r, as two 128 × count arrays."""
+    thread = np.arange(WARPGROUP_THREADS)[:, None]
+    value = np.arange(count)[None, :]
+    j, r = value // 4, value % 4
+    rows = thread // 32 * 16 + thread % 32 // 4 + 8 * (r // 2)
+    cols = 8 * j + 2 * (thread % 4) + r % 2
+    return rows, cols
+
+
+if SIMULATOR:
+    from .tensor_core_ops import _group_exchange
+
+    def warpgroup_fence():
+        """Order register writes before the ``wgmma`` that read them (simulator: nothing to order)."""
+
+    def warpgroup_commit():
+        """Close a group of ``wgmma`` (simulator: they are done already)."""
+
+    def warpgroup_wait_all(acc):
+        """Wait for every ``wgmma`` of this warpgroup; the accumulators pass through (simulator: done already)."""
+        return acc
+
+    def fence_proxy_async():
+        """Make shared-memory stores visible to the tensor core's reads (simulator: they are)."""
+
+    def shared_address(array, index):
+        """The byte offset of ``array[index]`` (simulator: the descriptor's addresses are offsets into the one
+        shared array the kernel passes to ``wgmma_tf32``)."""
+        return np.uint32(int(index) * 4)
+
+    def zero_accumulators(count):
+        """A tuple of ``count`` float32 zeros."""
+        return (np.float32(0.0),) * int(count)
+
+    def add_accumulators(x, y):
+        """x + y element by element, in float32."""
+        return tuple(np.float32(p + q) for p, q in zip(x, y))
+
+    def _warpgroup_product(slots) -> list:
+        fragments = np.array([slot[0] for slot in slots], dtype=np.float32)  # 128 × 4
+        shared, descriptor, accumulate = slots[0][1], int(slots[0][2]), slots[0][4]
+        count = len(slots[0][3])
+        n = 2 * count
+        start = (descriptor & 0x3FFF) << 4
+        leading, stride = ((descriptor >> 16) & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
+        col, k = np.arange(n)[:, None], np.arange(8)[None, :]
+        byte = start + col // 8 * stride + k // 4 * leading + col % 8 * 16 + k % 4 * 4
+        b = np.asarray(shared)[byte // 4].astype(np.float32).T  # 8 × N
+        product = wgmma_tf32_reference(fragments, b)
+        rows, cols = _accumulator_positions(count)
+        if accumulate:
+            product[rows, cols] += np.array([slot[3] for slot in slots], dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return [tuple(np.float32(v) for v in row) for row in product[rows, cols].astype(np.float32)]
+
+    def wgmma_tf32(shared, a0, a1, a2, a3, descriptor, acc, accumulate):
+        """The warpgroup's acc (+)= A·B, A from the fragments a0 … a3, B from ``shared`` through ``descriptor``
+        (simulator: the 128 threads meet, and the product is computed once in float64). Returns this thread's
+        accumulator."""
+        thread = threading.current_thread()
+        if not hasattr(thread, "thread_id"):
+            raise RuntimeError("wgmma_tf32 is a warpgroup operation: call it from inside a kernel")
+        member = thread.thread_id % WARPGROUP_THREADS
+        results = _group_exchange(thread, WARPGROUP_THREADS).deposit_and_wait(
+            thread, member, ((a0, a1, a2, a3), shared, descriptor, tuple(acc), int(accumulate)), _warpgroup_product)
+        return results[member]
+
+
+else:
+    from llvmlite import ir
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+
+    _F32, _I32, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+
+    def _void_asm(text: str, doc: str):
+        @intrinsic
+        def emit(typingctx):
+            def codegen(context, builder, sig, args):
+                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        emit.__doc__ = doc
+        return emit
+
+    warpgroup_fence = _void_asm("wgmma.fence.sync.aligned;", "``wgmma.fence``: order register writes before wgmma.")
+    warpgroup_commit = _void_asm("wgmma.commit_group.sync.aligned;", "``wgmma.commit_group``: close a group.")
+    fence_proxy_async = _void_asm("fence.proxy.async.shared::cta;",
+                                  "``fence.proxy.async``: shared-memory stores → visible to the tensor core.")
+
+    def _is_accumulator(value) -> bool:
+        return isinstance(value, types.UniTuple) and value.dtype == types.float32
+
+    def _tied_asm(text: str, count: int, extra_types: list, extra_constraints: str):
+        """Inline asm whose ``count`` accumulators go in and come out in the same registers (tied operands)."""
+        result = ir.LiteralStructType([_F32] * count)
+        outputs = ",".join(["=f"] * count)
+        tied = ",".join(str(i) for i in range(count))
+        constraints = ",".join(filter(None, [outputs, extra_constraints, tied, "~{memory}"]))
+        return result, ir.InlineAsm(ir.FunctionType(result, extra_types + [_F32] * count), text, constraints,
+                                    side_effect=True)
+
+    def _unpack(builder, value, count):
+        return [builder.extract_value(value, i) for i in range(count)]
+
+    @intrinsic
+    def warpgroup_wait_all(typingctx, acc):
+        """``wgmma.wait_group.sync.aligned 0``: every wgmma of this warpgroup is done; ``acc`` passes through it."""
+        if not _is_accumulator(acc):
+            return None
+        count = acc.count
+
+        def codegen(context, builder, sig, args):
+            _, call = _tied_asm("wgmma.wait_group.sync.aligned 0;", count, [], "")
+            out = builder.call(call, _unpack(builder, args[0], count))
+            return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
+
+        return acc(acc), codegen
+
+    @intrinsic
+    def wgmma_tf32(typingctx, shared, a0, a1, a2, a3, descriptor, acc, accumulate):
+        """``wgmma.mma_async.sync.aligned.m64n<N>k8.f32.tf32.tf32`` with A from registers, B through ``descriptor``,
+        N = 2 · len(acc); ``accumulate`` 0: acc = A·B. ``shared`` is unused here (the simulator's twin reads it)."""
+        if not (_is_accumulator(acc) and isinstance(descriptor, types.Integer) and isinstance(accumulate, types.Integer)
+                and all(isinstance(x, types.Float) for x in (a0, a1, a2, a3))):
+            return None
+        count = acc.count
+        registers = ", ".join(f"${i}" for i in range(count))
+        text = ("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $" + str(count + 5) + ", 0;\n\t"  # one instruction a line
+                f"wgmma.mma_async.sync.aligned.m64n{2 * count}k8.f32.tf32.tf32 {{{registers}}}, "
+                f"{{${count}, ${count + 1}, ${count + 2}, ${count + 3}}}, ${count + 4}, p, 1, 1;\n\t}}")
+
+        def codegen(context, builder, sig, args):
+            _, call = _tied_asm(text, count, [_I32] * 4 + [_I64, _I32], "r,r,r,r,l,r")
+            bits = [builder.bitcast(context.cast(builder, v, t, types.float32), _I32)
+                    for v, t in zip(args[1:5], sig.args[1:5])]
+            descriptor_value = context.cast(builder, args[5], sig.args[5], types.uint64)
+            flag = context.cast(builder, args[7], sig.args[7], types.int32)
+            out = builder.call(call, [*bits, descriptor_value, flag, *_unpack(builder, args[6], count)])
+            return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
+
+        return acc(shared, a0, a1, a2, a3, descriptor, acc, accumulate), codegen
+
+    @intrinsic
+    def shared_address(typingctx, array, index):
+        """The 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``)."""
+        if not isinstance(index, types.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            index_value = context.cast(builder, args[1], sig.args[1], types.int64)
+            generic = builder.ptrtoint(builder.gep(data, [index_value], inbounds=True), _I64)
+            convert = ir.InlineAsm(ir.FunctionType(_I64, [_I64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
+            return builder.trunc(builder.call(convert, [generic]), _I32)
+
+        return types.uint32(array, index), codegen
+
+    @intrinsic
+    def zero_accumulators(typingctx, count):
+        """A tuple of ``count`` float32 zeros (``count`` a compile-time constant)."""
+        if not isinstance(count, types.IntegerLiteral):
+            return None
+        tuple_type = types.UniTuple(types.float32, count.literal_value)
+
+        def codegen(context, builder, sig, args):
+            return context.make_tuple(builder, sig.return_type, [ir.Constant(_F32, 0.0)] * tuple_type.count)
+
+        return tuple_type(count), codegen
+
+    @intrinsic
+    def add_accumulators(typingctx, x, y):
+        """x + y element by element (``add.f32``, rounded to nearest)."""
+        if not (_is_accumulator(x) and x == y):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return context.make_tuple(builder, sig.return_type, [
+                builder.fadd(p, q) for p, q in zip(_unpack(builder, args[0], x.count), _unpack(builder, args[1], x.count))])
+
+        return x(x, y), codegen
