@@ -1,5 +1,6 @@
 """A TF32 ``wgmma`` GEMM with no transposition: compute Cᵀ = Bᵀ·Aᵀ, Bᵀ from registers (issue: tensor cores,
-stretch item; follows experiments/wgmma_gemm.py).
+stretch item; follows experiments/wgmma_gemm.py). Its 3xTF32 build (FLUSH "big") became step 14,
+``gemm_steps/steps/warpgroup_mma.py``, written again in the course's style with edge tiles and a simulator twin.
 
 TF32 ``wgmma`` reads its shared-memory operands only K-major (8-row × 16-byte "core matrices", k contiguous).
 A (M×K, row-major) already is; B (K×N, row-major) is not, and wgmma_gemm.py transposed it on the way in with one
