@@ -145,4 +145,4 @@ if results:
     lesson.say(lesson_13.summary(results))
 
 # %% [markdown]
-# Next: [Lesson 14: where next](14_where_next.ipynb).
+# Next: [Lesson 14: warpgroup MMA](14_warpgroup_mma.ipynb) — the same three products on Hopper's `wgmma`, one instruction for four warps.

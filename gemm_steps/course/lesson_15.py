@@ -1,4 +1,4 @@
-"""Lesson 14's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–13, under a
+"""Lesson 15's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–14, under a
 second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock).
 
 Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
@@ -19,7 +19,7 @@ from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_lab
 def tiling_intensity(step, config: dict | None = None) -> float:
     """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring).
     ``config``: the tiles that ran (a benchmark record's ``config``); by default the step's own, which on the
-    simulator may be a smaller simulator configuration (steps 12–13)."""
+    simulator may be a smaller simulator configuration (steps 12–14)."""
     config = (config if config is not None else step.config) or {}
     if "BLOCK_M" not in config:
         return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
@@ -46,8 +46,9 @@ def roofline_figure(results: dict, size):
     ax = fig.subplots()
     ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
     tf32_peak = tf32_peak_tflops(results)
+    tensor = [s.number for s in course_steps() if tensor_core_step(s)]
     ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
-              label=f"TF32 tensor-core roof, {tf32_peak:.0f} TFLOPS (steps 12–13)")
+              label=f"TF32 tensor-core roof, {tf32_peak:.0f} TFLOPS (steps {min(tensor)}–{max(tensor)})")
     for step in course_steps():
         measured = record(results, step.name, size)
         if measured is None:
@@ -208,18 +209,28 @@ def small_shape_text(results: dict) -> str:
 
 
 def tensor_core_summary(results: dict) -> str:
-    """Steps 12–13 against the course's targets at the largest size they ran, from the benchmark."""
+    """Steps 12–14 against the course's targets at the largest size they ran, from the benchmark; step 14 (3xTF32
+    on ``wgmma``) only where the benchmark has it, judged by lesson 14's rule (≥ the target × cuBLAS SGEMM at the two
+    largest sizes, at an error no larger than SGEMM's)."""
     from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, rec, sizes
+    from .lesson_14 import target_check
 
     common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
     if not common:
         return "The benchmark has no size at which both tensor-core steps and both cuBLAS modes ran."
     big = common[-1]
     t12, t13, tf32 = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas_tf32"))
-    return (f"At {size_label(big)}: step 12 (TF32) **{t12['tflops']:.0f} TFLOPS** (target {TARGET_TF32_TFLOPS:.0f}: "
+    text = (f"At {size_label(big)}: step 12 (TF32) **{t12['tflops']:.0f} TFLOPS** (target {TARGET_TF32_TFLOPS:.0f}: "
             + ("met" if t12["tflops"] >= TARGET_TF32_TFLOPS else "not met")
             + f"; cuBLAS TF32 {tf32['tflops']:.0f}); step 13 (3xTF32) **{t13['pct_of_cublas'] / 100:.2f}× cuBLAS "
             f"SGEMM** (target {TARGET_3XTF32_VS_SGEMM}×: "
             + ("met" if t13["pct_of_cublas"] / 100 >= TARGET_3XTF32_VS_SGEMM else "not met")
             + f"), at a sampled error of {t13['sampled_rel_error_fp64']:.1e} against SGEMM's "
             f"{rec(results, 'cublas', big)['sampled_rel_error_fp64']:.1e}.")
+    check = target_check(results, "warpgroup_mma")
+    if check is None:
+        return text + " Step 14 (3xTF32 on `wgmma`) is not in this results file."
+    parts = [f"{size_label(s)} **{ratio:.2f}×** cuBLAS SGEMM at an error of {err:.1e} (SGEMM {err_sgemm:.1e})"
+             for s, (ratio, err, err_sgemm) in check["sizes"].items()]
+    return (text + " Step 14 (3xTF32 on `wgmma`): " + "; ".join(parts) + " — "
+            + ("**the step that meets the 3xTF32 target**." if check["met"] else "the 3xTF32 target is not met."))

@@ -1,0 +1,143 @@
+# %% [markdown]
+# # Lesson 14 — Warpgroup MMA: 3xTF32 on Hopper's `wgmma`
+#
+# Lesson 13's 3xTF32 step gives float32's accuracy a little faster than cuBLAS SGEMM, but not by the 1.25× we
+# aimed for: its `mma.sync` chain is latency-bound, with only 8 warps per SM (lesson 12's profile). Hopper (the
+# H100) has a bigger tensor-core instruction, `wgmma`: one instruction for **four warps at once**, many times the work
+# of an `mma.sync`, issued *asynchronously* (the warps go on while it runs), and with one operand read by the tensor
+# core straight from shared memory. Step 14 runs lesson 13's three products on it.
+
+# %%
+import gemm_steps
+from gemm_steps.course import lesson, lesson_12, lesson_14
+
+warpgroup_mma = gemm_steps.get_step("warpgroup_mma")
+runs = [run for run in map(lesson_12.load_run, lesson_14.SWAPPED_RUNS) if run]
+results = lesson.measure_or_load(["three_tf32"], [512, 1024, 2048, 4096, 8192], optional=["warpgroup_mma"])
+layout = lesson_14.gpu_layout(warpgroup_mma, results)
+print(warpgroup_mma.doc.splitlines()[0])
+
+# %% [markdown]
+# ## The idea: a warpgroup and one `wgmma`
+#
+# A **warpgroup** is four consecutive warps, 128 threads. One `wgmma.m64nNk8` multiplies a 64×8 tile by an 8×N
+# tile and adds the 64×N product to accumulators spread over the 128 threads' registers. Its first operand comes
+# from **registers**: warp w holds rows 16w…16w+15, each warp in exactly lesson 12's `mma.sync` A layout. Its second
+# comes from **shared memory**, read by the tensor core itself. The kernel does not pass it values: it passes a
+# 64-bit **descriptor**, an address and two strides. The tile must be laid out in *core matrices* of 8 rows × 16
+# bytes (4 TF32 values along k), 128 contiguous bytes each; LBO is the distance between core matrices next to each
+# other in k, SBO between those next to each other in n.
+#
+# Step 14 uses the operands the other way round: it computes the **transpose** of its tile of C, Cᵀ = Bᵀ·Aᵀ, with Bᵀ
+# from registers and Aᵀ from shared memory. The drawing uses the formulas of `toolkit/warpgroup_ops.py` with the
+# step's own constants (N = 128 rows of A per block):
+
+# %%
+lesson.show_figure(lesson_14.warpgroup_figure(layout["LBO"], layout["SBO"], n=layout["BLOCK_M"]))
+lesson.say(lesson_14.layout_check(layout))
+
+# %% [markdown]
+# Why the swap? TF32 `wgmma` reads shared memory only **K-major**: each column's k values side by side, as in the
+# drawing. A (M×K, row-major) already lies that way, so Aᵀ's columns — A's rows — can be copied into shared memory
+# 16 bytes at a time, unchanged. B (K×N, row-major) does not: its k values are a whole row apart. In registers the
+# layout is ours to choose, so Bᵀ goes there, each thread loading its four elements per k-step from B's tile as it
+# was copied.
+
+# %%
+lesson.say(lesson_14.why_swap_text(runs[0] if runs else None))
+
+# %% [markdown]
+# ## Two hazards the kernel respects
+#
+# **The accumulator truncates.** As in lesson 13, the tensor core truncates the sums it accumulates, so a long
+# running sum kept in it drifts. Step 14 starts each k-tile's big·big products afresh (`accumulate` = 0 on its first
+# `wgmma`) and adds them to the running sum `total` with ordinary, rounded float32 adds. The small products, about
+# 2^-11 of the sum, stay in one long-lived accumulator, where truncation costs about 2^-11 as much. The experiment
+# that led to this step (`experiments/wgmma_swapped.py`) measured both ways, on the H100:
+
+# %%
+if runs:
+    lesson.show_figure(lesson_14.flush_figure(runs[0]))
+    lesson.say(lesson_14.flush_text(runs[0]))
+
+# %% [markdown]
+# **The register operand must not change while a `wgmma` runs.** A `wgmma` may read its register operand until a
+# wait retires it. The compiler (`ptxas`) does not guard those registers: when the next k-tile's fragments were
+# loaded while this k-tile's `wgmma` ran (`wait_group 1`), it gave the loads the same registers. So step 14 first
+# waits for the previous k-tile's `wgmma` (`warpgroup_wait_all`), then loads. The experiment's check of both orders:
+
+# %%
+if runs:
+    lesson.say(lesson_14.overlap_table(runs[0]))
+
+# %% [markdown]
+# ## The prediction
+
+# %%
+if results and runs:
+    lesson.say(lesson_14.prediction(results, runs, n=layout["BLOCK_M"]))
+
+# %% [markdown]
+# ## The kernel
+#
+# One k-tile of the loop. It writes A's small parts to a second shared buffer, waits for the previous k-tile's
+# `wgmma` and adds its big·big products to `total`, loads and splits Bᵀ's fragments, then issues three `wgmma` per
+# k-step of 8. Each gets a descriptor pointing at the k-step's two core matrices of A's big or small parts:
+
+# %%
+lesson.show_kernel(warpgroup_mma, start="if t >= LOAD_AHEAD:", stop="warpgroup_commit()")
+
+# %% [markdown]
+# The products land in Cᵀ's layout, so the store swaps rows and columns back:
+
+# %%
+lesson.show_kernel(warpgroup_mma, start="# Value 4j + r of this thread", stop="c[row * n + col] = total[v]")
+
+# %% [markdown]
+# The whole kernel, with the copy pipeline (copies issued two k-tiles ahead): `warpgroup_mma.source()`, or
+# `gemm-steps diff 13 14`.
+#
+# ## Is it right?
+#
+# On the simulator, `wgmma`'s twin makes the 128 threads of the warpgroup meet, assembles Bᵀ from their fragments,
+# reads Aᵀ through the descriptor and computes the product once — so a wrong layout or descriptor gives a wrong
+# answer. The step runs one warpgroup on smaller tiles there. A full-tile shape and a ragged one, against NumPy with
+# the float32 tolerance:
+
+# %%
+print("simulator tiles:", {k: warpgroup_mma.config[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREADS")})
+lesson.check_against_numpy(warpgroup_mma, [(64, 64, 32), (45, 70, 20)])
+
+# %% [markdown]
+# (The twin rounds each product once, where the hardware truncates, and its `wgmma` is finished when it returns:
+# neither hazard can show here. The GPU measurements above and below are what test them.)
+#
+# ## How fast, and how accurate
+
+# %%
+if results:
+    lesson.say(lesson_14.speed_table(results))
+    lesson.show_figure(lesson_14.speed_figure(results))
+
+# %% [markdown]
+# ## The verdict
+
+# %%
+if results and runs:
+    lesson.say(lesson_14.verdict(results, runs))
+
+# %% [markdown]
+# ## What is left
+#
+# In plain TF32 this kernel does not beat step 12:
+
+# %%
+lesson.say(lesson_14.what_is_left(runs[0] if runs else None))
+
+# %% [markdown]
+# Without Hopper's bulk tensor copies (TMA: whole tiles per request, and mbarriers instead of block barriers), the
+# copies of A and B keep the L2 busy. cuBLAS TF32, above, shows how far the tensor cores go with them.
+# [docs/tensor_cores.md](../docs/tensor_cores.md) ("What is left") lists what a fast TF32 `wgmma` kernel still
+# needs. Step 14 runs only on compute capability 9.0 (H100, H200) and on the simulator.
+#
+# Next: [Lesson 15: where next](15_where_next.ipynb).
