@@ -149,15 +149,16 @@ def test_a_wrong_fragment_layout_gives_a_wrong_product():
 
 
 _PIECE_STRIDE = 12  # floats per row of the 16×8 A piece in shared memory: padded, and a multiple of 4 (16 bytes)
+_PIECE_FLOATS = 16 * _PIECE_STRIDE  # a global constant: on the GPU a shared array's size must be one
 
 
 @cuda.jit
 def _one_matrix_load(piece, out, rows_swapped):
     """One warp: a 16×8 piece (flat, rows padded to _PIECE_STRIDE) into shared memory, then ``load_matrix_x4`` with
     each lane naming row lane % 16 at k 4·(lane // 16), as step 12 does (or rows 0–7 and 8–15 swapped)."""
-    tile = cuda.shared.array(16 * _PIECE_STRIDE, np.float32)
+    tile = cuda.shared.array(_PIECE_FLOATS, np.float32)
     lane = cuda.threadIdx.x
-    for i in range(lane, 16 * _PIECE_STRIDE, 32):
+    for i in range(lane, _PIECE_FLOATS, 32):
         tile[i] = piece[i]
     cuda.syncthreads()
     row = (lane + 8) % 16 if rows_swapped else lane % 16

@@ -18,6 +18,7 @@ from gemm_steps.toolkit.warpgroup_ops import (fence_proxy_async, matrix_descript
 
 N = 16  # wgmma's N: 8 accumulators per thread
 ACC = N // 2
+B_FLOATS = 8 * N  # B's 8 × N tile in shared memory: one float per thread of the warpgroup
 LBO, SBO = 128, 256  # B: 8 columns × 16 bytes per core matrix; K-adjacent ones 128 B apart, N-adjacent 256 B
 
 
@@ -29,7 +30,7 @@ def _hardware_ok() -> bool:
 def one_wgmma(fragments, b_core_order, out, leading, stride, accumulate_twice):
     """Thread t passes fragments[t, :] as a0 … a3; B (8×N) is copied to shared memory in core-matrix order; the
     product (twice, accumulated, if ``accumulate_twice``; else the second call starts afresh) goes to out[t, :]."""
-    tiles = cuda.shared.array(8 * N, float32)
+    tiles = cuda.shared.array(B_FLOATS, float32)
     t = cuda.threadIdx.x
     tiles[t] = b_core_order[t]  # 128 threads, 8·N = 128 floats
     fence_proxy_async()
