@@ -1,4 +1,4 @@
-"""Launch the tensor-core kernels (steps 12–13, not yet in the course's step list) once per shape, for
+"""Launch the mma.sync tensor-core kernels (steps 12–13; all steps: scripts/sanitize.sh) once per shape, for
 compute-sanitizer: ``compute-sanitizer --tool racecheck python scripts/sanitize_tensor_cores.py three_tf32``.
 
 Shapes: 133×71×45 (ragged: edge kernel only), 257×260×64 (fast kernel on the full tiles, edge on the rest) and

@@ -1,4 +1,4 @@
-"""The tensor-core chapter (in progress: steps 12 and 13 are built and tested here, not yet in the course's step list).
+"""The mma.sync steps of the tensor-core chapter, 12 and 13 (step 14, on wgmma, has tests/test_warpgroup_ops.py).
 
 * the TF32 rounding (NumPy reference, and ``to_tf32`` inside a kernel) and 3xTF32's split (``split_tf32``): bit
   for bit against its NumPy twin, ``big`` is the nearest TF32 value, ``big + small = x`` exactly, and a NaN
