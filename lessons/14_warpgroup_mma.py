@@ -21,16 +21,19 @@ print(warpgroup_mma.doc.splitlines()[0])
 # ## The idea: a warpgroup and one `wgmma`
 #
 # A **warpgroup** is four consecutive warps, 128 threads. One `wgmma.m64nNk8` multiplies a 64×8 tile by an 8×N
-# tile and adds the 64×N product to accumulators spread over the 128 threads' registers. Its first operand comes
-# from **registers**: warp w holds rows 16w…16w+15, each warp in exactly lesson 12's `mma.sync` A layout. Its second
+# tile and adds the 64×N product to accumulators spread over the 128 threads' registers (N is the instruction's
+# own size, up to 256; here 128). Its first operand can come from **registers** (as here) or shared memory: in
+# registers, warp w holds rows 16w…16w+15, each warp in exactly lesson 12's `mma.sync` A layout. Its second always
 # comes from **shared memory**, read by the tensor core itself. The kernel does not pass it values: it passes a
-# 64-bit **descriptor**, an address and two strides. The tile must be laid out in *core matrices* of 8 rows × 16
-# bytes (4 TF32 values along k), 128 contiguous bytes each; LBO is the distance between core matrices next to each
-# other in k, SBO between those next to each other in n.
+# 64-bit **descriptor**, an address and two strides. The tile must be laid out in *core matrices* of 8 values along
+# n (the instruction's N side) × 4 along k (16 bytes), 128 contiguous bytes each, no swizzle. LBO ("leading byte
+# offset") is the step between core matrices next to each other in k, SBO ("stride byte offset") between those next
+# to each other in n.
 #
 # Step 14 uses the operands the other way round: it computes the **transpose** of its tile of C, Cᵀ = Bᵀ·Aᵀ, with Bᵀ
-# from registers and Aᵀ from shared memory. The drawing uses the formulas of `toolkit/warpgroup_ops.py` with the
-# step's own constants (N = 128 rows of A per block):
+# from registers and Aᵀ from shared memory (why: below the drawing). A block computes 128×128 of C with two
+# warpgroups (256 threads): each computes Cᵀ for 64 columns of C × all 128 rows, so wgmma's N is the block's 128
+# rows of A. The drawing uses the formulas of `toolkit/warpgroup_ops.py` with the step's own constants:
 
 # %%
 lesson.show_figure(lesson_14.warpgroup_figure(layout["LBO"], layout["SBO"], n=layout["BLOCK_M"]))
@@ -42,6 +45,11 @@ lesson.say(lesson_14.layout_check(layout))
 # 16 bytes at a time, unchanged. B (K×N, row-major) does not: its k values are a whole row apart. In registers the
 # layout is ours to choose, so Bᵀ goes there, each thread loading its four elements per k-step from B's tile as it
 # was copied.
+#
+# What about TF32 rounding? Bᵀ's fragments are split in registers as in step 13 (big rounded to TF32, small the
+# rest). A's big part is the staged float itself: the tensor core truncates it to TF32 as it reads, and A's small
+# part, a − (a truncated), is exactly what it drops — so A needs no rounding step, only the second buffer of small
+# parts.
 
 # %%
 lesson.say(lesson_14.why_swap_text(runs[0] if runs else None))
@@ -49,9 +57,18 @@ lesson.say(lesson_14.why_swap_text(runs[0] if runs else None))
 # %% [markdown]
 # ## Two hazards the kernel respects
 #
+# First, the new synchronisation words the kernel uses. The tensor core reads shared memory through the **async
+# proxy**, a path separate from the threads' own loads and stores, so `fence_proxy_async()` makes their stores
+# (the copies, A's small parts) visible to it. `warpgroup_fence()` orders the threads' register writes (the
+# fragments) before the `wgmma` that read them. `warpgroup_commit()` closes a batch of `wgmma` issued so far, and a
+# wait (`wgmma.wait_group n` in PTX) blocks until at most n batches are still running; the kernel always waits for
+# all of them (`warpgroup_wait_all`, n = 0). In the compiled code (SASS) a `wgmma` is an `HGMMA` instruction and a
+# shared-memory load an `LDS`.
+#
 # **The accumulator truncates.** As in lesson 13, the tensor core truncates the sums it accumulates, so a long
-# running sum kept in it drifts. Step 14 starts each k-tile's big·big products afresh (`accumulate` = 0 on its first
-# `wgmma`) and adds them to the running sum `total` with ordinary, rounded float32 adds. The small products, about
+# running sum kept in it drifts. Step 13 flushes its products into a rounded float32 sum every k-step; step 14 does
+# it once per k-tile: it starts each k-tile's big·big products afresh (`accumulate` = 0 on its first `wgmma`) and
+# adds them to the running sum `total` with ordinary, rounded float32 adds. The small products, about
 # 2^-11 of the sum, stay in one long-lived accumulator, where truncation costs about 2^-11 as much. The experiment
 # that led to this step (`experiments/wgmma_swapped.py`) measured both ways, on the H100:
 
@@ -62,8 +79,9 @@ if runs:
 
 # %% [markdown]
 # **The register operand must not change while a `wgmma` runs.** A `wgmma` may read its register operand until a
-# wait retires it. The compiler (`ptxas`) does not guard those registers: when the next k-tile's fragments were
-# loaded while this k-tile's `wgmma` ran (`wait_group 1`), it gave the loads the same registers. So step 14 first
+# wait retires it, and the PTX rules forbid changing those registers before then. The compiler (`ptxas`) does not
+# keep them apart by itself: when the next k-tile's fragments were loaded while this k-tile's `wgmma` ran
+# (`wait_group 1`), it gave the loads (`LDS`) the same registers the running `HGMMA` read. So step 14 first
 # waits for the previous k-tile's `wgmma` (`warpgroup_wait_all`), then loads. The experiment's check of both orders:
 
 # %%

@@ -132,7 +132,9 @@ def test_the_verdict_needs_speed_and_accuracy_at_both_large_sizes():
     met = _results(step14=(1.35, 5e-7))
     assert lesson_14.target_check(met)["met"]
     assert "is met" in lesson_14.verdict(met, [_run(build_ratio=1.35)])
-    assert "inside the prediction" in lesson_14.verdict(met, [_run(build_ratio=1.35)])
+    assert "(as predicted)" in lesson_14.verdict(met, [_run(build_ratio=1.35)])
+    # 10 % above the experiment: more than the ~3 % a kernel moves between processes, said to be unexplained
+    assert "above the predicted" in lesson_14.verdict(met, [_run(build_ratio=1.35 / 1.1)])
     slow_at_4096 = _results(step14={2048: (1.4, 5e-7), 4096: (1.2, 5e-7), 8192: (1.4, 5e-7)})
     inaccurate = _results(step14=(1.35, 2e-6))  # SGEMM's error is 1e-6
     for results in (slow_at_4096, inaccurate):

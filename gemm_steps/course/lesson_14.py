@@ -154,7 +154,9 @@ def layout_check(config: dict) -> str:
     holders = {fragment_holder(r, c) for r in range(64) for c in range(8)}
     return (f"With the step's constants ({rows} rows × BLOCK_K = {block_k}, LBO = {lbo}, SBO = {sbo} bytes): **{same} "
             f"of {staged.size}** elements of A's k-tile lie where the k-steps' descriptors point the tensor core, "
-            f"and the 512 elements of Bᵀ's 64 × 8 are held by **{len(holders)}** different (warp, lane, register).")
+            f"and the 512 elements of Bᵀ's 64 × 8 are held by **{len(holders)}** different (warp, lane, register). "
+            "(This checks the step's staging against our descriptor formula, which `experiments/wgmma_probe.py` "
+            "matched to the H100; the hardware itself is checked by the GPU tests and the timing run below.)")
 
 
 def why_swap_text(run: dict | None) -> str:
@@ -299,10 +301,10 @@ def prediction(results: dict, runs: list[dict], n: int = 128) -> str:
             f"never run. So it should run as it did in the experiment's {len(runs)} runs (each against cuBLAS in the "
             "same run): " + "; ".join(parts) + ". That is "
             + ("above" if met else "not safely above") + f" our target of {TARGET_3XTF32_VS_SGEMM}× at both sizes. "
-            "Why faster than step 13, when it does the same three products? A wgmma is "
-            f"{64 * n * 8 // (16 * 8 * 8)} mma.sync's worth of work per instruction (64·{n}·8 multiply-adds), issued "
-            "asynchronously: the warps go on copying and splitting while the tensor cores work, "
-            "instead of waiting on each mma's chain of loads and splits (lesson 12's latency).")
+            "Why faster than step 13, when it does the same three products? Our reading, not measured here: a wgmma "
+            f"is {64 * n * 8 // (16 * 8 * 8)} mma.sync's worth of work per instruction (64·{n}·8 multiply-adds), so "
+            "far fewer instructions feed the tensor cores, and the previous k-tile's products run while the next "
+            "k-tile's copies are issued and A is split. The occupancy is the same as step 13's: 8 warps per SM.")
 
 
 def speed_table(results: dict) -> MarkdownTable:
@@ -400,9 +402,12 @@ def verdict(results: dict, runs: list[dict]) -> str:
         q = p.get(size)
         where = ""
         if q:
-            inside = q["low"] - 0.005 <= ratio <= q["high"] + 0.005
-            where = (" (inside the prediction)" if inside else
-                     f" ({'below' if ratio < q['low'] else 'above'} the predicted {q['low']:.2f}–{q['high']:.2f}×)")
+            # Within 3 % of the predicted range counts as "as predicted": the same kernel moves that much between
+            # processes (docs/measurement.md), and two runs give no better noise estimate.
+            inside = q["low"] * 0.97 <= ratio <= q["high"] * 1.03
+            where = (" (as predicted)" if inside else
+                     f" ({'below' if ratio < q['low'] else 'above'} the predicted {q['low']:.2f}–{q['high']:.2f}× by "
+                     f"more than run-to-run noise, which we have not explained)")
         parts.append(f"at {size_label(size)} **{t14['tflops']:.1f} TFLOPS, {ratio:.2f}× cuBLAS SGEMM**{where}, "
                      f"{t14['tflops'] / t13['tflops']:.2f}× step 13, at an error of {err:.1e} against SGEMM's "
                      f"{err_sgemm:.1e}")
@@ -435,13 +440,15 @@ def what_is_left(run: dict | None) -> str:
     step12 = find(run, "tensor_cores", big)["tflops"]
     path = results_files.find(SWAPPED_PROFILE)
     l2 = profile_metric(path.read_text(), "L2 Cache Throughput") if path else None
-    text = (f"In TF32 alone the same kernel is *slower* than step 12: {min(tf32):.0f}–{max(tf32):.0f} TFLOPS at "
+    text = (f"In TF32 alone — the same design with one product per k-step — the experiment's builds were *slower* "
+            f"than step 12: {min(tf32):.0f}–{max(tf32):.0f} TFLOPS at "
             f"{size_label(big)} against step 12's {step12:.0f} in the same run")
     if l2 is not None:
         text += (f", and Nsight Compute finds the L2 busy **{l2:.0f} %** of the time "
                  f"(`experiments/results/{SWAPPED_PROFILE}`)")
     three = find(run, STEP_BUILD, big)
     if three and tf32:
-        text += (f". 3xTF32 does three products for every byte it loads, so the memory path holds it back less: it "
-                 f"ran at {100 * three['tflops'] / max(tf32):.0f} % of the fastest TF32 build's speed, not a third")
-    return text + ". Plain TF32 on wgmma needs Hopper's memory path first."
+        text += (f". If the tensor cores were the limit, three products would run at a third of one product's speed; "
+                 f"3xTF32 ran at {100 * three['tflops'] / max(tf32):.0f} % of the fastest TF32 build's, so the TF32 "
+                 "build waits on something else — memory, in our reading of the L2 figure")
+    return text + "."

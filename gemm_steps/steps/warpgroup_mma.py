@@ -1,4 +1,4 @@
-"""Step 14 — 3xTF32 on Hopper's warpgroup MMA: a float32-accurate product 1.3× faster than cuBLAS SGEMM.
+"""Step 14 — 3xTF32 on Hopper's warpgroup MMA: one tensor-core instruction for 128 threads, float32 accuracy.
 
 Changed from step 13: the tensor-core instruction. Step 13's ``mma.sync`` is one warp's 16×8×8 product with every
 operand in registers; it stopped at ~1.2× cuBLAS SGEMM, latency-bound at 8 warps per SM (lesson 12's profile).
