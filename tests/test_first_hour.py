@@ -141,6 +141,26 @@ def test_plot_titles_fit_and_say_the_cuda_and_cublas_versions():
     assert figure.axes[0].get_yscale() == "log", "slow steps vanish on a linear axis"
 
 
+def test_the_shipped_benchmarks_plot_titles_fit_beside_its_legend():
+    """The README's plot of every step: the legend of 14 steps and both cuBLAS modes leaves the axes — which the
+    title is centred on — narrower than the figure, and a real GPU's label is long."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from gemm_steps.course import plots
+    from gemm_steps.harness import results_files
+
+    found = results_files.newest_benchmark()
+    assert found is not None, "no course benchmark in results/"
+    figure = plots.plot_tflops_vs_size(found[1])
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    box = figure.axes[0].title.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= figure.bbox.width, f"the title runs past the figure's edge: {box}"
+
+
 @pytest.mark.parametrize("text, says", [("0x5x5", "M = 0 makes an empty product"), ("5x5", "has 2 part(s)"),
                                         ("5x5xk", "K = 'k' is not a whole number"), ("4x4x0", "K = 0")])
 def test_a_bad_shape_on_the_command_line_says_what_is_wrong(text, says):

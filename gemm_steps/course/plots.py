@@ -75,7 +75,7 @@ def _failures_note(results: dict, relevant) -> str:
 #: One colour per step, chosen to stay apart from each other and from cuBLAS's black (Matplotlib's default cycle
 #: repeats after ten, and its tenth-and-later colours sit close to earlier ones: steps 3, 10 and 11 looked alike).
 STEP_COLOURS = ["#7f7f7f", "#8c564b", "#2ca02c", "#bcbd22", "#9467bd", "#e377c2", "#ff7f0e", "#d62728", "#1f77b4",
-                "#17becf", "#000080", "#ff1493", "#556b2f", "#daa520"]
+                "#17becf", "#000080", "#ff1493", "#556b2f", "#8b0000"]
 
 
 def step_colour(number: int) -> str:
@@ -84,11 +84,21 @@ def step_colour(number: int) -> str:
 
 
 def _title(fig: Figure, title: str, results: dict) -> str:
-    """The title and where it ran, wrapped to the figure's width (a narrow plot of three steps must not clip it)."""
-    import textwrap
-
-    width = max(40, int(fig.get_figwidth() * 72 / 6.2))  # characters of 10-point text across the figure
-    return "\n".join([title, *textwrap.wrap(short_label(results["environment"]), width)])
+    """The title and where it ran, wrapped to the width it is centred on (a narrow plot of three steps, or one axes
+    beside a long legend, must not clip it), between the label's " · " parts so that no version is split."""
+    inches = fig.get_figwidth()
+    if len(fig.axes) == 1:  # a title over one axes is centred on it: wrap to the axes' width (a legend beside it
+        fig.draw_without_rendering()  # takes the rest), once the layout has placed it
+        inches *= fig.axes[0].get_position().width
+    width = max(40, int(inches * 72 / 6.2))  # characters of 10-point text across that width
+    lines = [""]
+    for part in short_label(results["environment"]).split(" · "):
+        joined = f"{lines[-1]} · {part}" if lines[-1] else part
+        if len(joined) > width and lines[-1]:
+            lines.append(part)
+        else:
+            lines[-1] = joined
+    return "\n".join([title, *lines])
 
 
 def _finish(fig: Figure, results: dict, title: str, path: str | Path | None, relevant=lambda r: True) -> Figure:
