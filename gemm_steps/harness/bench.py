@@ -119,6 +119,15 @@ def sampled_fp64_error(a: np.ndarray, b: np.ndarray, c: np.ndarray, samples: int
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
 
 
+def runnable(steps: Iterable, say: Callable[[str], None]) -> tuple[list, dict]:
+    """(the steps this GPU can run, {name: why not} for the others — step 14 without wgmma), each left out said."""
+    steps = list(steps)
+    skipped = {s.name: s.unavailable() for s in steps if getattr(s, "unavailable", None) and s.unavailable()}
+    for reason in skipped.values():
+        say(f"skipped: {reason}")
+    return [s for s in steps if s.name not in skipped], skipped
+
+
 def run_benchmark(
     steps: Iterable[Step],
     sizes: Iterable[tuple[int, int, int]],
@@ -142,7 +151,8 @@ def run_benchmark(
     from .cublas import launch_cublas, launch_cublas_tf32
     from .verify import arithmetic_of, tolerance_of
 
-    steps = list(steps)
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    steps, skipped = runnable(steps, say)
     arithmetic = {**{s.name: arithmetic_of(s) for s in steps}, **BASELINE_ARITHMETIC}  # each judged by its own
     if include_cublas_tf32 is None:
         include_cublas_tf32 = include_cublas and any(arithmetic[s.name] != "fp32" for s in steps)
@@ -153,7 +163,6 @@ def run_benchmark(
     records: list[dict] = []
     total = len(sizes) * (len(steps) + int(include_cublas) + int(include_cublas_tf32))
     done = 0
-    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
     for m, n, k in sizes:
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((k, n), dtype=np.float32)
@@ -218,6 +227,7 @@ def run_benchmark(
                                "inputs"} if include_cublas_tf32 else {}),
         },
         "records": records,
+        **({"skipped_steps": skipped} if skipped else {}),
     }
 
 

@@ -17,7 +17,10 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     How the step multiplies: ``"fp32"`` (the FP32 units), ``"tf32"`` (tensor cores on inputs rounded to TF32: its own
     tolerance in :mod:`~gemm_steps.harness.verify`, and ``matmul`` never picks it) or ``"3xtf32"`` (tensor cores at
     float32 accuracy).
-``TILED``  (register-tiled steps 6–13, instead of the four above)
+``REQUIRES_COMPUTE_CAPABILITY``  (optional)
+    ``(major, minor)`` of the only GPUs the step runs on (step 14: ``wgmma``, Hopper only). Elsewhere
+    :meth:`Step.unavailable` says why, and ``verify`` and ``bench`` skip the step with that reason.
+``TILED``  (register-tiled steps 6–14, instead of the four above)
     A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
     all come from it, so such a step declares its kernel once.
 
@@ -49,6 +52,7 @@ class Step:
         self.summary: str = module.SUMMARY
         self.arithmetic: str = getattr(module, "ARITHMETIC", "fp32")  # "fp32", "tf32" or "3xtf32"
         self.tiled = getattr(module, "TILED", None)  # generated kernels, for steps 6 onward
+        self.requires_compute_capability = getattr(module, "REQUIRES_COMPUTE_CAPABILITY", None)
         self._launch: Callable = self.tiled.launch if self.tiled is not None else module.launch
         # On a GPU the first launch in a process compiles. Register-tiled steps say so per kernel (TiledKernels.compile);
         # the others compile in about a second, and say so here.
@@ -87,6 +91,19 @@ class Step:
         self._launched = True
         print(f"gemm-steps: step {self.number} ({self.name}) ready in {time.perf_counter() - start:.1f} s",
               file=sys.stderr, flush=True)
+
+    def unavailable(self) -> str | None:
+        """Why this step cannot run on this machine's GPU, or None if it can (the simulator runs every step)."""
+        if self.requires_compute_capability is None or SIMULATOR:
+            return None
+        from numba import cuda
+
+        have = tuple(cuda.get_current_device().compute_capability)
+        need = tuple(self.requires_compute_capability)
+        if have == need:
+            return None
+        return (f"step {self.number} ({self.name}) needs a GPU of compute capability {need[0]}.{need[1]}; "
+                f"this one is {have[0]}.{have[1]}")
 
     # -- reading a step ----------------------------------------------------------------------------------------
     @property

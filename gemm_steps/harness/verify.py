@@ -121,6 +121,10 @@ def check(step: Step, shape: Shape, rng: np.random.Generator) -> dict:
 
     m, n, k = shape
     row = {"step": step.name, "number": step.number, "M": m, "N": n, "K": k, "tolerance": tolerance_for(step, k)}
+    skipped = step.unavailable()
+    if skipped:  # not run, not passed: said so (step 14 on a GPU without wgmma)
+        row.update(passed=None, skipped=skipped, rel_error=math.nan, nan_count=None, seconds=0.0)
+        return row
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     start = time.perf_counter()
@@ -154,7 +158,8 @@ def verify(
 
     Each row: step, number, M, N, K, passed, rel_error, tolerance, nan_count (elements left unwritten), seconds
     (wall time of the call: transfers, and compilation on a step's first call, included — not a benchmark),
-    and ``error`` when the step raised (then rel_error is NaN and nan_count None). ``progress`` is called with
+    and ``error`` when the step raised (then rel_error is NaN and nan_count None). A step this GPU cannot run
+    (:meth:`Step.unavailable`) gets ``passed=None`` and ``skipped``, its reason. ``progress`` is called with
     each row as it is done.
     """
     from gemm_steps import steps as all_steps
@@ -182,7 +187,10 @@ def format_table(rows: list[dict]) -> str:
     header = ("step", "M×N×K", "rel. error", "tolerance", "unwritten", "seconds", "result")
     lines = []
     for r in rows:
-        result = "ok" if r["passed"] else "FAIL" + (f" ({_first_line(r['error'])})" if "error" in r else "")
+        if r.get("skipped"):
+            result = f"skipped ({_first_line(r['skipped'])})"
+        else:
+            result = "ok" if r["passed"] else "FAIL" + (f" ({_first_line(r['error'])})" if "error" in r else "")
         unwritten = "-" if r["nan_count"] is None else str(r["nan_count"])
         lines.append((f"{r['number']:>2} {r['step']}", f"{r['M']}×{r['N']}×{r['K']}", f"{r['rel_error']:.2e}",
                       f"{r['tolerance']:.2e}", unwritten, f"{r['seconds']:.2f}", result))
@@ -193,6 +201,8 @@ def format_table(rows: list[dict]) -> str:
         padded = (c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
         return "  ".join(padded).rstrip()
 
-    failed = sum(not r["passed"] for r in rows)
-    verdict = f"{len(rows) - failed} of {len(rows)} checks passed" + (f", {failed} FAILED" if failed else "")
+    failed = sum(r["passed"] is False for r in rows)
+    skipped = sum(r["passed"] is None for r in rows)
+    verdict = (f"{len(rows) - failed - skipped} of {len(rows) - skipped} checks passed"
+               + (f", {failed} FAILED" if failed else "") + (f"; {skipped} skipped (see above)" if skipped else ""))
     return "\n".join([fmt(header), fmt("-" * w for w in widths), *map(fmt, lines), "", verdict]).rstrip() + "\n"

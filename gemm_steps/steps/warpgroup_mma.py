@@ -52,6 +52,8 @@ from ..toolkit.warpgroup_ops import (add_accumulators, fence_proxy_async, matrix
 TITLE = "3xTF32 on Hopper's warpgroup MMA (wgmma)"
 SUMMARY = "Cᵀ = Bᵀ·Aᵀ with 128-thread wgmma: Bᵀ from registers, Aᵀ from shared memory, three products per k-step."
 ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
+#: wgmma exists on compute capability 9.0 only (sm_90a: H100, H200); verify and bench skip the step elsewhere, saying so.
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
 
 def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
@@ -182,8 +184,8 @@ class HopperTiledKernels(TiledKernels):
         from ..toolkit.backend import SIMULATOR
 
         if not SIMULATOR:
-            capability = cuda.get_current_device().compute_capability
-            if tuple(capability) != (9, 0):
+            capability = tuple(cuda.get_current_device().compute_capability)
+            if capability != REQUIRES_COMPUTE_CAPABILITY:
                 raise RuntimeError(f"step warpgroup_mma needs an H100/H200 (compute capability 9.0, wgmma on sm_90a);"
                                    f" this GPU is {capability[0]}.{capability[1]}")
         super().launch(a, b, c, stream)

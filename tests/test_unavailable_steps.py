@@ -1,0 +1,55 @@
+"""A step that needs another GPU (step 14: ``wgmma``, compute capability 9.0 only) is skipped with its reason by
+``verify``, the lessons' check and ``bench`` — not run into a failure, and never counted as passed. Checked on the
+simulator by pretending the machine has a GPU of compute capability 8.0."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemm_steps
+from gemm_steps.course import checks
+from gemm_steps.harness import step as step_module
+from gemm_steps.harness import verify
+
+
+@pytest.fixture
+def on_an_ampere_gpu(monkeypatch):
+    """Step.unavailable as it answers on a GPU of compute capability 8.0."""
+    import types
+
+    from numba import cuda
+
+    monkeypatch.setattr(step_module, "SIMULATOR", False)
+    monkeypatch.setattr(cuda, "get_current_device", lambda: types.SimpleNamespace(compute_capability=(8, 0)))
+
+
+def test_only_the_hopper_step_says_it_cannot_run(on_an_ampere_gpu):
+    reasons = {s.number: s.unavailable() for s in gemm_steps.steps()}
+    hopper = gemm_steps.get_step("warpgroup_mma")
+    assert reasons[hopper.number] == (f"step {hopper.number} (warpgroup_mma) needs a GPU of compute capability 9.0; "
+                                      "this one is 8.0")
+    assert all(reason is None for number, reason in reasons.items() if number != hopper.number)
+
+
+def test_verify_skips_it_with_the_reason_and_does_not_count_it(on_an_ampere_gpu):
+    rows = verify.verify(["coalesced", "warpgroup_mma"], [(5, 6, 7)])
+    by_step = {r["step"]: r for r in rows}
+    assert by_step["coalesced"]["passed"] is True
+    assert by_step["warpgroup_mma"]["passed"] is None and "compute capability 9.0" in by_step["warpgroup_mma"]["skipped"]
+    table = verify.format_table(rows)
+    assert "skipped (step 14 (warpgroup_mma) needs" in table and "1 of 1 checks passed; 1 skipped" in table
+    assert "Not checked here" in str(checks.check_against_numpy("warpgroup_mma", [(5, 6, 7)]))
+
+
+def test_on_the_simulator_every_step_runs():
+    assert all(s.unavailable() is None for s in gemm_steps.steps())
+
+
+def test_bench_leaves_it_out_and_says_why(on_an_ampere_gpu):
+    from gemm_steps.harness.bench import runnable
+
+    said = []
+    kept, skipped = runnable([gemm_steps.get_step("coalesced"), gemm_steps.get_step("warpgroup_mma")], said.append)
+    assert [s.name for s in kept] == ["coalesced"]
+    assert list(skipped) == ["warpgroup_mma"] and "compute capability 9.0" in skipped["warpgroup_mma"]
+    assert said == [f"skipped: {skipped['warpgroup_mma']}"]
