@@ -37,9 +37,16 @@ ncu-wgmma-swapped-*.txt, wgmma-3xtf32-accuracy-nvidia-h100.json):
   issue was not the limit. Nsight Compute on the 256×128 serial build at 8192³: L2 busy 92 % (DRAM 28 %, L2 hit
   rate 73 %), 1.19 G L2 requests carrying 1.40 G sectors — about one 32-byte sector per request, where a warp's
   16-byte ``cp.async`` should make 128-byte ones; step 12, with the same 42.7 FLOP per byte of tile, ran at 39 %
-  L2. Copying A by whole rows (``A_ROWS``) changed nothing (−2 to 0 %). What this kernel lacks against cuBLAS is
-  the Hopper memory path — TMA bulk tensor copies (whole tiles per request, multicast over a cluster) and
-  mbarriers instead of block barriers — the next experiment, not a tweak of this one.
+  L2. Copying A by whole rows (``A_ROWS``) changed nothing (−2 to 0 %). Taking the tiles in step 10's grouped order
+  (``GROUP_M`` = 8; ``wgmma-swapped-grouped-nvidia-h100.json``, ``ncu-wgmma-swapped-grouped-nvidia-h100.txt``) halved
+  the DRAM traffic (28 → 12 % of its bandwidth, L2 hit rate 73 → 91 %) but left L2 94 % busy and the speed within
+  noise (+1–2 % TF32, −1 % 3xTF32): the prediction (+10–30 %) missed, DRAM was not the limit. What fills the L2 is
+  the number of requests: at 8192³ (``ncu-steps-12-14-l2-nvidia-h100.txt``) step 12 makes 524 M L2 requests for
+  1.10 G sectors (2.1 sectors each) and runs with L2 44 % busy; this TF32 build 1.19 G requests for 1.40 G sectors
+  (1.2 each) in about the same time. Why its requests are smaller is not settled (A by whole rows did not change
+  the speed; its request count was not measured). What this kernel lacks against cuBLAS is the Hopper memory path
+  — TMA bulk tensor copies (whole tiles per request, multicast over a cluster) and mbarriers instead of block
+  barriers — the next experiment, not a tweak of this one.
 * **ptxas does not protect ``wgmma``'s register operand.** With ``wait_group 1`` (the next k-tile's fragments loaded
   while this k-tile's ``wgmma`` run) the 256×128 build is wrong (0.30 relative error at 512×512×256): SASS shows
   the next ``LDS`` writing the registers an in-flight ``HGMMA`` reads. The 128×128 build came out right the same
@@ -79,7 +86,7 @@ LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, an
 
 
 def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool = True, SERIAL: bool = False,
-          THREE: bool = False, FLUSH: str = "none", A_ROWS: bool = False):
+          THREE: bool = False, FLUSH: str = "none", A_ROWS: bool = False, GROUP_M: int = 0):
     """The kernel and its launch: a BLOCK_M × BLOCK_N tile of C per block, one warpgroup per 64 columns.
 
     ``SERIAL``: wait for the previous k-tile's ``wgmma`` (``wait_group 0``) before this k-tile's fragments are
@@ -101,7 +108,12 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
     ``A_ROWS``: a warp's 16-byte copies of A cover 4 whole 128-byte rows (8 chunks each) instead of the same
     chunk of 8 rows (8 threads filling one core matrix): half as many L2 requests per copy instruction, at the
     price of shared-memory bank conflicts on the stores (a row's 8 chunks lie 128 B apart, in 8 core matrices).
-    The Nsight Compute profile of the 256×128 serial build shows L2 busy 91.5 % of the time at 8192³."""
+    The Nsight Compute profile of the 256×128 serial build shows L2 busy 91.5 % of the time at 8192³.
+    ``GROUP_M``: blocks take their tiles in groups of GROUP_M tile rows (step 10's grouped order) instead of row by
+    row, so the blocks running at once share A's rows and B's columns in L2. Prediction, written before the run: if
+    the TF32 build is held back by L2 and DRAM traffic (92 % L2, 28 % DRAM, 73 % L2 hit rate at 8192³), GROUP_M = 8
+    lifts it 10–30 % at 8192³ and less at 4096³ (inputs 128 MB against a 50 MB L2), and 3xTF32 (three products
+    per byte) 0–5 %."""
     assert FLUSH in ("none", "all", "big") and (FLUSH == "none" or THREE)
     SERIAL = SERIAL or THREE
     ROUND_B = ROUND_B and not THREE  # 3xTF32 splits the raw fragments
@@ -176,8 +188,17 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
         tiles = cuda.shared.array(0, float32)  # STAGES stages of A (core-matrix order), then STAGES of B (as is)
         tid = uint32(cuda.threadIdx.x)
         m, n, k = uint32(m), uint32(n), uint32(k)
-        block_row = uint32(cuda.blockIdx.y) * BLOCK_M
-        block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+        if GROUP_M:  # tile (row, col) of this block in grouped order
+            tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
+            block = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
+            first_row = block // (GROUP_M * tile_cols) * GROUP_M
+            rows_here = min(tile_rows - first_row, uint32(GROUP_M))
+            within = block % (GROUP_M * tile_cols)
+            block_row = (first_row + within % rows_here) * BLOCK_M
+            block_col = (within // rows_here) * BLOCK_N
+        else:
+            block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+            block_col = uint32(cuda.blockIdx.x) * BLOCK_N
         group, warp, lane = tid // 128, tid % 128 // 32, tid % 32
         base = shared_address(tiles, 0)
         b_base = uint32(STAGES * A_STAGE)
@@ -283,6 +304,9 @@ BUILDS = {  # name: build() arguments
     "wgmma swapped 3xTF32 128x128, flush all": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="all"),
     "wgmma swapped 3xTF32 128x128, flush big": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big"),
     "wgmma swapped 256x128, serial, A by rows": dict(BLOCK_M=256, BLOCK_N=128, SERIAL=True, A_ROWS=True),
+    "wgmma swapped 256x128, serial, grouped 8": dict(BLOCK_M=256, BLOCK_N=128, SERIAL=True, GROUP_M=8),
+    "wgmma swapped 3xTF32 128x128, flush big, grouped 8": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
+                                                                GROUP_M=8),
     "wgmma swapped 3xTF32 128x128, flush big, A by rows": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
                                                                A_ROWS=True),
 }
