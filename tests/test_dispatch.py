@@ -105,6 +105,24 @@ def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypa
         dispatch._CHOICES.clear()
 
 
+def test_a_step_this_gpu_cannot_run_is_never_chosen(monkeypatch):
+    """A table recorded on an H100 where step 14 (wgmma) was fastest, read on a GPU without wgmma: the next fastest
+    step runs instead — and on the H100 itself (here: the simulator, which runs every step) step 14 does."""
+    table = {"gpu": None, "shapes": [[8192, 8192, 8192, {"stream_k": 24.0, "three_tf32": 18.0, "warpgroup_mma": 15.0},
+                                      21.0]]}
+    monkeypatch.setattr(dispatch, "table", lambda gpu: table)
+    dispatch._CHOICES.clear()
+    try:
+        assert dispatch.choose(8192, 8192, 8192).step_name == "warpgroup_mma"
+        hopper = gemm_steps.get_step("warpgroup_mma")
+        monkeypatch.setattr(type(hopper), "unavailable",
+                            lambda self: "needs 9.0" if self.name == "warpgroup_mma" else None)
+        dispatch._CHOICES.clear()
+        assert dispatch.choose(8192, 8192, 8192).step_name == "three_tf32"
+    finally:
+        dispatch._CHOICES.clear()
+
+
 def test_matmul_never_chooses_the_tf32_step_even_where_it_was_fastest(monkeypatch):
     """Step 12 rounds its inputs to TF32 (relative error ~3e-4): a table where it was fastest still gets an FP32
     step; 3xTF32 (float32 accuracy) may be chosen; with no table the default is the last FP32 step, not step 13."""

@@ -12,6 +12,7 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
    of them on large squares.
 
 Only steps that compute in float32 may be chosen: the TF32 step (12) rounds its inputs, and is run only when named.
+Nor is a step this GPU cannot run (step 14 needs compute capability 9.0: ``Step.unavailable``), whatever the table says.
 
 Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
 leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.
@@ -220,7 +221,9 @@ def choose(m: int, n: int, k: int) -> Choice:
         from .step import all_steps
 
         gpu = current_gpu_name()
-        names = {s.name for s in all_steps() if s.arithmetic != "tf32"} | set(TILE_VARIANTS)
+        # Not TF32 (it rounds the inputs), and not a step this GPU cannot run (a table recorded on an H100 may name
+        # step 14, which needs wgmma)
+        names = {s.name for s in all_steps() if s.arithmetic != "tf32" and not s.unavailable()} | set(TILE_VARIANTS)
         found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), names, gpu)
         if len(_CHOICES) > 4096:
             _CHOICES.clear()
