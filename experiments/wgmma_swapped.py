@@ -43,8 +43,11 @@ ncu-wgmma-swapped-*.txt, wgmma-3xtf32-accuracy-nvidia-h100.json):
   noise (+1–2 % TF32, −1 % 3xTF32): the prediction (+10–30 %) missed, DRAM was not the limit. What fills the L2 is
   the number of requests: at 8192³ (``ncu-steps-12-14-l2-nvidia-h100.txt``) step 12 makes 524 M L2 requests for
   1.10 G sectors (2.1 sectors each) and runs with L2 44 % busy; this TF32 build 1.19 G requests for 1.40 G sectors
-  (1.2 each) in about the same time. Why its requests are smaller is not settled (A by whole rows did not change
-  the speed; its request count was not measured). What this kernel lacks against cuBLAS is the Hopper memory path
+  (1.2 each) in about the same time. By source (``ncu-l2-requests-by-source-nvidia-h100.txt``) they are the
+  copies' reads: 1.08 G read requests for 1.24 G sectors — 1.5× the tiles' 0.81 G sectors, about one sector per
+  request — against step 12's 0.41 G for 0.94 G (1.16× the same tiles' bytes, 2.3 per request), with the same
+  ``LDGSTS.E.BYPASS.128`` in both; copying A by whole rows gives the same counts. Why the same 16-byte copies
+  become smaller requests here is not settled. What this kernel lacks against cuBLAS is the Hopper memory path
   — TMA bulk tensor copies (whole tiles per request, multicast over a cluster) and mbarriers instead of block
   barriers — the next experiment, not a tweak of this one.
 * **ptxas does not protect ``wgmma``'s register operand.** With ``wait_group 1`` (the next k-tile's fragments loaded
