@@ -89,7 +89,7 @@ LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, an
 
 
 def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool = True, SERIAL: bool = False,
-          THREE: bool = False, FLUSH: str = "none", A_ROWS: bool = False, GROUP_M: int = 0):
+          THREE: bool = False, FLUSH: str = "none", A_ROWS: bool = False, GROUP_M: int = 0, SWIZZLE: bool = False):
     """The kernel and its launch: a BLOCK_M × BLOCK_N tile of C per block, one warpgroup per 64 columns.
 
     ``SERIAL``: wait for the previous k-tile's ``wgmma`` (``wait_group 0``) before this k-tile's fragments are
@@ -112,12 +112,23 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
     chunk of 8 rows (8 threads filling one core matrix): half as many L2 requests per copy instruction, at the
     price of shared-memory bank conflicts on the stores (a row's 8 chunks lie 128 B apart, in 8 core matrices).
     The Nsight Compute profile of the 256×128 serial build shows L2 busy 91.5 % of the time at 8192³.
+
     ``GROUP_M``: blocks take their tiles in groups of GROUP_M tile rows (step 10's grouped order) instead of row by
     row, so the blocks running at once share A's rows and B's columns in L2. Prediction, written before the run: if
     the TF32 build is held back by L2 and DRAM traffic (92 % L2, 28 % DRAM, 73 % L2 hit rate at 8192³), GROUP_M = 8
     lifts it 10–30 % at 8192³ and less at 4096³ (inputs 128 MB against a 50 MB L2), and 3xTF32 (three products
-    per byte) 0–5 %."""
+    per byte) 0–5 %.
+
+    ``SWIZZLE``: A staged in ``wgmma``'s 128-byte swizzle mode instead of no-swizzle core matrices: each row's 32
+    k values (128 bytes) contiguous, its eight 16-byte chunks permuted by XOR with row % 8, 8-row groups 1,024 bytes
+    apart (SBO), a k-step 32 bytes further along the row. A warp's 16-byte copies then cover whole rows in global
+    *and* in shared memory. Prediction, written before the run: if the L2's ~one-sector requests come from copies
+    whose shared-memory destinations do not follow their global sources (no-swizzle: 8 rows' chunks side by side;
+    A by rows: a row's chunks 128 bytes apart), L2 requests drop toward step 12's 2.3 sectors each and the TF32
+    build gains 10–40 %; if not, nothing moves."""
     assert FLUSH in ("none", "all", "big") and (FLUSH == "none" or THREE)
+    assert not (SWIZZLE and A_ROWS)
+    K_STEP_BYTES = 32 if SWIZZLE else 2 * LBO  # from one k-step's slice of A to the next, for the descriptor
     SERIAL = SERIAL or THREE
     ROUND_B = ROUND_B and not THREE  # 3xTF32 splits the raw fragments
     GROUPS = BLOCK_N // 64
@@ -205,7 +216,10 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
         group, warp, lane = tid // 128, tid % 128 // 32, tid % 32
         base = shared_address(tiles, 0)
         b_base = uint32(STAGES * A_STAGE)
-        offsets = (uint64(LBO >> 4) << uint64(16)) | (uint64(SBO >> 4) << uint64(32))
+        if SWIZZLE:  # layout type 1 (128-byte swizzle) in bits 62–63; SBO 1,024 bytes; LBO unused (set to 1)
+            offsets = (uint64(1) << uint64(16)) | (uint64(1024 >> 4) << uint64(32)) | (uint64(1) << uint64(62))
+        else:
+            offsets = (uint64(LBO >> 4) << uint64(16)) | (uint64(SBO >> 4) << uint64(32))
         fragment_at = (lane % 4) * B_STRIDE + group * 64 + warp * 16 + lane // 4  # k = lane % 4, column
         acc = zero_accumulators()
         total = zero_accumulators()  # FLUSH: the running sum, in rounded float32 adds
@@ -222,9 +236,15 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
                 stage = uint32(t % STAGES)
                 k0 = uint32(t) * BLOCK_K
                 for q in range(A_STAGE // 4 // THREADS):  # A: 16-byte chunks, K-major core matrices
-                    row, kc = chunk_of(tid + uint32(q * THREADS))
-                    copy_async(tiles, stage * A_STAGE + row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4,
-                               a, (block_row + row) * k + k0 + kc * 4, 4)
+                    if SWIZZLE:  # a warp: 4 whole rows; chunk kc of row r at 16-byte slot kc XOR r % 8 of the row
+                        chunk = tid + uint32(q * THREADS)
+                        row, kc = chunk // 8, chunk % 8
+                        copy_async(tiles, stage * A_STAGE + row * 32 + (kc ^ (row % 8)) * 4,
+                                   a, (block_row + row) * k + k0 + kc * 4, 4)
+                    else:
+                        row, kc = chunk_of(tid + uint32(q * THREADS))
+                        copy_async(tiles, stage * A_STAGE + row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4,
+                                   a, (block_row + row) * k + k0 + kc * 4, 4)
                 for q in range(BLOCK_K * BLOCK_N // 4 // THREADS):  # B: rows as they are, 16-byte chunks
                     chunk = tid + uint32(q * THREADS)
                     kk, col = chunk // (BLOCK_N // 4), chunk % (BLOCK_N // 4) * 4
@@ -261,18 +281,18 @@ def build(BLOCK_M: int = 256, BLOCK_N: int = 128, STAGES: int = 4, ROUND_B: bool
                     b3, s3 = split_fragment(f3)
                     wgmma_fence()  # registers written above → visible to the wgmma that read them
                     acc, small_acc = three_products(b0, s0, a_address, small_address, offsets, acc, small_acc, True)
-                    acc, small_acc = three_products(b1, s1, a_address + 2 * LBO, small_address + 2 * LBO, offsets,
+                    acc, small_acc = three_products(b1, s1, a_address + K_STEP_BYTES, small_address + K_STEP_BYTES, offsets,
                                                     acc, small_acc, False)
-                    acc, small_acc = three_products(b2, s2, a_address + 4 * LBO, small_address + 4 * LBO, offsets,
+                    acc, small_acc = three_products(b2, s2, a_address + 2 * K_STEP_BYTES, small_address + 2 * K_STEP_BYTES, offsets,
                                                     acc, small_acc, False)
-                    acc, small_acc = three_products(b3, s3, a_address + 6 * LBO, small_address + 6 * LBO, offsets,
+                    acc, small_acc = three_products(b3, s3, a_address + 3 * K_STEP_BYTES, small_address + 3 * K_STEP_BYTES, offsets,
                                                     acc, small_acc, False)
                 else:
                     wgmma_fence()  # registers written above → visible to the wgmma that read them
                     acc = mma(f0[0], f0[1], f0[2], f0[3], descriptor(a_address, offsets), acc, 1)
-                    acc = mma(f1[0], f1[1], f1[2], f1[3], descriptor(a_address + 2 * LBO, offsets), acc, 1)
-                    acc = mma(f2[0], f2[1], f2[2], f2[3], descriptor(a_address + 4 * LBO, offsets), acc, 1)
-                    acc = mma(f3[0], f3[1], f3[2], f3[3], descriptor(a_address + 6 * LBO, offsets), acc, 1)
+                    acc = mma(f1[0], f1[1], f1[2], f1[3], descriptor(a_address + K_STEP_BYTES, offsets), acc, 1)
+                    acc = mma(f2[0], f2[1], f2[2], f2[3], descriptor(a_address + 2 * K_STEP_BYTES, offsets), acc, 1)
+                    acc = mma(f3[0], f3[1], f3[2], f3[3], descriptor(a_address + 3 * K_STEP_BYTES, offsets), acc, 1)
                 wgmma_commit()
                 if not SERIAL:
                     acc = wait_one(acc)  # the previous k-tile's wgmma are done; this one's may still run
@@ -308,6 +328,9 @@ BUILDS = {  # name: build() arguments
     "wgmma swapped 3xTF32 128x128, flush big": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big"),
     "wgmma swapped 256x128, serial, A by rows": dict(BLOCK_M=256, BLOCK_N=128, SERIAL=True, A_ROWS=True),
     "wgmma swapped 256x128, serial, grouped 8": dict(BLOCK_M=256, BLOCK_N=128, SERIAL=True, GROUP_M=8),
+    "wgmma swapped 256x128, serial, swizzled": dict(BLOCK_M=256, BLOCK_N=128, SERIAL=True, SWIZZLE=True),
+    "wgmma swapped 3xTF32 128x128, flush big, swizzled": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
+                                                               SWIZZLE=True),
     "wgmma swapped 3xTF32 128x128, flush big, grouped 8": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
                                                                 GROUP_M=8),
     "wgmma swapped 3xTF32 128x128, flush big, A by rows": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
