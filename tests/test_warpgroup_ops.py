@@ -13,8 +13,8 @@ import gemm_steps  # noqa: F401  (GPU or simulator first)
 from gemm_steps.toolkit.backend import SIMULATOR
 from gemm_steps.toolkit.tensor_core_ops import below_tf32, truncate_to_tf32
 from gemm_steps.toolkit.warpgroup_ops import (fence_proxy_async, matrix_descriptor, shared_address,
-                                              warpgroup_commit, warpgroup_fence, warpgroup_wait_all, wgmma_tf32,
-                                              wgmma_tf32_reference, zero_accumulators)
+                                              swizzled_descriptor, warpgroup_commit, warpgroup_fence,
+                                              warpgroup_wait_all, wgmma_tf32, wgmma_tf32_reference, zero_accumulators)
 
 N = 16  # wgmma's N: 8 accumulators per thread
 ACC = N // 2
@@ -87,6 +87,56 @@ def test_swapped_descriptor_strides_give_a_wrong_product():
     one_wgmma[1, 128](cuda.to_device(fragments), cuda.to_device(_core_order(b)), out, SBO, LBO, 1)
     got = out.copy_to_host()
     assert not np.allclose(got, _expected(fragments, b, 2), rtol=1e-3, atol=1e-3)
+
+
+SWIZZLED_FLOATS = N * 32  # N rows of 32 k values (128 bytes each), the 128-byte swizzle layout
+
+
+@cuda.jit
+def one_swizzled_wgmma(fragments, image, out, k_step):
+    """As ``one_wgmma``, with B's N rows × 32 k in the 128-byte swizzle layout (``image``: the shared memory as the
+    host laid it out) and the descriptor pointing at k-step ``k_step``'s 8 values (32 bytes along each row)."""
+    tiles = cuda.shared.array(SWIZZLED_FLOATS, float32)
+    t = cuda.threadIdx.x
+    for q in range(SWIZZLED_FLOATS // 128):
+        tiles[t + q * 128] = image[t + q * 128]
+    fence_proxy_async()
+    cuda.syncthreads()
+    acc = zero_accumulators(ACC)
+    desc = swizzled_descriptor(shared_address(tiles, 0) + k_step * 32)
+    warpgroup_fence()
+    acc = wgmma_tf32(tiles, fragments[t, 0], fragments[t, 1], fragments[t, 2], fragments[t, 3], desc, acc, 0)
+    warpgroup_commit()
+    acc = warpgroup_wait_all(acc)
+    for v in range(ACC):
+        out[t, v] = acc[v]
+
+
+def _swizzled_image(rows: np.ndarray, swizzle: bool = True) -> np.ndarray:
+    """N × 32 values laid out as 128-byte lines, chunk c of row r at slot c XOR r % 8 (or, unswizzled, at c)."""
+    image = np.zeros(SWIZZLED_FLOATS, np.float32)
+    for r in range(rows.shape[0]):
+        for c in range(8):
+            slot = c ^ (r % 8) if swizzle else c
+            image[r * 32 + slot * 4: r * 32 + slot * 4 + 4] = rows[r, c * 4: c * 4 + 4]
+    return image
+
+
+@pytest.mark.skipif(not _hardware_ok(), reason="wgmma needs compute capability 9.0")
+@pytest.mark.parametrize("k_step", [0, 3])
+def test_the_128_byte_swizzle_layout_is_read_as_documented(k_step):
+    """Step 14's layout of A: the product of k-step ``k_step`` reads values 8·k_step … of every row, wherever the
+    swizzle put them — and the same values stored unswizzled give a different product."""
+    rng = np.random.default_rng(10 + k_step)
+    fragments = rng.standard_normal((128, 4), dtype=np.float32)
+    rows = rng.standard_normal((N, 32), dtype=np.float32)  # B's N columns, each with 32 k values
+    want = _expected(fragments, rows[:, 8 * k_step: 8 * k_step + 8].T, 1)
+    for swizzle in (True, False):
+        out = cuda.to_device(np.full((128, ACC), np.nan, np.float32))
+        one_swizzled_wgmma[1, 128](cuda.to_device(fragments), cuda.to_device(_swizzled_image(rows, swizzle)), out,
+                                   k_step)
+        right = np.abs(out.copy_to_host() - want).max() <= 1e-5 * np.abs(want).max()
+        assert right == swizzle, "swizzled: must match; stored unswizzled: must not"
 
 
 @cuda.jit

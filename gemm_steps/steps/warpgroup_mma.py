@@ -10,8 +10,16 @@ TF32 ``wgmma`` reads shared memory only **K-major** (each column's k values cont
 is not. So the kernel computes the transposed tile, Cᵀ = Bᵀ·Aᵀ: ``wgmma``'s first operand is Bᵀ, from registers
 (each thread loads its four elements per k-step from B's tile, staged as it is — exactly the ``mma.sync`` A
 fragment of step 12), and its second is Aᵀ, whose columns are A's rows: K-major already, staged by 16-byte
-``cp.async`` in 8-row × 16-byte "core matrices" and described to the tensor core by a 64-bit descriptor. No
-transposition anywhere (experiments/wgmma_gemm.py transposed B and ran below step 12).
+``cp.async`` and described to the tensor core by a 64-bit descriptor. No transposition anywhere
+(experiments/wgmma_gemm.py transposed B and ran below step 12).
+
+A's tile is stored in the **128-byte swizzle** layout: each row's 32 k values are one 128-byte line in shared
+memory, its eight 16-byte chunks permuted (chunk c of row r at slot c XOR r % 8; the tensor core undoes it). So a
+warp's copies cover 4 whole rows in global memory *and* 4 whole lines in shared memory, and the L2 serves them as
+whole-line requests. In the no-swizzle layout (8-row × 16-byte "core matrices") the copies' shared destinations
+could not follow their global sources, the L2 received about one 32-byte request per 16-byte copy — 1.18 G
+requests at 8192³ against 0.30 G swizzled — and the same kernel ran 1.30 / 1.39× cuBLAS SGEMM instead of 1.65 /
+1.71× (experiments/wgmma_swapped.py, ``SWIZZLE``).
 
 3xTF32 as in step 13, three products per k-step, small ones first: Bᵀ's fragments are split in registers
 (``split_tf32``); A's k-tile is split once into a second shared buffer of small parts (a − a truncated to TF32;
@@ -29,10 +37,11 @@ the tensor core truncates the stage itself, which gives the big part). Two rules
   A's small parts are written.
 
 Why faster: three ``wgmma`` per k-step keep the tensor cores busier than step 13's mma.sync chain did, for far
-fewer instructions. Expect (H100, experiments/wgmma_swapped.py, same runs as cuBLAS): 1.30–1.33× cuBLAS SGEMM at
-4096³ and 1.37–1.38× at 8192³, at an error below SGEMM's (3.4e-7 / 3.8e-7 against 1.1e-6 / 1.6e-6). The course
-benchmark of 2026-11-25 (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json) measured the step itself at 72.2 /
-71.7 TFLOPS, 1.44× / 1.39× cuBLAS SGEMM, error 3.2e-7 / 3.8e-7 against 1.2e-6 / 1.7e-6.
+fewer instructions, and whole-line copies keep the L2 from becoming the limit. Expect (H100,
+experiments/wgmma_swapped.py's swizzled 3xTF32 build, same run as cuBLAS): 1.65× cuBLAS SGEMM at 4096³ and 1.71× at
+8192³, at an error below SGEMM's (3.4e-7 / 3.8e-7 against 1.1e-6 / 1.6e-6). The course benchmark
+(results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json) measured the step at 90.5 / 87.2 TFLOPS: 1.81× / 1.70×
+cuBLAS SGEMM, error 3.2e-7 / 3.8e-7 against 1.2e-6 / 1.7e-6.
 Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
 """
 
@@ -45,9 +54,9 @@ from ..toolkit.tensor_core_ops import (below_tf32, copy_async_commit, copy_async
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
-from ..toolkit.warpgroup_ops import (add_accumulators, fence_proxy_async, matrix_descriptor, shared_address,
-                                     warpgroup_commit, warpgroup_fence, warpgroup_wait_all, wgmma_tf32,
-                                     zero_accumulators)
+from ..toolkit.warpgroup_ops import (add_accumulators, fence_proxy_async, shared_address, swizzled_descriptor,
+                                     swizzled_offset, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
+                                     wgmma_tf32, zero_accumulators)
 
 TITLE = "3xTF32 on Hopper's warpgroup MMA (wgmma)"
 SUMMARY = "Cᵀ = Bᵀ·Aᵀ with 128-thread wgmma: Bᵀ from registers, Aᵀ from shared memory, three products per k-step."
@@ -61,8 +70,8 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
             return  # a full tile: the fast kernel computes it
-    # STAGES stages of A (core-matrix order: for each 8 rows, BLOCK_K / 4 core matrices of 8 rows × 4 k), then
-    # STAGES stages of B ([k][col], rows padded to B_STRIDE) from B_BASE, then two buffers of A's small parts.
+    # STAGES stages of A (128-byte swizzled rows: row r's 16-byte chunk c at slot c XOR r % 8), then STAGES stages
+    # of B ([k][col], rows padded to B_STRIDE) from B_BASE, then two buffers of A's small parts (swizzled like A).
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
@@ -90,11 +99,11 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
             k0 = uint32(t * BLOCK_K)
             stage_a = uint32(t % STAGES * A_STAGE_FLOATS)
             stage_b = uint32(B_BASE + t % STAGES * B_STAGE_FLOATS)
-            for load in unroll(A_LOADS):  # 16-byte chunks: 8 threads fill one 128-byte core matrix
+            for load in unroll(A_LOADS):  # 16-byte chunks: a warp copies 4 whole rows, in global and shared memory
                 chunk = tid + load * THREADS
-                row = chunk // 8 // A_VECTORS_PER_ROW * 8 + chunk % 8
-                kc = chunk // 8 % A_VECTORS_PER_ROW  # which 4 of the k-tile's k
-                to = stage_a + row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4
+                row = chunk // A_VECTORS_PER_ROW
+                kc = chunk % A_VECTORS_PER_ROW  # which 4 of the k-tile's k
+                to = stage_a + swizzled_offset(row, kc)
                 if EDGE:
                     for q in unroll(4):
                         copy_async_or_zero(tiles, to + q, a, block_row + row, k0 + kc * 4 + q, m, k)
@@ -128,9 +137,9 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
                     x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
                     b_big[s][q], b_small[s][q] = split_tf32(x)
             warpgroup_fence()  # the fragment registers written above → visible to the wgmma that read them
-            for s in unroll(K_STEPS):  # k-step s: two core matrices along K, LBO bytes apart
-                a_big = matrix_descriptor(base + (stage_a * 4 + s * 2 * LBO), LBO, SBO)
-                a_small = matrix_descriptor(base + (small_a * 4 + s * 2 * LBO), LBO, SBO)
+            for s in unroll(K_STEPS):  # k-step s: the next 8 k of every row, 32 bytes further along it
+                a_big = swizzled_descriptor(base + (stage_a * 4 + s * 32))
+                a_small = swizzled_descriptor(base + (small_a * 4 + s * 32))
                 small_sum = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
                                        small_sum, 1)
                 small_sum = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small,
@@ -157,24 +166,25 @@ def layout(config: TileConfig) -> dict:
     """Warpgroups, k-steps, shared-memory layout and descriptor strides for a configuration."""
     warpgroups = config.BLOCK_N // 64
     if (warpgroups * 64 != config.BLOCK_N or config.THREADS != 128 * warpgroups or config.BLOCK_M % 8
-            or not 8 <= config.BLOCK_M <= 256 or config.BLOCK_K % 8):
+            or not 8 <= config.BLOCK_M <= 256 or config.BLOCK_K != 32):
         raise ValueError("warpgroup tiling needs BLOCK_N = 64 per warpgroup, 128 threads per warpgroup "
                          "(BLOCK_M·BLOCK_N / (THREAD_M·THREAD_N)), BLOCK_M a multiple of 8 up to 256 (wgmma's N) "
-                         "and BLOCK_K a multiple of 8")
+                         "and BLOCK_K = 32 (a 128-byte swizzled row of A)")
     stages = 4
     a_stage, b_stride = config.BLOCK_M * config.BLOCK_K, config.BLOCK_N + 8  # B rows ≡ 8 banks apart
     b_stage = config.BLOCK_K * b_stride
     return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
             "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": a_stage,
-            "B_STAGE_FLOATS": b_stage, "SMALL_BASE": stages * (a_stage + b_stage), "EXTRA_SHARED_FLOATS": 2 * a_stage,
-            "LBO": 128, "SBO": config.BLOCK_K * 8 * 4}  # bytes between core matrices adjacent in K, and in rows of A
+            "B_STAGE_FLOATS": b_stage, "EXTRA_SHARED_FLOATS": 2 * a_stage,
+            # every tile of A starts 1,024-byte aligned (the swizzle pattern repeats every 8 rows of 128 bytes):
+            "SMALL_BASE": stages * (a_stage + b_stage)}  # B's stages are 128·(BLOCK_N + 8) bytes: a multiple of 1,024
 
 
 #: The tiles of experiments/wgmma_swapped.py's fastest 3xTF32 build (128 rows: wgmma's N, 64 accumulators per sum).
 SEARCH_SPACE = [TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 
 #: On Numba's simulator: one warpgroup on a 32×64 tile (every wgmma is a meeting of 128 Python threads).
-SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
 class HopperTiledKernels(TiledKernels):

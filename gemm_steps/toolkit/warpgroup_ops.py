@@ -16,6 +16,7 @@ function                                    PTX                                 
 ``fence_proxy_async()``                     ``fence.proxy.async.shared::cta``                                ``FENCE``
 ``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
 ``matrix_descriptor(addr, lbo, sbo)``       plain integer arithmetic: the 64-bit shared-memory matrix descriptor
+``swizzled_descriptor(addr)``               the same for the 128-byte swizzle layout (``swizzled_offset``: where a chunk lies)
 ``zero_accumulators(n)``, ``add_accumulators(x, y)``  a tuple of n float32 zeros; x + y element by element (``add.f32``)
 ==========================================  ===============================================================  ========
 
@@ -27,6 +28,13 @@ columns, its 8 k values contiguous) in "core matrices" of 8 columns × 16 bytes 
 ``lbo`` is the distance in bytes between core matrices adjacent in K, ``sbo`` between those adjacent in N
 (experiments/wgmma_probe.py established which is which). Element (n, k) of B lies at byte
 ``start + (n // 8)·sbo + (k // 4)·lbo + (n % 8)·16 + (k % 4)·4``.
+
+**The 128-byte swizzle layout** (``swizzled_descriptor``) is what step 14 uses: each row's 32 k values are one
+contiguous 128-byte line, so a warp's 16-byte copies cover whole rows in global *and* in shared memory, and the
+hardware permutes the 16-byte chunks of each row (byte address bits 4–6 XOR bits 7–9) so that the tensor core's
+reads do not collide in banks. With the no-swizzle layout the copies' shared destinations could not follow their
+global sources, and the L2 received about one 32-byte request per copy: 1.18 G requests at 8192³ against 0.30 G
+swizzled, and a TF32 build ran 123 TFLOPS instead of 269 (experiments/wgmma_swapped.py).
 
 **The accumulator** is a tuple of N / 2 float32 per thread (``zero_accumulators(N // 2)``). Thread (warp w, lane
 (g, t)) holds, as its value 4j + r, element [16w + g + 8·(r // 2)][8j + 2t + r % 2] of the 64×N result.
@@ -69,7 +77,7 @@ from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
-           "shared_address", "matrix_descriptor", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
+           "shared_address", "matrix_descriptor", "swizzled_descriptor", "swizzled_offset", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
            "wgmma_tf32_reference"]
 
 #: Threads in a warpgroup: four warps.
@@ -83,6 +91,25 @@ def matrix_descriptor(address, leading_bytes, stride_bytes):
     units, in bits 0–13, 16–29 and 32–45."""
     return ((uint64(address & 0x3FFFF) >> uint64(4)) | (uint64(leading_bytes >> 4) << uint64(16))
             | (uint64(stride_bytes >> 4) << uint64(32)))
+
+
+@cuda.jit(device=True, inline=True)
+def swizzled_descriptor(address):
+    """The descriptor of a K-major tile in the **128-byte swizzle** layout at 32-bit shared ``address``: each row (n)
+    128 contiguous bytes of k (32 TF32 values), its eight 16-byte chunks permuted — chunk c of row n lies at slot
+    c XOR (n % 8) — and groups of 8 rows 1,024 bytes apart (the stride, bits 32–45; the leading offset is unused
+    there); layout type 1 in bits 62–63. The tile must start 1,024-byte aligned; a k-step's slice starts 32 bytes
+    (8 values) further along the row, swizzled by the hardware like every other address."""
+    return ((uint64(address & 0x3FFFF) >> uint64(4)) | (uint64(1) << uint64(16)) | (uint64(1024 >> 4) << uint64(32))
+            | (uint64(1) << uint64(62)))
+
+
+@cuda.jit(device=True, inline=True)
+def swizzled_offset(row, chunk):
+    """Where chunk ``chunk`` (16 bytes: 4 TF32 values along k) of row ``row`` lies in a 128-byte-swizzled tile, in
+    floats from the tile's start: row·32 + (chunk XOR row % 8)·4 — what the tensor core reads through
+    :func:`swizzled_descriptor`."""
+    return row * 32 + (chunk ^ (row % 8)) * 4
 
 
 def wgmma_tf32_reference(fragments: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -144,7 +171,15 @@ if SIMULATOR:
         start = (descriptor & 0x3FFF) << 4
         leading, stride = ((descriptor >> 16) & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
         col, k = np.arange(n)[:, None], np.arange(8)[None, :]
-        byte = start + col // 8 * stride + k // 4 * leading + col % 8 * 16 + k % 4 * 4
+        layout = (descriptor >> 62) & 3
+        if layout == 0:  # no swizzle: core matrices of 8 rows × 16 bytes
+            byte = start + col // 8 * stride + k // 4 * leading + col % 8 * 16 + k % 4 * 4
+        elif layout == 1:  # 128-byte swizzle: 128-byte rows, 16-byte chunks XOR-permuted by address bits 7–9
+            linear = start + col // 8 * stride + col % 8 * 128 + k * 4
+            byte = linear ^ (((linear >> 7) & 7) << 4)
+        else:
+            raise NotImplementedError(f"wgmma_tf32's twin reads no-swizzle and 128-byte-swizzle tiles, not layout "
+                                      f"type {layout}")
         b = np.asarray(shared)[byte // 4].astype(np.float32).T  # 8 × N
         product = wgmma_tf32_reference(fragments, b)
         rows, cols = _accumulator_positions(count)
