@@ -13,6 +13,7 @@ from gemm_steps.course import lesson, lesson_12, lesson_14
 
 warpgroup_mma = gemm_steps.get_step("warpgroup_mma")
 runs = [run for run in map(lesson_12.load_run, lesson_14.SWAPPED_RUNS) if run]
+swizzled = lesson_12.load_run(lesson_14.SWIZZLED_RUN)
 results = lesson.measure_or_load(["three_tf32"], [512, 1024, 2048, 4096, 8192], optional=["warpgroup_mma"])
 layout = lesson_14.gpu_layout(warpgroup_mma, results)
 print(warpgroup_mma.doc.splitlines()[0])
@@ -25,23 +26,25 @@ print(warpgroup_mma.doc.splitlines()[0])
 # own size, up to 256; here 128). Its first operand can come from **registers** (as here) or shared memory: in
 # registers, warp w holds rows 16w…16w+15, each warp in exactly lesson 12's `mma.sync` A layout. Its second always
 # comes from **shared memory**, read by the tensor core itself. The kernel does not pass it values: it passes a
-# 64-bit **descriptor**, an address and two strides. The tile must be laid out in *core matrices* of 8 values along
-# n (the instruction's N side) × 4 along k (16 bytes), 128 contiguous bytes each, no swizzle. LBO ("leading byte
-# offset") is the step between core matrices next to each other in k, SBO ("stride byte offset") between those next
-# to each other in n.
+# 64-bit **descriptor**, an address, a stride and a layout type. Step 14 uses the **128-byte swizzle** layout: each
+# row of the tile, 32 TF32 values of k (128 bytes), is one contiguous 128-byte line, and its eight 16-byte chunks
+# are permuted: chunk c of row r lies at slot c XOR r % 8. The tensor core undoes the permutation as it reads
+# (physical byte = linear byte XOR bits 7–9 shifted to bits 4–6); groups of 8 rows are 1,024 bytes apart (the
+# descriptor's stride, SBO), and the descriptor of k-step s starts 32·s bytes into the row.
 #
 # Step 14 uses the operands the other way round: it computes the **transpose** of its tile of C, Cᵀ = Bᵀ·Aᵀ, with Bᵀ
 # from registers and Aᵀ from shared memory (why: below the drawing). A block computes 128×128 of C with two
 # warpgroups (256 threads): each computes Cᵀ for 64 columns of C × all 128 rows, so wgmma's N is the block's 128
-# rows of A. The drawing uses the formulas of `toolkit/warpgroup_ops.py` with the step's own constants:
+# rows of A. The drawing uses the step's copy formula (`swizzled_offset`) and the descriptor's reading of
+# `toolkit/warpgroup_ops.py` (its simulator twin's):
 
 # %%
-lesson.show_figure(lesson_14.warpgroup_figure(layout["LBO"], layout["SBO"], n=layout["BLOCK_M"]))
+lesson.show_figure(lesson_14.warpgroup_figure(n=layout["BLOCK_M"], block_k=layout["BLOCK_K"]))
 lesson.say(lesson_14.layout_check(layout))
 
 # %% [markdown]
 # Why the swap? TF32 `wgmma` reads shared memory only **K-major**: each column's k values side by side, as in the
-# drawing. A (M×K, row-major) already lies that way, so Aᵀ's columns — A's rows — can be copied into shared memory
+# drawing's rows. A (M×K, row-major) already lies that way, so Aᵀ's columns — A's rows — can be copied into shared memory
 # 16 bytes at a time, unchanged. B (K×N, row-major) does not: its k values are a whole row apart. In registers the
 # layout is ours to choose, so Bᵀ goes there, each thread loading its four elements per k-step from B's tile as it
 # was copied.
@@ -89,21 +92,45 @@ if runs:
     lesson.say(lesson_14.overlap_table(runs[0]))
 
 # %% [markdown]
+# ## Copies the L2 can serve whole
+#
+# Why the swizzle? Each thread copies A in 16-byte `cp.async` chunks, chunk = thread + load · 256, row = chunk // 8,
+# so a warp's 32 copies read 4 whole rows of A's k-tile: four 128-byte lines of global memory. In the swizzle layout
+# they also write 4 whole 128-byte lines of shared memory, only in another order within each line: the copies'
+# shared destinations follow their global sources. In the no-swizzle layout of "core matrices" (8 rows × 16 bytes
+# each) a row's eight chunks go to eight different core matrices, 128 bytes apart, and the L2 received about one
+# request per 16-byte copy instead of one per line. The XOR keeps the tensor core's reads spread: chunk c of 8
+# consecutive rows lies in 8 different slots, on all 32 banks (the check above). The experiment that found it
+# (`experiments/wgmma_swapped.py`, `SWIZZLE`) measured the same builds both ways, in the same run:
+
+# %%
+lesson.say(lesson_14.l2_table(swizzled))
+
+# %% [markdown]
+# The swizzle did not change the work: the same copies, products and adds. It changed how many requests the L2 had
+# to serve for them, and both builds moved by far more than the run-to-run noise.
+#
 # ## The prediction
 
 # %%
-if results and runs:
-    lesson.say(lesson_14.prediction(results, runs, n=layout["BLOCK_M"]))
+if results and swizzled:
+    lesson.say(lesson_14.prediction(results, [swizzled], n=layout["BLOCK_M"]))
 
 # %% [markdown]
 # ## The kernel
 #
 # One k-tile of the loop. It writes A's small parts to a second shared buffer, waits for the previous k-tile's
 # `wgmma` and adds its big·big products to `total`, loads and splits Bᵀ's fragments, then issues three `wgmma` per
-# k-step of 8. Each gets a descriptor pointing at the k-step's two core matrices of A's big or small parts:
+# k-step of 8. Each gets a descriptor pointing 32·s bytes into the swizzled rows of A's big or small parts:
 
 # %%
 lesson.show_kernel(warpgroup_mma, start="if t >= LOAD_AHEAD:", stop="warpgroup_commit()")
+
+# %% [markdown]
+# A's copy, each 16-byte chunk to its swizzled slot:
+
+# %%
+lesson.show_kernel(warpgroup_mma, start="for load in unroll(A_LOADS):  # 16-byte chunks", stop="copy_async(tiles, to, a")
 
 # %% [markdown]
 # The products land in Cᵀ's layout, so the store swaps rows and columns back:
@@ -141,20 +168,21 @@ if results:
 # ## The verdict
 
 # %%
-if results and runs:
-    lesson.say(lesson_14.verdict(results, runs))
+if results and swizzled:
+    lesson.say(lesson_14.verdict(results, [swizzled]))
 
 # %% [markdown]
 # ## What is left
 #
-# In plain TF32 this kernel does not beat step 12:
+# Before the swizzle, the TF32 build of this design was *slower* than step 12, with the L2 92 % busy (the table
+# above): that is what led to the swizzle. Now:
 
 # %%
-lesson.say(lesson_14.what_is_left(runs[0] if runs else None))
+lesson.say(lesson_14.what_is_left(swizzled, results))
 
 # %% [markdown]
-# Without Hopper's bulk tensor copies (TMA: whole tiles per request, and mbarriers instead of block barriers), the
-# copies of A and B keep the L2 busy. cuBLAS TF32, above, shows how far the tensor cores go with them.
+# A TF32 step would need the edge kernel and a lesson; cuBLAS TF32 shows the tensor cores go further still, with
+# Hopper's bulk tensor copies (TMA: whole tiles per request, and mbarriers instead of block barriers).
 # [docs/tensor_cores.md](../docs/tensor_cores.md) ("What is left") lists what a fast TF32 `wgmma` kernel still
 # needs. Step 14 runs only on compute capability 9.0 (H100, H200) and on the simulator.
 #

@@ -138,9 +138,10 @@ if results:
 # %% [markdown]
 # Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Step 14 is 3xTF32 on `wgmma` (Hopper's
 # warpgroup mma: 128 threads per instruction, one operand straight from shared memory, asynchronous), with a
-# simulator twin like the `mma.sync` steps; it runs on H100 and H200 only. The same kernel in plain TF32 is still
-# slower than step 12, held back by the memory path (lesson 14 shows the profile): cuBLAS's TF32 kernels show how
-# far the tensor cores go, and Hopper's bulk tensor copies (TMA) are the next thing to try
+# simulator twin like the `mma.sync` steps; it runs on H100 and H200 only. It stages A in `wgmma`'s 128-byte swizzle
+# layout, so the L2 serves its copies as whole lines (lesson 14 shows the profiles before and after). The same design
+# in plain TF32 is an experiment, not a step (full tiles only); lesson 14's "What is left" compares it with step 12
+# and cuBLAS TF32, and Hopper's bulk tensor copies (TMA) are the next thing to try
 # ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn

@@ -40,6 +40,7 @@ def _run(build_ratio=1.3, no_flush=(1e-5, 2e-5, 4e-5), sizes=(2048, 4096, 8192))
         records += [_record("cublas", s, SGEMM_TFLOPS, 1e-6), _record("tensor_cores", s, 150.0, 3e-4),
                     _record("three_tf32", s, 60.0, 5e-7),
                     _record(lesson_14.STEP_BUILD, s, build_ratio * SGEMM_TFLOPS, 3e-7),
+                    _record(lesson_14.FLUSH_BUILD, s, 0.8 * build_ratio * SGEMM_TFLOPS, 3e-7),
                     _record(lesson_14.NO_FLUSH_BUILD, s, 70.0, err),
                     _record(lesson_14.TF32_BUILDS[0], s, 120.0, 4e-4), _record(lesson_14.TF32_BUILDS[1], s, 100.0, 4e-4),
                     _record(lesson_14.TRANSPOSING_BUILD, s, 110.0, 7e-4)]
@@ -50,20 +51,37 @@ def _run(build_ratio=1.3, no_flush=(1e-5, 2e-5, 4e-5), sizes=(2048, 4096, 8192))
 
 
 # -- the picture -----------------------------------------------------------------------------------------------------
-def test_a_core_matrix_is_128_contiguous_bytes_and_the_strides_are_lbo_and_sbo():
-    inside = sorted(lesson_14.descriptor_byte(n, k, 128, 1024) for n in range(8) for k in range(4))
-    assert inside == list(range(0, 128, 4))
-    assert lesson_14.descriptor_byte(0, 4, 128, 1024) == 128  # next core matrix in k: LBO
-    assert lesson_14.descriptor_byte(8, 0, 128, 1024) == 1024  # next 8 columns: SBO
-    assert lesson_14.descriptor_byte(3, 2, 128, 1024, start=256) == 256 + 3 * 16 + 2 * 4
+def test_the_swizzled_read_decodes_the_descriptor_as_the_twin_does():
+    d = lesson_14.swizzled_descriptor(0)
+    assert [lesson_14.read_byte(0, k, d) for k in range(0, 8, 4)] == [0, 16]  # row 0: no permutation
+    assert lesson_14.read_byte(1, 0, d) == 128 + 16  # row 1, chunk 0 at slot 0 XOR 1
+    assert lesson_14.read_byte(3, 5, d) == 3 * 128 + (1 ^ 3) * 16 + 4
+    assert lesson_14.read_byte(9, 0, d) == 1024 + 128 + 16  # the next 8 rows: + SBO = 1,024
+    assert lesson_14.read_byte(1, 0, lesson_14.swizzled_descriptor(32)) == 128 + (2 ^ 1) * 16  # k-step 1
+    with pytest.raises(ValueError):
+        lesson_14.read_byte(0, 0, 0)  # a no-swizzle descriptor
 
 
 def test_the_step_stages_a_where_its_descriptors_point():
     layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"))
-    elements = layout["BLOCK_M"] * layout["BLOCK_K"]
-    assert f"**{elements} of {elements}**" in lesson_14.layout_check(layout)
-    swapped = {**layout, "LBO": layout["SBO"], "SBO": layout["LBO"]}  # the strides the wrong way round
-    assert f"**{elements} of {elements}**" not in lesson_14.layout_check(swapped)
+    found, checked = lesson_14.staging_matches(layout)
+    assert found == checked == 6 * layout["BLOCK_M"] * layout["BLOCK_K"]  # 4 stages + 2 buffers of small parts
+    assert f"**{checked} of {checked}**" in lesson_14.layout_check(layout)
+
+
+def test_the_layout_check_fails_for_copies_that_ignore_the_xor_or_a_misaligned_buffer():
+    layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"))
+    found, checked = lesson_14.staging_matches(layout, offset=lambda row, kc: row * 32 + kc * 4)
+    assert found < checked
+    assert f"**{checked} of {checked}**" not in lesson_14.layout_check(layout, lambda row, kc: row * 32 + kc * 4)
+    shifted = {**layout, "SMALL_BASE": layout["SMALL_BASE"] + 32}  # small parts 128 bytes off the 1,024 pattern
+    found, checked = lesson_14.staging_matches(shifted)
+    assert found < checked
+
+
+def test_the_swizzle_spreads_a_chunk_of_8_rows_over_all_banks():
+    assert lesson_14.slots_of_chunk() == 8
+    assert lesson_14.slots_of_chunk(lambda row, kc: row * 32 + kc * 4) == 1
 
 
 def test_each_element_of_the_register_operand_has_one_holder_in_lesson_12s_layout():
@@ -74,21 +92,64 @@ def test_each_element_of_the_register_operand_has_one_holder_in_lesson_12s_layou
             assert lesson_14.fragment_holder(row + 16, k) == (1, lane, r)  # warp 1: rows 16…31
 
 
-def test_the_figure_draws_with_the_steps_constants():
-    layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"))
-    fig = lesson_14.warpgroup_figure(layout["LBO"], layout["SBO"], n=layout["BLOCK_M"])
-    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert str(layout["SBO"]) in texts and f"+ SBO = {layout['SBO']} bytes" in " ".join(texts)
+def test_the_figure_labels_each_slot_with_its_k_range_at_the_xor_slot_and_outlines_one_k_step():
+    import matplotlib.patches
+
+    fig = lesson_14.warpgroup_figure(n=128, rows_shown=16, k_step=1)
+    right = fig.axes[1]
+    labels = {(round(t.get_position()[0] - 0.5), round(t.get_position()[1] - 0.5)): t.get_text() for t in right.texts
+              if t.get_text().startswith("k ")}
+    assert labels[(0, 0)] == "k 0–3" and labels[(1 ^ 3, 3)] == "k 4–7" and labels[(2 ^ 9 % 8, 9)] == "k 8–11"
+    outlined = {(round(p.get_x()), round(p.get_y())) for p in right.patches
+                if isinstance(p, matplotlib.patches.Rectangle) and not p.get_fill()}
+    assert len(outlined) == 2 * 16 and {labels[c] for c in outlined} == {"k 8–11", "k 12–15"}
 
 
 def test_gpu_layout_reads_the_benchmarks_configuration():
     results = _results(step14=(1.3, 5e-7))
     for r in results["records"]:
         if r["step"] == "warpgroup_mma":
-            r["config"] = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 16, "THREAD_M": 8, "THREAD_N": 4,
+            r["config"] = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "THREAD_M": 8, "THREAD_N": 4,
                            "MIN_BLOCKS_PER_SM": 1}
     layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"), results)
-    assert (layout["BLOCK_M"], layout["BLOCK_K"], layout["SBO"]) == (64, 16, 16 * 8 * 4)
+    assert (layout["BLOCK_M"], layout["A_STAGE_FLOATS"]) == (64, 64 * 32)
+    found, checked = lesson_14.staging_matches(layout)
+    assert found == checked == 6 * 64 * 32
+
+
+# -- copies the L2 can serve whole -------------------------------------------------------------------------------------
+def test_prefixed_metric_reads_the_named_kernels_line():
+    text = ("[a build]     lts__t_requests.sum      request 1,182,952,862\n"
+            "[a build, A by rows]     lts__t_requests.sum      request 5\n"
+            "[a build]     lts__t_sectors.sum        sector 7\n")
+    assert lesson_14.prefixed_metric(text, "a build", "lts__t_requests.sum") == 1182952862
+    assert lesson_14.prefixed_metric(text, "a build, A by rows", "lts__t_requests.sum") == 5
+    assert lesson_14.prefixed_metric(text, "a build", "lts__t_sectors.sum") == 7
+    assert lesson_14.prefixed_metric(text, "other", "lts__t_sectors.sum") is None
+
+
+def _swizzle_run():
+    """A fake swizzle run: each build before and after, cuBLAS at 50 TFLOPS, step 12 at 150."""
+    records = []
+    for s in (2048, 4096, 8192):
+        records += [_record("cublas", s, SGEMM_TFLOPS, 1e-6), _record("tensor_cores", s, 150.0, 3e-4),
+                    _record("cublas_tf32", s, 400.0, 3e-4), _record("three_tf32", s, 60.0, 5e-7),
+                    _record(lesson_14.SERIAL_BUILD, s, 120.0, 4e-4),
+                    _record(lesson_14.SWIZZLED_TF32_BUILD, s, 240.0, 4e-4),
+                    _record(lesson_14.FLUSH_BUILD, s, 1.3 * SGEMM_TFLOPS, 3e-7),
+                    _record(lesson_14.STEP_BUILD, s, 1.7 * SGEMM_TFLOPS, 3e-7)]
+    return {"environment": {"gpu": "Fake GPU", "date": "2026-01-01"}, "records": records,
+            "path": "experiments/results/fake.json"}
+
+
+def test_the_l2_table_shows_both_layouts_from_the_files_and_the_run():
+    profiles = lesson_14.l2_profiles()
+    assert profiles is not None  # the shipped Nsight Compute files
+    assert profiles["before"]["requests"] > 3 * profiles["after"]["requests"]
+    table = lesson_14.l2_table(_swizzle_run())
+    assert "| 120.0 / 120.0 | 240.0 / 240.0 |" in table and "| 1.30× / 1.30× | 1.70× / 1.70× |" in table
+    assert f"{profiles['before']['requests'] / 1e9:.2f} G" in table and "step 12 ran 150.0 / 150.0" in table
+    assert "not shipped" in lesson_14.l2_table(None)
 
 
 # -- the hazards -----------------------------------------------------------------------------------------------------
@@ -117,6 +178,13 @@ def test_the_prediction_is_the_experiments_range_at_this_benchmarks_sgemm():
     text = lesson_14.prediction(_results(), runs)
     assert "1.30–1.40× cuBLAS SGEMM" in text and "65.0–70.0 TFLOPS" in text and "above our target" in text
     assert "not safely above" in lesson_14.prediction(_results(), [_run(build_ratio=1.2), _run(build_ratio=1.3)])
+
+
+def test_the_prediction_reads_the_swizzled_build_not_the_one_before_it():
+    p = lesson_14.predicted(_results(), [_swizzle_run()])  # no-swizzle build at 1.3×, swizzled at 1.7×
+    assert p[(8192, 8192, 8192)]["low"] == p[(8192, 8192, 8192)]["high"] == pytest.approx(1.7)
+    text = lesson_14.prediction(_results(), [_swizzle_run()])
+    assert "**1.70× cuBLAS SGEMM**" in text and "1.70–1.70" not in text and "in the experiment (" in text
 
 
 def test_without_step_14_the_table_and_verdict_say_so():
@@ -150,7 +218,11 @@ def test_lesson_15_names_step_14_as_the_step_that_meets_the_target_only_when_it_
     assert "1.10×" in text and "not met" in text and "the step that meets" not in text
 
 
-def test_what_is_left_compares_the_tf32_builds_with_step_12():
-    text = lesson_14.what_is_left(_run(build_ratio=1.2))
-    assert "100–120 TFLOPS" in text and "step 12's 150" in text and "50 % of the fastest TF32 build" in text
+def test_what_is_left_compares_the_swizzled_tf32_build_with_step_12_and_the_stretch():
+    text = lesson_14.what_is_left(_swizzle_run(), _results(step14=(1.6, 5e-7)))
+    assert "**240.0 / 240.0 TFLOPS**" in text and "1.60 / 1.60× step 12" in text and "above the course's TF32" in text
+    assert "60 / 60 % of cuBLAS TF32" in text and "35 / 35 % of its speed" in text
+    assert "**is not met**" in text and "1.60 / 1.60×" in text and "25 / 25 % faster" in text
+    assert "**is met**" in lesson_14.what_is_left(_swizzle_run(), _results(step14=(2.1, 5e-7)))
+    assert "not shipped" in lesson_14.what_is_left(None)
     assert lesson_14.profile_metric("    L2 Cache Throughput               %         91.52", "L2 Cache Throughput") == 91.52

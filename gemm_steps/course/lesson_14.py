@@ -14,19 +14,32 @@ import re
 import numpy as np
 
 from gemm_steps.harness import results_files
+from gemm_steps.toolkit import warpgroup_ops
 
 from .display import MarkdownTable
-from .lesson_12 import TARGET_3XTF32_VS_SGEMM, load_run, rec
+from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, load_run, rec
 from .timings import size_label
 
 #: The experiment runs (experiments/results/): the first has every build, the second repeats some of them.
 SWAPPED_RUNS = ("wgmma-swapped-nvidia-h100.json", "wgmma-swapped-repeat-nvidia-h100.json")
 #: Nsight Compute on the experiment's 256×128 TF32 build (serial) at 8192³.
 SWAPPED_PROFILE = "ncu-wgmma-swapped-nvidia-h100.txt"
-#: The experiment's builds the lesson reads: the one step 14 is, the same without the flush, the TF32 build with
+#: The experiment's run that moved A to the 128-byte swizzle layout: every build with and without it, same run.
+SWIZZLED_RUN = "wgmma-swapped-swizzled-nvidia-h100.json"
+#: Nsight Compute at 8192³ on the TF32 256×128 build: L2 requests by source before the swizzle (lines prefixed with
+#: the build's name), and the swizzled build (plain ncu text).
+REQUESTS_PROFILE = "ncu-l2-requests-by-source-nvidia-h100.txt"
+SWIZZLED_PROFILE = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+#: The builds step 14 is (3xTF32, 128×128, big·big flushed per k-tile, A swizzled), and the TF32 build of the same
+#: design before and after the swizzle.
+STEP_BUILD = "wgmma swapped 3xTF32 128x128, flush big, swizzled"
+SWIZZLED_TF32_BUILD = "wgmma swapped 256x128, serial, swizzled"
+#: The course's stretch for 3xTF32 (docs/tensor_cores.md): ≥ 2× cuBLAS SGEMM.
+STRETCH_3XTF32_VS_SGEMM = 2.0
+#: The experiment's builds the lesson reads: the one step 14 was before the swizzle, the same without the flush, the TF32 build with
 #: wait_group 1 (next fragments loaded while the wgmma run) and with wait_group 0 first, and the first wgmma GEMM
 #: (B transposed on the way in).
-STEP_BUILD = "wgmma swapped 3xTF32 128x128, flush big"
+FLUSH_BUILD = "wgmma swapped 3xTF32 128x128, flush big"
 NO_FLUSH_BUILD = "wgmma swapped 3xTF32 128x128"
 OVERLAPPED_BUILD = "wgmma swapped 256x128"
 SERIAL_BUILD = "wgmma swapped 256x128, serial"
@@ -47,17 +60,37 @@ def find(run: dict, name: str, size: tuple) -> dict | None:
                  and "error" not in r and r.get("tflops")), None)
 
 
-# -- the picture: one wgmma's operands ---------------------------------------------------------------------------------
-def descriptor_byte(n, k, lbo: int, sbo: int, start: int = 0):
-    """Where ``wgmma`` reads element (n, k) of its shared-memory operand, in bytes: the no-swizzle, K-major layout of
-    core matrices (8 rows × 16 bytes) that toolkit/warpgroup_ops.py documents (and its simulator twin reads)."""
-    return start + (n // 8) * sbo + (k // 4) * lbo + (n % 8) * 16 + (k % 4) * 4
+# -- the picture: one wgmma's operands, and A's tile in the 128-byte swizzle layout -------------------------------------
+def _plain(function):
+    """A toolkit device function as plain Python (``py_func`` on the GPU backend and on the simulator)."""
+    return getattr(function, "py_func", function)
 
 
-def staged_byte(row, k, block_k: int):
-    """Where step 14's copy puts element (row, k) of A's k-tile in its stage, in bytes: the kernel's index
-    ``row // 8 * (BLOCK_K * 8) + kc * 32 + row % 8 * 4 + q`` (floats) with kc = k // 4, q = k % 4."""
-    return 4 * ((row // 8) * (block_k * 8) + (k // 4) * 32 + (row % 8) * 4 + k % 4)
+#: The step's copy of A: chunk c (16 bytes, 4 k) of row r of a k-tile goes to this float offset in its stage.
+swizzled_offset = _plain(warpgroup_ops.swizzled_offset)
+#: The descriptor the step gives wgmma for a swizzled tile at a shared byte address.
+swizzled_descriptor = _plain(warpgroup_ops.swizzled_descriptor)
+
+
+def read_byte(n, k, descriptor: int):
+    """Where ``wgmma`` reads element (n, k) (k < 8) of its shared-memory operand through a 128-byte-swizzle
+    ``descriptor``, in bytes: the simulator twin's decoding (toolkit/warpgroup_ops.py) — start and stride (SBO) from
+    the descriptor's bits, row n's 128-byte line, then the hardware's permutation of 16-byte chunks,
+    physical = linear ^ (((linear >> 7) & 7) << 4)."""
+    descriptor = int(descriptor)
+    if (descriptor >> 62) & 3 != 1:
+        raise ValueError("not a 128-byte-swizzle descriptor (layout type 1 in bits 62–63)")
+    start, stride = (descriptor & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
+    linear = start + (n // 8) * stride + (n % 8) * 128 + k * 4
+    return linear ^ (((linear >> 7) & 7) << 4)
+
+
+def staged_byte(row, k, offset=None):
+    """Where step 14's copy puts element (row, k) of A's k-tile in its stage, in bytes: the kernel's
+    ``swizzled_offset(row, kc)`` (floats) for the chunk kc = k // 4, plus k % 4. ``offset``: another copy formula
+    (row, kc) → floats, to test the check itself."""
+    offset = offset or swizzled_offset
+    return 4 * (offset(row, k // 4) + k % 4)
 
 
 def fragment_holder(row: int, k: int) -> tuple[int, int, int]:
@@ -68,16 +101,17 @@ def fragment_holder(row: int, k: int) -> tuple[int, int, int]:
     return warp, (r % 8) * 4 + k % 4, r // 8 + 2 * (k // 4)
 
 
-def warpgroup_figure(lbo: int, sbo: int, shown_n: int = 16, n: int = 128):
+def warpgroup_figure(n: int = 128, rows_shown: int = 16, k_step: int = 1, block_k: int = 32):
     """Left: one ``wgmma`` of step 14, Cᵀ (64 × N) += Bᵀ (64 × 8, registers, one band per warp) · Aᵀ (8 × N, shared
-    memory). Right: the first ``shown_n`` columns of Aᵀ as the tensor core finds them, each element labelled with its
-    byte offset from :func:`descriptor_byte`, coloured by core matrix."""
+    memory). Right: the first ``rows_shown`` rows of A's staged k-tile as 128-byte lines of eight 16-byte slots,
+    each labelled with the k range the step's copy put there (:func:`staged_byte`), and outlined where k-step
+    ``k_step``'s descriptor (start + 32·k_step bytes) makes the tensor core read (:func:`read_byte`)."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
     warp_colours = plt.get_cmap("tab10").colors[:4]
-    fig = Figure(figsize=(15, 6.2), layout="constrained")
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
+    fig = Figure(figsize=(15, 6.4), layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.2]})
     # Left: the three tiles to scale (A 8 wide, B N wide, D N wide; 64 rows).
     x_a, x_b = 0, 18
     for w in range(4):
@@ -99,36 +133,40 @@ def warpgroup_figure(lbo: int, sbo: int, shown_n: int = 16, n: int = 128):
     left.axis("off")
     left.set_title(f"One wgmma.m64n{n}k8 of a warpgroup (4 warps, 128 threads): Cᵀ += Bᵀ · Aᵀ\n(Bᵀ's row r times "
                    "Aᵀ's column n gives Cᵀ[r][n], as in the drawing's rows and columns)", fontsize=10)
-    # Right: the byte map.
-    cell_colours = plt.get_cmap("Pastel1").colors
-    for k in range(8):
-        for col in range(shown_n):
-            core = (col // 8) * 2 + k // 4
-            right.add_patch(plt.Rectangle((col, k), 1, 1, facecolor=cell_colours[core % len(cell_colours)],
-                                          edgecolor="white"))
-            right.text(col + 0.5, k + 0.5, str(descriptor_byte(col, k, lbo, sbo)), ha="center", va="center",
-                       fontsize=6.5)
-    for col in range(0, shown_n, 8):
-        for k in (0, 4):
-            right.add_patch(plt.Rectangle((col, k), 8, 4, fill=False, edgecolor="k", lw=1.2))
-    right.text(shown_n + 0.3, 2, f"core matrix\n(n // 8, k // 4):\n8 columns × 16 bytes,\n128 contiguous bytes",
+    # Right: A's staged rows, slot by slot, from the step's copy formula.
+    slots = block_k // 4
+    chunk_colours = plt.get_cmap("tab20").colors
+    for row in range(rows_shown):
+        for kc in range(slots):
+            line, slot = divmod(int(staged_byte(row, 4 * kc)) // 16, 8)
+            right.add_patch(plt.Rectangle((slot, line), 1, 1, facecolor=chunk_colours[2 * (kc // 2) + kc % 2],
+                                          alpha=0.55, edgecolor="white"))
+            right.text(slot + 0.5, line + 0.5, f"k {4 * kc}–{4 * kc + 3}", ha="center", va="center", fontsize=6.5)
+    descriptor = swizzled_descriptor(32 * k_step)
+    for row in range(rows_shown):
+        for k in range(0, 8, 4):
+            line, slot = divmod(int(read_byte(row, k, descriptor)) // 16, 8)
+            right.add_patch(plt.Rectangle((slot, line), 1, 1, fill=False, edgecolor="k", lw=1.6))
+    for group in range(8, rows_shown, 8):
+        right.axhline(group, color="tab:red", lw=1.2)
+    right.text(slots + 0.2, 4, "row r: one 128-byte\nline, bytes 128r …;\nchunk c (k 4c … 4c+3)\nat slot c XOR r % 8",
                va="center", fontsize=8)
-    right.text(shown_n + 0.3, 6, f"next in k:\n+ LBO = {lbo} bytes\n\nnext 8 columns:\n+ SBO = {sbo} bytes",
-               va="center", fontsize=8)
-    right.set(xlim=(0, shown_n + 5.5), ylim=(8, 0), aspect="equal")
-    right.set_xticks(np.arange(shown_n) + 0.5, range(shown_n), fontsize=7)
-    right.set_yticks(np.arange(8) + 0.5, range(8), fontsize=8)
-    right.set_xlabel("n: a row of A (a column of Aᵀ)", fontsize=9)
-    right.set_ylabel("k", fontsize=9)
-    right.set_title(f"Aᵀ in shared memory, first {shown_n} of {n} columns: byte of (n, k) = start + (n // 8)·SBO + "
-                    "(k // 4)·LBO + (n % 8)·16 + (k % 4)·4", fontsize=9)
+    right.text(slots + 0.2, 11.5, f"next 8 rows:\n+ 1,024 bytes (SBO)\n\noutlined: what k-step\n{k_step}'s descriptor\n"
+               f"(start + {32 * k_step} bytes)\nreads: k {8 * k_step}–{8 * k_step + 7}", va="center", fontsize=8)
+    right.set(xlim=(0, slots + 4.5), ylim=(rows_shown, 0), aspect="equal")
+    right.set_xticks(np.arange(slots) + 0.5, [f"{16 * s}" for s in range(slots)], fontsize=7)
+    right.set_yticks(np.arange(rows_shown) + 0.5, range(rows_shown), fontsize=7)
+    right.set_xlabel("byte within the row's 128-byte line (16-byte slots)", fontsize=9)
+    right.set_ylabel("row of A's tile (n: a column of Aᵀ)", fontsize=9)
+    right.set_title(f"A's k-tile in shared memory, first {rows_shown} of {n} rows × {block_k} k: the 128-byte swizzle",
+                    fontsize=9)
     return fig
 
 
 def gpu_layout(step, results: dict | None = None) -> dict:
-    """The tile sizes and shared-memory layout (LBO, SBO, …) of the step as it runs on the GPU: the configuration of
-    its record at the largest size in ``results`` if there is one, else its search space's first (on the simulator
-    the step itself runs a smaller configuration)."""
+    """The tile sizes and shared-memory layout (stages, buffers, …) of the step as it runs on the GPU: the
+    configuration of its record at the largest size in ``results`` if there is one, else its search space's first (on
+    the simulator the step itself runs a smaller configuration)."""
     from dataclasses import fields
 
     module = step.module
@@ -142,21 +180,56 @@ def gpu_layout(step, results: dict | None = None) -> dict:
             **module.layout(config)}
 
 
-def layout_check(config: dict) -> str:
-    """Does the step stage A where the descriptors say the tensor core reads it? For every element of a k-tile,
-    :func:`staged_byte` against :func:`descriptor_byte` with the k-step's start (s · 2 · LBO), from the step's own
-    constants; and every element of the register operand held by exactly one (warp, lane, register)."""
-    rows, block_k, lbo, sbo = config["BLOCK_M"], config["BLOCK_K"], config["LBO"], config["SBO"]
-    row, k = np.meshgrid(np.arange(rows), np.arange(block_k), indexing="ij")
-    staged = staged_byte(row, k, block_k)
-    read = descriptor_byte(row, k % 8, lbo, sbo, start=(k // 8) * 2 * lbo)
-    same = int((staged == read).sum())
+def a_buffers(config: dict) -> list[int]:
+    """The byte offsets of the shared buffers that hold A's k-tiles in the step's layout: its stages, then its two
+    buffers of small parts."""
+    size = 4 * config["A_STAGE_FLOATS"]
+    return ([s * size for s in range(config["STAGES"])]
+            + [4 * config["SMALL_BASE"] + i * size for i in range(2)])
+
+
+def staging_matches(config: dict, offset=None) -> tuple[int, int]:
+    """(elements found, elements checked): for every buffer of :func:`a_buffers`, every k-step s and every element
+    (row, k) of A's k-tile, does the step's copy (thread chunk → row = chunk // (BLOCK_K / 4), kc = chunk %
+    (BLOCK_K / 4), at ``swizzled_offset(row, kc)``, or ``offset``) put it where the k-step's descriptor,
+    ``swizzled_descriptor(buffer + 32·s)``, makes the tensor core read it (:func:`read_byte`)?"""
+    rows, block_k = config["BLOCK_M"], config["BLOCK_K"]
+    per_row = block_k // 4
+    chunk = np.arange(rows * per_row)  # every thread's every load: tid + load · THREADS covers them once
+    row, kc = chunk // per_row, chunk % per_row
+    row, k = np.repeat(row, 4), np.repeat(kc, 4) * 4 + np.tile(np.arange(4), len(chunk))
+    found = checked = 0
+    for buffer in a_buffers(config):
+        staged = buffer + staged_byte(row, k, offset)
+        for s in range(block_k // 8):
+            mine = k // 8 == s
+            read = read_byte(row[mine], k[mine] % 8, swizzled_descriptor(buffer + 32 * s))
+            found += int((staged[mine] == read).sum())
+            checked += int(mine.sum())
+    return found, checked
+
+
+def slots_of_chunk(offset=None, chunk: int = 0) -> int:
+    """How many different 16-byte slots (of the 8 in a 128-byte line) chunk ``chunk`` of 8 consecutive rows lies
+    in: 8 means the eight rows' chunks cover all 32 banks; 1, that they share 4 banks."""
+    return len({int(staged_byte(row, 4 * chunk, offset)) % 128 // 16 for row in range(8)})
+
+
+def layout_check(config: dict, offset=None) -> str:
+    """Does the step stage A where the descriptors say the tensor core reads it (:func:`staging_matches`), and is
+    every element of the register operand held by exactly one (warp, lane, register)?"""
+    found, checked = staging_matches(config, offset)
+    buffers = len(a_buffers(config))
     holders = {fragment_holder(r, c) for r in range(64) for c in range(8)}
-    return (f"With the step's constants ({rows} rows × BLOCK_K = {block_k}, LBO = {lbo}, SBO = {sbo} bytes): **{same} "
-            f"of {staged.size}** elements of A's k-tile lie where the k-steps' descriptors point the tensor core, "
+    unswizzled = slots_of_chunk(lambda row, kc: row * 32 + kc * 4)
+    return (f"With the step's tiles ({config['BLOCK_M']} rows × BLOCK_K = {config['BLOCK_K']}, {buffers} buffers of A: "
+            f"{config['STAGES']} stages and 2 of small parts): **{found} of {checked}** elements ({buffers} × "
+            f"{config['BLOCK_M'] * config['BLOCK_K']}) lie where the k-steps' descriptors point the tensor core, "
             f"and the 512 elements of Bᵀ's 64 × 8 are held by **{len(holders)}** different (warp, lane, register). "
-            "(This checks the step's staging against our descriptor formula, which `experiments/wgmma_probe.py` "
-            "matched to the H100; the hardware itself is checked by the GPU tests and the timing run below.)")
+            f"The same chunk of 8 consecutive rows lies in {slots_of_chunk(offset)} different 16-byte slots of their "
+            f"lines ({unswizzled} without the XOR). (This checks the step's copy formula against our reading of the "
+            "descriptor, the simulator twin's; the hardware itself is checked by `tests/test_warpgroup_ops.py` on "
+            "the GPU — where unswizzled data must give a wrong product — and by the timing run below.)")
 
 
 def why_swap_text(run: dict | None) -> str:
@@ -182,7 +255,7 @@ def flush_points(run: dict) -> dict:
     """Sampled error against K (squares) of the build without the flush, the build with it (step 14's) and cuBLAS
     SGEMM, from one experiment run: {name: [(K, error), …]}."""
     out = {}
-    for name in (NO_FLUSH_BUILD, STEP_BUILD, "cublas"):
+    for name in (NO_FLUSH_BUILD, FLUSH_BUILD, "cublas"):
         out[name] = sorted((r["K"], r["sampled_rel_error_fp64"]) for r in run["records"]
                            if r["step"] == name and r["M"] == r["N"] == r["K"] and "sampled_rel_error_fp64" in r)
     return out
@@ -196,7 +269,7 @@ def flush_figure(run: dict):
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.subplots()
     labels = {NO_FLUSH_BUILD: ("running sum in the wgmma accumulator over all of K", "tab:orange", "s-"),
-              STEP_BUILD: ("big·big flushed per k-tile into rounded float32 adds (step 14)", "tab:cyan", "*-"),
+              FLUSH_BUILD: ("big·big flushed per k-tile into rounded float32 adds (step 14's way)", "tab:cyan", "*-"),
               "cublas": ("cuBLAS SGEMM", "tab:red", "o-")}
     for name, (label, colour, style) in labels.items():
         ks, errs = zip(*points[name])
@@ -215,7 +288,7 @@ def flush_figure(run: dict):
 def flush_text(run: dict) -> str:
     points = flush_points(run)
     ks, errs = zip(*points[NO_FLUSH_BUILD])
-    step = dict(points[STEP_BUILD])
+    step = dict(points[FLUSH_BUILD])
     sgemm = dict(points["cublas"])
     big = ks[-1]
     return (f"Without the flush the error grew like **K^{slope(ks, errs):.2f}** ({errs[0]:.1e} at {size_label(ks[0])}, "
@@ -241,6 +314,75 @@ def overlap_table(run: dict) -> MarkdownTable:
                          "writing the registers an in-flight `HGMMA` still read (the experiment's SASS). "
                          f"*{env.get('gpu')}, {str(env.get('date'))[:10]}, "
                          f"`{results_files.display_path(run['path'])}` (`checks`).*")
+
+
+# -- copies the L2 can serve whole ---------------------------------------------------------------------------------------
+_PREFIXED = re.compile(r"^\[(.+?)\]\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$")
+
+
+def prefixed_metric(text: str, label: str, name: str) -> float | None:
+    """Metric ``name`` of the kernel ``label`` in a file of ncu lines prefixed with their kernel, as
+    ``[label]     metric   unit   value``."""
+    for line in text.splitlines():
+        match = _PREFIXED.match(line)
+        if match and match.group(1) == label and match.group(2) == name:
+            return float(match.group(4).replace(",", ""))
+    return None
+
+
+def _read(name: str) -> str | None:
+    path = results_files.find(name)
+    return path.read_text() if path else None
+
+
+def l2_profiles() -> dict | None:
+    """The TF32 256×128 build at 8192³ before and after the swizzle, from Nsight Compute: {"before"/"after":
+    {"requests", "read_requests", "read_sectors", "l2_busy"}}; None where a file is not shipped."""
+    requests, before_profile, after_profile = map(_read, (REQUESTS_PROFILE, SWAPPED_PROFILE, SWIZZLED_PROFILE))
+    if not (requests and before_profile and after_profile):
+        return None
+    metrics = {"requests": "lts__t_requests.sum", "read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
+               "read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum"}
+    before = {key: prefixed_metric(requests, SERIAL_BUILD, name) for key, name in metrics.items()}
+    after = {key: profile_metric(after_profile, name) for key, name in metrics.items()}
+    before["l2_busy"] = profile_metric(before_profile, "L2 Cache Throughput")
+    after["l2_busy"] = profile_metric(after_profile, "L2 Cache Throughput")
+    return {"before": before, "after": after}
+
+
+def l2_table(run: dict | None) -> MarkdownTable | str:
+    """The experiment's builds without and with the swizzle: L2 requests, sectors per read request and L2 busy
+    (Nsight Compute, TF32 build, 8192³), TF32 TFLOPS and 3xTF32's × cuBLAS SGEMM at the two largest sizes (same
+    run)."""
+    profiles = l2_profiles()
+    if run is None or profiles is None:
+        return "The swizzle experiment's results files are not shipped; see experiments/README.md."
+    sizes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == STEP_BUILD},
+                   key=lambda s: s[0])[-2:]
+    label = " / ".join(size_label(s) for s in sizes)
+    b, a = profiles["before"], profiles["after"]
+
+    def speeds(name, key, form):
+        return " / ".join(form.format(find(run, name, s)[key] / (100 if key == "pct_of_cublas" else 1))
+                          for s in sizes)
+
+    rows = [("L2 requests (8192³)", f"{b['requests'] / 1e9:.2f} G", f"{a['requests'] / 1e9:.2f} G"),
+            ("32-byte sectors per read request (8192³)", f"{b['read_sectors'] / b['read_requests']:.2f}",
+             f"{a['read_sectors'] / a['read_requests']:.2f}"),
+            ("L2 busy (8192³)", f"{b['l2_busy']:.0f} %", f"{a['l2_busy']:.0f} %"),
+            (f"TF32 build, TFLOPS at {label}", speeds(SERIAL_BUILD, "tflops", "{:.1f}"),
+             speeds(SWIZZLED_TF32_BUILD, "tflops", "{:.1f}")),
+            (f"3xTF32 build (step 14's), × cuBLAS SGEMM at {label}", speeds(FLUSH_BUILD, "pct_of_cublas", "{:.2f}×"),
+             speeds(STEP_BUILD, "pct_of_cublas", "{:.2f}×"))]
+    lines = ["| | A in core matrices (no swizzle) | A in 128-byte swizzled rows |", "|:--|--:|--:|"]
+    lines += [f"| {name} | {x} | {y} |" for name, x, y in rows]
+    step12 = speeds("tensor_cores", "tflops", "{:.1f}")
+    env = run["environment"]
+    return MarkdownTable(
+        "\n".join(lines) + f"\n\nThe profile is of the TF32 256×128 build; step 12 ran {step12} TFLOPS at {label} in "
+        f"the same run. *{env.get('gpu')}, {str(env.get('date'))[:10]}: `{results_files.display_path(run['path'])}`; "
+        f"Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines of `[{SERIAL_BUILD}]`), "
+        f"`experiments/results/{SWAPPED_PROFILE}` (L2 busy before), `experiments/results/{SWIZZLED_PROFILE}`.*")
 
 
 # -- prediction, speed, verdict ----------------------------------------------------------------------------------------
@@ -287,24 +429,31 @@ def predicted(results: dict, runs: list[dict]) -> dict:
     return out
 
 
+def _span(low: float, high: float, form: str = "{:.2f}") -> str:
+    return form.format(low) if form.format(low) == form.format(high) else f"{form.format(low)}–{form.format(high)}"
+
+
 def prediction(results: dict, runs: list[dict], n: int = 128) -> str:
-    """The prediction from the experiment's runs of the same kernel; ``n``: the wgmma's N (the tile's rows)."""
+    """The prediction from the experiment's runs of the same kernel (A swizzled); ``n``: the wgmma's N (the tile's
+    rows)."""
     p = predicted(results, runs)
     if not p:
         return "The experiment has no run at the benchmark's large sizes: no prediction."
-    parts = [f"at {size_label(s)} **{q['low']:.2f}–{q['high']:.2f}× cuBLAS SGEMM**, {q['tflops'][0]:.1f}–"
-             f"{q['tflops'][1]:.1f} TFLOPS against this benchmark's SGEMM ({q['sgemm']:.1f}), "
-             f"{min(q['step13']):.2f}–{max(q['step13']):.2f}× step 13" for s, q in p.items()]
+    parts = [f"at {size_label(s)} **{_span(q['low'], q['high'])}× cuBLAS SGEMM**, "
+             f"{_span(*q['tflops'], form='{:.1f}')} TFLOPS against this benchmark's SGEMM ({q['sgemm']:.1f}), "
+             f"{_span(min(q['step13']), max(q['step13']))}× step 13" for s, q in p.items()]
     met = all(q["low"] >= TARGET_3XTF32_VS_SGEMM for q in p.values())
+    count = f"the experiment's {len(runs)} runs" if len(runs) > 1 else "the experiment"
     return ("**Prediction.** Step 14 is the experiment's fastest 3xTF32 build (128×128 tiles, big·big flushed per "
-            f"k-tile) made a step: the same kernel, plus a guarded twin for partial tiles, which squares of these sizes "
-            f"never run. So it should run as it did in the experiment's {len(runs)} runs (each against cuBLAS in the "
+            "k-tile, A in 128-byte swizzled rows) made a step: the same kernel, plus a guarded twin for partial tiles, "
+            f"which squares of these sizes never run. So it should run as it did in {count} (against cuBLAS in the "
             "same run): " + "; ".join(parts) + ". That is "
             + ("above" if met else "not safely above") + f" our target of {TARGET_3XTF32_VS_SGEMM}× at both sizes. "
             "Why faster than step 13, when it does the same three products? Our reading, not measured here: a wgmma "
             f"is {64 * n * 8 // (16 * 8 * 8)} mma.sync's worth of work per instruction (64·{n}·8 multiply-adds), so "
-            "far fewer instructions feed the tensor cores, and the previous k-tile's products run while the next "
-            "k-tile's copies are issued and A is split. The occupancy is the same as step 13's: 8 warps per SM.")
+            "far fewer instructions feed the tensor cores, the previous k-tile's products run while the next "
+            "k-tile's copies are issued and A is split, and the whole-line copies keep the L2 from being the limit. "
+            "The occupancy is the same as step 13's: 8 warps per SM.")
 
 
 def speed_table(results: dict) -> MarkdownTable:
@@ -391,7 +540,7 @@ def verdict(results: dict, runs: list[dict]) -> str:
     p = predicted(results, runs)
     check = target_check(results)
     if check is None:
-        parts = [f"{size_label(s)}: {q['low']:.2f}–{q['high']:.2f}× cuBLAS SGEMM" for s, q in p.items()]
+        parts = [f"{size_label(s)}: {_span(q['low'], q['high'])}× cuBLAS SGEMM" for s, q in p.items()]
         return ("**No verdict from this benchmark: it has no step 14 yet.** What the same kernel measured in the "
                 "experiment (`experiments/wgmma_swapped.py`, same runs as cuBLAS): " + "; ".join(parts)
                 + f"; our target is {TARGET_3XTF32_VS_SGEMM}×. Rebuild this notebook once a benchmark with step 14 "
@@ -406,7 +555,7 @@ def verdict(results: dict, runs: list[dict]) -> str:
             # processes (docs/measurement.md), and two runs give no better noise estimate.
             inside = q["low"] * 0.97 <= ratio <= q["high"] * 1.03
             where = (" (as predicted)" if inside else
-                     f" ({'below' if ratio < q['low'] else 'above'} the predicted {q['low']:.2f}–{q['high']:.2f}× by "
+                     f" ({'below' if ratio < q['low'] else 'above'} the predicted {_span(q['low'], q['high'])}× by "
                      f"more than run-to-run noise, which we have not explained)")
         parts.append(f"at {size_label(size)} **{t14['tflops']:.1f} TFLOPS, {ratio:.2f}× cuBLAS SGEMM**{where}, "
                      f"{t14['tflops'] / t13['tflops']:.2f}× step 13, at an error of {err:.1e} against SGEMM's "
@@ -431,24 +580,39 @@ def profile_metric(text: str, name: str) -> float | None:
     return None
 
 
-def what_is_left(run: dict | None) -> str:
-    """The TF32 builds of the same kernel against step 12 (same run), and the L2's share of the profile."""
+def what_is_left(run: dict | None, results: dict | None = None) -> str:
+    """The swizzled TF32 build of the same design against step 12 and our TF32 target (same run), 3xTF32's share of
+    its speed, and step 14 against the stretch (≥ 2× cuBLAS SGEMM) in ``results``."""
     if run is None:
         return "The experiment's results file is not shipped; see docs/tensor_cores.md."
-    big = max((r["M"], r["N"], r["K"]) for r in run["records"])
-    tf32 = [find(run, name, big)["tflops"] for name in TF32_BUILDS if find(run, name, big)]
-    step12 = find(run, "tensor_cores", big)["tflops"]
-    path = results_files.find(SWAPPED_PROFILE)
-    l2 = profile_metric(path.read_text(), "L2 Cache Throughput") if path else None
-    text = (f"In TF32 alone — the same design with one product per k-step — the experiment's builds were *slower* "
-            f"than step 12: {min(tf32):.0f}–{max(tf32):.0f} TFLOPS at "
-            f"{size_label(big)} against step 12's {step12:.0f} in the same run")
-    if l2 is not None:
-        text += (f", and Nsight Compute finds the L2 busy **{l2:.0f} %** of the time "
-                 f"(`experiments/results/{SWAPPED_PROFILE}`)")
-    three = find(run, STEP_BUILD, big)
-    if three and tf32:
-        text += (f". If the tensor cores were the limit, three products would run at a third of one product's speed; "
-                 f"3xTF32 ran at {100 * three['tflops'] / max(tf32):.0f} % of the fastest TF32 build's, so the TF32 "
-                 "build waits on something else — memory, in our reading of the L2 figure")
-    return text + "."
+    sizes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == SWIZZLED_TF32_BUILD},
+                   key=lambda s: s[0])[-2:]
+    label = " / ".join(size_label(s) for s in sizes)
+    tf32 = [find(run, SWIZZLED_TF32_BUILD, s)["tflops"] for s in sizes]
+    step12 = [find(run, "tensor_cores", s)["tflops"] for s in sizes]
+    cublas_tf32 = [find(run, "cublas_tf32", s)["tflops"] for s in sizes]
+    three = [find(run, STEP_BUILD, s)["tflops"] for s in sizes]
+    above = all(t >= TARGET_TF32_TFLOPS for t in tf32)
+    text = (f"In TF32 alone — the same design with one product per k-step, A swizzled, 256×128 tiles — the "
+            f"experiment's build ran **{' / '.join(f'{t:.1f}' for t in tf32)} TFLOPS** at {label}: "
+            f"{' / '.join(f'{t / s:.2f}' for t, s in zip(tf32, step12))}× step 12 in the same run "
+            f"({' / '.join(f'{s:.1f}' for s in step12)}), "
+            + ("above" if above else "not above") + f" the course's TF32 target of {TARGET_TF32_TFLOPS:.0f} TFLOPS, "
+            f"{' / '.join(f'{100 * t / c:.0f}' for t, c in zip(tf32, cublas_tf32))} % of cuBLAS TF32 "
+            f"(`{results_files.display_path(run['path'])}`). It is an experiment, not a step: full tiles only (no "
+            "edge kernel for ragged sizes), and no lesson. The 3xTF32 build ran at "
+            f"{' / '.join(f'{100 * x / t:.0f}' for x, t in zip(three, tf32))} % of its speed — near the third that "
+            "three products per product would give if the tensor-core work were the limit (our reading).")
+    check = target_check(results) if results else None
+    if check:
+        ratios = [ratio for ratio, _, _ in check["sizes"].values()]
+        names = " / ".join(size_label(s) for s in check["sizes"])
+        if all(r >= STRETCH_3XTF32_VS_SGEMM for r in ratios):
+            text += (f" Our stretch, 3xTF32 ≥ {STRETCH_3XTF32_VS_SGEMM:.0f}× cuBLAS SGEMM, **is met**: step 14 ran "
+                     f"{' / '.join(f'{r:.2f}' for r in ratios)}× at {names}.")
+        else:
+            text += (f" Our stretch, 3xTF32 ≥ {STRETCH_3XTF32_VS_SGEMM:.0f}× cuBLAS SGEMM, **is not met**: step 14 ran "
+                     f"{' / '.join(f'{r:.2f}' for r in ratios)}× at {names} in the benchmark above, and would need to "
+                     f"run {' / '.join(f'{max(0.0, 100 * (STRETCH_3XTF32_VS_SGEMM / r - 1)):.0f}' for r in ratios)} % "
+                     "faster.")
+    return text
