@@ -1,0 +1,149 @@
+"""Step 15 — TF32 on Hopper's warpgroup MMA: step 14's kernel with one product, 2× step 12.
+
+Changed from step 14: the arithmetic, back to step 12's TF32. Step 12 multiplies TF32 with ``mma.sync`` and stops
+near 150 TFLOPS, latency-bound at 8 warps per SM (lesson 12's profile). This step runs TF32 on step 14's
+``wgmma`` kernel: the same staging — A in the 128-byte swizzle layout, B's rows as they are, copies two k-tiles
+ahead in a 4-stage ``cp.async`` pipeline, Cᵀ = Bᵀ·Aᵀ with Bᵀ's fragments loaded from registers after a wait — but
+
+* one ``wgmma`` per k-step, A read as TF32 by the tensor core (it truncates) and Bᵀ's fragments rounded to TF32
+  (``to_tf32``), like step 12's operands;
+* one accumulator over the whole of K: TF32's own input error (~3e-4) dwarfs what the tensor core's truncating sum
+  adds, so there is nothing to flush (step 14 needs that for float32 accuracy); with the registers that frees,
+* 256×128 tiles: wgmma's N = 256 rows of A, 128 accumulators per thread, two warpgroups;
+* no small parts: no second shared buffer, one barrier per k-tile.
+
+Edge tiles as in step 14 (``EDGE``: 4-byte zero-filling copies, stores only inside C). Its accuracy is TF32's:
+verify's TF32 tolerance, and ``matmul`` never picks it. Runs on compute capability 9.0 only, and on the simulator.
+Why faster: a ``wgmma`` does 64·256·8 multiply-adds per instruction, so far fewer instructions feed the tensor
+cores than step 12's ``mma.sync`` chain; the swizzled whole-line copies keep the L2 from becoming the limit (the
+no-swizzle layout held the same kernel to ~120 TFLOPS: experiments/wgmma_swapped.py).
+Expect (H100, experiments/warpgroup_tf32_bench.py, same run as cuBLAS and step 12): 284.9 / 265.3 TFLOPS at 4096³ /
+8192³ against step 12's 142.9 / 151.6 and cuBLAS TF32's 356.9 / 371.0, at a relative error of ~5e-4 (cuBLAS TF32:
+~3e-4, as it rounds A where the tensor core here truncates it).
+"""
+
+from numba import cuda, float32, uint32
+
+from ..toolkit.intrinsics import copy_async, store_if_inside
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, to_tf32
+from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tuned import tuned_config
+from ..toolkit.unroll import registers, unroll
+from ..toolkit.warpgroup_ops import (fence_proxy_async, shared_address, swizzled_descriptor, swizzled_offset,
+                                     warpgroup_commit, warpgroup_fence, warpgroup_wait_all, wgmma_tf32,
+                                     zero_accumulators)
+from .warpgroup_mma import HopperTiledKernels
+
+TITLE = "TF32 on Hopper's warpgroup MMA (wgmma)"
+SUMMARY = "Step 14's wgmma kernel with one TF32 product per k-step and 256×128 tiles: twice step 12's speed."
+ARITHMETIC = "tf32"  # inputs rounded (B) or truncated (A) to TF32: verify uses harness.verify.tf32_tolerance
+#: wgmma exists on compute capability 9.0 only (sm_90a: H100, H200); verify and bench skip the step elsewhere.
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+
+
+def warpgroup_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+    """One BLOCK_M×BLOCK_N tile of C = A·B, computed as Cᵀ by TF32 ``wgmma``; a, b, c flat row-major float32."""
+    if EDGE:
+        if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
+            return  # a full tile: the fast kernel computes it
+    # STAGES stages of A (128-byte swizzled rows), then STAGES stages of B ([k][col], rows padded to B_STRIDE).
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    m, n, k = uint32(m), uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    base = shared_address(tiles, 0)
+    fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+    acc = zero_accumulators(ACCUMULATORS)
+    b_frag = registers(K_STEPS, 4)
+    k_tiles = (k + BLOCK_K - 1) // BLOCK_K
+
+    for t in range(k_tiles + LOAD_AHEAD):
+        copy_async_wait(LOAD_AHEAD - 1)
+        fence_proxy_async()
+        cuda.syncthreads()
+        if t < k_tiles:
+            k0 = uint32(t * BLOCK_K)
+            stage_a = uint32(t % STAGES * A_STAGE_FLOATS)
+            stage_b = uint32(B_BASE + t % STAGES * B_STAGE_FLOATS)
+            for load in unroll(A_LOADS):
+                chunk = tid + load * THREADS
+                row = chunk // A_VECTORS_PER_ROW
+                kc = chunk % A_VECTORS_PER_ROW
+                to = stage_a + swizzled_offset(row, kc)
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, to + q, a, block_row + row, k0 + kc * 4 + q, m, k)
+                else:
+                    copy_async(tiles, to, a, (block_row + row) * k + k0 + kc * 4, 4)
+            for load in unroll(B_LOADS):
+                chunk = tid + load * THREADS
+                kk = chunk // B_VECTORS_PER_ROW
+                col = chunk % B_VECTORS_PER_ROW * 4
+                if EDGE:
+                    for q in unroll(4):
+                        copy_async_or_zero(tiles, stage_b + kk * B_STRIDE + col + q, b, k0 + kk, block_col + col + q,
+                                           k, n)
+                else:
+                    copy_async(tiles, stage_b + kk * B_STRIDE + col, b, (k0 + kk) * n + block_col + col, 4)
+        copy_async_commit()
+        if t >= LOAD_AHEAD:
+            stage_a = uint32((t - LOAD_AHEAD) % STAGES * A_STAGE_FLOATS)
+            stage_b = uint32(B_BASE + (t - LOAD_AHEAD) % STAGES * B_STAGE_FLOATS)
+            acc = warpgroup_wait_all(acc)  # the previous k-tile's wgmma are done: its fragment registers are free
+            for s in unroll(K_STEPS):
+                for q in unroll(4):
+                    b_frag[s][q] = to_tf32(tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)])
+            warpgroup_fence()
+            for s in unroll(K_STEPS):
+                acc = wgmma_tf32(tiles, b_frag[s][0], b_frag[s][1], b_frag[s][2], b_frag[s][3],
+                                 swizzled_descriptor(base + (stage_a * 4 + s * 32)), acc, 1)
+            warpgroup_commit()
+    acc = warpgroup_wait_all(acc)
+
+    for v in unroll(ACCUMULATORS):
+        row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+        col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+        if EDGE:
+            store_if_inside(c, row, col, m, n, acc[v])
+        else:
+            c[row * n + col] = acc[v]
+
+
+def layout(config: TileConfig) -> dict:
+    """Step 14's staging without the small parts: 4 stages, A swizzled (BLOCK_K = 32), B rows padded by 8."""
+    warpgroups = config.BLOCK_N // 64
+    if (warpgroups * 64 != config.BLOCK_N or config.THREADS != 128 * warpgroups or config.BLOCK_M % 8
+            or not 8 <= config.BLOCK_M <= 256 or config.BLOCK_K != 32):
+        raise ValueError("needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                         "BLOCK_K = 32")
+    stages, b_stride = 4, config.BLOCK_N + 8
+    return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
+            "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * 32,
+            "B_STAGE_FLOATS": 32 * b_stride}
+
+
+#: The fastest TF32 tile of experiments/wgmma_swapped.py on an H100: 256 rows (wgmma N = 256) × 2 warpgroups.
+SEARCH_SPACE = [TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+#: On the simulator: one warpgroup on a 32×64 tile, as step 14.
+SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
+def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
+    return HopperTiledKernels("warpgroup_tf32", warpgroup_tf32_kernel, config, layout(config), overrides)
+
+
+TILED = build(tuned_config("warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+
+#: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): one wgmma per k-step, the 16-byte
+#: copies, one barrier, one copy wait, a TF32 rounding per fragment element, no FP32 FMAs, no local memory.
+_GPU = tuned_config("warpgroup_tf32", SEARCH_SPACE)
+PTX_EXPECT = {"warpgroup_tf32_fast": {
+    "wgmma.mma_async.tf32": _GPU.BLOCK_K // 8, "wgmma.fence": 1, "wgmma.commit_group": 1,
+    "cvt.rna.tf32.f32": 4 * _GPU.BLOCK_K // 8,
+    "cp.async.cg.shared.global": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // 4 // _GPU.THREADS,
+    "cp.async.wait_group": 1, "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
