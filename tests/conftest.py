@@ -89,7 +89,7 @@ def pytest_collection_modifyitems(config, items):
     # compile-time patch comparisons (the background PTX process does them after the PTX), then the lessons.
     items.sort(key=_waits_for)  # stable: order kept otherwise
     if not gemm_steps.SIMULATOR:
-        # On a GPU, a test of a step this GPU cannot run (step 14 needs wgmma: compute capability 9.0) is skipped,
+        # On a GPU, a test of a step this GPU cannot run (steps 14–15 need wgmma: compute capability 9.0) is skipped,
         # with the step's own reason.
         for item in items:
             step = getattr(item, "callspec", None) and item.callspec.params.get("step")

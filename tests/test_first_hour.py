@@ -142,7 +142,7 @@ def test_plot_titles_fit_and_say_the_cuda_and_cublas_versions():
 
 
 def test_the_shipped_benchmarks_plot_titles_fit_beside_its_legend():
-    """The README's plot of every step: the legend of 14 steps and both cuBLAS modes leaves the axes — which the
+    """The README's plot of every step: the legend of every step and both cuBLAS modes leaves the axes — which the
     title is centred on — narrower than the figure, and a real GPU's label is long."""
     import matplotlib
 

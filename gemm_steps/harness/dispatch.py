@@ -12,7 +12,7 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
    of them on large squares.
 
 Only steps that compute in float32 may be chosen: the TF32 step (12) rounds its inputs, and is run only when named.
-Nor is a step this GPU cannot run (step 14 needs compute capability 9.0: ``Step.unavailable``), whatever the table says.
+Nor is a step this GPU cannot run (steps 14–15 need compute capability 9.0: ``Step.unavailable``), whatever the table says.
 
 Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
 leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.

@@ -18,9 +18,9 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     tolerance in :mod:`~gemm_steps.harness.verify`, and ``matmul`` never picks it) or ``"3xtf32"`` (tensor cores at
     float32 accuracy).
 ``REQUIRES_COMPUTE_CAPABILITY``  (optional)
-    ``(major, minor)`` of the only GPUs the step runs on (step 14: ``wgmma``, Hopper only). Elsewhere
+    ``(major, minor)`` of the only GPUs the step runs on (steps 14–15: ``wgmma``, Hopper only). Elsewhere
     :meth:`Step.unavailable` says why, and ``verify`` and ``bench`` skip the step with that reason.
-``TILED``  (register-tiled steps 6–14, instead of the four above)
+``TILED``  (register-tiled steps 6–15, instead of the four above)
     A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
     all come from it, so such a step declares its kernel once.
 
