@@ -181,9 +181,10 @@ if results and swizzled:
 lesson.say(lesson_14.what_is_left(swizzled, results))
 
 # %% [markdown]
-# A TF32 step would need the edge kernel and a lesson; cuBLAS TF32 shows the tensor cores go further still, with
-# Hopper's bulk tensor copies (TMA: whole tiles per request, and mbarriers instead of block barriers).
+# That TF32 build, with an edge kernel, is step 15: [lesson 15](15_warpgroup_tf32.ipynb). cuBLAS TF32 shows the
+# tensor cores go further still, with Hopper's bulk tensor copies (TMA: whole tiles per request, and mbarriers
+# instead of block barriers).
 # [docs/tensor_cores.md](../docs/tensor_cores.md) ("What is left") lists what a fast TF32 `wgmma` kernel still
 # needs. Step 14 runs only on compute capability 9.0 (H100, H200) and on the simulator.
 #
-# Next: [Lesson 15: where next](15_where_next.ipynb).
+# Next: [Lesson 15: TF32 on `wgmma`](15_warpgroup_tf32.ipynb).

@@ -1,13 +1,13 @@
 """Lesson 14's helpers (gemm_steps/course/lesson_14.py) on made-up data: the descriptor layout and the step's
 staging, the hazards' evidence, the prediction, the tables and the verdict — with and without step 14 in the
-benchmark — and lesson 15's summary of the tensor-core steps."""
+benchmark — and lesson 16's summary of the tensor-core steps."""
 
 from __future__ import annotations
 
 import pytest
 
 import gemm_steps
-from gemm_steps.course import lesson_12, lesson_14, lesson_15
+from gemm_steps.course import lesson_12, lesson_14, lesson_16
 
 SGEMM_TFLOPS = 50.0
 
@@ -193,7 +193,7 @@ def test_without_step_14_the_table_and_verdict_say_so():
     assert "not in this results file yet" in lesson_14.speed_table(results)
     assert "no step 14 yet" in lesson_14.verdict(results, [_run()])
     assert lesson_14.speed_figure(results).axes
-    assert "not in this results file" in lesson_15.tensor_core_summary(results)
+    assert "not in this results file" in lesson_16.tensor_core_summary(results)
 
 
 def test_the_verdict_needs_speed_and_accuracy_at_both_large_sizes():
@@ -212,9 +212,9 @@ def test_the_verdict_needs_speed_and_accuracy_at_both_large_sizes():
     assert "67.5 (1.35×)" in table and "not in this results file" not in table
 
 
-def test_lesson_15_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
-    assert "the step that meets the 3xTF32 target" in lesson_15.tensor_core_summary(_results(step14=(1.35, 5e-7)))
-    text = lesson_15.tensor_core_summary(_results(step14=(1.1, 5e-7)))
+def test_lesson_16_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
+    assert "the step that meets the 3xTF32 target" in lesson_16.tensor_core_summary(_results(step14=(1.35, 5e-7)))
+    text = lesson_16.tensor_core_summary(_results(step14=(1.1, 5e-7)))
     assert "1.10×" in text and "not met" in text and "the step that meets" not in text
 
 
@@ -222,6 +222,7 @@ def test_what_is_left_compares_the_swizzled_tf32_build_with_step_12_and_the_stre
     text = lesson_14.what_is_left(_swizzle_run(), _results(step14=(1.6, 5e-7)))
     assert "**240.0 / 240.0 TFLOPS**" in text and "1.60 / 1.60× step 12" in text and "above the course's TF32" in text
     assert "60 / 60 % of cuBLAS TF32" in text and "35 / 35 % of its speed" in text
+    assert "now **step 15**" in text and "15_warpgroup_tf32.ipynb" in text and "not a step" not in text
     assert "**is not met**" in text and "1.60 / 1.60×" in text and "25 / 25 % faster" in text
     assert "**is met**" in lesson_14.what_is_left(_swizzle_run(), _results(step14=(2.1, 5e-7)))
     assert "not shipped" in lesson_14.what_is_left(None)

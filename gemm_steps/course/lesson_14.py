@@ -581,8 +581,8 @@ def profile_metric(text: str, name: str) -> float | None:
 
 
 def what_is_left(run: dict | None, results: dict | None = None) -> str:
-    """The swizzled TF32 build of the same design against step 12 and our TF32 target (same run), 3xTF32's share of
-    its speed, and step 14 against the stretch (≥ 2× cuBLAS SGEMM) in ``results``."""
+    """The swizzled TF32 build of the same design (now step 15) against step 12 and our TF32 target (same run),
+    3xTF32's share of its speed, and step 14 against the stretch (≥ 2× cuBLAS SGEMM) in ``results``."""
     if run is None:
         return "The experiment's results file is not shipped; see docs/tensor_cores.md."
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == SWIZZLED_TF32_BUILD},
@@ -599,8 +599,8 @@ def what_is_left(run: dict | None, results: dict | None = None) -> str:
             f"({' / '.join(f'{s:.1f}' for s in step12)}), "
             + ("above" if above else "not above") + f" the course's TF32 target of {TARGET_TF32_TFLOPS:.0f} TFLOPS, "
             f"{' / '.join(f'{100 * t / c:.0f}' for t, c in zip(tf32, cublas_tf32))} % of cuBLAS TF32 "
-            f"(`{results_files.display_path(run['path'])}`). It is an experiment, not a step: full tiles only (no "
-            "edge kernel for ragged sizes), and no lesson. The 3xTF32 build ran at "
+            f"(`{results_files.display_path(run['path'])}`). With an edge kernel for ragged sizes it is now **step 15**, "
+            "taught in [lesson 15](15_warpgroup_tf32.ipynb). The 3xTF32 build ran at "
             f"{' / '.join(f'{100 * x / t:.0f}' for x, t in zip(three, tf32))} % of its speed — near the third that "
             "three products per product would give if the tensor-core work were the limit (our reading).")
     check = target_check(results) if results else None

@@ -1,17 +1,17 @@
 # %% [markdown]
-# # Lesson 15 — Where the course ends, and where to go next
+# # Lesson 16 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–14 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–15 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_15, plots
+from gemm_steps.course import lesson, lesson_16, plots
 
 results = lesson.load_results()
-size = lesson.headline_size(results, [s.name for s in gemm_steps.steps()]) if results else None
+size = lesson.headline_size(results, lesson_16.steps_in(results)) if results else None
 print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if results else lesson.NO_RESULTS)
 
 # %% [markdown]
@@ -21,12 +21,12 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 # (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
 # BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
 # Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed.
-# Steps 12–14 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
+# Steps 12–15 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
 # clock in TF32 — so they are drawn under that second roof, not the FP32 one they pass:
 
 # %%
 if results:
-    lesson.show_figure(lesson_15.roofline_figure(results, size))
+    lesson.show_figure(lesson_16.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -50,7 +50,7 @@ if results:
 
 # %%
 if results:
-    lesson.say(lesson_15.small_shape_text(results))
+    lesson.say(lesson_16.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -76,15 +76,15 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
 
 # %%
-suites = lesson_15.shape_suites()
+suites = lesson_16.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_15.suite_figure(before, after))
-overhead = lesson_15.call_overhead()
+    lesson.show_figure(lesson_16.suite_figure(before, after))
+overhead = lesson_16.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_15.call_overhead_text(overhead))
+    lesson.say(lesson_16.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -98,9 +98,9 @@ if overhead:
 # hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
 
 # %%
-held_out = lesson_15.held_out()
+held_out = lesson_16.held_out()
 if held_out:
-    lesson.say(lesson_15.held_out_table(held_out))
+    lesson.say(lesson_16.held_out_table(held_out))
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -125,23 +125,24 @@ if held_out:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–14, and what is left
+# ## The tensor cores: steps 12–15, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
 # three TF32 products per product (3xTF32); [lesson 14](14_warpgroup_mma.ipynb) ran those three products on
-# Hopper's warpgroup MMA, `wgmma`. Where they stand against their targets, from the same results file:
+# Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it. Where they stand
+# against their targets, from the same results file:
 # %%
 if results:
-    lesson.say(lesson_15.tensor_core_summary(results))
+    lesson.say(lesson_16.tensor_core_summary(results))
 
 # %% [markdown]
 # Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Step 14 is 3xTF32 on `wgmma` (Hopper's
 # warpgroup mma: 128 threads per instruction, one operand straight from shared memory, asynchronous), with a
 # simulator twin like the `mma.sync` steps; it runs on H100 and H200 only. It stages A in `wgmma`'s 128-byte swizzle
-# layout, so the L2 serves its copies as whole lines (lesson 14 shows the profiles before and after). The same design
-# in plain TF32 is an experiment, not a step (full tiles only); lesson 14's "What is left" compares it with step 12
-# and cuBLAS TF32, and Hopper's bulk tensor copies (TMA) are the next thing to try
+# layout, so the L2 serves its copies as whole lines (lesson 14 shows the profiles before and after). Step 15 is the
+# same design in plain TF32: one product per k-step, one accumulator, 256×128 tiles. cuBLAS TF32 is still faster;
+# Hopper's bulk tensor copies (TMA) and producer warps are the next thing to try
 # ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
