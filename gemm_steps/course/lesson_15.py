@@ -267,7 +267,8 @@ def accuracy_text(shown: dict, check: dict | None = None) -> str:
     text = ("Step 15's error: " + "; ".join(parts) + "." if parts else "These timings have no error of step 15.")
     return text + (f" Why larger: the tensor core *truncates* A as it reads it from shared memory, where step 12 and "
                    f"cuBLAS round. On the CPU, the same product at K = {check['k']} with float64 sums, so that only "
-                   f"the inputs differ: A truncated, B rounded gives a median error of {check['truncated']:.1e}, both "
+                   f"the inputs differ (error of each element over Σ|a·b|, the median): A truncated, B rounded gives "
+                   f"{check['truncated']:.1e}, both "
                    f"rounded {check['rounded']:.1e} — {check['truncated'] / check['rounded']:.2f}×. Rounding A "
                    "would cost a pass over shared memory (or registers) per k-tile; the step does not pay it, and "
                    "stays within verify's TF32 tolerance.")
