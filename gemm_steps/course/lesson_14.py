@@ -17,7 +17,7 @@ from gemm_steps.harness import results_files
 from gemm_steps.toolkit import warpgroup_ops
 
 from .display import MarkdownTable
-from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, load_run, rec
+from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, rec
 from .timings import size_label
 
 #: The experiment runs (experiments/results/): the first has every build, the second repeats some of them.
@@ -456,25 +456,34 @@ def prediction(results: dict, runs: list[dict], n: int = 128) -> str:
             "The occupancy is the same as step 13's: 8 warps per SM.")
 
 
+def kernel_table_lines(results: dict, rows, size_list: list, with_ratio: bool) -> list[str]:
+    """A Markdown table, one line per kernel of ``rows`` ((record name, label, …) tuples): TFLOPS at each size (with
+    × cuBLAS SGEMM if ``with_ratio``), then the sampled error at the two largest sizes; "—" where a kernel is
+    missing. Lessons 14 and 15 show their speed tables with it."""
+    big = size_list[-2:]
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " | "
+             + " | ".join(f"error at {size_label(s)}" for s in big) + " |",
+             "|:--|" + "--:|" * (len(size_list) + len(big))]
+    for name, label, *_ in rows:
+        cells = []
+        for s in size_list:
+            r = rec(results, name, s)
+            cells.append("—" if r is None else f"{r['tflops']:.1f}"
+                         + (f" ({r['pct_of_cublas'] / 100:.2f}×)" if with_ratio else ""))
+        for s in big:
+            r = rec(results, name, s)
+            cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (× cuBLAS SGEMM, same run) of steps 13 and 14 and both cuBLAS at every size step 13 ran, and the
     sampled errors at the two largest."""
     found = {(r["M"], r["N"], r["K"]) for r in results["records"]}
     size_list = sorted((s for s in found if rec(results, "three_tf32", s) and rec(results, "cublas", s)),
                        key=lambda s: s[0] * s[1] * s[2])
-    big = size_list[-2:]
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " | "
-             + " | ".join(f"error at {size_label(s)}" for s in big) + " |",
-             "|:--|" + "--:|" * (len(size_list) + len(big))]
-    for name, label, _, _ in SPEED_ROWS:
-        cells = []
-        for s in size_list:
-            r = rec(results, name, s)
-            cells.append("—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas'] / 100:.2f}×)")
-        for s in big:
-            r = rec(results, name, s)
-            cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines = kernel_table_lines(results, SPEED_ROWS, size_list, with_ratio=True)
     env = results["environment"]
     text = ("TFLOPS (× cuBLAS SGEMM in the same run), and the relative error of 512 sampled elements against float64:"
             "\n\n" + "\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, "

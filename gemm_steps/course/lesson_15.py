@@ -16,7 +16,7 @@ from gemm_steps.harness.verify import U_TF32, tf32_tolerance, tolerance
 
 from .display import MarkdownTable
 from .lesson_12 import TARGET_TF32_TFLOPS, rec
-from .lesson_14 import NO_FLUSH_BUILD, SWIZZLED_TF32_BUILD, find
+from .lesson_14 import NO_FLUSH_BUILD, SWIZZLED_TF32_BUILD, find, kernel_table_lines
 from .timings import size_label
 
 STEP = "warpgroup_tf32"
@@ -142,20 +142,7 @@ def prediction(shown: dict | None, swizzled_run: dict | None) -> str:
 
 # -- speed and accuracy ----------------------------------------------------------------------------------------------
 def speed_table(shown: dict) -> MarkdownTable:
-    size_list = squares(shown)
-    big = size_list[-2:]
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " | "
-             + " | ".join(f"error at {size_label(s)}" for s in big) + " |",
-             "|:--|" + "--:|" * (len(size_list) + len(big))]
-    for name, label, _, _ in SPEED_ROWS:
-        cells = []
-        for s in size_list:
-            r = rec(shown, name, s)
-            cells.append("—" if r is None else f"{r['tflops']:.1f}")
-        for s in big:
-            r = rec(shown, name, s)
-            cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines = kernel_table_lines(shown, SPEED_ROWS, squares(shown), with_ratio=False)
     env = shown["environment"]
     return MarkdownTable("TFLOPS, and the relative error of 512 sampled elements against float64:\n\n"
                          + "\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, "
