@@ -74,15 +74,12 @@ swizzled_descriptor = _plain(warpgroup_ops.swizzled_descriptor)
 
 def read_byte(n, k, descriptor: int):
     """Where ``wgmma`` reads element (n, k) (k < 8) of its shared-memory operand through a 128-byte-swizzle
-    ``descriptor``, in bytes: the simulator twin's decoding (toolkit/warpgroup_ops.py) — start and stride (SBO) from
-    the descriptor's bits, row n's 128-byte line, then the hardware's permutation of 16-byte chunks,
-    physical = linear ^ (((linear >> 7) & 7) << 4)."""
-    descriptor = int(descriptor)
-    if (descriptor >> 62) & 3 != 1:
+    ``descriptor``, in bytes: the simulator twin's decoding (``warpgroup_ops.operand_byte``) — start and stride
+    (SBO) from the descriptor's bits, row n's 128-byte line, then the hardware's permutation of 16-byte chunks,
+    physical = linear ^ (((linear >> 7) & 7) << 4) — refusing any other layout."""
+    if (int(descriptor) >> 62) & 3 != 1:
         raise ValueError("not a 128-byte-swizzle descriptor (layout type 1 in bits 62–63)")
-    start, stride = (descriptor & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
-    linear = start + (n // 8) * stride + (n % 8) * 128 + k * 4
-    return linear ^ (((linear >> 7) & 7) << 4)
+    return warpgroup_ops.operand_byte(n, k, descriptor)
 
 
 def staged_byte(row, k, offset=None):

@@ -77,7 +77,7 @@ from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
-           "shared_address", "matrix_descriptor", "swizzled_descriptor", "swizzled_offset", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
+           "shared_address", "matrix_descriptor", "swizzled_descriptor", "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
            "wgmma_tf32_reference"]
 
 #: Threads in a warpgroup: four warps.
@@ -110,6 +110,23 @@ def swizzled_offset(row, chunk):
     floats from the tile's start: row·32 + (chunk XOR row % 8)·4 — what the tensor core reads through
     :func:`swizzled_descriptor`."""
     return row * 32 + (chunk ^ (row % 8)) * 4
+
+
+def operand_byte(n, k, descriptor: int):
+    """Where ``wgmma`` reads element (n, k) (k < 8) of its shared-memory operand through ``descriptor``, in bytes
+    (ints or NumPy arrays): no swizzle — core matrices, ``start + (n // 8)·sbo + (k // 4)·lbo + (n % 8)·16 +
+    (k % 4)·4``; 128-byte swizzle — row n's 128-byte line, ``start + (n // 8)·sbo + (n % 8)·128 + k·4``, with
+    address bits 4–6 XOR bits 7–9. What the twin reads, and what lesson 14 draws."""
+    descriptor = int(descriptor)
+    start = (descriptor & 0x3FFF) << 4
+    leading, stride = ((descriptor >> 16) & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
+    layout = (descriptor >> 62) & 3
+    if layout == 0:
+        return start + n // 8 * stride + k // 4 * leading + n % 8 * 16 + k % 4 * 4
+    if layout == 1:
+        linear = start + n // 8 * stride + n % 8 * 128 + k * 4
+        return linear ^ (((linear >> 7) & 7) << 4)
+    raise NotImplementedError(f"no-swizzle and 128-byte-swizzle tiles only, not layout type {layout}")
 
 
 def wgmma_tf32_reference(fragments: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -167,19 +184,7 @@ if SIMULATOR:
         fragments = np.array([slot[0] for slot in slots], dtype=np.float32)  # 128 × 4
         shared, descriptor, accumulate = slots[0][1], int(slots[0][2]), slots[0][4]
         count = len(slots[0][3])
-        n = 2 * count
-        start = (descriptor & 0x3FFF) << 4
-        leading, stride = ((descriptor >> 16) & 0x3FFF) << 4, ((descriptor >> 32) & 0x3FFF) << 4
-        col, k = np.arange(n)[:, None], np.arange(8)[None, :]
-        layout = (descriptor >> 62) & 3
-        if layout == 0:  # no swizzle: core matrices of 8 rows × 16 bytes
-            byte = start + col // 8 * stride + k // 4 * leading + col % 8 * 16 + k % 4 * 4
-        elif layout == 1:  # 128-byte swizzle: 128-byte rows, 16-byte chunks XOR-permuted by address bits 7–9
-            linear = start + col // 8 * stride + col % 8 * 128 + k * 4
-            byte = linear ^ (((linear >> 7) & 7) << 4)
-        else:
-            raise NotImplementedError(f"wgmma_tf32's twin reads no-swizzle and 128-byte-swizzle tiles, not layout "
-                                      f"type {layout}")
+        byte = operand_byte(np.arange(2 * count)[:, None], np.arange(8)[None, :], descriptor)  # N × 8
         b = np.asarray(shared)[byte // 4].astype(np.float32).T  # 8 × N
         product = wgmma_tf32_reference(fragments, b)
         rows, cols = _accumulator_positions(count)
