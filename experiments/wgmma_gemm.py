@@ -88,20 +88,11 @@ def intrinsics(WGMMA_N: int) -> SimpleNamespace:
     f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
     tuple_type = types.UniTuple(types.float32, ACCUMULATORS)
 
-    def void_asm(text):
-        @intrinsic
-        def emit(typingctx):
-            def codegen(context, builder, sig, args):
-                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
-                return context.get_dummy_value()
-
-            return types.void(), codegen
-
-        return emit
-
-    wgmma_fence = void_asm("wgmma.fence.sync.aligned;")
-    wgmma_commit = void_asm("wgmma.commit_group.sync.aligned;")
-    fence_proxy_async = void_asm("fence.proxy.async.shared::cta;")
+    # The pieces that do not depend on N are the toolkit's (gemm_steps/toolkit/warpgroup_ops.py, where steps 14–15
+    # take them from); the N-specific ones (the wgmma forms, the waits, the accumulator store) stay here.
+    from gemm_steps.toolkit.warpgroup_ops import add_accumulators, fence_proxy_async, shared_address
+    from gemm_steps.toolkit.warpgroup_ops import warpgroup_commit as wgmma_commit
+    from gemm_steps.toolkit.warpgroup_ops import warpgroup_fence as wgmma_fence
 
     @intrinsic
     def zero_accumulators(typingctx):
@@ -109,18 +100,6 @@ def intrinsics(WGMMA_N: int) -> SimpleNamespace:
             return context.make_tuple(builder, sig.return_type, [ir.Constant(f32, 0.0)] * ACCUMULATORS)
 
         return tuple_type(), codegen
-
-    @intrinsic
-    def shared_address(typingctx, array, index):
-        """The 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``)."""
-        def codegen(context, builder, sig, args):
-            data = context.make_array(sig.args[0])(context, builder, args[0]).data
-            index = builder.zext(args[1], i64) if args[1].type.width < 64 else args[1]
-            generic = builder.ptrtoint(builder.gep(data, [index], inbounds=True), i64)
-            convert = ir.InlineAsm(ir.FunctionType(i64, [i64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
-            return builder.trunc(builder.call(convert, [generic]), i32)
-
-        return types.uint32(array, index), codegen
 
     def accumulator_asm(text, extra_types, extra_constraints):
         """Inline asm whose 64 accumulators go in and come out in the same registers (tied operands)."""
@@ -204,17 +183,6 @@ def intrinsics(WGMMA_N: int) -> SimpleNamespace:
             return None
         return tuple_type(types.float32, types.float32, types.float32, types.float32, types.uint64,
                           tuple_type, accumulate), codegen
-
-    @intrinsic
-    def add_accumulators(typingctx, x, y):
-        """x + y element by element (``add.f32``, rounded to nearest): a running sum kept out of the tensor core,
-        whose own accumulation truncates."""
-        def codegen(context, builder, sig, args):
-            return context.make_tuple(builder, sig.return_type, [
-                builder.fadd(builder.extract_value(args[0], i), builder.extract_value(args[1], i))
-                for i in range(ACCUMULATORS)])
-
-        return tuple_type(tuple_type, tuple_type), codegen
 
     return SimpleNamespace(add_accumulators=add_accumulators, wgmma_fence=wgmma_fence, wgmma_commit=wgmma_commit, fence_proxy_async=fence_proxy_async,
                            zero_accumulators=zero_accumulators, shared_address=shared_address,
@@ -331,6 +299,20 @@ def build(BLOCK_M: int = 64, BLOCK_N: int = 128, B_TRANSPOSED: bool = False, PIP
     return wgmma_tf32_kernel, launch
 
 
+def sass_counts(kernel, ops=("HGMMA", "LDGSTS", "LDS", "BAR")) -> dict:
+    """How many SASS instructions of the compiled kernel start with each of ``ops``, and its registers (needs
+    nvdisasm; without it, why not)."""
+    try:
+        compiled = next(iter(kernel.overloads.values()))
+        text = compiled.inspect_sass()
+        mnemonics = [line.split("*/", 1)[1].split()[0] for line in text.splitlines() if "*/" in line and ";" in line]
+        found = {op: sum(m.startswith(op) for m in mnemonics) for op in ops}
+        found["registers"] = compiled.regs_per_thread
+        return found
+    except Exception as exc:  # nvdisasm missing: say so
+        return {"unavailable": str(exc)}
+
+
 def profile(size: int = 4096) -> None:
     """Two launches of the pipelined 128×256 build at ``size``³, for Nsight Compute:
     ncu --kernel-name regex:wgmma_tf32_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
@@ -380,14 +362,7 @@ def main() -> None:
                             got - round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64))
                             / np.linalg.norm(reference))}
         print(name, json.dumps(checks[name]), flush=True)
-        try:
-            compiled = next(iter(kernel.overloads.values()))
-            text = compiled.inspect_sass()
-            mnemonics = [line.split("*/", 1)[1].split()[0] for line in text.splitlines() if "*/" in line and ";" in line]
-            sass[name] = {op: sum(m.startswith(op) for m in mnemonics) for op in ("HGMMA", "LDGSTS", "BAR")}
-            sass[name]["registers"] = compiled.regs_per_thread
-        except Exception as exc:  # nvdisasm missing: say so
-            sass[name] = {"unavailable": str(exc)}
+        sass[name] = sass_counts(kernel, ("HGMMA", "LDGSTS", "BAR"))
     entries = [gemm_steps.get_step("tensor_cores")] + [
         SimpleNamespace(name=name, number=12, launch=launch, arithmetic="tf32")
         for name, (_, launch) in builds.items()]  # judged by the TF32 tolerance, like step 12 (verify.arithmetic_of)

@@ -82,7 +82,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from experiments.wgmma_gemm import full_tile_shape, intrinsics, opt_in_shared
+from experiments.wgmma_gemm import full_tile_shape, intrinsics, opt_in_shared, sass_counts
 
 BLOCK_K = 32
 LBO, SBO = 128, BLOCK_K * 8 * 4  # bytes between core matrices adjacent in K, and in N (A's rows)
@@ -336,19 +336,6 @@ BUILDS = {  # name: build() arguments
     "wgmma swapped 3xTF32 128x128, flush big, A by rows": dict(BLOCK_M=128, BLOCK_N=128, THREE=True, FLUSH="big",
                                                                A_ROWS=True),
 }
-
-
-def sass_counts(kernel) -> dict:
-    """HGMMA / LDGSTS / LDS / BAR counts and registers of the compiled kernel (needs nvdisasm)."""
-    try:
-        compiled = next(iter(kernel.overloads.values()))
-        text = compiled.inspect_sass()
-        mnemonics = [line.split("*/", 1)[1].split()[0] for line in text.splitlines() if "*/" in line and ";" in line]
-        found = {op: sum(m.startswith(op) for m in mnemonics) for op in ("HGMMA", "LDGSTS", "LDS", "BAR")}
-        found["registers"] = compiled.regs_per_thread
-        return found
-    except Exception as exc:  # nvdisasm missing: say so
-        return {"unavailable": str(exc)}
 
 
 def check(launch, a, b, round_b: bool = True) -> dict:
