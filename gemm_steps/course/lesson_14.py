@@ -494,34 +494,44 @@ def speed_table(results: dict) -> MarkdownTable:
 def speed_figure(results: dict):
     """Left: TFLOPS against size of the rows of :data:`SPEED_ROWS`, with our target (1.25× SGEMM). Right: their
     sampled errors."""
-    from matplotlib.figure import Figure
-
     from ..harness.environment import short_label
 
     found = {(r["M"], r["N"], r["K"]) for r in results["records"]}
     size_list = sorted((s for s in found if rec(results, "three_tf32", s) and rec(results, "cublas", s)),
                        key=lambda s: s[0] * s[1] * s[2])
+    sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
+    return speed_error_figure(
+        results, SPEED_ROWS, size_list,
+        lambda ax, x: ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
+                              label=f"our target: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM"),
+        "Accuracy: the target asks ≤ cuBLAS SGEMM's",
+        f"3xTF32 on mma.sync (step 13) and on wgmma (step 14) against cuBLAS\n{short_label(results['environment'])}")
+
+
+def speed_error_figure(results: dict, rows, size_list: list, draw_target, accuracy_title: str, title: str):
+    """Two panels over ``size_list``: TFLOPS (log) of each of ``rows`` ((record name, label, colour, style); "not in
+    this file" where missing) with ``draw_target(axes, x)`` drawing the target, and their sampled errors. Lessons 14
+    and 15 draw their speed figures with it."""
+    from matplotlib.figure import Figure
+
     x = np.arange(len(size_list))
     fig = Figure(figsize=(12, 4.6), layout="constrained")
     speed, error = fig.subplots(1, 2)
-    for name, label, colour, style in SPEED_ROWS:
+    for name, label, colour, style in rows:
         got = [rec(results, name, s) or {} for s in size_list]
         if not any(got):
             label += " (not in this file)"
         speed.plot(x, [g.get("tflops", np.nan) for g in got], style, color=colour, label=label)
         error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
-    sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
-    speed.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
-               label=f"our target: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
+    draw_target(speed, x)
     for ax in (speed, error):
         ax.set_yscale("log")
         ax.set_xticks(x, [size_label(s) for s in size_list])
         ax.set_xlabel("size")
     speed.set(ylabel="TFLOPS (log scale)", title="Speed")
-    error.set(ylabel="relative error (sampled, vs float64)", title="Accuracy: the target asks ≤ cuBLAS SGEMM's")
+    error.set(ylabel="relative error (sampled, vs float64)", title=accuracy_title)
     speed.legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"3xTF32 on mma.sync (step 13) and on wgmma (step 14) against cuBLAS\n"
-                 f"{short_label(results['environment'])}", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -16,7 +16,7 @@ from gemm_steps.harness.verify import U_TF32, tf32_tolerance, tolerance
 
 from .display import MarkdownTable
 from .lesson_12 import TARGET_TF32_TFLOPS, rec
-from .lesson_14 import NO_FLUSH_BUILD, SWIZZLED_TF32_BUILD, find, kernel_table_lines
+from .lesson_14 import NO_FLUSH_BUILD, SWIZZLED_TF32_BUILD, find, kernel_table_lines, speed_error_figure
 from .timings import size_label
 
 STEP = "warpgroup_tf32"
@@ -151,31 +151,14 @@ def speed_table(shown: dict) -> MarkdownTable:
 
 def speed_figure(shown: dict):
     """Left: TFLOPS against square size of :data:`SPEED_ROWS` with the TF32 target; right: their sampled errors."""
-    from matplotlib.figure import Figure
-
-    size_list = squares(shown)
-    x = np.arange(len(size_list))
-    fig = Figure(figsize=(12, 4.6), layout="constrained")
-    speed, error = fig.subplots(1, 2)
-    for name, label, colour, style in SPEED_ROWS:
-        got = [rec(shown, name, s) or {} for s in size_list]
-        if not any(got):
-            label += " (not in this file)"
-        speed.plot(x, [g.get("tflops", np.nan) for g in got], style, color=colour, label=label)
-        error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
-    speed.axhline(TARGET_TF32_TFLOPS, color="tab:olive", lw=1.5, ls="--",
-                  label=f"the course's TF32 target: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
-    for ax in (speed, error):
-        ax.set_yscale("log")
-        ax.set_xticks(x, [size_label(s) for s in size_list])
-        ax.set_xlabel("size")
-    speed.set(ylabel="TFLOPS (log scale)", title="Speed")
-    error.set(ylabel="relative error (sampled, vs float64)", title="Accuracy")
-    speed.legend(fontsize=8, loc="lower right")
     env = shown["environment"]
-    fig.suptitle(f"TF32 on mma.sync (step 12) and on wgmma (step 15) against cuBLAS\n{env.get('gpu')}, "
-                 f"{str(env.get('date'))[:10]}, {results_files.display_path(shown['path'])}", fontsize=9)
-    return fig
+    return speed_error_figure(
+        shown, SPEED_ROWS, squares(shown),
+        lambda ax, x: ax.axhline(TARGET_TF32_TFLOPS, color="tab:olive", lw=1.5, ls="--",
+                                 label=f"the course's TF32 target: {TARGET_TF32_TFLOPS:.0f} TFLOPS"),
+        "Accuracy",
+        f"TF32 on mma.sync (step 12) and on wgmma (step 15) against cuBLAS\n{env.get('gpu')}, "
+        f"{str(env.get('date'))[:10]}, {results_files.display_path(shown['path'])}")
 
 
 def target_check(shown: dict) -> dict | None:
