@@ -122,7 +122,8 @@ def sampled_fp64_error(a: np.ndarray, b: np.ndarray, c: np.ndarray, samples: int
 def runnable(steps: Iterable, say: Callable[[str], None]) -> tuple[list, dict]:
     """(the steps this GPU can run, {name: why not} for the others — step 14 without wgmma), each left out said."""
     steps = list(steps)
-    skipped = {s.name: s.unavailable() for s in steps if getattr(s, "unavailable", None) and s.unavailable()}
+    reasons = {s.name: s.unavailable() if hasattr(s, "unavailable") else None for s in steps}  # asked once each
+    skipped = {name: reason for name, reason in reasons.items() if reason}
     for reason in skipped.values():
         say(f"skipped: {reason}")
     return [s for s in steps if s.name not in skipped], skipped
