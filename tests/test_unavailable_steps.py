@@ -54,3 +54,15 @@ def test_bench_leaves_it_out_and_says_why(on_an_ampere_gpu):
     assert [s.name for s in kept] == ["coalesced"]
     assert list(skipped) == ["warpgroup_mma"] and "compute capability 9.0" in skipped["warpgroup_mma"]
     assert said == [f"skipped: {skipped['warpgroup_mma']}"]
+
+
+def test_their_kernels_refuse_to_launch_there_with_the_reason(on_an_ampere_gpu, monkeypatch):
+    """Called directly (not through verify or bench), a Hopper step's kernels say why instead of failing to compile;
+    the other steps' kernels have no such requirement."""
+    from gemm_steps.toolkit import tiles
+
+    monkeypatch.setattr(tiles, "SIMULATOR", False)
+    for name in ("warpgroup_mma", "warpgroup_tf32"):
+        with pytest.raises(RuntimeError, match=f"{name} needs a GPU of compute capability 9.0.*this one is 8.0"):
+            gemm_steps.get_step(name).tiled._refuse_other_gpus()
+    gemm_steps.get_step("tensor_cores").tiled._refuse_other_gpus()

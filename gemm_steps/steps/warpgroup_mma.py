@@ -187,22 +187,9 @@ SEARCH_SPACE = [TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THR
 SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
-class HopperTiledKernels(TiledKernels):
-    """TiledKernels that refuse, with a reason, to launch on a GPU without ``wgmma`` (compute capability ≠ 9.0)."""
-
-    def launch(self, a, b, c, stream=0) -> None:
-        from ..toolkit.backend import SIMULATOR
-
-        if not SIMULATOR:
-            capability = tuple(cuda.get_current_device().compute_capability)
-            if capability != REQUIRES_COMPUTE_CAPABILITY:
-                raise RuntimeError(f"step warpgroup_mma needs an H100/H200 (compute capability 9.0, wgmma on sm_90a);"
-                                   f" this GPU is {capability[0]}.{capability[1]}")
-        super().launch(a, b, c, stream)
-
-
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return HopperTiledKernels("warpgroup_mma", warpgroup_mma_kernel, config, layout(config), overrides)
+    return TiledKernels("warpgroup_mma", warpgroup_mma_kernel, config, layout(config), overrides,
+                        requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = build(tuned_config("warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))

@@ -35,7 +35,6 @@ from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (fence_proxy_async, shared_address, swizzled_descriptor, swizzled_offset,
                                      warpgroup_commit, warpgroup_fence, warpgroup_wait_all, wgmma_tf32,
                                      zero_accumulators)
-from .warpgroup_mma import HopperTiledKernels
 
 TITLE = "TF32 on Hopper's warpgroup MMA (wgmma)"
 SUMMARY = "Step 14's wgmma kernel with one TF32 product per k-step and 256×128 tiles: twice step 12's speed."
@@ -136,7 +135,8 @@ SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, TH
 
 
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return HopperTiledKernels("warpgroup_tf32", warpgroup_tf32_kernel, config, layout(config), overrides)
+    return TiledKernels("warpgroup_tf32", warpgroup_tf32_kernel, config, layout(config), overrides,
+                        requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = build(tuned_config("warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))

@@ -140,6 +140,8 @@ class TiledKernels:
     ``kernel`` is the step's kernel function (or a :data:`Generator`). Its module's globals are what the kernel
     sees, plus the tile constants and ``EDGE``; ``overrides`` replaces names (tests count stores with it).
     ``edge`` takes the edge kernel from another build instead of compiling this kernel with ``EDGE = True``.
+    ``requires_compute_capability``: the only GPUs the kernel exists for (``wgmma``: (9, 0)); on another GPU the first
+    launch of a shape refuses with a reason instead of failing to compile.
     """
 
     #: Argument types of the kernels (flat arrays, sizes, full-tile counts), for compiling to PTX on a CPU.
@@ -147,9 +149,11 @@ class TiledKernels:
     schedule = "one block per tile"
 
     def __init__(self, name: str, kernel: Callable | Generator, config: TileConfig, extra_constants: dict | None = None,
-                 overrides: dict | None = None, edge: "TiledKernels | None" = None):
+                 overrides: dict | None = None, edge: "TiledKernels | None" = None,
+                 requires_compute_capability: tuple[int, int] | None = None):
         numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
+        self.requires_compute_capability = requires_compute_capability
         self.config = config.check()
         # A kernel function, or a generator already (constants → source) naming its kernel function `.function`.
         self.generate: Generator = kernel if hasattr(kernel, "function") else from_function(kernel)
@@ -330,6 +334,7 @@ class TiledKernels:
         launch and kept as a :class:`LaunchPlan`; later launches of the same shape only fill in the three arrays'
         addresses."""
         if SIMULATOR or self.overrides:
+            self._refuse_other_gpus()
             self.launch_through_numba(a, b, c, stream)
             return
         pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
@@ -339,10 +344,21 @@ class TiledKernels:
         key = (m, n, k, aligned, id(stream) if stream else 0)
         plan = self._plans.get(key)
         if plan is None:
+            self._refuse_other_gpus()  # once per shape, not on every replayed launch
             if len(self._plans) >= LaunchPlan.KEPT:
                 self._plans.clear()
             plan = self._plans[key] = LaunchPlan.record(self, a, b, c, stream)
         plan(*pointers)
+
+    def _refuse_other_gpus(self) -> None:
+        """Raise, with the reason, where this GPU is not the one compute capability the kernel exists for."""
+        need = self.requires_compute_capability
+        if need is None or SIMULATOR:
+            return
+        have = tuple(cuda.get_current_device().compute_capability)
+        if have != tuple(need):
+            raise RuntimeError(f"{self.name} needs a GPU of compute capability {need[0]}.{need[1]} (wgmma: sm_90a, an "
+                               f"H100 or H200); this one is {have[0]}.{have[1]}")
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
         """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher."""
