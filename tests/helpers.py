@@ -17,6 +17,8 @@ The error is ``‖C − ref‖ / ‖ref‖`` in float64, with ``‖ref‖`` repl
 
 from __future__ import annotations
 
+import operator
+import re
 import zlib
 from pathlib import Path
 
@@ -105,3 +107,19 @@ def synthetic_results(date="2026-01-01T00:00:00+00:00", gpu="NVIDIA H200 (synthe
     env = {"date": date, "simulator": False, "gpu": gpu, "sm_count": 132, "sm_clock_max_mhz": 1980.0,
            "fp32_peak_tflops_estimate": 66.9, "numba_cuda": "test", "numpy": "test"}
     return {"schema": 1, "environment": env, "method": {}, "records": records}
+
+
+#: A claim's comparison (PTX_EXPECT, PTXAS_EXPECT): ``">=1"`` → operator.ge.
+COMPARE = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+
+def parse_expectation(spec) -> tuple[str, int]:
+    """``3`` → ("==", 3); ``">=1"`` → (">=", 1)."""
+    if isinstance(spec, bool) or not isinstance(spec, (int, str)):
+        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
+    if isinstance(spec, int):
+        return "==", spec
+    match = re.fullmatch(r"\s*(==|>=|<=|>|<)\s*(\d+)\s*", spec)
+    if not match:
+        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
+    return match.group(1), int(match.group(2))

@@ -19,7 +19,8 @@ Jobs (strings, so they can be marker arguments):
   after all others (they switch the patches off and on again), and their tests run late (``conftest.py``).
 
 Each kernel's stats are :func:`gemm_steps.harness.ptx.ptx_stats`' plus ``extern_shared`` (whether the PTX declares
-dynamic shared memory), or ``{"error": …}`` if it failed to compile.
+dynamic shared memory) and, for a kernel its step names in ``PTXAS_EXPECT``, ``ptxas`` (what
+:func:`gemm_steps.harness.ptx.ptxas_info` reports), or ``{"error": …}`` if it failed to compile.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ TIMEOUT_S = 1800
 CHILD = r"""
 import json, sys, time
 
-from gemm_steps.harness.ptx import compile_kernel_ptx, nvvm_version, ptx_stats
+from gemm_steps.harness.ptx import compile_kernel_ptx, nvvm_version, ptx_stats, ptxas_info
 
 
 def emit(**record):
@@ -78,12 +79,15 @@ for job in json.loads(sys.argv[1]):
         kernels = getattr(importlib.import_module(module), function)()
     else:
         kernels = gemm_steps.get_step(job).kernels()
+    assembled = set(getattr(gemm_steps.get_step(job).module, "PTXAS_EXPECT", {})) if ":" not in job else set()
     for label, (dispatcher, signature) in kernels.items():
         start = time.perf_counter()
         try:
             ptx = compile_kernel_ptx(dispatcher, signature)
             stats = ptx_stats(ptx)
             stats["extern_shared"] = ".extern .shared" in ptx
+            if label in assembled:  # the step makes claims about ptxas's register allocation: assemble it
+                stats["ptxas"] = ptxas_info(ptx)
         except Exception as exc:  # reported per kernel: the test of that kernel fails with it
             stats = {"error": f"{type(exc).__name__}: {exc}"}
         emit(key=json.dumps([job, label]), stats=stats, seconds=round(time.perf_counter() - start, 1))

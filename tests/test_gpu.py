@@ -218,3 +218,26 @@ def test_run_benchmark_smoke():
     assert 0 < record["pct_of_cublas"] < 1000
     assert record["rel_error_vs_cublas"] < 1e-5
     assert by_name["cublas"]["sampled_rel_error_fp64"] < 1e-5
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if getattr(s.module, "PTXAS_EXPECT", None)], ids=step_id)
+def test_ptxas_claims_hold_for_the_drivers_compile(step):
+    """``PTXAS_EXPECT`` (registers, spill bytes) against the kernel the GPU runs: Numba's own compile for this GPU
+    (its local memory per thread is ptxas's stack frame, the spilled bytes here). tests/test_ptx.py checks the same
+    claims with the ptxas of the nvJitLink wheel on a CPU."""
+    if step.unavailable():
+        pytest.skip(step.unavailable())
+    from helpers import COMPARE, parse_expectation
+
+    kernels = step.kernels()
+    failures = []
+    for label, wanted in step.module.PTXAS_EXPECT.items():
+        dispatcher, signature = kernels[label]
+        dispatcher.compile(signature)
+        measured = {"registers": dispatcher.get_regs_per_thread(signature),
+                    "spill_bytes": dispatcher.get_local_mem_per_thread(signature)}
+        for key, spec in wanted.items():
+            op, value = parse_expectation(spec)
+            if not COMPARE[op](measured[key], value):
+                failures.append(f"{label}: {key} is {measured[key]} on this GPU, expected {op} {value}")
+    assert not failures, "\n".join(failures)

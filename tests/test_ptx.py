@@ -17,13 +17,11 @@ Values: an int (exactly), or a string ``"==N"``, ``">=N"``, ``"<=N"``, ``">N"``,
 
 from __future__ import annotations
 
-import operator
-import re
-
 import pytest
 
 import gemm_steps
-from gemm_steps.harness.ptx import PTXUnavailable, ptx_stats, report_in_subprocess
+from helpers import COMPARE as _COMPARE, parse_expectation
+from gemm_steps.harness.ptx import PTXUnavailable, ptx_stats, report_in_subprocess, wgmma_fence_violations
 
 STEPS = gemm_steps.steps()
 
@@ -97,19 +95,6 @@ def test_report_in_subprocess_runs_the_package_entry_point():
 
 #: The keys a PTX_EXPECT may use: every count of ptx_stats.
 KNOWN = set(ptx_stats("\tret;\n")) - {"opcodes"}
-_COMPARE = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-
-
-def parse_expectation(spec) -> tuple[str, int]:
-    """``3`` → ("==", 3); ``">=1"`` → (">=", 1)."""
-    if isinstance(spec, bool) or not isinstance(spec, (int, str)):
-        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
-    if isinstance(spec, int):
-        return "==", spec
-    match = re.fullmatch(r"\s*(==|>=|<=|>|<)\s*(\d+)\s*", spec)
-    if not match:
-        raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
-    return match.group(1), int(match.group(2))
 
 
 @pytest.mark.parametrize("step", STEP_PARAMS)
@@ -128,6 +113,36 @@ def test_ptx_expectations(ptx, step):
             elif not _COMPARE[op](stats[key], value):
                 failures.append(f"{label}: {key} is {stats[key]}, expected {op} {value}")
     assert not failures, f"{step.name}.PTX_EXPECT not met:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("step", STEP_PARAMS)
+def test_ptxas_expectations(ptx, step):
+    """The step's ``PTXAS_EXPECT`` claims about what ``ptxas`` makes of its PTX (registers, spill bytes), checked on
+    the ``ptxas`` inside the nvJitLink wheel for sm_90a; a claim whose assembler did not answer fails."""
+    expect = getattr(step.module, "PTXAS_EXPECT", {})
+    unknown = set(expect) - set(step.kernels())
+    assert not unknown, f"{step.name}.PTXAS_EXPECT names kernels it does not have: {sorted(unknown)}"
+    failures = []
+    for label, wanted in expect.items():
+        info = _stats(ptx, step, label).get("ptxas") or {}
+        for key, spec in wanted.items():
+            op, value = parse_expectation(spec)
+            if info.get(key) is None:
+                failures.append(f"{label}: ptxas reported no {key!r} ({info or 'nvJitLink did not assemble it'})")
+            elif not _COMPARE[op](info[key], value):
+                failures.append(f"{label}: {key} is {info[key]} ({info['ptxas']}), expected {op} {value}")
+    assert not failures, f"{step.name}.PTXAS_EXPECT not met:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("entry", ALL_KERNELS)
+def test_no_wgmma_operand_is_written_after_its_fence(ptx, entry):
+    """The PTX ISA: registers a ``wgmma`` reads (A fragments, accumulators) are written before ``wgmma.fence``,
+    never between it and the ``wgmma``."""
+    step, label = entry
+    stats = _stats(ptx, step, label)
+    assert stats["wgmma.written_after_fence"] == 0, (
+        f"{label}: {stats['wgmma.written_after_fence']} wgmma operand registers written after wgmma.fence "
+        "(hand the fragments over with operand_bits before warpgroup_fence())")
 
 
 # -- the counter itself, on PTX written by hand (no compiler needed) ----------------------------------------------
@@ -179,3 +194,32 @@ def test_parse_expectation(spec, parsed):
 def test_parse_expectation_rejects_nonsense(spec):
     with pytest.raises(ValueError):
         parse_expectation(spec)
+
+
+FENCED_PTX = """
+\tmov.b32 \t%r1, %f1;
+\twgmma.fence.sync.aligned;
+\tshl.b64 \t%rd2, %rd1, 4;
+{WRITE}
+\t{{
+\t.reg .pred p;
+\tsetp.ne.b32 p, %r9, 0;
+\twgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {{%f10, %f11, %f12, %f13, %f14, %f15, %f16, %f17}}, {{%r1, %r2, %r3, %r4}}, %rd2, p, 1, 1;
+\t}}
+\twgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {{%f10, %f11, %f12, %f13, %f14, %f15, %f16, %f17}}, {{%r1, %r2, %r3, %r4}}, %rd2, p, 1, 1;
+\twgmma.commit_group.sync.aligned;
+{AFTER}
+"""
+
+
+@pytest.mark.parametrize("write,after,found", [
+    ("", "", []),
+    ("\tmov.b32 \t%r3, %f2;", "", [(5, "%r3")]),  # an A fragment written after the fence (step 14's bug)
+    ("\tmov.f32 \t%f12, 0f00000000;", "", [(5, "%f12")]),  # an accumulator
+    ("\tld.shared.v4.f32 \t{%f20, %r4, %f22, %f23}, [%r1];", "", [(5, "%r4")]),  # a vector load's destination
+    ("\tst.shared.f32 \t[%r3], %f2;", "", []),  # a store reads its registers
+    ("", "\twgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%f10}, {%r1, %r2, %r3, %r4}, %rd2, p, 1, 1;",
+     [(13, "no wgmma.fence")]),  # a wgmma after the commit, with no fence of its own
+])
+def test_wgmma_fence_violations_finds_writes_between_the_fence_and_the_wgmma(write, after, found):
+    assert wgmma_fence_violations(FENCED_PTX.format(WRITE=write, AFTER=after)) == found

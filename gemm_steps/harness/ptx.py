@@ -46,6 +46,9 @@ key                      what it counts
 ``cp.async.wait_group`` / ``cp.async.commit_group``  the copy pipeline's waits and group boundaries
 ``wgmma.mma_async.tf32``  warpgroup products of a 64×8 by 8×N TF32 tile, any N (``wgmma.mma_async…m64nNk8…``) → ``HGMMA``
 ``wgmma.fence`` / ``wgmma.commit_group`` / ``wgmma.wait_group``  the ``wgmma`` ordering fence, group ends and waits
+``wgmma.written_after_fence``  operand registers of a ``wgmma`` (its A fragments, its accumulators) written between the
+                         ``wgmma.fence`` before it and it, which the PTX ISA forbids (:func:`wgmma_fence_violations`);
+                         a ``wgmma`` with no fence since the last ``commit_group`` counts too
 ``ld.local``/``st.local``  loads/stores to thread-local memory (spills or local arrays the compiler kept in memory)
 ``local_decls``          ``.local`` variable declarations (a local array kept in memory)
 ``local``                ``ld.local + st.local + local_decls``: 0 means everything lives in registers
@@ -53,9 +56,11 @@ key                      what it counts
 ``opcodes``              every opcode with its count, for anything not listed here
 =======================  =========================================================================================
 
-Local memory here means what the *PTX* asks for; ``ptxas`` can still spill registers when it allocates them
-(``-v`` reports that), which a GPU run of ``compute-sanitizer`` or Nsight Compute shows. PTX is the level Numba
-controls and the level where a local array that failed to become registers appears.
+Local memory here means what the *PTX* asks for: PTX is the level Numba controls and the level where a local array
+that failed to become registers appears. ``ptxas`` can still spill registers when it allocates them;
+:func:`ptxas_info` asks the ``ptxas`` inside the nvJitLink wheel (no GPU needed) for the registers and spill bytes,
+and says which version answered. A step states those with ``PTXAS_EXPECT`` (tests/test_ptx.py checks them on the
+CPU, tests/test_gpu.py on the driver's own compile).
 """
 
 from __future__ import annotations
@@ -93,6 +98,46 @@ def _count(opcodes: Counter, pattern: str) -> int:
     return sum(n for op, n in opcodes.items() if regex.fullmatch(op))
 
 
+_WGMMA = re.compile(r"^\s*(?:@!?%\w+\s+)?wgmma\.mma_async\S*\s+\{([^}]*)\}\s*,\s*(?:\{([^}]*)\})?")
+_NO_DESTINATION = re.compile(r"(?:st|bar|barrier|cp|fence|membar|bra|ret|wgmma|red|prefetch|trap|exit)\b")
+_REGISTER = re.compile(r"%\w+")
+
+
+def wgmma_fence_violations(ptx: str) -> list[tuple[int, str]]:
+    """``(line, register)`` for each operand register of a ``wgmma.mma_async`` — its accumulators, and its A
+    fragments when A comes from registers — that an instruction writes between the ``wgmma.fence`` before it and
+    it. The PTX ISA requires the fence to come *after* every write to those registers (other ``wgmma`` accumulating
+    into the same registers excepted). A ``wgmma`` with no fence since the last ``wgmma.commit_group`` is reported
+    as ``(line, "no wgmma.fence")``. Reads the kernel as straight-line text, as the unrolled k-loop body is."""
+    violations: list[tuple[int, str]] = []
+    fenced, written = False, {}
+    for number, line in enumerate(ptx.splitlines(), 1):
+        code = line.split("//", 1)[0].strip()
+        if not code or code in "{}" or code.startswith(".") or code.endswith(":"):
+            continue
+        body = re.sub(r"^@!?%\w+\s+", "", code)
+        if body.startswith("wgmma.fence"):
+            fenced, written = True, {}
+            continue
+        if body.startswith("wgmma.commit_group"):
+            fenced = False
+            continue
+        wgmma = _WGMMA.match(code)
+        if wgmma:
+            if not fenced:
+                violations.append((number, "no wgmma.fence"))
+            operands = _REGISTER.findall(wgmma.group(1)) + _REGISTER.findall(wgmma.group(2) or "")
+            violations += [(written[r], r) for r in operands if r in written and (written[r], r) not in violations]
+            continue
+        if fenced and not _NO_DESTINATION.match(body):
+            parts = body.split(None, 1)
+            if len(parts) == 2:
+                destination = parts[1].split("}", 1)[0] if parts[1].startswith("{") else parts[1].split(",", 1)[0]
+                for register in _REGISTER.findall(destination):
+                    written[register] = number
+    return violations
+
+
 def ptx_stats(ptx: str) -> dict[str, Any]:
     """Counts of the instructions the course cares about in one kernel's PTX (see the module docstring)."""
     ops = _opcodes(ptx)
@@ -121,6 +166,7 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "wgmma.fence": ops["wgmma.fence.sync.aligned"],
         "wgmma.commit_group": ops["wgmma.commit_group.sync.aligned"],
         "wgmma.wait_group": ops["wgmma.wait_group.sync.aligned"],
+        "wgmma.written_after_fence": len(wgmma_fence_violations(ptx)),
         "cp.async.wait_group": ops["cp.async.wait_group"],
         "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
@@ -212,12 +258,17 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
 
 def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
     """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, and its
-    version: ``{"registers", "spill_bytes", "ptxas"}``; ``{}`` where nvJitLink is missing or fails. No GPU needed."""
+    version: ``{"registers", "spill_bytes", "ptxas"}``; ``{}`` where nvJitLink is missing or fails. No GPU needed.
+
+    For compute capability 9.0 it assembles for ``sm_90a``, the target a kernel runs as on an H100/H200 (``wgmma``
+    exists only there), whatever target the PTX names."""
     try:
         from cuda.bindings import nvjitlink
     except ImportError:
         return {}
-    options = [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"]
+    arch = f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
+    ptx = re.sub(r"^\.target\s+sm_\w+", f".target {arch}", ptx, count=1, flags=re.MULTILINE)
+    options = [f"-arch={arch}", "-verbose"]
     handle = nvjitlink.create(len(options), options)
     try:
         data = ptx.encode()

@@ -15,6 +15,8 @@ function                                    PTX                                 
 ``warpgroup_wait_all(acc)``                 ``wgmma.wait_group.sync.aligned 0``                              ``WARPGROUP.DEPBAR``
 ``fence_proxy_async()``                     ``fence.proxy.async.shared::cta``                                ``FENCE``
 ``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
+``align_shared(s, bytes)``                  ``s[j:]`` for the first ``j`` whose shared address is a multiple of ``bytes``  —
+``operand_bits(x)``                         ``mov.b32`` (volatile): a float's bits in a 32-bit register, for wgmma  ``MOV``
 ``matrix_descriptor(addr, lbo, sbo)``       plain integer arithmetic: the 64-bit shared-memory matrix descriptor
 ``swizzled_descriptor(addr)``               the same for the 128-byte swizzle layout (``swizzled_offset``: where a chunk lies)
 ``zero_accumulators(n)``, ``add_accumulators(x, y)``  a tuple of n float32 zeros; x + y element by element (``add.f32``)
@@ -44,7 +46,16 @@ landed. ``accumulate`` = 0 starts it afresh (the instruction's ``scale-d`` false
 **Rules the kernel must keep** (the PTX ISA's, and one we measured):
 
 * ``warpgroup_fence()`` between writing registers a ``wgmma`` reads (its A fragments, the accumulator) and the
-  ``wgmma``;
+  ``wgmma`` — and *no* write to them after the fence. A float handed to ``wgmma_tf32`` needs a ``mov.b32`` into an
+  integer register, which the compiler is free to place after the fence (step 14's did: the PTX ISA forbids
+  it). So a kernel turns its fragments into bits with ``operand_bits`` *before* ``warpgroup_fence()``: that
+  ``mov`` is a volatile instruction, kept in program order with the fence. :func:`gemm_steps.harness.ptx.\
+  wgmma_fence_violations` checks every kernel's PTX for such writes;
+* a swizzled tile starts at a **1,024-byte-aligned** shared address: the hardware XORs address bits 4–6 with bits
+  7–9, so the pattern repeats every 1,024 bytes *of address*, not of offset into an array. Numba declares the
+  dynamic shared array ``.align 16``, and any static shared array (an ``mbarrier``, say) is placed before it and moves
+  it (0x400 → 0x410 for one 8-byte array). ``align_shared(tiles, 1024)`` takes the view of ``tiles`` that starts
+  at the first aligned address; the kernel allocates 1,024 bytes of slack for it;
 * ``fence_proxy_async()`` after ordinary stores to shared memory that a ``wgmma`` will read (``cp.async`` copies
   included), before the barrier that makes them visible;
 * the A fragment registers must not change until a wait has retired the ``wgmma`` reading them — and ptxas does
@@ -60,7 +71,9 @@ their fragments and accumulators, the last to arrive assembles A from the fragme
 through the descriptor (``shared_address`` is the byte offset into the array there), computes the product once in
 float64 and hands every thread its values back. The fences, the commit and the wait are no-ops: the twin's product
 is done when it returns. Kernels pass the shared array ``s`` to ``wgmma_tf32`` for the twin's sake; on a GPU the
-argument is unused. Like the mma twin, the twin rounds once per product where the hardware truncates its running
+argument is unused. The twin models shared addresses as the hardware has them: an array starts at
+``simulated_shared_base()`` (0x400 unless a test moves it, as static shared memory would on a GPU), so a swizzled
+tile that is not 1,024-byte aligned is read wrong there too. Like the mma twin, the twin rounds once per product where the hardware truncates its running
 sum (lesson 13): it checks layouts and descriptors, not the hardware's rounding.
 
 Needs compute capability 9.0 (``sm_90a``): numba-cuda 0.30 compiles for ``sm_90a`` on an H100/H200.
@@ -71,17 +84,50 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import cuda, uint64
+from numba import cuda, uint32, uint64
 
 from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
-           "shared_address", "matrix_descriptor", "swizzled_descriptor", "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
-           "wgmma_tf32_reference"]
+           "shared_address", "align_shared", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
+           "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
+           "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base"]
 
 #: Threads in a warpgroup: four warps.
 WARPGROUP_THREADS = 128
+
+#: Where a 128-byte-swizzled tile must start: the swizzle pattern repeats every 8 rows of 128 bytes of *address*.
+SWIZZLE_ALIGN = 1024
+
+#: Where the simulator's twins place a shared array's first byte (:func:`simulated_shared_base`). On an H100 the
+#: dynamic shared array of a kernel with no static shared memory starts at 0x400, after 1 KB the system reserves.
+_simulated_base = [0x400]
+
+
+class simulated_shared_base:
+    """The shared address at which the simulator's twins place every shared array: ``simulated_shared_base()`` reads
+    it; ``with simulated_shared_base(0x410): …`` moves it for a block of code (as an 8-byte static array before the
+    dynamic one moves it on a GPU) and puts it back after."""
+
+    def __init__(self, base: int | None = None):
+        self._base = base
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = _simulated_base[0]
+        _simulated_base[0] = int(self._base)
+        return self
+
+    def __exit__(self, *exc):
+        _simulated_base[0] = self._saved
+        return False
+
+    def __int__(self) -> int:
+        return _simulated_base[0]
+
+    def __index__(self) -> int:
+        return _simulated_base[0]
 
 
 @cuda.jit(device=True, inline=True)
@@ -110,6 +156,15 @@ def swizzled_offset(row, chunk):
     floats from the tile's start: row·32 + (chunk XOR row % 8)·4 — what the tensor core reads through
     :func:`swizzled_descriptor`."""
     return row * 32 + (chunk ^ (row % 8)) * 4
+
+
+@cuda.jit(device=True, inline=True)
+def align_shared(array, alignment):
+    """The view of shared ``array`` that starts at its first element whose shared address is a multiple of
+    ``alignment`` bytes (a power of two): ``array[j:]``, j < alignment / itemsize. Leave that much slack."""
+    address = shared_address(array, 0)
+    skip = (uint32(alignment) - address % uint32(alignment)) % uint32(alignment)
+    return array[skip // uint32(array.itemsize):]
 
 
 def operand_byte(n, k, descriptor: int):
@@ -167,10 +222,22 @@ if SIMULATOR:
     def fence_proxy_async():
         """Make shared-memory stores visible to the tensor core's reads (simulator: they are)."""
 
+    def _element_offset(array) -> int:
+        """Where ``array`` (a shared array, or a view of one) starts in the buffer it views, in elements."""
+        buffer = np.asarray(array)
+        while isinstance(buffer.base, np.ndarray):
+            buffer = buffer.base
+        return (np.asarray(array).__array_interface__["data"][0] - buffer.__array_interface__["data"][0]) // 4
+
     def shared_address(array, index):
-        """The byte offset of ``array[index]`` (simulator: the descriptor's addresses are offsets into the one
-        shared array the kernel passes to ``wgmma_tf32``)."""
-        return np.uint32(int(index) * 4)
+        """The shared address of ``array[index]`` (simulator: the array's buffer starts at
+        ``simulated_shared_base()``; the descriptors' addresses index into the array the kernel passes to
+        ``wgmma_tf32``)."""
+        return np.uint32(_simulated_base[0] + (_element_offset(array) + int(index)) * 4)
+
+    def operand_bits(x):
+        """The bits of float32 ``x`` as a uint32, for a ``wgmma`` operand register (simulator: a NumPy view)."""
+        return np.float32(x).view(np.uint32)
 
     def zero_accumulators(count):
         """A tuple of ``count`` float32 zeros."""
@@ -181,11 +248,15 @@ if SIMULATOR:
         return tuple(np.float32(p + q) for p, q in zip(x, y))
 
     def _warpgroup_product(slots) -> list:
-        fragments = np.array([slot[0] for slot in slots], dtype=np.float32)  # 128 × 4
+        fragments = np.array([[np.asarray(x).view(np.float32) if np.asarray(x).dtype == np.uint32 else x
+                               for x in slot[0]] for slot in slots], dtype=np.float32)  # 128 × 4, bits or floats
         shared, descriptor, accumulate = slots[0][1], int(slots[0][2]), slots[0][4]
         count = len(slots[0][3])
         byte = operand_byte(np.arange(2 * count)[:, None], np.arange(8)[None, :], descriptor)  # N × 8
-        b = np.asarray(shared)[byte // 4].astype(np.float32).T  # 8 × N
+        start = int(shared_address(shared, 0))  # the array's first byte, as the descriptor's address counts
+        if (byte < start).any() or ((byte - start) // 4 >= np.asarray(shared).size).any():
+            raise IndexError("wgmma_tf32: the descriptor points outside the shared array passed to it")
+        b = np.asarray(shared)[(byte - start) // 4].astype(np.float32).T  # 8 × N
         product = wgmma_tf32_reference(fragments, b)
         rows, cols = _accumulator_positions(count)
         if accumulate:
@@ -261,10 +332,12 @@ else:
 
     @intrinsic
     def wgmma_tf32(typingctx, shared, a0, a1, a2, a3, descriptor, acc, accumulate):
-        """``wgmma.mma_async.sync.aligned.m64n<N>k8.f32.tf32.tf32`` with A from registers, B through ``descriptor``,
-        N = 2 · len(acc); ``accumulate`` 0: acc = A·B. ``shared`` is unused here (the simulator's twin reads it)."""
+        """``wgmma.mma_async.sync.aligned.m64n<N>k8.f32.tf32.tf32`` with A from registers (four float32, or their
+        ``operand_bits``), B through ``descriptor``, N = 2 · len(acc); ``accumulate`` 0: acc = A·B. ``shared`` is
+        unused here (the simulator's twin reads it)."""
         if not (_is_accumulator(acc) and isinstance(descriptor, types.Integer) and isinstance(accumulate, types.Integer)
-                and all(isinstance(x, types.Float) for x in (a0, a1, a2, a3))):
+                and (all(isinstance(x, types.Float) for x in (a0, a1, a2, a3))
+                     or all(isinstance(x, types.Integer) and x.bitwidth == 32 for x in (a0, a1, a2, a3)))):
             return None
         count = acc.count
         registers = ", ".join(f"${i}" for i in range(count))
@@ -274,7 +347,9 @@ else:
 
         def codegen(context, builder, sig, args):
             _, call = _tied_asm(text, count, [_I32] * 4 + [_I64, _I32], "r,r,r,r,l,r")
-            bits = [builder.bitcast(context.cast(builder, v, t, types.float32), _I32)
+            # Fragments as bits (operand_bits: already in integer registers) or as floats (bitcast here, which the
+            # compiler may place after the fence: prefer operand_bits before warpgroup_fence()).
+            bits = [v if isinstance(t, types.Integer) else builder.bitcast(context.cast(builder, v, t, types.float32), _I32)
                     for v, t in zip(args[1:5], sig.args[1:5])]
             descriptor_value = context.cast(builder, args[5], sig.args[5], types.uint64)
             flag = context.cast(builder, args[7], sig.args[7], types.int32)
@@ -282,6 +357,20 @@ else:
             return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
 
         return acc(shared, a0, a1, a2, a3, descriptor, acc, accumulate), codegen
+
+    @intrinsic
+    def operand_bits(typingctx, x):
+        """``mov.b32 r, f`` as a volatile instruction: float32 ``x``'s bits in a 32-bit register, written where the
+        kernel says (before ``wgmma.fence``), not where the compiler would sink a plain bitcast (after it)."""
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            move = ir.InlineAsm(ir.FunctionType(_I32, [_F32]), "mov.b32 $0, $1;", "=r,f", side_effect=True)
+            return builder.call(move, [value])
+
+        return types.uint32(x), codegen
 
     @intrinsic
     def shared_address(typingctx, array, index):
