@@ -17,14 +17,19 @@ from types import SimpleNamespace
 
 def candidates(gemm_steps, gemm_steps_old, names, labels) -> list:
     """Each step twice, old then new, named ``"<step> (<label>)"``; both must use the same tiles."""
+    from gemm_steps.harness.verify import arithmetic_of
+
     found = []
     for name in names:
         new, old = gemm_steps.get_step(name), gemm_steps_old.get_step(name)
         tiles = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N")
         if any(new.config.get(t) != old.config.get(t) for t in tiles):
             raise SystemExit(f"{name}: old and new use different tiles ({old.config} vs {new.config})")
-        found += [SimpleNamespace(name=f"{name} ({labels[0]})", number=new.number, launch=old.launch, config=old.config),
-                  SimpleNamespace(name=f"{name} ({labels[1]})", number=new.number, launch=new.launch, config=new.config)]
+        arithmetic = arithmetic_of(new)  # judged by its own tolerance (a TF32 step by TF32's)
+        found += [SimpleNamespace(name=f"{name} ({labels[0]})", number=new.number, launch=old.launch, config=old.config,
+                                  arithmetic=arithmetic),
+                  SimpleNamespace(name=f"{name} ({labels[1]})", number=new.number, launch=new.launch, config=new.config,
+                                  arithmetic=arithmetic)]
     return found
 
 

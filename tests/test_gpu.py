@@ -233,9 +233,8 @@ def test_ptxas_claims_hold_for_the_drivers_compile(step):
     failures = []
     for label, wanted in step.module.PTXAS_EXPECT.items():
         dispatcher, signature = kernels[label]
-        dispatcher.compile(signature)
-        measured = {"registers": dispatcher.get_regs_per_thread(signature),
-                    "spill_bytes": dispatcher.get_local_mem_per_thread(signature)}
+        compiled = dispatcher.compile(signature)
+        measured = {"registers": compiled.regs_per_thread, "spill_bytes": compiled.local_mem_per_thread}
         for key, spec in wanted.items():
             op, value = parse_expectation(spec)
             if not COMPARE[op](measured[key], value):

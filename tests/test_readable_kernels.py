@@ -280,3 +280,44 @@ def test_untiled_steps_run_their_kernel_as_written(step):
     for label, (dispatcher, _) in step.kernels().items():
         assert inspect.getsource(dispatcher.py_func).strip() in step.source(), f"{label} is not in step.source()"
         assert dispatcher.py_func in step.kernel_functions(), f"{label} is missing from kernel_functions()"
+
+
+# -- claims of sameness between steps -----------------------------------------------------------------------------
+
+def k_loop(function) -> ast.For:
+    """The ``for k_tile in range(…)`` loop of a kernel (its double-buffered main loop)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+             and node.target.id == "k_tile"]
+    assert len(loops) == 1, f"{function.__name__}: expected one k_tile loop, found {len(loops)}"
+    return loops[0]
+
+
+def test_step_10s_k_loop_is_step_9s_unchanged():
+    """persistent.py says "Step 9's double-buffered k-loop, unchanged." over its copy of it: the two loops are the
+    same code (the AST, so comments and line breaks may differ)."""
+    from gemm_steps.steps import persistent, warp_tiling
+
+    assert "Step 9's double-buffered k-loop, unchanged." in inspect.getsource(persistent.persistent_kernel)
+    assert ast.dump(k_loop(persistent.persistent_kernel)) == ast.dump(k_loop(warp_tiling.warp_tiling_kernel)), (
+        "step 10's k-loop differs from step 9's: change the comment in persistent.py or the loop")
+
+
+def test_step_11s_k_loop_is_step_9s_over_its_own_k_range():
+    """stream_k.py says its k-loop is step 9's over k-tiles k_first … k_first + k_count − 1: the same code once its
+    loop bound (k_count) and first k (k_first) are read as step 9's (k_tiles, 0)."""
+    from gemm_steps.steps import stream_k, warp_tiling
+
+    class AsStepNine(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Name({"k_count": "k_tiles"}.get(node.id, node.id), node.ctx), node)
+
+        def visit_BinOp(self, node):  # (k_first + k_tile) → k_tile
+            node = self.generic_visit(node)
+            if (isinstance(node.op, ast.Add) and isinstance(node.left, ast.Name) and node.left.id == "k_first"):
+                return node.right
+            return node
+
+    ours = ast.fix_missing_locations(AsStepNine().visit(k_loop(stream_k.stream_k_kernel)))
+    assert ast.dump(ours) == ast.dump(k_loop(warp_tiling.warp_tiling_kernel)), (
+        "step 11's k-loop is not step 9's over its own k-range: change the comment in stream_k.py or the loop")

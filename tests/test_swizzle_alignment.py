@@ -3,11 +3,11 @@
 The hardware XORs shared-address bits 4–6 with bits 7–9, so a swizzled tile is read as written only if it starts at
 a multiple of 1,024 bytes *of address*. Numba declares the dynamic shared array ``.align 16``; it lands at 0x400 only
 while no static shared memory comes before it, and one 8-byte static array (an mbarrier) moves it to 0x410. Steps
-14–15 therefore take their tiles through ``align_shared(tiles, SWIZZLE_ALIGN)``.
+14–15 therefore take their tiles from ``tiles[first_aligned(tiles, SWIZZLE_ALIGN):]``.
 
 Each test runs the step with static shared memory before its tiles — on a GPU, a real 8-byte static array, added
 through the build's ``overrides``; on the simulator, whose twins model shared addresses, the array moved to 0x410 —
-and checks the product; and the same with ``align_shared`` replaced by one that does not align, which must be wrong
+and checks the product; and the same with ``first_aligned`` replaced by one that does not align, which must be wrong
 (it is what the steps did before: the failing-before case, kept so that the test can fail).
 """
 
@@ -20,7 +20,7 @@ from numba import cuda, uint32, uint64
 import gemm_steps  # noqa: F401  (GPU or simulator first)
 from gemm_steps.steps import warpgroup_mma, warpgroup_tf32
 from gemm_steps.toolkit.backend import SIMULATOR
-from gemm_steps.toolkit.warpgroup_ops import align_shared, shared_address, simulated_shared_base
+from gemm_steps.toolkit.warpgroup_ops import first_aligned, shared_address, simulated_shared_base
 
 #: An 8-byte static shared array, like an mbarrier, placed before the dynamic one (the base is 0x410 then).
 MOVED_BASE = 0x410
@@ -31,7 +31,7 @@ def aligned_after_static_shared(array, alignment):
     barrier = cuda.shared.array(1, uint64)  # 8 bytes of static shared memory: the dynamic array moves past them
     if shared_address(barrier, 0) == uint32(0xFFFFFFFF):  # never true; keeps the array from being optimised away
         barrier[0] = uint64(0)
-    return align_shared(array, alignment)
+    return first_aligned(array, alignment)
 
 
 @cuda.jit(device=True)
@@ -39,7 +39,7 @@ def unaligned_after_static_shared(array, alignment):
     barrier = cuda.shared.array(1, uint64)
     if shared_address(barrier, 0) == uint32(0xFFFFFFFF):
         barrier[0] = uint64(0)
-    return array  # what steps 14-15 did before: the tiles wherever the array starts
+    return uint32(0)  # what steps 14-15 did before: the tiles wherever the array starts
 
 
 def _wgmma_gpu() -> bool:
@@ -52,7 +52,7 @@ def _error_with_static_shared(step, align) -> float:
     rng = np.random.default_rng(m + n + k)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    kernels = step.build(config, {"align_shared": align})
+    kernels = step.build(config, {"first_aligned": align})
     c = cuda.to_device(np.full((m, n), np.nan, np.float32))
     with simulated_shared_base(MOVED_BASE):
         kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
@@ -87,7 +87,7 @@ def test_the_simulated_base_moves_shared_addresses_and_comes_back():
     def address_of(out):
         tiles = cuda.shared.array(64, np.float32)
         out[0] = shared_address(tiles, 0)
-        out[1] = shared_address(align_shared(tiles, 64), 0)
+        out[1] = shared_address(tiles, first_aligned(tiles, 64))
 
     if not SIMULATOR:
         pytest.skip("the simulator's model of shared addresses")

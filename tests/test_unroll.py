@@ -247,12 +247,14 @@ SMALL = TileConfig(BLOCK_M=32, BLOCK_N=32, BLOCK_K=8, THREAD_M=4, THREAD_N=4)
 
 
 def unexpanded(function):
-    """A kernel generator that returns the kernel *as written*, only renamed: unroll loops stay ``range`` loops,
-    register tiles stay lists, ``if EDGE:`` is decided at run time from the constant."""
+    """A kernel generator that returns the kernel *as written*, only renamed (and its compile-time parameters read as
+    the globals they are given as): unroll loops stay ``range`` loops, register tiles stay lists, ``if EDGE:`` is
+    decided at run time from the constant."""
     def generate(constants: dict) -> str:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
         tree.body[0].name = constants["KERNEL_NAME"]
         tree.body[0].decorator_list = []
+        tree.body[0].args.kwonlyargs, tree.body[0].args.kw_defaults = [], []
         return ast.unparse(tree) + "\n"
 
     generate.function = function  # the kernel's module globals (unroll, registers, load_float4…)

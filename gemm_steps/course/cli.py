@@ -455,7 +455,6 @@ def cmd_diff(args) -> int:
 def cmd_explain(args) -> int:
     """What ``matmul`` would run for an M×N×K product, and why: the dispatch rule, the measured shape it rests on,
     and the chosen step's tiles and waves on this GPU."""
-    import gemm_steps
     from gemm_steps.harness import dispatch
     from gemm_steps.toolkit.kernel_tools import ceil_div
     from gemm_steps.toolkit.tiles import stream_k_split

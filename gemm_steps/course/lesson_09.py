@@ -636,7 +636,7 @@ def jit_against_ptxas(sass: dict) -> str:
         return ""
     here = {label: sass["kernels"][label]["registers"] for label in ran}
     same = ran == here
-    return (f"Registers: the driver's JIT on the H200 host (the Nsight Compute table) gave "
+    return ("Registers: the driver's JIT on the H200 host (the Nsight Compute table) gave "
             + " and ".join(f"{ran[k]}" for k in ran) + f", `{sass['tools']['ptxas']}` here "
             + " and ".join(f"{here[k]}" for k in ran) + (": the same counts." if same else
                                                           ": different counts, from different compilers."))

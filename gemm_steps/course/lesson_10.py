@@ -31,6 +31,9 @@ from gemm_steps.toolkit import tuned
 
 from . import profiles
 from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
+
+#: Re-exported: the lessons call lesson_10.compile_with_registers (its home is .compiled).
+__all__ = ["compile_with_registers"]
 from .display import MarkdownTable, as_step
 from .timings import datasheet_bandwidth_tbs, load_shipped, shown_path, size_label
 

@@ -23,7 +23,6 @@ import numpy as np
 from gemm_steps.toolkit.tiles import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, TileConfig, stream_k_split
 
 from . import compiled as _compiled
-from .display import say
 from .timings import load_shipped, size_label
 
 

@@ -16,6 +16,7 @@ cuBLAS on the TF32 tensor cores (``"cublas_tf32"``) is timed beside it, for the 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -185,7 +186,7 @@ def run_benchmark(
             if configs.get(name):
                 rec["config"] = configs[name]
             try:
-                timing = timer.time(lambda: launch(a_dev, b_dev, c_dev, stream),
+                timing = timer.time(functools.partial(launch, a_dev, b_dev, c_dev, stream),
                                     warmup=warmup, repeats=repeats, max_seconds=max_seconds, c=c_dev)
             except Exception as exc:  # a failing step is recorded, never hidden
                 rec["error"] = f"{type(exc).__name__}: {exc}"

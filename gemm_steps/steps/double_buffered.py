@@ -26,7 +26,9 @@ TITLE = "Double buffering: load the next tile while computing this one"
 SUMMARY = "Two shared-memory stages: global loads for tile t+1 overlap the FMAs of tile t; one barrier per tile."
 
 
-def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                           BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, THREADS_N, A_LOADS, B_LOADS,
+                           A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, DYNAMIC_SHARED, B_BASE, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

@@ -26,7 +26,10 @@ TITLE = "Persistent: one resident wave of blocks loops over L2-grouped tiles"
 SUMMARY = "Launch SMs × occupancy blocks that grid-stride over tiles in grouped (swizzled) order for L2 reuse."
 
 
-def persistent_kernel(a, b, c, m, n, k, tile_rows, tile_cols):
+def persistent_kernel(a, b, c, m, n, k, tile_rows, tile_cols, *,
+                      BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N,
+                      LANES_N, GROUP_M, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_CHUNK_STRIDE,
+                      B_CHUNK_STRIDE, DYNAMIC_SHARED, B_BASE, EDGE):
     """The tile_rows × tile_cols BLOCK_M×BLOCK_N tiles of C = A·B, looping over them; a, b, c are flat row-major
     float32 arrays."""
     if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
@@ -72,19 +75,23 @@ def persistent_kernel(a, b, c, m, n, k, tile_rows, tile_cols):
             k0 = uint32(k_tile) * BLOCK_K
             if k_tile < k_tiles:
                 for load in unroll(A_LOADS):
+                    row = block_row + a_row[load]
                     if EDGE:  # the guarded variant: scalar loads, zero outside A
+                        col = k0 + a_k[load]
                         for q in unroll(4):
-                            a_next[load][q] = load_or_zero(a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
+                            a_next[load][q] = load_or_zero(a, row, col + q, m, k)
                     else:
                         a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
-                            a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                            a, row * k + k0 + a_k[load])
                 for load in unroll(B_LOADS):
+                    row = k0 + b_k[load]
                     if EDGE:
+                        col = block_col + b_col[load]
                         for q in unroll(4):
-                            b_next[load][q] = load_or_zero(b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
+                            b_next[load][q] = load_or_zero(b, row, col + q, k, n)
                     else:
                         b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
-                            b, (k0 + b_k[load]) * n + block_col + b_col[load])
+                            b, row * n + block_col + b_col[load])
             if k_tile > 0:
                 stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
                 stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)

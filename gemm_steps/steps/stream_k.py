@@ -36,7 +36,10 @@ TITLE = "Stream-K: split the last wave's work by k-iterations"
 SUMMARY = "Whole waves run data-parallel; the leftover tiles' k-loops are split evenly over all blocks and fixed up."
 
 
-def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp_tiles, sk_tiles):
+def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp_tiles, sk_tiles, *,
+                    BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N,
+                    LANES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_CHUNK_STRIDE, B_CHUNK_STRIDE,
+                    DYNAMIC_SHARED, B_BASE, EDGE):
     """Tiles of C = A·B (tile_cols per row of tiles): dp_tiles whole tiles, then sk_tiles shared out by k-iterations
     over the grid. The guarded variant (EDGE) covers partial tiles too."""
     if DYNAMIC_SHARED:  # over 48 KB: one dynamic array, sized at launch; B's stages start at B_BASE
@@ -101,19 +104,23 @@ def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp
             k0 = uint32(k_first + k_tile) * BLOCK_K
             if k_tile < k_count:
                 for load in unroll(A_LOADS):
+                    row = block_row + a_row[load]
                     if EDGE:  # the guarded variant: scalar loads, zero outside A
+                        col = k0 + a_k[load]
                         for q in unroll(4):
-                            a_next[load][q] = load_or_zero(a, block_row + a_row[load], k0 + a_k[load] + q, m, k)
+                            a_next[load][q] = load_or_zero(a, row, col + q, m, k)
                     else:
                         a_next[load][0], a_next[load][1], a_next[load][2], a_next[load][3] = load_float4(
-                            a, (block_row + a_row[load]) * k + k0 + a_k[load])
+                            a, row * k + k0 + a_k[load])
                 for load in unroll(B_LOADS):
+                    row = k0 + b_k[load]
                     if EDGE:
+                        col = block_col + b_col[load]
                         for q in unroll(4):
-                            b_next[load][q] = load_or_zero(b, k0 + b_k[load], block_col + b_col[load] + q, k, n)
+                            b_next[load][q] = load_or_zero(b, row, col + q, k, n)
                     else:
                         b_next[load][0], b_next[load][1], b_next[load][2], b_next[load][3] = load_float4(
-                            b, (k0 + b_k[load]) * n + block_col + b_col[load])
+                            b, row * n + block_col + b_col[load])
             if k_tile > 0:
                 stage_a = uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_M)
                 stage_b = B_BASE + uint32((k_tile - 1) % 2) * (BLOCK_K * BLOCK_N)

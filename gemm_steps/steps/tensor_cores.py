@@ -51,7 +51,10 @@ SUMMARY = "Each warp multiplies 16×8 by 8×8 tiles with one tensor-core instruc
 ARITHMETIC = "tf32"  # inputs rounded to TF32: verify uses harness.verify.tf32_tolerance
 
 
-def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                       BLOCK_M, BLOCK_N, BLOCK_K, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N, MMA_TILES_M,
+                       MMA_TILES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_STRIDE, B_STRIDE,
+                       STAGES, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B on the tensor cores; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

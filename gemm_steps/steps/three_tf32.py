@@ -41,7 +41,10 @@ SUMMARY = "Split each operand into big + small TF32 parts; small·big + big·sma
 ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
 
 
-def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                      BLOCK_M, BLOCK_N, BLOCK_K, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N, MMA_TILES_M, MMA_TILES_N,
+                      A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_STRIDE, B_STRIDE, STAGES,
+                      A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B, 3xTF32 on the tensor cores; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

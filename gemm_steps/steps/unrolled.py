@@ -27,7 +27,9 @@ TITLE = "Unrolled: compile-time loops, scalar registers, autotuned tiles"
 SUMMARY = "Unroll the k-loop and the register tile at compile time, so the FMA stream runs without loop overhead."
 
 
-def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                    BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, THREADS_N, A_LOADS, B_LOADS,
+                    A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

@@ -28,7 +28,9 @@ TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, flat arrays"
 SUMMARY = "Move 4 floats per load/store instruction with a small LLVM intrinsic; A transposed so its fragments load 4 at a time."
 
 
-def vectorized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def vectorized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                      BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, THREADS_N, A_LOADS, B_LOADS,
+                      A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays.
 
     Compile-time constants: the tile sizes (BLOCK_M…), A_LOADS/B_LOADS (128-bit loads per thread per tile),

@@ -54,7 +54,7 @@ from ..toolkit.tensor_core_ops import (below_tf32, copy_async_commit, copy_async
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
-from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, align_shared, fence_proxy_async, operand_bits,
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned, operand_bits,
                                      shared_address, swizzled_descriptor, swizzled_offset, warpgroup_commit,
                                      warpgroup_fence, warpgroup_wait_all, wgmma_tf32, zero_accumulators)
 
@@ -65,7 +65,10 @@ ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
 
-def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                         BLOCK_M, BLOCK_N, BLOCK_K, THREADS, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW,
+                         B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, LOAD_AHEAD, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE,
+                         SMALL_BASE, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B, computed as Cᵀ by 3xTF32 ``wgmma``; a, b, c flat row-major float32."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
@@ -75,7 +78,7 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     # The swizzled tiles must start at 1,024-byte-aligned addresses; the array is only 16-byte aligned (and
     # static shared memory before it would move it): start at its first aligned float (layout's slack).
-    tiles = align_shared(tiles, SWIZZLE_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
     warpgroup = tid // 128  # columns 64·warpgroup … of the tile: rows of its Cᵀ
@@ -180,7 +183,7 @@ def layout(config: TileConfig) -> dict:
     b_stage = config.BLOCK_K * b_stride
     return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
             "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": a_stage,
-            "B_STAGE_FLOATS": b_stage, "EXTRA_SHARED_FLOATS": 2 * a_stage + SWIZZLE_ALIGN // 4,  # + align_shared's slack
+            "B_STAGE_FLOATS": b_stage, "EXTRA_SHARED_FLOATS": 2 * a_stage + SWIZZLE_ALIGN // 4,  # + first_aligned's slack
             # every tile of A starts 1,024-byte aligned (the swizzle pattern repeats every 8 rows of 128 bytes):
             "SMALL_BASE": stages * (a_stage + b_stage)}  # B's stages are 128·(BLOCK_N + 8) bytes: a multiple of 1,024
 

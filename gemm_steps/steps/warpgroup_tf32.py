@@ -32,7 +32,7 @@ from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, cop
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
-from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, align_shared, fence_proxy_async, operand_bits, shared_address,
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, shared_address,
                                      swizzled_descriptor, swizzled_offset, warpgroup_commit, warpgroup_fence,
                                      warpgroup_wait_all, wgmma_tf32, zero_accumulators)
 
@@ -43,7 +43,10 @@ ARITHMETIC = "tf32"  # inputs rounded (B) or truncated (A) to TF32: verify uses 
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
 
-def warpgroup_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def warpgroup_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                          BLOCK_M, BLOCK_N, BLOCK_K, THREADS, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW,
+                          B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, LOAD_AHEAD, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE,
+                          EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B, computed as Cᵀ by TF32 ``wgmma``; a, b, c flat row-major float32."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
@@ -52,7 +55,7 @@ def warpgroup_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     # The swizzled tiles must start at 1,024-byte-aligned addresses; the array is only 16-byte aligned (and
     # static shared memory before it would move it): start at its first aligned float (layout's slack).
-    tiles = align_shared(tiles, SWIZZLE_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]
     m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
     warpgroup = tid // 128
@@ -129,7 +132,7 @@ def layout(config: TileConfig) -> dict:
     stages, b_stride = 4, config.BLOCK_N + 8
     return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
             "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * 32,
-            "B_STAGE_FLOATS": 32 * b_stride, "EXTRA_SHARED_FLOATS": SWIZZLE_ALIGN // 4}  # align_shared's slack
+            "B_STAGE_FLOATS": 32 * b_stride, "EXTRA_SHARED_FLOATS": SWIZZLE_ALIGN // 4}  # first_aligned's slack
 
 
 #: The fastest TF32 tile of experiments/wgmma_swapped.py on an H100: 256 rows (wgmma N = 256) × 2 warpgroups.

@@ -15,6 +15,12 @@ expanded, in ordinary Python, and this module expands it before Numba compiles:
 ``j = THREAD_N - 1 - jj if i % 2 else jj``  (inside an ``unroll`` loop)
     A name assigned a compile-time value inside an unrolled loop is a compile-time name for the rest of that copy.
 
+``def kernel(a, b, c, m, n, k, …, *, BLOCK_M, BLOCK_N, EDGE):``
+    The parameters after ``*`` are the kernel's **compile-time constants**, as Triton's ``tl.constexpr`` parameters
+    and CUTLASS's template parameters are: every constant a kernel reads is named in its signature, so a reader (and
+    a linter) finds each one there. The build gives their values (:func:`expand`'s ``constants``); the generated
+    kernel has only the run-time parameters.
+
 Compile-time values are the tile constants a kernel is built with (``BLOCK_M``, ``THREAD_N``…, passed to
 :func:`expand`), the ``unroll`` loop variables, and arithmetic on them, which is folded into one number
 (``kk * BLOCK_M + q`` → ``1040``). The tile constants themselves stay names in the generated code, where Numba
@@ -37,7 +43,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["unroll", "registers", "expand", "define", "cache_dir", "UnrollError"]
+__all__ = ["unroll", "registers", "expand", "compile_time_parameters", "define", "cache_dir", "UnrollError"]
 
 
 def unroll(*args: int) -> range:
@@ -246,11 +252,17 @@ class _Expander:
         return [stmt]
 
 
+def compile_time_parameters(function: Callable) -> list[str]:
+    """The names of ``function``'s compile-time constants: its keyword-only parameters (after ``*``)."""
+    return list(inspect.signature(function).parameters)[function.__code__.co_argcount:]
+
+
 def expand(function: Callable, constants: dict[str, Any], name: str | None = None) -> str:
     """The source of ``function`` with its ``unroll`` loops, register tiles and compile-time branches expanded.
 
-    ``constants`` are the compile-time names (tile sizes, variant switches such as ``EDGE``). The result is a
-    plain Python function (decorators dropped, renamed to ``name``), ready for :func:`define`.
+    ``constants`` are the compile-time names (tile sizes, variant switches such as ``EDGE``); each of the
+    function's keyword-only parameters must be one of them, and is dropped from the generated signature. The result
+    is a plain Python function (decorators dropped, renamed to ``name``), ready for :func:`define`.
     """
     lines, first_line = inspect.getsourcelines(function)
     tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -259,6 +271,12 @@ def expand(function: Callable, constants: dict[str, Any], name: str | None = Non
     if not isinstance(definition, ast.FunctionDef):
         raise TypeError(f"expand() takes a function, got {function!r}")
     where = f"{inspect.getsourcefile(function)}:{function.__name__}"
+    missing = [arg.arg for arg in definition.args.kwonlyargs if arg.arg not in constants]
+    if missing or definition.args.kw_defaults != [None] * len(definition.args.kwonlyargs):
+        raise UnrollError(f"{where}: its compile-time parameters (after `*`, no defaults) must all be given by the "
+                          f"build; no value for {', '.join(missing) or 'a parameter with a default'} (the build "
+                          f"gives {', '.join(sorted(constants))})")
+    definition.args.kwonlyargs, definition.args.kw_defaults = [], []
     expander = _Expander(constants, where)
     definition.decorator_list = []
     if name:

@@ -15,7 +15,7 @@ function                                    PTX                                 
 ``warpgroup_wait_all(acc)``                 ``wgmma.wait_group.sync.aligned 0``                              ``WARPGROUP.DEPBAR``
 ``fence_proxy_async()``                     ``fence.proxy.async.shared::cta``                                ``FENCE``
 ``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
-``align_shared(s, bytes)``                  ``s[j:]`` for the first ``j`` whose shared address is a multiple of ``bytes``  —
+``first_aligned(s, bytes)``                 the first ``j`` whose shared address ``&s[j]`` is a multiple of ``bytes``      —
 ``operand_bits(x)``                         ``mov.b32`` (volatile): a float's bits in a 32-bit register, for wgmma  ``MOV``
 ``matrix_descriptor(addr, lbo, sbo)``       plain integer arithmetic: the 64-bit shared-memory matrix descriptor
 ``swizzled_descriptor(addr)``               the same for the 128-byte swizzle layout (``swizzled_offset``: where a chunk lies)
@@ -54,8 +54,8 @@ landed. ``accumulate`` = 0 starts it afresh (the instruction's ``scale-d`` false
 * a swizzled tile starts at a **1,024-byte-aligned** shared address: the hardware XORs address bits 4–6 with bits
   7–9, so the pattern repeats every 1,024 bytes *of address*, not of offset into an array. Numba declares the
   dynamic shared array ``.align 16``, and any static shared array (an ``mbarrier``, say) is placed before it and moves
-  it (0x400 → 0x410 for one 8-byte array). ``align_shared(tiles, 1024)`` takes the view of ``tiles`` that starts
-  at the first aligned address; the kernel allocates 1,024 bytes of slack for it;
+  it (0x400 → 0x410 for one 8-byte array). ``tiles[first_aligned(tiles, 1024):]`` is the view of ``tiles`` that
+  starts at the first aligned address; the kernel allocates 1,024 bytes of slack for it;
 * ``fence_proxy_async()`` after ordinary stores to shared memory that a ``wgmma`` will read (``cp.async`` copies
   included), before the barrier that makes them visible;
 * the A fragment registers must not change until a wait has retired the ``wgmma`` reading them — and ptxas does
@@ -90,7 +90,7 @@ from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
-           "shared_address", "align_shared", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
+           "shared_address", "first_aligned", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
            "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
            "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base"]
 
@@ -159,12 +159,12 @@ def swizzled_offset(row, chunk):
 
 
 @cuda.jit(device=True, inline=True)
-def align_shared(array, alignment):
-    """The view of shared ``array`` that starts at its first element whose shared address is a multiple of
-    ``alignment`` bytes (a power of two): ``array[j:]``, j < alignment / itemsize. Leave that much slack."""
+def first_aligned(array, alignment):
+    """The index of the first element of shared float32 ``array`` whose shared address is a multiple of
+    ``alignment`` bytes (a power of two): fewer than alignment / 4. ``tiles[first_aligned(tiles, 1024):]`` is the
+    view that starts there; leave that much slack."""
     address = shared_address(array, 0)
-    skip = (uint32(alignment) - address % uint32(alignment)) % uint32(alignment)
-    return array[skip // uint32(array.itemsize):]
+    return (uint32(alignment) - address % uint32(alignment)) % uint32(alignment) // uint32(4)
 
 
 def operand_byte(n, k, descriptor: int):

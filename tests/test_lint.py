@@ -1,0 +1,58 @@
+"""The package passes pyflakes with nothing ignored: no undefined name (a kernel's compile-time constants are its
+keyword-only parameters, so each one is defined where the kernel is), no unused import, no dead f-string.
+
+pyflakes honours no ``# noqa`` and no per-file ignores, so a step cannot opt out. It is in the dev extras.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import gemm_steps
+from gemm_steps.toolkit.unroll import compile_time_parameters
+
+pyflakes_api = pytest.importorskip("pyflakes.api", reason="pyflakes is in the dev extras: pip install -e '.[dev]'")
+from pyflakes.reporter import Reporter  # noqa: E402
+
+PACKAGE = Path(gemm_steps.__file__).resolve().parent
+
+
+def pyflakes_messages(paths: list[Path]) -> list[str]:
+    out, err = io.StringIO(), io.StringIO()
+    pyflakes_api.checkRecursive([str(p) for p in paths], Reporter(out, err))
+    return [line for line in (out.getvalue() + err.getvalue()).splitlines() if line.strip()]
+
+
+def test_the_package_passes_pyflakes():
+    messages = pyflakes_messages([PACKAGE])
+    assert not messages, "pyflakes:\n" + "\n".join(messages)
+
+
+def test_pyflakes_finds_an_undefined_constant(tmp_path):
+    """The check can fail: a kernel reading a tile constant it does not declare is flagged."""
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("def kernel(a, *, BLOCK_M):\n    return a[BLOCK_M + BLOCK_N]\n")
+    messages = pyflakes_messages([kernel])
+    assert len(messages) == 1 and "undefined name 'BLOCK_N'" in messages[0]
+
+
+TILED = [step for step in gemm_steps.steps() if step.tiled is not None]
+
+
+@pytest.mark.parametrize("step", TILED, ids=lambda step: f"{step.number}-{step.name}")
+def test_every_build_constant_a_kernel_reads_is_one_of_its_parameters(step):
+    """A name the build defines (``BLOCK_M``, ``GROUP_M``, ``EDGE``…) that the kernel reads must be a compile-time
+    parameter of the kernel, not a module global that the build silently replaces at compile time."""
+    tiled = step.tiled
+    function = tiled.generate.function
+    constants = tiled.variant_constants("fast")
+    read = {node.id for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function))))
+            if isinstance(node, ast.Name)}
+    shadowed = sorted((read & set(constants)) - set(compile_time_parameters(function)))
+    assert not shadowed, f"{step.name}: reads {shadowed}, which the build sets, without declaring them after `*`"
