@@ -6,7 +6,7 @@ kernels). It does that twice, old before new and then new before old, so that ne
 
 Usage (on a GPU, from the repository root):
     git archive COMMIT gemm_steps | tar -x -C DIR && mv DIR/gemm_steps DIR/gemm_steps_old
-    python -m experiments.before_after DIR/gemm_steps_old OUT.json STEP [STEP ...]
+    python -m experiments.before_after DIR/gemm_steps_old OUT.json STEP [STEP ...] [MxNxK ...]
 Writes the results document to OUT.json and prints new/old time ratios (below 1: the new kernel is faster).
 """
 import statistics
@@ -43,8 +43,10 @@ def shapes(gemm_steps) -> list:
     return found
 
 
-def compare(old_dir: str, out: str, names: list[str], labels=("old", "new"), comparison: str = "") -> float:
-    """Run both passes, save the results document, print the ratios; returns the slowest mean new/old time."""
+def compare(old_dir: str, out: str, names: list[str], labels=("old", "new"), comparison: str = "",
+            sizes: list | None = None) -> float:
+    """Run both passes, save the results document, print the ratios; returns the slowest mean new/old time.
+    ``sizes``: (M, N, K) shapes to time instead of :func:`shapes`'s."""
     import gemm_steps  # first: picks the GPU before Numba is imported
     from gemm_steps.harness import bench
 
@@ -52,7 +54,7 @@ def compare(old_dir: str, out: str, names: list[str], labels=("old", "new"), com
     sys.path.insert(0, str(old_dir.parent))
     gemm_steps_old = __import__(old_dir.name)
 
-    entries, sizes = candidates(gemm_steps, gemm_steps_old, names, labels), shapes(gemm_steps)
+    entries, sizes = candidates(gemm_steps, gemm_steps_old, names, labels), sizes or shapes(gemm_steps)
     passes = []
     for number, order in enumerate((entries, [e for pair in zip(entries[1::2], entries[::2]) for e in pair]), 1):
         result = bench.run_benchmark(order, sizes, repeats=30, max_seconds=0.5)
@@ -83,4 +85,6 @@ def compare(old_dir: str, out: str, names: list[str], labels=("old", "new"), com
 
 
 if __name__ == "__main__":
-    compare(sys.argv[1], sys.argv[2], sys.argv[3:])
+    # Steps by name; a shape MxNxK among them replaces the default shapes.
+    chosen = [tuple(int(x) for x in a.split("x")) for a in sys.argv[3:] if a[0].isdigit()]
+    compare(sys.argv[1], sys.argv[2], [a for a in sys.argv[3:] if not a[0].isdigit()], sizes=chosen or None)

@@ -1,0 +1,118 @@
+"""The mbarrier toolkit (gemm_steps/toolkit/mbarrier_ops.py) that the Hopper pipeline steps will be built on, on the
+simulator (its twins) and on an H100 (the instructions): bulk copies completing on a barrier, phases and their
+parity over several rounds, arrival counting, and a missed arrival that ends in an error instead of a hang."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from numba import cuda, float32, uint32, uint64
+
+import gemm_steps  # noqa: F401  (GPU or simulator first)
+from gemm_steps.toolkit import mbarrier_ops
+from gemm_steps.toolkit.backend import SIMULATOR
+from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
+                                             mbarrier_try_wait, mbarrier_wait)
+from gemm_steps.toolkit.warpgroup_ops import fence_proxy_async
+
+CHUNK = 128  # floats a round copies: 512 bytes
+ROUNDS = 5
+
+pytestmark = pytest.mark.skipif(not SIMULATOR and tuple(cuda.get_current_device().compute_capability) != (9, 0),
+                                reason="mbarrier.expect_tx and cp.async.bulk need compute capability 9.0")
+
+
+@cuda.jit
+def bulk_rounds(source, out):
+    """Round r: thread 0 starts a bulk copy of chunk r into one shared buffer and says how many bytes to expect;
+    every thread waits for phase r (parity r % 2), reads its element, and the block meets before the buffer is
+    reused."""
+    tile = cuda.shared.array(CHUNK, float32)
+    full = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        mbarrier_init(full, 0, 1)  # one arrival (thread 0's) per phase, plus the copy's bytes
+    fence_proxy_async()
+    cuda.syncthreads()
+    for r in range(ROUNDS):
+        if t == 0:
+            mbarrier_arrive_expect_tx(full, 0, CHUNK * 4)
+            copy_bulk(tile, 0, source, r * CHUNK, CHUNK * 4, full, 0)
+        mbarrier_wait(full, 0, uint32(r % 2))
+        out[r * CHUNK + t] = tile[t] * float32(2.0)
+        cuda.syncthreads()  # nobody still reads the buffer when round r + 1 overwrites it
+
+
+def test_bulk_copies_complete_on_the_barrier_round_after_round():
+    source = np.random.default_rng(3).standard_normal(ROUNDS * CHUNK).astype(np.float32)
+    out = cuda.to_device(np.full(ROUNDS * CHUNK, np.nan, np.float32))
+    bulk_rounds[1, CHUNK](cuda.to_device(source), out)
+    np.testing.assert_array_equal(out.copy_to_host(), source * 2)
+
+
+@cuda.jit
+def count_arrivals(out):
+    """Every thread arrives once on a barrier that expects them all; then: did phase 0 complete (parity 0), and is
+    phase 1 still open (parity 1)?"""
+    bar = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        mbarrier_init(bar, 0, cuda.blockDim.x)
+    cuda.syncthreads()
+    mbarrier_arrive(bar, 0)
+    mbarrier_wait(bar, 0, uint32(0))
+    out[t, 0] = mbarrier_try_wait(bar, 0, uint32(0))
+    out[t, 1] = mbarrier_try_wait(bar, 0, uint32(1))
+
+
+def test_a_phase_completes_when_every_arrival_is_in_and_the_next_stays_open():
+    out = cuda.to_device(np.full((64, 2), 7, np.uint32))
+    count_arrivals[1, 64](out)
+    got = out.copy_to_host()
+    assert (got[:, 0] == 1).all(), "phase 0 must have completed once all 64 threads arrived"
+    assert (got[:, 1] == 0).all(), "phase 1 must still be open: nobody arrived in it"
+
+
+@cuda.jit
+def missed_arrival(out):
+    bar = cuda.shared.array(1, uint64)
+    if cuda.threadIdx.x == 0:
+        mbarrier_init(bar, 0, 2)  # expects two arrivals …
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        mbarrier_arrive(bar, 0)  # … gets one
+    mbarrier_wait(bar, 0, uint32(0))
+    out[0] = 1.0
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the twin's time limit (the GPU's: test_a_missed_arrival_fails_the_launch)")
+def test_a_missed_arrival_raises_on_the_simulator(monkeypatch):
+    monkeypatch.setattr(mbarrier_ops, "SIMULATOR_WAIT_LIMIT_S", 0.5)
+    with pytest.raises(Exception, match=r"did not complete.*\(1 of 2 arrivals"):
+        missed_arrival[1, 32](np.zeros(1, np.float32))
+
+
+GPU_DEADLOCK = textwrap.dedent("""
+    import numpy as np, sys
+    sys.path.insert(0, "tests")
+    from test_mbarrier_ops import missed_arrival
+    from numba import cuda
+    out = cuda.to_device(np.zeros(1, np.float32))
+    missed_arrival[1, 32](out)
+    cuda.synchronize()
+""")
+
+
+@pytest.mark.skipif(SIMULATOR, reason="the GPU's trap (the simulator's: test_a_missed_arrival_raises_on_the_simulator)")
+def test_a_missed_arrival_fails_the_launch_instead_of_hanging():
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", GPU_DEADLOCK], capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - start
+    assert done.returncode != 0, "a wait that can never complete returned normally"
+    assert "LAUNCH_FAILED" in done.stderr or "launch failed" in done.stderr.lower(), done.stderr[-2000:]
+    assert seconds < 60, f"the trap came after {seconds:.0f} s"
