@@ -1,6 +1,7 @@
 """The mbarrier toolkit (gemm_steps/toolkit/mbarrier_ops.py) that the Hopper pipeline steps will be built on, on the
 simulator (its twins) and on an H100 (the instructions): bulk copies completing on a barrier, phases and their
-parity over several rounds, arrival counting, and a missed arrival that ends in an error instead of a hang."""
+parity over several rounds, arrival counting, a missed arrival that ends in an error instead of a hang, and tiles
+copied by the tensor-memory accelerator (plain and 128-byte swizzled, zeros past the matrix's edges)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from numba import cuda, float32, uint32, uint64
 import gemm_steps  # noqa: F401  (GPU or simulator first)
 from gemm_steps.toolkit import mbarrier_ops
 from gemm_steps.toolkit.backend import SIMULATOR
-from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
-                                             mbarrier_try_wait, mbarrier_wait)
-from gemm_steps.toolkit.warpgroup_ops import fence_proxy_async
+from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
+                                             mbarrier_init, mbarrier_try_wait, mbarrier_wait, tensor_map_2d,
+                                             tensor_map_acquire)
+from gemm_steps.toolkit.warpgroup_ops import fence_proxy_async, first_aligned, swizzled_offset
 
 CHUNK = 128  # floats a round copies: 512 bytes
 ROUNDS = 5
@@ -116,3 +118,69 @@ def test_a_missed_arrival_fails_the_launch_instead_of_hanging():
     assert done.returncode != 0, "a wait that can never complete returned normally"
     assert "LAUNCH_FAILED" in done.stderr or "launch failed" in done.stderr.lower(), done.stderr[-2000:]
     assert seconds < 60, f"the trap came after {seconds:.0f} s"
+
+
+# -- tiles by the tensor-memory accelerator -----------------------------------------------------------------------
+
+BOX_ROWS, BOX_COLS = 16, 32  # a box of 16 rows of 128 bytes: what the 128-byte swizzle takes
+ROWS, COLS = 40, 72  # the matrix: boxes at its far corner reach past both edges
+RAW_FLOATS = BOX_ROWS * BOX_COLS + 256  # + 1 KB: room to align (a shared array's size must be one constant)
+
+
+@cuda.jit
+def one_tile(tensor_map, row, col, out):
+    """Thread 0 asks the copy engine for the box at (row, col) into a 1,024-byte-aligned buffer; everyone waits for
+    its bytes and copies the buffer out as it lies in shared memory."""
+    raw = cuda.shared.array(RAW_FLOATS, float32)
+    full = cuda.shared.array(1, uint64)
+    tiles = raw[first_aligned(raw, 1024):]
+    t = cuda.threadIdx.x
+    if t == 0:
+        mbarrier_init(full, 0, 1)
+    fence_proxy_async()
+    cuda.syncthreads()
+    if t == 0:
+        tensor_map_acquire(tensor_map)
+        mbarrier_arrive_expect_tx(full, 0, BOX_ROWS * BOX_COLS * 4)  # the whole box, outside parts included
+        copy_tile(tiles, 0, tensor_map, row, col, full, 0)
+    mbarrier_wait(full, 0, uint32(0))
+    for i in range(t, BOX_ROWS * BOX_COLS, cuda.blockDim.x):
+        out[i] = tiles[i]
+
+
+def _box(matrix, row, col):
+    """The box at (row, col) with zeros outside the matrix, as NumPy would cut it."""
+    box = np.zeros((BOX_ROWS, BOX_COLS), np.float32)
+    inside = matrix[row: row + BOX_ROWS, col: col + BOX_COLS]
+    box[: inside.shape[0], : inside.shape[1]] = inside
+    return box
+
+
+@pytest.mark.parametrize("swizzle", [False, True], ids=["plain", "swizzle128"])
+@pytest.mark.parametrize("corner", [(8, 16), (32, 64)], ids=["inside", "past-both-edges"])
+def test_a_tile_lands_as_the_tensor_map_describes(swizzle, corner):
+    """Plain: the box row-major. Swizzled: row r's 16-byte chunk c at slot c XOR r % 8 — exactly
+    ``swizzled_offset(r, c)``, the layout steps 14–15 copy A into and ``wgmma`` reads. Outside the matrix: zeros."""
+    matrix = np.random.default_rng(4).standard_normal((ROWS, COLS)).astype(np.float32)
+    device_matrix = cuda.to_device(matrix)
+    tensor_map = tensor_map_2d(device_matrix, BOX_ROWS, BOX_COLS, swizzle_128=swizzle)
+    out = cuda.to_device(np.full(BOX_ROWS * BOX_COLS, np.nan, np.float32))
+    one_tile[1, 128](tensor_map, corner[0], corner[1], out)
+    got = out.copy_to_host()
+    box = _box(matrix, *corner)
+    want = np.empty(BOX_ROWS * BOX_COLS, np.float32)
+    for r in range(BOX_ROWS):
+        for c in range(BOX_COLS // 4):
+            at = swizzled_offset(r, c) if swizzle else r * BOX_COLS + c * 4
+            want[at: at + 4] = box[r, c * 4: c * 4 + 4]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_map_2d_refuses_what_the_copy_engine_cannot_do():
+    matrix = cuda.to_device(np.zeros((ROWS, COLS), np.float32))
+    with pytest.raises(ValueError, match="128 bytes"):
+        tensor_map_2d(matrix, 16, 16, swizzle_128=True)
+    with pytest.raises(ValueError, match="1–256"):
+        tensor_map_2d(matrix, 300, 32)
+    with pytest.raises(ValueError, match="stride"):
+        tensor_map_2d(cuda.to_device(np.zeros((8, 6), np.float32)), 8, 4)

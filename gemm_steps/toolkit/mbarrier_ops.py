@@ -17,6 +17,9 @@ function                                   PTX                                  
 ``mbarrier_try_wait(bar, i, parity)``      ``mbarrier.try_wait.parity.shared::cta.b64 p, [&bar[i]], parity``      ``SYNCS.PHASECHK``
 ``mbarrier_wait(bar, i, parity)``          ``try_wait`` in a loop, with a time limit (``%globaltimer``, ``trap``)
 ``copy_bulk(dst, j, src, k, n, bar, i)``   ``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``  ``UBLKCP``
+``copy_tile(dst, j, map, r, c, bar, i)``   ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier…``       ``UTMALDG``
+``tensor_map_acquire(map)``                ``fence.proxy.tensormap::generic.acquire.gpu [map], 128``               ``FENCE``
+``tensor_map_2d(x, rows, cols, swizzle)``  host: ``cuTensorMapEncodeTiled`` (cuda-bindings), the 128-byte map in global memory
 =========================================  =====================================================================  ===============
 
 **Using one.** One thread initialises each barrier (``mbarrier_init``) with the number of arrivals a phase needs;
@@ -24,6 +27,16 @@ then ``fence_proxy_async()`` and ``cuda.syncthreads()`` make it visible to every
 before anyone arrives. A producer that starts a bulk copy of ``n`` bytes calls ``mbarrier_arrive_expect_tx(bar, i,
 n)`` (one arrival, and ``n`` bytes to wait for) and then ``copy_bulk``, whose completion subtracts the bytes. A
 consumer calls ``mbarrier_wait(bar, i, parity)`` and finds the bytes in shared memory.
+
+**Tiles by the tensor-memory accelerator (TMA).** ``copy_bulk`` moves contiguous bytes; ``copy_tile`` moves a whole
+``rows × cols`` box of a row-major matrix, described by a *tensor map* made on the host (``tensor_map_2d``: the
+matrix's address, shape and row stride, the box, and the layout to write — plain, or the 128-byte swizzle that
+``wgmma`` reads, each 128-byte row's 16-byte chunks permuted by address bits 7–9). The copy engine walks the box
+itself, fills what lies outside the matrix with zeros, and completes ``rows × cols × 4`` bytes on the barrier —
+outside parts included. CUDA C passes the map as a ``__grid_constant__`` kernel parameter; Numba has none, and
+PTX accepts a map in global memory, so the map is a 16-element ``uint64`` device array, read by the copy engine
+through the tensor-map proxy: a kernel calls ``tensor_map_acquire(map)`` once, in the thread that will issue the
+copies, before the first one.
 
 **Rules** (the PTX ISA's): a bulk copy moves a multiple of 16 bytes, between 16-byte-aligned addresses; the
 barrier is 8-byte aligned (a ``uint64`` shared array is); the phase a waiter names is the one it expects to complete,
@@ -50,7 +63,8 @@ from numba import cuda
 from .backend import SIMULATOR
 
 __all__ = ["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
-           "copy_bulk", "WAIT_LIMIT_NS", "SIMULATOR_WAIT_LIMIT_S", "MbarrierTimeout"]
+           "copy_bulk", "copy_tile", "tensor_map_acquire", "tensor_map_2d", "WAIT_LIMIT_NS", "SIMULATOR_WAIT_LIMIT_S",
+           "MbarrierTimeout"]
 
 #: How long ``mbarrier_wait`` spins on a GPU before it traps: far beyond any real wait (microseconds), well inside
 #: what a test can afford.
@@ -61,6 +75,49 @@ SIMULATOR_WAIT_LIMIT_S = 20.0
 
 class MbarrierTimeout(RuntimeError):
     """An mbarrier phase never completed on the simulator: an arrival or some bytes were missing."""
+
+
+#: The simulator's tensor maps: what ``tensor_map_2d`` was told, by the key it writes into the map's first word.
+_TENSOR_MAPS: dict = {}
+
+
+def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = False):
+    """The tensor map of row-major float32 device ``matrix`` (rows × cols) for ``copy_tile``: boxes of ``box_rows`` ×
+    ``box_cols`` (each at most 256; ``box_cols`` × 4 bytes a multiple of 16, and exactly 128 with ``swizzle_128``),
+    written to shared memory plainly or in the 128-byte swizzle layout; zeros outside the matrix. Returns a
+    16-element ``uint64`` device array holding it (keep it alive as long as ``matrix``)."""
+    rows, cols = matrix.shape
+    if not (0 < box_rows <= 256 and 0 < box_cols <= 256 and box_cols * 4 % 16 == 0):
+        raise ValueError(f"box {box_rows}×{box_cols}: each side 1–256 elements, a row a multiple of 16 bytes")
+    if swizzle_128 and box_cols * 4 != 128:
+        raise ValueError(f"the 128-byte swizzle needs box rows of 128 bytes, not {box_cols * 4}")
+    if cols * 4 % 16:
+        raise ValueError(f"a tensor map needs rows whose stride is a multiple of 16 bytes, not {cols * 4}")
+    if SIMULATOR:
+        key = len(_TENSOR_MAPS) + 1
+        _TENSOR_MAPS[key] = (matrix, box_rows, box_cols, swizzle_128)
+        words = np.zeros(16, np.uint64)
+        words[0] = key
+        return cuda.to_device(words)
+    from cuda.bindings import driver
+
+    from .kernel_tools import device_pointer
+
+    address = device_pointer(matrix)
+    if address % 16:
+        raise ValueError("a tensor map needs a 16-byte-aligned matrix")
+    swizzle = (driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if swizzle_128
+               else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t  # cuda-bindings wants its own integer types here
+    error, encoded = driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address, [u64(cols), u64(rows)],
+        [u64(cols * 4)], [u32(box_cols), u32(box_rows)], [u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {error!r} (matrix {rows}×{cols}, box {box_rows}×{box_cols})")
+    return cuda.to_device(np.array([int(word) for word in encoded.opaque], dtype=np.uint64))
 
 
 if SIMULATOR:
@@ -143,6 +200,28 @@ if SIMULATOR:
         elements = int(count) // itemsize
         np.asarray(destination)[int(to): int(to) + elements] = np.asarray(source)[int(start): int(start) + elements]
         _barrier(array, index).complete_bytes(count)
+
+    def tensor_map_acquire(tensor_map):
+        """Make the tensor map in global memory visible to the copy engine (simulator: it is)."""
+
+    def copy_tile(destination, to, tensor_map, row, col, array, index):
+        """Copy the box at (``row``, ``col``) of the matrix behind ``tensor_map`` to ``destination[to:]`` — zeros
+        outside the matrix, 128-byte-swizzled by shared address if the map says so — and complete its bytes on
+        barrier ``array[index]`` (simulator: at once)."""
+        from .warpgroup_ops import shared_address
+
+        matrix, box_rows, box_cols, swizzle_128 = _TENSOR_MAPS[int(np.asarray(tensor_map)[0])]
+        source = np.asarray(matrix._ary if hasattr(matrix, "_ary") else matrix)
+        box = np.zeros((box_rows, box_cols), np.float32)
+        r0, c0 = int(row), int(col)
+        inside = source[max(r0, 0): r0 + box_rows, max(c0, 0): c0 + box_cols]
+        box[max(-r0, 0): max(-r0, 0) + inside.shape[0], max(-c0, 0): max(-c0, 0) + inside.shape[1]] = inside
+        start = int(shared_address(destination, 0))
+        linear = int(shared_address(destination, to)) + np.arange(box.size) * 4  # each float's address, row-major
+        if swizzle_128:
+            linear = linear ^ (((linear >> 7) & 7) << 4)
+        np.asarray(destination)[(linear - start) // 4] = box.ravel()
+        _barrier(array, index).complete_bytes(box.size * 4)
 
 else:
     from llvmlite import ir
@@ -278,3 +357,43 @@ else:
             return context.get_dummy_value()
 
         return types.void(destination, to, source, start, count, array, index), codegen
+
+    @intrinsic
+    def tensor_map_acquire(typingctx, tensor_map):
+        """``fence.proxy.tensormap::generic.acquire.gpu``: the map in global memory (written by the host), made
+        visible to the copy engine's tensor-map reads."""
+        if not (isinstance(tensor_map, types.Array) and tensor_map.dtype == types.uint64):
+            return None
+
+        def codegen(context, builder, sig, args):
+            address = _global_address(context, builder, sig.args[0], args[0], context.get_constant(types.intp, 0),
+                                      types.intp)
+            _asm(builder, "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", "l,~{memory}", ir.VoidType(),
+                 [address])
+            return context.get_dummy_value()
+
+        return types.void(tensor_map), codegen
+
+    @intrinsic
+    def copy_tile(typingctx, destination, to, tensor_map, row, col, array, index):
+        """``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes``: the copy engine
+        moves the box at (``row``, ``col``) of the matrix behind ``tensor_map`` to ``&destination[to]`` (128-byte
+        aligned; 1,024 for the swizzle) and completes the box's bytes on barrier ``array[index]``."""
+        if not (isinstance(destination, types.Array) and isinstance(tensor_map, types.Array)
+                and tensor_map.dtype == types.uint64 and _barrier_ok(array, index)
+                and all(isinstance(x, types.Integer) for x in (to, row, col))):
+            return None
+
+        def codegen(context, builder, sig, args):
+            to_address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            map_address = _global_address(context, builder, sig.args[2], args[2], context.get_constant(types.intp, 0),
+                                          types.intp)
+            inner = context.cast(builder, args[4], sig.args[4], types.int32)  # the column: the map's first dimension
+            outer = context.cast(builder, args[3], sig.args[3], types.int32)
+            barrier = _shared_address(context, builder, sig.args[5], args[5], args[6], sig.args[6])
+            _asm(builder, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                          "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}", ir.VoidType(),
+                 [to_address, map_address, inner, outer, barrier])
+            return context.get_dummy_value()
+
+        return types.void(destination, to, tensor_map, row, col, array, index), codegen

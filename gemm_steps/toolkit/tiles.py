@@ -338,10 +338,7 @@ class TiledKernels:
             self.launch_through_numba(a, b, c, stream)
             return
         pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
-        m, k = a.shape
-        n = b.shape[1]
-        aligned = all(p % 16 == 0 for p in pointers)
-        key = (m, n, k, aligned, id(stream) if stream else 0)
+        key = self.plan_key(a, b, c, stream)
         plan = self._plans.get(key)
         if plan is None:
             self._refuse_other_gpus()  # once per shape, not on every replayed launch
@@ -349,6 +346,13 @@ class TiledKernels:
                 self._plans.clear()
             plan = self._plans[key] = LaunchPlan.record(self, a, b, c, stream)
         plan(*pointers)
+
+    def plan_key(self, a, b, c, stream) -> tuple:
+        """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds, the
+        stream (a kernel that bakes an address into its arguments adds that address)."""
+        m, k = a.shape
+        aligned = all(device_pointer(x) % 16 == 0 for x in (a, b, c))
+        return (m, b.shape[1], k, aligned, id(stream) if stream else 0)
 
     def _refuse_other_gpus(self) -> None:
         """Raise, with the reason, where this GPU is not the one compute capability the kernel exists for."""

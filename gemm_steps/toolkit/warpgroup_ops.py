@@ -222,18 +222,18 @@ if SIMULATOR:
     def fence_proxy_async():
         """Make shared-memory stores visible to the tensor core's reads (simulator: they are)."""
 
-    def _element_offset(array) -> int:
-        """Where ``array`` (a shared array, or a view of one) starts in the buffer it views, in elements."""
+    def _byte_offset(array) -> int:
+        """Where ``array`` (a shared array, or a view of one) starts in the buffer it views, in bytes."""
         buffer = np.asarray(array)
         while isinstance(buffer.base, np.ndarray):
             buffer = buffer.base
-        return (np.asarray(array).__array_interface__["data"][0] - buffer.__array_interface__["data"][0]) // 4
+        return np.asarray(array).__array_interface__["data"][0] - buffer.__array_interface__["data"][0]
 
     def shared_address(array, index):
         """The shared address of ``array[index]`` (simulator: the array's buffer starts at
         ``simulated_shared_base()``; the descriptors' addresses index into the array the kernel passes to
         ``wgmma_tf32``)."""
-        return np.uint32(_simulated_base[0] + (_element_offset(array) + int(index)) * 4)
+        return np.uint32(_simulated_base[0] + _byte_offset(array) + int(index) * np.asarray(array).itemsize)
 
     def operand_bits(x):
         """The bits of float32 ``x`` as a uint32, for a ``wgmma`` operand register (simulator: a NumPy view)."""

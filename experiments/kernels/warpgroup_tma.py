@@ -1,0 +1,160 @@
+"""Step 15 fed the Hopper way: the copy engine (TMA) fills a ring of shared-memory stages, mbarriers say when a stage
+is full and when it is empty again, and the main loop has no block-wide barrier. A candidate step (issue: Hopper's
+own GEMM design), measured by experiments/warpgroup_tma_bench.py.
+
+Changed from step 15 (``gemm_steps/steps/warpgroup_tf32.py``): only how the tiles arrive.
+
+* Step 15: every thread issues its share of 16-byte ``cp.async`` copies for k-tile t, waits for its own copies of
+  k-tile t − 2, and the whole block meets at ``bar.sync`` before anyone reads them — once per k-tile, so the two
+  warpgroups march in step, and each one's pause between k-tiles (wait for the last ``wgmma``, load fragments) is
+  the other's pause too.
+* Here one thread asks the copy engine for A's whole 256 × 32 tile in one ``copy_tile`` (the tensor map writes the
+  128-byte swizzle layout ``wgmma`` reads), the 32 lanes of warp 0 copy B's 32 rows with one ``copy_bulk`` each
+  (into step 15's padded layout, so the fragment loads stay conflict-free); each lane arrives on the stage's **full**
+  barrier saying how many bytes it started, and the phase completes once all 32 have and every byte has landed. A consumer waits on that barrier alone. When a warp's ``wgmma`` on a stage have retired, its lane
+  0 arrives on the stage's **empty** barrier; warp 0 waits for all 8 arrivals before it refills the stage.
+  All warps still compute; warp 0 also produces (warp specialization is the next step).
+
+Ring: STAGES = 4, k-tile t in stage t % STAGES; the r-th fill of a stage completes phase r of its full barrier
+(waiters use parity r % 2), the r-th release phase r of its empty barrier. Loads run LOAD_AHEAD = 2 k-tiles ahead:
+k-tile t's stage last held k-tile t − 4, released once every warp is past k-tile t − 3, which warp 0 — producing
+k-tile t before computing k-tile t − 2 — never waits on itself for (LOAD_AHEAD = 3 would deadlock).
+
+Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The edge kernel is step 15's
+(``TiledKernels(edge=…)``). Compute capability 9.0 only; runs on the simulator (the twins copy at once).
+"""
+
+from __future__ import annotations
+
+from numba import cuda, float32, uint32, uint64
+
+from gemm_steps.steps import warpgroup_tf32
+from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, device_pointer
+from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
+                                             mbarrier_init, mbarrier_wait, tensor_map_2d, tensor_map_acquire)
+from gemm_steps.toolkit.tensor_core_ops import to_tf32
+from gemm_steps.toolkit.tiles import SIGNATURE, TileConfig, TiledKernels
+from gemm_steps.toolkit.unroll import registers, unroll
+from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
+                                              shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
+                                              warpgroup_wait_all, wgmma_tf32, zero_accumulators)
+
+ARITHMETIC = "tf32"
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+
+
+def warpgroup_tma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, *,
+                         BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, LOAD_AHEAD, WARPS,
+                         BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, A_TILE_BYTES, B_ROW_BYTES):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``, its k-tiles brought by the copy engine."""
+    barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
+    n, k = uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
+    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    base = shared_address(tiles, 0)
+    fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+    acc = zero_accumulators(ACCUMULATORS)
+    b_frag = registers(K_STEPS, 4)
+    k_tiles = k // BLOCK_K
+    if tid == 0:
+        for s in unroll(STAGES):
+            mbarrier_init(barriers, s, BLOCK_K)  # full: warp 0's 32 lanes arrive, and the stage's bytes land
+            mbarrier_init(barriers, STAGES + s, WARPS)  # empty: one arrival per warp
+        tensor_map_acquire(a_map)
+    fence_proxy_async()  # the initialised barriers → visible to the copy engine
+    cuda.syncthreads()  # … and to every thread: the last block-wide barrier
+
+    for t in range(k_tiles + LOAD_AHEAD):
+        if tid < 32 and t < k_tiles:  # warp 0 produces: k-tile t into stage t % STAGES
+            stage = t % STAGES
+            if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every warp released the last one
+                mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+            # Each lane says which bytes to expect before it starts copying them: its row of B, lane 0 A's tile too.
+            mbarrier_arrive_expect_tx(barriers, stage, B_ROW_BYTES + (A_TILE_BYTES if lane == 0 else 0))
+            if lane == 0:
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
+            copy_bulk(tiles, B_BASE + stage * B_STAGE_FLOATS + lane * B_STRIDE, b, (t * BLOCK_K + lane) * n + block_col,
+                      B_ROW_BYTES, barriers, stage)
+        if t >= LOAD_AHEAD:  # every warp computes k-tile u
+            u = t - LOAD_AHEAD
+            stage = u % STAGES
+            stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
+            mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
+            acc = warpgroup_wait_all(acc)  # k-tile u − 1's wgmma are done: its stage and fragment registers are free
+            if u > 0 and lane == 0:
+                mbarrier_arrive(barriers, STAGES + (u - 1) % STAGES)
+            for s in unroll(K_STEPS):
+                for q in unroll(4):
+                    x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                    b_frag[s][q] = operand_bits(to_tf32(x))
+            warpgroup_fence()
+            for s in unroll(K_STEPS):
+                acc = wgmma_tf32(tiles, b_frag[s][0], b_frag[s][1], b_frag[s][2], b_frag[s][3],
+                                 swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32)), acc, 1)
+            warpgroup_commit()
+    acc = warpgroup_wait_all(acc)
+
+    for v in unroll(ACCUMULATORS):
+        row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+        col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+        c[row * n + col] = acc[v]
+
+
+def layout(config: TileConfig) -> dict:
+    """Step 15's stages (same shapes, same padding), the ring's barriers and the bytes one stage waits for."""
+    constants = warpgroup_tf32.layout(config)
+    constants["BARRIERS"] = 2 * constants["STAGES"]  # a full and an empty barrier per stage
+    constants["WARPS"] = config.THREADS // 32
+    constants["A_TILE_BYTES"] = config.BLOCK_M * config.BLOCK_K * 4  # one copy_tile
+    constants["B_ROW_BYTES"] = config.BLOCK_N * 4  # one copy_bulk per lane
+    if config.BLOCK_K != 32:
+        raise ValueError("one lane of warp 0 copies each of B's BLOCK_K = 32 rows")
+    return constants
+
+
+class TmaTiles(TiledKernels):
+    """Step 15's launches, the fast kernel with a tensor map of A (made once per A buffer and shape)."""
+
+    signature_fast = SIGNATURE[:-1] + ", uint64[::1])"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._maps: dict = {}
+        self._a = None
+
+    def signature(self, variant: str) -> str:
+        return self.signature_fast if variant == "fast" else SIGNATURE
+
+    def plan_key(self, a, b, c, stream) -> tuple:
+        return (*super().plan_key(a, b, c, stream), device_pointer(a))  # the plan holds A's tensor map
+
+    def launch_through_numba(self, a, b, c, stream=0) -> None:
+        self._a = a
+        super().launch_through_numba(a, b, c, stream)
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        a = self._a
+        key = (device_pointer(a), a.shape)
+        if key not in self._maps:
+            if len(self._maps) >= 16:
+                self._maps.clear()
+            self._maps[key] = tensor_map_2d(a, self.config.BLOCK_M, self.config.BLOCK_K, swizzle_128=True)
+        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, self._maps[key])
+
+
+CONFIG = warpgroup_tf32.SEARCH_SPACE[0]
+SIMULATOR_CONFIG = warpgroup_tf32.SIMULATOR_CONFIG
+
+
+def build(config: TileConfig = CONFIG) -> TmaTiles:
+    return TmaTiles("warpgroup_tma", warpgroup_tma_kernel, config, layout(config),
+                    edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+
+
+__all__ = ["build", "CONFIG", "SIMULATOR_CONFIG", "TmaTiles"]
