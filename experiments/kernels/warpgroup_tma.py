@@ -8,12 +8,18 @@ Changed from step 15 (``gemm_steps/steps/warpgroup_tf32.py``): only how the tile
   k-tile t − 2, and the whole block meets at ``bar.sync`` before anyone reads them — once per k-tile, so the two
   warpgroups march in step, and each one's pause between k-tiles (wait for the last ``wgmma``, load fragments) is
   the other's pause too.
-* Here one thread asks the copy engine for A's whole 256 × 32 tile in one ``copy_tile`` (the tensor map writes the
-  128-byte swizzle layout ``wgmma`` reads), the 32 lanes of warp 0 copy B's 32 rows with one ``copy_bulk`` each
-  (into step 15's padded layout, so the fragment loads stay conflict-free); each lane arrives on the stage's **full**
-  barrier saying how many bytes it started, and the phase completes once all 32 have and every byte has landed. A consumer waits on that barrier alone. When a warp's ``wgmma`` on a stage have retired, its lane
-  0 arrives on the stage's **empty** barrier; warp 0 waits for all 8 arrivals before it refills the stage.
-  All warps still compute; warp 0 also produces (warp specialization is the next step).
+* Here one thread asks the copy engine for the whole k-tile in two ``copy_tile``: A's 256 × 32 box (its tensor map
+  writes the 128-byte swizzle layout ``wgmma`` reads) and B's 32 × 136 box — 8 columns wider than the tile, so each
+  row lands padded exactly as step 15 pads it (the fragment loads stay conflict-free; past B's last column the copy
+  engine writes zeros). It arrives on the stage's **full** barrier with the stage's byte count; the phase completes
+  when every byte has landed. A consumer waits on that barrier alone. When a warp's ``wgmma`` on a stage have
+  retired, its lane 0 arrives on the stage's **empty** barrier; the producer waits for all 8 arrivals before it
+  refills the stage. All warps still compute; thread 0 also produces (warp specialization is the next step).
+
+A first build copied B as 32 rows of 512 bytes, one ``copy_bulk`` per lane of warp 0: right, but 127 / 132 TFLOPS
+at 4096³ / 8192³ against step 15's 297 / 267 in the same run
+(experiments/results/experiment-warpgroup-tma-bulk-rows-nvidia-h100.json). 33 copy-engine operations per k-tile
+where one k-tile of ``wgmma`` takes ≈ 1,100 clocks: the copy engine's per-operation cost, not bandwidth, set the pace.
 
 Ring: STAGES = 4, k-tile t in stage t % STAGES; the r-th fill of a stage completes phase r of its full barrier
 (waiters use parity r % 2), the r-th release phase r of its empty barrier. Loads run LOAD_AHEAD = 2 k-tiles ahead:
@@ -30,7 +36,7 @@ from numba import cuda, float32, uint32, uint64
 
 from gemm_steps.steps import warpgroup_tf32
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, device_pointer
-from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
+from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
                                              mbarrier_init, mbarrier_wait, tensor_map_2d, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import to_tf32
 from gemm_steps.toolkit.tiles import SIGNATURE, TileConfig, TiledKernels
@@ -43,9 +49,9 @@ ARITHMETIC = "tf32"
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
 
-def warpgroup_tma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, *,
+def warpgroup_tma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
                          BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, LOAD_AHEAD, WARPS,
-                         BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, A_TILE_BYTES, B_ROW_BYTES):
+                         BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``, its k-tiles brought by the copy engine."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
@@ -64,23 +70,21 @@ def warpgroup_tma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_m
     k_tiles = k // BLOCK_K
     if tid == 0:
         for s in unroll(STAGES):
-            mbarrier_init(barriers, s, BLOCK_K)  # full: warp 0's 32 lanes arrive, and the stage's bytes land
+            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
             mbarrier_init(barriers, STAGES + s, WARPS)  # empty: one arrival per warp
         tensor_map_acquire(a_map)
+        tensor_map_acquire(b_map)
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier
 
     for t in range(k_tiles + LOAD_AHEAD):
-        if tid < 32 and t < k_tiles:  # warp 0 produces: k-tile t into stage t % STAGES
+        if tid == 0 and t < k_tiles:  # thread 0 produces: k-tile t into stage t % STAGES
             stage = t % STAGES
             if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every warp released the last one
                 mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
-            # Each lane says which bytes to expect before it starts copying them: its row of B, lane 0 A's tile too.
-            mbarrier_arrive_expect_tx(barriers, stage, B_ROW_BYTES + (A_TILE_BYTES if lane == 0 else 0))
-            if lane == 0:
-                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
-            copy_bulk(tiles, B_BASE + stage * B_STAGE_FLOATS + lane * B_STRIDE, b, (t * BLOCK_K + lane) * n + block_col,
-                      B_ROW_BYTES, barriers, stage)
+            mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
+            copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
+            copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
         if t >= LOAD_AHEAD:  # every warp computes k-tile u
             u = t - LOAD_AHEAD
             stage = u % STAGES
@@ -111,41 +115,44 @@ def layout(config: TileConfig) -> dict:
     constants = warpgroup_tf32.layout(config)
     constants["BARRIERS"] = 2 * constants["STAGES"]  # a full and an empty barrier per stage
     constants["WARPS"] = config.THREADS // 32
-    constants["A_TILE_BYTES"] = config.BLOCK_M * config.BLOCK_K * 4  # one copy_tile
-    constants["B_ROW_BYTES"] = config.BLOCK_N * 4  # one copy_bulk per lane
-    if config.BLOCK_K != 32:
-        raise ValueError("one lane of warp 0 copies each of B's BLOCK_K = 32 rows")
+    constants["STAGE_BYTES"] = (config.BLOCK_M + constants["B_STRIDE"]) * config.BLOCK_K * 4  # both boxes, whole
     return constants
 
 
 class TmaTiles(TiledKernels):
     """Step 15's launches, the fast kernel with a tensor map of A (made once per A buffer and shape)."""
 
-    signature_fast = SIGNATURE[:-1] + ", uint64[::1])"
+    signature_fast = SIGNATURE[:-1] + ", uint64[::1], uint64[::1])"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._maps: dict = {}
-        self._a = None
+        self._matrices = None
 
     def signature(self, variant: str) -> str:
         return self.signature_fast if variant == "fast" else SIGNATURE
 
     def plan_key(self, a, b, c, stream) -> tuple:
-        return (*super().plan_key(a, b, c, stream), device_pointer(a))  # the plan holds A's tensor map
+        return (*super().plan_key(a, b, c, stream), device_pointer(a), device_pointer(b))  # the plan holds their maps
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
-        self._a = a
+        self._matrices = (a, b)
         super().launch_through_numba(a, b, c, stream)
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        a = self._a
-        key = (device_pointer(a), a.shape)
+    def _maps_of(self, a, b) -> tuple:
+        """A's map: BLOCK_M × 32 boxes, 128-byte swizzled (wgmma's layout). B's: 32 × B_STRIDE boxes — B_STRIDE − BLOCK_N
+        columns more than the tile, so each row lands padded as step 15 pads it (zeros past B's last column)."""
+        key = (device_pointer(a), a.shape, device_pointer(b), b.shape)
         if key not in self._maps:
             if len(self._maps) >= 16:
                 self._maps.clear()
-            self._maps[key] = tensor_map_2d(a, self.config.BLOCK_M, self.config.BLOCK_K, swizzle_128=True)
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, self._maps[key])
+            config = self.config
+            self._maps[key] = (tensor_map_2d(a, config.BLOCK_M, config.BLOCK_K, swizzle_128=True),
+                               tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"]))
+        return self._maps[key]
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self._maps_of(*self._matrices))
 
 
 CONFIG = warpgroup_tf32.SEARCH_SPACE[0]
@@ -157,4 +164,11 @@ def build(config: TileConfig = CONFIG) -> TmaTiles:
                     edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-__all__ = ["build", "CONFIG", "SIMULATOR_CONFIG", "TmaTiles"]
+def ptx_kernels() -> dict:
+    """The fast kernel at the GPU's tiles, ``{label: (dispatcher, signature)}`` (a ``kernels:`` job of
+    tests/ptx_jobs.py)."""
+    built = build(CONFIG)
+    return {"warpgroup_tma_fast": (built.kernel("fast"), built.signature("fast"))}
+
+
+__all__ = ["build", "CONFIG", "SIMULATOR_CONFIG", "TmaTiles", "ptx_kernels"]

@@ -179,7 +179,10 @@ class TiledKernels:
             raise ValueError(f"{name}: {config} needs {self.shared_bytes} bytes of shared memory, over the "
                              f"{STATIC_SHARED_LIMIT}-byte static limit, and this step's kernel has no dynamic "
                              f"shared-memory variant (steps 8 onward have one)")
-        self.launch_bounds = (config.THREADS, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
+        # A kernel with warps beside the tile's threads (a producer warp that only issues copies) says how many
+        # threads they add with PRODUCER_THREADS in its layout; blocks are launched that much larger.
+        self.threads = config.THREADS + constants.get("PRODUCER_THREADS", 0)
+        self.launch_bounds = (self.threads, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
         self._sources: dict[str, str] = {}
         self._kernels: dict[str, Any] = {}
         self._opted_in: set = set()
@@ -265,7 +268,7 @@ class TiledKernels:
             else:
                 function = self._function(variant)
                 context = cuda.current_context()
-                per_sm = context.get_active_blocks_per_multiprocessor(function, self.config.THREADS,
+                per_sm = context.get_active_blocks_per_multiprocessor(function, self.threads,
                                                                       self.dynamic_shared_bytes)
                 if per_sm < 1:
                     raise RuntimeError(f"{self.name}: the driver says no block of this kernel fits on an SM")
@@ -314,13 +317,13 @@ class TiledKernels:
             if self.dynamic_shared_bytes:
                 self._function(variant)  # the opt-in to the larger shared memory, once per context
             return lambda *arguments: LaunchPlan.recording.append(
-                (self.kernel(variant), self.signature(variant), grid, self.config.THREADS, self.dynamic_shared_bytes,
+                (self.kernel(variant), self.signature(variant), grid, self.threads, self.dynamic_shared_bytes,
                  stream, arguments))
         if not self.dynamic_shared_bytes:
-            return self.kernel(variant)[grid, self.config.THREADS, stream]
+            return self.kernel(variant)[grid, self.threads, stream]
         if not SIMULATOR:
             self._function(variant)
-        return self.kernel(variant)[grid, self.config.THREADS, stream, self.dynamic_shared_bytes]
+        return self.kernel(variant)[grid, self.threads, stream, self.dynamic_shared_bytes]
 
     def fast_path_applies(self, a, b, c) -> bool:
         m, k = a.shape
