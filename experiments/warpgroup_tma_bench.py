@@ -21,6 +21,13 @@ consumer warpgroup 0, and a ``wgmma`` needs its whole warpgroup, so each k-tile 
 waited for warpgroup 1 to release a stage; and with the producer inside a consumer warp the loads could run only 2
 k-tiles ahead. Prediction for the warp-specialized build, written before its run: a producer warp of its own removes
 both, so at least step 15's speed, and the +5 to +10 % above if the drifting warpgroups pay as modelled.
+
+Measured (H100, experiments/results/experiment-warpgroup-specialized-nvidia-h100.json, one run): 308.0 / 275.7 TFLOPS
+against step 15's 304.9 / 271.7 (1.01× / 1.01×, within the ~4 % that runs move; the TMA build 237.7 / 236.9 in the
+same run), 81 % / 74 % of cuBLAS TF32's 378.3 / 373.6. The first half held, the second did not: the warpgroups
+drifting apart bought nothing measurable, so the pause between k-tiles is not what separates step 15 from cuBLAS.
+Still to rule out before the next model: the tile order (the 8192³ drop is unchanged), and the wait before each
+k-tile's fragment loads (cuBLAS keeps ``wgmma`` in flight across k-tiles with both operands in shared memory).
 """
 
 from __future__ import annotations
