@@ -1,4 +1,5 @@
-"""The TF32 ``wgmma`` kernel with edge tiles (experiments/kernels/warpgroup_tf32.py) against step 12, cuBLAS SGEMM
+"""The TF32 ``wgmma`` kernel with edge tiles (step 15 since commit 7ac41dd; it began as
+experiments/kernels/warpgroup_tf32.py, in git history before that) against step 12, cuBLAS SGEMM
 and cuBLAS TF32 in one run (issue 14, the TF32 target: ≥ 150 TFLOPS at 4096³ and 8192³), on the course benchmark's
 large squares and two ragged shapes (edge kernel), each judged by the TF32 tolerance.
 
@@ -22,10 +23,10 @@ def main(argv: list[str] = sys.argv) -> None:
     import gemm_steps
     from gemm_steps.harness.bench import run_benchmark, save
 
-    from experiments.kernels import warpgroup_tf32
+    from gemm_steps.steps import warpgroup_tf32
 
     out = output_path("warpgroup-tf32", argv[1] if len(argv) > 1 else None)
-    kernels = warpgroup_tf32.build()
+    kernels = warpgroup_tf32.build(warpgroup_tf32.SEARCH_SPACE[0])
     entries = [gemm_steps.get_step("tensor_cores"),
                SimpleNamespace(name="warpgroup_tf32", number=15, launch=kernels.launch, arithmetic="tf32")]
     sizes = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3001, 2999, 1531), (4097, 4095, 1023)]

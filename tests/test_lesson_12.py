@@ -68,7 +68,7 @@ def test_the_tf32_loss_is_measured_and_within_the_tolerance():
 def results():
     found = lesson.load_results(["tensor_cores", "three_tf32"])
     if found is None:
-        pytest.skip("no shipped benchmark with the tensor-core steps")
+        pytest.fail("no shipped benchmark with the tensor-core steps (renamed?): lesson 12 reads it")
     return found
 
 
@@ -98,7 +98,7 @@ def test_the_instruction_budget_counts_the_warp_tile():
 def test_the_profile_is_read_from_the_shipped_report(results):
     profiles = lesson_12.tensor_core_profiles(results)
     if profiles is None:
-        pytest.skip("no shipped Nsight Compute report of the tensor-core steps")
+        pytest.fail("the shipped Nsight Compute report of the tensor-core steps is missing (renamed?): lesson 12 reads it")
     found = lesson_12.limits(profiles["tensor_cores"])
     assert found["tensor_pipe"] == pytest.approx(46.07)  # "…hmma_cycles_active… 46.07" in the file
     assert found["per_hmma"] == pytest.approx(317_218_816 / 67_108_864)
@@ -109,7 +109,7 @@ def test_the_profile_is_read_from_the_shipped_report(results):
 def test_the_mma_sync_rate_is_inferred_from_the_profile_and_the_budget_follows(results):
     profiles = lesson_12.tensor_core_profiles(results)
     if profiles is None:
-        pytest.skip("no shipped Nsight Compute report of the tensor-core steps")
+        pytest.fail("the shipped Nsight Compute report of the tensor-core steps is missing (renamed?): lesson 12 reads it")
     metrics = profiles["tensor_cores"]
     # the pipe's active cycles over the HMMAs of one scheduler (528 = 132 SMs × 4 schedulers in this report)
     expected = 0.4607 * metrics["SM Active Cycles"] / (67_108_864 / 528)

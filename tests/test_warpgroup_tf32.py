@@ -1,5 +1,4 @@
-"""The TF32 ``wgmma`` kernel (experiments/kernels/warpgroup_tf32.py): step 14's staging with one product per k-step,
-a candidate step. On the simulator (step 14's twin, one warpgroup on a 32×64 tile): the product equals float64 on
+"""Step 15 (gemm_steps/steps/warpgroup_tf32.py): step 14's staging with one product per k-step. On the simulator (step 14's twin, one warpgroup on a 32×64 tile): the product equals float64 on
 the inputs the tensor core reads (A truncated to TF32, B rounded) to float32 rounding — which only holds if every
 fragment, the swizzled layout and the transposed store are right — on full tiles (fast kernel) and ragged shapes
 (edge kernel), and stays within verify's TF32 tolerance of the exact product."""
@@ -14,10 +13,10 @@ import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
-from experiments.kernels import warpgroup_tf32
+from gemm_steps.steps import warpgroup_tf32
 
-pytestmark = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the simulator's build; the GPU's is measured by "
-                                                                  "experiments/warpgroup_tf32_bench.py")
+pytestmark = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the simulator's build; the GPU's is tested by "
+                                                                  "tests/test_gpu.py")
 
 
 @pytest.mark.parametrize("shape", [(64, 64, 64), (45, 70, 20), (33, 130, 50)])

@@ -20,7 +20,7 @@ from .lesson_14 import NO_FLUSH_BUILD, SWIZZLED_TF32_BUILD, find, kernel_table_l
 from .timings import size_label
 
 STEP = "warpgroup_tf32"
-#: The run that measured step 15 (as experiments/kernels/warpgroup_tf32.py) beside step 12 and both cuBLAS.
+#: The run that measured step 15 (as experiments/kernels/warpgroup_tf32.py, before it became the step) beside step 12 and both cuBLAS.
 STEP_RUN = "warpgroup-tf32-nvidia-h100.json"
 
 #: The rows of the speed table and figure: (record name, label, colour, style).
