@@ -216,7 +216,11 @@ def test_run_benchmark_smoke():
     assert record["unwritten"] == 0
     assert record["median_ms"] > 0 and record["runs"] >= 3
     assert 0 < record["pct_of_cublas"] < 1000
-    assert record["rel_error_vs_cublas"] < 1e-5
+    # against cuBLAS SGEMM: float32 steps agree to float32 rounding, a TF32 step only to TF32's (the last step is one)
+    from gemm_steps.harness.verify import tolerance_of
+
+    limit = 1e-5 if step.arithmetic != "tf32" else tolerance_of("tf32", 256)
+    assert record["rel_error_vs_cublas"] < limit, f"{step.name} ({step.arithmetic}): {record['rel_error_vs_cublas']:.1e}"
     assert by_name["cublas"]["sampled_rel_error_fp64"] < 1e-5
 
 
