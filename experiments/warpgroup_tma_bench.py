@@ -24,10 +24,19 @@ both, so at least step 15's speed, and the +5 to +10 % above if the drifting war
 
 Measured (H100, experiments/results/experiment-warpgroup-specialized-nvidia-h100.json, one run): 308.0 / 275.7 TFLOPS
 against step 15's 304.9 / 271.7 (1.01× / 1.01×, within the ~4 % that runs move; the TMA build 237.7 / 236.9 in the
-same run), 81 % / 74 % of cuBLAS TF32's 378.3 / 373.6. The first half held, the second did not: the warpgroups
-drifting apart bought nothing measurable, so the pause between k-tiles is not what separates step 15 from cuBLAS.
-Still to rule out before the next model: the tile order (the 8192³ drop is unchanged), and the wait before each
-k-tile's fragment loads (cuBLAS keeps ``wgmma`` in flight across k-tiles with both operands in shared memory).
+same run), 81 % / 74 % of cuBLAS TF32's 378.3 / 373.6. The first half held, the second did not.
+
+Then ptxas's own report (nvJitLink ``-v``, on a CPU) showed what the model had missed: it serialised the ``wgmma``
+of the TMA build around the barrier wait's divergent branches (C7518), and those of the specialized build for want
+of registers (C7512; see the kernels' docstrings). The wait became one block of PTX with uniform branches, and a
+third build keeps one k-tile of products in flight with two fragment register sets (warpgroup_overlap.py).
+Prediction for those, written before the run: the TMA build at last +5 to +10 % over step 15, as first modelled, and
+the overlap build a further few per cent (the pause between k-tiles is now the warpgroup's own, ≈ 100 of ≈ 1,100
+clocks a k-tile). Measured (experiments/results/experiment-warpgroup-overlap-nvidia-h100.json): step 15 299.5 /
+268.5, TMA 314.6 / 283.7 (1.05× / 1.06×), specialized 304.1 / 277.9 (register-starved, as ptxas said), overlap
+323.4 / 294.8 (1.08× / 1.10× step 15; 86 % / 77 % of cuBLAS TF32's 377.3 / 382.9). Both predictions held. The drop
+from 4096³ to 8192³ is the same in every build (−9 %), so it is not in the k-loop: the tile order and the
+epilogue are what is left to examine.
 """
 
 from __future__ import annotations
@@ -43,12 +52,13 @@ def main(argv: list[str] = sys.argv) -> None:
     import gemm_steps
     from gemm_steps.harness.bench import run_benchmark, save
 
-    from experiments.kernels import warpgroup_specialized, warpgroup_tma
+    from experiments.kernels import warpgroup_overlap, warpgroup_specialized, warpgroup_tma
 
     out = output_path("warpgroup-tma", argv[1] if len(argv) > 1 else None)
     entries = [gemm_steps.get_step("warpgroup_tf32")]
     entries += [SimpleNamespace(name=module.__name__.rsplit(".", 1)[1], number=16 + i, launch=module.build().launch,
-                                arithmetic="tf32") for i, module in enumerate((warpgroup_tma, warpgroup_specialized))]
+                                arithmetic="tf32")
+                for i, module in enumerate((warpgroup_tma, warpgroup_specialized, warpgroup_overlap))]
     sizes = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3001, 2999, 1531)]
     results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))
     results["experiment"] = ("step 15 fed by TMA through full/empty mbarriers, and warp-specialized "

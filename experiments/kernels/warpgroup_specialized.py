@@ -15,6 +15,17 @@ Changed from experiments/kernels/warpgroup_tma.py (step 15 fed by TMA through fu
 
 The consumers' loop is the TMA build's, without the producer's part. Fast kernel only (full tiles); the edge kernel
 is step 15's. Compute capability 9.0 only; runs on the simulator.
+
+Measured (H100, same runs as step 15): 308.0 / 275.7 TFLOPS at 4096³ / 8192³ against 304.9 / 271.7, then 304.1 /
+277.9 against 299.5 / 268.5 with the uniform wait — 1.01–1.04× step 15, below the TMA build (1.05×) that it was
+meant to beat. ptxas says why (nvJitLink 13.5, ``-v``): a ninth warp costs registers like a fourth warpgroup. With
+launch bounds of 288 threads it caps every thread at 166 registers, as for 384; the consumers need ~170, so it
+spills 16 bytes and "wgmma.mma_async instructions are serialized due to insufficient register resources" (C7512).
+A cap of 224 instead of launch bounds compiled without spills but did not launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+``experiment-warpgroup-tma-uniform-wait``): the hardware, too, counts whole warpgroups. CUTLASS's answer is
+``setmaxnreg`` — the producer warpgroup gives its registers to the consumers — and ptxas ignores it in the way Numba's
+PTX is assembled ("to maintain compatibility across compilation units", C7504), so warp specialization waits for a way
+to assemble the PTX as one whole program.
 """
 
 from __future__ import annotations

@@ -16,10 +16,19 @@ Changed from step 15 (``gemm_steps/steps/warpgroup_tf32.py``): only how the tile
   retired, its lane 0 arrives on the stage's **empty** barrier; the producer waits for all 8 arrivals before it
   refills the stage. All warps still compute; thread 0 also produces (warp specialization is the next step).
 
-A first build copied B as 32 rows of 512 bytes, one ``copy_bulk`` per lane of warp 0: right, but 127 / 132 TFLOPS
-at 4096³ / 8192³ against step 15's 297 / 267 in the same run
-(experiments/results/experiment-warpgroup-tma-bulk-rows-nvidia-h100.json). 33 copy-engine operations per k-tile
-where one k-tile of ``wgmma`` takes ≈ 1,100 clocks: the copy engine's per-operation cost, not bandwidth, set the pace.
+How it got here, each build in the same run as step 15 (H100, TFLOPS at 4096³ / 8192³, files in experiments/results):
+
+1. B as 32 rows of 512 bytes, one ``copy_bulk`` per lane of warp 0: 127 / 132 against 297 / 267
+   (``experiment-warpgroup-tma-bulk-rows``). 33 copy-engine operations per k-tile, where a k-tile of ``wgmma``
+   takes ≈ 1,100 clocks: the copy engine's per-operation cost, not bandwidth, set the pace.
+2. B as one padded box: 238.6 / 233.9 against 300.0 / 271.8 (``experiment-warpgroup-tma``), still 20 % / 14 %
+   slower. ptxas said why, on a CPU (nvJitLink's ``-v``): "wgmma.mma_async instructions are serialized due to
+   program dependence on compiler-inserted WG.DP in divergent path" (C7518). The divergent path was the barrier
+   wait, a Python ``while`` loop that became ordinary branches, which ptxas must assume differ between lanes.
+3. The wait as one block of PTX with ``bra.uni`` branches (``mbarrier_ops.mbarrier_wait``): 316.3 / 289.7 against
+   305.2 / 274.5 (``experiment-warpgroup-tma-uniform-wait``), and 314.6 / 283.7 against 299.5 / 268.5 in the next
+   run (``experiment-warpgroup-overlap``): 1.04–1.06× step 15, the +5–10 % the bench predicted for warpgroups no
+   longer held in step by a barrier.
 
 Ring: STAGES = 4, k-tile t in stage t % STAGES; the r-th fill of a stage completes phase r of its full barrier
 (waiters use parity r % 2), the r-th release phase r of its empty barrier. Loads run LOAD_AHEAD = 2 k-tiles ahead:

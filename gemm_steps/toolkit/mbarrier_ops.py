@@ -326,16 +326,38 @@ else:
 
         return types.void(), codegen
 
-    @cuda.jit(device=True, inline=True)
-    def mbarrier_wait(array, index, parity):
+    #: The wait loop, one inline-assembly block: a first try, then tries until the phase completes or
+    #: WAIT_LIMIT_NS of %globaltimer have passed (then ``trap``). Its branches are ``bra.uni``: every thread of a warp
+    #: waits on the same phase, so ptxas may treat the loop as uniform. Written as a Python loop, the branches were
+    #: divergent for ptxas, and in a kernel with ``wgmma`` it serialised the products around them (C7518).
+    _WAIT_LOOP = ("{\n\t.reg .pred done;\n\t.reg .u64 start, now;\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@done bra.uni DONE_${:uid};\n\t"
+                  "mov.u64 start, %globaltimer;\n"
+                  "WAIT_${:uid}:\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@done bra.uni DONE_${:uid};\n\t"
+                  "mov.u64 now, %globaltimer;\n\t"
+                  "sub.u64 now, now, start;\n\t"
+                  f"setp.lt.u64 done, now, {WAIT_LIMIT_NS};\n\t"
+                  "@done bra.uni WAIT_${:uid};\n\t"
+                  "trap;\n"
+                  "DONE_${:uid}:\n\t}")
+
+    @intrinsic
+    def mbarrier_wait(typingctx, array, index, parity):
         """Wait until the phase of parity ``parity`` of barrier ``array[index]`` completes; after
         :data:`WAIT_LIMIT_NS` of waiting, ``trap`` (a missed arrival fails the launch instead of hanging it)."""
-        if mbarrier_try_wait(array, index, parity):
-            return
-        start = _global_timer()
-        while not mbarrier_try_wait(array, index, parity):
-            if _global_timer() - start > WAIT_LIMIT_NS:
-                _trap()
+        if not (_barrier_ok(array, index) and isinstance(parity, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
+            bit = context.cast(builder, args[2], sig.args[2], types.uint32)
+            _asm(builder, _WAIT_LOOP, "r,r,~{memory}", ir.VoidType(), [address, bit])
+            return context.get_dummy_value()
+
+        return types.void(array, index, parity), codegen
 
     @intrinsic
     def copy_bulk(typingctx, destination, to, source, start, count, array, index):

@@ -13,6 +13,7 @@ function                                    PTX                                 
 ``warpgroup_fence()``                       ``wgmma.fence.sync.aligned``                                     ``WARPGROUP.ARRIVE``
 ``warpgroup_commit()``                      ``wgmma.commit_group.sync.aligned``                              (on the HGMMA)
 ``warpgroup_wait_all(acc)``                 ``wgmma.wait_group.sync.aligned 0``                              ``WARPGROUP.DEPBAR``
+``warpgroup_wait_but_one(acc)``             ``wgmma.wait_group.sync.aligned 1``: the newest group may still run  ``WARPGROUP.DEPBAR``
 ``fence_proxy_async()``                     ``fence.proxy.async.shared::cta``                                ``FENCE``
 ``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
 ``first_aligned(s, bytes)``                 the first ``j`` whose shared address ``&s[j]`` is a multiple of ``bytes``      —
@@ -89,7 +90,8 @@ from numba import cuda, uint32, uint64
 from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
-__all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "fence_proxy_async",
+__all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "warpgroup_wait_but_one",
+           "fence_proxy_async",
            "shared_address", "first_aligned", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
            "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
            "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base"]
@@ -219,6 +221,10 @@ if SIMULATOR:
         """Wait for every ``wgmma`` of this warpgroup; the accumulators pass through (simulator: done already)."""
         return acc
 
+    def warpgroup_wait_but_one(acc):
+        """Wait for all but the newest group of ``wgmma``; the accumulators pass through (simulator: done)."""
+        return acc
+
     def fence_proxy_async():
         """Make shared-memory stores visible to the tensor core's reads (simulator: they are)."""
 
@@ -325,6 +331,21 @@ else:
 
         def codegen(context, builder, sig, args):
             _, call = _tied_asm("wgmma.wait_group.sync.aligned 0;", count, [], "")
+            out = builder.call(call, _unpack(builder, args[0], count))
+            return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
+
+        return acc(acc), codegen
+
+    @intrinsic
+    def warpgroup_wait_but_one(typingctx, acc):
+        """``wgmma.wait_group.sync.aligned 1``: every group of this warpgroup but the newest is done (the registers
+        those read are free again); ``acc`` passes through, still being written by the newest group."""
+        if not _is_accumulator(acc):
+            return None
+        count = acc.count
+
+        def codegen(context, builder, sig, args):
+            _, call = _tied_asm("wgmma.wait_group.sync.aligned 1;", count, [], "")
             out = builder.call(call, _unpack(builder, args[0], count))
             return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
 
