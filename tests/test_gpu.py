@@ -240,6 +240,8 @@ def test_ptxas_claims_hold_for_the_drivers_compile(step):
         compiled = dispatcher.compile(signature)
         measured = {"registers": compiled.regs_per_thread, "spill_bytes": compiled.local_mem_per_thread}
         for key, spec in wanted.items():
+            if key not in measured:  # what only ptxas's log says (wgmma_serialized): tests/test_ptx.py checks it
+                continue
             op, value = parse_expectation(spec)
             if not COMPARE[op](measured[key], value):
                 failures.append(f"{label}: {key} is {measured[key]} on this GPU, expected {op} {value}")

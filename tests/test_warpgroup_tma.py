@@ -71,3 +71,17 @@ def test_the_k_loop_waits_on_barriers_not_on_the_block(ptx, label):
     assert tiles >= 2 and tiles % 2 == 0, f"{tiles} tile copies: A's and B's, in pairs (NVVM may unroll a producer loop)"
     assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" not in opcodes
     assert stats["local"] == 0
+
+
+@pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.ptx(job)) for label, job in PTX_JOBS.items()])
+def test_ptxas_serialises_the_wgmma_only_of_the_register_starved_build(ptx, label):
+    """What ptxas (nvJitLink's, sm_90a) says of each build: the TMA and overlap builds' wgmma run unserialised (their
+    barrier waits are uniform branches; they keep 255 registers); the producer-warp build's are serialised, for
+    want of registers (C7512: 288 threads are capped as 384) — the finding its docstring reports. If this changes,
+    so does that finding."""
+    info = ptx.stats(PTX_JOBS[label], label).get("ptxas") or {}
+    assert info.get("wgmma_serialized") is not None, f"{label}: ptxas did not answer ({info})"
+    if "specialized" in label:
+        assert info["wgmma_serialized"] > 0 and "C7512" in info["warnings"], info
+    else:
+        assert info["wgmma_serialized"] == 0, f"{label}: ptxas serialised its wgmma ({info['warnings']})"

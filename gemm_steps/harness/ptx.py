@@ -257,8 +257,10 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
 
 
 def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
-    """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, and its
-    version: ``{"registers", "spill_bytes", "ptxas"}``; ``{}`` where nvJitLink is missing or fails. No GPU needed.
+    """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, how many
+    times it says it serialised ``wgmma`` (C7512: too few registers; C7518: a divergent path), its performance
+    warnings' codes, and its version: ``{"registers", "spill_bytes", "wgmma_serialized", "warnings", "ptxas"}``;
+    ``{}`` where nvJitLink is missing or fails. No GPU needed.
 
     For compute capability 9.0 it assembles for ``sm_90a``, the target a kernel runs as on an H100/H200 (``wgmma``
     exists only there), whatever target the PTX names."""
@@ -281,11 +283,15 @@ def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
         return {}
     finally:
         nvjitlink.destroy(handle)
-    text = log.decode(errors="replace")
+    text = log.decode(errors="replace").replace("\x00", "")
     registers = re.search(r"Used (\d+) registers", text)
     spills = re.search(r"(\d+) bytes spill stores", text)
     return {"registers": int(registers.group(1)) if registers else None,
-            "spill_bytes": int(spills.group(1)) if spills else None, "ptxas": f"nvJitLink {version}"}
+            "spill_bytes": int(spills.group(1)) if spills else None,
+            # ptxas's own performance warnings, e.g. C7512 / C7518: "wgmma.mma_async instructions are serialized …"
+            "wgmma_serialized": len(re.findall(r"wgmma\.mma_async instructions are serialized", text)),
+            "warnings": sorted(set(re.findall(r"\((C\d{4})\) Potential Performance Loss", text))),
+            "ptxas": f"nvJitLink {version}"}
 
 
 # -- compiling from a process on the simulator -------------------------------------------------------------------
