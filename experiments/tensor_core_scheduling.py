@@ -63,7 +63,7 @@ from gemm_steps.harness import bench
 from gemm_steps.harness.verify import tolerance_of
 from gemm_steps.steps import tensor_cores
 from gemm_steps.toolkit.kernel_tools import ceil_div
-from gemm_steps.toolkit.tiles import stream_k_split
+from gemm_steps.steps.stream_k import stream_k_split
 
 #: Tile counts at and just past whole waves of 132 (as experiments/scheduling.py), as (tile-rows, tile-cols).
 WAVE_TILES = [(6, 11), (12, 11), (7, 19), (12, 12), (18, 11), (24, 11), (5, 53), (20, 15)]

@@ -12,7 +12,8 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
-from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS, stream_k_split
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 print(stream_k.doc)

@@ -33,7 +33,8 @@ from numba import cuda
 import gemm_steps
 from gemm_steps.harness.verify import tolerance_for
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32
-from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS, stream_k_split
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
 from helpers import random_matrices, rel_error, rng_for, tolerance
 
 REPO = Path(__file__).resolve().parent.parent

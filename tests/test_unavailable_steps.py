@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from gemm_steps.course import checks
-from gemm_steps.harness import step as step_module
+from gemm_steps.toolkit import gpu_requirements
 from gemm_steps.harness import verify
 
 
@@ -19,7 +19,7 @@ def on_an_ampere_gpu(monkeypatch):
 
     from numba import cuda
 
-    monkeypatch.setattr(step_module, "SIMULATOR", False)
+    monkeypatch.setattr(gpu_requirements, "SIMULATOR", False)  # the one check, for steps and kernels alike
     monkeypatch.setattr(cuda, "get_current_device", lambda: types.SimpleNamespace(compute_capability=(8, 0)))
 
 
@@ -59,9 +59,6 @@ def test_bench_leaves_it_out_and_says_why(on_an_ampere_gpu):
 def test_their_kernels_refuse_to_launch_there_with_the_reason(on_an_ampere_gpu, monkeypatch):
     """Called directly (not through verify or bench), a Hopper step's kernels say why instead of failing to compile;
     the other steps' kernels have no such requirement."""
-    from gemm_steps.toolkit import tiles
-
-    monkeypatch.setattr(tiles, "SIMULATOR", False)
     for name in ("warpgroup_mma", "warpgroup_tf32"):
         with pytest.raises(RuntimeError, match=f"{name} needs a GPU of compute capability 9.0.*this one is 8.0"):
             gemm_steps.get_step(name).tiled._refuse_other_gpus()

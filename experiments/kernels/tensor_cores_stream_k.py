@@ -21,7 +21,7 @@ pieces and fragment layout — but it runs inside step 11's work loop instead of
 Partial tiles: as in steps 10–11, the guarded variant (``EDGE``: zero-filling 4-byte copies, stores only inside C)
 covers every tile with the same schedule whenever the fast one cannot take the whole product.
 
-The split rule is ``StreamKTiles.split``: step 11's hybrid (:func:`gemm_steps.toolkit.tiles.stream_k_split`: whole
+The split rule is ``StreamKTiles.split``: step 11's hybrid (:func:`gemm_steps.steps.stream_k.stream_k_split`: whole
 waves data-parallel, the rest plus one wave by k-iterations, nothing split where a tile-per-block schedule keeps
 ≥ 90 % of the slots busy) by default; :func:`no_stream_k` turns the same kernel into step 10's persistent tile loop
 (every tile data-parallel), :func:`all_stream_k` into pure stream-K. :func:`hybrid_launch` is step 11's fallback rule
@@ -42,7 +42,8 @@ from gemm_steps.toolkit.intrinsics import copy_async, load4_bypassing_l1, store4
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, ceil_div
 from gemm_steps.toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
                                                 mma_tf32, to_tf32)
-from gemm_steps.toolkit.tiles import StreamKTiles, TileConfig, stream_k_split
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tiles import StreamKTiles, TileConfig
 from gemm_steps.toolkit.tuned import tuned_config
 from gemm_steps.toolkit.unroll import registers, unroll
 
@@ -241,9 +242,7 @@ def build(config: TileConfig = CONFIG, split=stream_k_split, name: str = "tensor
     """The kernel with step 12's layout for ``config``, launched on step 11's schedule with ``split`` deciding
     (data-parallel, stream-K) tiles. Builds with the same ``name`` and configuration generate the same source, so on
     a GPU the second one loads the first one's compiled kernel from Numba's disk cache."""
-    built = StreamKTiles(name, tensor_core_stream_k_kernel, config, tensor_cores.layout(config), overrides)
-    built.split = split
-    return built
+    return StreamKTiles(name, tensor_core_stream_k_kernel, config, tensor_cores.layout(config), overrides, split=split)
 
 
 def hybrid_launch(stream_k: StreamKTiles, data_parallel):

@@ -457,7 +457,7 @@ def cmd_explain(args) -> int:
     and the chosen step's tiles and waves on this GPU."""
     from gemm_steps.harness import dispatch
     from gemm_steps.toolkit.kernel_tools import ceil_div
-    from gemm_steps.toolkit.tiles import stream_k_split
+    from gemm_steps.steps.stream_k import stream_k_split
     from gemm_steps.toolkit.tuned import current_gpu_name
 
     m, n, k = args.shape

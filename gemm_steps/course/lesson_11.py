@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemm_steps.toolkit.tiles import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, TileConfig, stream_k_split
+from gemm_steps.steps.stream_k import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, stream_k_split
+from gemm_steps.toolkit.tiles import TileConfig
 
 from . import compiled as _compiled
 from .timings import load_shipped, size_label

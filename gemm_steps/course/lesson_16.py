@@ -181,7 +181,7 @@ def call_overhead_text(overhead: dict) -> str:
             f"{size_label(tuple(was['shape']))} on device arrays, one `matmul` call cost **{was['matmul_us']:.0f} µs** "
             f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
             f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
-            f"`cuda.core` (`toolkit/tiles.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
+            f"`cuda.core` (`toolkit/launch_plans.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
             f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× an empty Numba launch timed in its own run (another "
             f"machine: {now['empty_kernel_us']:.0f} µs)")
     if "direct_empty_kernel_us" in now:

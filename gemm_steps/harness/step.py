@@ -94,16 +94,10 @@ class Step:
 
     def unavailable(self) -> str | None:
         """Why this step cannot run on this machine's GPU, or None if it can (the simulator runs every step)."""
-        if self.requires_compute_capability is None or SIMULATOR:
-            return None
-        from numba import cuda
+        from ..toolkit import gpu_requirements
 
-        have = tuple(cuda.get_current_device().compute_capability)
-        need = tuple(self.requires_compute_capability)
-        if have == need:
-            return None
-        return (f"step {self.number} ({self.name}) needs a GPU of compute capability {need[0]}.{need[1]}; "
-                f"this one is {have[0]}.{have[1]}")
+        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability)
+        return f"step {self.number} ({self.name}) {reason}" if reason else None
 
     # -- reading a step ----------------------------------------------------------------------------------------
     @property

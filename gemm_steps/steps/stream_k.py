@@ -8,9 +8,9 @@ write their partial sums to a workspace, fence, and raise a flag; the block that
 waits for the flags of the (lower-numbered) blocks that share the tile, fences, adds their partial sums in a fixed
 order, and stores C. Each block walks its share backwards, so the pieces others wait for are computed first (walking
 forwards chains every block's wait onto the previous block's: measured 6.7 % of cuBLAS at 4096³ that way).
-Hybrid (``stream_k_split`` in :mod:`gemm_steps.toolkit.tiles`): if a tile-per-block schedule keeps ≥ 90 % of block slots busy, step 11 simply
-runs step 10; otherwise whole waves stay data-parallel and only the remainder (plus one wave, for balance) is
-stream-K.
+Hybrid (``stream_k_split``, below the kernel): if a tile-per-block schedule keeps ≥ 90 % of block slots busy, step
+11 simply runs step 10; otherwise whole waves stay data-parallel and only the remainder (plus one wave, for
+balance) is stream-K.
 Deterministic: the partial sums are added in a fixed order (nearest block first) for a given grid size, so
 repeated runs give bitwise-identical results on one GPU; the order (and so the rounding) differs from step 10's.
 Deadlock-free in practice, not by guarantee: a block only ever waits for lower-numbered blocks, whose partial sums
@@ -200,11 +200,33 @@ def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp
 SEARCH_SPACE = warp_tiling.SEARCH_SPACE
 
 
+#: Below this fraction of busy block-slots in a tile-per-block schedule, this step splits work by k-iterations.
+WAVE_EFFICIENCY_FOR_DATA_PARALLEL = 0.9
+
+
+def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
+    """(data-parallel tiles, stream-K tiles) — the hybrid rule of step 11.
+
+    A tile-per-block schedule runs ceil(tiles / blocks) waves; its efficiency is tiles / (waves × blocks). When
+    that is at least :data:`WAVE_EFFICIENCY_FOR_DATA_PARALLEL`, everything stays data-parallel (and step 11 runs
+    step 10's kernel: the stream-K bookkeeping costs a few percent where it has nothing to fix). Otherwise whole
+    waves stay data-parallel and only the partial last wave plus one full wave before it (so every block still
+    gets about a tile of work) is shared out by k-iterations; with fewer than two waves, all of it is.
+    """
+    waves = -(-tiles // blocks)
+    if tiles / (waves * blocks) >= WAVE_EFFICIENCY_FOR_DATA_PARALLEL:
+        return tiles, 0
+    if tiles < 2 * blocks:
+        return 0, tiles
+    data_parallel = (tiles // blocks - 1) * blocks
+    return data_parallel, tiles - data_parallel
+
+
 def build(config: TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
     """Step 11 for a tile configuration. ``data_parallel``: the kernels to run where the split leaves nothing to
     stream-K (step 10's). Partial tiles run on the guarded variant, with the same schedule."""
     return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides,
-                        data_parallel_fallback=data_parallel)
+                        split=stream_k_split, data_parallel_fallback=data_parallel)
 
 
 # Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).

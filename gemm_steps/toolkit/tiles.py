@@ -21,7 +21,6 @@ the fast one cannot take the whole product, so one kernel runs (and compiles) pe
 
 from __future__ import annotations
 
-import ctypes
 import inspect
 import sys
 import time
@@ -33,7 +32,9 @@ from numba import cuda
 
 from . import numba_patches, unroll
 from .backend import SIMULATOR
-from .kernel_tools import DirectLaunch, ceil_div, device_pointer, flat_array_arguments, kernel, quiet_small_grids
+from . import gpu_requirements
+from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
+from .launch_plans import LaunchPlan
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
 #: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
@@ -94,28 +95,6 @@ class TileConfig:
 SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint32, uint32, uint32)"
 #: … and the stream-K kernel's extra ones (workspace, flags, data-parallel and stream-K tile counts).
 SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
-
-
-#: Below this fraction of busy block-slots in a tile-per-block schedule, step 11 splits work by k-iterations.
-WAVE_EFFICIENCY_FOR_DATA_PARALLEL = 0.9
-
-
-def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
-    """(data-parallel tiles, stream-K tiles) — the hybrid rule of step 11.
-
-    A tile-per-block schedule runs ceil(tiles / blocks) waves; its efficiency is tiles / (waves × blocks). When
-    that is at least :data:`WAVE_EFFICIENCY_FOR_DATA_PARALLEL`, everything stays data-parallel (and step 11 runs
-    step 10's kernel: the stream-K bookkeeping costs a few percent where it has nothing to fix). Otherwise whole
-    waves stay data-parallel and only the partial last wave plus one full wave before it (so every block still
-    gets about a tile of work) is shared out by k-iterations; with fewer than two waves, all of it is.
-    """
-    waves = -(-tiles // blocks)
-    if tiles / (waves * blocks) >= WAVE_EFFICIENCY_FOR_DATA_PARALLEL:
-        return tiles, 0
-    if tiles < 2 * blocks:
-        return 0, tiles
-    data_parallel = (tiles // blocks - 1) * blocks
-    return data_parallel, tiles - data_parallel
 
 
 def _aligned(*arrays: Any) -> bool:
@@ -188,6 +167,7 @@ class TiledKernels:
         self._opted_in: set = set()
         self._resident_blocks: dict[str, int] = {}
         self._plans: dict = {}
+        self.recording: list | None = None  # while a LaunchPlan is recorded: where launches are written down
 
     # -- compiling -----------------------------------------------------------------------------------------------
     def variant_constants(self, variant: str) -> dict:
@@ -313,10 +293,10 @@ class TiledKernels:
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.configured("edge", grid, stream)
         self.compile(variant)
-        if LaunchPlan.recording is not None:
+        if self.recording is not None:
             if self.dynamic_shared_bytes:
                 self._function(variant)  # the opt-in to the larger shared memory, once per context
-            return lambda *arguments: LaunchPlan.recording.append(
+            return lambda *arguments: self.recording.append(
                 (self.kernel(variant), self.signature(variant), grid, self.threads, self.dynamic_shared_bytes,
                  stream, arguments))
         if not self.dynamic_shared_bytes:
@@ -350,6 +330,12 @@ class TiledKernels:
             plan = self._plans[key] = LaunchPlan.record(self, a, b, c, stream)
         plan(*pointers)
 
+    def builds(self):
+        """This build and every other one a launch of it may go through (the build its edge kernel comes from)."""
+        yield self
+        if self.edge_source is not None:
+            yield from self.edge_source.builds()
+
     def plan_key(self, a, b, c, stream) -> tuple:
         """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds, the
         stream (a kernel that bakes an address into its arguments adds that address)."""
@@ -359,13 +345,9 @@ class TiledKernels:
 
     def _refuse_other_gpus(self) -> None:
         """Raise, with the reason, where this GPU is not the one compute capability the kernel exists for."""
-        need = self.requires_compute_capability
-        if need is None or SIMULATOR:
-            return
-        have = tuple(cuda.get_current_device().compute_capability)
-        if have != tuple(need):
-            raise RuntimeError(f"{self.name} needs a GPU of compute capability {need[0]}.{need[1]} (wgmma: sm_90a, an "
-                               f"H100 or H200); this one is {have[0]}.{have[1]}")
+        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability)
+        if reason:
+            raise RuntimeError(f"{self.name} {reason}")
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
         """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher."""
@@ -385,52 +367,6 @@ class TiledKernels:
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
         """The fast kernel over the full tiles: one block per tile."""
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
-
-
-class LaunchPlan:
-    """The launches one shape needs, recorded once and replayed with :class:`~.kernel_tools.DirectLaunch`.
-
-    Recording runs :meth:`TiledKernels.launch_through_numba` with :meth:`TiledKernels.configured` writing each
-    launch down (kernel, grid, block, shared memory, stream, arguments) instead of making it. Replaying passes the
-    arguments as Numba would: the first three (A, B, C, flat) from the addresses of the call at hand, the others
-    (sizes, tile counts, the stream-K workspace and flags) as recorded. The plan holds the workspace arrays and
-    the stream it was made for, so neither is freed while it can be used.
-    """
-
-    recording: list | None = None  # the launches being written down, while a plan is recorded
-    KEPT = 64  # plans kept per TiledKernels (shapes × streams); past that, they are dropped and recorded again
-
-    def __init__(self, launches: list, sizes: tuple[int, int, int]):
-        self._launches = launches
-        self._sizes = sizes
-
-    @classmethod
-    def record(cls, tiles: TiledKernels, a, b, c, stream) -> "LaunchPlan":
-        cls.recording = recorded = []
-        try:
-            tiles.launch_through_numba(a, b, c, stream)
-        finally:
-            cls.recording = None
-        launches = []
-        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded:
-            rest = []
-            for argument in arguments[3:]:  # after A, B and C
-                if isinstance(argument, (int, np.integer)):
-                    rest.append(ctypes.c_uint32(int(argument)))
-                else:  # a device array of the stream-K workspace
-                    rest.extend(flat_array_arguments(device_pointer(argument), argument.size,
-                                                     argument.dtype.itemsize))
-            launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream),
-                             tuple(rest), arguments))
-        m, k = a.shape
-        return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
-
-    def __call__(self, a_pointer: int, b_pointer: int, c_pointer: int) -> None:
-        a_size, b_size, c_size = self._sizes
-        matrices = (flat_array_arguments(a_pointer, a_size) + flat_array_arguments(b_pointer, b_size)
-                    + flat_array_arguments(c_pointer, c_size))
-        for launch, rest, _recorded in self._launches:
-            launch(*matrices, *rest)
 
 
 class PersistentTiles(TiledKernels):
@@ -471,22 +407,29 @@ class PersistentTiles(TiledKernels):
 
 
 class StreamKTiles(PersistentTiles):
-    """Step 11's schedule: whole waves of tiles data-parallel, the rest split by k-iterations (:func:`stream_k_split`).
+    """Step 11's schedule: whole waves of tiles data-parallel, the rest split by k-iterations, as ``split`` decides.
 
     ``data_parallel_fallback``: the kernels that run a whole launch when the split leaves nothing to stream-K.
     """
 
     schedule = "stream-K"
     signature_fast = SIGNATURE_STREAM_K
-    #: How tiles split into (data-parallel, stream-K); replaceable, e.g. by "all stream-K".
-    split = staticmethod(stream_k_split)
 
-    def __init__(self, *args, data_parallel_fallback: TiledKernels | None = None, **kwargs):
+    def __init__(self, *args, split: Callable[[int, int], tuple[int, int]],
+                 data_parallel_fallback: TiledKernels | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        #: How tiles split into (data-parallel, stream-K) tiles for a grid of so many blocks: step 11's policy
+        #: (``steps.stream_k.stream_k_split``), or another (an experiment's "all stream-K").
+        self.split = split
         self._workspaces: dict = {}
         if data_parallel_fallback is not None and data_parallel_fallback.config != self.config:
             raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
         self.data_parallel_fallback = data_parallel_fallback
+
+    def builds(self):
+        yield from super().builds()
+        if self.data_parallel_fallback is not None:
+            yield from self.data_parallel_fallback.builds()
 
     def signature(self, variant: str) -> str:
         return SIGNATURE_STREAM_K  # both variants take the workspace, flags and split

@@ -11,7 +11,8 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
-from gemm_steps.toolkit.tiles import StreamKTiles, TiledKernels, stream_k_split
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tiles import StreamKTiles, TiledKernels
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 

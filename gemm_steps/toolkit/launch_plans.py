@@ -1,0 +1,66 @@
+"""Launch plans: the launches one product shape needs, recorded once through Numba and replayed straight through
+``cuda.core`` (GPU only) — how ``matmul``'s repeated calls skip Numba's per-launch typing and marshalling.
+
+A :class:`~.tiles.TiledKernels` asks for a plan on the first launch of a shape (``TiledKernels.launch``) and replays
+it afterwards; while a plan is recorded, each build involved has a ``recording`` list, and its ``configured``
+writes launches there instead of making them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
+
+
+class LaunchPlan:
+    """The launches one shape needs, recorded once and replayed with :class:`~.kernel_tools.DirectLaunch`.
+
+    Recording runs ``TiledKernels.launch_through_numba`` with ``TiledKernels.configured`` writing each
+    launch down (kernel, grid, block, shared memory, stream, arguments) instead of making it. Replaying passes the
+    arguments as Numba would: the first three (A, B, C, flat) from the addresses of the call at hand, the others
+    (sizes, tile counts, the stream-K workspace and flags) as recorded. The plan holds the workspace arrays and
+    the stream it was made for, so neither is freed while it can be used.
+    """
+
+    KEPT = 64  # plans kept per TiledKernels (shapes × streams); past that, they are dropped and recorded again
+
+    def __init__(self, launches: list, sizes: tuple[int, int, int]):
+        self._launches = launches
+        self._sizes = sizes
+
+    @classmethod
+    def record(cls, tiles, a, b, c, stream) -> "LaunchPlan":
+        """Run ``tiles.launch_through_numba`` with every build it may launch through (itself, the build its edge
+        kernel comes from, a data-parallel fallback: ``tiles.builds()``) writing its launches into one list."""
+        recorded: list = []
+        builds = list(tiles.builds())
+        for build in builds:
+            build.recording = recorded
+        try:
+            tiles.launch_through_numba(a, b, c, stream)
+        finally:
+            for build in builds:
+                build.recording = None
+        launches = []
+        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded:
+            rest = []
+            for argument in arguments[3:]:  # after A, B and C
+                if isinstance(argument, (int, np.integer)):
+                    rest.append(ctypes.c_uint32(int(argument)))
+                else:  # a device array of the stream-K workspace
+                    rest.extend(flat_array_arguments(device_pointer(argument), argument.size,
+                                                     argument.dtype.itemsize))
+            launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream),
+                             tuple(rest), arguments))
+        m, k = a.shape
+        return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
+
+    def __call__(self, a_pointer: int, b_pointer: int, c_pointer: int) -> None:
+        a_size, b_size, c_size = self._sizes
+        matrices = (flat_array_arguments(a_pointer, a_size) + flat_array_arguments(b_pointer, b_size)
+                    + flat_array_arguments(c_pointer, c_size))
+        for launch, rest, _recorded in self._launches:
+            launch(*matrices, *rest)
