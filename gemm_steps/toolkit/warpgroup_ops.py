@@ -322,34 +322,29 @@ else:
     def _unpack(builder, value, count):
         return [builder.extract_value(value, i) for i in range(count)]
 
-    @intrinsic
-    def warpgroup_wait_all(typingctx, acc):
-        """``wgmma.wait_group.sync.aligned 0``: every wgmma of this warpgroup is done; ``acc`` passes through it."""
-        if not _is_accumulator(acc):
-            return None
-        count = acc.count
+    def _wait_group(pending: int, doc: str):
+        """The intrinsic ``wgmma.wait_group.sync.aligned pending``, the accumulators passing through it (tied)."""
+        @intrinsic
+        def wait(typingctx, acc):
+            if not _is_accumulator(acc):
+                return None
+            count = acc.count
 
-        def codegen(context, builder, sig, args):
-            _, call = _tied_asm("wgmma.wait_group.sync.aligned 0;", count, [], "")
-            out = builder.call(call, _unpack(builder, args[0], count))
-            return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
+            def codegen(context, builder, sig, args):
+                _, call = _tied_asm(f"wgmma.wait_group.sync.aligned {pending};", count, [], "")
+                out = builder.call(call, _unpack(builder, args[0], count))
+                return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
 
-        return acc(acc), codegen
+            return acc(acc), codegen
 
-    @intrinsic
-    def warpgroup_wait_but_one(typingctx, acc):
-        """``wgmma.wait_group.sync.aligned 1``: every group of this warpgroup but the newest is done (the registers
-        those read are free again); ``acc`` passes through, still being written by the newest group."""
-        if not _is_accumulator(acc):
-            return None
-        count = acc.count
+        wait.__doc__ = doc
+        return wait
 
-        def codegen(context, builder, sig, args):
-            _, call = _tied_asm("wgmma.wait_group.sync.aligned 1;", count, [], "")
-            out = builder.call(call, _unpack(builder, args[0], count))
-            return context.make_tuple(builder, sig.return_type, _unpack(builder, out, count))
-
-        return acc(acc), codegen
+    warpgroup_wait_all = _wait_group(0, "``wgmma.wait_group.sync.aligned 0``: every wgmma of this warpgroup is done; "
+                                        "``acc`` passes through it.")
+    warpgroup_wait_but_one = _wait_group(1, "``wgmma.wait_group.sync.aligned 1``: every group of this warpgroup but the "
+                                            "newest is done (the registers those read are free again); ``acc`` passes "
+                                            "through, still being written by the newest group.")
 
     @intrinsic
     def wgmma_tf32(typingctx, shared, a0, a1, a2, a3, descriptor, acc, accumulate):
