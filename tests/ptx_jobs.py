@@ -40,6 +40,7 @@ CHILD = r"""
 import json, sys, time
 
 from gemm_steps.harness.ptx import compile_kernel_ptx, nvvm_version, ptx_stats, ptxas_info
+from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES
 
 
 def emit(**record):
@@ -81,6 +82,10 @@ for job in json.loads(sys.argv[1]):
         kernels = gemm_steps.get_step(job).kernels()
     # ptxas's report for the kernels a step makes claims about, and for every kernel built outside the steps
     assembled = set(getattr(gemm_steps.get_step(job).module, "PTXAS_EXPECT", {})) if ":" not in job else set(kernels)
+    # which GPUs a step's kernels assemble for (its fast kernel stands for a tiled step; the edge kernel uses the
+    # same instructions): NVVM's PTX, its .target set to each compute capability, through nvJitLink's ptxas
+    portable = {label for label in kernels if ":" not in job and (label.endswith("_fast")
+                                                                  or gemm_steps.get_step(job).tiled is None)}
     for label, (dispatcher, signature) in kernels.items():
         start = time.perf_counter()
         try:
@@ -89,6 +94,8 @@ for job in json.loads(sys.argv[1]):
             stats["extern_shared"] = ".extern .shared" in ptx
             if label in assembled:  # the step makes claims about ptxas's register allocation: assemble it
                 stats["ptxas"] = ptxas_info(ptx)
+            if label in portable:
+                stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc)) for cc in CHECKED_COMPUTE_CAPABILITIES}
         except Exception as exc:  # reported per kernel: the test of that kernel fails with it
             stats = {"error": f"{type(exc).__name__}: {exc}"}
         emit(key=json.dumps([job, label]), stats=stats, seconds=round(time.perf_counter() - start, 1))

@@ -134,6 +134,41 @@ def test_ptxas_expectations(ptx, step):
     assert not failures, f"{step.name}.PTXAS_EXPECT not met:\n" + "\n".join(failures)
 
 
+@pytest.mark.parametrize("step", STEP_PARAMS)
+def test_each_step_assembles_exactly_where_it_says_it_runs(ptx, step):
+    """For Turing, Ampere, Ada and Hopper (gpu_requirements.CHECKED_COMPUTE_CAPABILITIES): a step's kernels assemble
+    (ptxas, nvJitLink's, on this CPU) for every compute capability the step says it runs on, and fail for every one
+    it refuses — so ``Step.unavailable`` (hence verify, bench, ``matmul``'s choice) and the hardware agree, both
+    ways. NVVM's PTX for 9.0 with its ``.target`` changed: what varies between the GPUs here is which instructions
+    exist, and that is what ptxas checks."""
+    from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES, missing_compute_capability
+
+    failures = []
+    for label in step.kernels():
+        stats = _stats(ptx, step, label)
+        if "assembles" not in stats:
+            continue  # a tiled step's edge kernel: its fast kernel stands for it
+        for cc in CHECKED_COMPUTE_CAPABILITIES:
+            reason = missing_compute_capability(step.requires_compute_capability, step.min_compute_capability, cc)
+            assembles = stats["assembles"][f"{cc[0]}.{cc[1]}"]
+            if reason is None and not assembles:
+                failures.append(f"{label}: does not assemble for compute capability {cc}, where the step says it runs")
+            if reason is not None and assembles:
+                failures.append(f"{label}: assembles for compute capability {cc}, where the step refuses: {reason}")
+    assert not failures, "\n".join(failures)
+
+
+def test_compute_capability_reasons():
+    from gemm_steps.toolkit.gpu_requirements import missing_compute_capability
+
+    assert missing_compute_capability(None, None, (7, 5)) is None
+    assert missing_compute_capability((9, 0), None, (9, 0)) is None
+    assert missing_compute_capability((9, 0), None, (8, 9)) == "needs a GPU of compute capability 9.0; this one is 8.9"
+    assert missing_compute_capability(None, (8, 0), (8, 6)) is None
+    assert missing_compute_capability(None, (8, 0), (7, 5)) == ("needs a GPU of compute capability 8.0 or newer; "
+                                                              "this one is 7.5")
+
+
 @pytest.mark.parametrize("entry", ALL_KERNELS)
 def test_no_wgmma_operand_is_written_after_its_fence(ptx, entry):
     """The PTX ISA: registers a ``wgmma`` reads (A fragments, accumulators) are written before ``wgmma.fence``,

@@ -32,6 +32,23 @@ def test_only_the_hopper_steps_say_they_cannot_run(on_an_ampere_gpu):
     assert all(reason is None for name, reason in reasons.items() if name not in hopper)
 
 
+def test_on_a_turing_gpu_the_tensor_core_steps_say_why_they_cannot_run(monkeypatch):
+    """Compute capability 7.5: steps 12-13 need 8.0 or newer (mma.sync on TF32, cp.async), steps 14-15 exactly 9.0;
+    steps 1-11 run."""
+    import types
+
+    from numba import cuda
+
+    monkeypatch.setattr(gpu_requirements, "SIMULATOR", False)
+    monkeypatch.setattr(cuda, "get_current_device", lambda: types.SimpleNamespace(compute_capability=(7, 5)))
+    reasons = {s.name: s.unavailable() for s in gemm_steps.steps()}
+    for name in ("tensor_cores", "three_tf32"):
+        assert reasons[name].endswith("needs a GPU of compute capability 8.0 or newer; this one is 7.5"), reasons[name]
+    for name in ("warpgroup_mma", "warpgroup_tf32"):
+        assert reasons[name].endswith("needs a GPU of compute capability 9.0; this one is 7.5"), reasons[name]
+    assert [s.number for s in gemm_steps.steps() if reasons[s.name] is None] == list(range(1, 12))
+
+
 def test_verify_skips_it_with_the_reason_and_does_not_count_it(on_an_ampere_gpu):
     rows = verify.verify(["coalesced", "warpgroup_mma"], [(5, 6, 7)])
     by_step = {r["step"]: r for r in rows}

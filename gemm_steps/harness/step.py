@@ -17,9 +17,11 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     How the step multiplies: ``"fp32"`` (the FP32 units), ``"tf32"`` (tensor cores on inputs rounded to TF32: its own
     tolerance in :mod:`~gemm_steps.harness.verify`, and ``matmul`` never picks it) or ``"3xtf32"`` (tensor cores at
     float32 accuracy).
-``REQUIRES_COMPUTE_CAPABILITY``  (optional)
-    ``(major, minor)`` of the only GPUs the step runs on (steps 14–15: ``wgmma``, Hopper only). Elsewhere
-    :meth:`Step.unavailable` says why, and ``verify`` and ``bench`` skip the step with that reason.
+``REQUIRES_COMPUTE_CAPABILITY``, ``MIN_COMPUTE_CAPABILITY``  (optional)
+    ``(major, minor)`` of the only GPUs the step runs on (steps 14–15: ``wgmma``, Hopper only), or of the oldest
+    (steps 12–13: ``mma.sync`` on TF32 and ``cp.async``, Ampere onward). Elsewhere :meth:`Step.unavailable` says
+    why, and ``verify`` and ``bench`` skip the step with that reason; tests/test_ptx.py checks on a CPU that each
+    step's kernels assemble exactly where it says they run.
 ``TILED``  (register-tiled steps 6–15, instead of the four above)
     A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
     all come from it, so such a step declares its kernel once.
@@ -53,6 +55,7 @@ class Step:
         self.arithmetic: str = getattr(module, "ARITHMETIC", "fp32")  # "fp32", "tf32" or "3xtf32"
         self.tiled = getattr(module, "TILED", None)  # generated kernels, for steps 6 onward
         self.requires_compute_capability = getattr(module, "REQUIRES_COMPUTE_CAPABILITY", None)
+        self.min_compute_capability = getattr(module, "MIN_COMPUTE_CAPABILITY", None)
         self._launch: Callable = self.tiled.launch if self.tiled is not None else module.launch
         # On a GPU the first launch in a process compiles. Register-tiled steps say so per kernel (TiledKernels.compile);
         # the others compile in about a second, and say so here.
@@ -96,7 +99,8 @@ class Step:
         """Why this step cannot run on this machine's GPU, or None if it can (the simulator runs every step)."""
         from ..toolkit import gpu_requirements
 
-        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability)
+        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability,
+                                                             self.min_compute_capability)
         return f"step {self.number} ({self.name}) {reason}" if reason else None
 
     # -- reading a step ----------------------------------------------------------------------------------------

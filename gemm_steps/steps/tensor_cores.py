@@ -49,6 +49,9 @@ from ..toolkit.unroll import registers, unroll
 TITLE = "TF32 tensor cores: mma.sync on 16×8×8 tiles"
 SUMMARY = "Each warp multiplies 16×8 by 8×8 tiles with one tensor-core instruction; operands rounded to TF32."
 ARITHMETIC = "tf32"  # inputs rounded to TF32: verify uses harness.verify.tf32_tolerance
+#: mma.sync on TF32 operands and cp.async exist from Ampere (compute capability 8.0) on; verify and bench
+#: skip the step on older GPUs, saying so.
+MIN_COMPUTE_CAPABILITY = (8, 0)
 
 
 def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
@@ -200,7 +203,8 @@ SIMULATOR_CONFIG = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, TH
 
 
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("tensor_cores", tensor_core_kernel, config, layout(config), overrides)
+    return TiledKernels("tensor_cores", tensor_core_kernel, config, layout(config), overrides,
+                        min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
 TILED = build(tuned_config("tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))

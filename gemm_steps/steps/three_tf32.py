@@ -39,6 +39,9 @@ from . import tensor_cores
 TITLE = "3xTF32: float32 accuracy from three tensor-core products"
 SUMMARY = "Split each operand into big + small TF32 parts; small·big + big·small + big·big on the tensor cores."
 ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
+#: mma.sync on TF32 operands and cp.async exist from Ampere (compute capability 8.0) on; verify and bench
+#: skip the step on older GPUs, saying so.
+MIN_COMPUTE_CAPABILITY = (8, 0)
 
 
 def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
@@ -173,7 +176,8 @@ SIMULATOR_CONFIG = tensor_cores.SIMULATOR_CONFIG
 
 def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
     layout = {**tensor_cores.layout(config), "MMA_PRODUCTS": 3}
-    return TiledKernels("three_tf32", three_tf32_kernel, config, layout, overrides)
+    return TiledKernels("three_tf32", three_tf32_kernel, config, layout, overrides,
+                        min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
 TILED = build(tuned_config("three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))

@@ -119,7 +119,8 @@ class TiledKernels:
     ``kernel`` is the step's kernel function (or a :data:`Generator`). Its module's globals are what the kernel
     sees, plus the tile constants and ``EDGE``; ``overrides`` replaces names (tests count stores with it).
     ``edge`` takes the edge kernel from another build instead of compiling this kernel with ``EDGE = True``.
-    ``requires_compute_capability``: the only GPUs the kernel exists for (``wgmma``: (9, 0)); on another GPU the first
+    ``requires_compute_capability``: the only GPUs the kernel exists for (``wgmma``: (9, 0)); ``min_compute_capability``:
+    the oldest it runs on (``mma.sync`` on TF32: (8, 0)); on another GPU the first
     launch of a shape refuses with a reason instead of failing to compile.
     """
 
@@ -129,10 +130,12 @@ class TiledKernels:
 
     def __init__(self, name: str, kernel: Callable | Generator, config: TileConfig, extra_constants: dict | None = None,
                  overrides: dict | None = None, edge: "TiledKernels | None" = None,
-                 requires_compute_capability: tuple[int, int] | None = None):
+                 requires_compute_capability: tuple[int, int] | None = None,
+                 min_compute_capability: tuple[int, int] | None = None):
         numba_patches.apply()  # linear-time lowering pass: the unrolled kernels compile several times faster
         self.name = name
         self.requires_compute_capability = requires_compute_capability
+        self.min_compute_capability = min_compute_capability
         self.config = config.check()
         # A kernel function, or a generator already (constants → source) naming its kernel function `.function`.
         self.generate: Generator = kernel if hasattr(kernel, "function") else from_function(kernel)
@@ -345,7 +348,8 @@ class TiledKernels:
 
     def _refuse_other_gpus(self) -> None:
         """Raise, with the reason, where this GPU is not the one compute capability the kernel exists for."""
-        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability)
+        reason = gpu_requirements.missing_compute_capability(self.requires_compute_capability,
+                                                             self.min_compute_capability)
         if reason:
             raise RuntimeError(f"{self.name} {reason}")
 
