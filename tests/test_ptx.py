@@ -70,10 +70,17 @@ def test_shared_memory_kernels_synchronise(ptx, entry):
 
 @pytest.mark.ptx("coalesced", "kernels:ptx_jobs:coalesced_kernels")
 def test_a_kernels_job_compiles_what_its_function_returns(ptx):
-    """``kernels:module:function`` jobs (for kernels built outside the steps) give the same stats as the step."""
+    """``kernels:module:function`` jobs (for kernels built outside the steps) give the same PTX stats as the step
+    (what ptxas says is added to each as its tests need: ``ptxas`` for a kernels job, ``assembles`` for a step)."""
     step = gemm_steps.get_step("coalesced")
+
+    def ptx_only(stats: dict) -> dict:
+        return {key: value for key, value in stats.items() if key not in ("ptxas", "assembles")}
+
     for label in step.kernels():
-        assert ptx.stats("kernels:ptx_jobs:coalesced_kernels", label) == _stats(ptx, step, label)
+        from_job = ptx.stats("kernels:ptx_jobs:coalesced_kernels", label)
+        assert "ptxas" in from_job and "assembles" in _stats(ptx, step, label)
+        assert ptx_only(from_job) == ptx_only(_stats(ptx, step, label))
 
 
 def test_report_in_subprocess_runs_the_package_entry_point():
