@@ -1,10 +1,12 @@
 """The TMA + mbarrier builds of step 15 (experiments/kernels/warpgroup_tma.py; warp-specialized,
-warpgroup_specialized.py; and with a k-tile of products always in flight, warpgroup_overlap.py), candidate steps.
-On the simulator (the twins of the copy engine and the barriers, one warpgroup on a 32×64 tile): the product equals float64 on the
-inputs the tensor core reads (A truncated to TF32, B rounded) to float32 rounding — which holds only if every stage
-of the ring is filled, waited for and released in the right phase — on full tiles (the TMA kernel) and ragged shapes
-(step 15's edge kernel). Its compiled code: the copy engine's instructions, no cp.async, no block-wide barrier in the
-k-loop. On an H100 experiments/warpgroup_tma_bench.py measures it and tests/test_gpu.py-style checks run there."""
+warpgroup_specialized.py; with a k-tile of products always in flight, warpgroup_overlap.py), candidate steps.
+
+On the simulator (the twins of the copy engine and the barriers, one warpgroup on a 32×64 tile) and on a GPU: the
+product equals float64 on the inputs the tensor core reads (A truncated to TF32, B rounded) to float32 rounding —
+which holds only if every stage of the ring is filled, waited for and released in the right phase — on full tiles,
+and on a GPU also on a ragged shape (its border runs step 15's edge kernel). Their compiled code: the copy engine's
+instructions, no cp.async, no block-wide barrier in the k-loop, and what ptxas says of each. On an H100
+experiments/warpgroup_tma_bench.py measures them."""
 
 from __future__ import annotations
 

@@ -92,9 +92,9 @@ def warpgroup_overlap_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
                         b_frag[half][s][q] = operand_bits(to_tf32(x))
                 warpgroup_fence()
                 for s in unroll(K_STEPS):
+                    a_tile = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
                     acc = wgmma_tf32(tiles, b_frag[half][s][0], b_frag[half][s][1], b_frag[half][s][2],
-                                     b_frag[half][s][3], swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32)),
-                                     acc, 1)
+                                     b_frag[half][s][3], a_tile, acc, 1)
                 warpgroup_commit()
                 acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage and registers are free
                 if u > 0 and lane == 0:

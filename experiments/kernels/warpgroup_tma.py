@@ -149,8 +149,9 @@ class TmaTiles(TiledKernels):
         super().launch_through_numba(a, b, c, stream)
 
     def _maps_of(self, a, b) -> tuple:
-        """A's map: BLOCK_M × 32 boxes, 128-byte swizzled (wgmma's layout). B's: 32 × B_STRIDE boxes — B_STRIDE − BLOCK_N
-        columns more than the tile, so each row lands padded as step 15 pads it (zeros past B's last column)."""
+        """A's map: BLOCK_M × 32 boxes, 128-byte swizzled (wgmma's layout). B's: 32 × B_STRIDE boxes —
+        B_STRIDE − BLOCK_N columns more than the tile, so each row lands padded as step 15 pads it (zeros past B's
+        last column)."""
         key = (device_pointer(a), a.shape, device_pointer(b), b.shape)
         if key not in self._maps:
             if len(self._maps) >= 16:

@@ -116,7 +116,8 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if error != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {error!r} (matrix {rows}×{cols}, box {box_rows}×{box_cols})")
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {error!r} (matrix {rows}×{cols}, "
+                           f"box {box_rows}×{box_cols})")
     return cuda.to_device(np.array([int(word) for word in encoded.opaque], dtype=np.uint64))
 
 
