@@ -141,8 +141,8 @@ class TmaTiles(TiledKernels):
     def signature(self, variant: str) -> str:
         return self.signature_fast if variant == "fast" else SIGNATURE
 
-    def plan_key(self, a, b, c, stream) -> tuple:
-        return (*super().plan_key(a, b, c, stream), device_pointer(a), device_pointer(b))  # the plan holds their maps
+    def plan_key(self, a, b, pointers, stream) -> tuple:
+        return (*super().plan_key(a, b, pointers, stream), *pointers[:2])  # the plan holds A's and B's tensor maps
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
         self._matrices = (a, b)

@@ -324,7 +324,7 @@ class TiledKernels:
             self.launch_through_numba(a, b, c, stream)
             return
         pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
-        key = self.plan_key(a, b, c, stream)
+        key = self.plan_key(a, b, pointers, stream)
         plan = self._plans.get(key)
         if plan is None:
             self._refuse_other_gpus()  # once per shape, not on every replayed launch
@@ -339,12 +339,11 @@ class TiledKernels:
         if self.edge_source is not None:
             yield from self.edge_source.builds()
 
-    def plan_key(self, a, b, c, stream) -> tuple:
-        """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds, the
-        stream (a kernel that bakes an address into its arguments adds that address)."""
+    def plan_key(self, a, b, pointers: tuple[int, int, int], stream) -> tuple:
+        """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds (from
+        the three arrays' ``pointers``), the stream (a kernel that bakes an address into its arguments adds it)."""
         m, k = a.shape
-        aligned = all(device_pointer(x) % 16 == 0 for x in (a, b, c))
-        return (m, b.shape[1], k, aligned, id(stream) if stream else 0)
+        return (m, b.shape[1], k, all(p % 16 == 0 for p in pointers), id(stream) if stream else 0)
 
     def _refuse_other_gpus(self) -> None:
         """Raise, with the reason, where this GPU is not the one compute capability the kernel exists for."""
