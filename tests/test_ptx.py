@@ -107,38 +107,35 @@ KNOWN = set(ptx_stats("\tret;\n")) - {"opcodes"}
 @pytest.mark.parametrize("step", STEP_PARAMS)
 def test_ptx_expectations(ptx, step):
     """The step's own ``PTX_EXPECT`` claims (none declared: nothing to check beyond the tests above)."""
-    expect = getattr(step.module, "PTX_EXPECT", {})
-    unknown = set(expect) - set(step.kernels())
-    assert not unknown, f"{step.name}.PTX_EXPECT names kernels it does not have: {sorted(unknown)}"
-    failures = []
-    for label, wanted in expect.items():
-        stats = _stats(ptx, step, label)
-        for key, spec in wanted.items():
-            op, value = parse_expectation(spec)
-            if key not in KNOWN:
-                failures.append(f"{label}: unknown key {key!r} (known: {sorted(KNOWN)})")
-            elif not _COMPARE[op](stats[key], value):
-                failures.append(f"{label}: {key} is {stats[key]}, expected {op} {value}")
-    assert not failures, f"{step.name}.PTX_EXPECT not met:\n" + "\n".join(failures)
+    check_claims(step, "PTX_EXPECT", lambda label: _stats(ptx, step, label), known=KNOWN)
 
 
 @pytest.mark.parametrize("step", STEP_PARAMS)
 def test_ptxas_expectations(ptx, step):
     """The step's ``PTXAS_EXPECT`` claims about what ``ptxas`` makes of its PTX (registers, spill bytes), checked on
     the ``ptxas`` inside the nvJitLink wheel for sm_90a; a claim whose assembler did not answer fails."""
-    expect = getattr(step.module, "PTXAS_EXPECT", {})
+    check_claims(step, "PTXAS_EXPECT", lambda label: _stats(ptx, step, label).get("ptxas") or {})
+
+
+def check_claims(step, name: str, measured_of, known: set | None = None) -> None:
+    """Fail, listing them, on the claims of ``step.module.<name>`` (``{label: {key: spec}}``) that the numbers
+    ``measured_of(label)`` do not meet; ``known``: the keys a claim may use (any, if None)."""
+    expect = getattr(step.module, name, {})
     unknown = set(expect) - set(step.kernels())
-    assert not unknown, f"{step.name}.PTXAS_EXPECT names kernels it does not have: {sorted(unknown)}"
+    assert not unknown, f"{step.name}.{name} names kernels it does not have: {sorted(unknown)}"
     failures = []
     for label, wanted in expect.items():
-        info = _stats(ptx, step, label).get("ptxas") or {}
+        measured = measured_of(label)
         for key, spec in wanted.items():
             op, value = parse_expectation(spec)
-            if info.get(key) is None:
-                failures.append(f"{label}: ptxas reported no {key!r} ({info or 'nvJitLink did not assemble it'})")
-            elif not _COMPARE[op](info[key], value):
-                failures.append(f"{label}: {key} is {info[key]} ({info['ptxas']}), expected {op} {value}")
-    assert not failures, f"{step.name}.PTXAS_EXPECT not met:\n" + "\n".join(failures)
+            if known is not None and key not in known:
+                failures.append(f"{label}: unknown key {key!r} (known: {sorted(known)})")
+            elif measured.get(key) is None:
+                failures.append(f"{label}: nothing measured for {key!r} ({measured or 'nothing at all'})")
+            elif not _COMPARE[op](measured[key], value):
+                by = f" ({measured['ptxas']})" if "ptxas" in measured else ""
+                failures.append(f"{label}: {key} is {measured[key]}{by}, expected {op} {value}")
+    assert not failures, f"{step.name}.{name} not met:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize("step", STEP_PARAMS)

@@ -229,15 +229,9 @@ else:
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
-    _I32, _I64 = ir.IntType(32), ir.IntType(64)
+    from .warpgroup_ops import shared_address_value as _shared_address
 
-    def _shared_address(context, builder, array_type, array, index, index_type):
-        """The 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``)."""
-        data = context.make_array(array_type)(context, builder, array).data
-        offset = context.cast(builder, index, index_type, types.int64)
-        generic = builder.ptrtoint(builder.gep(data, [offset], inbounds=True), _I64)
-        convert = ir.InlineAsm(ir.FunctionType(_I64, [_I64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
-        return builder.trunc(builder.call(convert, [generic]), _I32)
+    _I32, _I64 = ir.IntType(32), ir.IntType(64)
 
     def _global_address(context, builder, array_type, array, index, index_type):
         data = context.make_array(array_type)(context, builder, array).data

@@ -388,6 +388,15 @@ else:
 
         return types.uint32(x), codegen
 
+    def shared_address_value(context, builder, array_type, array, index, index_type):
+        """Code for the 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``), inside an intrinsic's
+        codegen (the toolkit's other intrinsics that take shared addresses use it too)."""
+        data = context.make_array(array_type)(context, builder, array).data
+        offset = context.cast(builder, index, index_type, types.int64)
+        generic = builder.ptrtoint(builder.gep(data, [offset], inbounds=True), _I64)
+        convert = ir.InlineAsm(ir.FunctionType(_I64, [_I64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
+        return builder.trunc(builder.call(convert, [generic]), _I32)
+
     @intrinsic
     def shared_address(typingctx, array, index):
         """The 32-bit shared-window address of ``array[index]`` (``cvta.to.shared``)."""
@@ -395,11 +404,7 @@ else:
             return None
 
         def codegen(context, builder, sig, args):
-            data = context.make_array(sig.args[0])(context, builder, args[0]).data
-            index_value = context.cast(builder, args[1], sig.args[1], types.int64)
-            generic = builder.ptrtoint(builder.gep(data, [index_value], inbounds=True), _I64)
-            convert = ir.InlineAsm(ir.FunctionType(_I64, [_I64]), "cvta.to.shared.u64 $0, $1;", "=l,l")
-            return builder.trunc(builder.call(convert, [generic]), _I32)
+            return shared_address_value(context, builder, sig.args[0], args[0], args[1], sig.args[1])
 
         return types.uint32(array, index), codegen
 
