@@ -6,6 +6,10 @@ in seconds; ``0`` means no limit) instead of running silently for an hour. Produ
 and then run in slices of rows (:func:`launch_with_progress`), with a line after each: how far, how long so far, how
 long still to go.
 
+An inf or NaN in the input makes the simulator's float32 arithmetic (NumPy scalars) warn once per line of generated
+kernel code it passes through — a thousand lines for one small product — where a GPU computes the same values
+silently. :func:`summarised_float_warnings` counts them instead and warns once per launch.
+
 The cost model was fitted on a 2-core machine (the project's CI class) with numba-cuda 0.30's simulator: starting
 and synchronising a simulated thread costs ~0.2–0.8 ms, and each multiply-add it does ~1 µs. It errs on the slow
 side: a refused product might have finished in a fraction of the estimate, never in a small multiple of the limit.
@@ -13,9 +17,14 @@ side: a refused product might have finished in a fraction of the estimate, never
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import re
 import sys
+import threading
+import warnings
+from collections import Counter
 
 SECONDS_PER_THREAD = 6e-4
 SECONDS_PER_FMA = 1.2e-6
@@ -108,17 +117,51 @@ def launch_with_progress(step, a, b, c, stream) -> None:
     from ..toolkit.tiles import PersistentTiles
 
     whole_grid = isinstance(getattr(step, "tiled", None), PersistentTiles)
-    if total <= ANNOUNCE_S or rows >= m or whole_grid:
-        step.launch(a, b, c, stream)
-        return
-    start = time.perf_counter()
-    for first in range(0, m, rows):
-        last = min(first + rows, m)
-        step.launch(a[first:last], b, c[first:last], stream)
-        spent = time.perf_counter() - start
-        left = spent / last * (m - last)
-        print(f"gemm-steps: rows {last}/{m} done, {_duration(spent)} so far, about {_duration(left)} to go",
-              file=sys.stderr, flush=True)
+    with summarised_float_warnings():
+        if total <= ANNOUNCE_S or rows >= m or whole_grid:
+            step.launch(a, b, c, stream)
+            return
+        start = time.perf_counter()
+        for first in range(0, m, rows):
+            last = min(first + rows, m)
+            step.launch(a[first:last], b, c[first:last], stream)
+            spent = time.perf_counter() - start
+            left = spent / last * (m - last)
+            print(f"gemm-steps: rows {last}/{m} done, {_duration(spent)} so far, about {_duration(left)} to go",
+                  file=sys.stderr, flush=True)
+
+
+#: NumPy's floating-point warnings ("invalid value encountered in scalar multiply", "overflow encountered in …").
+FLOAT_WARNING = re.compile(r"(invalid value|overflow|divide by zero|underflow) encountered")
+
+
+@contextlib.contextmanager
+def summarised_float_warnings():
+    """Count NumPy's floating-point ``RuntimeWarning`` s raised while the block runs (by any simulated thread) and, if
+    there were any, issue one, on one line: the first, where it arose, with how many there were of each kind. Other
+    warnings pass as usual, and so do the warning filters (``ignore`` silences the summary, ``error`` raises it)."""
+    counts: Counter = Counter()
+    first: list = []  # (filename, lineno) of the first one: a line of the generated kernel source
+    lock = threading.Lock()
+    with warnings.catch_warnings():  # restores the filters and showwarning on exit
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, RuntimeWarning) and FLOAT_WARNING.search(str(message)):
+                with lock:
+                    counts[str(message)] += 1
+                    first[:] = first or [filename, lineno]
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.filterwarnings("always", message=FLOAT_WARNING.pattern, category=RuntimeWarning)
+        yield counts
+    if counts:
+        kinds = ", ".join(f"{count} × {message}" for message, count in counts.most_common())
+        warnings.warn_explicit(
+            f"{kinds} in the simulated kernel's float32 arithmetic (an inf or NaN in the input, or an overflow; a GPU "
+            "computes the same values without a warning)", RuntimeWarning, *first)
 
 
 def _duration(seconds: float) -> str:
