@@ -8,7 +8,7 @@ instead, naming the file they came from (the newest course benchmark in ``result
 another.
 
 Exit status: 0 all good, 1 a check failed (a wrong or failed kernel), 2 a usage error (bad argument, missing file),
-reported in one line without a traceback.
+reported as argparse reports one — the command's usage line, then the error on one line — never with a traceback.
 """
 
 from __future__ import annotations
@@ -53,8 +53,30 @@ def shape(text: str) -> tuple[int, int, int]:
 
 
 def size(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
+    if not text.strip().isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; give a positive integer N for an N×N×N product")
+    return int(text)
+
+
+def dimension(text: str) -> int:
+    """One side of a product (M, N or K): a positive whole number."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; give a positive whole number")
+    if int(text) == 0:
+        raise argparse.ArgumentTypeError("0 makes an empty product (or, for K, a matrix of zeros), with no kernel to "
+                                         "choose; give a positive whole number")
+    return int(text)
+
+
+def count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs; give a positive whole number")
+    return int(text)
+
+
+def lines(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of lines; give 0 or a positive whole number")
     return int(text)
 
 
@@ -298,6 +320,7 @@ def run_verify(step_names, shapes) -> int:
 def cmd_verify(args) -> int:
     import gemm_steps
 
+    chosen_steps(args.steps)  # a bad step name fails now, before anything is printed
     say(f"backend: {gemm_steps.backend()}")
     return run_verify(args.steps, args.shapes)
 
@@ -415,6 +438,8 @@ def cmd_plot(args) -> int:
         paths = plots.plot_results(results, out_dir, stem=Path(args.results).stem)
     except ValueError as exc:  # e.g. no successful records, no cuBLAS to compare with
         raise UserError(f"cannot plot {args.results}: {exc}") from None
+    except OSError as exc:  # the folder cannot be made or written
+        raise UserError(f"cannot write the plots to {out_dir}: {exc.strerror or exc}") from None
     for path in paths:
         print(path)
     return 0
@@ -424,9 +449,9 @@ def cmd_tune(args) -> int:
     import gemm_steps
     from gemm_steps.harness import tuning
 
+    step = chosen_steps([args.step])[0]
     if gemm_steps.SIMULATOR:
         raise UserError("autotuning needs a real CUDA GPU (timings on the simulator mean nothing)")
-    step = chosen_steps([args.step])[0]
     try:
         results = tuning.tune(step.name, size=args.size, repeats=args.repeats, progress=say, out_dir=results_dir())
     except ValueError as exc:  # the step has nothing to tune
@@ -453,17 +478,25 @@ def cmd_diff(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    """What ``matmul`` would run for an M×N×K product, and why: the dispatch rule, the measured shape it rests on,
-    and the chosen step's tiles and waves on this GPU."""
+    """What ``matmul`` would run for an M×N×K product, and why: the dispatch rule, the measured shape it rests on (and
+    the file it was measured in), the chosen step's tiles and waves on this GPU, and, without a GPU, whether the
+    simulator would run it."""
+    import gemm_steps
     from gemm_steps.harness import dispatch
+    from gemm_steps.harness.api import MAX_ELEMENTS
     from gemm_steps.toolkit.kernel_tools import ceil_div
     from gemm_steps.steps.stream_k import stream_k_split
     from gemm_steps.toolkit.tuned import current_gpu_name
 
-    m, n, k = args.shape
+    m, n, k = args.m, args.n, args.k
     gpu = current_gpu_name()
-    choice = dispatch.choose(m, n, k)
+    try:
+        choice = dispatch.choose(m, n, k)
+    except RuntimeError as exc:  # a dispatch table that cannot be read (yours, or $GEMM_STEPS_DISPATCH)
+        raise UserError(str(exc)) from None
     step = dispatch.candidate(choice.step_name)
+    too_big = [name for name, elements in (("A", m * k), ("B", k * n), ("C", m * n)) if elements > MAX_ELEMENTS]
+    here = _on_the_simulator(step, m, n, k) if gemm_steps.SIMULATOR and not too_big else None
     what = f"step {step.number} {step.name}" if step.name not in dispatch.TILE_VARIANTS else \
         f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
     print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}: {what}")
@@ -471,6 +504,12 @@ def cmd_explain(args) -> int:
     if choice.pct_of_cublas:
         measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
+        print(f"  source: {_dispatch_source(gpu, choice.gpu)}")
+    if too_big:
+        print(f"  refused: matmul takes matrices of at most {MAX_ELEMENTS:,} elements (32-bit indices); "
+              f"{', '.join(too_big)} would have more")
+    elif here:
+        print(f"  here: {here}")
     if step.tiled is not None:
         from gemm_steps.toolkit.tiles import PersistentTiles
 
@@ -483,7 +522,8 @@ def cmd_explain(args) -> int:
         blocks = sms * per_sm
         waves = ceil_div(tiles, blocks)
         print(f"  tiles: {config.BLOCK_M}×{config.BLOCK_N} → {tiles_m}×{tiles_n} = {tiles} ({full} full); "
-              f"{sms} SMs × {per_sm} block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
+              f"{sms} SMs{' (an H100 has 132; no GPU here)' if gpu is None else ''} × {per_sm} "
+              f"block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
               f"once → {waves} wave{'s' if waves > 1 else ''} of tiles, the last "
               f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full")
         if isinstance(step.tiled, PersistentTiles):
@@ -501,6 +541,55 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def _on_the_simulator(step, m: int, n: int, k: int) -> str:
+    """Whether the simulator would run this product (the guard of :func:`gemm_steps.harness.simulator.check`)."""
+    from gemm_steps.harness import simulator
+
+    try:
+        limit = simulator.limit_seconds()
+    except ValueError as exc:  # a GEMM_STEPS_SIMULATOR_LIMIT that is not a number
+        raise UserError(str(exc)) from None
+    estimate = simulator.estimated_seconds(step.config, m, n, k)
+    if limit is not None and estimate > limit:
+        side = simulator.largest_square(step.config, limit)
+        return (f"no GPU, and the simulator would refuse this product: about {simulator._duration(estimate)} "
+                f"estimated, over the {simulator._duration(limit)} limit (products up to about {side}×{side}×{side} "
+                "fit; GEMM_STEPS_SIMULATOR_LIMIT sets the limit in seconds, 0 for none)")
+    return (f"no GPU: the simulator would run it, in about {simulator._duration(estimate)} "
+            f"(limit {'none' if limit is None else simulator._duration(limit)})")
+
+
+def _dispatch_source(gpu: str | None, measured_on: str | None) -> str:
+    """Which file the dispatch table's numbers come from: the table, the results file it was recorded from (matched
+    by GPU and date), and — since the README's table is another run — that run's file."""
+    from gemm_steps.harness import dispatch, results_files
+
+    table = dispatch.table_file(gpu)
+    entry = dispatch.table(gpu) or {}
+    text = f"the dispatch table {results_files.display_path(table)}" if table else "the dispatch table"
+    recorded = None
+    for folder in results_files.folders():
+        for path in sorted(Path(folder).glob("*.json")):
+            try:
+                env = json.loads(path.read_text()).get("environment", {})
+            except (OSError, ValueError, AttributeError):
+                continue
+            if entry.get("date") and (env.get("gpu"), env.get("date")) == (measured_on, entry.get("date")):
+                recorded = path
+                break
+        if recorded:
+            break
+    if recorded:
+        text += f", recorded from {results_files.display_path(recorded)}"
+    else:
+        date = str(entry.get("date") or "")[:10] or "an unrecorded date"
+        text += f" (measured {date}; its results file is not here)"
+    shipped = newest_shipped_results()
+    if shipped and shipped[0] != recorded:
+        text += f" — another run than the README's table ({results_files.display_path(shipped[0])})"
+    return text
+
+
 def _sm_count() -> int:
     from numba import cuda
 
@@ -513,7 +602,7 @@ def cmd_readme_table(args) -> int:
         return 0
     readme = Path(args.write)
     if not readme.is_file():
-        raise UserError(f"no such file: {readme}")
+        raise UserError(f"{readme} is a folder; give the README file" if readme.is_dir() else f"no such file: {readme}")
     print(f"{readme}: {'updated' if write_readme_table(readme) else 'already up to date'}")
     return 0
 
@@ -530,6 +619,14 @@ def cmd_exercise(args) -> int:
         exercises.get(args.name)
     except KeyError as exc:
         raise UserError(exc.args[0]) from None
+    if args.file is not None:
+        path = Path(args.file)
+        if path.is_dir():
+            raise UserError(f"{path} is a folder; give your Python file, e.g. --file exercises/{args.name}.py")
+        if not path.is_file():
+            raise UserError(f"no such file: {path}")
+        if path.suffix != ".py":
+            raise UserError(f"{path} is not a Python file (.py); give the file that defines your kernel")
     report = exercises.check(args.name, args.file, say=say)
     print(report.text())
     return 0 if report.passed else 1
@@ -559,7 +656,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--record", action="store_true",
                    help="with --suite shapes: also record the run as your dispatch table (~/.cache/gemm-steps/"
                         "dispatch.json), so matmul picks steps by what was measured on this GPU")
-    b.add_argument("--repeats", type=size, default=20, metavar="N", help="timed runs per entry, at least (default 20)")
+    b.add_argument("--repeats", type=count, default=20, metavar="N", help="timed runs per entry, at least (default 20)")
     b.add_argument("--out", metavar="PATH", help="results JSON (default: results/bench-<gpu>-<date>.json)")
     b.add_argument("--plots-dir", metavar="DIR",
                    help="where the PNGs go (default: next to the JSON; without a GPU: ./plots)")
@@ -573,17 +670,20 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tune", help="autotune a step's tile sizes on this GPU (~/.cache/gemm-steps/tuned.json)")
     t.add_argument("step", metavar="STEP")
     t.add_argument("--size", type=size, default=4096, metavar="N", help="tune at N×N×N (default 4096)")
-    t.add_argument("--repeats", type=size, default=20, metavar="N")
+    t.add_argument("--repeats", type=count, default=20, metavar="N", help="timed runs per configuration (default 20)")
     t.set_defaults(run=cmd_tune)
 
     d = sub.add_parser("diff", help="what changed in the kernel from one step to another (a unified diff)")
     d.add_argument("before", metavar="A", help="a step, by name or number")
     d.add_argument("after", metavar="B", help="another step, by name or number")
-    d.add_argument("--context", type=int, default=1, metavar="N", help="lines of context around changes (default 1)")
+    d.add_argument("--context", type=lines, default=1, metavar="N", help="lines of context around changes (default 1)")
     d.set_defaults(run=cmd_diff)
 
     x = sub.add_parser("explain", help="which step matmul runs for an M×N×K product, and why")
-    x.add_argument("shape", type=int, nargs=3, metavar=("M", "N", "K"))
+    # Three arguments, not one with nargs=3: a tuple metavar on a positional breaks argparse's usage and help on
+    # some Python versions (3.11 among them)
+    for side in "MNK":
+        x.add_argument(side.lower(), type=dimension, metavar=side, help=f"{side} of the M×K @ K×N product")
     x.set_defaults(run=cmd_explain)
 
     e = sub.add_parser("exercise", help="write a step's kernel yourself: list the exercises, or grade one")
@@ -596,15 +696,20 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--write", nargs="?", const="README.md", metavar="README",
                    help="rewrite both between their markers in README (default: README.md in the current directory)")
     r.set_defaults(run=cmd_readme_table)
+    for command in sub.choices.values():  # a usage error found while running is reported with this command's usage
+        command.set_defaults(command_parser=command)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args, extra = parser().parse_known_args(argv)
+    if extra:  # argparse would report them with the top-level usage; the command's own is the useful one
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.run(args)
-    except UserError as exc:
-        print(f"gemm-steps: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # as argparse reports a bad argument, without exiting (main returns the status)
+        command = args.command_parser
+        print(command.format_usage() + f"{command.prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("gemm-steps: interrupted", file=sys.stderr)

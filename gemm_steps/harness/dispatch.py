@@ -152,12 +152,13 @@ def record(results: dict, path: Path | None = None) -> Path:
 
 
 _TABLE: dict = {}
+_TABLE_FILE: dict = {}  # gpu → the file its entry came from
 
 
 def table(gpu: str | None) -> dict | None:
     """The table entry for ``gpu`` (or for another GPU, when no table has this one); None without any table."""
     if gpu not in _TABLE:
-        found = None
+        found = found_in = None
         for path in (user_table(), SHIPPED_TABLE):
             if not path.exists():
                 continue
@@ -166,12 +167,18 @@ def table(gpu: str | None) -> dict | None:
             except (OSError, ValueError) as exc:
                 raise RuntimeError(f"the dispatch table {path} cannot be read ({exc}); fix or delete it") from exc
             if gpu in tables:
-                found = tables[gpu]
+                found, found_in = tables[gpu], path
                 break
             if found is None and tables:
-                found = next(iter(tables.values()))  # another GPU's table, unless a later file has this GPU's
-        _TABLE[gpu] = found
+                found, found_in = next(iter(tables.values())), path  # another GPU's, unless a later file has this GPU's
+        _TABLE[gpu], _TABLE_FILE[gpu] = found, found_in
     return _TABLE[gpu]
+
+
+def table_file(gpu: str | None) -> Path | None:
+    """The file :func:`table` read ``gpu``'s entry from (None without any table)."""
+    table(gpu)
+    return _TABLE_FILE.get(gpu)
 
 
 def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
