@@ -7,7 +7,7 @@ which register-bank conflicts could cause (how Hopper's register banks work is n
 also where a row ends, which gives ptxas more chances to read an operand from the reuse cache.
 Both kernels come from ``experiments/kernels/warp_tiling_fma_order.py`` (its ``"serpentine"`` is step 9's k-column,
 which tests/test_variants.py checks). Writes the results and prints SASS summaries (``loop_mix`` from
-``scripts/sass_report.py``; needs a GPU machine with nvdisasm). (A first run of this experiment had a template bug
+``gemm_steps.course.sass``; needs a GPU machine with nvdisasm). (A first run of this experiment had a template bug
 that wrote one FMA per odd row twice; the benchmark's error check caught it, and tests/test_variants.py now checks
 that every order computes the same products.)
 
@@ -16,8 +16,9 @@ that every order computes the same products.)
 import sys
 from types import SimpleNamespace
 
-from experiments import REPO, output_path, require_gpu
+from experiments import output_path, require_gpu
 from experiments.kernels import warp_tiling_fma_order
+from gemm_steps.course.sass import loop_mix
 from gemm_steps.harness import bench
 from gemm_steps.steps import warp_tiling
 
@@ -35,9 +36,6 @@ def variants() -> list:
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/fma_order.py")
-    sys.path.insert(0, str(REPO / "scripts"))
-    from sass_report import loop_mix
-
     out = output_path("fma-order", argv[1] if len(argv) > 1 else None)
     entries = variants()
     for entry in entries:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .toolkit import backend as _backend  # must come first: picks GPU or simulator before Numba is imported
 from .harness.cublas import cublas_matmul
-from .harness.step import Step, all_steps
+from .harness.step import Step, all_steps, get_step
 
 __all__ = ["steps", "get_step", "matmul", "cublas_matmul", "backend", "Step", "SIMULATOR"]
 
@@ -34,19 +34,6 @@ def backend() -> str:
 def steps() -> list[Step]:
     """All steps, in course order (``step.number`` is 1, 2, 3, …)."""
     return all_steps()
-
-
-def get_step(name_or_number: str | int) -> Step:
-    """A step by its name (``"naive"``) or number (``1`` or ``"1"``, as on the command line)."""
-    found = all_steps()
-    key = name_or_number
-    if isinstance(key, str) and key.strip().isdigit():
-        key = int(key)
-    for step in found:
-        if step.name == key or (isinstance(key, int) and not isinstance(key, bool) and step.number == key):
-            return step
-    names = ", ".join(f"{s.number}={s.name}" for s in found)
-    raise KeyError(f"no step {name_or_number!r}; the steps are {names}")
 
 
 def fastest_step() -> Step:

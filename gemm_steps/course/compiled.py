@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from gemm_steps import get_step
+from gemm_steps.harness.step import get_step
 from gemm_steps.harness.ptx import DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info
 
 from .display import MarkdownTable, StepLike, as_step

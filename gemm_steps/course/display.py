@@ -6,7 +6,7 @@ In a notebook each helper displays rich output (Markdown, highlighted code, a PN
 * :func:`show_source` — a step's module as written (kernel, then launcher); :func:`show_kernel` — just its kernel,
   or an excerpt of it; :func:`show_excerpt` — a few lines of any text (``step.generated_source()``, say).
 * :func:`show_diff` — what changed in the kernel from one step to another (``gemm-steps diff A B`` prints the same).
-* :func:`show_experiment_kernel` — part of a kernel variant in ``experiments/kernels/``, read as text.
+* :func:`show_file` — part of a source file (an experiment's kernel variant), read as text.
 * :func:`show_figure` — a Matplotlib figure.
 """
 
@@ -18,7 +18,7 @@ import io
 import textwrap
 from pathlib import Path
 
-from gemm_steps import get_step
+from gemm_steps.harness.step import get_step
 from gemm_steps.harness import results_files
 from gemm_steps.harness.step import Step
 
@@ -104,17 +104,19 @@ def show_excerpt(text: str, start: str | None = None, stop: str | None = None, l
     show_code(excerpt(text, start, stop, lines))
 
 
-def show_experiment_kernel(name: str, start: str | None = None, stop: str | None = None) -> Path | None:
-    """Show part of an experiment's kernel variant, ``experiments/kernels/<name>.py``, read as text (experiments are
-    not part of the package, so nothing is imported or compiled); the first line says which file and lines.
+def show_file(path: str | Path, start: str | None = None, stop: str | None = None) -> Path | None:
+    """Show part of a file of the repository read as text (nothing is imported or compiled), from the line
+    containing ``start`` to the line containing ``stop``; the first line says which file and lines. The lessons show
+    the experiments' kernel variants so: the lesson names the file (``"experiments/kernels/…"``), which comes with a
+    checkout, not with the package.
 
-    Returns the file's path; if the file is not there (an installed package has no ``experiments/``), says so and
-    returns ``None``.
+    A relative ``path`` is found where results files are (:data:`~gemm_steps.harness.results_files.ROOT`: the
+    checkout, or the current directory). Returns the path; if the file is not there, says so and returns ``None``.
     """
-    path = Path(results_files.EXPERIMENTS_DIR) / "kernels" / f"{name}.py"
+    path = Path(results_files.ROOT) / path
     if not path.is_file():
-        say(f"The kernel variant `experiments/kernels/{name}.py` is not here (it comes with a checkout of the "
-            "repository, not with the package), so it cannot be shown.")
+        say(f"`{results_files.display_path(path)}` is not here (it comes with a checkout of the repository, not with "
+            "the package), so it cannot be shown.")
         return None
     lines = path.read_text().splitlines()
     first = 0 if start is None else _line_containing(lines, start)

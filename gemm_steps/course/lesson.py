@@ -3,7 +3,7 @@
 The helpers live in short modules by job; this module only gathers them, so that a lesson's cells stay short:
 
 * :mod:`.display` — prose, code and figures: ``say``, ``show_source``, ``show_kernel``, ``show_excerpt``,
-  ``show_diff``, ``show_experiment_kernel``, ``show_figure``;
+  ``show_diff``, ``show_file``, ``show_figure``;
 * :mod:`.checks` — ``check_against_numpy``;
 * :mod:`.timings` — where timings come from and how to read them: ``measure_or_load``, ``load_shipped``,
   ``shipped_file``, ``record``, ``headline_size``, ``timing_table`` …;
@@ -20,7 +20,7 @@ from .checks import check_against_numpy
 from .compiled import (MIX_CLASSES, SM90_LIMITS, blocks_per_sm, compile_kernels, compiled_table, fmas_per_k_tile,
                        k_loop_mix, threads_per_block)
 from .display import (MarkdownTable, excerpt, kernel_diff, say, show_code, show_diff, show_excerpt,
-                      show_experiment_kernel, show_figure, show_kernel, show_source)
+                      show_file, show_figure, show_kernel, show_source)
 from .models import BANKS, ceiling_figure, sm_rate_tflops, wavefronts
 from .profiles import load as load_profile
 from .profiles import show as show_profile
@@ -34,7 +34,7 @@ __all__ = [
     "MIX_CLASSES", "SM90_LIMITS", "blocks_per_sm", "compile_kernels", "compiled_table", "fmas_per_k_tile",
     "k_loop_mix", "threads_per_block",
     "MarkdownTable", "excerpt", "kernel_diff", "say", "show_code", "show_diff", "show_excerpt",
-    "show_experiment_kernel", "show_figure", "show_kernel", "show_source",
+    "show_file", "show_figure", "show_kernel", "show_source",
     "BANKS", "ceiling_figure", "sm_rate_tflops", "wavefronts",
     "load_profile", "show_profile",
     "config_label", "same_config", "sweep_records", "sweep_table", "variants_table",

@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from gemm_steps import get_step
+from gemm_steps.harness.step import get_step
 from gemm_steps.harness.ptx import in_gpu_mode
 
 from . import profiles

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import re
 
-from gemm_steps import get_step
-from gemm_steps.harness.ptx import in_gpu_mode
+from gemm_steps.harness.step import get_step
 
 from . import profiles
 from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
@@ -481,127 +480,20 @@ def ncu_h200_table() -> str:
 
 
 # -- the k-loop in SASS ------------------------------------------------------------------------------------------------
-#: The kernels whose unrolled k-tile loop the deep dive reads in SASS, by the names their experiments' records use:
-#: ``(module under experiments/kernels or None for the shipped step, build keyword arguments)``.
-SASS_KERNELS = {
-    "step9 shipped": (None, {}),
-    "row_order": ("warp_tiling_fma_order", {"order": "row"}),
-    "step9 pipelined": ("warp_tiling_pipelined", {}),
-    "uint32 stage": ("warp_tiling_async", {"uint32_stage": True}),
-    "async B": ("warp_tiling_async", {"async_b": True}),
-    "async A+B": ("warp_tiling_async", {"async_a": True, "async_b": True}),
-    "async A+B, uint32 stage": ("warp_tiling_async", {"async_a": True, "async_b": True, "uint32_stage": True}),
-}
-
-#: What :func:`k_loop_sass` computed on 2026-11-24 with ptxas 13.0.88 (sm_90) and nvdisasm 13.2.86 (the
-#: ``nvidia-cuda-nvdisasm`` wheel), shown where this machine has no ``nvdisasm``; ``tests/test_lesson_09.py``
-#: recomputes the shipped kernel's row where it has one.
-SASS_RECORDED = {
-    "tools": {"ptxas": "ptxas 13.0.88", "nvdisasm": "nvdisasm 13.2.86",
-              "when": "recorded on 2026-11-24 in `lesson_09.SASS_RECORDED`, since this machine lacks the `ptxas` "
-                      "binary or `nvdisasm` (`pip install nvidia-cuda-nvdisasm`)"},
-    "kernels": {
-        "step9 shipped": {"registers": 253, "instructions": 1164, "ffma": 1024, "reuse": 877},
-        "row_order": {"registers": 255, "instructions": 1164, "ffma": 1024, "reuse": 837},
-        "step9 pipelined": {"registers": 222, "instructions": 1216, "ffma": 1024, "reuse": 813},
-        "uint32 stage": {"registers": 220, "instructions": 1152, "ffma": 1024, "reuse": 851},
-        "async B": {"registers": 227, "instructions": 1205, "ffma": 1024, "reuse": 879},
-        "async A+B": {"registers": 229, "instructions": 1200, "ffma": 1024, "reuse": 883},
-        "async A+B, uint32 stage": {"registers": 200, "instructions": 1185, "ffma": 1024, "reuse": 863},
-    },
-}
+#: Step 9's k-tile loop and its experiments' variants in SASS for sm_90, compiled on a CPU by
+#: ``python -m experiments.k_loop_sass`` (ptxas + nvdisasm); tests/test_lesson_09.py recomputes the shipped row.
+SASS_FILE = "k-loop-sass-sm90.json"
 
 
-def nvdisasm_binary() -> str | None:
-    """``nvdisasm`` on the PATH, or the one in the ``nvidia-cuda-nvdisasm`` wheel, or ``None``."""
-    import importlib.util
-    import shutil
-    from pathlib import Path
+def k_loop_sass() -> dict | None:
+    """The shipped :data:`SASS_FILE` (``{"tools", "date", "kernels": {label: {"registers", "instructions", "ffma",
+    "reuse"}}}``, with ``path``), or ``None`` (said) if it is missing."""
+    import json
 
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
-    spec = importlib.util.find_spec("nvidia")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        for candidate in sorted(Path(folder).glob("cu*/bin/nvdisasm")):
-            return str(candidate)
-    return None
-
-
-def _version(binary: str) -> str:
-    import subprocess
-
-    text = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-    found = re.search(r"V(\d+\.\d+\.\d+)", text)
-    return f"{binary.rsplit('/', 1)[-1]} {found.group(1)}" if found else binary
-
-
-def _loop_mix():
-    """``loop_mix`` of ``scripts/sass_report.py``: the opcodes of the loop with the most FFMAs."""
-    import importlib.util
-
-    from gemm_steps.harness.results_files import REPO
-
-    spec = importlib.util.spec_from_file_location("sass_report", REPO / "scripts" / "sass_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.loop_mix
-
-
-def k_loop_sass_here(labels: list[str]) -> dict | None:
-    """In a GPU-mode process: each kernel of :data:`SASS_KERNELS` compiled to PTX (NVVM), assembled for sm_90 by the
-    ``ptxas`` binary here, disassembled by ``nvdisasm``; its registers and its k-tile loop (``loop_mix``).
-    ``None`` where this machine lacks ``ptxas`` or ``nvdisasm``."""
-    import importlib
-    import shutil
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    from gemm_steps.harness.ptx import compile_kernel_ptx
-    from gemm_steps.steps import warp_tiling
-
-    from .compiled import LOCAL_PTXAS, local_ptxas
-
-    disassembler = nvdisasm_binary()
-    if disassembler is None:
+    path = shipped_file(SASS_FILE)
+    if path is None:
         return None
-    loop_mix, config = _loop_mix(), warp_tiling.TILED.config
-    out = {"tools": {"nvdisasm": _version(disassembler), "when": "computed now"}, "kernels": {}}
-    with tempfile.TemporaryDirectory() as folder:
-        for label in labels:
-            module, options = SASS_KERNELS[label]
-            tiled = (warp_tiling.build(config) if module is None else importlib.import_module(
-                f"experiments.kernels.{module}").build(config, **options, name="x_sass_" + re.sub(r"\W+", "_", label)))
-            ptx = compile_kernel_ptx(tiled.kernels["fast"], tiled.signature("fast"))
-            info = local_ptxas(ptx)
-            if not info.get("registers"):
-                return None
-            out["tools"]["ptxas"] = info["version"]
-            if info.get("ptx_version"):  # the PTX version line lowered to what this ptxas reads (see compiled.local_ptxas)
-                ptx = re.sub(r"^\.version [\d.]+", f".version {info['ptx_version']}", ptx, count=1, flags=re.MULTILINE)
-            source, cubin = Path(folder) / "kernel.ptx", Path(folder) / "kernel.cubin"
-            source.write_text(ptx)
-            subprocess.run([shutil.which("ptxas") or LOCAL_PTXAS, "-arch=sm_90", str(source), "-o", str(cubin)],
-                           check=True, capture_output=True)
-            sass = subprocess.run([disassembler, str(cubin)], check=True, capture_output=True, text=True).stdout
-            mix, size = loop_mix(sass)
-            out["kernels"][label] = {"registers": info["registers"], "instructions": size - mix.get("FFMA.reuse", 0),
-                                     "ffma": mix.get("FFMA", 0), "reuse": mix.get("FFMA.reuse", 0)}
-    return out
-
-
-def k_loop_sass(labels=tuple(SASS_KERNELS)) -> dict:
-    """:func:`k_loop_sass_here` from any process (a GPU-mode child compiles; no GPU needed), or, where this machine
-    cannot compile or disassemble, :data:`SASS_RECORDED`. ``"tools"`` says which."""
-    from gemm_steps.harness.ptx import PTXUnavailable
-
-    try:
-        found = in_gpu_mode("gemm_steps.course.lesson_09:k_loop_sass_here", list(labels), timeout=900)
-    except PTXUnavailable:
-        when = SASS_RECORDED["tools"]["when"].split(", since")[0] + ", since NVVM could not compile here"
-        return {**SASS_RECORDED, "tools": {**SASS_RECORDED["tools"], "when": when}}
-    return found or SASS_RECORDED
+    return {**json.loads(path.read_text()), "path": str(path)}
 
 
 def sass_table(sass: dict, labels) -> MarkdownTable:
@@ -613,9 +505,10 @@ def sass_table(sass: dict, labels) -> MarkdownTable:
         k = sass["kernels"][label]
         rows.append(f"| {label} | {k['registers']} | {k['instructions']:,} | {k['ffma']:,} | {k['reuse']:,} |")
     return MarkdownTable("\n".join(rows) + (
-        f"\n\nSASS for sm_90 from {tools['ptxas']} on a CPU, read with {tools['nvdisasm']} ({tools['when']}); the "
-        f"loop is the k-tile loop (`loop_mix` in `scripts/sass_report.py`), one k-tile of {block_k} k-steps. The "
-        "driver's JIT on the GPU host may schedule and allocate differently."))
+        f"\n\nSASS for sm_90 from {tools['ptxas']} on a CPU, read with {tools['nvdisasm']} on {sass['date']} "
+        f"(`{shown_path(sass['path'])}`, `python -m experiments.k_loop_sass`); the loop is the k-tile loop "
+        f"(`loop_mix` in `gemm_steps/course/sass.py`), one k-tile of {block_k} k-steps. The driver's JIT on the GPU "
+        "host may schedule and allocate differently."))
 
 
 def sass_compare(sass: dict, before: str, after: str) -> str:
@@ -709,7 +602,7 @@ __all__ = ["tile_table", "thread_origin", "fragment_offset", "fragment_words", "
            "measured_per_k_step", "model_table", "model_text", "tiling_figure", "bank_figure",
            "compile_with_registers", "register_table", "verdict", "map_and_tiles", "what_it_bought", "issue_rates",
            "issue_text", "fma_order_text", "ncu_h200_kernels", "ncu_h200_table", "code_shapes_text",
-           "SASS_KERNELS", "SASS_RECORDED", "nvdisasm_binary", "k_loop_sass_here", "k_loop_sass", "sass_table",
+           "SASS_FILE", "k_loop_sass", "sass_table",
            "sass_compare", "async_text", "reuse_prediction", "reuse_found",
            "pipelining_prediction", "jit_against_ptxas"]
 

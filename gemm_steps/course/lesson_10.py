@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
-from gemm_steps import get_step
+from gemm_steps.harness.step import get_step
 from gemm_steps.harness import results_files, tuning
 from gemm_steps.harness.environment import short_label
 from gemm_steps.toolkit import tuned

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from gemm_steps import get_step
+from gemm_steps.harness.step import get_step
 from gemm_steps.harness import bench, results_files
 from gemm_steps.harness.environment import short_label
 from gemm_steps.toolkit.backend import SIMULATOR

@@ -220,11 +220,11 @@ def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DE
 
 
 def _chosen_steps(selection: Iterable[str] | None):
-    import gemm_steps
+    from .step import all_steps, get_step
 
     if not selection:
-        return gemm_steps.steps()
-    return [gemm_steps.get_step(int(s) if str(s).isdigit() else s) for s in selection]
+        return all_steps()
+    return [get_step(s) for s in selection]
 
 
 def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,

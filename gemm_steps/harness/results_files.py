@@ -8,8 +8,10 @@ Two folders hold measurements:
 ``experiments/results/``
     One-off experiments (``experiment-*.json``), Nsight Compute text reports, compile times and the like.
 
-From a repository checkout both are the checkout's; otherwise (an installed package) they are ``results/`` and
-``experiments/results/`` under the current directory. Tests and notebooks may point :data:`RESULTS_DIR` and
+They are measurements, not code, and the package does not ship them: from a repository checkout both are the
+checkout's; otherwise (a wheel install) they are ``results/`` and ``experiments/results/`` under the current
+directory — run from a checkout's root to read the shipped ones. Where a file is missing, the lessons' helpers say
+so and show no number (tests/test_wheel.py runs them so). Tests and notebooks may point :data:`RESULTS_DIR` and
 :data:`EXPERIMENT_RESULTS_DIR` elsewhere; the functions read them when called.
 
 The rules:
@@ -41,13 +43,12 @@ def _from_checkout() -> bool:
     return (REPO / "pyproject.toml").is_file() and (REPO / "gemm_steps").is_dir()
 
 
-_ROOT = REPO if _from_checkout() else Path(".")
+#: Where the repository's files are looked for: the checkout, or (an installed package) the current directory.
+ROOT = REPO if _from_checkout() else Path(".")
 #: The course benchmark and the tuning sweeps.
-RESULTS_DIR = _ROOT / "results"
-#: The experiments: scripts, kernel variants (``kernels/``) and what they measured (``results/``).
-EXPERIMENTS_DIR = _ROOT / "experiments"
-#: One-off experiments' results.
-EXPERIMENT_RESULTS_DIR = EXPERIMENTS_DIR / "results"
+RESULTS_DIR = ROOT / "results"
+#: One-off experiments' results (the experiments' scripts and kernels are the checkout's, never read by the package).
+EXPERIMENT_RESULTS_DIR = ROOT / "experiments/results"
 
 Found = tuple[Path, dict]
 

@@ -26,7 +26,7 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     A :class:`gemm_steps.toolkit.tiles.TiledKernels`: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
     all come from it, so such a step declares its kernel once.
 
-The registry (:func:`all_steps`, :func:`find`) turns the modules named in :data:`gemm_steps.steps.COURSE` into steps.
+The registry (:func:`all_steps`, :func:`get_step`) turns the modules named in :data:`gemm_steps.steps.COURSE` into steps.
 """
 
 from __future__ import annotations
@@ -162,3 +162,16 @@ def all_steps() -> list[Step]:
         _STEPS = [Step(number, importlib.import_module(f"..steps.{name}", __package__))
                   for number, name in enumerate(COURSE, start=1)]
     return list(_STEPS)
+
+
+def get_step(name_or_number: str | int) -> Step:
+    """A step by its name (``"naive"``) or number (``1`` or ``"1"``, as on the command line)."""
+    found = all_steps()
+    key = name_or_number
+    if isinstance(key, str) and key.strip().isdigit():
+        key = int(key)
+    for step in found:
+        if step.name == key or (isinstance(key, int) and not isinstance(key, bool) and step.number == key):
+            return step
+    names = ", ".join(f"{s.number}={s.name}" for s in found)
+    raise KeyError(f"no step {name_or_number!r}; the steps are {names}")

@@ -143,7 +143,7 @@ def check(step: Step, shape: Shape, rng: np.random.Generator) -> dict:
 
 
 def _as_step(step: Step | str | int) -> Step:
-    from gemm_steps import get_step
+    from .step import get_step
 
     return step if isinstance(step, Step) else get_step(step)
 
@@ -162,7 +162,7 @@ def verify(
     (:meth:`Step.unavailable`) gets ``passed=None`` and ``skipped``, its reason. ``progress`` is called with
     each row as it is done.
     """
-    from gemm_steps import steps as all_steps
+    from .step import all_steps
 
     chosen = all_steps() if steps is None else [_as_step(s) for s in steps]
     shapes = [tuple(int(x) for x in shape) for shape in shapes]

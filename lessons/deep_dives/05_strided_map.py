@@ -42,7 +42,7 @@ lesson.say(lesson_05.load_widths(register_2d))
 # words in different banks. The third variant also stores the A tile transposed. The kernel's k-loop:
 
 # %%
-kernel_file = lesson.show_experiment_kernel("register_2d_strided", start="for kk in range(BK):", stop="acc[i, j] +=")
+kernel_file = lesson.show_file("experiments/kernels/register_2d_strided.py", start="for kk in range(BK):", stop="acc[i, j] +=")
 
 # %% [markdown]
 # The wavefront model for each variant, next to the measurement:

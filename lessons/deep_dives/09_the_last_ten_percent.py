@@ -83,14 +83,14 @@ lesson.say(lesson_09.fma_order_text(fma_order)) if fma_order else None
 # first the columns whose next fragments load while the current ones compute,
 
 # %%
-_ = lesson.show_experiment_kernel("warp_tiling_pipelined", start="# Columns 0", stop="a_frag[kk % 2][i]")
+_ = lesson.show_file("experiments/kernels/warp_tiling_pipelined.py", start="# Columns 0", stop="a_frag[kk % 2][i]")
 
 # %% [markdown]
 # and after the barrier, the next stage's first fragments, loaded while the last column of the stage before is
 # computed:
 
 # %%
-_ = lesson.show_experiment_kernel("warp_tiling_pipelined", start="stage t % 2 is written",
+_ = lesson.show_file("experiments/kernels/warp_tiling_pipelined.py", start="stage t % 2 is written",
                                   stop="a_frag[(BLOCK_K - 1) % 2][i]")
 
 # %% [markdown]
