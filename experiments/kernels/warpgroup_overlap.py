@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, uint32, uint64
 
+from gemm_steps.toolkit.intrinsics import divide_u32
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                              mbarrier_wait, tensor_map_acquire)
@@ -45,7 +46,7 @@ from . import warpgroup_tma
 
 def warpgroup_overlap_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
                              BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, LOAD_AHEAD, WARPS,
-                             BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES):
+                             BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``, one k-tile of products always in flight."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
@@ -55,8 +56,16 @@ def warpgroup_overlap_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
     warpgroup = tid // 128
     warp = tid % 128 // 32
     lane = tid % 32
-    block_row = uint32(cuda.blockIdx.y) * BLOCK_M
-    block_col = uint32(cuda.blockIdx.x) * BLOCK_N
+    # Block b of the grid takes tile b in step 10's grouped order: column by column within groups of GROUP_M
+    # tile-rows, so the blocks resident together share rows of A and columns of B in L2 (GROUP_M = 1: row-major).
+    tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
+    tile = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M  # the group's first tile-row (tile // tiles_per_group)
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))  # the last group may be shorter
+    in_group = tile - first_row * tile_cols
+    across = divide_u32(in_group, rows_in_group)  # a 32-bit division: a 64-bit one would serialise every wgmma
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M  # down the group's rows…
+    block_col = across * BLOCK_N  # …then on to the next column
     base = shared_address(tiles, 0)
     fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
     acc = zero_accumulators(ACCUMULATORS)
@@ -107,9 +116,10 @@ def warpgroup_overlap_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
         c[row * n + col] = acc[v]
 
 
-def layout(config: TileConfig) -> dict:
-    """The TMA build's stages and barriers (LOAD_AHEAD even: the turn's parity is the k-tile's)."""
-    constants = warpgroup_tma.layout(config)
+def layout(config: TileConfig, group_m: int = 1) -> dict:
+    """The TMA build's stages and barriers (LOAD_AHEAD even: the turn's parity is the k-tile's); tile-rows per group
+    of the tile order."""
+    constants = {**warpgroup_tma.layout(config), "GROUP_M": group_m}
     if constants["LOAD_AHEAD"] % 2:
         raise ValueError("the register set of k-tile t − LOAD_AHEAD is t's parity only if LOAD_AHEAD is even")
     return constants
@@ -119,10 +129,10 @@ CONFIG = warpgroup_tma.CONFIG
 SIMULATOR_CONFIG = warpgroup_tma.SIMULATOR_CONFIG
 
 
-def build(config: TileConfig = CONFIG) -> warpgroup_tma.TmaTiles:
+def build(config: TileConfig = CONFIG, group_m: int = 1) -> warpgroup_tma.TmaTiles:
     from gemm_steps.steps import warpgroup_tf32
 
-    return warpgroup_tma.TmaTiles("warpgroup_overlap", warpgroup_overlap_kernel, config, layout(config),
+    return warpgroup_tma.TmaTiles("warpgroup_overlap", warpgroup_overlap_kernel, config, layout(config, group_m),
                                   edge=warpgroup_tf32.build(config),
                                   requires_compute_capability=warpgroup_tma.REQUIRES_COMPUTE_CAPABILITY)
 

@@ -24,6 +24,8 @@ C)``                                                                   predicate
 R, C, x)``                                                             predicate
 ``store4_if_inside(m, r, c,   the same for (r, c) … (r, c + 3)         four of those
 R, C, x0, x1, x2, x3)``
+``divide_u32(a, b)``          ``udiv i32`` (both operands truncated)   ``div.u32`` → a short
+                                                                       inline sequence (no call)
 ============================  =======================================  ==========================
 
 The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
@@ -38,6 +40,11 @@ each check is a branch in Numba's own IR, and an unrolled edge kernel has hundre
 quadratic time over so many blocks (step 9's edge kernel compiled in 18 s on an H100 host, its fast kernel in 7 s).
 As intrinsics the branch appears only in the LLVM IR, which handles it in linear time; the machine code is the
 same compare, branch (or predicate) and load.
+
+``divide_u32`` exists because Numba widens integer arithmetic to 64 bits: ``a // b`` of two ``uint32`` is a
+``uint64`` division, ``div.u64`` in PTX, which ptxas makes a call to a division subroutine — and one call anywhere in
+a kernel makes ptxas serialise every ``wgmma`` in it (warning C7509). A division by a compile-time constant is a
+multiply and shift and needs none of this; ``divide_u32`` is for divisors known only at run time (a grid's size).
 
 ``copy_async`` copies global memory straight into shared memory without passing through registers (Ampere and
 later): ``n`` floats (1 or 4) from ``src[i]`` to ``dst[j]``, where ``dst`` is a shared array. The copy is in flight
@@ -76,6 +83,10 @@ if SIMULATOR:
         """Copy ``count`` floats ``array[index:]`` to ``shared[shared_index:]`` (simulator: at once)."""
         for offset in range(count):
             shared[shared_index + offset] = array[index + offset]
+
+    def divide_u32(a, b):
+        """``a // b`` of two unsigned 32-bit integers (simulator: Python's ``//``)."""
+        return int(a) // int(b)
 
     def copy_async_wait_all():
         """Wait for this thread's asynchronous copies (simulator: they are already done)."""
@@ -221,6 +232,20 @@ else:
                                 side_effect=True)
             builder.call(copy, [destination, source])
             return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def divide_u32(typingctx, a, b):
+        """``a // b`` as a 32-bit unsigned division (``div.u32``); both truncated to 32 bits, a ``uint32`` result."""
+        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+            return None
+        signature = types.uint32(a, b)
+
+        def codegen(context, builder, sig, args):
+            a32, b32 = (builder.trunc(v, ir.IntType(32)) if v.type.width > 32 else builder.zext(v, ir.IntType(32))
+                        if v.type.width < 32 else v for v in args)
+            return builder.udiv(a32, b32)
 
         return signature, codegen
 

@@ -304,23 +304,6 @@ else:
 
         return types.uint32(array, index, parity), codegen
 
-    @intrinsic
-    def _global_timer(typingctx):
-        """``%globaltimer``: nanoseconds, from a clock shared by the whole GPU."""
-        def codegen(context, builder, sig, args):
-            return _asm(builder, "mov.u64 $0, %globaltimer;", "=l", _I64, [])
-
-        return types.uint64(), codegen
-
-    @intrinsic
-    def _trap(typingctx):
-        """``trap``: abort the launch (the host sees CUDA_ERROR_LAUNCH_FAILED)."""
-        def codegen(context, builder, sig, args):
-            _asm(builder, "trap;", "~{memory}", ir.VoidType(), [])
-            return context.get_dummy_value()
-
-        return types.void(), codegen
-
     #: The wait loop, one inline-assembly block: a first try, then tries until the phase completes or
     #: WAIT_LIMIT_NS of %globaltimer have passed (then ``trap``). Its branches are ``bra.uni``: every thread of a warp
     #: waits on the same phase, so ptxas may treat the loop as uniform. Written as a Python loop, the branches were

@@ -1,0 +1,138 @@
+"""Is the drop from 4096³ to 8192³ the clock? For step 15, the overlap build in grouped order and cuBLAS TF32 at
+both sizes (issue: Hopper's own GEMM design), two measurements:
+
+* ``sustained``: the SM clock and power while the kernel runs back to back for 3 s, sampled by ``nvidia-smi`` every
+  50 ms (the first third dropped);
+* ``in_benchmark``: the clock right after each of 20 launches timed the way the benchmark times them (C poisoned,
+  L2 flushed, one launch, wait): a one-thread probe kernel counts ``%clock64`` cycles over 20 µs of
+  ``%globaltimer`` (``toolkit/timers.py``) — the SM clock the GPU was running at as the launch ended.
+
+    python -m experiments.clocks_under_load [OUT.json]   # default: experiments/results/experiment-clocks-under-load-<gpu>.json
+
+Prediction, written before the run: the benchmark times a median of 20 launches after warm-up; an 8192³ TF32 launch
+runs ≈ 3.7 ms against ≈ 0.43 ms at 4096³, so the GPU spends far longer at full tensor-core load per timed batch. If
+the board's 700 W limit pulls the SM clock below its 1,980 MHz maximum at 8192³ and less so at 4096³, the clock ratio
+between the sizes matches the TFLOPS ratio (−9 % for every TMA build, −5 % for cuBLAS TF32 in the same run); if the
+clock holds at 1,980 MHz at both sizes, the drop is not the clock.
+
+Measured (H200, ``experiment-clocks-under-load-nvidia-h200.json``, sustained only; the probe came in the next run):
+the board sat at its 700 W limit (≈ 692 W, event reason 0x4: software power cap) for every kernel at both sizes, at
+a median SM clock of 1,530–1,710 MHz: step 15 1,710 → 1,590 MHz from 4096³ to 8192³, the overlap build 1,590 → 1,560,
+cuBLAS TF32 1,575 → 1,530. With the probe (``experiment-clocks-under-load-nvidia-h200.json``, the next run): after
+each of 20 benchmark-style launches the clock was back at 1,977–1,983 MHz at 4096³ for all three, while at 8192³
+the slowest launches ended at 1,681–1,695 MHz (step 15, the overlap build) and 1,874 (cuBLAS), the medians at
+1,979–1,981. Short, isolated launches run at the full clock; long stretches of them at 8192³ reach the 700 W limit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from experiments import output_path, require_gpu
+
+QUERY = "clocks.sm,power.draw,clocks_event_reasons.active"
+
+
+def sample_while(run, seconds: float = 3.0) -> dict:
+    """Run ``run()`` repeatedly for ``seconds`` while nvidia-smi samples the SM clock and power every 50 ms; the
+    samples of the last two thirds (after the clock settled)."""
+    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "50"],
+                           stdout=subprocess.PIPE, text=True)
+    from numba import cuda
+    start = time.perf_counter()
+    launches = 0
+    while time.perf_counter() - start < seconds:
+        run()
+        launches += 1
+        if launches % 8 == 0:
+            cuda.synchronize()
+    cuda.synchronize()
+    smi.terminate()
+    lines = [line.split(", ") for line in smi.communicate()[0].strip().splitlines()]
+    settled = lines[len(lines) // 3:]
+    clocks = sorted(float(x[0]) for x in settled)
+    power = sorted(float(x[1]) for x in settled)
+    reasons = sorted({x[2] for x in settled})
+    return {"launches": launches, "samples": len(settled), "sm_clock_mhz_median": clocks[len(clocks) // 2],
+            "sm_clock_mhz_min": clocks[0], "power_w_median": power[len(power) // 2], "event_reasons": reasons}
+
+
+def probe_kernel():
+    """A one-thread kernel: the SM clock in MHz, from cycles counted over 20 µs of the global timer."""
+    from numba import cuda, float64
+
+    from gemm_steps.toolkit.timers import clock_cycles, global_timer
+
+    @cuda.jit
+    def probe(out):
+        t0, c0 = global_timer(), clock_cycles()
+        t1 = global_timer()
+        while t1 - t0 < 20000:
+            t1 = global_timer()
+        c1 = clock_cycles()
+        out[0] = float64(c1 - c0) * 1000.0 / float64(t1 - t0)
+
+    return probe
+
+
+def clock_after_each_launch(launch, c, repeats: int = 20) -> dict:
+    """The benchmark's timing loop (poison C, flush L2, launch), with the probe after every launch."""
+    import numpy as np
+    from numba import cuda
+
+    from gemm_steps.harness.poison import fill
+
+    probe, mhz = probe_kernel(), cuda.device_array(1, np.float64)
+    flush = cuda.device_array(2 * cuda.get_current_device().L2_CACHE_SIZE // 4, np.float32)
+    for _ in range(3):
+        launch()
+    cuda.synchronize()
+    clocks = []
+    for _ in range(repeats):
+        fill(c, float("nan"), 0)
+        fill(flush, 1.0, 0)
+        launch()
+        probe[1, 1](mhz)
+        clocks.append(float(mhz.copy_to_host()[0]))
+    clocks.sort()
+    return {"probe_mhz_median": clocks[len(clocks) // 2], "probe_mhz_min": clocks[0], "probe_mhz_max": clocks[-1]}
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/clocks_under_load.py")
+    import numpy as np
+    from numba import cuda
+
+    import gemm_steps
+    from gemm_steps.harness import cublas
+    from gemm_steps.harness.environment import environment
+
+    from experiments.kernels import warpgroup_overlap
+
+    out = output_path("clocks-under-load", argv[1] if len(argv) > 1 else None)
+    kernels = {"warpgroup_tf32": gemm_steps.get_step("warpgroup_tf32").launch,
+               "overlap_group8": warpgroup_overlap.build(warpgroup_overlap.CONFIG, group_m=8).launch,
+               "cublas_tf32": cublas.launch_cublas_tf32}
+    records = []
+    for size in (4096, 8192):
+        rng = np.random.default_rng(size)
+        a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        c = cuda.device_array((size, size), np.float32)
+        for name, launch in kernels.items():
+            launch(a, b, c)
+            cuda.synchronize()
+            time.sleep(2)  # let the board cool off from the last kernel's 3 s at full load
+            record = {"kernel": name, "size": size, **clock_after_each_launch(lambda: launch(a, b, c), c),
+                      **sample_while(lambda: launch(a, b, c))}
+            print(json.dumps(record), flush=True)
+            records.append(record)
+    out.write_text(json.dumps({"environment": environment(), "query": QUERY, "records": records}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
