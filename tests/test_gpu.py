@@ -216,6 +216,8 @@ def test_run_benchmark_smoke():
     assert record["unwritten"] == 0
     assert record["median_ms"] > 0 and record["runs"] >= 3
     assert 0 < record["pct_of_cublas"] < 1000
+    # the clock read after the launches: a real SM clock (Hopper: up to 1,980 MHz; any GPU: 100 MHz – 4 GHz)
+    assert 100 < record["sm_clock_mhz_min"] <= record["sm_clock_mhz_median"] < 4000, record
     # against cuBLAS SGEMM: float32 steps agree to float32 rounding, a TF32 step only to TF32's (the last step is one)
     from gemm_steps.harness.verify import tolerance_of
 

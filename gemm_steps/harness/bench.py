@@ -3,8 +3,10 @@
 For each size, in one run:
 1. fresh standard-normal inputs (never zeros), a new draw per size;
 2. for every step and for cuBLAS: compile + warm up (compile time recorded), then ≥ ``repeats`` timed launches, each
-   preceded (outside the timed region) by poisoning C with NaN and flushing L2 by overwriting a buffer twice its
-   size; every launch is timed alone with CUDA events on the kernels' stream;
+   preceded (outside the timed region) by a 0.5 ms busy kernel (so the host's launch is queued before the GPU
+   reaches the start event, and the events time the GPU's work only), poisoning C with NaN and flushing L2 by
+   overwriting a buffer twice its size; every launch is timed alone with CUDA events on the kernels' stream, and
+   the SM clock is read right after it (``harness/gpu_clock.py``);
 3. the last output is checked: no NaN left (every element written) and its error against cuBLAS from the same
    run, plus a float64 check of sampled elements;
 4. TFLOPS = 2·M·N·K / median time, and % of cuBLAS = cuBLAS median / step median (same run, same inputs).
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..toolkit.backend import SIMULATOR
 from .environment import environment
+from .gpu_clock import HOLD_NS, hold_gpu, sm_clock_mhz
 from .step import Step
 
 SCHEMA = 1
@@ -82,8 +85,10 @@ class _Timer:
         self.stream.synchronize()
         start, end = cuda.event(), cuda.event()
         times: list[float] = []
+        clocks: list[float] = []
         budget_end = time.perf_counter() + max_seconds
         while len(times) < repeats or (time.perf_counter() < budget_end and len(times) < 4 * repeats):
+            hold_gpu(self.stream)  # the GPU is busy while the host prepares the launch below
             self._poison(c)
             self._flush_l2()
             start.record(self.stream)
@@ -91,11 +96,13 @@ class _Timer:
             end.record(self.stream)
             end.synchronize()
             times.append(cuda.event_elapsed_time(start, end))
+            clocks.append(sm_clock_mhz(self.stream))
             if len(times) >= repeats and time.perf_counter() >= budget_end:
                 break
         arr = np.array(times)
         return {"median_ms": float(np.median(arr)), "min_ms": float(arr.min()), "max_ms": float(arr.max()),
-                "runs": len(times), "first_call_s": first_call_s}
+                "runs": len(times), "first_call_s": first_call_s,
+                "sm_clock_mhz_median": float(np.median(clocks)), "sm_clock_mhz_min": float(min(clocks))}
 
 
 _TILE_KEYS = ("BLOCK_SIZE", "TILE", "BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "THREADS",
@@ -218,7 +225,9 @@ def run_benchmark(
         "schema": SCHEMA,
         "environment": environment(),
         "method": {
-            "timer": "CUDA events around each launch, on the kernels' stream",
+            "timer": "CUDA events around each launch, on the kernels' stream, the launch queued behind a "
+                     f"{HOLD_NS / 1e6:g} ms busy kernel (no host time between the events)",
+            "clock": "SM clock after each timed launch (%clock64 over 20 µs of %globaltimer): median and min",
             "warmup": warmup, "min_repeats": repeats, "max_seconds_per_entry": max_seconds,
             "statistic": "median (min and max kept)",
             "l2_flush_bytes": timer.flush_bytes,
