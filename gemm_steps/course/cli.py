@@ -404,29 +404,31 @@ def _unused(path: Path) -> Path:
 
 
 def bench_without_gpu(args) -> int:
+    """Plot the shipped GPU results first (seconds), then check the steps on the simulator (minutes)."""
     plots = plots_module()
     chosen_steps(args.steps)  # a bad step name fails now, before anything runs
 
     say("No CUDA GPU found: benchmarks need one, so this run")
-    say("  1. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed), and")
-    say("  2. plots the shipped GPU results from results/.")
+    say("  1. plots the shipped GPU results from results/, then")
+    say("  2. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed; this takes "
+        "minutes: --steps checks fewer).")
     if args.sizes or args.shapes or args.suite:
         say("  (--sizes/--shapes/--suite are benchmark sizes, far too large for the simulator: verifying at small "
             "shapes)")
     say("")
-    status = run_verify(args.steps, None)
     shipped = newest_shipped_results()
     if shipped is None:
         say(f"No shipped results in {_show(results_dir())}/ yet, so nothing to plot: "
             "`gemm-steps bench` on a GPU makes some.")
-        return status
-    path, results = shipped
-    plots_dir = Path(args.plots_dir) if args.plots_dir else Path("plots")
-    say(f"Plotting the shipped results {_show(path)} (measured on {results['environment'].get('gpu')}):")
-    write_plots(plots, results, plots_dir, path.stem)
-    print(f"Shipped GPU results, from {_show(path)} (not measured here):")
-    print(summary_table(results))
-    return status
+    else:
+        path, results = shipped
+        plots_dir = Path(args.plots_dir) if args.plots_dir else Path("plots")
+        say(f"Plotting the shipped results {_show(path)} (measured on {results['environment'].get('gpu')}):")
+        write_plots(plots, results, plots_dir, path.stem)
+        print(f"Shipped GPU results, from {_show(path)} (not measured here):")
+        print(summary_table(results))
+        say("")
+    return run_verify(args.steps, None)
 
 
 def cmd_plot(args) -> int:
