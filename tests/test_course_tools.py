@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gemm_steps
-from gemm_steps.course import gpu_model, lesson, lesson_16, plots, profiles
+from gemm_steps.course import gpu_model, lesson_16, plots, profiles
 from helpers import synthetic_results
 
 
@@ -36,11 +36,11 @@ def test_the_profile_table_has_a_row_per_report_and_says_which_are_missing():
 
 
 def test_every_step_and_cublas_has_a_shipped_report_of_its_own_kernel():
-    from gemm_steps.course import lesson_12
+    from gemm_steps.course.tensor_core_results import tensor_core_profiles
 
     fp32_steps = [s.name for s in gemm_steps.steps() if getattr(s.module, "ARITHMETIC", "fp32") == "fp32"]
     # The tensor-core steps (12–13) were profiled together at 4096³, in one report that lesson 12 reads.
-    tensor = lesson_12.tensor_core_profiles(lesson.load_results(["tensor_cores", "three_tf32"]))
+    tensor = tensor_core_profiles()
     assert tensor is not None and set(tensor) == {"tensor_cores", "three_tf32"}
     for name in fp32_steps + ["cublas"]:
         report = profiles.load(name)

@@ -1,71 +1,30 @@
-"""Lesson 12's helpers (tensor cores, TF32): the fragment layout of ``mma.sync.m16n8k8`` drawn from the kernel's own
-index formulas and checked on one warp; what TF32 rounding loses, measured in NumPy; the TF32 ceiling, the speed
-table and the verdict from the shipped benchmark; the Nsight Compute report of both tensor-core steps; the rounding
-variants (deep dive).
-
-Every number a lesson prints comes from a results file or is computed here; our targets are the only constants
-typed in (:data:`TARGET_TF32_TFLOPS`, :data:`TARGET_3XTF32_VS_SGEMM`), besides fixed facts of the hardware and the
-formats (8× the FP32 units' rate, 2^-11).
+"""Lesson 12's helpers (tensor cores, TF32): the fragment layout of ``mma.sync.m16n8k8`` drawn from the kernels' own
+index formulas and checked on one warp; what TF32 rounding loses, measured in NumPy; the prediction's numbers, the
+speed table, figure and verdict values from the shipped benchmark; what the Nsight Compute report says of the tensor
+pipe (:mod:`.tensor_core_results` reads it); the rounding variants (deep dive). Numbers, tables and figures only: the
+words are the lesson's.
 """
 
 from __future__ import annotations
 
-import json
-import re
-
 import numpy as np
 from numba import cuda
 
-from gemm_steps.harness import results_files
 from gemm_steps.harness.verify import U_TF32, relative_error, tf32_tolerance
-from gemm_steps.toolkit.tensor_core_ops import TF32_MANTISSA_BITS, mma_tf32, mma_tf32_reference, round_to_tf32
+from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, round_to_tf32
 
 from .display import MarkdownTable
-from .timings import fp32_peak_tflops, record, size_label
+from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
+from .tensor_core_results import (PRODUCTS, caption, clocks_per_hmma, limits, mma_sync_ceiling_tflops, rec, sizes,
+                                  tensor_core_profiles, tf32_peak_tflops)
+from .timings import fp32_peak_tflops, size_label
 
-#: Our targets (not results): step 12 at ≥ 150 TFLOPS, step 13 at ≥ 1.25× cuBLAS SGEMM on an H100.
-TARGET_TF32_TFLOPS = 150.0
-TARGET_3XTF32_VS_SGEMM = 1.25
-#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128 (8×): the datasheet
-#: rate, which Hopper's ``wgmma`` instructions can approach. ``mma.sync`` gets less (:func:`mma_sync_clocks`).
-TENSOR_TF32_PER_FP32 = 8
-#: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.
-FP32_FMA_PER_SM = 128
-HMMA_FMAS = 16 * 8 * 8
-
-
-def clocks_per_hmma() -> float:
-    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) would need for one HMMA.1688 at the
-    datasheet's dense TF32 rate."""
-    return HMMA_FMAS / (TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM / 4)
-
-
-def mma_sync_clocks(metrics: dict) -> float:
-    """Clocks the tensor pipe of one scheduler was busy per ``mma.sync`` m16n8k8 TF32 (HMMA.1688), inferred from an
-    Nsight Compute profile: the pipe's active cycles (its % of the SM's active cycles) over the HMMAs each scheduler
-    executed (schedulers = instructions executed / the average per scheduler). An inference from the counters, not
-    a documented rate."""
-    schedulers = metrics["smsp__inst_executed.sum"] / metrics["Avg. Executed Instructions Per Scheduler"]
-    hmma_per_scheduler = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"] / schedulers
-    busy = metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] / 100
-    return busy * metrics["SM Active Cycles"] / hmma_per_scheduler
-
-
-def mma_sync_ceiling_tflops(results: dict, metrics: dict) -> float:
-    """The TF32 ceiling with ``mma.sync``: :func:`tf32_peak_tflops` scaled by the datasheet's clocks per HMMA over
-    the profile's (:func:`mma_sync_clocks`), at the same clock."""
-    return tf32_peak_tflops(results) * clocks_per_hmma() / mma_sync_clocks(metrics)
-
-
-#: The shipped experiment files these lessons read (experiments/results/).
-TENSOR_CORES_RUN = "tensor-cores-nvidia-h100.json"
-FIRST_TRY_RUN = "tensor-cores-first-try-nvidia-h100.json"
-ROUNDING_RUN = "tf32-conversion-nvidia-h100.json"
-PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
-#: The rows of the speed tables, in order: (record name, label).
-SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)"), ("tensor_cores", "step 12, TF32"),
-              ("three_tf32", "step 13, 3xTF32"), ("cublas", "cuBLAS SGEMM (FP32 units)"),
-              ("cublas_tf32", "cuBLAS TF32")]
+#: The rows of the speed table and figure, in order: (record name, label, colour, style).
+SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)", "tab:blue", "o-"),
+              ("tensor_cores", "step 12, TF32", "tab:orange", "s-"),
+              ("three_tf32", "step 13, 3xTF32", "tab:green", "D-"),
+              ("cublas", "cuBLAS SGEMM (FP32 units)", "tab:red", "o-"),
+              ("cublas_tf32", "cuBLAS TF32", "tab:purple", "s-")]
 
 
 # -- the fragment layout ---------------------------------------------------------------------------------------------
@@ -186,85 +145,52 @@ def _one_warp_inputs(seed: int):
     return a, b, c, lambda d: float(np.abs(d - expected).max() / np.abs(expected).max())
 
 
-def one_warp_check(seed: int = 0) -> tuple[str, float]:
-    """(Markdown, largest relative difference): one warp's mma with the layout drawn above against NumPy
-    (``mma_tf32_reference``: A and B rounded to TF32, products and sums in float64), on A and B already rounded to
-    TF32 as the kernels round them (``to_tf32``); and with A's rows 0–7 and 8–15 swapped in the layout, which must
-    be wrong. Only the layout: what happens to unrounded inputs is :func:`truncation_check`, after TF32 is
-    introduced."""
+def one_warp_check(seed: int = 0) -> dict:
+    """One warp's mma with the layout drawn against NumPy (``mma_tf32_reference``: A and B rounded to TF32, sums in
+    float64), on A and B rounded to TF32 as the kernels round them: {"right": largest difference relative to D's
+    largest element, "wrong": the same with A's rows 0–7 and 8–15 swapped in the layout}."""
     a, b, c, worst = _one_warp_inputs(seed)
     a_tf32, b_tf32 = round_to_tf32(a), round_to_tf32(b)
-    right = worst(one_warp_product(a_tf32, b_tf32, c))
     tables = index_tables()
     tables[0] = (tables[0] + 8) % 16  # a lane passes row group + 8 where row group belongs, and back
-    wrong = worst(one_warp_product(a_tf32, b_tf32, c, tables))
-    text = (f"One warp, one `mma_tf32`, each lane passing the elements drawn above: largest difference from NumPy's "
-            f"D = A·B + C on the same inputs **{right:.1e}** (relative to the largest element of D). With A's rows "
-            f"0–7 and 8–15 swapped in the layout: {wrong:.2f} — a wrong layout does not go unnoticed, on the "
-            "simulator either. (The inputs were rounded to TF32 first, as the kernel rounds them; the next section "
-            "says what that is.)")
-    return text, right
+    return {"right": worst(one_warp_product(a_tf32, b_tf32, c)),
+            "wrong": worst(one_warp_product(a_tf32, b_tf32, c, tables))}
 
 
-def truncation_check(seed: int = 0) -> str:
-    """The warp of :func:`one_warp_check` on A and B *not* rounded to TF32 first, against the same NumPy D of
-    rounded inputs: the tensor core drops their low 13 bits (truncation)."""
+def truncation_check(seed: int = 0) -> float:
+    """The warp of :func:`one_warp_check` on A and B *not* rounded to TF32, against D of the rounded inputs: how far
+    the tensor core's own reading of float32 operands (it keeps their top 10 mantissa bits) lands."""
     a, b, c, worst = _one_warp_inputs(seed)
-    truncated = worst(one_warp_product(a, b, c))
-    return (f"The warp of the layout check, on A and B *not* rounded to TF32 first: {truncated:.1e} away from D of "
-            f"the rounded inputs. The tensor core reads only the sign, the exponent and the top "
-            f"{TF32_MANTISSA_BITS} mantissa bits of an operand: it *truncates* what it is given (the simulator's "
-            "twin too). Rounding to nearest first (`to_tf32`, PTX `cvt.rna`: **r**ound to **n**earest, ties "
-            "**a**way from zero) makes each input's error at most half as large.")
+    return worst(one_warp_product(a, b, c))
 
 
 # -- what TF32 loses ---------------------------------------------------------------------------------------------------
 def tf32_loss_table(seed: int = 0, size: int = 64, ks=(64, 1024, 4096)) -> MarkdownTable:
-    """Measured in NumPy on standard-normal float32 inputs: how far rounding to TF32 moves one input, one product
-    and a whole product C = A·B (sums in float64, so only TF32's rounding shows), in units of u = 2^-11 (half a
-    TF32 unit in the last place), beside :func:`tf32_tolerance`."""
+    """Measured in NumPy on standard-normal float32 inputs: how far rounding to TF32 moves one input, one product and
+    a whole product C = A·B (sums in float64, so only TF32's rounding shows), in units of u = 2^-11, beside
+    :func:`tf32_tolerance`."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal(200_000).astype(np.float32)
-    y = rng.standard_normal(200_000).astype(np.float32)
+    x, y = (rng.standard_normal(200_000).astype(np.float32) for _ in range(2))
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     input_err = np.abs(round_to_tf32(x).astype(np.float64) - x64) / np.abs(x64)
-    product = x64 * y64
-    product_err = np.abs(round_to_tf32(x).astype(np.float64) * round_to_tf32(y) - product) / np.abs(product)
-    lines = [f"Standard-normal float32 inputs, u = 2^-{TF32_MANTISSA_BITS + 1} = {U_TF32:.2e} (half a TF32 unit "
-             "in the last place, relative to the number):", "",
-             "| what | mean | largest | tolerance used by the checks |", "|:--|--:|--:|--:|",
-             f"| one input, rounded to TF32 ({len(x):,} values) | {input_err.mean():.2e} ({input_err.mean() / U_TF32:.2f} u) "
-             f"| {input_err.max():.2e} ({input_err.max() / U_TF32:.2f} u) | |",
-             f"| one product, both inputs rounded | {product_err.mean():.2e} ({product_err.mean() / U_TF32:.2f} u) "
-             f"| {product_err.max():.2e} ({product_err.max() / U_TF32:.2f} u) | |"]
+    product_err = np.abs(round_to_tf32(x).astype(np.float64) * round_to_tf32(y) - x64 * y64) / np.abs(x64 * y64)
+
+    def cell(e):
+        return f"{e:.2e} ({e / U_TF32:.2f} u)"
+
+    lines = ["| what | mean | largest | tolerance used by the checks |", "|:--|--:|--:|--:|",
+             f"| one input, rounded to TF32 ({len(x):,} values) | {cell(input_err.mean())} | {cell(input_err.max())} | |",
+             f"| one product, both inputs rounded | {cell(product_err.mean())} | {cell(product_err.max())} | |"]
     for k in ks:
         a = rng.standard_normal((size, k)).astype(np.float32)
         b = rng.standard_normal((k, size)).astype(np.float32)
-        c = round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
-        err = relative_error(c, a, b)
-        lines.append(f"| C = A·B, {size}×{size}×{k}, sums in float64 | {err:.2e} ({err / U_TF32:.2f} u) | | "
+        err = relative_error(round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64), a, b)
+        lines.append(f"| C = A·B, {size}×{size}×{k}, sums in float64 | {cell(err)} | | "
                      f"`tf32_tolerance({k})` = {tf32_tolerance(k):.2e} |")
     return MarkdownTable("\n".join(lines))
 
 
-# -- the shipped benchmark -------------------------------------------------------------------------------------------
-#: The successful record of a step name, ``cublas`` or ``cublas_tf32`` at a square size or (M, N, K); None if none.
-rec = record
-
-
-def sizes(results: dict, names=("stream_k", "tensor_cores", "three_tf32", "cublas")) -> list[tuple]:
-    """Every size at which all of ``names`` ran, smallest first."""
-    found = {(r["M"], r["N"], r["K"]) for r in results["records"]}
-    return sorted((s for s in found if all(rec(results, n, s) for n in names)), key=lambda s: s[0] * s[1] * s[2])
-
-
-def tf32_peak_tflops(results: dict) -> float:
-    """The tensor cores' dense TF32 ceiling at the run's max SM clock: 8 × the FP32 peak estimate of the results
-    (SMs × 1,024 multiply-adds × 2 FLOP × clock). NVIDIA's H100 SXM datasheet quotes ~495 TFLOPS, at a lower
-    clock."""
-    return TENSOR_TF32_PER_FP32 * fp32_peak_tflops(results)
-
-
+# -- the prediction --------------------------------------------------------------------------------------------------
 def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
     """The tile configuration the benchmark ran ``name`` with (from its largest record)."""
     return rec(results, name, sizes(results)[-1])["config"]
@@ -273,8 +199,7 @@ def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
 def k_step_instructions(config: dict) -> dict:
     """Per warp and per k-step of 8, in the k-loop as written: HMMAs, fragment elements loaded and rounded, and the
     instructions per HMMA that follow: one ``ldmatrix`` per A piece (its four elements), one LDS per B element, and
-    a two-instruction rounding per element (ptxas drops ``cvt.rna``'s third instruction before an mma,
-    docs/tensor_cores.md)."""
+    a two-instruction rounding per element (ptxas drops ``cvt.rna``'s third instruction before an mma)."""
     mma_m, mma_n = 8 * config["THREAD_M"] // 16, 4 * config["THREAD_N"] // 8
     hmma, elements = mma_m * mma_n, 4 * mma_m + 2 * mma_n
     loads = mma_m + 2 * mma_n
@@ -284,57 +209,28 @@ def k_step_instructions(config: dict) -> dict:
 
 def predicted(results: dict) -> dict:
     """The prediction's numbers, from step 11's timing, the ceilings and the shipped configuration (nothing of step
-    12's timing): the TF32 ceiling, step 11's efficiency carried over to it, and the instruction budget."""
+    12's timing): the FP32 and TF32 ceilings, step 11's share of its ceiling carried over, our target as the low
+    end, and the instruction budget (``budget``: clocks per HMMA at the dense rate; ``count``: what the k-loop
+    issues)."""
     big = sizes(results)[-1]
     step11 = rec(results, "stream_k", big)["tflops"]
     fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
-    count = k_step_instructions(shipped_config(results))
     return {"size": big, "step11": step11, "fp32": fp32, "tf32": tf32, "carried": step11 / fp32 * tf32,
-            "low": TARGET_TF32_TFLOPS, "count": count, "budget": clocks_per_hmma()}
+            "low": TARGET_TF32_TFLOPS, "count": k_step_instructions(shipped_config(results)),
+            "budget": clocks_per_hmma(), "clock_mhz": results["environment"].get("sm_clock_max_mhz")}
 
 
-def prediction(results: dict) -> str:
-    """The prediction, made before looking at step 12's timing: the new ceiling, step 11's efficiency carried over,
-    and the instruction budget per HMMA at the datasheet rate."""
-    p = predicted(results)
-    count = p["count"]
-    return (f"**The ceiling moves.** The FP32 units of this GPU peak at {p['fp32']:.1f} TFLOPS; its tensor cores do "
-            f"{TENSOR_TF32_PER_FP32}× as many multiply-adds per clock in TF32 (the datasheet's dense TF32 rate): "
-            f"**{p['tf32']:.0f} TFLOPS**. Step 11 reached {p['step11']:.1f} TFLOPS at {size_label(p['size'])}, "
-            f"{p['step11'] / p['fp32']:.0%} of its ceiling; the same share of the new one would be "
-            f"**{p['carried']:.0f} TFLOPS**.\n\n"
-            f"**The instruction budget.** A scheduler issues at most one instruction per clock. At the datasheet rate the "
-            f"tensor pipe of a scheduler (a quarter of the SM) finishes one 16×8×8 HMMA — {HMMA_FMAS:,} "
-            f"multiply-adds — every {p['budget']:.0f} clocks, so it stays busy only if a warp issues at most "
-            f"{p['budget']:.0f} instructions per HMMA, the HMMA included. Step 12's "
-            f"{count['warp_tile'][0]}×{count['warp_tile'][1]} warp tile (the kernel section shows it) does "
-            f"{count['hmma']} HMMAs per k-step of 8 and loads and rounds {count['elements']} fragment elements for "
-            f"them ({count['loads']} loads — one `ldmatrix` per A piece, one load per B element — and two "
-            f"instructions per rounding): **{count['per_hmma']:.1f} instructions per HMMA**, leaving "
-            f"{p['budget'] - count['per_hmma']:.1f} for all the addressing, copying, barriers and loop control.\n\n"
-            f"**Prediction:** between our target of {p['low']:.0f} TFLOPS ({p['low'] / p['step11']:.1f}× step 11) "
-            f"and the {p['carried']:.0f} of step 11's efficiency — nearer the target, since the budget is nearly "
-            "spent before the rest of the loop.")
-
-
-def speed_table(results: dict, size_list=None) -> MarkdownTable:
+# -- the measurement ---------------------------------------------------------------------------------------------------
+def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (and % of cuBLAS SGEMM, same run) of step 11, the two tensor-core steps, cuBLAS SGEMM and cuBLAS TF32
     at every common size."""
-    size_list = sizes(results) if size_list is None else size_list
-    lines = ["| kernel | arithmetic | " + " | ".join(size_label(s) for s in size_list) + " |",
-             "|:--|:--|" + "--:|" * len(size_list)]
-    for name, label in SPEED_ROWS:
-        cells = []
-        for s in size_list:
-            r = rec(results, name, s)
-            cells.append("—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")
-        found = next((r for r in (rec(results, name, s) for s in size_list) if r), {})
-        arithmetic = found.get("arithmetic", "tf32" if name == "cublas_tf32" else "fp32").upper().replace("X", "x")
-        lines.append(f"| {label} | {arithmetic} | " + " | ".join(cells) + " |")
-    env = results["environment"]
-    return MarkdownTable("TFLOPS (% of cuBLAS SGEMM in the same run):\n\n" + "\n".join(lines)
-                         + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, "
-                         f"`{results_files.display_path(results['path'])}`.*")
+    size_list = sizes(results)
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
+    for name, label, *_ in SPEED_ROWS:
+        cells = [(lambda r: "—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")(rec(results, name, s))
+                 for s in size_list]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return MarkdownTable("TFLOPS (% of cuBLAS SGEMM in the same run):\n\n" + "\n".join(lines) + "\n\n" + caption(results))
 
 
 def speed_figure(results: dict):
@@ -348,10 +244,7 @@ def speed_figure(results: dict):
     x = np.arange(len(size_list))
     fig = Figure(figsize=(9, 5.2), layout="constrained")
     ax = fig.subplots()
-    styles = {"stream_k": ("tab:blue", "o-"), "tensor_cores": ("tab:orange", "s-"), "three_tf32": ("tab:green", "D-"),
-              "cublas": ("tab:red", "o-"), "cublas_tf32": ("tab:purple", "s-")}
-    for name, label in SPEED_ROWS:
-        colour, style = styles[name]
+    for name, label, colour, style in SPEED_ROWS:
         ax.plot(x, [(rec(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
                 label=label)
     sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
@@ -359,11 +252,10 @@ def speed_figure(results: dict):
             label=f"our target for step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
     ax.axhline(TARGET_TF32_TFLOPS, color="tab:brown", lw=1.5, ls="--",
                label=f"our target for step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
-    peak = tf32_peak_tflops(results)
-    profiles = tensor_core_profiles(results)
-    reach = (f" (mma.sync reaches ≈ {mma_sync_ceiling_tflops(results, profiles['tensor_cores']):.0f})"
+    peak, profiles = tf32_peak_tflops(results), tensor_core_profiles()
+    reach = (f"; mma.sync reaches ≈ {mma_sync_ceiling_tflops(results, profiles['tensor_cores']):.0f}"
              if profiles and "tensor_cores" in profiles else "")
-    ax.axhline(peak, color="k", lw=1, ls="-.", label=f"TF32 ceiling, {peak:.0f} TFLOPS{reach}")
+    ax.axhline(peak, color="k", lw=1, ls="-.", label=f"TF32 ceiling: 8× FP32 at the max clock, {peak:.0f}{reach}")
     ax.set_yscale("log")
     ax.set_xticks(x, [size_label(s) for s in size_list])
     ax.set(xlabel="size", ylabel="TFLOPS (log scale)",
@@ -373,156 +265,56 @@ def speed_figure(results: dict):
     return fig
 
 
-def verdict(results: dict) -> str:
-    """Step 12 against the prediction (:func:`predicted`) and our target, at the two largest common sizes."""
+def verdict(results: dict) -> dict:
+    """Step 12 at the two largest common sizes (TFLOPS, × step 11, % of cuBLAS SGEMM, share of cuBLAS TF32 and of the
+    TF32 ceiling), our target (``met``: the best size reaches it) and where the prediction's size landed
+    (``where``: "inside", "below" or "above" the predicted range)."""
     p = predicted(results)
-    parts = []
+    rows = {}
     for s in sizes(results)[-2:]:
-        t12, t11 = rec(results, "tensor_cores", s), rec(results, "stream_k", s)
-        cublas_tf32 = rec(results, "cublas_tf32", s) or {"tflops": float("nan")}
-        parts.append(f"at {size_label(s)} **{t12['tflops']:.1f} TFLOPS**: {t12['tflops'] / t11['tflops']:.2f}× step 11, "
-                     f"{t12['pct_of_cublas']:.0f} % of cuBLAS SGEMM, {t12['tflops'] / cublas_tf32['tflops']:.0%} of "
-                     f"cuBLAS TF32 ({cublas_tf32['tflops']:.0f} TFLOPS) and {t12['tflops'] / p['tf32']:.0%} of the TF32 "
-                     "ceiling")
+        t12, t11, tf32 = (rec(results, n, s) for n in ("tensor_cores", "stream_k", "cublas_tf32"))
+        rows[s] = {"tflops": t12["tflops"], "vs_step11": t12["tflops"] / t11["tflops"], "pct": t12["pct_of_cublas"],
+                   "of_cublas_tf32": t12["tflops"] / tf32["tflops"] if tf32 else float("nan"),
+                   "cublas_tf32": tf32["tflops"] if tf32 else float("nan"), "of_ceiling": t12["tflops"] / p["tf32"]}
     best = max(rec(results, "tensor_cores", s)["tflops"] for s in sizes(results))
-    met = best >= TARGET_TF32_TFLOPS
-    t12 = rec(results, "tensor_cores", p["size"])["tflops"]
-    inside = p["low"] <= t12 <= p["carried"]
-    return ("Step 12 ran " + "; ".join(parts) + ". "
-            + (f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is met.** " if met else
-               f"**Our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS is not met** (best: {best:.1f}). ")
-            + f"The prediction was {p['low']:.0f}–{p['carried']:.0f} TFLOPS at {size_label(p['size'])}: "
-            + (f"{t12:.1f} is inside it, at {t12 / p['carried']:.0%} of its top. " if inside else
-               f"{t12:.1f} is {'below' if t12 < p['low'] else 'above'} it — "
-               + (f"{1 - t12 / p['low']:.0%} under its bottom and {t12 / p['carried']:.0%} of its top. "
-                  if t12 < p["low"] else f"{t12 / p['carried'] - 1:.0%} over its top. "))
-            + "Step 11's efficiency did not carry over. The profile below shows why: `mma.sync` cannot reach the "
-            "datasheet's TF32 rate at all, and step 12's warps spend most cycles waiting.")
+    at = rec(results, "tensor_cores", p["size"])["tflops"]
+    where = "inside" if p["low"] <= at <= p["carried"] else ("below" if at < p["low"] else "above")
+    return {"sizes": rows, "best": best, "met": best >= TARGET_TF32_TFLOPS, "at_prediction": at, "where": where,
+            "of_carried": at / p["carried"], "under_low": 1 - at / p["low"]}
 
 
-# -- what limits it: Nsight Compute ------------------------------------------------------------------------------------
-_KERNEL_HEADER = re.compile(r"^  (\w+)::\w+\[", re.M)
-_ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
-
-
-def config_label(name: str, config: dict) -> str:
-    """How the experiment files name a step built with ``config``: ``tensor_cores 128x256x32 8x16/1``."""
-    return (f"{name} {config['BLOCK_M']}x{config['BLOCK_N']}x{config['BLOCK_K']} "
-            f"{config['THREAD_M']}x{config['THREAD_N']}/{config['MIN_BLOCKS_PER_SM']}")
-
-
-def tensor_core_profiles(results: dict) -> dict | None:
-    """The Nsight Compute report of one 4096³ launch of each tensor-core step (``PROFILE_REPORT``), as
-    {step: {metric: value}}, or None if it is not shipped. ``Registers Per Thread`` comes from the report's launch
-    statistics; a report without them gets it from the tensor-core experiment (``TENSOR_CORES_RUN``'s
-    ``registers``: ptxas on the GPU), for the configuration the benchmark ``results`` ran."""
-    path = results_files.find(PROFILE_REPORT)
-    if path is None:
-        return None
-    text = path.read_text()
-    starts = [(m.start(), m.group(1)) for m in _KERNEL_HEADER.finditer(text)]
-    out = {}
-    for (start, step), (end, _) in zip(starts, starts[1:] + [(len(text), None)]):
-        metrics = {}
-        for line in text[start:end].splitlines():
-            match = _ROW.match(line)
-            if match and match.group(1) not in metrics:
-                metrics[match.group(1)] = float(match.group(3).replace(",", ""))
-        out[step] = metrics
-    run = load_run(TENSOR_CORES_RUN)
-    for step, metrics in out.items():
-        if "Registers Per Thread" in metrics:  # the report's own launch statistics (re-profiled 2026-11-25)
-            continue
-        found = (run or {}).get("registers", {}).get(config_label(step, shipped_config(results, step)))
-        metrics["Registers Per Thread"] = found["registers"] if found else float("nan")
-    return out
-
-
-def limits(metrics: dict) -> dict:
-    """What one profile says, in the lesson's words."""
-    hmma = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"]
-    return {"tensor_pipe": metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
-            "issue_busy": metrics["Issue Slots Busy"], "no_eligible": metrics["No Eligible"],
-            "cycles_per_issue": metrics["Warp Cycles Per Issued Instruction"],
-            "per_hmma": metrics["smsp__inst_executed.sum"] / hmma, "registers": metrics["Registers Per Thread"],
-            "warps_per_sm": metrics["Theoretical Active Warps per SM"],
-            "warps_per_scheduler": metrics["Active Warps Per Scheduler"],
-            "occupancy": metrics["Achieved Occupancy"],
-            "bank_conflicts": metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]}
-
-
+# -- what the profile says --------------------------------------------------------------------------------------------
 def profile_table(profiles: dict) -> MarkdownTable:
     """Both steps' profiles side by side."""
     rows = [("tensor pipe active (of its peak)", "tensor_pipe", "{:.0f} %"),
-            ("issue slots busy", "issue_busy", "{:.0f} %"), ("cycles with no warp ready to issue", "no_eligible",
-                                                              "{:.0f} %"),
+            ("issue slots busy", "issue_busy", "{:.0f} %"), ("cycles with no warp ready to issue", "no_eligible", "{:.0f} %"),
             ("clocks between two instructions of one warp", "cycles_per_issue", "{:.1f}"),
             ("instructions per HMMA (executed)", "per_hmma", "{:.1f}"), ("registers per thread", "registers", "{:.0f}"),
-            ("warps per SM (of 64)", "warps_per_sm", "{:.0f}"),
-            ("shared-memory bank conflicts", "bank_conflicts", "{:.0f}")]
+            ("warps per SM (of 64)", "warps_per_sm", "{:.0f}"), ("shared-memory bank conflicts", "bank_conflicts", "{:.0f}"),
+            ("tensor-pipe clocks per HMMA (inferred)", "clocks_per_hmma", "{:.1f}")]
     steps = [s for s in ("tensor_cores", "three_tf32") if s in profiles]
     found = {s: limits(profiles[s]) for s in steps}
-    lines = ["| | " + " | ".join(f"step {12 if s == 'tensor_cores' else 13}, `{s}`" for s in steps) + " |",
+    lines = ["| | " + " | ".join(f"step {12 if s == 'tensor_cores' else 13}" for s in steps) + " |",
              "|:--|" + "--:|" * len(steps)]
     lines += [f"| {label} | " + " | ".join(fmt.format(found[s][key]) for s in steps) + " |" for label, key, fmt in rows]
-    return MarkdownTable("\n".join(lines) + f"\n\n*Nsight Compute, one 4096³ launch each, "
-                         f"`experiments/results/{PROFILE_REPORT}` (`scripts/profile_tensor_cores.py`).*")
+    return MarkdownTable("\n".join(lines) + "\n\n*Nsight Compute, one 4096³ launch each, "
+                         "`experiments/results/ncu-tensor-cores-nvidia-h100.txt` (`scripts/profile_tensor_cores.py`).*")
 
 
 def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict:
-    """What the profile of ``step`` says about ``mma.sync``'s rate: clocks of tensor pipe per HMMA
-    (:func:`mma_sync_clocks`), the TF32 ceiling with ``mma.sync`` at that rate, and, as a cross-check, the
-    benchmark's TFLOPS of ``step`` at the profiled size (4096³) over the share of the pipe it kept busy."""
+    """What the profile of ``step`` says about ``mma.sync``'s rate: clocks of tensor pipe per HMMA, the TF32 ceiling
+    with ``mma.sync`` at that rate, and a cross-check: the benchmark's TFLOPS of ``step`` at the profiled size
+    (4096³) × the tensor-core products per useful product (3xTF32: three HMMAs each) over the share of the pipe it
+    kept busy — the rate a full pipe would give at the benchmark's clock."""
     f = limits(profiles[step])
-    clocks = mma_sync_clocks(profiles[step])
-    measured = rec(results, step, 4096) if results else None
-    return {"clocks": clocks, "ceiling": tf32_peak_tflops(results) * clocks_per_hmma() / clocks,
-            "tflops_4096": measured["tflops"] if measured else float("nan"),
-            "full_pipe": measured["tflops"] / (f["tensor_pipe"] / 100) if measured else float("nan")}
-
-
-def limits_text(profiles: dict, step: str = "tensor_cores", results: dict | None = None) -> str:
-    """Why the step is slow, from its profile (and, with ``results``, what the profile says of ``mma.sync``'s
-    rate against the benchmark)."""
-    f = limits(profiles[step])
-    clocks = mma_sync_clocks(profiles[step])
-    label = f"step {12 if step == 'tensor_cores' else 13}"
-    others = [f"step {12 if s == 'tensor_cores' else 13}'s profile gives {mma_sync_clocks(profiles[s]):.1f}"
-              for s in profiles if s != step]
-    text = (f"**The pipe's real rate.** In {label}'s profile the tensor pipe was busy {f['tensor_pipe']:.0f} % of "
-            f"the cycles, for **{clocks:.1f} clocks per HMMA**{' (' + '; '.join(others) + ')' if others else ''} — "
-            f"not the {clocks_per_hmma():.0f} of the datasheet rate. Our inference from the counters, not a "
-            f"documented number: on this H100, `mma.sync` m16n8k8 TF32 occupies a scheduler's tensor pipe about "
-            f"{clocks:.0f} clocks. ")
-    if results:
-        r = pipe_rate(profiles, results, step)
-        text += (f"So with `mma.sync` the TF32 ceiling is about {clocks_per_hmma():.0f}/{clocks:.1f} of "
-                 f"{tf32_peak_tflops(results):.0f}: **≈ {r['ceiling']:.0f} TFLOPS** (the benchmark's "
-                 f"{r['tflops_4096']:.1f} TFLOPS at 4096³ over a {f['tensor_pipe']:.0f} % busy pipe points a little "
-                 f"lower, {r['full_pipe']:.0f}: the ceilings assume the maximum clock, which the benchmark need not "
-                 f"hold — not checked). cuBLAS TF32 goes above that, so it cannot be using `mma.sync`: on Hopper the "
-                 "full rate takes `wgmma`. ")
-    text += (f"\n\n**The budget, restated.** With about {clocks:.0f} clocks per HMMA, a warp may issue about "
-             f"{clocks:.0f} instructions per HMMA and the pipe still stays busy. {label.capitalize()} executes **{f['per_hmma']:.1f}** "
-             f"per HMMA: within that budget, and the issue slots are only {f['issue_busy']:.0f} % busy. So neither "
-             "the pipe nor the issue logic is the limit.\n\n"
-             f"**Latency.** At {f['registers']:.0f} registers per thread only one block of 8 warps fits an SM "
-             f"({f['warps_per_sm']:.0f} of 64 warps, {f['warps_per_scheduler']:.0f} per scheduler), and a warp issues "
-             f"only every {f['cycles_per_issue']:.1f} clocks, waiting on its own chain: load a fragment, round it, "
-             f"feed the HMMA. In **{f['no_eligible']:.0f} % of the cycles no warp is ready** to issue: the kernel is "
-             f"**latency-bound**. (No bank conflicts: {f['bank_conflicts']:.0f}; the padding works.)")
-    return text
+    measured = rec(results, step, 4096)
+    tflops = measured["tflops"] if measured else float("nan")
+    return {"clocks": f["clocks_per_hmma"], "ceiling": mma_sync_ceiling_tflops(results, profiles[step]),
+            "tflops_4096": tflops, "products": PRODUCTS[step], "busy": f["tensor_pipe"],
+            "full_pipe": tflops * PRODUCTS[step] / (f["tensor_pipe"] / 100)}
 
 
 # -- the rounding variants (deep dive) ---------------------------------------------------------------------------------
-def load_run(name: str) -> dict | None:
-    """A shipped experiment file of experiments/results/ by name, with ``path`` added; None if missing."""
-    path = results_files.find(name)
-    if path is None:
-        return None
-    return {**json.loads(path.read_text()), "path": str(path)}
-
-
 def rounding_table(run: dict) -> MarkdownTable:
     """The rounding variants of both steps: SASS instructions, TFLOPS and % of cuBLAS SGEMM, and the error."""
     names = list(dict.fromkeys(r["step"] for r in run["records"] if r["step"].startswith("step ")))
@@ -536,20 +328,14 @@ def rounding_table(run: dict) -> MarkdownTable:
         lines.append(f"| {name} | {sass.get('instructions', '—')} ({sass.get('HMMA', '—')}) | "
                      + " | ".join(f"{by_size[s]['tflops']:.1f} ({by_size[s]['pct_of_cublas']:.0f} %)" for s in size_list)
                      + " | " + " / ".join(f"{by_size[s]['sampled_rel_error_fp64']:.1e}" for s in size_list) + " |")
-    env = run["environment"]
-    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, measured {str(env.get('date'))[:10]}, before "
-                         "the copy-address and ldmatrix changes to step 12 of 2026-11-25 (the kernels here are "
-                         "slower than the shipped ones), one run, "
-                         f"`{results_files.display_path(run['path'])}`; each variant launched through Numba's "
-                         "dispatcher, which costs ~10 % at 4096³ against the benchmark: compare them with each other.*")
+    return MarkdownTable("\n".join(lines) + "\n\n" + caption(run))
 
 
 def rounding_gap(run: dict, shipped: str = "step 13 split_tf32 (shipped)",
-                 other: str = "step 13 cvt.rna (previous)") -> str:
-    """How much slower ``other`` ran than ``shipped`` in the rounding run, at each size, in words."""
+                 other: str = "step 13 cvt.rna (previous)") -> dict:
+    """{size: (TFLOPS of ``other``, of ``shipped``, how much slower ``other`` ran)} in the rounding run."""
     by = {(r["step"], r["M"]): r["tflops"] for r in run["records"]}
-    size_list = sorted({r["M"] for r in run["records"]})
-    gaps = [1 - by[(other, s)] / by[(shipped, s)] for s in size_list]
-    return (f"Step 13's split by two `cvt.rna` ran {min(gaps):.0%}–{max(gaps):.0%} slower than `split_tf32` in this run "
-            "(" + ", ".join(f"{by[(other, s)]:.1f} against {by[(shipped, s)]:.1f} TFLOPS at {s}³" for s in size_list)
-            + "), at the same accuracy.")
+    return {s: (by[(other, s)], by[(shipped, s)], 1 - by[(other, s)] / by[(shipped, s)])
+            for s in sorted({r["M"] for r in run["records"]})}
+
+

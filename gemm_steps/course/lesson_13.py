@@ -1,19 +1,23 @@
 """Lesson 13's helpers (3xTF32): the big + small split and the sizes of the four products, a NumPy model of
-accumulating with truncation against rounding, the first try's error against K, the accuracy sweep and the speed
-and the verdicts against the prediction and our targets — all computed from NumPy or from the shipped files."""
+accumulating with truncation against rounding and of adding blocks of products before each float32 add, the first
+try's error against K, the accuracy sweep, the prediction and the speed verdict values, and where the split breaks
+(deep dive). Numbers, tables and figures only: the words are the lesson's."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gemm_steps.harness import results_files
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
 
+from .. import steps as course_steps
 from .display import MarkdownTable
-from .lesson_12 import FIRST_TRY_RUN, TARGET_3XTF32_VS_SGEMM, TENSOR_CORES_RUN, rec, sizes
+from .targets import TARGET_3XTF32_VS_SGEMM
+from .tensor_core_results import accuracy_check, caption, rec, sizes, square_ratios, sweep_ratios
 from .timings import size_label
 
 U_FP32 = 2.0 ** -24  # float32's unit roundoff: half a unit in the last place of its 23 mantissa bits
+
+
 def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
     """A few floats split as step 13 splits them: big, small, what the tensor core reads of small (truncated to
     TF32), and what is left of x after big + small, exact and as the tensor core reads the parts."""
@@ -28,10 +32,6 @@ def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
         lines.append(f"| {x:.9g} | {float(big):.9g} | {float(small):.3e} | {float(small) / float(x):.1e} | "
                      f"{float(np.float64(x) - np.float64(big) - np.float64(small)):.0e} | {float(read):.3e} | "
                      f"{left:.1e} (2^{np.log2(left):.1f}) |")
-    worst = split_worst()
-    lines += ["", f"x − (big + small) is 0: the split itself is exact. What the tensor core reads of the two parts "
-              f"leaves at most **2^{np.log2(worst):.1f}** of x over 200,000 standard-normal floats: x ≈ big + small "
-              f"to about **{-np.log2(worst):.0f} bits**, against TF32's 11 and float32's 24."]
     return MarkdownTable("\n".join(lines))
 
 
@@ -96,8 +96,8 @@ def _to_f32(x: np.ndarray, truncate: bool) -> np.ndarray:
 
 def accumulation_model(ks=(64, 256, 1024, 4096, 16384), outputs: int = 512, seed: int = 0) -> dict:
     """A NumPy model of one output's running sum: K exact products of standard-normal numbers added one by one
-    into a float32 accumulator that rounds to nearest, or truncates (as Fasi et al. 2021 found the tensor core's
-    accumulator does). Returns {"K": ks, "nearest": errors, "truncate": errors} (relative to the exact sums)."""
+    into a float32 accumulator that rounds to nearest, or truncates (our model of the tensor core's accumulator:
+    a simplification of its fused multi-term add, lesson 13). Returns {"K": ks, "nearest": errors, "truncate": errors} (relative to the exact sums)."""
     rng = np.random.default_rng(seed)
     out = {"K": list(ks), "nearest": [], "truncate": []}
     products = rng.standard_normal((max(ks), outputs)) * rng.standard_normal((max(ks), outputs))
@@ -153,21 +153,6 @@ def accumulation_figure(model: dict, first: dict, now: dict):
     return fig
 
 
-def first_try_text(first: dict, now: dict) -> str:
-    pts, now_pts = first_try_points(first), dict((p[0], p[1]) for p in first_try_points(now))
-    ks, errs = [p[0] for p in pts], [p[1] for p in pts]
-    big = pts[-1]
-    first_speed = [r for r in first["records"] if r["step"].startswith("three_tf32 128x256") and r["K"] == big[0]][0]
-    sgemm = [r for r in first["records"] if r["step"] == "cublas" and r["K"] == big[0]][0]
-    return (f"The first try's error grew like **K^{slope(ks, errs):.2f}** over K = {ks[0]}…{ks[-1]} "
-            f"(`experiments/results/{FIRST_TRY_RUN}`, {str(first['environment'].get('date'))[:10]}): at {big[2]} "
-            f"{big[1]:.1e}, {big[1] / sgemm['sampled_rel_error_fp64']:.0f}× cuBLAS SGEMM's "
-            f"{sgemm['sampled_rel_error_fp64']:.1e} in the same run, while it ran at {first_speed['pct_of_cublas']:.0f} % "
-            f"of SGEMM. Step 13 at the same shape: {now_pts.get(big[0], float('nan')):.1e} "
-            f"(`experiments/results/{TENSOR_CORES_RUN}`, {str(now['environment'].get('date'))[:10]}; sampled "
-            "elements, like all the right panel). Growth like K, not √K, is the mark of a *biased* rounding.")
-
-
 def accuracy_table(run: dict) -> MarkdownTable:
     """The accuracy sweep (M = N = 512, K from 64 up) of the tensor-core experiment, both input kinds."""
     cols = [("cublas", "cuBLAS SGEMM"), ("stream_k", "step 11"), ("three_tf32", "step 13, 3xTF32"),
@@ -177,35 +162,91 @@ def accuracy_table(run: dict) -> MarkdownTable:
     for row in run["accuracy"]:
         lines.append(f"| {row['inputs']} | {row['K']} | " + " | ".join(f"{row[n]:.1e}" for n, _ in cols)
                      + f" | {row['three_tf32'] / row['cublas']:.1f}× |")
-    env = run["environment"]
     return MarkdownTable("Relative error of the whole 512×512×K product against float64:\n\n" + "\n".join(lines)
-                         + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}, "
-                         f"`{results_files.display_path(run['path'])}` (`accuracy`).*")
+                         + "\n\n" + caption(run))
 
 
-def accuracy_verdict(run: dict, results: dict) -> str:
-    """The sweep's verdict (``run``: the tensor-core experiment) and the benchmark's large squares (``results``),
-    each labelled with its file, and why their SGEMM errors differ."""
-    by_kind = {}
-    for row in run["accuracy"]:
-        by_kind.setdefault(row["inputs"], []).append(row["three_tf32"] / row["cublas"])
-    parts = [f"{kind}: {min(r):.1f}–{max(r):.1f}× cuBLAS SGEMM's error" for kind, r in by_kind.items()]
-    big = []
-    for s in sizes(results)[-2:]:
-        e13, e_sgemm = rec(results, "three_tf32", s)["sampled_rel_error_fp64"], rec(results, "cublas", s)["sampled_rel_error_fp64"]
-        big.append(f"{size_label(s)} {e13:.1e} against {e_sgemm:.1e}")
-    worst = max(max(r) for r in by_kind.values())
-    sweep_k = next(r for r in run["accuracy"] if r["inputs"] == "standard normal" and r["K"] == 4096)
-    return ("On the 512×512×K sweep (the table above) step 13 is **" + "; ".join(parts) + "**: within a small factor "
-            "of SGEMM and three orders of magnitude below TF32, but "
-            + ("**not ≤ SGEMM everywhere**, as our target asks" if worst > 1 else "≤ SGEMM everywhere")
-            + f". In the course benchmark's large squares (`{results_files.display_path(results['path'])}`, "
-            f"{str(results['environment'].get('date'))[:10]}) it is below SGEMM: {'; '.join(big)}. "
-            f"The two runs measure different things: the sweep takes the error of the whole product (cuBLAS SGEMM "
-            f"{sweep_k['cublas']:.1e} at 512×512×4096), the benchmark the error of 512 sampled elements, at other M "
-            "and N — and cuBLAS may pick another algorithm for another shape (not checked).")
+def first_try(first: dict, now: dict) -> dict:
+    """The first try's error growth (exponent of K), its error and speed at its largest K against cuBLAS SGEMM in
+    the same run, and step 13's error at that K in its own run."""
+    pts, now_pts = first_try_points(first), dict((p[0], p[1]) for p in first_try_points(now))
+    big = pts[-1]
+    speed = next(r for r in first["records"] if r["step"].startswith("three_tf32 128x256") and r["K"] == big[0])
+    sgemm = next(r for r in first["records"] if r["step"] == "cublas" and r["K"] == big[0])
+    return {"slope": slope([p[0] for p in pts], [p[1] for p in pts]), "shape": big[2], "error": big[1],
+            "sgemm": sgemm["sampled_rel_error_fp64"], "pct": speed["pct_of_cublas"], "step13": now_pts.get(big[0])}
 
 
+def accuracy(run: dict, results: dict) -> dict:
+    """The 3xTF32 accuracy rule (:func:`accuracy_check`) for step 13: its 512×512×K sweep and the benchmark's two
+    largest squares."""
+    return accuracy_check(sweep_ratios(run["accuracy"], "three_tf32") + square_ratios(results, "three_tf32"))
+
+
+def fp32_errors(results: dict) -> dict:
+    """{size: {kernel: sampled error}} of cuBLAS SGEMM and every FP32 step (each adds its products one fused
+    multiply-add at a time, in k order) at the two largest sizes of the benchmark."""
+    kernels = ["cublas"] + [s.name for s in course_steps() if getattr(s.module, "ARITHMETIC", "fp32") == "fp32"]
+    return {s: {n: rec(results, n, s)["sampled_rel_error_fp64"] for n in kernels if rec(results, n, s)}
+            for s in sizes(results, ("cublas",))[-2:]}
+
+
+def blocked_sums(k: int = 4096, size: int = 48, blocks=(1, 8, 32), seed: int = 0) -> dict:
+    """A NumPy model of one float32 running sum per output over K products: blocks of ``b`` products added exactly
+    (then rounded to float32) before each rounded float32 add. b = 1 is SGEMM's order, one fused multiply-add at a
+    time; b = 8 step 13's (a k-step's products summed in the tensor core), b = 32 a k-tile's. {b: relative error}."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((size, k)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((k, size)).astype(np.float32).astype(np.float64)
+    exact = a @ b
+    out = {}
+    for block in blocks:
+        acc = np.zeros((size, size), dtype=np.float32)
+        for k0 in range(0, k, block):
+            part = a[:, k0:k0 + block] @ b[k0:k0 + block]
+            acc = (acc.astype(np.float64) + (part if block == 1 else part.astype(np.float32))).astype(np.float32)
+        out[block] = float(np.linalg.norm(acc - exact) / np.linalg.norm(exact))
+    return out
+
+
+def predicted(results: dict) -> dict:
+    """The prediction from step 12's timing at the largest size: three times its work per piece, so three times its
+    time — a third of its TFLOPS — and that against cuBLAS SGEMM in the same run."""
+    big = sizes(results)[-1]
+    t12, sgemm = rec(results, "tensor_cores", big)["tflops"], rec(results, "cublas", big)["tflops"]
+    return {"size": big, "step12": t12, "tflops": t12 / 3, "vs_sgemm": t12 / 3 / sgemm, "sgemm": sgemm}
+
+
+def speed(results: dict) -> dict:
+    """Step 13 at the two largest sizes (TFLOPS, × cuBLAS SGEMM, share of step 12's speed), our target (``met``: ≥
+    the target × SGEMM at both) and the measurement over the prediction."""
+    p = predicted(results)
+    rows = {s: {"tflops": rec(results, "three_tf32", s)["tflops"],
+                "vs_sgemm": rec(results, "three_tf32", s)["pct_of_cublas"] / 100,
+                "of_step12": rec(results, "three_tf32", s)["tflops"] / rec(results, "tensor_cores", s)["tflops"]}
+            for s in sizes(results)[-2:]}
+    return {"sizes": rows, "met": min(r["vs_sgemm"] for r in rows.values()) >= TARGET_3XTF32_VS_SGEMM,
+            "over_prediction": rec(results, "three_tf32", p["size"])["tflops"] / p["tflops"]}
+
+
+def when_to_use(results: dict, run: dict) -> MarkdownTable:
+    """Error (the sweep at 512×512×4096) and TFLOPS at the largest size, ours and cuBLAS's, of the three kinds of
+    arithmetic."""
+    big = sizes(results)[-1]
+    row = next(r for r in run["accuracy"] if r["inputs"] == "standard normal" and r["K"] == 4096)
+
+    def tflops(name):
+        found = rec(results, name, big)
+        return f"{found['tflops']:.0f}" if found else "—"
+
+    lines = ["| arithmetic | error (512×512×4096) | TFLOPS at " + size_label(big) + " (ours / cuBLAS) |", "|:--|--:|--:|",
+             f"| FP32 units (steps 1–11, cuBLAS SGEMM) | {row['cublas']:.0e} | {tflops('stream_k')} / {tflops('cublas')} |",
+             f"| 3xTF32 (step 13) | {row['three_tf32']:.0e} | {tflops('three_tf32')} / — |",
+             f"| TF32 (step 12) | {row['tensor_cores']:.0e} | {tflops('tensor_cores')} / {tflops('cublas_tf32')} |"]
+    return MarkdownTable("\n".join(lines))
+
+
+# -- where the split breaks (deep dive) ---------------------------------------------------------------------------------
 def subnormal_threshold(seed: int = 0, count: int = 100_000) -> tuple[float, float]:
     """Below which |x| ``small`` turns subnormal (under 2^-126), as log2 of |x|: the 10th and 90th percentile over
     float32 x with uniformly random mantissas (those with small = 0, already TF32, left out). While small is normal
@@ -224,91 +265,12 @@ def subnormal_table(exponents=(-100, -110, -114, -116, -118, -120, -123, -126)) 
     flushed to zero (big alone: |small / x|, the same in every row, since small scales with x while it is normal)."""
     lines = ["| x | small | small is subnormal? | error of big + small as read (truncated) | error if small is "
              "flushed to 0 |", "|--:|--:|:--|--:|--:|"]
-    first_sub = None
     for e in exponents:
         x = np.float32(1.2345 * 2.0 ** e)
         big, small = split_tf32_parts(x)
         sub = 0 < abs(float(small)) < 2.0 ** -126
-        first_sub = e if sub and first_sub is None else first_sub
         read = abs(float(x) - float(big) - float(truncate_to_tf32(small))) / float(x)
         lines.append(f"| 1.2345·2^{e} | {float(small):.2e} | {'yes' if sub else 'no'} | "
                      + (f"{read:.1e} (2^{np.log2(read):.0f})" if read else "0") + " | "
                      f"{abs(float(big) - float(x)) / float(x):.1e} |")
-    low, high = subnormal_threshold()
-    lines += ["", f"For this x, small is subnormal from 2^{first_sub} on (of the rows shown); over random mantissas "
-              f"small turns subnormal below **2^{low:.0f} … 2^{high:.0f}** (80 % of them), depending on x — and the "
-              "error grows from there, "
-              "as small keeps fewer bits, towards the flushed-to-zero column at 2^-126."]
-    return MarkdownTable("\n".join(lines))
-
-
-def _step12_pipe(results: dict) -> str:
-    """How busy step 12 kept the tensor pipe, in words, from lesson 12's profile (if shipped)."""
-    from .lesson_12 import limits, tensor_core_profiles
-
-    profiles = tensor_core_profiles(results)
-    if not profiles or "tensor_cores" not in profiles:
-        return "step 12 does not keep the tensor pipe busy"
-    return (f"step 12 keeps the tensor pipe busy only {limits(profiles['tensor_cores'])['tensor_pipe']:.0f} % of the "
-            "time (lesson 12's profile)")
-
-
-def predicted(results: dict) -> dict:
-    """The prediction from step 12's timing at the largest size: three times its work per piece, so three times its
-    time — a third of its TFLOPS — and that against cuBLAS SGEMM in the same run."""
-    big = sizes(results)[-1]
-    t12, sgemm = rec(results, "tensor_cores", big)["tflops"], rec(results, "cublas", big)["tflops"]
-    return {"size": big, "step12": t12, "tflops": t12 / 3, "vs_sgemm": t12 / 3 / sgemm, "sgemm": sgemm}
-
-
-def prediction(results: dict) -> str:
-    p = predicted(results)
-    return (f"**Prediction:** three tensor-core products per piece, so three times step 12's time: step 12 ran at "
-            f"{p['step12']:.1f} TFLOPS at {size_label(p['size'])}, a third is **{p['tflops']:.1f} TFLOPS**, "
-            f"**{p['vs_sgemm']:.2f}× cuBLAS SGEMM** ({p['sgemm']:.1f} TFLOPS in the same run; our target is ≥ "
-            f"{TARGET_3XTF32_VS_SGEMM}×) — at SGEMM's accuracy.")
-
-
-def speed_verdict(results: dict) -> str:
-    p = predicted(results)
-    parts, ratios = [], []
-    for s in sizes(results)[-2:]:
-        t13, t12 = rec(results, "three_tf32", s), rec(results, "tensor_cores", s)
-        ratios.append(t13["pct_of_cublas"] / 100)
-        parts.append(f"at {size_label(s)} **{t13['tflops']:.1f} TFLOPS, {t13['pct_of_cublas'] / 100:.2f}× cuBLAS SGEMM** "
-                     f"({t13['tflops'] / t12['tflops']:.2f} of step 12's speed)")
-    met = min(ratios) >= TARGET_3XTF32_VS_SGEMM
-    t13 = rec(results, "three_tf32", p["size"])["tflops"]
-    return ("Step 13 ran " + "; ".join(parts) + f". The prediction was {p['tflops']:.1f} TFLOPS "
-            f"({p['vs_sgemm']:.2f}× SGEMM) at {size_label(p['size'])}: the measurement is "
-            f"{t13 / p['tflops']:.2f}× that. Three products per piece cost less than a factor of 3 against step 12, "
-            f"because {_step12_pipe(results)}: the extra HMMAs partly fill idle cycles. "
-            + (f"**Our target of {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM is met.**" if met
-               else f"**Our target of {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM is not met.**"))
-
-
-def summary(results: dict) -> str:
-    """One sentence about the GPU: predicted a third of step 12's speed, measured, and why."""
-    p = predicted(results)
-    t13 = rec(results, "three_tf32", p["size"])["tflops"]
-    return (f"On the GPU, three products per piece were predicted to give a third of step 12's speed; step 13 ran at "
-            f"**{t13 / p['step12']:.2f}** of it at {size_label(p['size'])} ({t13:.1f} against {p['step12']:.1f} "
-            f"TFLOPS, {t13 / p['sgemm']:.2f}× cuBLAS SGEMM), because {_step12_pipe(results)} and the extra HMMAs "
-            "fill some of the idle cycles.")
-
-
-def when_to_use(results: dict, run: dict) -> MarkdownTable:
-    big = sizes(results)[-1]
-    row = next(r for r in run["accuracy"] if r["inputs"] == "standard normal" and r["K"] == 4096)
-    lines = ["| arithmetic | error (512×512×4096) | TFLOPS at " + size_label(big) + " (ours / cuBLAS) | use it when |",
-             "|:--|--:|--:|:--|",
-             f"| FP32 units (steps 1–11, cuBLAS SGEMM) | {row['cublas']:.0e} | {rec(results, 'stream_k', big)['tflops']:.0f} / "
-             f"{rec(results, 'cublas', big)['tflops']:.0f} | you need float32's own rounding, or inputs reach below "
-             "about 2^-115, where the split loses its small part |",
-             f"| 3xTF32 (step 13) | {row['three_tf32']:.0e} | {rec(results, 'three_tf32', big)['tflops']:.0f} / — | "
-             "float32 accuracy at more than the FP32 units' speed (CUTLASS ships a 3xTF32 GEMM, "
-             "`OpMultiplyAddFastF32`; not timed here) |",
-             f"| TF32 (step 12) | {row['tensor_cores']:.0e} | {rec(results, 'tensor_cores', big)['tflops']:.0f} / "
-             f"{rec(results, 'cublas_tf32', big)['tflops']:.0f} | three decimal digits are enough: neural-network "
-             "training and inference, which PyTorch runs in TF32 when allowed |"]
     return MarkdownTable("\n".join(lines))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import steps as course_steps
-from .lesson_12 import tf32_peak_tflops
+from .tensor_core_results import tf32_peak_tflops
 from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
 
 
@@ -220,8 +220,8 @@ def tensor_core_summary(results: dict) -> str:
     on ``wgmma``) and 15 (TF32 on ``wgmma``, :func:`tf32_step_summary`) only where the benchmark has them; step 14
     judged by lesson 14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than
     SGEMM's)."""
-    from .lesson_12 import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, rec, sizes
-    from .lesson_14 import target_check
+    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
+    from .tensor_core_results import rec, sizes, target_check
 
     common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
     if not common:
@@ -249,8 +249,8 @@ def tensor_core_summary(results: dict) -> str:
 def tf32_step_summary(results: dict) -> str:
     """Step 15 (TF32 on ``wgmma``) against the TF32 target at the two largest squares where it, step 12 and cuBLAS
     TF32 ran (lesson 15's rule: ≥ the target at both), or a sentence saying the file has no step 15."""
-    from .lesson_12 import TARGET_TF32_TFLOPS
-    from .lesson_15 import target_check as tf32_check
+    from .targets import TARGET_TF32_TFLOPS
+    from .tensor_core_results import tf32_target_check as tf32_check
 
     check = tf32_check(results)
     if check is None:

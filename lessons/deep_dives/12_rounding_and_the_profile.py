@@ -7,8 +7,9 @@
 
 # %%
 from gemm_steps.course import lesson, lesson_12
+from gemm_steps.course.tensor_core_results import ROUNDING_RUN, limits, load_run, tensor_core_profiles
 
-run = lesson_12.load_run(lesson_12.ROUNDING_RUN)
+run = load_run(ROUNDING_RUN)
 
 # %% [markdown]
 # ## The rounding variants
@@ -26,7 +27,9 @@ if run:
     lesson.say(lesson_12.rounding_table(run))
     low = run.get("low_bits", {})
     lesson.say(f"Does the tensor core read the low 13 bits? {low.get('mma_raw_equals_cleared_low_bits', '—')}.")
-    lesson.say(lesson_12.rounding_gap(run))
+    for size, (split_by_cvt, split_tf32, slower) in lesson_12.rounding_gap(run).items():
+        print(f"{size}³: step 13 split by two cvt.rna {split_by_cvt:.1f} TFLOPS, by split_tf32 {split_tf32:.1f}: "
+              f"{slower:.0%} slower, at the same accuracy")
 
 # %% [markdown]
 # * Step 12: the NaN-safe rewrites (an inline-PTX `testp` + add, two comparisons, an exponent test) each became
@@ -42,13 +45,21 @@ if run:
 
 # %%
 results = lesson.load_results()
-profiles = lesson_12.tensor_core_profiles(results) if results else None
-if profiles:
+profiles = tensor_core_profiles()
+if profiles and results:
     lesson.say(lesson_12.profile_table(profiles))
-    lesson.say(lesson_12.limits_text(profiles, "three_tf32", results))
+    for step in ("tensor_cores", "three_tf32"):
+        f, rate = limits(profiles[step]), lesson_12.pipe_rate(profiles, results, step)
+        print(f"{step}: {f['clocks_per_hmma']:.1f} tensor-pipe clocks per HMMA; {rate['tflops_4096']:.1f} useful "
+              f"TFLOPS at 4096³ × {rate['products']} HMMA per product / {rate['busy']:.0f} % busy = "
+              f"{rate['full_pipe']:.0f} TFLOPS with the pipe full, against the mma.sync ceiling of {rate['ceiling']:.0f}")
 
 # %% [markdown]
-# The cheaper split cut step 13's instructions per HMMA and raised its tensor pipe's activity, but both kernels are
-# limited the same way: 8 warps per SM, and most cycles without a warp ready to issue.
+# Both profiles give the same clocks per HMMA: the pipe's rate is a property of `mma.sync`, not of the kernel. The
+# cross-check must count what the pipe does: step 13 issues three HMMAs per useful product (small·big, big·small,
+# big·big), so its useful TFLOPS over its busy share are a third of the pipe's rate; counted per HMMA, both steps
+# land a little under the `mma.sync` ceiling. The cheaper split cut step 13's instructions per HMMA and raised its
+# tensor pipe's activity, but both kernels are limited the same way: 8 warps per SM, and most cycles without a warp
+# ready to issue.
 #
 # Back to [lesson 12](../12_tensor_cores.ipynb).

@@ -1,0 +1,303 @@
+"""What lessons 12–16 read about the tensor-core steps (12–15): the shipped files' names, their records, the TF32
+ceiling, the Nsight Compute report of steps 12–13, the speed-and-error table and figure, and the checks against the
+course's targets (:mod:`gemm_steps.course.targets`). One home for what several lessons share; a lesson's own helpers
+import from here, never from another lesson's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from gemm_steps.harness import results_files
+
+from .targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM, TARGET_3XTF32_WIDE_ERROR_VS_SGEMM,
+                      TARGET_TF32_TFLOPS)
+from .timings import fp32_peak_tflops, record, size_label
+
+# -- the shipped files (results/ and experiments/results/) -------------------------------------------------------------
+#: Steps 12–13 in three tile configurations beside both cuBLAS, their ragged shapes and the 512×512×K accuracy sweep.
+TENSOR_CORES_RUN = "tensor-cores-nvidia-h100.json"
+#: The first 3xTF32, which kept its running sum in the mma accumulator.
+FIRST_TRY_RUN = "tensor-cores-first-try-nvidia-h100.json"
+#: The TF32 rounding variants of steps 12–13 (deep dive 12).
+ROUNDING_RUN = "tf32-conversion-nvidia-h100.json"
+#: Nsight Compute, one 4096³ launch of steps 12 and 13.
+PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
+#: The wgmma experiment (``experiments/wgmma_swapped.py``): the first run has every build, the second repeats some.
+SWAPPED_RUNS = ("wgmma-swapped-nvidia-h100.json", "wgmma-swapped-repeat-nvidia-h100.json")
+#: The same experiment's run with A in the 128-byte swizzle layout: every build with and without it, same run.
+SWIZZLED_RUN = "wgmma-swapped-swizzled-nvidia-h100.json"
+#: The 512×512×K accuracy sweep of the wgmma 3xTF32 builds beside step 13 and cuBLAS SGEMM.
+WGMMA_ACCURACY_RUN = "wgmma-3xtf32-accuracy-nvidia-h100.json"
+#: Steps 13 and 14 on wide-exponent inputs at 4096³ and 8192³ beside cuBLAS SGEMM.
+WIDE_RUN = "three-tf32-wide-nvidia-h100.json"
+#: The run that measured step 15 (as an experiment kernel) beside step 12 and both cuBLAS.
+STEP15_RUN = "warpgroup-tf32-nvidia-h100.json"
+#: Nsight Compute on the wgmma experiment's builds at 8192³: the TF32 256×128 build before the swizzle (its L2
+#: requests by source, in lines prefixed with the build's name; and the plain report), and after it.
+REQUESTS_PROFILE = "ncu-l2-requests-by-source-nvidia-h100.txt"
+SWAPPED_PROFILE = "ncu-wgmma-swapped-nvidia-h100.txt"
+SWIZZLED_PROFILE = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+
+# -- the experiment's builds -------------------------------------------------------------------------------------------
+#: Step 14 as the experiment built it (3xTF32, 128×128, big·big flushed per k-tile, A swizzled); before the swizzle;
+#: without the flush.
+STEP14_BUILD = "wgmma swapped 3xTF32 128x128, flush big, swizzled"
+FLUSH_BUILD = "wgmma swapped 3xTF32 128x128, flush big"
+NO_FLUSH_BUILD = "wgmma swapped 3xTF32 128x128"
+#: Step 15 as the experiment built it (TF32, 256×128, A swizzled); before the swizzle (waiting for every wgmma
+#: before loading the next fragments, ``wait_group 0``); the same with ``wait_group 1``.
+STEP15_BUILD = "wgmma swapped 256x128, serial, swizzled"
+SERIAL_BUILD = "wgmma swapped 256x128, serial"
+OVERLAPPED_BUILD = "wgmma swapped 256x128"
+#: The first wgmma GEMM (``experiments/wgmma_gemm.py``: B transposed into K-major order on the way in).
+TRANSPOSING_BUILD = "wgmma_tf32 128x256 (wgmma_gemm.py), pipelined"
+
+# -- hardware facts (not results) ----------------------------------------------------------------------------------
+#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128: 8×.
+TENSOR_TF32_PER_FP32 = 8
+#: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.
+FP32_FMA_PER_SM = 128
+HMMA_FMAS = 16 * 8 * 8
+#: Tensor-core products per useful product: TF32 one, 3xTF32 three (small·big, big·small, big·big).
+PRODUCTS = {"tensor_cores": 1, "three_tf32": 3, "warpgroup_mma": 3, "warpgroup_tf32": 1}
+
+#: The successful record of a step name, ``cublas`` or ``cublas_tf32`` at a square size or (M, N, K); None if none.
+rec = record
+
+
+def sizes(results: dict, names=("stream_k", "tensor_cores", "three_tf32", "cublas")) -> list[tuple]:
+    """Every size at which all of ``names`` ran, smallest first."""
+    found = {(r["M"], r["N"], r["K"]) for r in results["records"]}
+    return sorted((s for s in found if all(rec(results, n, s) for n in names)), key=lambda s: s[0] * s[1] * s[2])
+
+
+def squares(results: dict, names=("cublas",)) -> list[tuple]:
+    """The square sizes at which all of ``names`` ran, smallest first."""
+    return [s for s in sizes(results, names) if s[0] == s[1] == s[2]]
+
+
+def load_run(name: str) -> dict | None:
+    """A shipped results file by name, with ``path`` added; None if missing."""
+    path = results_files.find(name)
+    return None if path is None else {**json.loads(path.read_text()), "path": str(path)}
+
+
+def find(run: dict, name: str, size: tuple) -> dict | None:
+    """The successful record called ``name`` (a step, a baseline or an experiment's build) at ``size`` in ``run``."""
+    return next((r for r in run["records"] if r["step"] == name and (r["M"], r["N"], r["K"]) == tuple(size)
+                 and "error" not in r and r.get("tflops")), None)
+
+
+def has_step(results: dict | None, step: str) -> bool:
+    return bool(results) and any(r["step"] == step and "error" not in r for r in results["records"])
+
+
+def caption(run: dict) -> str:
+    """Where a table's numbers come from: GPU, date, file."""
+    env = run["environment"]
+    return f"*{env.get('gpu')}, {str(env.get('date'))[:10]}, `{results_files.display_path(run['path'])}`.*"
+
+
+def gflop(size: tuple) -> float:
+    return 2 * size[0] * size[1] * size[2] / 1e9
+
+
+# -- the TF32 ceiling ------------------------------------------------------------------------------------------------
+def tf32_peak_tflops(results: dict) -> float:
+    """8 × the FP32 units' rate (SMs × 128 multiply-adds × 2 FLOP) at the run's *maximum* SM clock: the tensor
+    cores' dense TF32 rate at that clock. NVIDIA's H100 SXM datasheet quotes less (≈ 495 TFLOPS dense), at its own,
+    lower clock."""
+    return TENSOR_TF32_PER_FP32 * fp32_peak_tflops(results)
+
+
+def clocks_per_hmma() -> float:
+    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) needs for one HMMA.1688 at the dense
+    TF32 rate."""
+    return HMMA_FMAS / (TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM / 4)
+
+
+def mma_sync_clocks(metrics: dict) -> float:
+    """Clocks the tensor pipe of one scheduler was busy per ``mma.sync`` m16n8k8 TF32 (HMMA.1688), inferred from an
+    Nsight Compute profile: the pipe's active cycles over the HMMAs each scheduler executed. An inference from the
+    counters, not a documented rate."""
+    schedulers = metrics["smsp__inst_executed.sum"] / metrics["Avg. Executed Instructions Per Scheduler"]
+    hmma_per_scheduler = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"] / schedulers
+    busy = metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] / 100
+    return busy * metrics["SM Active Cycles"] / hmma_per_scheduler
+
+
+def mma_sync_ceiling_tflops(results: dict, metrics: dict) -> float:
+    """The TF32 ceiling with ``mma.sync``: :func:`tf32_peak_tflops` × the dense rate's clocks per HMMA over the
+    profile's."""
+    return tf32_peak_tflops(results) * clocks_per_hmma() / mma_sync_clocks(metrics)
+
+
+# -- Nsight Compute ------------------------------------------------------------------------------------------------------
+_KERNEL_HEADER = re.compile(r"^  (\w+)::\w+\[", re.M)
+_ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
+_PREFIXED = re.compile(r"^\[(.+?)\]\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$")
+
+
+def report_metrics(text: str) -> dict:
+    """Every metric of an Nsight Compute text report (the first value of each name)."""
+    metrics = {}
+    for line in text.splitlines():
+        match = _ROW.match(line)
+        if match and match.group(1) not in metrics:
+            metrics[match.group(1)] = float(match.group(3).replace(",", ""))
+    return metrics
+
+
+def prefixed_metric(text: str, label: str, name: str) -> float | None:
+    """Metric ``name`` of kernel ``label`` in a file of lines ``[label]  metric  unit  value``."""
+    for line in text.splitlines():
+        match = _PREFIXED.match(line)
+        if match and match.group(1) == label and match.group(2) == name:
+            return float(match.group(4).replace(",", ""))
+    return None
+
+
+def read_text(name: str) -> str | None:
+    path = results_files.find(name)
+    return path.read_text() if path else None
+
+
+def tensor_core_profiles() -> dict | None:
+    """The Nsight Compute report of one 4096³ launch of steps 12 and 13 (``PROFILE_REPORT``) as {step: {metric:
+    value}}, or None if it is not shipped."""
+    text = read_text(PROFILE_REPORT)
+    if text is None:
+        return None
+    starts = [(m.start(), m.group(1)) for m in _KERNEL_HEADER.finditer(text)]
+    return {step: report_metrics(text[start:end])
+            for (start, step), (end, _) in zip(starts, starts[1:] + [(len(text), None)])}
+
+
+def limits(metrics: dict) -> dict:
+    """One profile's numbers the lessons quote."""
+    return {"tensor_pipe": metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+            "issue_busy": metrics["Issue Slots Busy"], "no_eligible": metrics["No Eligible"],
+            "cycles_per_issue": metrics["Warp Cycles Per Issued Instruction"],
+            "per_hmma": metrics["smsp__inst_executed.sum"] / metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"],
+            "registers": metrics["Registers Per Thread"], "warps_per_sm": metrics["Theoretical Active Warps per SM"],
+            "warps_per_scheduler": metrics["Active Warps Per Scheduler"], "occupancy": metrics["Achieved Occupancy"],
+            "bank_conflicts": metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"],
+            "clocks_per_hmma": mma_sync_clocks(metrics)}
+
+
+# -- speed and error, two panels -------------------------------------------------------------------------------------
+def kernel_table(results: dict, rows, size_list: list, with_ratio: bool) -> str:
+    """A Markdown table, one line per kernel of ``rows`` ((record name, label, …)): TFLOPS at each size (with ×
+    cuBLAS SGEMM if ``with_ratio``), then the sampled error at the two largest sizes; "—" where one is missing."""
+    big = size_list[-2:]
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " | "
+             + " | ".join(f"error at {size_label(s)}" for s in big) + " |",
+             "|:--|" + "--:|" * (len(size_list) + len(big))]
+    for name, label, *_ in rows:
+        cells = []
+        for s in size_list:
+            r = rec(results, name, s)
+            cells.append("—" if r is None else f"{r['tflops']:.1f}"
+                         + (f" ({r['pct_of_cublas'] / 100:.2f}×)" if with_ratio else ""))
+        for s in big:
+            r = rec(results, name, s)
+            cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def speed_error_figure(results: dict, rows, size_list: list, draw_target, title: str):
+    """Two panels over ``size_list``: TFLOPS (log) of each of ``rows`` ((record name, label, colour, style)) with
+    ``draw_target(axes, x)`` drawing the target, and their sampled errors."""
+    from matplotlib.figure import Figure
+
+    x = np.arange(len(size_list))
+    fig = Figure(figsize=(12, 4.6), layout="constrained")
+    speed, error = fig.subplots(1, 2)
+    for name, label, colour, style in rows:
+        got = [rec(results, name, s) or {} for s in size_list]
+        if not any(got):
+            label += " (not in this file)"
+        speed.plot(x, [g.get("tflops", np.nan) for g in got], style, color=colour, label=label)
+        error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
+    draw_target(speed, x)
+    for ax in (speed, error):
+        ax.set_yscale("log")
+        ax.set_xticks(x, [size_label(s) for s in size_list])
+        ax.set_xlabel("size")
+    speed.set(ylabel="TFLOPS (log scale)", title="Speed")
+    error.set(ylabel="relative error (sampled, vs float64)", title="Accuracy")
+    speed.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+# -- the targets -------------------------------------------------------------------------------------------------------
+def target_check(results: dict, step: str = "warpgroup_mma") -> dict | None:
+    """``step`` against the 3xTF32 target at the two largest sizes where step 13 and cuBLAS SGEMM ran: {"sizes":
+    {size: (× SGEMM, error, SGEMM's error)}, "speed_met": ≥ the target at both, "met": that and an error no larger
+    than SGEMM's at both}; None if the step is missing at either. (The accuracy rule over every shipped measurement,
+    sweeps included, is :func:`accuracy_check`.)"""
+    out = {}
+    for size in sizes(results, ("three_tf32", "cublas"))[-2:]:
+        r, sgemm = rec(results, step, size), rec(results, "cublas", size)
+        if r is None or "sampled_rel_error_fp64" not in r:
+            return None
+        out[size] = (r["pct_of_cublas"] / 100, r["sampled_rel_error_fp64"], sgemm["sampled_rel_error_fp64"])
+    if not out:
+        return None
+    speed = all(ratio >= TARGET_3XTF32_VS_SGEMM for ratio, _, _ in out.values())
+    return {"sizes": out, "speed_met": speed, "met": speed and all(err <= sgemm for _, err, sgemm in out.values())}
+
+
+def tf32_target_check(results: dict, step: str = "warpgroup_tf32") -> dict | None:
+    """``step`` at the two largest squares where step 12 and both cuBLAS ran, against the TF32 target: {"sizes":
+    {size: TFLOPS}, "met": ≥ the target at both}; None if it is missing at either."""
+    out = {}
+    for size in squares(results, ("tensor_cores", "cublas_tf32", "cublas"))[-2:]:
+        r = rec(results, step, size)
+        if r is None:
+            return None
+        out[size] = r["tflops"]
+    return {"sizes": out, "met": all(t >= TARGET_TF32_TFLOPS for t in out.values())} if out else None
+
+
+def wide(inputs: str) -> bool:
+    return inputs.startswith("wide")
+
+
+def accuracy_check(ratios: list[tuple[str, str, float]]) -> dict:
+    """The accuracy half of the 3xTF32 target, one rule for every lesson: on every measured shape, the error at most
+    ``TARGET_3XTF32_ERROR_VS_SGEMM`` × cuBLAS SGEMM's on standard-normal inputs and
+    ``TARGET_3XTF32_WIDE_ERROR_VS_SGEMM`` × on wide-exponent ones. ``ratios``: (inputs, shape, error / SGEMM's).
+    Returns the worst ratio per input kind, the shapes that miss, and ``met``."""
+    worst, misses = {}, []
+    for inputs, shape, ratio in ratios:
+        kind = "wide exponent" if wide(inputs) else "standard normal"
+        worst[kind] = max(worst.get(kind, 0.0), ratio)
+        if ratio > (TARGET_3XTF32_WIDE_ERROR_VS_SGEMM if wide(inputs) else TARGET_3XTF32_ERROR_VS_SGEMM):
+            misses.append((kind, shape, ratio))
+    return {"worst": worst, "misses": misses, "met": not misses}
+
+
+def square_ratios(results: dict, step: str, count: int = 2) -> list[tuple[str, str, float]]:
+    """(inputs, shape, error / SGEMM's) of ``step`` at the ``count`` largest squares of a course benchmark."""
+    out = []
+    for s in squares(results, (step, "cublas"))[-count:]:
+        r, sgemm = rec(results, step, s), rec(results, "cublas", s)
+        out.append(("standard normal", size_label(s), r["sampled_rel_error_fp64"] / sgemm["sampled_rel_error_fp64"]))
+    return out
+
+
+def sweep_ratios(rows: list[dict], column: str) -> list[tuple[str, str, float]]:
+    """(inputs, shape, error / SGEMM's) of ``column`` in a 512×512×K accuracy sweep."""
+    return [(r["inputs"], f"512×512×{r['K']}", r[column] / r["cublas"]) for r in rows]
+
+
+def wide_ratios(run: dict, step: str) -> list[tuple[str, str, float]]:
+    """(inputs, shape, error / SGEMM's) of ``step`` in the wide-exponent run (``WIDE_RUN``), both input kinds."""
+    return [(r["inputs"], size_label(r["size"]), r[step]["error"] / r["cublas"]["error"]) for r in run["rows"]]
