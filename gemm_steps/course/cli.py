@@ -1,10 +1,11 @@
-"""The ``gemm-steps`` command: ``info``, ``verify``, ``bench``, ``plot``, ``tune``, ``diff``, ``readme-table``.
+"""The ``gemm-steps`` command: ``info``, ``verify``, ``bench``, ``plot``, ``tune``, ``diff``, ``explain``, ``exercise``,
+``readme-table``.
 
 ``gemm-steps bench`` is the course's main job. On a GPU it benchmarks every step against cuBLAS, saves the
-results JSON and its plots in ``results/`` and prints a summary. Without a GPU it says so, checks every step on
-Numba's CUDA simulator (correctness only: simulator timings mean nothing) and plots the shipped GPU results
-instead, naming the file they came from (the newest course benchmark in ``results/``, by the rules of
-:mod:`gemm_steps.harness.results_files`). ``gemm-steps diff 8 9`` shows what changed in the kernel from one step to
+results JSON and its plots in ``results/`` and prints a summary. Without a GPU it says so, plots the shipped GPU
+results instead, naming the file they came from (the newest course benchmark in ``results/``, by the rules of
+:mod:`gemm_steps.harness.results_files`), and then checks every step on Numba's CUDA simulator (correctness only:
+simulator timings mean nothing; minutes). ``gemm-steps diff 8 9`` shows what changed in the kernel from one step to
 another.
 
 Exit status: 0 all good, 1 a check failed (a wrong or failed kernel), 2 a usage error (bad argument, missing file),
