@@ -50,17 +50,27 @@ lesson.show_source(register_2d, docstring=False)
 lesson.say(lesson_05.reuse_table([shared, register_1d, register_2d]))
 
 # %% [markdown]
+# Per thread, step 5 does several times as many FMAs per shared load as step 4 (the fourth column), and its
+# blocks make half as many global loads per FMA (the last).
+#
 # But shared memory serves a whole warp's load at once, in *wavefronts*: one when the 32 lanes read different
 # banks or the same word, more when lanes need different words of one bank (lesson 3). Lesson 4's model counts
-# them for one warp and one k-step, and turns them into a ceiling at one wavefront per clock per SM:
+# them for one warp and one k-step, and turns them into a ceiling at one wavefront per clock per SM. For the first
+# warp of a block (threads 0–31: block-rows 0 and 1 of step 5's 16 × 16 threads), lanes 0 and 16 read A words
+# `THREAD_M · BLOCK_K` floats apart, in the same bank, and the 16 lanes of a block-row read B words `THREAD_N`
+# floats apart, four to a bank:
 
 # %%
 results = lesson.measure_or_load(["shared_memory", "register_1d", "register_2d"], [512, 1024, 2048, 4096, 8192])
 if results:
     predicted = lesson_05.prediction(results, register_1d, register_2d)
-    lesson.say(predicted["text"])
+    lesson.say(predicted["table"])
 
 # %% [markdown]
+# **Prediction: if shared memory were the limit, step 5 could be faster than step 4 by the ceilings' ratio** (the
+# last row). Lesson 4 taught us to distrust a model that counts one resource: step 4 was held back by the
+# instructions around its FMAs, not by shared memory. So this is a ceiling, not a forecast.
+#
 # ## Is it right?
 #
 # Against NumPy (in float64) on the simulator, at a ragged shape that cuts through every edge of the tiles, and at
@@ -86,24 +96,42 @@ if results:
 # %% [markdown]
 # ## What the profiler says
 #
-# Nsight Compute's reports of steps 4 and 5 (one 2048³ launch each, shipped with the course). Below the table,
+# Nsight Compute's reports of steps 4 and 5 (one 2048³ launch each, shipped with the course). Below the report,
 # the wavefront model of the prediction against the profiler's own count of shared-memory wavefronts and bank
-# conflicts, per warp and k-step:
+# conflicts, per warp and k-step (the model: the fragment loads of the prediction plus the tile stores):
 
 # %%
 lesson.show_profile("register_1d", "register_2d")
 lesson.say(lesson_05.profile_check(register_1d, register_2d))
 
 # %% [markdown]
+# Step 4's profile matches the model. Step 5's does not match its loads as written: it matches the middle column.
 # The compiler did something the prediction did not count. B's 8 fragment values are 8 neighbouring floats, and
 # `ptxas`, the assembler that turns the compiled PTX into machine code, loads them with two 128-bit instructions
-# instead of eight 32-bit ones. That halves the wavefronts B's fragment costs.
+# instead of eight 32-bit ones. Served a quarter-warp (8 lanes) at a time, each takes two wavefronts per quarter,
+# half what B's fragment costs as written. Global load requests halve, as the tile sizes said, and step 5 executes
+# far fewer instructions per FMA than step 4 (the last two rows).
 #
 # ## What the measurement says
 
 # %%
 if results:
-    lesson.say(lesson_05.verdict(results, [shared, register_1d, register_2d], predicted))
+    measured = lesson_05.verdict(results, [shared, register_1d, register_2d], predicted)
+    lesson.say(measured["table"])
+    lesson.say(measured["sizes"])
+
+# %% [markdown]
+# Step 5 beats step 4 by more than the shared-memory model allowed, and the profiles say why the model was too low
+# on both counts:
+#
+# * **The ceiling counted loads that do not run.** With B's fragment in two 128-bit loads, as the profiler counts
+#   it, the ceiling is the last row of the table.
+# * **Step 4 was not at its shared-memory ceiling to begin with**: it was bound by the instructions it issued per
+#   FMA (the profiler's table above). An outer product needs far fewer loads and index computations per FMA — and
+#   step 5's indices are unsigned (below).
+#
+# Size by size (the second table, with the blocks each grid has for the GPU's SMs): at small sizes, 128×128 tiles make so few blocks that SMs sit idle: plain lack of parallelism (lesson 10 gives it
+# a name, wave quantization).
 
 # %% [markdown]
 # ## Signed indices, and a strided thread map
@@ -117,9 +145,14 @@ if results:
 # %%
 experiment = lesson_05.load_experiment()
 if experiment:
-    lesson.say(lesson_05.side_experiments(experiment))
+    lesson.say(lesson_05.variants_table(experiment, ["signed", "unsigned", "unsigned_strided", "shared_memory",
+                                                     "register_1d"]))
 
 # %% [markdown]
+# With signed indices the first attempt sat near steps 3 and 4; the same kernel with unsigned indices, step 5 as
+# shipped, is several times faster (the last column) from the types of its indices alone. A strided thread map on
+# top gains more still.
+#
 # Two deep dives take these apart:
 #
 # * [Deep dive: signed indices](deep_dives/05_signed_indices.ipynb) checks and times the first attempt. It finds
@@ -131,14 +164,14 @@ if experiment:
 #
 # ## What is left
 #
-# The register tiling pays off now, and step 5 has a new limit. The next cell computes it from the profile:
+# The register tiling pays off now, and step 5 has a new limit. Its profile says what it waits for:
 
 # %%
 lesson.say(lesson_05.waiting(register_2d))
 
 # %% [markdown]
-# So step 5 spends much of its time waiting: few warps are resident, and shared memory is close to its limit,
-# much of it spent on bank conflicts. What surrounds the FMAs is what the next steps go after:
+# Step 5 spends much of its time waiting: in many cycles no warp is ready to issue. With its registers only a few
+# blocks fit on an SM, and shared memory is close to its limit, a good part of it spent on bank conflicts. What surrounds the FMAs is what the next steps go after:
 #
 # * **Scalar loads.** The tile copies from global memory move one float per instruction, each behind a bounds
 #   check. A's fragment is 8 scalar shared loads: its values are 8 floats apart, so `ptxas` could merge only B's.

@@ -60,3 +60,33 @@ def test_reuse_table_and_picture_come_from_the_tile_constants():
     assert "| 5 register_2d | 8 × 8 | 16 → 64 | 4.00 | 1/64 |" in table
     fig = lesson_05.outer_product_figure(STEP5.config)
     assert len(fig.axes) == 2
+
+
+def test_prediction_and_verdict_are_numbers_from_the_shipped_benchmark():
+    from gemm_steps.course import timings
+
+    results = timings.load_results(["shared_memory", "register_1d", "register_2d"])
+    if results is None:
+        pytest.fail("no shipped course benchmark with steps 3-5 (renamed?): lesson 5 reads it")
+    pred = lesson_05.prediction(results, STEP4, STEP5)
+    model = pred["model"]
+    assert (model["register_1d"]["A wavefronts"], model["register_1d"]["B wavefronts"]) == (8, 1)
+    assert (model["register_2d"]["A wavefronts"], model["register_2d"]["B wavefronts"]) == (16, 32)
+    assert pred["ratio"] == pytest.approx(model["register_2d"]["FMAs per wavefront"]
+                                          / model["register_1d"]["FMAs per wavefront"])
+    measured = lesson_05.verdict(results, [gemm_steps.get_step("shared_memory"), STEP4, STEP5], pred)
+    numbers = measured["numbers"]
+    assert numbers["step 5 / step 4"] > 1 and numbers["step 5 / step 3"] > 1
+    assert measured["beats_model"] == (numbers["step 5 / step 4"] > pred["ratio"])
+    assert numbers["ceiling, B in 128-bit loads (TFLOPS)"] > numbers["ceiling, loads as written (TFLOPS)"]
+    assert f"{numbers['step 5 TFLOPS']:.2f}" in measured["table"]
+
+
+def test_the_experiment_tables_read_the_shipped_run():
+    experiment = lesson_05.load_experiment()
+    if experiment is None:
+        pytest.fail(f"no shipped {lesson_05.EXPERIMENT} (renamed?): lesson 5 reads it")
+    table = lesson_05.variants_table(experiment, ["signed", "unsigned"])
+    assert "| `signed` |" in table and "1.00×" in table
+    strided = lesson_05.strided_table(experiment, STEP5.config)
+    assert "| `unsigned` | 16 + 16 (B as two 128-bit loads)" in strided and "| `unsigned_strided` | 8 + 8" in strided

@@ -2,7 +2,8 @@
 
 In a notebook each helper displays rich output (Markdown, highlighted code, a PNG); run as a script, it prints text.
 
-* :func:`say` — Markdown prose; :class:`MarkdownTable` — a table that renders as Markdown.
+* :func:`say` — Markdown prose; :class:`MarkdownTable` — a table that renders as Markdown; :func:`facts` — named
+  numbers as a two-column table (a lesson helper's results, which the lesson's prose reads).
 * :func:`show_source` — a step's module as written (kernel, then launcher); :func:`show_kernel` — just its kernel,
   or an excerpt of it; :func:`show_excerpt` — a few lines of any text (``step.generated_source()``, say).
 * :func:`show_diff` — what changed in the kernel from one step to another (``gemm-steps diff A B`` prints the same).
@@ -35,6 +36,23 @@ class MarkdownTable(str):
 
     def _repr_markdown_(self) -> str:
         return str(self)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "—"}[value]
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def facts(values: dict, header: tuple[str, str] = ("", "")) -> MarkdownTable:
+    """``{name: number}`` as a two-column Markdown table (floats to two decimals, booleans as yes / no): the numbers
+    a lesson helper computed, for the lesson's prose around them to read from."""
+    rows = [f"| {header[0]} | {header[1]} |", "|:--|--:|"] + [f"| {k} | {_fmt(v)} |" for k, v in values.items()]
+    return MarkdownTable("\n".join(rows))
 
 
 def _notebook():

@@ -19,7 +19,7 @@ The helpers live in short modules by job; this module only gathers them, so that
 from .checks import check_against_numpy
 from .compiled import (MIX_CLASSES, SM90_LIMITS, blocks_per_sm, compile_kernels, compiled_table, fmas_per_k_tile,
                        k_loop_mix, threads_per_block)
-from .display import (MarkdownTable, excerpt, kernel_diff, say, show_code, show_diff, show_excerpt,
+from .display import (MarkdownTable, excerpt, facts, kernel_diff, say, show_code, show_diff, show_excerpt,
                       show_file, show_figure, show_kernel, show_source)
 from .models import BANKS, ceiling_figure, sm_rate_tflops, wavefronts
 from .profiles import load as load_profile
@@ -33,7 +33,7 @@ __all__ = [
     "check_against_numpy",
     "MIX_CLASSES", "SM90_LIMITS", "blocks_per_sm", "compile_kernels", "compiled_table", "fmas_per_k_tile",
     "k_loop_mix", "threads_per_block",
-    "MarkdownTable", "excerpt", "kernel_diff", "say", "show_code", "show_diff", "show_excerpt",
+    "MarkdownTable", "excerpt", "facts", "kernel_diff", "say", "show_code", "show_diff", "show_excerpt",
     "show_file", "show_figure", "show_kernel", "show_source",
     "BANKS", "ceiling_figure", "sm_rate_tflops", "wavefronts",
     "load_profile", "show_profile",

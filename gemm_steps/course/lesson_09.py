@@ -31,9 +31,9 @@ import re
 from gemm_steps.harness.step import get_step
 
 from . import profiles
+from .models import served
 from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
 from .display import MarkdownTable, as_step
-from .lesson_05 import served
 from .sweeps import config_label, same_config, sweep_records, variants_table
 from .timings import headline_size, record, shipped_file, shown_path, size_label, speedups_by_size
 

@@ -28,6 +28,14 @@ def wavefronts(words_per_lane: Iterable[Iterable[int]]) -> int:
     return max(len(words) for words in per_bank.values())
 
 
+def served(words_per_lane: list, width: int) -> int:
+    """Wavefronts of one warp-wide load of ``width`` neighbouring floats per lane, served 32 / ``width`` lanes at a
+    time (a quarter-warp for 128-bit loads), each phase at least one wavefront. For a scalar load this is
+    :func:`wavefronts`; for a wide one, it is the rule that reproduces the profiler's counts (lessons 5 and 9)."""
+    phase = 32 // width
+    return sum(wavefronts(words_per_lane[p:p + phase]) for p in range(0, len(words_per_lane), phase))
+
+
 def sm_rate_tflops(results: dict, per_clock_per_sm: float, flops_each: float = 2) -> float:
     """TFLOPS if every SM of the results' GPU did ``per_clock_per_sm`` operations (FMAs) of ``flops_each`` FLOPs
     per clock at its maximum clock: the ceiling a throughput model puts on a kernel."""
