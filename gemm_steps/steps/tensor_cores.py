@@ -25,15 +25,13 @@ B's stay scalar (its fragments run down a column of the [k][col] tile, which ``l
 values). Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
 arithmetic, and moves them on by one k-tile per copy; stages are counted with two small counters. (Recomputed every
 k-tile from the tile number — 64-bit index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and
-``uint32`` products — they were ~190 of the ~770 instructions a warp issued per k-tile, and this step ran 8–13 %
-slower: experiments/tensor_core_speed.py.)
+``uint32`` products — they were a quarter of the instructions a warp issued per k-tile, and this step ran slower:
+experiments/tensor_core_speed.py and its results.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³, at TF32 accuracy. Measured on an H100 by experiments/tensor_core_speed.py
-(launched through its own harness): 124–127 TFLOPS at 4096³ and 135 at 8192³ before the copy addresses moved out
-of the loop, 135–139 and 144–146 after, 145–146 and 149–154 with ``ldmatrix`` for A (runs 3–4). The course
-benchmark of 2026-11-25 (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json), with ``ldmatrix``: 144.1 TFLOPS
-at 4096³ and 147.1 at 8192³ — under our target of ≥ 150. The tensor pipe is busy only ~46 % of the time there
-(lesson 12: the kernel is latency-bound, and ``mma.sync`` reaches only about two thirds of the datasheet TF32 rate).
+Expect: several times step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof
+and an instruction budget. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json): 144.4 TFLOPS at 4096³
+and 148.5 at 8192³. Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync``
+occupies the tensor pipe longer per HMMA than the dense TF32 rate allows.
 """
 
 from numba import cuda, float32, uint32

@@ -13,17 +13,19 @@ accumulator before the large term (in each mma the hardware adds its products to
 The loads, the pipeline (with its copy addresses worked out once) and the tiling are step 12's; the inner loop
 splits each fragment element with ``split_tf32`` (3 instructions: big is the bits plus half a TF32 unit with the
 low 13 bits cleared, small = x − big, whose low bits the tensor core drops) and does 3 ``mma_tf32`` per piece
-instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran 11–14 % slower at the
-same accuracy (experiments/tf32_conversion.py, experiments/results/tf32-conversion-nvidia-h100.json, 2026-11-24:
-45.2 / 51.9 against 52.3 / 58.3 TFLOPS at 4096³ / 8192³, before the copy-address and ldmatrix changes of step 12).
+instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran slower at the same
+accuracy (experiments/tf32_conversion.py; lesson 12's deep dive reads its results).
 
 Where 3xTF32 can lose to float32: ``small`` is at most ~2^-11 of ``x``, so for |x| below about 2^-114 … 2^-111
 (depending on x's mantissa; lesson 13) it falls under TF32's (and float32's) smallest normal number and is flushed
 or loses bits, and those inputs keep only TF32's 11 bits.
 Lesson 13 measures the error on standard-normal inputs and on entries scaled by 2^u, u in −20…20.
 Why faster than cuBLAS SGEMM: three tensor-core products still cost less than one product on the FP32 units.
-Expect: about 40 % of step 12's speed, above cuBLAS SGEMM (course benchmark on an H100, 2026-11-25: 1.20× at
-4096³ and 1.19× at 8192³; our target is ≥ 1.25×), at SGEMM's accuracy.
+Expect: a third of step 12's speed if its time were all product work (lesson 13), above cuBLAS SGEMM, at
+float32-level accuracy. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json): 60.3 TFLOPS at 4096³ and
+61.4 at 8192³, 1.17× and 1.19× cuBLAS SGEMM, at a sampled error of 4.2e-07 and 5.4e-07 against SGEMM's 1.2e-06
+and 1.7e-06. (Below SGEMM's there because each k-step's products are summed before one rounded add, where SGEMM
+rounds after every product; on lesson 13's 512×512×K sweep the step's error is above SGEMM's at large K.)
 """
 
 from numba import cuda, float32, uint32

@@ -1,7 +1,7 @@
 """Step 14 — 3xTF32 on Hopper's warpgroup MMA: one tensor-core instruction for 128 threads, float32 accuracy.
 
 Changed from step 13: the tensor-core instruction. Step 13's ``mma.sync`` is one warp's 16×8×8 product with every
-operand in registers; it stopped at ~1.2× cuBLAS SGEMM, latency-bound at 8 warps per SM (lesson 12's profile).
+operand in registers; it stopped a little above cuBLAS SGEMM, latency-bound at 8 warps per SM (lesson 12's profile).
 Hopper's ``wgmma`` is one instruction of a **warpgroup** (4 warps, 128 threads): a 64×8 tile times an 8×N tile
 (here N = 128: 65,536 multiply-adds, 64 ``mma.sync``'s worth), *asynchronous* — issued, then waited for — with one
 operand read by the tensor core straight from shared memory (:mod:`gemm_steps.toolkit.warpgroup_ops`).
@@ -17,9 +17,8 @@ A's tile is stored in the **128-byte swizzle** layout: each row's 32 k values ar
 memory, its eight 16-byte chunks permuted (chunk c of row r at slot c XOR r % 8; the tensor core undoes it). So a
 warp's copies cover 4 whole rows in global memory *and* 4 whole lines in shared memory, and the L2 serves them as
 whole-line requests. In the no-swizzle layout (8-row × 16-byte "core matrices") the copies' shared destinations
-could not follow their global sources, the L2 received about one 32-byte request per 16-byte copy — 1.18 G
-requests at 8192³ against 0.30 G swizzled — and the same kernel ran 1.30 / 1.39× cuBLAS SGEMM instead of 1.65 /
-1.71× (experiments/wgmma_swapped.py, ``SWIZZLE``).
+could not follow their global sources, the L2 received about one request per 16-byte copy, and the same kernel
+ran markedly slower (experiments/wgmma_swapped.py, ``SWIZZLE``; lesson 14's deep dive has the numbers).
 
 3xTF32 as in step 13, three products per k-step, small ones first: Bᵀ's fragments are split in registers
 (``split_tf32``); A's k-tile is split once into a second shared buffer of small parts (a − a truncated to TF32;
@@ -28,20 +27,20 @@ the tensor core truncates the stage itself, which gives the big part). Two rules
 * the tensor core **truncates** the sums it accumulates (lesson 13), so the running sum stays out of it: each
   k-tile's big·big products go to a fresh accumulator (``accumulate`` = 0 on the first), added to ``total`` with
   rounded float32 adds; the small products, ~2^-11 of the sum, stay in a long-lived accumulator, whose truncation
-  costs ~2^-11 as much. Keeping everything in one accumulator over all of K gave errors growing like K (5.8e-5 at
-  8192³, 36× SGEMM's) — experiments/wgmma_swapped.py;
-* a ``wgmma`` may read its register operand until a wait retires it, and ptxas does not keep those registers
-  untouched (the next k-tile's loads overwrote them: wrong results, the same experiment). So each k-tile first
+  costs ~2^-11 as much. Keeping everything in one accumulator over all of K gave errors growing like K
+  (experiments/wgmma_swapped.py; lesson 14);
+* a ``wgmma`` may read its register operand until a wait retires it, and the PTX ISA forbids writing those
+  registers before then (a build that loaded the next k-tile's fragments into them gave wrong results, the same
+  experiment; two sets of fragment registers would keep that overlap legally). So each k-tile first
   waits for the previous one's ``wgmma`` (``warpgroup_wait_all``), then loads its fragments. Its copies were
   issued two k-tiles ahead, and the previous k-tile's products run while the next k-tile's copies are issued and
   A's small parts are written.
 
 Why faster: three ``wgmma`` per k-step keep the tensor cores busier than step 13's mma.sync chain did, for far
-fewer instructions, and whole-line copies keep the L2 from becoming the limit. Expect (H100,
-experiments/wgmma_swapped.py's swizzled 3xTF32 build, same run as cuBLAS): 1.65× cuBLAS SGEMM at 4096³ and 1.71× at
-8192³, at an error below SGEMM's (3.4e-7 / 3.8e-7 against 1.1e-6 / 1.6e-6). The course benchmark
-(results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json) measured the step at 90.5 / 87.2 TFLOPS: 1.81× / 1.70×
-cuBLAS SGEMM, error 3.2e-7 / 3.8e-7 against 1.2e-6 / 1.7e-6.
+fewer instructions, and whole-line copies keep the L2 from becoming the limit. Expect: the experiment's swizzled
+3xTF32 build's ratio to cuBLAS SGEMM (lesson 14; that build was launched through Numba's dispatcher, so it is a
+floor). Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json): 92.1 TFLOPS at 4096³ and 87.3 at 8192³,
+1.79× and 1.69× cuBLAS SGEMM, at a sampled error of 3.2e-07 and 3.8e-07 against SGEMM's 1.2e-06 and 1.7e-06.
 Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
 """
 

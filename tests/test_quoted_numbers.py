@@ -1,0 +1,92 @@
+"""Numbers that docs quote come from the files they cite (issue 26, claim 12; STYLE.md: "where a docstring quotes
+one, a test compares it with its source"). The step docstrings of steps 12-15 and docs/tensor_cores.md quote the
+course benchmark in one sentence each, which this test rebuilds from the shipped file; any other measured-looking
+number (TFLOPS, ×, %, an error like 3.2e-7) in them fails the test, so a hand-typed number cannot drift unseen."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import gemm_steps
+from gemm_steps.course import lesson
+from gemm_steps.course.tensor_core_results import rec
+from gemm_steps.harness import results_files
+
+REPO = Path(__file__).resolve().parent.parent
+#: A measured-looking number: TFLOPS, a ratio (× not followed by a dimension: 16×8, 512×K), a percentage, or an
+#: error in e-notation.
+MEASURED = re.compile(r"\d+(?:\.\d+)?\s*(?:TFLOPS|%|×(?!\s*[\dA-Z_]))|\d\.\d+e-\d")
+#: Facts of the hardware and formats the texts may state (not measurements).
+FACTS = ("8× more multiply-adds", "8× the FP32", "64 ``mma.sync``'s worth")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    found = lesson.load_results(["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32"])
+    if found is None:
+        pytest.fail("no shipped course benchmark with steps 12-15 (renamed?)")
+    return found
+
+
+def measured(bench: dict, step: str) -> str:
+    """The one sentence a step's docstring quotes from the benchmark, rebuilt from the file."""
+    t4, t8 = (rec(bench, step, s) for s in (4096, 8192))
+    text = (f"Measured ({results_files.display_path(bench['path'])}): {t4['tflops']:.1f} TFLOPS at 4096³ and "
+            f"{t8['tflops']:.1f} at 8192³")
+    if step in ("three_tf32", "warpgroup_mma"):
+        text += f", {t4['pct_of_cublas'] / 100:.2f}× and {t8['pct_of_cublas'] / 100:.2f}× cuBLAS SGEMM"
+        s4, s8 = (rec(bench, "cublas", s)["sampled_rel_error_fp64"] for s in (4096, 8192))
+        text += (f", at a sampled error of {t4['sampled_rel_error_fp64']:.1e} and {t8['sampled_rel_error_fp64']:.1e} "
+                 f"against SGEMM's {s4:.1e} and {s8:.1e}")
+    if step == "warpgroup_tf32":
+        s4, s8 = (rec(bench, "tensor_cores", s)["tflops"] for s in (4096, 8192))
+        c4, c8 = (rec(bench, "cublas_tf32", s)["tflops"] for s in (4096, 8192))
+        text += (f": {t4['tflops'] / s4:.2f}× and {t8['tflops'] / s8:.2f}× step 12, "
+                 f"{100 * t4['tflops'] / c4:.0f} % and {100 * t8['tflops'] / c8:.0f} % of cuBLAS TF32")
+    return text + "."
+
+
+def flatten(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def unverified(text: str, verified: list[str]) -> list[str]:
+    """The measured-looking numbers of ``text`` outside the ``verified`` sentences and the stated facts."""
+    text = flatten(text)
+    for quote in verified + list(FACTS):
+        text = text.replace(flatten(quote), "")
+    return MEASURED.findall(text)
+
+
+@pytest.mark.parametrize("step", ["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32"])
+def test_a_step_docstring_quotes_the_benchmark_as_it_is(bench, step):
+    doc = gemm_steps.get_step(step).doc
+    sentence = measured(bench, step)
+    assert flatten(sentence) in flatten(doc), f"{step}'s docstring should say, from the file:\n{sentence}"
+    assert not unverified(doc, [sentence]), f"{step}'s docstring has numbers no test checks: {unverified(doc, [sentence])}"
+
+
+def docs_table(bench: dict) -> str:
+    """docs/tensor_cores.md's table of steps 12-15 and both cuBLAS, rebuilt from the file."""
+    rows = [("cublas", "cuBLAS SGEMM"), ("cublas_tf32", "cuBLAS TF32"), ("tensor_cores", "step 12, TF32 (`mma.sync`)"),
+            ("three_tf32", "step 13, 3xTF32 (`mma.sync`)"), ("warpgroup_mma", "step 14, 3xTF32 (`wgmma`)"),
+            ("warpgroup_tf32", "step 15, TF32 (`wgmma`)")]
+    sizes = (2048, 4096, 8192)
+    lines = ["| | " + " | ".join(f"{s}³" for s in sizes) + " | error at " + " / ".join(f"{s}³" for s in sizes) + " |",
+             "|:--|" + "--:|" * (len(sizes) + 1)]
+    for name, label in rows:
+        found = [rec(bench, name, s) for s in sizes]
+        lines.append(f"| {label} | " + " | ".join(f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" for r in found)
+                     + " | " + " / ".join(f"{r['sampled_rel_error_fp64']:.1e}" for r in found) + " |")
+    return "\n".join(lines)
+
+
+def test_docs_tensor_cores_quotes_the_benchmark_as_it_is(bench):
+    text = (REPO / "docs" / "tensor_cores.md").read_text()
+    table = docs_table(bench)
+    assert table in text, f"docs/tensor_cores.md's table should be, from the file:\n{table}"
+    assert results_files.display_path(bench["path"]) in text
+    assert not unverified(text, [table]), f"docs/tensor_cores.md has numbers no test checks: {unverified(text, [table])}"
