@@ -67,9 +67,14 @@ lesson.compiled_table(kernels)
 results = lesson.measure_or_load(["vectorized", "unrolled"], [512, 1024, 2048, 4096])
 if results:
     predicted = lesson_07.prediction(results, kernels, vectorized, unrolled)
-    lesson.say(predicted["text"])
+    lesson.say(predicted["table"])
 
 # %% [markdown]
+# Instructions per FMA fall, so the issue ceiling rises. **If step 7 keeps step 6's share of its issue ceiling,
+# expect the speedup in bold.** Two other things changed with the tiles step 7 is built with: a deeper `BLOCK_K`
+# and an occupancy hint, `MIN_BLOCKS_PER_SM` (the last two rows). The model counts neither; the tuning sweep below
+# measures each.
+#
 # ## Is it right, and how fast?
 #
 # The fast kernel needs whole tiles (here 128×128 with `BLOCK_K` = 16 on the simulator), so the checks include one
@@ -86,9 +91,16 @@ if results:
     from gemm_steps.course import plots
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
-    lesson.say(lesson_07.verdict(results, predicted))
+    measured = lesson_07.verdict(results, predicted)
+    lesson.say(measured["table"])
+    print("against the prediction:", measured["outcome"])
 
 # %% [markdown]
+# Removing instructions helped, but not by the whole predicted ratio (`most of it` above: 85–95 % of the predicted
+# speedup; `as predicted` would mean the instructions were all that held step 6 back; `less`, under 85 %). Step 7
+# reaches a smaller share of its own ceiling than step 6 did, so issue slots are no longer the only thing it waits
+# for. The next lesson finds what else it waits for.
+#
 # ## Choosing the tile sizes: autotuning
 #
 # With the kernel compiled from its tile constants, trying another tile shape is one line: `TileConfig(BLOCK_M=…,
@@ -117,20 +129,32 @@ lesson.sweep_table(sweep, unrolled) if sweep else None
 
 # %%
 if sweep:
-    lesson.say(lesson_07.sweep_findings(sweep, unrolled))
+    lesson.say(lesson_07.sweep_findings(sweep, unrolled)["table"])
 
 # %% [markdown]
-# So the winner's lead over step 6's `BLOCK_K = 8` comes from the occupancy hint, not from the deeper tile. Does the
+# `BLOCK_K` 8 against 16, with no hint and everything else equal, is a tie within the noise band: halving the
+# barriers per FMA bought nothing measurable. The occupancy hint, at `BLOCK_K = 16`, is the difference beyond the
+# noise band. (The sweep has no `BLOCK_K = 8` run *with* the hint, so it cannot say whether that would tie with the
+# winner.) The rule's pick is what `tuned.json` records for the sweep's GPU. So the winner's lead over step 6's `BLOCK_K = 8` comes from the occupancy hint, not from the deeper tile. Does the
 # hint buy occupancy? That depends on how many registers each thread needs, and that number depends on which
 # compiler produced the machine code. Three compilers counted it: the driver on the GPU host, which compiled the
 # PTX when the kernel was loaded (read from the Nsight Compute report shipped with the course), and two `ptxas`
 # versions on the machine that built this notebook:
 
 # %%
-lesson.say(lesson_07.register_table(compiled, results))
-lesson.say(lesson_07.registers_text(compiled, unrolled))
+lesson.say(lesson.register_table(compiled))
+lesson.say(lesson_07.hint_registers(compiled, unrolled)["table"])
 
 # %% [markdown]
+# Nsight Compute's count is what ran: the PTX compiled by the driver's JIT when the kernel was loaded. The other two
+# compile the same PTX on this machine, for sm_90; no report was made of a kernel without the hint (—). The hint is
+# `launch_bounds`: that many blocks of that many threads must fit on an SM, which caps the registers per thread
+# (second table). Every count is at most the cap either way, so by these compilers the hint does not change how many
+# blocks fit on an SM. What it does change is the code: `ptxas` is told the block size and the register budget, and
+# compiles the same k-loop differently (the counts differ). The sweep measured that its code runs faster; the
+# sweep's file does not record the register count the H200's driver chose, so *why* it runs faster is not
+# established here.
+#
 # Register counts quoted in the course differ because they come from different compilers: the profiler's count is
 # the driver's, and the tables the lessons compute are `ptxas`'s on the machine that built them. Each table says
 # which.
@@ -146,7 +170,7 @@ lesson.say(lesson_07.registers_text(compiled, unrolled))
 # * [Deep dive: step 7's compile time](deep_dives/07_compile_time.ipynb)
 
 # %%
-lesson.say(lesson_07.first_call_summary("unrolled"))
+lesson.facts(lesson_07.first_call("unrolled") or {})
 
 # %% [markdown]
 # ## What is left

@@ -23,6 +23,7 @@ from typing import Iterable
 from gemm_steps.harness.step import get_step
 from gemm_steps.harness.ptx import DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info
 
+from . import profiles
 from .display import MarkdownTable, StepLike, as_step
 
 #: Per-SM limits of compute capability 9.0 (Hopper), from NVIDIA's CUDA C++ Programming Guide (not measured here).
@@ -300,3 +301,25 @@ def compile_with_registers(steps) -> dict:
     """:func:`compile_with_local_ptxas` from any process (a GPU-mode child compiles; no GPU needed)."""
     return in_gpu_mode("gemm_steps.course.compiled:compile_with_local_ptxas", [as_step(s).name for s in steps],
                        timeout=900)
+
+
+def register_table(compiled: dict) -> MarkdownTable:
+    """Registers per thread of each compiled kernel, from each compiler that produced a count: the driver's JIT on
+    the GPU host (the shipped Nsight Compute report; none for a kernel built without the hint), ``ptxas`` in
+    nvJitLink and ``ptxas`` here (``.version`` lowered where NVVM here writes a newer one than it reads); and the
+    blocks per SM that each count allows (NVIDIA's occupancy rules: a calculation)."""
+    jit = next((e["ptxas"] for e in compiled.values() if e.get("ptxas")), "nvJitLink")
+    local = next((e["local_ptxas"]["version"] for e in compiled.values() if e.get("local_ptxas")), None)
+    lines = [f"| kernel | Nsight Compute (driver JIT, GPU host) | ptxas in {jit} | {local or 'ptxas here'} "
+             "| blocks (warps) per SM at that count |", "|:--|--:|--:|--:|:--|"]
+    for label, entry in compiled.items():
+        profile = None if entry.get("no_hint") else profiles.load(entry["step"])
+        counts = [profile.value("Registers Per Thread") if profile else None, entry.get("registers"),
+                  (entry.get("local_ptxas") or {}).get("registers")]
+        allowed = sorted({f"{int(c)}: {o['blocks']} ({o['warps']})" for c in counts if c
+                          for o in [blocks_per_sm(int(c), threads_per_block(get_step(entry["step"])),
+                                                  entry["shared_bytes"])]})
+        name = f"{label} (built without the hint)" if entry.get("no_hint") else label
+        lines.append(f"| {name} | " + " | ".join("—" if c is None else f"{c:.0f}" for c in counts)
+                     + f" | {'; '.join(allowed)} |")
+    return MarkdownTable("\n".join(lines))

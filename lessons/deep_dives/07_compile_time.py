@@ -9,22 +9,22 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_07
+from gemm_steps.course import compile_profile, lesson, lesson_07
 from gemm_steps.toolkit import numba_patches
 
 vectorized, unrolled = gemm_steps.get_step("vectorized"), gemm_steps.get_step("unrolled")
-lesson.say(f"Lines of Python that Numba compiles for step 7's two kernels (`generated_source()`, fast and edge): "
-           f"**{len(unrolled.generated_source().splitlines())}**; for step 6's: "
-           f"{len(vectorized.generated_source().splitlines())}.")
+lesson.facts({step.name: len(step.generated_source().splitlines()) for step in (vectorized, unrolled)},
+             ("step", "lines Numba compiles (generated_source(): fast and edge kernels)"))
 
 # %% [markdown]
 # ## The first call on a GPU host
 #
 # What a learner waits for: a fresh Python process calls step 7 once. The course's first-call experiment
-# (`experiments/first_call.py`) ran on an H100 host with the four patches in place:
+# (`experiments/first_call.py`) ran on an H100 host with the four patches in place; the kernel it compiled and how
+# long that took come from the run's own log:
 
 # %%
-lesson.say(lesson_07.first_call_summary("unrolled"))
+lesson.facts(lesson_07.first_call("unrolled") or {})
 found = lesson_07.load_first_calls()
 if found:
     lesson.say(lesson_07.first_call_table(found[1], ["vectorized", "unrolled", "double_buffered", "warp_tiling"]))
@@ -44,12 +44,13 @@ print("\n\n".join(numba_patches.__doc__.split("\n\n")[1:3]))
 # this machine's, measured now, and vary with its load.
 
 # %%
-profile = lesson_07.profile_compile(unrolled)
-lesson.say(lesson_07.compile_profile_table(profile))
-lesson.say(lesson_07.compile_profile_text(profile))
+profile = compile_profile.profile_compile(unrolled)
+lesson.say(compile_profile.compile_profile_table(profile))
 
 # %% [markdown]
-# Why Numba's own passes, and not NVVM: the expanded kernel assigns each of the 64 accumulators once per k-step, so
+# The patches make the compile several times faster (the totals) and the PTX is the same code either way (the last
+# row). They save in Numba's own passes — lowering to LLVM IR most, then SSA reconstruction, type inference and
+# stripping phi nodes — not in NVVM. Why Numba's own passes, and not NVVM: the expanded kernel assigns each of the 64 accumulators once per k-step, so
 # every `acc_i_j` is a variable assigned many times. Numba rebuilds SSA form (one name per assignment) and then
 # removes the phi nodes again, types every statement, and lowers every statement to LLVM IR. Before the patches,
 # several of these passes did work proportional to (variables × statements) or (statements in a block)², which a
