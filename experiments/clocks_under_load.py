@@ -110,11 +110,11 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.harness import cublas
     from gemm_steps.harness.environment import environment
 
-    from experiments.kernels import warpgroup_overlap
+    from gemm_steps.steps import tma_pipeline
 
     out = output_path("clocks-under-load", argv[1] if len(argv) > 1 else None)
     kernels = {"warpgroup_tf32": gemm_steps.get_step("warpgroup_tf32").launch,
-               "overlap_group8": warpgroup_overlap.build(warpgroup_overlap.CONFIG, group_m=8).launch,
+               "overlap_group8": tma_pipeline.build(tma_pipeline.SEARCH_SPACE[0], group_m=8).launch,
                "cublas_tf32": cublas.launch_cublas_tf32}
     records = []
     for size in (4096, 8192):

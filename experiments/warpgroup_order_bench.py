@@ -1,6 +1,6 @@
-"""Step 15's drop from 4096³ to 8192³ (−9 % in every TMA build): is it the tile order? The overlap build
-(experiments/kernels/warpgroup_overlap.py) in row-major order and in step 10's grouped order, beside step 15, cuBLAS
-SGEMM and cuBLAS TF32 in one run (issue: Hopper's own GEMM design).
+"""Step 15's drop from 4096³ to 8192³ (−9 % in every TMA build): is it the tile order? The overlap build (then
+experiments/kernels/warpgroup_overlap.py, now step 16) in row-major order and in step 10's grouped order, beside
+step 15, cuBLAS SGEMM and cuBLAS TF32 in one run (issue: Hopper's own GEMM design).
 
     python -m experiments.warpgroup_order_bench [OUT.json]   # default: experiments/results/experiment-warpgroup-order-<gpu>.json
 
@@ -41,12 +41,12 @@ def main(argv: list[str] = sys.argv) -> None:
     import gemm_steps
     from gemm_steps.harness.bench import run_benchmark, save
 
-    from experiments.kernels import warpgroup_overlap
+    from gemm_steps.steps import tma_pipeline
 
     out = output_path("warpgroup-order", argv[1] if len(argv) > 1 else None)
     entries = [gemm_steps.get_step("warpgroup_tf32")]
     entries += [SimpleNamespace(name=f"overlap_group{group}", number=16 + i, arithmetic="tf32",
-                                launch=warpgroup_overlap.build(warpgroup_overlap.CONFIG, group_m=group).launch)
+                                launch=tma_pipeline.build(tma_pipeline.SEARCH_SPACE[0], group_m=group).launch)
                 for i, group in enumerate((1, 4, 8, 16))]
     sizes = [(4096, 4096, 4096), (8192, 8192, 8192), (3001, 2999, 1531)]
     results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))

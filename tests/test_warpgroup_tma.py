@@ -1,5 +1,6 @@
-"""The TMA + mbarrier builds of step 15 (experiments/kernels/warpgroup_tma.py; warp-specialized,
-warpgroup_specialized.py; with a k-tile of products always in flight, warpgroup_overlap.py), candidate steps.
+"""Step 16 (gemm_steps/steps/tma_pipeline.py: TMA, an mbarrier ring, a k-tile of products always in flight, grouped
+tile order) and the two TMA builds it came from (experiments/kernels/warpgroup_tma.py: thread 0 produces, one
+fragment register set; warpgroup_specialized.py: a producer warp of its own).
 
 On the simulator (the twins of the copy engine and the barriers, one warpgroup on a 32×64 tile) and on a GPU: the
 product equals float64 on the inputs the tensor core reads (A truncated to TF32, B rounded) to float32 rounding —
@@ -18,9 +19,11 @@ import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
-from experiments.kernels import warpgroup_overlap, warpgroup_specialized, warpgroup_tma
+from gemm_steps.steps import tma_pipeline
 
-MODULES = (warpgroup_tma, warpgroup_specialized, warpgroup_overlap)
+from experiments.kernels import warpgroup_specialized, warpgroup_tma
+
+MODULES = (warpgroup_tma, warpgroup_specialized, tma_pipeline)
 
 
 def _wgmma_here() -> bool:
@@ -42,21 +45,40 @@ CASES.append(pytest.param(warpgroup_tma, (45, 70, 20), id="warpgroup_tma-45x70x2
 @pytest.mark.parametrize("module,shape", CASES)
 def test_it_multiplies_the_tf32_inputs_exactly_up_to_float32_rounding(module, shape):
     m, n, k = shape if gemm_steps.SIMULATOR else tuple(8 * x for x in shape)
+    _check_product(module.build(_config(module)), m, n, k)
+
+
+def _config(module):
+    return module.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else getattr(module, "CONFIG", module.SEARCH_SPACE[0])
+
+
+def _check_product(kernels, m: int, n: int, k: int) -> None:
     rng = np.random.default_rng(m * n + k)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    kernels = module.build(module.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else module.CONFIG)
     c = cuda.to_device(np.full((m, n), np.nan, np.float32))
     for _ in range(2):  # twice: the second launch replays the recorded plan on a GPU
         kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
     got = c.copy_to_host()
-    assert not np.isnan(got).any()
+    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements of C never written"
     fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max()
     assert relative_error(got, a, b) <= tf32_tolerance(k)
 
 
-PTX_JOBS = {f"{module.__name__.rsplit('.', 1)[1]}_fast": f"kernels:{module.__name__}:ptx_kernels" for module in MODULES}
+def test_step_16s_grouped_tile_order_covers_every_tile_once():
+    """Step 16 maps block b to tile b in groups of GROUP_M tile-rows, column by column, the last group shorter: every
+    tile of C computed (none twice, none left NaN). On the simulator 3 × 2 tiles in groups of 2 (a last group of
+    one row); on a GPU 11 × 13 tiles in groups of 8 (a last group of 3)."""
+    config = _config(tma_pipeline)
+    rows, cols, group = (3, 2, 2) if gemm_steps.SIMULATOR else (11, 13, 8)
+    _check_product(tma_pipeline.build(config, group_m=group), rows * config.BLOCK_M, cols * config.BLOCK_N,
+                   2 * config.BLOCK_K if gemm_steps.SIMULATOR else 16 * config.BLOCK_K)
+
+
+#: The experiment builds' kernels (step 16's PTX and ptxas claims are its PTX_EXPECT / PTXAS_EXPECT, tests/test_ptx.py).
+PTX_JOBS = {f"{module.__name__.rsplit('.', 1)[1]}_fast": f"kernels:{module.__name__}:ptx_kernels"
+            for module in (warpgroup_tma, warpgroup_specialized)}
 
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.ptx(job)) for label, job in PTX_JOBS.items()])
@@ -67,7 +89,7 @@ def test_the_k_loop_waits_on_barriers_not_on_the_block(ptx, label):
     stats = ptx.stats(PTX_JOBS[label], label)
     assert "error" not in stats, stats.get("error")
     opcodes = stats["opcodes"]
-    assert stats["wgmma.mma_async.tf32"] == (8 if "overlap" in label else 4)  # the overlap build: 2 k-tiles a turn
+    assert stats["wgmma.mma_async.tf32"] == 4
     assert stats["wgmma.written_after_fence"] == 0
     assert stats["cp.async.cg.shared.global"] == 0 and stats["cp.async.ca.shared.global"] == 0
     assert stats["bar.sync"] == 1, f"{stats['bar.sync']} block-wide barriers: the ring needs only the one after init"
@@ -79,8 +101,8 @@ def test_the_k_loop_waits_on_barriers_not_on_the_block(ptx, label):
 
 @pytest.mark.parametrize("label", [pytest.param(label, marks=pytest.mark.ptx(job)) for label, job in PTX_JOBS.items()])
 def test_ptxas_serialises_the_wgmma_only_of_the_register_starved_build(ptx, label):
-    """What ptxas (nvJitLink's, sm_90a) says of each build: the TMA and overlap builds' wgmma run unserialised (their
-    barrier waits are uniform branches; they keep 255 registers); the producer-warp build's are serialised, for
+    """What ptxas (nvJitLink's, sm_90a) says of each build: the TMA build's wgmma run unserialised (its barrier
+    waits are uniform branches; it keeps 255 registers); the producer-warp build's are serialised, for
     want of registers (C7512: 288 threads are capped as 384) — the finding its docstring reports. If this changes,
     so does that finding."""
     info = ptx.stats(PTX_JOBS[label], label).get("ptxas") or {}

@@ -37,6 +37,7 @@ from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrie
                                              mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import to_tf32
 from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tma_tiles import TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
                                               shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
@@ -117,10 +118,10 @@ CONFIG = warpgroup_tma.CONFIG
 SIMULATOR_CONFIG = warpgroup_tma.SIMULATOR_CONFIG
 
 
-def build(config: TileConfig = CONFIG) -> warpgroup_tma.TmaTiles:
+def build(config: TileConfig = CONFIG) -> TmaTiles:
     from gemm_steps.steps import warpgroup_tf32
 
-    return warpgroup_tma.TmaTiles("warpgroup_specialized", warpgroup_specialized_kernel, config, layout(config),
+    return TmaTiles("warpgroup_specialized", warpgroup_specialized_kernel, config, layout(config),
                                   edge=warpgroup_tf32.build(config),
                                   requires_compute_capability=warpgroup_tma.REQUIRES_COMPUTE_CAPABILITY)
 

@@ -36,7 +36,8 @@ k-tile t's stage last held k-tile t − 4, released once every warp is past k-ti
 k-tile t before computing k-tile t − 2 — never waits on itself for (LOAD_AHEAD = 3 would deadlock).
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The edge kernel is step 15's
-(``TiledKernels(edge=…)``). Compute capability 9.0 only; runs on the simulator (the twins copy at once).
+(``TmaTiles(edge=…)``, ``gemm_steps/toolkit/tma_tiles.py``). Compute capability 9.0 only; runs on the simulator
+(the twins copy at once).
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ from __future__ import annotations
 from numba import cuda, float32, uint32, uint64
 
 from gemm_steps.steps import warpgroup_tf32
-from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, device_pointer
+from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
-                                             mbarrier_init, mbarrier_wait, tensor_map_2d, tensor_map_acquire)
+                                             mbarrier_init, mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import to_tf32
-from gemm_steps.toolkit.tiles import SIGNATURE, TileConfig, TiledKernels
+from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tma_tiles import TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
                                               shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
@@ -128,43 +130,6 @@ def layout(config: TileConfig) -> dict:
     return constants
 
 
-class TmaTiles(TiledKernels):
-    """Step 15's launches, the fast kernel with a tensor map of A (made once per A buffer and shape)."""
-
-    signature_fast = SIGNATURE[:-1] + ", uint64[::1], uint64[::1])"
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._maps: dict = {}
-        self._matrices = None
-
-    def signature(self, variant: str) -> str:
-        return self.signature_fast if variant == "fast" else SIGNATURE
-
-    def plan_key(self, a, b, pointers, stream) -> tuple:
-        return (*super().plan_key(a, b, pointers, stream), *pointers[:2])  # the plan holds A's and B's tensor maps
-
-    def launch_through_numba(self, a, b, c, stream=0) -> None:
-        self._matrices = (a, b)
-        super().launch_through_numba(a, b, c, stream)
-
-    def _maps_of(self, a, b) -> tuple:
-        """A's map: BLOCK_M × 32 boxes, 128-byte swizzled (wgmma's layout). B's: 32 × B_STRIDE boxes —
-        B_STRIDE − BLOCK_N columns more than the tile, so each row lands padded as step 15 pads it (zeros past B's
-        last column)."""
-        key = (device_pointer(a), a.shape, device_pointer(b), b.shape)
-        if key not in self._maps:
-            if len(self._maps) >= 16:
-                self._maps.clear()
-            config = self.config
-            self._maps[key] = (tensor_map_2d(a, config.BLOCK_M, config.BLOCK_K, swizzle_128=True),
-                               tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"]))
-        return self._maps[key]
-
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self._maps_of(*self._matrices))
-
-
 CONFIG = warpgroup_tf32.SEARCH_SPACE[0]
 SIMULATOR_CONFIG = warpgroup_tf32.SIMULATOR_CONFIG
 
@@ -181,4 +146,4 @@ def ptx_kernels() -> dict:
     return {"warpgroup_tma_fast": (built.kernel("fast"), built.signature("fast"))}
 
 
-__all__ = ["build", "CONFIG", "SIMULATOR_CONFIG", "TmaTiles", "ptx_kernels"]
+__all__ = ["build", "CONFIG", "SIMULATOR_CONFIG", "ptx_kernels"]

@@ -168,6 +168,9 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "wgmma.wait_group": ops["wgmma.wait_group.sync.aligned"],
         "wgmma.written_after_fence": len(wgmma_fence_violations(ptx)),
         "cp.async.wait_group": ops["cp.async.wait_group"],
+        # The copy engine (step 16): tensor copies of a box, and the mbarrier arrivals that announce their bytes.
+        "cp.async.bulk.tensor": _count(ops, r"cp\.async\.bulk\.tensor\.[A-Za-z0-9_:.]+"),
+        "mbarrier.arrive.expect_tx": _count(ops, r"mbarrier\.arrive\.expect_tx(?:\.[A-Za-z0-9_:]+)*"),
         "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
         "st.local": _count(ops, r"st\.local(?:\.[A-Za-z0-9_:]+)*"),
