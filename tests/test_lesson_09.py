@@ -43,7 +43,7 @@ def test_issue_rates_are_read_from_the_reports():
     if "h100" not in rates:
         pytest.fail("the shipped Nsight Compute reports are missing (renamed?): lesson 9 reads them")
     assert 0 < rates["h100"]["step9"] < rates["h100"]["cublas"] <= 1
-    assert f"{rates['h100']['step9']:.2f}" in lesson_09.issue_text()
+    assert f"{rates['h100']['step9']:.2f}" in lesson_09.issue_table()
 
 
 def test_pictures_are_drawn_from_the_configuration():
@@ -102,3 +102,51 @@ def test_the_loop_mix_finds_the_loop_with_the_most_ffmas():
 """
     mix, size = loop_mix(listing)
     assert mix["FFMA"] == 2 and mix["FFMA.reuse"] == 1 and mix["LDS"] == 1 and size == 5
+
+
+def test_the_model_check_reads_the_conflicts_the_lesson_describes():
+    check = lesson_09.model_check(STEP8, STEP9)
+    assert check["agree"]
+    assert check["step 8: B-fragment conflicts (model)"] > 0 == check["step 9: B-fragment conflicts (model)"]
+    assert check["step 8: wavefronts the profiler counts fewer"] >= 0
+
+
+def test_the_reuse_counts_and_the_pipelining_budget_come_from_the_sass_file():
+    sass = lesson_09.k_loop_sass()
+    reuse = lesson_09.reuse_counts(sass, STEP9)
+    c = STEP9.config
+    assert reuse["extra .reuse at most (row ends)"] == (c["THREAD_M"] - 1) * c["BLOCK_K"]
+    assert reuse["extra .reuse found"] == sass["kernels"]["step9 shipped"]["reuse"] - sass["kernels"]["row_order"]["reuse"]
+    assert 0 < reuse["extra .reuse found"] <= reuse["extra .reuse at most (row ends)"]
+    budget = lesson_09.pipelining_prediction(sass, STEP9)
+    assert budget["cycles per k-tile"] == pytest.approx(
+        budget["warps per scheduler"] * budget["instructions per k-tile (SASS)"] / list(budget.values())[2])
+    assert 0 < budget["30 cycles of latency, as a share"] < 0.05
+
+
+def test_the_sweeps_separate_the_map_from_the_tiles():
+    from gemm_steps.course.timings import load_shipped
+
+    sweep = load_shipped("tuning-warp_tiling-*.json", "test")
+    step8 = load_shipped("tuning-double_buffered-*.json", "test")
+    if not (sweep and step8):
+        pytest.fail("the shipped tuning sweeps of steps 8 and 9 are missing (renamed?): lesson 9 reads them")
+    parts = lesson_09.map_and_tiles(sweep, step8)
+    assert parts["map_alone"] == pytest.approx(parts["best8"]["median_ms"] / parts["same_tiles"]["median_ms"])
+    assert parts["map_alone"] * parts["tiles_alone"] == pytest.approx(
+        parts["best8"]["median_ms"] / parts["best9"]["median_ms"])
+    assert f"{parts['tiles_alone']:.3f}×" in parts["table"]
+
+
+def test_the_experiments_read_as_numbers():
+    from gemm_steps.course.timings import load_shipped
+
+    fma = load_shipped("experiment-fma-order-*.json", "test")
+    shapes = load_shipped("experiment-code-shapes-*.json", "test")
+    if not (fma and shapes):
+        pytest.fail("the shipped FMA-order or code-shapes experiments are missing (renamed?): lesson 9 reads them")
+    gains = lesson_09.fma_order(fma)["gains"]
+    assert gains and all(g > 1 for g, _ in gains.values())
+    found = lesson_09.code_shapes(shapes)
+    assert found["adopt"] == (min(found["gains"][found["best"]]) > 0.01)
+    assert all(min(found["gains"][found["best"]]) >= min(g) for g in found["gains"].values())

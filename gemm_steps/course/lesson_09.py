@@ -1,27 +1,16 @@
 """Lesson 9's helpers (warp tiling), shared with its deep dive (``lessons/deep_dives/09_the_last_ten_percent.py``).
+They return figures, tables and numbers; the words around them are the lessons'.
 
-* **The pictures** — :func:`tiling_figure`: block tile → warp tiles → one lane's 4×4 sub-blocks, drawn from the
-  step's tile configuration and ``warp_tiling.layout(config)``; :func:`bank_figure`: which shared-memory words
-  (and banks) each lane of one warp reads for its A and B fragments at one k-step, under step 8's and step 9's
-  thread→C maps.
-* **The shared-memory model** — :func:`thread_origin` (the kernels' ``thread_row``/``thread_col`` formulas),
-  :func:`fragment_words` (the words of each ``LDS.128`` of one k-step), :func:`store_words` (the tile stores of
-  one k-tile), :func:`k_step_model` (wavefronts and bank conflicts per warp and k-step), :func:`model_table`
-  (the model against the shipped Nsight Compute reports).
-* **Registers, by compiler** — :func:`compile_with_registers` (PTX on this CPU, registers from the ``ptxas`` in
-  nvJitLink and the ``ptxas`` binary here), :func:`register_table` (with the driver JIT's count from the shipped
-  reports).
-* **The measurement** — :func:`verdict`, :func:`map_and_tiles` (the tuning sweeps separate the map from the tiles),
+* The pictures: :func:`tiling_figure` (block tile → warp tiles → one lane's 4×4 sub-blocks) and :func:`bank_figure`
+  (the words and banks each lane of one warp reads at one k-step, under step 8's and step 9's maps).
+* The shared-memory model: :func:`thread_origin`, :func:`fragment_words`, :func:`store_words`, :func:`k_step_model`,
+  :func:`model_table` and :func:`model_check` (against the shipped Nsight Compute reports).
+* The measurement: :func:`verdict`, :func:`map_and_tiles` (the tuning sweeps separate the map from the tiles),
   :func:`what_it_bought`.
-* **The last 10 %** — :func:`issue_rates` (read from the Nsight Compute reports, never typed),
-  :func:`fma_order_text`, :func:`ncu_h200_table`, :func:`code_shapes_text`.
-* **The k-loop in SASS** — :func:`k_loop_sass`: step 9 and the experiments' variants compiled on this CPU (NVVM,
-  the ``ptxas`` binary, ``nvdisasm``), their registers and k-tile loop (instructions, FFMAs, ``.reuse`` operands),
-  or :data:`SASS_RECORDED` where ``nvdisasm`` is missing; :func:`sass_table`, :func:`sass_compare`,
-  :func:`reuse_prediction`, :func:`reuse_found`, :func:`pipelining_prediction`, :func:`jit_against_ptxas`,
-  :func:`async_text`.
-
-Every interpreting sentence is computed here from the shipped files, so the prose cannot drift from the numbers.
+* The last 10 %: :func:`issue_rates`, :func:`issue_table`, :func:`fma_order`, :func:`ncu_h200_table`,
+  :func:`code_shapes`; the k-loop in SASS (:func:`k_loop_sass`, a shipped results file): :func:`sass_table`,
+  :func:`sass_compare`, :func:`reuse_counts`, :func:`pipelining_prediction`, :func:`jit_against_ptxas`,
+  :func:`async_table`.
 """
 
 from __future__ import annotations
@@ -31,9 +20,9 @@ import re
 from gemm_steps.harness.step import get_step
 
 from . import profiles
-from .models import served
 from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
-from .display import MarkdownTable, as_step
+from .display import MarkdownTable, as_step, facts
+from .models import served
 from .sweeps import config_label, same_config, sweep_records, variants_table
 from .timings import headline_size, record, shipped_file, shown_path, size_label, speedups_by_size
 
@@ -163,31 +152,23 @@ def model_table(steps) -> MarkdownTable:
         lines.append(f"| {step.number} {step.name} | {loads} | {wf} | {m['total']['conflicts']:g} | "
                      + (f"{p['conflicts']:.2f} | {p['wavefronts']:.2f} | {fmas / p['wavefronts']:.0f} |" if p else
                         "— | — | — |"))
-    report = profiles.load(as_step(steps[-1]).name)
-    return MarkdownTable("\n".join(lines) + (
-        f"\n\nProfiler: shared-memory wavefronts and bank conflicts of one 2048³ launch, divided by the warps' "
-        f"k-steps (FFMAs / FMAs per warp and k-step); reports in `{shown_path(report.path.parent)}/`." if report
-        else ""))
+    return MarkdownTable("\n".join(lines))
 
 
-def model_text(before, after) -> str:
-    m8, m9 = k_step_model(before), k_step_model(after)
-    p8, p9 = measured_per_k_step(before), measured_per_k_step(after)
-    text = (f"Per warp and k-step, the model counts **{m8['B loads']['conflicts']:g} bank conflicts in step "
-            f"{as_step(before).number}'s B fragment and {m9['B loads']['conflicts']:g} in step "
-            f"{as_step(after).number}'s**; the rest are the transposed stores of A "
-            f"({m8['A stores']['conflicts']:g} and {m9['A stores']['conflicts']:g}).")
-    if p8 and p9:
-        agree = all(abs(m["total"]["conflicts"] - p["conflicts"]) < 0.05 for m, p in ((m8, p8), (m9, p9)))
-        text += (" The profiler counts " + f"{p8['conflicts']:.2f} and {p9['conflicts']:.2f}"
-                 + (": the same. " if agree else ": not the same, so the model misses something. ")
-                 + "Its wavefront totals are lower than the model's, "
-                 f"by {m8['total']['wavefronts'] - p8['wavefronts']:.1f} and "
-                 f"{m9['total']['wavefronts'] - p9['wavefronts']:.1f} per k-step: some 128-bit loads are served in fewer "
-                 "wavefronts than one per quarter-warp (which ones, the totals do not say). Bank conflicts, the "
-                 "wavefronts beyond the fewest possible, are what the new map removes, and there the model and the "
-                 "profiler ""agree" + ("." if agree else " only roughly."))
-    return text
+def model_check(before, after) -> dict:
+    """The model's bank conflicts per warp and k-step (B fragment, A stores) against the profiler's, for both steps;
+    ``agree``: every total within 0.05; and how many wavefronts the profiler counts fewer than the model."""
+    m = {as_step(s).number: k_step_model(s) for s in (before, after)}
+    p = {as_step(s).number: measured_per_k_step(s) for s in (before, after)}
+    out = {}
+    for n in m:
+        out[f"step {n}: B-fragment conflicts (model)"] = m[n]["B loads"]["conflicts"]
+        out[f"step {n}: A-store conflicts (model)"] = m[n]["A stores"]["conflicts"]
+        if p[n]:
+            out[f"step {n}: conflicts, model / profiler"] = f"{m[n]['total']['conflicts']:g} / {p[n]['conflicts']:.2f}"
+            out[f"step {n}: wavefronts the profiler counts fewer"] = m[n]["total"]["wavefronts"] - p[n]["wavefronts"]
+    agree = all(p[n] and abs(m[n]["total"]["conflicts"] - p[n]["conflicts"]) < 0.05 for n in m)
+    return {**out, "agree": agree, "table": facts({**out, "model and profiler agree on conflicts": agree})}
 
 
 # -- the pictures --------------------------------------------------------------------------------------------------
@@ -291,49 +272,25 @@ def bank_figure(steps, kk: int = 0):
 
 
 # -- registers, by compiler ----------------------------------------------------------------------------------------
-def register_table(compiled: dict, results: dict | None) -> MarkdownTable:
-    """Registers per thread of each fast kernel by each compiler that produced a count, and the blocks per SM that
-    count allows (NVIDIA's occupancy rules: a calculation)."""
-    jit = next((e["ptxas"] for e in compiled.values() if e.get("ptxas")), "nvJitLink")
-    local = next((e["local_ptxas"]["version"] for e in compiled.values() if e.get("local_ptxas")), None)
-    lines = [f"| kernel | driver JIT on the GPU host (Nsight Compute) | ptxas in {jit} | {local or 'ptxas here'} "
-             "| blocks (warps) per SM at that count |", "|:--|--:|--:|--:|:--|"]
-    for label, entry in compiled.items():
-        step = get_step(entry["step"])
-        profile = profiles.load(entry["step"])
-        counts = [profile.value("Registers Per Thread") if profile else None, entry.get("registers"),
-                  (entry.get("local_ptxas") or {}).get("registers")]
-        allowed = sorted({f"{int(n)}: {o['blocks']} ({o['warps']})" for n in counts if n
-                          for o in [blocks_per_sm(int(n), threads_per_block(step), entry["shared_bytes"])]})
-        lines.append(f"| {label} | " + " | ".join("—" if n is None else f"{n:.0f}" for n in counts)
-                     + f" | {'; '.join(allowed)} |")
-    env = (results or {}).get("environment", {})
-    driver = (f"driver {env['smi_driver_version']}, CUDA {env['driver_cuda_version']}, as the benchmark file records "
-              "it" if env.get("smi_driver_version") else "the GPU host's driver")
-    report = next((profiles.load(e["step"]) for e in compiled.values() if profiles.load(e["step"])), None)
-    return MarkdownTable("\n".join(lines) + (
-        f"\n\nThe first column is what ran: the PTX compiled by the driver when the kernel was loaded ({driver}), "
-        f"as the shipped reports record it (`{shown_path(report.path.parent)}/`). The other two compile the same "
-        "PTX on this machine for sm_90. Each compiler makes its own choices, so a count is only meaningful with "
-        "its compiler's name." if report else ""))
-
-
 # -- the measurement ---------------------------------------------------------------------------------------------
-def verdict(results: dict, before, after) -> str:
+def verdict(results: dict, before, after) -> dict:
+    """Step 9 against step 8 at the headline size, and the speedup at every common size (``table``). ``outcome``:
+    ``"a few percent"`` (the prediction: 1.0–1.1×), ``"more"`` or ``"none"``."""
     before, after = as_step(before), as_step(after)
     size = headline_size(results, [before.name, after.name])
     old, new = record(results, before.name, size), record(results, after.name, size)
     speedup = old["median_ms"] / new["median_ms"]
-    return (f"At {size_label(size)} step 9 runs at **{new['tflops']:.2f} TFLOPS, {new['pct_of_cublas']:.1f} % of "
-            f"cuBLAS: {speedup:.2f}× step 8** ({speedups_by_size(results, before.name, after.name)}). "
-            + ("A few percent, as predicted." if 1.0 < speedup < 1.1 else
-               "More than the few percent predicted." if speedup >= 1.1 else "No gain, or a loss.")
-            + " But two things changed at once — the map and the tiles — and this comparison cannot tell them apart.")
+    numbers = {"size": size_label(size), "TFLOPS": new["tflops"], "% of cuBLAS": new["pct_of_cublas"],
+               f"step {after.number} / step {before.number}": speedup,
+               "by size": speedups_by_size(results, before.name, after.name)}
+    return {"numbers": numbers, "table": facts(numbers),
+            "outcome": "a few percent" if 1.0 < speedup < 1.1 else "more" if speedup >= 1.1 else "none"}
 
 
 def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
-    """From the two tuning sweeps: step 8 as tuned, step 9's map with step 8's tiles, step 9 as tuned, and step 9's
-    tiles with step 8's map; the ratios; and a paragraph."""
+    """From the two tuning sweeps (ms, % of cuBLAS in each run): step 8 as tuned, step 9's map with step 8's tiles,
+    step 9 as tuned, and step 9's tiles with step 8's map; ``map_alone`` and ``tiles_alone`` (the ratios); cuBLAS in
+    each run; ``table``."""
     if not (sweep and step8_sweep):
         return None
     from gemm_steps.harness import tuning
@@ -342,52 +299,39 @@ def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
     best9, best8 = tuning.choose_best(nine), tuning.choose_best(eight)
     same_tiles = next((r for r in nine if same_config(r["config"], best8["config"])), None)
     big_contiguous = next((r for r in eight if same_config(r["config"], best9["config"])), None)
-    lines = [f"* step 8 as tuned, {config_label(best8['config'])}: {best8['median_ms']:.3f} ms "
-             f"({best8['pct_of_cublas']:.1f} % of cuBLAS in its run)"]
-    out = {"best8": best8, "best9": best9, "same_tiles": same_tiles}
+    rows = [("step 8 as tuned", best8), ("step 9's map, step 8's tiles", same_tiles),
+            ("step 9 as tuned", best9), ("step 9's tiles, step 8's contiguous map", big_contiguous)]
+    lines = ["| kernel | tiles | ms | % of cuBLAS (its run) |", "|:--|:--|--:|--:|"]
+    lines += [f"| {what} | {config_label(r['config'])} | {r['median_ms']:.3f} | {r['pct_of_cublas']:.1f} % |"
+              for what, r in rows if r]
+    out = {"best8": best8, "best9": best9, "same_tiles": same_tiles, "noise": tuning.NOISE,
+           "cublas_ms": [next(r["median_ms"] for r in run["records"] if r["step"] == "cublas")
+                         for run in (step8_sweep, sweep)]}
     if same_tiles:
         out["map_alone"] = best8["median_ms"] / same_tiles["median_ms"]
         out["tiles_alone"] = same_tiles["median_ms"] / best9["median_ms"]
-        lines.append(f"* warp-tiled map, **same tiles**: {same_tiles['median_ms']:.3f} ms — "
-                     f"**{out['map_alone']:.3f}×** (the map alone)")
-        lines.append(f"* warp-tiled map, tuned tiles {config_label(best9['config'])}: {best9['median_ms']:.3f} ms — "
-                     f"**{out['tiles_alone']:.3f}×** over the same map with step 8's tiles (the tiles alone)")
-    if big_contiguous:
-        lines.append(f"* and the other way round — step 9's tiles with step 8's **contiguous map** (in step 8's "
-                     f"sweep): {big_contiguous['median_ms']:.3f} ms, {big_contiguous['pct_of_cublas']:.1f} % of "
-                     "cuBLAS in its run. With 16 columns per thread, neighbouring lanes' B fragments are 64 bytes "
-                     "apart and share banks; the warp-tiled map is what makes that tile usable")
-    cublas_ms = [next(r["median_ms"] for r in run["records"] if r["step"] == "cublas") for run in (step8_sweep, sweep)]
-    out["text"] = ("\n".join(lines) + f"\n\nThe sweeps ran minutes apart (cuBLAS in each: {cublas_ms[0]:.3f} and "
-                   f"{cublas_ms[1]:.3f} ms), and `tuning.choose_best` treats differences under {tuning.NOISE:.0%} as "
-                   "noise.")
-    return out
+        lines += [f"| **the map alone** | | {out['map_alone']:.3f}× | |",
+                  f"| **the tiles alone** | | {out['tiles_alone']:.3f}× | |"]
+    lines.append("| cuBLAS, step 8's run / step 9's | | " + " / ".join(f"{ms:.3f}" for ms in out["cublas_ms"])
+                 + " | |")
+    return {**out, "table": MarkdownTable("\n".join(lines))}
 
 
-def what_it_bought(parts: dict, compiled: dict, step) -> str:
-    from gemm_steps.harness import tuning
-
+def what_it_bought(parts: dict, compiled: dict, step) -> dict:
+    """The map alone (``the map alone: within the noise``: inside ``tuning.NOISE``), the tiles alone, and what the
+    tiles cost: the registers that ran (the driver's JIT, from the Nsight Compute report; else nvJitLink's ptxas)
+    and the blocks and warps per SM they allow."""
     step = as_step(step)
-    c = step.config
     entry = compiled[f"{step.name}_fast"]
-    report = profiles.load(step.name)  # the count that ran: the driver's JIT on the GPU host
-    registers, compiler = ((int(report.value("Registers Per Thread")), "the driver's JIT, in the Nsight Compute report")
-                           if report else (entry["registers"], entry.get("ptxas")))
+    report = profiles.load(step.name)
+    registers = int(report.value("Registers Per Thread")) if report else entry["registers"]
     occupancy = blocks_per_sm(registers, threads_per_block(step), entry["shared_bytes"])
-    map_alone, tiles_alone = parts["map_alone"], parts["tiles_alone"]
-    if abs(map_alone - 1) < tuning.NOISE:
-        text = (f"The conflict-free map, by itself, is worth **nothing measurable** ({map_alone:.3f}×, inside the "
-                f"{tuning.NOISE:.0%} noise): shared memory was not the limit, as the wavefront count said.")
-    else:
-        text = (f"The conflict-free map, by itself, changes the time {map_alone:.3f}×, although the wavefront count "
-                "said shared memory was not the limit: the model misses something here.")
-    return text + (
-        f" What the map bought is *freedom*: with lanes spread over a warp tile, a thread can own "
-        f"{c['THREAD_M']}×{c['THREAD_N']} results and a block {c['BLOCK_M']}×{c['BLOCK_N']} of C without its fragment "
-        f"loads conflicting, and that larger tile needs less data per FMA from L2 and memory: **{tiles_alone:.3f}×** "
-        f"from the tiles alone. It pays in registers: {registers} per thread ({compiler}), so "
-        f"**{occupancy['blocks']} block of {occupancy['warps']} warps** per SM, and all latency hiding now rests on "
-        "double buffering and on the warps of that one block.")
+    out = {"the map alone": parts["map_alone"],
+           "the map alone: within the noise": abs(parts["map_alone"] - 1) < parts["noise"],
+           "the tiles alone": parts["tiles_alone"], "registers per thread": registers,
+           "registers counted by": "the driver's JIT (Nsight Compute)" if report else entry.get("ptxas"),
+           "blocks per SM": occupancy["blocks"], "warps per SM": occupancy["warps"]}
+    return {**out, "table": facts(out)}
 
 
 # -- the last 10 % ----------------------------------------------------------------------------------------------------
@@ -432,8 +376,9 @@ def issue_rates() -> dict:
     return out
 
 
-def issue_text() -> str:
-    """The issue rates of :func:`issue_rates` as a table, each with the report it is read from."""
+def issue_table() -> MarkdownTable | None:
+    """The issue rates of :func:`issue_rates` (issued warp-instructions per cycle per scheduler; 1 is the most) as a
+    table, each with the report it is read from. ``None`` if no report is shipped."""
     rates = issue_rates()
     rows = ["| GPU, size | step 9 | cuBLAS | cuBLAS's kernel | cuBLAS's warp-instructions / step 9's | report |",
             "|:--|--:|--:|:--|--:|:--|"]
@@ -443,40 +388,36 @@ def issue_text() -> str:
             rows.append(f"| {where} | **{r['step9']:.2f}** | **{r['cublas']:.2f}** | "
                         f"`{r['cublas_kernel'].replace('void ', '')[:60]}` | "
                         f"{r['instructions'][1] / r['instructions'][0]:.3f} | `{shown_path(r['path'])}` |")
-    if len(rows) == 2:
-        return "No Nsight Compute report is shipped."
-    return ("\n".join(rows) + "\n\nIssued warp-instructions per cycle per scheduler (`Issued Warp Per Scheduler`); "
-            "1 is the most a scheduler can issue.")
+    return MarkdownTable("\n".join(rows)) if rates else None
 
 
-def fma_order_text(fma_order: dict) -> str:
-    by = {(r["step"], r["M"]): r for r in fma_order["records"] if "error" not in r}
+def fma_order(experiment: dict) -> dict:
+    """Row order against serpentine in one run: the variants' table, and per size serpentine's speedup and its gain
+    in points of cuBLAS (``gains``)."""
+    by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
     sizes = sorted({m for _, m in by})
-    gains = [by[("row_order", m)]["median_ms"] / by[("serpentine", m)]["median_ms"] for m in sizes]
-    points = [by[("serpentine", m)]["pct_of_cublas"] - by[("row_order", m)]["pct_of_cublas"] for m in sizes]
-    return (variants_table(fma_order, first_column="FMA order", only=("row_order", "serpentine"))
-            + "\n\nSerpentine is " + ", ".join(f"**{g:.3f}×** ({p:+.1f} points of cuBLAS)" for g, p in
-                                             zip(gains, points))
-            + " row order at " + ", ".join(f"{m}³" for m in sizes) + ", in the same run. Step 9 ships it (the `j = "
-            "THREAD_N - 1 - jj if i % 2 else jj` line in its kernel), and steps 10 and 11 inherit it.")
+    gains = {f"{m}³": (by[("row_order", m)]["median_ms"] / by[("serpentine", m)]["median_ms"],
+                       by[("serpentine", m)]["pct_of_cublas"] - by[("row_order", m)]["pct_of_cublas"]) for m in sizes}
+    table = variants_table(experiment, first_column="FMA order", only=("row_order", "serpentine"))
+    return {"gains": gains, "table": MarkdownTable(table + "\n\n" + facts(
+        {f"serpentine / row order at {size} (points of cuBLAS)": f"{g:.3f}× ({p:+.1f})"
+         for size, (g, p) in gains.items()}))}
 
 
-def ncu_h200_table() -> str:
+def ncu_h200_table() -> MarkdownTable | None:
+    """The H200 report's kernels (warp-instructions, issue rate, registers as they ran, SM clock), and how many more
+    instructions the pipelined kernel executes than the shipped one."""
     kernels = ncu_h200_kernels()
     if not kernels:
-        return ""
+        return None
     rows = ["| kernel | instructions (warp-level) | issued per cycle per scheduler | registers per thread "
             "| SM clock |", "|:--|--:|--:|--:|--:|"]
-    for k in kernels:
-        rows.append(f"| `{k['kernel']}` | {k['instructions']:,.0f} | {k['issue']:.2f} | {k['registers']} "
-                    f"| {k['clock']:.2f} GHz |")
+    rows += [f"| `{k['kernel']}` | {k['instructions']:,.0f} | {k['issue']:.2f} | {k['registers']} "
+             f"| {k['clock']:.2f} GHz |" for k in kernels]
     shipped = next(k for k in kernels if "shipped" in k["kernel"])
     piped = next(k for k in kernels if "pipelined" in k["kernel"])
-    return ("\n".join(rows) + f"\n\nFrom `{shown_path(shipped['path'])}` (H200). Registers as the kernels ran: ours "
-            "compiled from PTX by the driver's JIT on that host; cuBLAS's compiled by NVIDIA, in the library. The "
-            "pipelined kernel executes "
-            f"{piped['instructions'] / shipped['instructions'] - 1:.1%} more instructions, at an issue rate of "
-            f"{piped['issue']:.2f} against {shipped['issue']:.2f}.")
+    return MarkdownTable("\n".join(rows) + f"\n\n`{shown_path(shipped['path'])}`. Pipelined / shipped "
+                         f"instructions: {piped['instructions'] / shipped['instructions'] - 1:+.1%}.")
 
 
 # -- the k-loop in SASS ------------------------------------------------------------------------------------------------
@@ -511,100 +452,90 @@ def sass_table(sass: dict, labels) -> MarkdownTable:
         "host may schedule and allocate differently."))
 
 
-def sass_compare(sass: dict, before: str, after: str) -> str:
-    """One sentence: ``after``'s k-tile loop against ``before``'s."""
+def sass_compare(sass: dict, before: str, after: str) -> MarkdownTable:
+    """``after``'s k-tile loop against ``before``'s: instructions, FFMAs with a ``.reuse`` operand, registers."""
     a, b = sass["kernels"][before], sass["kernels"][after]
-    return (f"**{after}** runs {b['instructions']:,} instructions per k-tile against {a['instructions']:,} "
-            f"({b['instructions'] / a['instructions'] - 1:+.1%}), and {b['reuse']:,} of its {b['ffma']:,} FFMAs carry "
-            f"a `.reuse` operand against {a['reuse']:,}; {b['registers']} registers against {a['registers']} "
-            f"({sass['tools']['ptxas']}).")
+    return facts({f"instructions per k-tile, {before} → {after}": f"{a['instructions']:,} → {b['instructions']:,}",
+                  "change": f"{b['instructions'] / a['instructions'] - 1:+.1%}",
+                  f"FFMAs with a .reuse operand (of {b['ffma']:,})": f"{a['reuse']:,} → {b['reuse']:,}",
+                  f"registers ({sass['tools']['ptxas']})": f"{a['registers']} → {b['registers']}"})
 
 
-def jit_against_ptxas(sass: dict) -> str:
-    """Whether the driver's JIT on the H200 host (its Nsight Compute report) and ``ptxas`` here gave step 9 and its
-    pipelined variant the same registers."""
+def jit_against_ptxas(sass: dict) -> dict | None:
+    """Registers of step 9 and its pipelined variant from the driver's JIT on the H200 host (its Nsight Compute
+    report) and from ``ptxas`` here (the SASS file); ``same``: the counts agree."""
     ran = {("step9 shipped" if "shipped" in k["kernel"] else "step9 pipelined"): k["registers"]
            for k in ncu_h200_kernels() if "step9" in k["kernel"]}
     if not ran:
-        return ""
+        return None
     here = {label: sass["kernels"][label]["registers"] for label in ran}
-    same = ran == here
-    return ("Registers: the driver's JIT on the H200 host (the Nsight Compute table) gave "
-            + " and ".join(f"{ran[k]}" for k in ran) + f", `{sass['tools']['ptxas']}` here "
-            + " and ".join(f"{here[k]}" for k in ran) + (": the same counts." if same else
-                                                          ": different counts, from different compilers."))
+    out = {f"{label}: driver JIT (H200) / {sass['tools']['ptxas']}": f"{ran[label]} / {here[label]}" for label in ran}
+    return {**out, "same": ran == here, "table": facts(out)}
 
 
-def async_text(sass: dict, experiment: dict) -> str:
-    """Each cp.async / uint32 variant: its change in k-loop instructions against its change in time, and registers."""
+def async_table(sass: dict, experiment: dict) -> MarkdownTable:
+    """Each cp.async / uint32 variant against the shipped kernel: change in k-loop instructions, in time at each
+    size of the experiment, and registers."""
     by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
     sizes = sorted({m for _, m in by})
     shipped = sass["kernels"]["step9 shipped"]
-    parts = []
+    rows = ["| variant | k-loop instructions | " + " | ".join(f"time at {m}³" for m in sizes) + " | registers |",
+            "|:--|--:|" + "--:|" * len(sizes) + "--:|",
+            f"| step9 shipped | | {'| ' * len(sizes)}{shipped['registers']} |"]
     for label in ("uint32 stage", "async B", "async A+B", "async A+B, uint32 stage"):
-        if label not in sass["kernels"] or (label, sizes[0]) not in by:
-            continue
-        k = sass["kernels"][label]
-        slower = [by[(label, m)]["median_ms"] / by[("step9 shipped", m)]["median_ms"] - 1 for m in sizes]
-        parts.append(f"{label}: {k['instructions'] / shipped['instructions'] - 1:+.1%} instructions, "
-                     + " and ".join(f"{s:+.1%}" for s in slower) + f" time, {k['registers']} registers")
-    return ("Against the shipped kernel (time at " + " and ".join(f"{m}³" for m in sizes) + "): " + "; ".join(parts)
-            + f". The shipped kernel: {shipped['registers']} registers ({sass['tools']['ptxas']}).")
+        if label in sass["kernels"] and (label, sizes[0]) in by:
+            k = sass["kernels"][label]
+            rows.append(f"| {label} | {k['instructions'] / shipped['instructions'] - 1:+.1%} | " + " | ".join(
+                f"{by[(label, m)]['median_ms'] / by[('step9 shipped', m)]['median_ms'] - 1:+.1%}" for m in sizes)
+                + f" | {k['registers']} |")
+    return MarkdownTable("\n".join(rows))
 
 
-def reuse_prediction(step) -> str:
-    """How many more FFMAs a serpentine order can put on the reuse cache than row order: one per row end."""
-    c = as_step(step).config
-    per_k_step, row_ends = c["THREAD_M"] * c["THREAD_N"], c["THREAD_M"] - 1
-    return (f"Row by row, {c['THREAD_N'] - 1} of every {c['THREAD_N']} FFMAs can reuse `a[i]`; serpentine adds at most "
-            f"one reuse per row end: {row_ends} per k-step of {per_k_step} FFMAs ({row_ends / per_k_step:.1%}), "
-            f"{row_ends * c['BLOCK_K']} per k-tile.")
-
-
-def reuse_found(sass: dict, step) -> str:
-    """What ``ptxas`` did with the serpentine order, against :func:`reuse_prediction`'s bound."""
+def reuse_counts(sass: dict, step) -> dict:
+    """Serpentine against row order: the most extra ``.reuse`` FFMAs the row ends allow per k-tile (one per row end
+    per k-step; as a share of the FFMAs), and how many ``ptxas`` marked."""
     c = as_step(step).config
     rows, serp = sass["kernels"]["row_order"], sass["kernels"]["step9 shipped"]
-    return (f"`ptxas` marks {serp['reuse'] - rows['reuse']} more FFMAs per k-tile `.reuse` in serpentine order "
-            f"({serp['reuse']:,} against {rows['reuse']:,} of {serp['ffma']:,}), of the at most "
-            f"{(c['THREAD_M'] - 1) * c['BLOCK_K']} that the row ends allow.")
+    bound = (c["THREAD_M"] - 1) * c["BLOCK_K"]
+    out = {"FFMAs per k-tile": serp["ffma"], "extra .reuse at most (row ends)": bound,
+           "at most, as a share of the FFMAs": bound / serp["ffma"],
+           "extra .reuse found": serp["reuse"] - rows["reuse"]}
+    return {**out, "table": facts(out)}
 
 
-def pipelining_prediction(sass: dict, step) -> str:
-    """The size of what register double buffering could hide: one shared-load latency per k-tile, against the
-    cycles one scheduler spends on a k-tile (its warps' instructions at the measured issue rate)."""
+def pipelining_prediction(sass: dict, step) -> dict:
+    """What register double buffering could hide: one shared-load latency per k-tile (about 30 cycles, the figure
+    ``experiments/pipelining.py``'s prediction used) against the cycles one scheduler spends on a k-tile (its warps'
+    instructions at the measured issue rate)."""
     c = as_step(step).config
     rates = issue_rates()
     gpu = "h200" if "h200" in rates else "h100"
-    rate = rates[gpu]["step9"]
     warps = c["THREADS"] // 32 // 4  # 4 schedulers per SM, one block per SM
     instructions = sass["kernels"]["step9 shipped"]["instructions"]
-    cycles = warps * instructions / rate
-    return (f"A k-tile costs one scheduler about **{cycles:,.0f} cycles**: {warps} warps × {instructions:,} "
-            f"instructions (the SASS above) at {rate:.2f} issued per cycle ({gpu.upper()}, Nsight Compute). One "
-            f"shared-load latency after each barrier, about 30 cycles (the figure `experiments/pipelining.py`'s "
-            f"prediction used), is {30 / cycles:.1%} of that.")
+    cycles = warps * instructions / rates[gpu]["step9"]
+    out = {"warps per scheduler": warps, "instructions per k-tile (SASS)": instructions,
+           f"issue rate ({gpu.upper()}, Nsight Compute)": rates[gpu]["step9"], "cycles per k-tile": cycles,
+           "30 cycles of latency, as a share": 30 / cycles}
+    return {**out, "table": facts(out)}
 
 
-def code_shapes_text(shapes: dict) -> str:
-    by = {(r["step"], r["M"]): r for r in shapes["records"] if "error" not in r}
+def code_shapes(experiment: dict) -> dict:
+    """The equivalent k-column shapes against the shipped kernel: the table, each shape's gains by size, the best
+    (by its smaller gain) and ``adopt``: it beats the shipped kernel by over 1 % at every size."""
+    by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
     sizes = sorted({m for _, m in by})
     gains = {name: [by[("step9 shipped", m)]["median_ms"] / by[(name, m)]["median_ms"] - 1 for m in sizes]
              for name, m in by if m == sizes[0] and name not in ("cublas", "step9 shipped", "step9 shipped again")}
     best = max(gains, key=lambda name: min(gains[name]))
-    verdict_ = "adopt it" if min(gains[best]) > 0.01 else "it misses the bar, so step 9 keeps its serpentine order"
-    return (variants_table(shapes, first_column="k-column shape") + f"\n\nThe best shape, **{best}**, is "
-            + " and ".join(f"{g:+.1%}" for g in gains[best]) + " against the shipped kernel at "
-            + " and ".join(f"{m}³" for m in sizes) + f": {verdict_}.")
+    return {"table": variants_table(experiment, first_column="k-column shape"), "gains": gains, "best": best,
+            "adopt": min(gains[best]) > 0.01}
 
 
 __all__ = ["tile_table", "thread_origin", "fragment_offset", "fragment_words", "store_words", "cost", "k_step_model",
-           "measured_per_k_step", "model_table", "model_text", "tiling_figure", "bank_figure",
-           "compile_with_registers", "register_table", "verdict", "map_and_tiles", "what_it_bought", "issue_rates",
-           "issue_text", "fma_order_text", "ncu_h200_kernels", "ncu_h200_table", "code_shapes_text",
-           "SASS_FILE", "k_loop_sass", "sass_table",
-           "sass_compare", "async_text", "reuse_prediction", "reuse_found",
-           "pipelining_prediction", "jit_against_ptxas"]
+           "measured_per_k_step", "model_table", "model_check", "tiling_figure", "bank_figure",
+           "compile_with_registers", "verdict", "map_and_tiles", "what_it_bought", "issue_rates", "issue_table",
+           "fma_order", "ncu_h200_kernels", "ncu_h200_table", "code_shapes", "SASS_FILE", "k_loop_sass",
+           "sass_table", "sass_compare", "async_table", "reuse_counts", "pipelining_prediction", "jit_against_ptxas"]
 
 
 def tile_table(before, after) -> MarkdownTable:

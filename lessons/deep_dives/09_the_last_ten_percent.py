@@ -13,7 +13,7 @@ import gemm_steps
 from gemm_steps.course import lesson, lesson_09
 
 warp_tiling = gemm_steps.get_step("warp_tiling")
-lesson.say(lesson_09.issue_text())
+lesson.say(lesson_09.issue_table())
 
 # %% [markdown]
 # ## What is known about the register file
@@ -46,7 +46,9 @@ lesson.say(lesson_09.issue_text())
 # **Prediction.** If register reads are what slows the issue, the gain is at most the extra reuse:
 
 # %%
-lesson.say(lesson_09.reuse_prediction(warp_tiling))
+reuse = lesson_09.reuse_counts(lesson_09.k_loop_sass(), warp_tiling)
+lesson.facts({key: reuse[key] for key in ("FFMAs per k-tile", "extra .reuse at most (row ends)",
+                                          "at most, as a share of the FFMAs")})
 
 # %% [markdown]
 # That is a few percent at most, not the whole gap. The SASS of both orders, compiled on this CPU (the experiments'
@@ -56,7 +58,7 @@ lesson.say(lesson_09.reuse_prediction(warp_tiling))
 # %%
 sass = lesson_09.k_loop_sass()
 lesson.say(lesson_09.sass_table(sass, ["row_order", "step9 shipped"]))
-lesson.say(lesson_09.reuse_found(sass, warp_tiling))
+lesson.say(reuse["table"])
 
 # %% [markdown]
 # `experiments/fma_order.py` timed the two orders in one run:
@@ -64,7 +66,7 @@ lesson.say(lesson_09.reuse_found(sass, warp_tiling))
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
                                 "timed in one run")
-lesson.say(lesson_09.fma_order_text(fma_order)) if fma_order else None
+lesson.say(lesson_09.fma_order(fma_order)["table"]) if fma_order else None
 
 # %% [markdown]
 # A few percent, as predicted. (The tuning sweep in lesson 9 ran before, with row-order FMAs.) A first run of that
@@ -99,10 +101,12 @@ _ = lesson.show_file("experiments/kernels/warp_tiling_pipelined.py", start="stag
 # in `experiments/pipelining.py`, used round figures.)
 
 # %%
-lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling))
+lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling)["table"])
 
 # %% [markdown]
-# Hiding it should be worth 1 to 3 points of cuBLAS (the prediction in `experiments/pipelining.py`), and a little
+# A k-tile costs one scheduler its warps' instructions at the measured issue rate; one shared-load latency after
+# each barrier, about 30 cycles (the figure `experiments/pipelining.py`'s prediction used), is the last row's share
+# of that. Hiding it should be worth 1 to 3 points of cuBLAS (the prediction in `experiments/pipelining.py`), and a little
 # more for step 8, which has half the FMAs per k-tile to hide it behind. `experiments/pipelining.py` timed both
 # steps with and without it in one run, and three other tile shapes with it. The shipped step 9 ran first and again
 # last, to show the spread within the run:
@@ -122,13 +126,15 @@ lesson.variants_table(pipelining) if pipelining else None
 lesson.say(lesson_09.ncu_h200_table())
 
 # %% [markdown]
-# More instructions at the same issue rate. The SASS says where they come from:
+# Registers as the kernels ran: ours compiled from PTX by the driver's JIT on that host; cuBLAS's compiled by
+# NVIDIA, in the library. More instructions at the same issue rate. The SASS says where they come from:
 
 # %%
 lesson.say(lesson_09.sass_compare(sass, "step9 shipped", "step9 pipelined"))
-lesson.say(lesson_09.jit_against_ptxas(sass))
+lesson.say((lesson_09.jit_against_ptxas(sass) or {}).get("table", ""))
 
 # %% [markdown]
+# The driver's JIT on the H200 host and `ptxas` here gave the two kernels the same registers (the second table).
 # The second stage offset and the extra branches cost index arithmetic, and `ptxas` put fewer FFMAs on the reuse
 # cache. The shared-load latency we set out to hide was not what cost time: step 9 is limited by **how fast its
 # instructions issue**, so a change that adds instructions, or costs operand reuse, loses. (That is also why steps
@@ -170,7 +176,7 @@ lesson.variants_table(async_copy) if async_copy else None
 # Every variant is slower, and by far more than its instruction count says:
 
 # %%
-lesson.say(lesson_09.async_text(sass, async_copy)) if async_copy else None
+lesson.say(lesson_09.async_table(sass, async_copy)) if async_copy else None
 
 # %% [markdown]
 # Even the unsigned stage, with *fewer* instructions, loses several points. What the variants share is a leaner
@@ -190,10 +196,13 @@ lesson.say(lesson_09.async_text(sass, async_copy)) if async_copy else None
 # %%
 shapes = lesson.load_shipped("experiment-code-shapes-*.json", "step 9's k-column in equivalent FMA orders and "
                              "load placements, timed in one run")
-lesson.say(lesson_09.code_shapes_text(shapes)) if shapes else None
+found = lesson_09.code_shapes(shapes) if shapes else None
+if found:
+    lesson.say(found["table"])
+    print("best shape:", found["best"], "— over 1 % at every size, so adopt it:", found["adopt"])
 
 # %% [markdown]
-# Equivalent code shapes spread over a few percent, not the whole gap to cuBLAS. The last ten percent lies in the
+# No shape clears the bar, so step 9 keeps its serpentine order. Equivalent code shapes spread over a few percent, not the whole gap to cuBLAS. The last ten percent lies in the
 # schedule and register allocation below PTX — the level at which cuBLAS's kernels are tuned, and which Numba, like
 # CUDA C, does not let us write.
 #
