@@ -2,11 +2,12 @@
 
 Grade it:  gemm-steps exercise check persistent
 
-The grader launches your kernel with 3 blocks of 16×16 threads, whatever the shape:
-    persistent_kernel[3, (16, 16)](a, b, c)
-C has more 16×16 tiles than that, so each block must loop: block b computes tiles b, b + 3, b + 6, …
-(``for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x)``). Inside the loop, compute one tile the way step 3
-does (shared tiles, two syncthreads per slice of K), with TILE = 16.
+The grader launches your kernel with a few blocks of 16×16 threads — G of them, a different G for each shape:
+    persistent_kernel[G, (16, 16)](a, b, c)
+C has more 16×16 tiles than that, so each block must loop: block b computes tiles b, b + G, b + 2G, … where
+G = cuda.gridDim.x (``for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x)``). Inside the loop, compute one
+whole tile the way step 3 does (shared tiles, two syncthreads per slice of K, a sum that starts from 0 for each
+tile), with TILE = 16.
 
 And the order of the tiles: write ``tile_position(tile, row_tiles, col_tiles)``, which turns a tile number into
 (tile-row, tile-column) *column by column within groups of GROUP_M = 2 tile-rows* — on a 5×3 grid of tiles:

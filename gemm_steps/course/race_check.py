@@ -1,4 +1,5 @@
-"""A shared-memory race detector for Numba's CUDA simulator: what ``compute-sanitizer --tool racecheck`` does on a GPU.
+"""What the exercise grader watches while a kernel runs on Numba's CUDA simulator: shared-memory races, reads of
+memory nobody wrote, and every access to the matrices (what ``compute-sanitizer`` and a profiler tell on a GPU).
 
 On the simulator the threads of a block are Python threads, and whether a missing ``cuda.syncthreads()`` gives a
 wrong answer depends on how Python happens to interleave them — usually it does not, so a kernel with a race can
@@ -6,18 +7,26 @@ pass a correctness check by luck. This module makes the race visible every time 
 :func:`detect_races`:
 
 * every ``cuda.shared.array`` the kernel creates is a :class:`TrackedShared`, which remembers, per element, which
-  thread last wrote it and which threads read it, and in which *barrier interval* (the stretch of a block's run
-  between two ``syncthreads``);
+  thread last wrote it and which threads read it, at which source line, and in which *barrier interval* (the
+  stretch of a block's run between two ``syncthreads``);
 * a thread reading an element another thread wrote in the same interval (read-after-write), or writing one another
   thread read or wrote in the same interval (write-after-read, write-after-write), is a race: nothing orders the
-  two accesses, so on a GPU either may come first.
+  two accesses, so on a GPU either may come first. :class:`SharedMemoryRace` names the two source lines;
+* a thread reading an element that no thread of its block has written is :class:`UninitializedRead` (on a GPU,
+  shared memory starts with whatever was there; here it starts as NaN);
+* two ``cuda.shared.array`` calls on one source line fail with :class:`SharedArraysOnOneLine`: the simulator tells
+  allocations apart by line, so it would give both the same storage (on a GPU they are two arrays).
 
-The first race raises :class:`SharedMemoryRace` naming the array, the element, the two threads and the kind.
+:func:`nan_local_arrays` fills ``cuda.local.array``\\ s with NaN, so an accumulator that is never zeroed shows.
+:class:`TrackedGlobal` wraps a matrix argument: it counts reads and records who stored each element, and when.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import linecache
+import os
 import sys
 import threading
 from contextlib import contextmanager
@@ -30,8 +39,39 @@ INTERVALS_PER_BLOCK = 1 << 32
 MANY_READERS = -2
 
 
-class SharedMemoryRace(RuntimeError):
+class SimulatorCheck(RuntimeError):
+    """A check of the grader failed inside a simulated kernel (the message says what and where)."""
+
+
+class SharedMemoryRace(SimulatorCheck):
     """Two threads of a block touched one shared-memory element with no ``syncthreads`` between them."""
+
+
+class UninitializedRead(SimulatorCheck):
+    """A thread read a shared-memory element that no thread of its block had written."""
+
+
+class SharedArraysOnOneLine(SimulatorCheck):
+    """Two ``cuda.shared.array`` calls on one line: the simulator would give them the same storage."""
+
+
+class LaunchStopped(SimulatorCheck):
+    """The launch ran past its time limit: its threads stop at their next access to an array."""
+
+
+class Deadline:
+    """Set ``expired`` and every thread of the launch stops at its next access to a watched array or barrier (a
+    simulator thread cannot be killed; a thread of a stopped launch that kept running would take a core)."""
+
+    def __init__(self):
+        self.expired = False
+
+    def check(self) -> None:
+        if self.expired:
+            raise LaunchStopped("the launch ran past its time limit")
+
+
+NO_DEADLINE = Deadline()
 
 
 def _where_am_i() -> tuple[int, int]:
@@ -40,12 +80,18 @@ def _where_am_i() -> tuple[int, int]:
     try:
         return me.thread_id, me.race_interval
     except AttributeError:  # first shared access of this thread: number its block's intervals
-        block, grid = me.blockIdx, me._manager._grid_dim
-        me.race_interval = (block.x + grid[0] * (block.y + grid[1] * block.z)) * INTERVALS_PER_BLOCK
+        me.race_interval = block_number(me) * INTERVALS_PER_BLOCK
         return me.thread_id, me.race_interval
 
 
-def _thread_name(thread_id: int, block_dim) -> str:
+def block_number(thread=None) -> int:
+    """The linear index of the block the simulator thread ``thread`` (default: this one) belongs to."""
+    thread = thread or threading.current_thread()
+    block, grid = thread.blockIdx, thread._manager._grid_dim
+    return block.x + grid[0] * (block.y + grid[1] * block.z)
+
+
+def thread_name(thread_id: int, block_dim) -> str:
     x = thread_id % block_dim[0]
     y = thread_id // block_dim[0] % block_dim[1]
     return f"threadIdx=({x}, {y})" if block_dim[1] > 1 else f"threadIdx.x={x}"
@@ -54,6 +100,20 @@ def _thread_name(thread_id: int, block_dim) -> str:
 def _block_name() -> str:
     block = threading.current_thread().blockIdx
     return f"blockIdx=({block.x}, {block.y})"
+
+
+def source_line(where: tuple[str, int] | None) -> str:
+    """``line N of FILE: the code`` for a (file, line) pair."""
+    if where is None:
+        return "an unknown line"
+    filename, line = where
+    code = linecache.getline(filename, line).strip()
+    return f"line {line} of {os.path.basename(filename)}" + (f": {code}" if code else "")
+
+
+def _caller(depth: int) -> tuple[str, int]:
+    frame = sys._getframe(depth + 1)
+    return frame.f_code.co_filename, frame.f_lineno
 
 
 class TrackedShared(np.ndarray):
@@ -74,31 +134,54 @@ class TrackedShared(np.ndarray):
     def _track(self, key, writing: bool) -> None:
         thread, interval = _where_am_i()
         tracker = self.tracker
+        tracker["deadline"].check()
         writer, written, reader, read = tracker["writer"], tracker["written"], tracker["reader"], tracker["read"]
+        lines = tracker["lines"]
+        here = _caller(2)  # the kernel's line: _caller ← _track ← __getitem__/__setitem__ ← the kernel
+        block_start = interval - interval % INTERVALS_PER_BLOCK
         # No lock: under the GIL an interleaving can only hide a race at one element (it is seen at the next),
         # never invent one, and 1024 simulator threads queueing on a lock would slow the run down a hundredfold.
         for element in self._elements(key):
             if written[element] == interval and writer[element] != thread:
-                self._race(element, "wrote" if writing else "read", thread, "wrote", writer[element])
+                self._race(element, "wrote" if writing else "read", thread, here, "wrote", writer[element],
+                           lines[2 * element])
             if writing:
                 if read[element] == interval and reader[element] != thread:  # MANY_READERS: another thread
-                    self._race(element, "wrote", thread, "read", reader[element])
-                writer[element], written[element] = thread, interval
-            elif read[element] != interval:
-                reader[element], read[element] = thread, interval
-            elif reader[element] != thread:
-                reader[element] = MANY_READERS
+                    self._race(element, "wrote", thread, here, "read", reader[element], lines[2 * element + 1])
+                writer[element], written[element], lines[2 * element] = thread, interval, here
+            else:
+                if written[element] < block_start:
+                    self._uninitialized(element, thread, here)
+                if read[element] != interval:
+                    reader[element], read[element] = thread, interval
+                elif reader[element] != thread:
+                    reader[element] = MANY_READERS
+                lines[2 * element + 1] = here
 
-    def _race(self, element, doing, thread, done, other) -> None:
-        block_dim = threading.current_thread()._manager._block_dim
+    def _index(self, element):
         index = np.unravel_index(int(element), self.tracker["index"].shape)
-        index = index[0] if len(index) == 1 else tuple(int(i) for i in index)
-        other_name = "several other threads" if other == MANY_READERS else _thread_name(int(other), block_dim)
+        return index[0] if len(index) == 1 else tuple(int(i) for i in index)
+
+    def _race(self, element, doing, thread, here, done, other, there) -> None:
+        block_dim = threading.current_thread()._manager._block_dim
+        other_name = "another thread" if other == MANY_READERS else thread_name(int(other), block_dim)
         raise SharedMemoryRace(
-            f"shared-memory race on {self.tracker['name']}[{index}]: {_thread_name(int(thread), block_dim)} "
-            f"{doing} it after {other_name} {done} it, with no cuda.syncthreads() in between "
-            f"(block {_block_name()}). On a GPU either access may come "
-            f"first: is a syncthreads() missing, {'after the tile is written' if done == 'wrote' else 'before the tile is overwritten'}?")
+            f"shared-memory race on {self.tracker['name']}[{self._index(element)}] in block {_block_name()}: "
+            f"{thread_name(int(thread), block_dim)} {doing} it at\n"
+            f"            {source_line(here)}\n"
+            f"        after {other_name} {done} it at\n"
+            f"            {source_line(there)}\n"
+            f"        with no cuda.syncthreads() between the two. On a GPU either access may come first: every way "
+            f"from one of these lines to the other must pass a cuda.syncthreads() that the whole block reaches.")
+
+    def _uninitialized(self, element, thread, here) -> None:
+        block_dim = threading.current_thread()._manager._block_dim
+        raise UninitializedRead(
+            f"{thread_name(int(thread), block_dim)} of block {_block_name()} read "
+            f"{self.tracker['name']}[{self._index(element)}] before any thread of its block wrote it, at\n"
+            f"            {source_line(here)}\n"
+            f"        Shared memory starts with whatever was there (here: NaN). Does every element the loop reads get "
+            f"written first, with zero where the tile runs past the edge of A or B?")
 
     def __getitem__(self, key):
         if getattr(self, "tracker", None) is not None and not isinstance(key, str):
@@ -111,20 +194,37 @@ class TrackedShared(np.ndarray):
         np.ndarray.__setitem__(self.view(np.ndarray), key, value)
 
 
-def track(array: np.ndarray, name: str) -> TrackedShared:
+def track(array: np.ndarray, name: str, deadline: Deadline = NO_DEADLINE) -> TrackedShared:
     tracked = array.view(TrackedShared)
     size = array.size
     strides = [int(np.prod(array.shape[d + 1:])) for d in range(array.ndim)]
     tracked.tracker = {
-        "name": name, "index": np.arange(size).reshape(array.shape), "strides": strides,
+        "name": name, "index": np.arange(size).reshape(array.shape), "strides": strides, "deadline": deadline,
         "writer": [-1] * size, "written": [-1] * size, "reader": [-1] * size, "read": [-1] * size,
+        "lines": [None] * (2 * size),  # per element: the line of its last write, of its last read
     }
     return tracked
 
 
+def _filled(shape, dtype) -> np.ndarray:
+    """An array as memory nobody wrote: NaN for floating point (so a read of it shows), anything otherwise."""
+    if np.dtype(dtype).kind in "fc":
+        return np.full(shape, np.nan, dtype)
+    return np.empty(shape, dtype)
+
+
+class Observed:
+    """What :func:`detect_races` saw: the shared arrays the kernel created (their names)."""
+
+    def __init__(self):
+        self.shared_arrays: list[str] = []
+
+
 @contextmanager
-def detect_races():
-    """Within this block, simulator kernels raise :class:`SharedMemoryRace` at their first shared-memory race."""
+def detect_races(deadline: Deadline = NO_DEADLINE):
+    """Within this block, simulator kernels raise a :class:`SimulatorCheck` at their first shared-memory race, read
+    of an unwritten shared element, or two shared arrays made on one line (or once ``deadline`` has expired, at
+    their next shared access or barrier). Yields an :class:`Observed`."""
     from numba.cuda.simulator import kernel as sim_kernel
     from numba.cuda.simulator import kernelapi
     from numba.cuda import types
@@ -133,12 +233,14 @@ def detect_races():
     original_array = kernelapi.FakeCUDAShared.array
     original_sync = sim_kernel.BlockThread.syncthreads
     creating = threading.Lock()
+    observed = Observed()
 
     def array(self, shape, dtype, alignment=None):
         if shape == 0:  # dynamic shared memory: one buffer for every such call, as the simulator has it
             return original_array(self, shape, dtype, alignment)
         # The simulator tells allocations apart by the kernel line that makes them (every thread runs that line
-        # and must get the same array); so do we, with a tracker on each.
+        # and must get the same array); so do we, with a tracker on each. Two calls on one line are told apart by
+        # where in the line they are (the bytecode offset): the simulator would give them one array.
         caller = sys._getframe(1)
         where = (caller.f_code.co_filename, caller.f_lineno)
         with creating:  # every thread of the block runs this line at once: exactly one of them makes the array
@@ -147,10 +249,18 @@ def detect_races():
                 if isinstance(dtype, types.Type):
                     dtype = numpy_support.as_dtype(dtype)
                 name = linecache.getline(*where).split("=")[0].strip() or f"the shared array of line {where[1]}"
-                tracked[where] = track(np.empty(shape, dtype), name)
-            return tracked[where]
+                tracked[where] = (caller.f_lasti, track(_filled(shape, dtype), name, deadline))
+                observed.shared_arrays.append(name)
+            offset, result = tracked[where]
+        if offset != caller.f_lasti:
+            raise SharedArraysOnOneLine(
+                f"{source_line(where)}\n        makes two shared arrays on one line. Numba's simulator tells shared "
+                "arrays apart by the line that makes them, so these two would share one storage here (on a GPU "
+                "they are two arrays): give each cuda.shared.array its own line.")
+        return result
 
     def syncthreads(self):
+        deadline.check()
         original_sync(self)
         _where_am_i()  # (numbers the intervals if this thread has not touched shared memory yet)
         self.race_interval += 1
@@ -158,7 +268,100 @@ def detect_races():
     kernelapi.FakeCUDAShared.array = array
     sim_kernel.BlockThread.syncthreads = syncthreads
     try:
-        yield
+        yield observed
     finally:
         kernelapi.FakeCUDAShared.array = original_array
         sim_kernel.BlockThread.syncthreads = original_sync
+
+
+@contextmanager
+def nan_local_arrays():
+    """Within this block, ``cuda.local.array`` on the simulator starts filled with NaN (floating point), so a value
+    read before it is written — an accumulator never zeroed — shows in the result."""
+    from numba.cuda.simulator import kernelapi
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+
+    original = kernelapi.FakeCUDALocal.array
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None:
+            return original(self, shape, dtype, alignment)  # (the simulator's own error)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        return _filled(shape, dtype)
+
+    kernelapi.FakeCUDALocal.array = array
+    try:
+        yield
+    finally:
+        kernelapi.FakeCUDALocal.array = original
+
+
+# -- global memory: the matrices -----------------------------------------------------------------------------------
+_sequence = itertools.count()  # next() is atomic under the GIL: a global order of stores across threads
+
+
+@functools.lru_cache(maxsize=None)
+def _tracked_global_class():
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    class TrackedGlobal(FakeCUDAArray):
+        """A matrix argument on the simulator that counts its reads and records its stores (a launch passes it
+        through unchanged, so the kernel's reads and writes go through here).
+
+        * ``reads``: element reads (approximate under thread switches: a lost update makes it smaller, never larger);
+        * ``stores``: ``(sequence, block, thread, flat index)`` per element stored, ``sequence`` ordering all stores;
+        * ``early_read``: the first ``(flat index, thread name, (file, line))`` read of an element this launch had not
+          stored yet (only when ``watch_stores``: reading C's old contents)."""
+
+        def __init__(self, array: np.ndarray, name: str, watch_stores: bool = False,
+                     deadline: Deadline = NO_DEADLINE):
+            super().__init__(array)
+            self.name = name
+            self.deadline = deadline
+            self.reads = 0
+            self.stores: list[tuple[int, int, int, int]] | None = [] if watch_stores else None
+            self.stored = np.zeros(array.size, bool) if watch_stores else None
+            self.early_read = None
+            self._columns = array.shape[-1] if array.ndim == 2 else 1
+
+        def _flat(self, index) -> list[int]:
+            array = self._ary
+            if array.ndim == 2 and isinstance(index, tuple) and len(index) == 2:
+                try:
+                    i, j = int(index[0]), int(index[1])
+                    return [i % array.shape[0] * self._columns + j % array.shape[1]]
+                except TypeError:
+                    pass
+            return np.atleast_1d(np.arange(array.size).reshape(array.shape)[index]).ravel().tolist()
+
+        def __getitem__(self, index):
+            self.deadline.check()
+            value = super().__getitem__(index)  # (raises IndexError outside the array, as the simulator does)
+            self.reads += 1
+            if self.stores is not None and self.early_read is None:
+                for flat in self._flat(index):
+                    if not self.stored[flat]:
+                        me = threading.current_thread()
+                        self.early_read = (flat, thread_name(me.thread_id, me._manager._block_dim),
+                                           _caller(2))  # ← FakeWithinKernelCUDAArray.__getitem__ ← the kernel
+                        break
+            return value
+
+        def __setitem__(self, index, value):
+            self.deadline.check()
+            super().__setitem__(index, value)
+            if self.stores is not None:
+                me = threading.current_thread()
+                block, thread = block_number(me), me.thread_id
+                for flat in self._flat(index):
+                    self.stores.append((next(_sequence), block, thread, flat))
+                    self.stored[flat] = True
+
+    return TrackedGlobal
+
+
+def tracked_global(array: np.ndarray, name: str, watch_stores: bool = False, deadline: Deadline = NO_DEADLINE):
+    """``array`` as a :class:`TrackedGlobal` (simulator only): pass it to a kernel in place of the array."""
+    return _tracked_global_class()(array, name, watch_stores, deadline)
