@@ -33,9 +33,12 @@ print(persistent.doc)
 # %%
 lesson.show_code(inspect.getsource(exercise_solutions.expected_tile_order))
 lesson.show_figure(lesson_10.tile_order_figure(persistent, rows=12, cols=16, resident=32))
-lesson.say(lesson_10.first_wave_text(persistent, rows=12, cols=16, resident=32))
+lesson.say(lesson_10.first_wave(persistent, rows=12, cols=16, resident=32)["table"])
 
 # %% [markdown]
+# With step 10's tiles, the first wave of the picture reads about half as many floats of A and B per step of k
+# grouped as row-major (the table), for the same tiles in flight.
+#
 # ## The kernel
 #
 # The change to step 9's kernel: the tile body is wrapped in the loop (the diff ignores the extra indentation). The
@@ -65,12 +68,14 @@ print(inspect.getsource(PersistentTiles.launch_tiles))
 
 # %%
 compiled = lesson_10.compile_with_registers([warp_tiling, persistent])
-lesson.say(lesson_10.register_table(compiled))
+lesson.say(lesson.register_table(compiled))
 occupancy = lesson_10.resident_per_sm(compiled, persistent)  # at the driver's count: what ran
 print(occupancy)
 
 # %% [markdown]
-# One block of 8 warps per SM, whichever count: P = SMs.
+# The first column is what ran: the PTX compiled by the driver when the kernel was loaded, as the shipped reports
+# record it; the other two compile the PTX that NVVM makes here, for sm_90. A register count means something only
+# with the name of the compiler that made it. One block of 8 warps per SM, whichever count: P = SMs.
 #
 # **Waves.** A non-persistent grid with one block per SM also runs in waves of one tile per SM: the first SMs to
 # finish take the next blocks, and so on. If T tiles take the same time each, the kernel takes ⌈T / SMs⌉ tile
@@ -87,7 +92,15 @@ print(occupancy)
 # %%
 experiment = lesson_10.load_experiment(occupancy["blocks"])
 if experiment:
-    lesson.say(lesson_10.setup_text(experiment, occupancy["blocks"]) + "\n\n" + lesson_10.dram_table(experiment))
+    lesson.say(lesson_10.setup(experiment, occupancy["blocks"]))
+    dram = lesson_10.dram_table(experiment)
+    lesson.say(dram["table"])
+    print(f"DRAM needs at most {dram['share']:.0%} of a kernel's time at datasheet bandwidth, in either order")
+
+# %% [markdown]
+# **Prediction:** if L2 keeps each wave's data, DRAM needs only that small share of the kernel's time at full
+# bandwidth in either order, so the order has little to win at these sizes: the kernel is not waiting on DRAM.
+# (Grouping can even touch *more* rows per wave, when a wave ends part-way into a group.)
 
 # %% [markdown]
 # ## Is it right?
@@ -126,7 +139,18 @@ if experiment:
 
 # %%
 if experiment:
-    lesson.say(lesson_10.waves_text(experiment) + "\n" + lesson_10.verdict(experiment))
+    lesson.say(lesson_10.waves(experiment)["table"])
+    lesson.say(lesson_10.verdict(experiment)["table"])
+
+# %% [markdown]
+# * **Waves.** The shape just past one wave takes far more than its share of work longer than one wave: its last
+#   wave holds a small share of a wave's work and costs a large share of a wave's time — less than a full wave (its
+#   few blocks have memory and L2 nearly to themselves), but far more than its work. cuBLAS pays on the same two
+#   shapes too.
+# * **Persistence:** on the squares more than a wave deep, step 10 runs at its non-persistent twin's speed,
+#   **flat, as predicted** (the second table).
+# * **Tile order:** grouped ÷ row-major speed stays near 1 over all shapes, with **no consistent sign**, as the DRAM
+#   count predicted; one run per shape cannot tell a few percent at a single shape from run-to-run variation.
 
 # %% [markdown]
 # The experiment's table, shape by shape, with both tile orders and the share of cuBLAS:
@@ -140,7 +164,7 @@ if experiment:
 
 # %%
 if experiment:
-    lesson.say(lesson_10.furthest_text(experiment))
+    lesson.say(lesson_10.worst_table(experiment, 3))
 
 # %% [markdown]
 # The worst shapes are the ones with **few tiles**: a small matrix, or one whose work lies along K. A C of a few

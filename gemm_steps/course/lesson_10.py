@@ -1,19 +1,14 @@
 """Lesson 10's helpers (persistent blocks, tile order, waves), shared with its deep dives
-(``lessons/deep_dives/10_*.py``).
+(``lessons/deep_dives/10_*.py``). They return figures, tables and numbers; the words are the lessons'.
 
-* **The tile order in Python** — :func:`tile_position` is the persistent kernel's index arithmetic; :func:`tile_order`
-  lists the tiles in the order it visits them (the same list as the exercise's plain loops,
-  :func:`gemm_steps.course.exercise_solutions.expected_tile_order`); :func:`tile_order_figure` draws that order,
-  grouped and row-major, with the tiles of the first wave; :func:`first_wave_text` counts what that wave reads.
-* **Registers, by compiler** — :func:`compile_with_registers` (PTX on this CPU; registers from the ``ptxas`` in
-  nvJitLink and from the ``ptxas`` binary here), :func:`register_table` (with the count the driver's JIT made on the
-  GPU host, from the shipped Nsight Compute reports), :func:`resident_per_sm` (the blocks per SM of what ran).
-* **The persistence experiment** (``experiments/persistent.py``, ``experiment-persistent-*.json``) —
-  :func:`load_experiment` reads it into one row per shape; the functions after it turn rows into the DRAM bound, the
-  table, the waves figure and the verdicts (:func:`verdict` for the main path; the shape-by-shape texts for the deep
-  dive ``10_persistence_and_order``). Every interpreting sentence is computed here from the records.
-* **The saw-tooth sweep** (``experiment-scheduling-h200.json``, for the deep dive ``10_the_saw_tooth``) —
-  :func:`saw_tooth` and the functions after it.
+* The tile order in Python: :func:`tile_position` (the persistent kernel's index arithmetic), :func:`tile_order`,
+  :func:`tile_order_figure`, :func:`first_wave` (what the first wave reads in each order).
+* Registers: :func:`register_counts` (by compiler) and :func:`resident_per_sm` (the blocks per SM of what ran).
+* The persistence experiment (``experiment-persistent-*.json``): :func:`load_experiment`, :func:`setup`,
+  :func:`dram_table`, :func:`experiment_table`, :func:`waves_figure`, :func:`waves`, :func:`persistence`,
+  :func:`order`, :func:`verdict`, :func:`worst_table`.
+* The saw-tooth sweep (``experiment-scheduling-h200.json``): :func:`saw_tooth`, :func:`saw_tooth_table`,
+  :func:`saw_tooth_figure`, :func:`saw_tooth_numbers`.
 """
 
 from __future__ import annotations
@@ -24,8 +19,7 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
-from gemm_steps.harness.step import get_step
-from gemm_steps.harness import results_files, tuning
+from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
 from gemm_steps.toolkit import tuned
 
@@ -34,8 +28,8 @@ from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
 
 #: Re-exported: the lessons call lesson_10.compile_with_registers (its home is .compiled).
 __all__ = ["compile_with_registers"]
-from .display import MarkdownTable, as_step
-from .timings import datasheet_bandwidth_tbs, load_shipped, shown_path, size_label
+from .display import MarkdownTable, as_step, facts
+from .timings import datasheet_bandwidth_tbs, load_shipped, size_label
 
 
 # -- the tile order, in Python ------------------------------------------------------------------------------------
@@ -94,19 +88,18 @@ def _square(x, y, colour):
     return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="0.5", linewidth=0.8)
 
 
-def first_wave_text(step, rows: int, cols: int, resident: int) -> str:
-    """What the first wave of the picture reads of A and B per unit of k, in both orders, with the step's tiles."""
+def first_wave(step, rows: int, cols: int, resident: int) -> dict:
+    """What the first wave of the picture reads of A and B per unit of k (floats), row-major and grouped by the
+    step's ``GROUP_M``, and their ratio."""
     config = as_step(step).config
-    bm, bn, group_m = config["BLOCK_M"], config["BLOCK_N"], config["GROUP_M"]
-    floats = {}
-    for g in (1, group_m):
+    out = {}
+    for g in (1, config["GROUP_M"]):
         _, a_rows, b_cols = _first_wave(rows, cols, resident, g)
-        floats[g] = (a_rows, b_cols, a_rows * bm + b_cols * bn)
-    (ra, rb, rf), (ga, gb, gf) = floats[1], floats[group_m]
-    return (f"With step {as_step(step).number}'s {bm} × {bn} tiles, the first wave reads, per step of k, "
-            f"{ra} × {bm} + {rb} × {bn} = **{rf:,}** floats of A and B in row-major order and "
-            f"{ga} × {bm} + {gb} × {bn} = **{gf:,}** grouped by {group_m}: {rf / gf:.1f}× fewer, for the same "
-            f"{resident} tiles.")
+        out[f"GROUP_M = {g}: rows of A's tiles, columns of B's"] = f"{a_rows}, {b_cols}"
+        out[f"GROUP_M = {g}: floats per step of k"] = a_rows * config["BLOCK_M"] + b_cols * config["BLOCK_N"]
+    values = [v for k, v in out.items() if "floats" in k]
+    out["row-major / grouped"] = values[0] / values[1]
+    return {**out, "table": facts(out)}
 
 
 # -- registers, by compiler -----------------------------------------------------------------------------------------
@@ -119,17 +112,6 @@ def register_counts(entry: dict) -> dict[str, int | None]:
             "ptxas here": (entry.get("local_ptxas") or {}).get("registers")}
 
 
-def _host_driver() -> str:
-    """The driver of the GPU host where the shipped reports were made, as that host's benchmark file records it."""
-    gpu = profiles.REPORTS.removeprefix("ncu-steps-")
-    found = results_files.newest_matching(f"bench-{gpu}*.json")
-    if not found:
-        return "the GPU host's driver"
-    env = found[1]["environment"]
-    return (f"driver {env['smi_driver_version']}, CUDA {env['driver_cuda_version']}, on the {env['gpu']}, as "
-            f"`{shown_path(found[0])}` records that host")
-
-
 def resident_per_sm(compiled: dict, step) -> dict:
     """Blocks per SM of a step's fast kernel at the register count that ran (the driver's JIT, from the report),
     or at nvJitLink's where there is no report (NVIDIA's occupancy rules: a calculation)."""
@@ -137,40 +119,6 @@ def resident_per_sm(compiled: dict, step) -> dict:
     counts = register_counts(entry)
     registers = counts["driver JIT"] or counts["nvJitLink"]
     return blocks_per_sm(registers, threads_per_block(as_step(step)), entry["shared_bytes"])
-
-
-def register_table(compiled: dict) -> MarkdownTable:
-    """Registers per thread of each fast kernel, by compiler, and the blocks per SM each count allows; then which
-    compilers here agree with the driver's, and how each count moves from one kernel to the next."""
-    jit = next((e["ptxas"] for e in compiled.values() if e.get("ptxas")), "nvJitLink")
-    local = next((e["local_ptxas"]["version"] for e in compiled.values() if e.get("local_ptxas")), "ptxas here")
-    names = {"driver JIT": "the driver's JIT", "nvJitLink": f"ptxas in {jit}", "ptxas here": local}
-    lines = [f"| kernel | {names['driver JIT']}, on the GPU host (Nsight Compute) | {names['nvJitLink']}, here "
-             f"| {local}, here | blocks (warps) per SM at that count |", "|:--|--:|--:|--:|:--|"]
-    counts = {}
-    for label, entry in compiled.items():
-        counts[label] = register_counts(entry)
-        step = get_step(entry["step"])
-        allowed = sorted({f"{o['blocks']} ({o['warps']})" for n in counts[label].values() if n
-                          for o in [blocks_per_sm(n, threads_per_block(step), entry["shared_bytes"])]})
-        lines.append(f"| {label} | " + " | ".join("—" if n is None else str(n) for n in counts[label].values())
-                     + f" | {' or '.join(allowed)} |")
-    lowered = next((e["local_ptxas"].get("ptx_version") for e in compiled.values() if e.get("local_ptxas")), None)
-    text = ("\n".join(lines) + "\n\nThe first column is what ran: the PTX compiled by the driver when the kernel was "
-            f"loaded ({_host_driver()}), as the shipped reports record it "
-            f"(`{shown_path(profiles.load('persistent').path.parent)}/`). The other two compile the PTX that NVVM "
-            "makes here, for sm_90" + (f" (for {local}, with the PTX's `.version` line lowered to {lowered}, the "
-                                       "newest it accepts)" if lowered else "") + ".")
-    if all(c["driver JIT"] for c in counts.values()):
-        agree = [names[key] for key in ("nvJitLink", "ptxas here")
-                 if all(c[key] == c["driver JIT"] for c in counts.values())]
-        moves = "; ".join(f"{names[key]}: " + " → ".join(str(c[key]) for c in counts.values())
-                          for key in names if all(c[key] for c in counts.values()))
-        text += (f" On {'both kernels' if len(counts) == 2 else 'every kernel'}, "
-                 + (f"{' and '.join(agree)} gives the driver's count" if agree else "no compiler here gives the "
-                    "driver's count") + f". From {' to '.join(counts)}: {moves}. "
-                 "A register count means something only with the name of the compiler that made it.")
-    return MarkdownTable(text)
 
 
 # -- the persistence experiment -----------------------------------------------------------------------------------
@@ -223,11 +171,12 @@ def load_experiment(blocks_per_sm: int) -> Experiment | None:
     return exp
 
 
-def setup_text(exp: Experiment, blocks_per_sm: int) -> str:
+def setup(exp: Experiment, blocks_per_sm: int) -> MarkdownTable:
+    """The experiment's tiles (step 10's tuned tiles for its GPU), tiles per wave, L2 and DRAM bandwidth."""
     env = exp.env
-    return (f"The experiment ran step 10's tuned tiles for the {env['gpu']} (`gemm_steps/toolkit/tuned.json`): "
-            f"**{exp.BM}×{exp.BN}**, so a wave is {exp.per_wave} tiles ({env['sm_count']} SMs × {blocks_per_sm}). "
-            f"L2: {env['l2_bytes'] / 2**20:.0f} MiB; DRAM: {exp.bandwidth_tbs} TB/s (datasheet).")
+    return facts({"GPU": env["gpu"], "tiles (tuned.json)": f"{exp.BM}×{exp.BN}",
+                  "tiles per wave (SMs × blocks per SM)": f"{exp.per_wave} ({env['sm_count']} × {blocks_per_sm})",
+                  "L2 (MiB)": env["l2_bytes"] / 2**20, "DRAM, datasheet (TB/s)": exp.bandwidth_tbs})
 
 
 def dram_lower_bound(exp: Experiment, m: int, n: int, k: int, group_m: int) -> int:
@@ -240,8 +189,9 @@ def dram_lower_bound(exp: Experiment, m: int, n: int, k: int, group_m: int) -> i
     return total
 
 
-def dram_table(exp: Experiment) -> str:
-    """The DRAM lower bound of each square size in both orders, against the measured time: the order's prediction."""
+def dram_table(exp: Experiment) -> dict:
+    """The DRAM lower bound of each square size in both orders, against the measured time (``table``); ``share``:
+    the most of a kernel's time DRAM needs at datasheet bandwidth, in either order (the order's prediction)."""
     lines = [f"| size | tiles | waves | DRAM lower bound, row-major | grouped by {GROUPED} | time at datasheet bandwidth "
              "| measured kernel time |", "|:--|--:|--:|--:|--:|--:|--:|"]
     share = 0.0
@@ -255,11 +205,7 @@ def dram_table(exp: Experiment) -> str:
         lines.append(f"| {m}³ | {row['tiles']} | {math.ceil(row['waves'])} | {plain / 1e6:.0f} MB "
                      f"| {grouped / 1e6:.0f} MB | {seconds[0] * 1e3:.3f} / {seconds[1] * 1e3:.3f} ms "
                      f"| {row['twin']['median_ms']:.3f} ms |")
-    return ("\n".join(lines) + f"\n\n**Prediction:** if L2 keeps each wave's data, DRAM needs about "
-            f"**{share:.0%}** of the kernel's time at full bandwidth in either order, so the order has little to win "
-            "at these sizes: "
-            "the kernel is not waiting on DRAM. (Grouping can even touch *more* rows per wave, when a wave ends "
-            "part-way into a group.)")
+    return {"table": MarkdownTable("\n".join(lines)), "share": share}
 
 
 def experiment_table(exp: Experiment) -> str:
@@ -304,29 +250,25 @@ def waves_figure(exp: Experiment) -> Figure:
     return fig
 
 
-def waves_text(exp: Experiment) -> str:
+def waves(exp: Experiment) -> dict | None:
+    """The shape just past one wave against the one-wave shape: work and time ratios, the wave model's ratio, the
+    last wave's share of a wave's work and of its time, cuBLAS's time ratio; and two waves' rate against one's."""
     one = exp.one_wave
-    if not one:
-        return "This run has no shape of exactly one wave to compare with."
-    just_past = min((row for row in exp.rows if 1 < row["waves"] < 1.5 and row["twin"]), key=lambda r: r["waves"],
-                    default=None)
+    past = min((row for row in exp.rows if 1 < row["waves"] < 1.5 and row["twin"]), key=lambda r: r["waves"],
+               default=None)
     two = next((row for row in exp.rows if abs(row["waves"] - 2) < 1e-9 and row["twin"]), None)
-    lines = []
-    if just_past:
-        ratio = just_past["twin"]["median_ms"] / one["twin"]["median_ms"]
-        model = math.ceil(just_past["waves"])
-        lines.append(
-            f"* {just_past['tiles']} tiles ({just_past['waves']:.2f} waves) take **{ratio:.2f}×** the time of "
-            f"{one['tiles']} tiles (1.00 wave) for {just_past['tiles'] / one['tiles']:.2f}× the work; the wave model "
-            f"says {model}×. The last wave holds {just_past['waves'] - (model - 1):.0%} of a wave's work and costs "
-            f"**{ratio - (model - 1):.0%} of a wave's time**"
-            + (" — less than a full wave (its few blocks have memory and L2 nearly to themselves), but far more "
-               "than its work. " if ratio < model else ". ")
-            + f"cuBLAS, on the same two shapes: {just_past['cuBLAS']['median_ms'] / one['cuBLAS']['median_ms']:.2f}×.")
+    if not (one and past):
+        return None
+    ratio, model = past["twin"]["median_ms"] / one["twin"]["median_ms"], math.ceil(past["waves"])
+    out = {"tiles: one wave → just past": f"{one['tiles']} → {past['tiles']}",
+           "work ratio": past["tiles"] / one["tiles"],
+           "time ratio": ratio, "wave model's time ratio": model,
+           "last wave: share of a wave's work": past["waves"] - (model - 1),
+           "last wave: share of a wave's time": ratio - (model - 1),
+           "cuBLAS's time ratio, same shapes": past["cuBLAS"]["median_ms"] / one["cuBLAS"]["median_ms"]}
     if two:
-        lines.append(f"* {two['tiles']} tiles (2.00 waves) run at {two['twin']['tflops']:.1f} TFLOPS, "
-                     f"{two['twin']['tflops'] / one['twin']['tflops']:.2f}× the rate of one wave.")
-    return "\n".join(lines)
+        out["two waves: rate / one wave's"] = two["twin"]["tflops"] / one["twin"]["tflops"]
+    return {**out, "table": facts(out)}
 
 
 def persistence(exp: Experiment) -> list[tuple[dict, float]]:
@@ -339,18 +281,6 @@ def _flat(exp: Experiment) -> bool:
     return all(abs(speedup - 1) < 0.02 for _, speedup in persistence(exp))
 
 
-def persistence_text(exp: Experiment) -> str:
-    lines = [f"* {size_label(row['shape'])} ({row['waves']:.2f} waves): persistent is **{speedup:.3f}×** as fast as "
-             f"its twin (GROUP_M = {GROUPED})" for row, speedup in persistence(exp)]
-    return "\n".join(lines) + "\n\n" + (
-        "Flat, as predicted: within 2 %. With one block per SM the twin already runs in waves of one tile per SM; "
-        "the hardware block scheduler launches a block in far less time than a tile takes; and the last wave is "
-        "equally partial either way. A persistent kernel earns its keep when there is something to do *between* "
-        "tiles — prologue work to amortize, or a smarter split of the work than whole tiles (lesson 11)."
-        if _flat(exp) else "Not flat: persistence changed the time by more than 2 % on a square size; the reasons the "
-        "model gives for flatness do not cover it.")
-
-
 def order(exp: Experiment) -> dict:
     """Grouped ÷ row-major speed at every shape; the shapes where it is faster or slower by more than the noise."""
     diffs = [(row, row["G1"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows if row["G8"] and row["G1"]]
@@ -358,55 +288,32 @@ def order(exp: Experiment) -> dict:
             "slower": [row for row, d in diffs if d < 1 - tuning.NOISE]}
 
 
-def order_text(exp: Experiment) -> str:
+def verdict(exp: Experiment) -> dict:
+    """Both predictions from the experiment's records: persistent ÷ twin speed on the squares more than a wave deep
+    (``flat``: all within 2 %), and grouped ÷ row-major speed over all shapes (range, and how many are within the
+    noise, faster, slower; ``order``: ``"no difference"``, ``"no consistent sign"`` or ``"one-sided"``)."""
     o = order(exp)
-    diffs, faster, slower = o["diffs"], o["faster"], o["slower"]
-    return (
-        ", ".join(f"{size_label(row['shape'])} {d:.3f}×" for row, d in diffs) + " (grouped ÷ row-major speed).\n\n"
-        + f"Within {tuning.NOISE:.0%} (the course's noise threshold) at {len(diffs) - len(faster) - len(slower)} of "
-        f"{len(diffs)} shapes; grouped faster by more than that at {len(faster)}"
-        + (f" ({', '.join(size_label(r['shape']) for r in faster)})" if faster else "")
-        + f", row-major faster at {len(slower)}"
-        + (f" ({', '.join(size_label(r['shape']) for r in slower)})" if slower else "")
-        + ". There is no consistent sign, and the DRAM count leaves little for an order to win at these sizes on "
-        "a cache this large. What differs at single shapes is one run each: this experiment cannot say whether a few "
-        "percent either way is the order or run-to-run variation, and we do not claim either.")
-
-
-def verdict(exp: Experiment) -> str:
-    """The main path's verdict on both predictions, one sentence each, from the experiment's records."""
-    deep, o = persistence(exp), order(exp)
     ratios = [d for _, d in o["diffs"]]
-    steady = len(ratios) - len(o["faster"]) - len(o["slower"])
-    return (
-        f"* **Persistence:** on the squares more than a wave deep ({', '.join(size_label(r['shape']) for r, _ in deep)}"
-        f"), step 10 runs at {' and '.join(f'{d:.3f}×' for _, d in deep)} the speed of its non-persistent twin: "
-        + ("**flat, as predicted**." if _flat(exp) else "**not flat**: more than 2 % apart, which the prediction did "
-           "not expect.")
-        + f"\n* **Tile order:** grouped (GROUP_M = {GROUPED}) ÷ row-major speed runs from {min(ratios):.3f}× to "
-        f"{max(ratios):.3f}× over {len(ratios)} shapes — within {tuning.NOISE:.0%} at {steady}, faster at "
-        f"{len(o['faster'])}, slower at {len(o['slower'])}: "
-        + ("**no consistent sign**, as the DRAM count predicted; one run per shape cannot tell a few percent at a "
-           "single shape from run-to-run variation." if o["faster"] and o["slower"] else
-           "**no difference beyond the noise**, as the DRAM count predicted." if not (o["faster"] or o["slower"]) else
-           f"**{'grouped' if o['faster'] else 'row-major'} never slower**, which the DRAM count did not predict."))
+    out = {**{f"persistent / twin at {size_label(r['shape'])}": d for r, d in persistence(exp)},
+           "persistence flat (within 2 %)": _flat(exp),
+           "grouped / row-major, lowest": min(ratios), "grouped / row-major, highest": max(ratios),
+           f"shapes within {tuning.NOISE:.0%} / grouped faster / slower":
+               f"{len(ratios) - len(o['faster']) - len(o['slower'])} / {len(o['faster'])} / {len(o['slower'])}"}
+    sign = ("no consistent sign" if o["faster"] and o["slower"] else
+            "no difference" if not (o["faster"] or o["slower"]) else "one-sided")
+    return {**out, "order": sign, "table": facts({**out, "tile order": sign})}
 
 
-def furthest_text(exp: Experiment, count: int = 3) -> str:
-    """The ``count`` shapes furthest from cuBLAS, with how many SMs their last wave keeps busy."""
-    return "\n".join(worst_text(exp).splitlines()[:count])
-
-
-def worst_text(exp: Experiment) -> str:
-    worst = sorted((row for row in exp.rows if row["twin"]), key=lambda r: r["twin"]["pct_of_cublas"])
-
-    def waves(tiles):
-        count, last = math.ceil(tiles / exp.per_wave), tiles - (math.ceil(tiles / exp.per_wave) - 1) * exp.per_wave
-        return (f"{tiles} tiles: {count} wave{'s, the last' if count > 1 else ''} with {last} of {exp.per_wave} SMs "
-                f"busy ({last / exp.per_wave:.0%})")
-
-    return "\n".join(f"* {size_label(row['shape'])}: **{row['twin']['pct_of_cublas']:.1f} %** of cuBLAS — "
-                     f"{waves(row['tiles'])}" for row in worst)
+def worst_table(exp: Experiment, count: int | None = None) -> MarkdownTable:
+    """The shapes furthest from cuBLAS (the ``count`` worst, or all), with how many SMs their last wave keeps busy."""
+    worst = sorted((row for row in exp.rows if row["twin"]), key=lambda r: r["twin"]["pct_of_cublas"])[:count]
+    lines = ["| shape | % of cuBLAS | tiles | waves | SMs busy in the last wave |", "|:--|--:|--:|--:|--:|"]
+    for row in worst:
+        waves_ = math.ceil(row["tiles"] / exp.per_wave)
+        last = row["tiles"] - (waves_ - 1) * exp.per_wave
+        lines.append(f"| {size_label(row['shape'])} | {row['twin']['pct_of_cublas']:.1f} % | {row['tiles']} | {waves_} "
+                     f"| {last} of {exp.per_wave} ({last / exp.per_wave:.0%}) |")
+    return MarkdownTable("\n".join(lines))
 
 
 # -- the saw-tooth sweep (deep dive) ------------------------------------------------------------------------------
@@ -450,8 +357,7 @@ def saw_tooth_table(s: SawTooth) -> str:
         lines.append(f"| {size_label(row['shape'])} | {row['tiles']} | {row['waves']:.2f} | {row['model']:.1f} "
                      f"| {row['dp']['tflops']:.1f} | {row['p']['tflops']:.1f} | {row['dp']['tflops'] / row['model']:.2f} "
                      f"| {row['cuBLAS']['tflops']:.1f} | {row['dp']['pct_of_cublas']:.0f} % |")
-    return (f"The wave model, T/⌈T/SMs⌉, anchored at the shape that is exactly one wave "
-            f"({size_label(s.anchor['shape'])}, {s.anchor['dp']['tflops']:.1f} TFLOPS):\n\n" + "\n".join(lines))
+    return MarkdownTable("\n".join(lines))
 
 
 def saw_tooth_figure(s: SawTooth) -> Figure:
@@ -479,25 +385,23 @@ def saw_tooth_figure(s: SawTooth) -> Figure:
     return fig
 
 
-def saw_tooth_text(s: SawTooth) -> str:
+def saw_tooth_numbers(s: SawTooth) -> dict:
+    """Step 9 against the wave model (measured ÷ model, lowest and highest away from the anchor; ``above_past_whole``:
+    above the model at every point past a whole wave), step 10's time ÷ step 9's, what one tile more than a wave
+    costs step 9 and cuBLAS, and step 9's % of cuBLAS at whole and part waves."""
     past = [row for row in s.family if row["waves"] % 1 and row["waves"] > 1]
     ratios = [row["dp"]["tflops"] / row["model"] for row in s.family if row is not s.anchor]
     twins = [row["p"]["median_ms"] / row["dp"]["median_ms"] for row in s.family]
     whole = [row["dp"]["pct_of_cublas"] for row in s.family if row["waves"] % 1 == 0]
     partial = [row["dp"]["pct_of_cublas"] for row in s.family if row["waves"] % 1]
-    next_one = next((r for r in past if r["tiles"] == s.blocks + 1), None)
-    drops = {key: 1 - next_one[key]["tflops"] / s.anchor[key]["tflops"] for key in ("dp", "cuBLAS")} if next_one else None
-    return (
-        f"Step 9 follows the wave model to within **{min(ratios):.2f}–{max(ratios):.2f}×** at every point but the one "
-        "it is anchored at, "
-        + ("and always a little above it past a whole wave: a part-empty last wave runs a little faster than a full "
-           "one. " if all(row["dp"]["tflops"] >= row["model"] for row in past) else "")
-        + f"Step 10 tracks step 9 point for point (its time ÷ step 9's: {min(twins):.3f}–{max(twins):.3f}): persistence "
-        "moves no point of the saw-tooth. "
-        + (f"One tile more than a wave costs step 9 **{drops['dp']:.0%}** of its TFLOPS; cuBLAS loses "
-           f"{drops['cuBLAS']:.0%} on the same two shapes — it is free to choose other tiles or to split K for a shape, "
-           "and we do not know what it chose. " if drops else "")
-        + "The % of cuBLAS on the right is the same saw-tooth: at whole waves step 9 reaches "
-        + "–".join(f"{x:.0f}" for x in sorted({min(whole), max(whole)})) + " % of cuBLAS, elsewhere "
-        + "–".join(f"{x:.0f}" for x in sorted({min(partial), max(partial)})) + " %; the difference is the empty part "
-        "of the last wave.")
+    out = {"anchor (one wave)": f"{size_label(s.anchor['shape'])}, {s.anchor['dp']['tflops']:.1f} TFLOPS",
+           "step 9 ÷ model": f"{min(ratios):.2f}–{max(ratios):.2f}",
+           "above the model past every whole wave": all(row["dp"]["tflops"] >= row["model"] for row in past),
+           "step 10's time ÷ step 9's": f"{min(twins):.3f}–{max(twins):.3f}"}
+    nxt = next((r for r in past if r["tiles"] == s.blocks + 1), None)
+    if nxt:
+        for key, name in (("dp", "step 9"), ("cuBLAS", "cuBLAS")):
+            out[f"one tile past a wave: {name} loses"] = f"{1 - nxt[key]['tflops'] / s.anchor[key]['tflops']:.0%}"
+    out["step 9, % of cuBLAS at whole waves"] = f"{min(whole):.0f}–{max(whole):.0f}"
+    out["step 9, % of cuBLAS at part waves"] = f"{min(partial):.0f}–{max(partial):.0f}"
+    return {**out, "table": facts(out)}
