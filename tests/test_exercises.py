@@ -162,7 +162,7 @@ def test_a_missing_barrier_fails_as_a_race_naming_both_lines(name, barrier, tmp_
     assert len(lines) == 2, text
     code = [statement for _, statement in lines]
     assert any(re.match(r"[ab]_tile\[[^\]]*\] = ", c) for c in code), text
-    assert any(re.match(r"[ab]_frag\[i\] = |acc \+= ", c) for c in code), text
+    assert any(re.match(r"[ab]_frag\[[ij]\] = |acc \+= ", c) for c in code), text
     graded = (source[:start] + source[end:]).splitlines()
     for number, statement in lines:  # each line number is that statement's line in the graded file
         assert graded[int(number) - 1].strip() == statement, (number, statement)
@@ -243,17 +243,19 @@ def test_a_plain_row_loop_fails_the_persistent_exercise(tmp_path):
 
 # -- code that cannot run on a GPU -------------------------------------------------------------------------------------
 @NEEDS_NVVM
-@pytest.mark.parametrize("case, name, says", [
-    ("naive_numpy.py", "naive", "NumPy on whole arrays"),
-    ("naive_generator.py", "naive", "generator expression"),
-    ("shared_memory_variable_shape.py", "shared_memory", "cuda.shared.array needs a shape known"),
+@pytest.mark.parametrize("case, name, says, code", [
+    ("naive_numpy.py", "naive", "NumPy on whole arrays", "np.dot(a[row, :], b[:, col])"),
+    ("naive_generator.py", "naive", "generator expression", "for k in range(k_total))"),
+    ("shared_memory_variable_shape.py", "shared_memory", "cuda.shared.array needs a shape known", "((size, size)"),
 ])
-def test_a_kernel_that_cannot_compile_for_a_gpu_fails(case, name, says, tmp_path):
-    report = _grade_source(exercises.get(name), (CASES / case).read_text(), tmp_path)
+def test_a_kernel_that_cannot_compile_for_a_gpu_fails(case, name, says, code, tmp_path):
+    source = (CASES / case).read_text()
+    report = _grade_source(exercises.get(name), source, tmp_path)
     text = report.text()
     assert not report.passed
     assert "does not compile for a GPU" in text and says in text, text
-    assert re.search(r"line \d+", text), text  # the learner's line (or the lines that use NumPy)
+    line = next(number for number, text in enumerate(source.splitlines(), 1) if code in text)
+    assert f"line {line}: " in text and code in text, text  # the learner's line, with its code
 
 
 @NEEDS_NVVM

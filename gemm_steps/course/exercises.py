@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import linecache
 import math
 import os
 import re
@@ -312,9 +313,11 @@ def kernel_problem(obj, name: str) -> str | None:
         from numba.cuda.dispatcher import CUDADispatcher as KernelType
 
         device = bool((getattr(obj, "targetoptions", None) or {}).get("device", False))
+    if inspect.isfunction(obj):
+        return (f"{name} is a plain Python function: decorate it with @cuda.jit, so that it is compiled for the GPU "
+                "and launched there")
     if not isinstance(obj, KernelType):
-        return (f"{name} is not a CUDA kernel but {type(obj).__name__!s} {obj!r:.60}: the grader launches a function "
-                "decorated with @cuda.jit, which runs on the GPU")
+        return (f"{name} is not a CUDA kernel but an object of type {type(obj).__name__}: the grader launches a function decorated with @cuda.jit, which runs on the GPU")
     if device:
         return (f"{name} is a device function (@cuda.jit(device=True)), which only other GPU code can call: the "
                 "kernel the grader launches is decorated with plain @cuda.jit")
@@ -346,6 +349,7 @@ def _compile_failure(error: BaseException, kernel, filename: str | None) -> dict
     text = str(error)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     summary = next((line for line in lines if not line.startswith(("Failed in", "- Resolution"))), type(error).__name__)
+    summary = re.sub(r" at 0x[0-9a-f]+", "", summary)
     line = None
     if filename is not None:
         for path, number in re.findall(r'File "([^"]+)", line (\d+)', text):
@@ -373,9 +377,9 @@ def _compile_failure(error: BaseException, kernel, filename: str | None) -> dict
             pass
     code = ""
     if line is not None and filename is not None:
-        import linecache
+        from .race_check import code_at
 
-        code = linecache.getline(filename, line).strip()
+        code = code_at(filename, line)
     return {"ok": False, "error": f"{type(error).__name__}: {summary}", "line": line, "code": code, "hint": hint,
             "suspects": suspects}
 
@@ -429,6 +433,7 @@ def _serve_compiles() -> None:
     for request in sys.stdin:
         request = json.loads(request)
         count += 1
+        linecache.checkcache()  # the learner may have edited the file since the last request
         try:
             if request.get("module"):
                 module = importlib.import_module(request["module"])

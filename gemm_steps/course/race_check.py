@@ -102,12 +102,18 @@ def _block_name() -> str:
     return f"blockIdx=({block.x}, {block.y})"
 
 
+def code_at(filename: str, line: int) -> str:
+    """Line ``line`` of the file as it is now (a learner edits and grades again: linecache would keep the old one)."""
+    linecache.checkcache(filename)
+    return linecache.getline(filename, line).strip()
+
+
 def source_line(where: tuple[str, int] | None) -> str:
     """``line N of FILE: the code`` for a (file, line) pair."""
     if where is None:
         return "an unknown line"
     filename, line = where
-    code = linecache.getline(filename, line).strip()
+    code = code_at(filename, line)
     return f"line {line} of {os.path.basename(filename)}" + (f": {code}" if code else "")
 
 
@@ -134,36 +140,39 @@ class TrackedShared(np.ndarray):
     def _track(self, key, writing: bool) -> None:
         thread, interval = _where_am_i()
         tracker = self.tracker
-        tracker["deadline"].check()
+        if tracker["deadline"].expired:
+            tracker["deadline"].check()
         writer, written, reader, read = tracker["writer"], tracker["written"], tracker["reader"], tracker["read"]
         lines = tracker["lines"]
-        here = _caller(2)  # the kernel's line: _caller ← _track ← __getitem__/__setitem__ ← the kernel
+        kernel = sys._getframe(2)  # _track ← __getitem__/__setitem__ ← the kernel
+        here = kernel.f_lineno  # (a line number only: the other access of a race is in the same file)
         block_start = interval - interval % INTERVALS_PER_BLOCK
         # No lock: under the GIL an interleaving can only hide a race at one element (it is seen at the next),
         # never invent one, and 1024 simulator threads queueing on a lock would slow the run down a hundredfold.
         for element in self._elements(key):
             if written[element] == interval and writer[element] != thread:
-                self._race(element, "wrote" if writing else "read", thread, here, "wrote", writer[element],
+                self._race(element, "wrote" if writing else "read", thread, kernel, "wrote", writer[element],
                            lines[2 * element])
             if writing:
                 if read[element] == interval and reader[element] != thread:  # MANY_READERS: another thread
-                    self._race(element, "wrote", thread, here, "read", reader[element], lines[2 * element + 1])
+                    self._race(element, "wrote", thread, kernel, "read", reader[element], lines[2 * element + 1])
                 writer[element], written[element], lines[2 * element] = thread, interval, here
             else:
                 if written[element] < block_start:
-                    self._uninitialized(element, thread, here)
+                    self._uninitialized(element, thread, kernel)
                 if read[element] != interval:
                     reader[element], read[element] = thread, interval
                 elif reader[element] != thread:
                     reader[element] = MANY_READERS
                 lines[2 * element + 1] = here
 
-    def _index(self, element):
-        index = np.unravel_index(int(element), self.tracker["index"].shape)
-        return index[0] if len(index) == 1 else tuple(int(i) for i in index)
+    def _index(self, element) -> str:
+        """``i, j`` of a flat element index, as it is written between brackets."""
+        return ", ".join(str(int(i)) for i in np.unravel_index(int(element), self.tracker["index"].shape))
 
-    def _race(self, element, doing, thread, here, done, other, there) -> None:
+    def _race(self, element, doing, thread, frame, done, other, there) -> None:
         block_dim = threading.current_thread()._manager._block_dim
+        here, there = (frame.f_code.co_filename, frame.f_lineno), (frame.f_code.co_filename, there)
         other_name = "another thread" if other == MANY_READERS else thread_name(int(other), block_dim)
         raise SharedMemoryRace(
             f"shared-memory race on {self.tracker['name']}[{self._index(element)}] in block {_block_name()}: "
@@ -174,8 +183,9 @@ class TrackedShared(np.ndarray):
             f"        with no cuda.syncthreads() between the two. On a GPU either access may come first: every way "
             f"from one of these lines to the other must pass a cuda.syncthreads() that the whole block reaches.")
 
-    def _uninitialized(self, element, thread, here) -> None:
+    def _uninitialized(self, element, thread, frame) -> None:
         block_dim = threading.current_thread()._manager._block_dim
+        here = (frame.f_code.co_filename, frame.f_lineno)
         raise UninitializedRead(
             f"{thread_name(int(thread), block_dim)} of block {_block_name()} read "
             f"{self.tracker['name']}[{self._index(element)}] before any thread of its block wrote it, at\n"
@@ -201,7 +211,7 @@ def track(array: np.ndarray, name: str, deadline: Deadline = NO_DEADLINE) -> Tra
     tracked.tracker = {
         "name": name, "index": np.arange(size).reshape(array.shape), "strides": strides, "deadline": deadline,
         "writer": [-1] * size, "written": [-1] * size, "reader": [-1] * size, "read": [-1] * size,
-        "lines": [None] * (2 * size),  # per element: the line of its last write, of its last read
+        "lines": [0] * (2 * size),  # per element: the line of its last write, of its last read
     }
     return tracked
 
@@ -248,7 +258,7 @@ def detect_races(deadline: Deadline = NO_DEADLINE):
             if where not in tracked:
                 if isinstance(dtype, types.Type):
                     dtype = numpy_support.as_dtype(dtype)
-                name = linecache.getline(*where).split("=")[0].strip() or f"the shared array of line {where[1]}"
+                name = code_at(*where).split("=")[0].strip() or f"the shared array of line {where[1]}"
                 tracked[where] = (caller.f_lasti, track(_filled(shape, dtype), name, deadline))
                 observed.shared_arrays.append(name)
             offset, result = tracked[where]
@@ -337,8 +347,11 @@ def _tracked_global_class():
             return np.atleast_1d(np.arange(array.size).reshape(array.shape)[index]).ravel().tolist()
 
         def __getitem__(self, index):
-            self.deadline.check()
-            value = super().__getitem__(index)  # (raises IndexError outside the array, as the simulator does)
+            if self.deadline.expired:
+                self.deadline.check()
+            value = self._ary[index]  # (raises IndexError outside the array, as the simulator does)
+            if type(value) in (np.ndarray, np.void):  # a slice: what FakeCUDAArray.__getitem__ returns for it
+                value = FakeCUDAArray(value, stream=self.stream)
             self.reads += 1
             if self.stores is not None and self.early_read is None:
                 for flat in self._flat(index):
@@ -350,8 +363,9 @@ def _tracked_global_class():
             return value
 
         def __setitem__(self, index, value):
-            self.deadline.check()
-            super().__setitem__(index, value)
+            if self.deadline.expired:
+                self.deadline.check()
+            self._ary[index] = value
             if self.stores is not None:
                 me = threading.current_thread()
                 block, thread = block_number(me), me.thread_id
