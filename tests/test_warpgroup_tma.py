@@ -49,7 +49,9 @@ def test_it_multiplies_the_tf32_inputs_exactly_up_to_float32_rounding(module, sh
 
 
 def _config(module):
-    return module.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else getattr(module, "CONFIG", module.SEARCH_SPACE[0])
+    if gemm_steps.SIMULATOR:
+        return module.SIMULATOR_CONFIG
+    return module.CONFIG if hasattr(module, "CONFIG") else module.SEARCH_SPACE[0]
 
 
 def _check_product(kernels, m: int, n: int, k: int) -> None:
@@ -111,3 +113,27 @@ def test_ptxas_serialises_the_wgmma_only_of_the_register_starved_build(ptx, labe
         assert info["wgmma_serialized"] > 0 and "C7512" in info["warnings"], info
     else:
         assert info["wgmma_serialized"] == 0, f"{label}: ptxas serialised its wgmma ({info['warnings']})"
+
+
+def test_step_16s_timeline_build_records_its_events_in_causal_order():
+    """experiments/kernels/tma_pipeline_timeline.py (step 16 with clock writes, for lesson 16's picture): one whole
+    tile over 8 k-tiles, every event written, each role's events in order within a k-tile, and no warpgroup sees a
+    k-tile's data before the producer issued its copies."""
+    from experiments.kernels import tma_pipeline_timeline as debug
+
+    config = _config(tma_pipeline)
+    m, n, k = config.BLOCK_M, config.BLOCK_N, 8 * config.BLOCK_K
+    kernels = debug.build(config, 1, 8)
+    rng = np.random.default_rng(16)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    timeline = cuda.to_device(np.zeros(debug.ROLES * 8 * debug.EVENTS, np.uint64))
+    debug.launch(kernels, cuda.to_device(a), cuda.to_device(b), c, timeline)
+    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    assert np.abs(c.copy_to_host() - fed).max() <= 1e-5 * np.abs(fed).max()
+    events = timeline.copy_to_host().reshape(debug.ROLES, 8, debug.EVENTS).astype(np.int64)
+    warpgroups = config.THREADS // 128
+    producer, consumers = events[0, :, :3], events[1:1 + warpgroups]
+    assert (producer > 0).all() and (consumers > 0).all(), "an event was never written"
+    assert (np.diff(producer, axis=1) >= 0).all() and (np.diff(consumers, axis=2) >= 0).all()
+    assert (consumers[:, :, 1] >= producer[None, :, 2]).all(), "a warpgroup had its data before it was copied"

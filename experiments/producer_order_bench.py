@@ -1,0 +1,59 @@
+"""Step 16 against the same kernel with its producer's work behind the wgmma it overlaps
+(experiments/kernels/tma_pipeline_late_producer.py), beside step 15 and both cuBLAS in one run (issue: Hopper's own
+GEMM design).
+
+    python -m experiments.producer_order_bench [OUT.json]   # default: experiments/results/experiment-producer-order-<gpu>.json
+
+Prediction, written before the run, from step 16's timeline (experiment-timeline-tma-pipeline-nvidia-h200.json, one
+block at 4096³, steady state): each warpgroup takes ≈ 2,000 cycles a k-tile, where the tensor cores need ≈ 1,024 for
+the block's two (2.1 MFLOP at ≈ 2,048 FLOP a cycle per SM). Warpgroup 0 carries the producer (≈ 600–800 cycles of
+waiting for an empty stage and issuing copies before its fragments), runs ≈ 2 k-tiles behind warpgroup 1, and paces the
+loads, so warpgroup 1 waits ≈ 770 cycles a k-tile for data. With the producer's work overlapping warpgroup 0's own
+wgmma in flight, its turn shortens by up to those 600–800 cycles, and warpgroup 1's wait with it: if both then run
+at ≈ 1,300–1,500 cycles a k-tile, +30 to +50 %; the loads can still run only 2 k-tiles ahead (4 stages), so the
+copy latency (≈ 1,000 cycles from issue to landing in the timeline) may cap it sooner: at least +10 %.
+
+Measured (H200, ``experiment-producer-order-nvidia-h200.json``, one run, TFLOPS at 4096³ / 8192³, SM clock medians
+in brackets): step 15 302.6 / 295.4; step 16 328.2 / 322.2 (1,975 / 1,788 MHz); the late producer 337.1 / 330.9
+(1,979 / 1,757 MHz): +2.7 % at both sizes, under the 3 % that runs move, so not taken into step 16 without a repeat.
+cuBLAS TF32 404.7 / 414.9 (step 16: 81 % / 78 %). The prediction missed: warp 0 is still on its warpgroup's critical
+path, since the warpgroup's next ``wgmma`` waits for all 128 threads and thread 0 now produces just before that; the
+overlap it gained is only with the ``wgmma`` already in flight, which the timeline puts at ≈ 150 cycles of waiting,
+not 600–800. What would take the producer off the path is a warp of its own — register-starved in Numba
+(experiments/kernels/warpgroup_specialized.py) until ``setmaxnreg`` is honoured.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+from experiments import output_path, require_gpu
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/producer_order_bench.py")
+    import gemm_steps
+    from gemm_steps.harness.bench import run_benchmark, save
+    from gemm_steps.steps import tma_pipeline
+
+    from experiments.kernels import tma_pipeline_late_producer
+
+    out = output_path("producer-order", argv[1] if len(argv) > 1 else None)
+    entries = [gemm_steps.get_step("warpgroup_tf32"), gemm_steps.get_step("tma_pipeline"),
+               SimpleNamespace(name="late_producer", number=17, arithmetic="tf32",
+                               launch=tma_pipeline_late_producer.build(tma_pipeline.SEARCH_SPACE[0]).launch)]
+    sizes = [(4096, 4096, 4096), (8192, 8192, 8192), (3001, 2999, 1531)]
+    results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))
+    results["experiment"] = "step 16's producer before or behind its wgmma (experiments/producer_order_bench.py)"
+    save(results, out)
+    for r in results["records"]:
+        print(f"{r['M']}×{r['N']}×{r['K']} {r['step']:16s} {r.get('tflops', 0):7.1f} TFLOPS "
+              f"{r.get('pct_of_cublas') or 0:6.1f} % clock {r.get('sm_clock_mhz_median', 0):.0f}/"
+              f"{r.get('sm_clock_mhz_min', 0):.0f} error {r.get('sampled_rel_error_fp64', float('nan')):.1e}"
+              f"{' ' + r['error'] if 'error' in r else ''}", flush=True)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
