@@ -227,7 +227,9 @@ def test_shared_tiles_that_are_not_used_fail_the_reuse_check(tmp_path):
     # A stride of gridDim.x − 1: every tile computed, some twice.
     ("row_tiles * col_tiles, cuda.gridDim.x)", "row_tiles * col_tiles, cuda.gridDim.x - 1)",
      "computed more than once"),
-], ids=["tile_position-unused", "stride-gridDim-1"])
+    # Rows dealt out across tiles (row = ty · row_tiles + tile_row): every element once, but no block owns a tile.
+    ("row = tile_row * TILE + ty", "row = ty * row_tiles + tile_row", "computed by several blocks"),
+], ids=["tile_position-unused", "stride-gridDim-1", "rows-dealt-out"])
 def test_a_persistent_loop_with_right_numbers_and_the_wrong_tiles_fails(old, new, says, tmp_path):
     report = _planted(exercises.get("persistent"), tmp_path, old, new)
     assert not report.passed
@@ -264,6 +266,13 @@ def test_a_device_function_without_its_decorator_fails(tmp_path):
                       "def tile_position")
     assert not report.passed
     assert "does not compile for a GPU" in report.text() and "@cuda.jit(device=True)" in report.text(), report.text()
+
+
+def test_without_nvvm_the_compile_check_says_skipped_not_passed(tmp_path, monkeypatch):
+    monkeypatch.setattr(exercises, "_compile", lambda exercise, module: {"unavailable": "NVVM is not installed"})
+    report = exercises.check("coalesced", say=lambda line: None)  # the stub: fails at once on the simulator
+    assert "  skip  compiling for a GPU: not checked here — NVVM is not installed" in report.text(), report.text()
+    assert "compiles for a GPU" not in report.text()
 
 
 def test_a_host_object_is_not_a_kernel(tmp_path):

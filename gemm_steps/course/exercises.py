@@ -393,9 +393,10 @@ def _ptx_summary(ptx: str) -> dict:
             "instructions": sum(ops.values())}
 
 
-def compile_for_gpu(module, kernel_name: str, filename: str | None) -> dict:
-    """Compile ``module``'s kernel to PTX for :data:`COMPILE_CC` (GPU mode, in this process): ``{"ok": True,
-    "ptx": summary}`` or ``{"ok": False, "error", "line", "code", "hint", "suspects"}`` or ``{"unavailable": why}``."""
+def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[int, int] = COMPILE_CC) -> dict:
+    """Compile ``module``'s kernel to PTX for compute capability ``cc`` (GPU mode, in this process): ``{"ok": True,
+    "ptx": summary, "cc": cc}`` or ``{"ok": False, "error", "line", "code", "hint", "suspects", "cc"}`` or
+    ``{"unavailable": why}``."""
     from numba import cuda
 
     from ..harness.ptx import nvvm_version
@@ -411,11 +412,11 @@ def compile_for_gpu(module, kernel_name: str, filename: str | None) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ptx, _ = cuda.compile(kernel.py_func, SIGNATURE, device=False, abi="numba", cc=COMPILE_CC,
-                                  output="ptx", **kwargs)
+            ptx, _ = cuda.compile(kernel.py_func, SIGNATURE, device=False, abi="numba", cc=cc, output="ptx",
+                                  **kwargs)
     except Exception as error:  # whatever the compiler says, in the learner's terms
-        return _compile_failure(error, kernel, filename)
-    return {"ok": True, "ptx": _ptx_summary(ptx)}
+        return {**_compile_failure(error, kernel, filename), "cc": list(cc)}
+    return {"ok": True, "ptx": _ptx_summary(ptx), "cc": list(cc)}
 
 
 def _serve_compiles() -> None:
@@ -505,8 +506,10 @@ _COMPILER = _Compiler()
 
 def _compile(exercise: Exercise, module) -> dict:
     filename = getattr(module, "__file__", None)
-    if not SIMULATOR:
-        return compile_for_gpu(module, exercise.kernel, filename)
+    if not SIMULATOR:  # on a GPU: for this GPU (its device functions are compiled for it too)
+        from numba import cuda
+
+        return compile_for_gpu(module, exercise.kernel, filename, tuple(cuda.get_current_device().compute_capability))
     name = getattr(module, "__name__", "")
     request = {"kernel": exercise.kernel}
     if name.startswith("gemm_steps."):  # a shipped solution: imported by name (it has relative imports)
@@ -516,6 +519,11 @@ def _compile(exercise: Exercise, module) -> dict:
     else:
         return {"unavailable": "the module has no file to compile"}
     return _COMPILER.request(request, COMPILE_SECONDS)
+
+
+def _target(answer: dict) -> str:
+    cc = answer.get("cc")
+    return f" (NVVM, compute capability {cc[0]}.{cc[1]})" if cc else ""
 
 
 def _check_compiles(exercise: Exercise, module, report: Report) -> dict | None:
@@ -533,8 +541,7 @@ def _check_compiles(exercise: Exercise, module, report: Report) -> dict | None:
                          f"{', '.join(str(n) for n in answer['suspects'])}")
         if answer.get("hint"):
             hints.append(answer["hint"])
-        report.fail(f"{exercise.kernel} does not compile for a GPU (NVVM, compute capability "
-                    f"{COMPILE_CC[0]}.{COMPILE_CC[1]}): {answer['error']}", *hints,
+        report.fail(f"{exercise.kernel} does not compile for a GPU{_target(answer)}: {answer['error']}", *hints,
                     "(the simulator runs any Python; a GPU runs only what Numba can compile)")
         return answer
     if exercise.uses_shared and answer["ptx"]["ld.shared"] == 0:
@@ -543,7 +550,7 @@ def _check_compiles(exercise: Exercise, module, report: Report) -> dict | None:
                     "cuda.shared.array((ROWS, COLUMNS), float32) makes a tile; copy a slice of A and B into tiles, "
                     "cuda.syncthreads(), then run the multiply-adds on the tiles")
         return answer
-    report.ok(f"compiles for a GPU (NVVM, compute capability {COMPILE_CC[0]}.{COMPILE_CC[1]}): "
+    report.ok(f"compiles for a GPU{_target(answer)}: "
               f"{answer['ptx']['instructions']} PTX instructions"
               + (f", {answer['ptx']['ld.shared']} shared-memory loads" if exercise.uses_shared else ""))
     return answer
