@@ -110,7 +110,18 @@ lesson.compiled_table(compiled)
 sweep = lesson_11.load_sweep(compiled)
 if sweep:
     lesson.say(lesson_11.split_table(sweep))
-    lesson.say(lesson_11.prediction(sweep))
+    lesson.say(lesson_11.prediction(sweep)["table"])
+
+# %% [markdown]
+# **Prediction.** Just past a whole wave, a tile-per-block schedule leaves most of its last wave's block-slots
+# idle, so balancing can buy up to the bound in the second table. Where the rule keeps data-parallel waves, the gain
+# shrinks with their share; where the tiles fill whole waves, step 11 is step 10 and the prediction is 1.00×. Shapes
+# with few, deep tiles (small M·N, large K) have the most to gain: a few busy SMs become all of them.
+#
+# **Minus the fixups,** which the model leaves out. A partial tile is written once and read once by its owner — as
+# many bytes as about ten k-iterations' loads of A and B (the table's last rows) — and an owner adds its tile's partial
+# sums one after another. Small against a share of hundreds of k-iterations; less small where a tile is split among
+# many blocks, as on the deep, few-tile shapes.
 
 # %% [markdown]
 # ## Is it right?
@@ -136,11 +147,14 @@ for m, n, k in checks:
     if sk:
         print(lesson_11.picture(tiles, k_tiles, SIMULATED_RESIDENT_BLOCKS) + "\n")
 lesson.check_against_numpy(stream_k, checks)
-text, same_bits = lesson_11.determinism(stream_k, persistent, checks[1])
-lesson.say(text)
-assert same_bits, "step 11 is not deterministic on the simulator"
+same = lesson_11.determinism(stream_k, persistent, checks[1])
+lesson.say(same["table"])
+assert same["same_bits"], "step 11 is not deterministic on the simulator"
 
 # %% [markdown]
+# Two runs are bitwise identical. Against step 10, and on another grid, the elements that differ lie in the tiles
+# whose k-loop was split: the same sums, added in another order, with errors of the same size.
+#
 # ## The first version: a chain through every block
 #
 # Step 11 did not start out walking its share backwards. The first version walked it **forwards**, so a block's
@@ -172,9 +186,15 @@ if sweep:
 # %%
 if sweep:
     lesson.say(lesson_11.where_it_ran(sweep))
-    lesson.say(lesson_11.verdict(sweep))
+    lesson.say(lesson_11.verdict(sweep)["table"])
 
 # %% [markdown]
+# **Stream-K wins where waves were the problem**: on the wave-boundary shapes, and most on the deep shapes, the
+# largest gains of the course's last step. **Less than predicted, everywhere**: the deep shapes' tiles are split
+# among the most blocks, so each owner waits for and adds the most partial sums; at the small squares fixed costs
+# (the launch, host time) outweigh any schedule. And the stream-K kernel is not free: where there is nothing to
+# split it is slower than step 10 (the last row), which is why step 11 runs step 10's kernel there.
+#
 # What the balance-only model leaves out — the stream-K kernel's own cost, the fixed costs of the small squares, and
 # why the 90 % threshold sits where it does — is measured in the
 # [deep dive: what the model leaves out](deep_dives/11_what_the_model_leaves_out.ipynb).

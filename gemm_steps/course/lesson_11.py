@@ -1,15 +1,12 @@
-"""Lesson 11's helpers (stream-K), shared with its deep dives (``lessons/deep_dives/11_*.py``).
+"""Lesson 11's helpers (stream-K), shared with its deep dives (``lessons/deep_dives/11_*.py``). They return
+figures, tables and numbers; the words around them are the lessons'.
 
-* **The schedule in Python** — the kernel's arithmetic, small enough to read: :func:`shares` (each block's work,
-  in the order the kernel does it), :func:`picture` (tiles × k-iterations, which block computes what),
-  :func:`timelines` and :func:`draw` (the balance-only model: one time unit per k-iteration, an owner waits for
-  the other pieces of its tile), :func:`waits` (who waits for whom, and whether a block waits before it raises
-  its flag), :func:`first_rule` (the hybrid rule of the first version).
-* **The shipped scheduling sweeps** — :func:`load_sweep` reads ``experiment-scheduling-h200.json`` into one row per
-  shape (its split, its prediction, the record of each variant); the functions after it turn rows into the tables,
-  verdicts and figure the lesson shows. Every interpreting sentence is computed here from the records, so the
-  prose cannot drift from the numbers.
-* **Plumbing** — the determinism experiment on the simulator, an outline of the fixup's PTX.
+* The schedule in Python, small enough to read: :func:`shares`, :func:`picture`, :func:`timelines` and :func:`draw`
+  (the balance-only model), :func:`waits` (who waits for whom), :func:`first_rule` (the first version's rule).
+* The shipped scheduling sweeps: :func:`load_sweep` reads ``experiment-scheduling-h200.json`` into one row per shape;
+  the functions after it turn rows into tables, named numbers and the figure.
+* The determinism check on the simulator (:func:`determinism`), an outline of the fixup's PTX, and the course
+  against its target (:data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT`).
 """
 
 from __future__ import annotations
@@ -24,7 +21,9 @@ from gemm_steps.steps.stream_k import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, stream_
 from gemm_steps.toolkit.tiles import TileConfig
 
 from . import compiled as _compiled
-from .timings import load_shipped, size_label
+from .display import MarkdownTable, facts
+from .targets import TARGET_SGEMM_PCT
+from .timings import load_shipped, record, size_label
 
 
 # -- the schedule, in Python -------------------------------------------------------------------------------------
@@ -202,37 +201,32 @@ def load_sweep(compiled: dict) -> Sweep | None:
     return Sweep(data, env, BM, BN, BK, per_sm, G, rows)
 
 
-def split_table(s: Sweep) -> str:
-    """The hybrid rule's decision for every shape of the sweep, with the balance-only prediction."""
-    lines = ["| M×N×K | tiles | tiles ÷ SMs | block-slots busy, one tile per block | split: data-parallel + stream-K "
-             "tiles | predicted speedup (balance only) |", "|:--|--:|--:|--:|:--|--:|"]
+def split_table(s: Sweep) -> MarkdownTable:
+    """The hybrid rule's decision for every shape of the sweep (on G = SMs × blocks per SM blocks), with the
+    balance-only prediction."""
+    lines = [f"| M×N×K, {s.BM}×{s.BN} tiles, G = {s.G} | tiles | tiles ÷ SMs | block-slots busy, one tile per block "
+             "| split: data-parallel + stream-K tiles | predicted speedup (balance only) |",
+             "|:--|--:|--:|--:|:--|--:|"]
     for row in s.rows:
         split_text = f"{row['dp_tiles']} + {row['sk_tiles']}" if row["sk_tiles"] else "all data-parallel: runs step 10"
         lines.append(f"| {size_label(row['shape'])} | {row['tiles']} | {row['x']:.2f} | {row['busy']:.0%} "
                      f"| {split_text} | {row['predicted']:.2f}× |")
-    return (f"With **{s.BM}×{s.BN}** tiles (`BLOCK_K` = {s.BK}) and G = {s.env['sm_count']} SMs × {s.per_sm} = "
-            f"**{s.G} blocks**, the hybrid rule decides, shape by shape of the sweep:\n\n" + "\n".join(lines))
+    return MarkdownTable("\n".join(lines))
 
 
-def prediction(s: Sweep) -> str:
-    """The prediction, written from the schedule alone (no measured time enters it)."""
-    G = s.G
-    past_one = [row for row in s.rows if 1 < row["x"] < 1.5 and row["sk_tiles"]]
-    partial = s.BM * s.BN * 4
-    per_iteration = (s.BM + s.BN) * s.BK * 4
-    return (
-        "**Prediction.** "
-        + " ".join(f"At {r['x']:.2f} waves ({r['tiles']} tiles), a tile-per-block schedule leaves **{1 - r['busy']:.0%} "
-                   f"of its block-slots idle** ({math.ceil(r['x']) * G - r['tiles']} of {math.ceil(r['x']) * G}), so "
-                   f"balancing can buy up to **{r['predicted']:.2f}×**." for r in past_one)
-        + " Where the rule keeps data-parallel waves, the gain shrinks with their share; where the tiles fill whole "
-        "waves, step 11 is step 10 and the prediction is 1.00×. Shapes with few, deep tiles (small M·N, large K) "
-        f"have the most to gain: a few busy SMs become {G}.\n\n"
-        f"**Minus the fixups,** which the model leaves out. A partial tile is {partial // 1024} KiB, written once "
-        f"and read once by its owner — as many bytes as {partial / per_iteration:.1f} k-iterations' loads of A and "
-        f"B ({per_iteration // 1024} KiB each) — and an owner adds its tile's partial sums one after another. Small "
-        "against a share of hundreds of k-iterations; less small where a tile is split among many blocks, as on "
-        "the deep, few-tile shapes.")
+def prediction(s: Sweep) -> dict:
+    """The prediction from the schedule alone (no measured time enters it): for each shape just past one wave that
+    the rule splits, the block-slots a tile-per-block schedule leaves idle and the balance-only bound; and the
+    fixup's traffic: a partial tile's bytes against one k-iteration's loads of A and B."""
+    out = {}
+    for r in (row for row in s.rows if 1 < row["x"] < 1.5 and row["sk_tiles"]):
+        slots = math.ceil(r["x"]) * s.G
+        out[f"{size_label(r['shape'])}: idle block-slots"] = f"{slots - r['tiles']} of {slots} ({1 - r['busy']:.0%})"
+        out[f"{size_label(r['shape'])}: balancing can buy up to"] = f"{r['predicted']:.2f}×"
+    partial, per_iteration = s.BM * s.BN * 4, (s.BM + s.BN) * s.BK * 4
+    out.update({"a partial tile (KiB)": partial // 1024, "one k-iteration's loads of A and B (KiB)":
+                per_iteration // 1024, "a partial tile, in k-iterations' loads": partial / per_iteration})
+    return {**out, "table": facts(out)}
 
 
 def measurement_table(s: Sweep) -> str:
@@ -334,202 +328,158 @@ def kernel_cost(s: Sweep) -> dict:
     return {size_label(r["shape"]): r["kernel"]["median_ms"] / r["p"]["median_ms"] for r in full_wave_rows(s)}
 
 
-def where_it_ran(s: Sweep) -> str:
-    """Shape by shape, where stream-K ran: speedup over step 9, share of the prediction, % of cuBLAS."""
+def where_it_ran(s: Sweep) -> MarkdownTable:
+    """Shape by shape where stream-K ran, by family: speedup over step 9, the prediction and the share of it
+    reached, % of cuBLAS before and after, time."""
+    lines = ["| family | shape | waves | step 11 ÷ step 9 | predicted up to | share of it | % of cuBLAS, step 9 → 11 "
+             "| ms |", "|:--|:--|--:|--:|--:|--:|--:|--:|"]
+    for family, group in groups(s).items():
+        lines += [f"| {family} | {size_label(r['shape'])} | {r['x']:.2f} | **{speedup(r):.2f}×** "
+                  f"| {r['predicted']:.2f}× | {speedup(r) / r['predicted']:.0%} | {r['dp']['pct_of_cublas']:.0f} → "
+                  f"**{r['sk']['pct_of_cublas']:.0f}** | {r['sk']['median_ms']:.3f} |" for r in group]
+    return MarkdownTable("\n".join(lines))
+
+
+def verdict(s: Sweep) -> dict | None:
+    """The sweep against the prediction, by family: speedups over step 9, % of cuBLAS, the share of the predicted
+    gain reached; blocks per tile on the deepest shape; and the stream-K kernel's median cost ÷ step 10 where there
+    is nothing to split. ``None`` without wave-boundary and deep shapes."""
     g = groups(s)
-
-    def describe(group):
-        return "\n".join(
-            f"* {size_label(r['shape'])} ({r['x']:.2f} waves): **{speedup(r):.2f}×** step 9 (predicted up to "
-            f"{r['predicted']:.2f}×: {speedup(r) / r['predicted']:.0%} of it); {r['dp']['pct_of_cublas']:.0f} % → "
-            f"**{r['sk']['pct_of_cublas']:.0f} %** of cuBLAS; {r['sk']['median_ms']:.3f} ms" for r in group)
-
-    return ("*Wave-boundary shapes* (K = 4096, tiles just past a whole number of waves):\n\n" + describe(g["boundary"])
-            + "\n\n*Deep shapes* (few tiles, long k-loops):\n\n" + describe(g["deep"])
-            + "\n\n*Small squares* (few tiles, short k-loops):\n\n" + describe(g["small"]))
-
-
-def verdict(s: Sweep) -> str:
-    """What the sweep says about the prediction: where stream-K wins, by how much less than predicted, and what
-    the stream-K kernel costs where there is nothing to split."""
-    g = groups(s)
-    boundary, deep, small = g["boundary"], g["deep"], g["small"]
-    if not (boundary and deep):
-        return "The sweep lacks the wave-boundary or the deep shapes, so there is nothing to conclude from it."
-    text = (
-        f"**Stream-K wins where waves were the problem.** On the wave-boundary shapes step 11 is "
-        f"**{_span([speedup(r) for r in boundary], '{:.2f}')}×** step 9 and reaches "
-        f"**{_span([r['sk']['pct_of_cublas'] for r in boundary], '{:.0f}')} %** of cuBLAS (step 9: "
-        f"{_span([r['dp']['pct_of_cublas'] for r in boundary], '{:.0f}')} %). On the deep shapes it is "
-        f"**{_span([speedup(r) for r in deep], '{:.2f}')}×** step 9, the largest gains of the course's last step "
-        f"({_span([r['dp']['pct_of_cublas'] for r in deep], '{:.0f}')} → "
-        f"{_span([r['sk']['pct_of_cublas'] for r in deep], '{:.0f}')} % of cuBLAS).\n\n"
-        f"**Less than predicted, everywhere.** The wave-boundary shapes got "
-        f"{_span(_share_of_prediction(boundary), '{:.0%}')} of their predicted gain, the deep shapes "
-        f"{_span(_share_of_prediction(deep), '{:.0%}')}: their tiles are split among the most blocks (about "
-        f"{s.G / min(r['tiles'] for r in deep):.0f} per tile on the deepest), so each owner waits for and adds the "
-        "most partial sums.")
-    if small:
-        text += (f" The small squares got only {_span(_share_of_prediction(small), '{:.0%}')} of theirs: at these "
-                 "sizes fixed costs (the launch, host time) outweigh any schedule.")
+    if not (g["boundary"] and g["deep"]):
+        return None
+    out = {}
+    for family, group in g.items():
+        if group:
+            out[f"{family}: step 11 ÷ step 9"] = _span([speedup(r) for r in group], "{:.2f}×")
+            out[f"{family}: % of cuBLAS, step 9 → 11"] = (_span([r["dp"]["pct_of_cublas"] for r in group], "{:.0f}")
+                                                          + " → " + _span([r["sk"]["pct_of_cublas"] for r in group],
+                                                                          "{:.0f}"))
+            out[f"{family}: share of the predicted gain"] = _span(_share_of_prediction(group), "{:.0%}")
+    out["blocks per tile on the deepest shape"] = s.G / min(r["tiles"] for r in g["deep"])
     cost = kernel_cost(s)
     if cost:
-        typical = float(np.median(list(cost.values())))
-        text += (f" And the stream-K kernel is not free: where there is nothing to split, it took a median "
-                 f"**{typical:.3f}×** step 10's time — which is why step 11 runs step 10's kernel there.")
-    return text
+        out["stream-K kernel ÷ step 10 with nothing to split (median)"] = float(np.median(list(cost.values())))
+    return {**out, "table": facts(out)}
 
 
 # -- the first version (deep dive 11_first_version) ----------------------------------------------------------------
-def forward_walk(s: Sweep, forward: dict) -> tuple[str, list]:
-    """The first version's sweep against the chain model: a table and a verdict, and the rows behind them
-    (row, forward-walk record, step 10's record in that run, model slowdown, measured slowdown), worst first."""
-    G = s.G
+def forward_walk(s: Sweep, forward: dict) -> dict:
+    """The first version's sweep against the chain model: ``walk`` (row, forward-walk record, step 10's record in
+    that run, model slowdown, measured slowdown; worst first) and its ``table``; the worst shape and slowdown; where
+    the model predicts a chain (over 2×), measured ÷ model; ``correct``: every run wrote all of C, with errors no
+    larger than 1.5× step 10's."""
     fby = records_by_shape(forward)
     walk = []
     for row in s.rows:
         fwd, p = fby.get(("stream_k hybrid (step 11)", *row["shape"])), fby.get(("persistent (step 10)", *row["shape"]))
-        if not (fwd and p) or first_rule(row["tiles"], G)[1] == 0:
-            continue
-        one_per_block = math.ceil(row["tiles"] / G) * row["k_tiles"]
-        model = timelines(row["tiles"], row["k_tiles"], G, first_rule, backwards=False)[1] / one_per_block
-        walk.append((row, fwd, p, model, fwd["median_ms"] / p["median_ms"]))
+        if fwd and p and first_rule(row["tiles"], s.G)[1]:
+            one_per_block = math.ceil(row["tiles"] / s.G) * row["k_tiles"]
+            model = timelines(row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)[1] / one_per_block
+            walk.append((row, fwd, p, model, fwd["median_ms"] / p["median_ms"]))
     walk.sort(key=lambda w: -w[4])
     lines = ["| M×N×K | tiles ÷ SMs | forward walk, ms | % of cuBLAS | time ÷ step 10's, same run | model: forward "
              "walk ÷ one tile per block |", "|:--|--:|--:|--:|--:|--:|"]
-    for row, fwd, p, model, measured in walk:
-        lines.append(f"| {size_label(row['shape'])} | {row['x']:.2f} | {fwd['median_ms']:.3f} "
-                     f"| {fwd['pct_of_cublas']:.1f} % | **{measured:.2f}×** | {model:.2f}× |")
-    chained = [w for w in walk if w[3] > 2]
-    agreement = [w[4] / w[3] for w in chained]
+    lines += [f"| {size_label(row['shape'])} | {row['x']:.2f} | {fwd['median_ms']:.3f} | {fwd['pct_of_cublas']:.1f} % "
+              f"| **{measured:.2f}×** | {model:.2f}× |" for row, fwd, p, model, measured in walk]
+    chained = [w[4] / w[3] for w in walk if w[3] > 2]
     streamed = [r for r in forward["records"] if r["step"] in ("stream_k hybrid (step 11)", "stream_k all")]
-    correct = all(r.get("unwritten") == 0 for r in streamed) and all(
-        r["sampled_rel_error_fp64"] <= 1.5 * fby[("persistent (step 10)", r["M"], r["N"], r["K"])]["sampled_rel_error_fp64"]
-        for r in streamed)
-    text = "\n".join(lines) + "\n\n" + (
-        f"On the worst shape, {size_label(walk[0][0]['shape'])}, the first version took **{walk[0][4]:.1f}×** "
-        f"as long as step 10. Wherever the model predicts a chain (more than 2× slower: {len(chained)} shapes), the "
-        f"measured slowdown is **{min(agreement):.2f}–{max(agreement):.2f}× the model's** — a model that knows "
-        "nothing but the order of the work and who waits for whom."
-        if chained else "The model predicts no chain on these shapes.") + (
-        " The kernel was correct all along: every run wrote every element of C, with errors no larger than step "
-        "10's. It was slow only because of the order in which blocks did their pieces." if correct else "")
-    return text, walk
+    correct = all(r.get("unwritten") == 0 and r["sampled_rel_error_fp64"] <= 1.5 * fby[
+        ("persistent (step 10)", r["M"], r["N"], r["K"])]["sampled_rel_error_fp64"] for r in streamed)
+    return {"walk": walk, "table": MarkdownTable("\n".join(lines)), "worst": size_label(walk[0][0]["shape"]),
+            "worst slowdown": walk[0][4], "chained shapes": len(chained),
+            "measured ÷ model where chained": _span(chained, "{:.2f}") if chained else None, "correct": correct}
 
 
-def the_fix(walk: list) -> str:
-    """The four worst shapes of the first version, against step 11 in the final sweep."""
-    return "\n".join(
-        f"* {size_label(row['shape'])}: {fwd['median_ms']:.3f} ms → **{row['sk']['median_ms']:.3f} ms** "
-        f"({fwd['median_ms'] / row['sk']['median_ms']:.1f}× faster; {fwd['pct_of_cublas']:.1f} → "
-        f"{row['sk']['pct_of_cublas']:.1f} % of cuBLAS)"
-        + ("" if row["sk_tiles"] else " — here the final rule no longer splits at all: step 10 runs")
-        for row, fwd, *_ in walk[:4] if row["sk"])
+def the_fix(walk: list) -> MarkdownTable:
+    """The four worst shapes of the first version, against step 11 in the final sweep (ms, % of cuBLAS)."""
+    lines = ["| shape | first version, ms | step 11, ms | faster | % of cuBLAS | the final rule |",
+             "|:--|--:|--:|--:|--:|:--|"]
+    lines += [f"| {size_label(row['shape'])} | {fwd['median_ms']:.3f} | **{row['sk']['median_ms']:.3f}** "
+              f"| {fwd['median_ms'] / row['sk']['median_ms']:.1f}× | {fwd['pct_of_cublas']:.1f} → "
+              f"{row['sk']['pct_of_cublas']:.1f} | {'splits' if row['sk_tiles'] else 'no split: step 10 runs'} |"
+              for row, fwd, *_ in walk[:4] if row["sk"]]
+    return MarkdownTable("\n".join(lines))
 
 
 # -- what the model leaves out (deep dive 11_what_the_model_leaves_out) ----------------------------------------------
-def small_squares(s: Sweep, forward: dict | None) -> str:
-    """Why the small squares got so little of their prediction: the k-loop work their schedule holds, at the
-    one-wave shape's rate, against what they measured."""
+def small_squares(s: Sweep, forward: dict | None) -> dict | None:
+    """The small squares: the share of their predicted gain, the k-loop work their schedule holds at the one-wave
+    shape's rate (µs per k-iteration) against what they measured; and cuBLAS at the smallest in this sweep and in
+    the first version's (how steady these times are)."""
     small = groups(s)["small"]
     one_wave = next((r for r in groups(s)["boundary"] + s.rows if r["tiles"] == s.G and r["dp"]), None)
     if not (small and one_wave):
-        return "The sweep has no small squares split by stream-K, or no one-wave shape to take a rate from."
+        return None
     per_iteration_us = one_wave["dp"]["median_ms"] * 1e3 / one_wave["k_tiles"]
-    work_us = [timelines(r["tiles"], r["k_tiles"], s.G)[1] * per_iteration_us for r in small]
     tiny = min(small, key=lambda r: r["tiles"])
-    fby = records_by_shape(forward) if forward else {}
-    cublas_here, cublas_before = tiny["cuBLAS"], fby.get(("cublas", *tiny["shape"]))
-    return (
-        f"The small squares got {_span(_share_of_prediction(small), '{:.0%}')} of their predicted gain, and balance "
-        f"is not what limits them. At the rate of the one-wave shape, {size_label(one_wave['shape'])} "
-        f"({per_iteration_us:.2f} µs per k-iteration, one block per SM), their stream-K schedules hold about "
-        f"{_span(work_us, '{:.0f}')} µs of k-loop work; they measured "
-        f"{_span([r['sk']['median_ms'] * 1e3 for r in small], '{:.0f}')} µs. The rest is fixed cost — the "
-        "launch, host time the timing counts, fixups — that no schedule removes."
-        + (f" (This sweep's times at these sizes are also less steady than the others': cuBLAS at "
-           f"{size_label(tiny['shape'])} took {cublas_here['median_ms'] * 1e3:.0f} µs here and "
-           f"{cublas_before['median_ms'] * 1e3:.0f} µs in the first version's sweep, so their percentages of "
-           "cuBLAS say little.)" if cublas_here and cublas_before else ""))
+    before = records_by_shape(forward).get(("cublas", *tiny["shape"])) if forward else None
+    out = {"share of the predicted gain": _span(_share_of_prediction(small), "{:.0%}"),
+           f"µs per k-iteration at {size_label(one_wave['shape'])}": per_iteration_us,
+           "k-loop work in their schedules (µs)": _span([timelines(r["tiles"], r["k_tiles"], s.G)[1] * per_iteration_us
+                                                        for r in small], "{:.0f}"),
+           "measured (µs)": _span([r["sk"]["median_ms"] * 1e3 for r in small], "{:.0f}"),
+           f"cuBLAS at {size_label(tiny['shape'])}, this sweep (µs)": tiny["cuBLAS"]["median_ms"] * 1e3}
+    if before:
+        out[f"cuBLAS at {size_label(tiny['shape'])}, the first version's sweep (µs)"] = before["median_ms"] * 1e3
+    return {**out, "table": facts(out)}
 
 
-def kernel_cost_text(s: Sweep, compiled: dict) -> tuple[str, float]:
-    """Step 11's kernel where it has nothing to split, against step 10, and the likely reason; and the median cost."""
+def kernel_cost_numbers(s: Sweep, compiled: dict) -> dict:
+    """Step 11's kernel where it has nothing to split, its time ÷ step 10's per shape and the median (``typical``);
+    PTX instructions per FMA of both k-loops, and both kernels' registers (nvJitLink)."""
     from .compiled import fmas_per_k_tile, k_loop_mix
 
     cost = kernel_cost(s)
-    typical = float(np.median(list(cost.values())))
-    registers = {name: compiled[f"{name}_fast"]["registers"] for name in ("persistent", "stream_k")}
-    per_fma = {name: sum(k_loop_mix(compiled[f"{name}_fast"]["ptx"], fmas_per_k_tile(name)).values())
-               for name in ("persistent", "stream_k")}
-    return (
-        "Step 11's kernel with nothing to split, its time ÷ step 10's: "
-        + ", ".join(f"{label} **{ratio:.3f}×**" for label, ratio in cost.items())
-        + f" (median {typical:.3f}×). Its k-loop has the same instruction mix as step 10's ({per_fma['stream_k']:.2f} "
-        f"vs {per_fma['persistent']:.2f} PTX instructions per FMA), but the share bounds, the walk and the fixup "
-        f"raise the registers from {registers['persistent']} to {registers['stream_k']} per thread, close to the "
-        "limit of 255, which leaves the compiler less room to schedule. That is the likely cost; a profiler would "
-        "have to confirm it."), typical
+    out = {f"{label}: stream-K kernel ÷ step 10": ratio for label, ratio in cost.items()}
+    out["median"] = typical = float(np.median(list(cost.values())))
+    for name in ("persistent", "stream_k"):
+        out[f"{name}: PTX instructions per FMA"] = sum(k_loop_mix(compiled[f"{name}_fast"]["ptx"],
+                                                                  fmas_per_k_tile(name)).values())
+        out[f"{name}: registers"] = compiled[f"{name}_fast"]["registers"]
+    return {**out, "typical": typical, "table": facts(out)}
 
 
-def prediction_with_cost(s: Sweep, typical: float) -> str:
-    """The balance-only prediction divided by the kernel's cost, against the measurement, on the wave-boundary
-    shapes; and whether what is left shrinks as the shares grow."""
+def prediction_with_cost(s: Sweep, typical: float) -> dict:
+    """The balance-only prediction ÷ the kernel's cost against the measurement on the wave-boundary shapes
+    (``table``); ``shrinks``: what is left of the gap shrinks as the shares grow."""
     boundary = groups(s)["boundary"]
-    lines = [f"* {size_label(row['shape'])}: {row['predicted']:.2f}× ÷ {typical:.3f} = "
-             f"**{row['predicted'] / typical:.2f}×** expected, {speedup(row):.2f}× measured: "
-             f"{speedup(row) / (row['predicted'] / typical):.0%} of it" for row in boundary]
-    shortfall = [1 - speedup(row) / (row["predicted"] / typical) for row in boundary]
-    trend = ("What is left shrinks as the shares grow (the shapes are sorted by tiles ÷ SMs): a cost per block or "
-             "per split tile that the model leaves out — writing, waiting for and adding partial sums."
-             if shortfall[0] > shortfall[-1] else
-             "What is left does not shrink as the shares grow: it is not a fixed cost per block, and this sweep "
-             "cannot say what it is.")
-    return ("Taking the kernel's cost into the prediction, on the wave-boundary shapes:\n\n" + "\n".join(lines)
-            + "\n\n" + trend)
+    lines = ["| shape | predicted ÷ kernel cost | measured | share of it |", "|:--|--:|--:|--:|"]
+    lines += [f"| {size_label(r['shape'])} | {r['predicted'] / typical:.2f}× | {speedup(r):.2f}× "
+              f"| {speedup(r) / (r['predicted'] / typical):.0%} |" for r in boundary]
+    shortfall = [1 - speedup(r) / (r["predicted"] / typical) for r in boundary]
+    return {"table": MarkdownTable("\n".join(lines)), "shrinks": shortfall[0] > shortfall[-1]}
 
 
-def fallback_text(s: Sweep, typical: float) -> str:
-    """Where the rule hands the shape to step 10: the measured gap, the threshold against the break-even."""
-    full_waves = full_wave_rows(s)
-    threshold = WAVE_EFFICIENCY_FOR_DATA_PARALLEL
-    lines = [f"* {size_label(r['shape'])} ({r['busy']:.0%} busy): step 11 took "
-             f"**{r['sk']['median_ms'] / r['p']['median_ms']:.3f}×** step 10's time ({r['p']['median_ms']:.3f} → "
-             f"{r['sk']['median_ms']:.3f} ms, {(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f} µs); its "
-             f"kernel without the fallback, {r['kernel']['median_ms'] / r['p']['median_ms']:.3f}×" for r in full_waves]
-    gap = [(r["sk"]["median_ms"] - r["p"]["median_ms"]) * 1e3 for r in full_waves]
-    worst = max((r["sk"]["median_ms"] - r["p"]["median_ms"]) / r["p"]["median_ms"] for r in full_waves)
-    return (
-        "\n".join(lines) + "\n\n"
-        f"The rule's threshold: split only when fewer than {threshold:.0%} of the block-slots would be busy, that "
-        f"is, when balancing could buy more than {1 / threshold:.2f}×. With the kernel's cost of {typical:.3f}×, "
-        f"balancing pays only below about **{1 / typical:.0%} busy**: the threshold sits close to the measured "
-        "break-even.\n\n"
-        f"Where it falls back, step 11 runs step 10's very kernel, yet measured {min(gap):+.0f} to {max(gap):+.0f} µs "
-        "slower. That difference is not in the kernel. In the measured version, step 11's launch did more host "
-        "work before it handed over (it checked the arrays, sized the grid and split, then called step 10's "
-        "launch, which checked them again), and these timings count host time that outlasts the L2 flush queued "
-        "before each launch (`docs/measurement.md`). That is the likely reason, not a measured one. It weighs most "
-        f"on the shortest kernels (up to {worst:.0%} of the time here). The launch has since been made leaner — the "
-        "fallback now takes over the launch before anything is compiled (`StreamKTiles.launch_tiles` in "
-        "`gemm_steps/toolkit/tiles.py`), with the arrays checked once — and has not been timed again yet.")
+def fallback(s: Sweep, typical: float) -> dict:
+    """Where the rule hands the shape to step 10: step 11 and its kernel without the fallback against step 10
+    (``table``); the rule's threshold, the break-even the kernel's cost gives, the gap in µs and its largest share."""
+    rows = full_wave_rows(s)
+    lines = ["| shape | busy | step 11 ÷ step 10 | step 10 → 11, ms | gap, µs "
+             "| kernel without the fallback ÷ step 10 |", "|:--|--:|--:|--:|--:|--:|"]
+    lines += [f"| {size_label(r['shape'])} | {r['busy']:.0%} | **{r['sk']['median_ms'] / r['p']['median_ms']:.3f}×** "
+              f"| {r['p']['median_ms']:.3f} → {r['sk']['median_ms']:.3f} "
+              f"| {(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f} "
+              f"| {r['kernel']['median_ms'] / r['p']['median_ms']:.3f}× |" for r in rows]
+    out = {"threshold: split below this share busy": WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
+           "so balancing must buy more than": 1 / WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
+           "break-even share busy (1 ÷ kernel cost)": 1 / typical,
+           "largest gap, share of step 10's time": max(r["sk"]["median_ms"] / r["p"]["median_ms"] - 1 for r in rows)}
+    return {**out, "table": MarkdownTable("\n".join(lines) + "\n\n" + facts(out))}
 
 
-def before_fallback_text(s: Sweep, before: dict, typical: float) -> str:
-    """The stream-K kernel against step 10 on the full-wave shapes in the run before the fallback existed."""
+def before_fallback(s: Sweep, before: dict) -> dict:
+    """The stream-K kernel ÷ step 10 on the full-wave shapes in the run before the fallback existed, and the
+    median."""
     bby = records_by_shape(before)
-    earlier = {}
+    out = {}
     for row in full_wave_rows(s):
-        kernel, p = bby.get(("stream_k hybrid (step 11)", *row["shape"])), bby.get(("persistent (step 10)", *row["shape"]))
+        kernel = bby.get(("stream_k hybrid (step 11)", *row["shape"]))
+        p = bby.get(("persistent (step 10)", *row["shape"]))
         if kernel and p:
-            earlier[size_label(row["shape"])] = kernel["median_ms"] / p["median_ms"]
-    if not earlier:
-        return "That run has none of the full-wave shapes."
-    return ("Stream-K kernel ÷ step 10 on the same full-wave shapes, in that run: "
-            + ", ".join(f"{label} {ratio:.3f}×" for label, ratio in earlier.items())
-            + f" (median {float(np.median(list(earlier.values()))):.3f}×, against {typical:.3f}× in the "
-            "final sweep). Two runs agree: where there is nothing to balance, the stream-K kernel only costs, "
-            "so step 11 does not run it there.")
+            out[size_label(row["shape"])] = kernel["median_ms"] / p["median_ms"]
+    if out:
+        out["median"] = float(np.median(list(out.values())))
+    return {**out, "table": facts(out, ("shape", "stream-K kernel ÷ step 10"))}
 
 
 # -- the fixup protocol (deep dive 11_fixup_protocol) -----------------------------------------------------------------
@@ -557,55 +507,49 @@ def fixup_ptx_outline(ptx: str) -> str:
                      for number, op, count, text in ops)
 
 
-def wait_table(s: Sweep) -> str:
-    """:func:`waits` on every shape of the sweep that step 11 splits, on the sweep's grid of G blocks; and the same
-    shapes as the first version (forward walk, :func:`first_rule`) would have run them."""
+def wait_table(s: Sweep) -> dict:
+    """:func:`waits` on every shape of the sweep that step 11 splits, on the sweep's grid, beside the first
+    version's longest chain (``table``); ``holds``: on every shape every wait is for a lower-numbered block, no block
+    raises more than one flag or waits before raising it, and every chain is one link long."""
     lines = ["| M×N×K | blocks | waits only for lower-numbered blocks | flags raised per block, at most | blocks that "
              "wait before raising their flag | longest chain of waits | first version: longest chain |",
              "|:--|--:|:--|--:|--:|--:|--:|"]
-    verdicts = []
-    for row in s.rows:
-        if not row["sk_tiles"]:
-            continue
+    holds = []
+    for row in (r for r in s.rows if r["sk_tiles"]):
         now = waits(row["tiles"], row["k_tiles"], s.G)
         before = waits(row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)
-        verdicts.append(now["lower_only"] and now["flags_per_block"] <= 1 and not now["waited_before_flag"]
-                        and now["chain"] <= 1)
+        holds.append(now["lower_only"] and now["flags_per_block"] <= 1 and not now["waited_before_flag"]
+                     and now["chain"] <= 1)
         lines.append(f"| {size_label(row['shape'])} | {s.G} | {'yes' if now['lower_only'] else '**no**'} "
                      f"| {now['flags_per_block']} | {len(now['waited_before_flag'])} | {now['chain']} "
                      f"| {before['chain']} |")
-    summary = (f"On all {len(verdicts)} shapes that step 11 splits, every wait is for a lower-numbered block, no block "
-               "raises more than one flag (it has one workspace slot), and no block waits before it raises its flag: "
-               "every chain of waits is one link long." if verdicts and all(verdicts) else
-               f"**On {verdicts.count(False)} of {len(verdicts)} shapes the argument does not hold** (see the table).")
-    return "\n".join(lines) + "\n\n" + summary
+    return {"table": MarkdownTable("\n".join(lines)), "shapes": len(holds), "holds": bool(holds) and all(holds)}
 
 
-def reader_fence_text(data: dict, tiles_config: tuple, blocks: int) -> str:
+def reader_fence_table(data: dict, tiles_config: tuple, blocks: int) -> MarkdownTable:
     """The run made after the reader's fence was added: step 11 against step 10 and cuBLAS at each of its shapes,
-    and whether the rule splits the shape at all (``tiles_config``: BLOCK_M, BLOCK_N; ``blocks``: the grid)."""
+    and whether the rule splits the shape (``tiles_config``: BLOCK_M, BLOCK_N; ``blocks``: the grid)."""
     by = records_by_shape(data)
     bm, bn = tiles_config
-    shapes = sorted({(r["M"], r["N"], r["K"]) for r in data["records"]}, key=lambda s: s[0] * s[1] * s[2])
-    lines = []
-    for shape in shapes:
+    lines = ["| shape | split by stream-K (the fixup runs) | step 11, ms | % of cuBLAS | step 10, ms | % of cuBLAS "
+             "| step 11 ÷ step 10 | C fully written |", "|:--|:--|--:|--:|--:|--:|--:|:--|"]
+    for shape in sorted({(r["M"], r["N"], r["K"]) for r in data["records"]}, key=lambda x: x[0] * x[1] * x[2]):
         sk, p = by.get(("stream_k", *shape)), by.get(("persistent", *shape))
         if sk and p:
             split = stream_k_split((shape[0] // bm) * (shape[1] // bn), blocks)[1] > 0
-            what = "split by stream-K: the fixup runs" if split else "nothing split: step 10 runs, no fixup"
-            lines.append(f"* {size_label(shape)} ({what}): "
-                         f"step 11 {sk['median_ms']:.3f} ms, **{sk['pct_of_cublas']:.0f} %** of "
-                         f"cuBLAS; step 10 {p['median_ms']:.3f} ms ({p['pct_of_cublas']:.0f} %); step 11 ÷ step 10: "
-                         f"{sk['median_ms'] / p['median_ms']:.2f}×; C fully written: "
-                         f"{'yes' if sk.get('unwritten') == 0 else 'NO'}")
-    return "\n".join(lines)
+            lines.append(f"| {size_label(shape)} | {'yes' if split else 'no: step 10 runs'} | {sk['median_ms']:.3f} "
+                         f"| **{sk['pct_of_cublas']:.0f} %** | {p['median_ms']:.3f} | {p['pct_of_cublas']:.0f} % "
+                         f"| {sk['median_ms'] / p['median_ms']:.2f}× "
+                         f"| {'yes' if sk.get('unwritten') == 0 else '**NO**'} |")
+    return MarkdownTable("\n".join(lines))
 
 
 # -- determinism on the simulator ---------------------------------------------------------------------------------
-def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> tuple[str, bool]:
-    """Step 11 twice (bit patterns compared), against step 10, and on a grid of ``blocks_elsewhere`` blocks instead
-    of the simulator's usual one (another GPU, another occupancy): a list saying what differs, and whether the two
-    runs were bitwise identical."""
+def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> dict:
+    """Step 11 twice (``same_bits``: bitwise identical), against step 10, and on a grid of ``blocks_elsewhere``
+    blocks instead of the simulator's usual one (another GPU, another occupancy): for each comparison, how many
+    elements differ and whether they are exactly in the tiles whose k-loop was split; the largest errors against
+    float64."""
     from gemm_steps.harness import api
 
     config = stream_k.config
@@ -613,133 +557,97 @@ def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> tuple
     m, n, k = shape
     a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
     first, again, step10 = stream_k(a, b), stream_k(a, b), persistent(a, b)
-    tile_config = TileConfig(**{key: config[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M",
-                                                             "THREAD_N", "MIN_BLOCKS_PER_SM")})
-    other = stream_k.module.build(tile_config)
+    other = stream_k.module.build(TileConfig(**{key: config[key] for key in (
+        "BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "MIN_BLOCKS_PER_SM")}))
     other.resident_blocks = lambda variant="fast": blocks_elsewhere  # a GPU that holds this many blocks at once
-    other_grid = api.run(other.launch, a, b)
+    elsewhere = api.run(other.launch, a, b)
     reference = a.astype(np.float64) @ b.astype(np.float64)
     tiles, k_tiles = (m // config["BLOCK_M"]) * (n // config["BLOCK_N"]), k // config["BLOCK_K"]
-    blocks_here = stream_k.module.TILED.resident_blocks()
+    here = stream_k.module.TILED.resident_blocks()
 
     def split_tiles(blocks):  # tiles whose k-loop more than one block computes, on a grid of this many blocks
         return {tile for work in shares(tiles, k_tiles, blocks) for tile, first, count in work if count < k_tiles}
 
-    def tiles_that_differ(x, y, split):
+    def differing_tiles(x, y):
         rows, cols = np.nonzero(x != y)
-        differing = set((rows // config["BLOCK_M"] * (n // config["BLOCK_N"]) + cols // config["BLOCK_N"]).tolist())
-        where = ("exactly the tiles whose k-loop was split, summed in another order" if differing == split else
-                 f"while the tiles whose k-loop was split are {sorted(split)}")
-        return (f"{np.count_nonzero(x != y)} of {x.size} elements differ, in tiles {sorted(differing)} — {where}")
+        return set((rows // config["BLOCK_M"] * (n // config["BLOCK_N"]) + cols // config["BLOCK_N"]).tolist())
 
-    same_bits = np.array_equal(first.view(np.uint32), again.view(np.uint32))
-    text = (
-        f"* two runs of step 11: **{'bitwise identical' if same_bits else 'DIFFERENT'}**\n"
-        f"* step 11 against step 10: {tiles_that_differ(first, step10, split_tiles(blocks_here))}\n"
-        f"* step 11 on {blocks_elsewhere} blocks against {blocks_here} blocks ({blocks_elsewhere} blocks split "
-        f"{tiles} tiles as {stream_k_split(tiles, blocks_elsewhere)}, {blocks_here} as "
-        f"{stream_k_split(tiles, blocks_here)}): "
-        f"{tiles_that_differ(other_grid, first, split_tiles(blocks_here) | split_tiles(blocks_elsewhere))}\n"
-        f"* largest error against float64: {np.abs(first - reference).max():.1e} (step 11), "
-        f"{np.abs(step10 - reference).max():.1e} (step 10), {np.abs(other_grid - reference).max():.1e} "
-        f"({blocks_elsewhere} blocks)")
-    return text, same_bits
+    out = {"two runs of step 11: bitwise identical": np.array_equal(first.view(np.uint32), again.view(np.uint32)),
+           "step 11 against step 10: elements that differ": int(np.count_nonzero(first != step10)),
+           "… exactly in the tiles whose k-loop was split": differing_tiles(first, step10) == split_tiles(here),
+           f"step 11 on {blocks_elsewhere} blocks against {here}: elements that differ":
+               int(np.count_nonzero(elsewhere != first)),
+           "… all in tiles split on either grid": differing_tiles(elsewhere, first) <= (
+               split_tiles(here) | split_tiles(blocks_elsewhere)),
+           "of elements": int(first.size),
+           "largest error against float64: step 11": float(np.abs(first - reference).max()),
+           "step 10": float(np.abs(step10 - reference).max()),
+           f"{blocks_elsewhere} blocks": float(np.abs(elsewhere - reference).max())}
+    return {**out, "same_bits": out["two runs of step 11: bitwise identical"],
+            "table": facts({k: f"{v:.1e}" if isinstance(v, float) else v for k, v in out.items()})}
 
 
 # -- the course at the end (deep dive 11_where_the_course_ends) ----------------------------------------------------
-TARGET = 95.0  # % of cuBLAS at the largest squares: the goal the project set itself
-
-
-def course_table(full: dict, course: list, sizes: list) -> str:
+def course_table(full: dict, course: list, sizes: list) -> MarkdownTable:
     """TFLOPS and % of cuBLAS of every step (and cuBLAS) at ``sizes``."""
-    import gemm_steps
-
-    from .timings import record
+    from gemm_steps.harness.step import get_step
 
     lines = ["| step | " + " | ".join(f"{size_label(s)}: TFLOPS | % of cuBLAS" for s in sizes) + " |",
              "|:--|" + "--:|--:|" * len(sizes)]
     for name in course + ["cublas"]:
-        cells = [record(full, name, s) for s in sizes]
-        label = "cuBLAS" if name == "cublas" else f"{gemm_steps.get_step(name).number} {name}"
-        lines.append(f"| {label} | " + " | ".join(f"{c['tflops']:.1f} | {c['pct_of_cublas']:.1f} %" for c in cells)
-                     + " |")
-    return "\n".join(lines)
+        label = "cuBLAS" if name == "cublas" else f"{get_step(name).number} {name}"
+        lines.append(f"| {label} | " + " | ".join(f"{c['tflops']:.1f} | {c['pct_of_cublas']:.1f} %"
+                                                  for c in (record(full, name, s) for s in sizes)) + " |")
+    return MarkdownTable("\n".join(lines))
 
 
-def target_verdict(full: dict, course: list, sizes: list) -> str:
-    """One sentence: the fastest step at the largest squares, in % of cuBLAS, against the course's target."""
-    import gemm_steps
-
-    from .timings import record
+def target_verdict(full: dict, course: list, sizes: list) -> dict:
+    """The fastest step at each of ``sizes`` (% of cuBLAS, TFLOPS), step 11's %, and ``met``: the best reaches
+    :data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT` at some size."""
+    from gemm_steps.harness.step import get_step
 
     best = {s: max((record(full, name, s) for name in course), key=lambda r: r["tflops"]) for s in sizes}
-    met = max(best[s]["pct_of_cublas"] for s in sizes) >= TARGET
-    reached = " and ".join(
-        f"**{best[s]['pct_of_cublas']:.1f} %** of cuBLAS at {size_label(s)} (step "
-        f"{gemm_steps.get_step(best[s]['step']).number}, {best[s]['tflops']:.1f} TFLOPS)" for s in sizes)
-    return (f"At the two largest squares the course's fastest kernel reaches {reached}. "
-            + (f"**The target, {TARGET:.0f} % of cuBLAS, is met.**" if met else
-               f"**The target, {TARGET:.0f} % of cuBLAS, is not met.**"))
+    out = {}
+    for s in sizes:
+        out[f"{size_label(s)}: fastest step"] = f"{get_step(best[s]['step']).number} {best[s]['step']}"
+        out[f"{size_label(s)}: its % of cuBLAS (TFLOPS)"] = (f"{best[s]['pct_of_cublas']:.1f} % "
+                                                              f"({best[s]['tflops']:.1f})")
+        out[f"{size_label(s)}: step 11, % of cuBLAS"] = record(full, "stream_k", s)["pct_of_cublas"]
+    out["target, % of cuBLAS"] = TARGET_SGEMM_PCT
+    met = max(best[s]["pct_of_cublas"] for s in sizes) >= TARGET_SGEMM_PCT
+    return {**out, "met": met, "table": facts({**out, "**target met**": met})}
 
 
-def where_the_course_ends(full: dict, course: list, sizes: list, s: Sweep | None, compiled: dict) -> str:
-    """Where the course ends against cuBLAS, and what the lessons measured about the difference."""
-    import gemm_steps
-
+def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, compiled: dict) -> dict:
+    """What is left inside the tile at the largest of ``sizes``: cuBLAS's and the fastest step's share of the FP32
+    peak; the block-slots those shapes keep busy (nothing for stream-K to balance); the k-loop of steps 9-10 in PTX
+    instructions per FMA (integer, shared loads, other) and the issue ceiling that gives; registers by nvJitLink
+    here and by the GPU driver (the profiler's report)."""
+    from . import profiles
     from .compiled import fmas_per_k_tile, k_loop_mix
-    from .timings import fp32_peak_tflops, record
+    from .timings import fp32_peak_tflops
 
-    peak = fp32_peak_tflops(full)
-    best = {size: max((record(full, name, size) for name in course), key=lambda r: r["tflops"]) for size in sizes}
-    final = {size: record(full, "stream_k", size) for size in sizes}
-    cublas_top = record(full, "cublas", sizes[-1])
-    busy = [row["busy"] for row in s.rows if row["shape"] in sizes] if s else []
-    mix = k_loop_mix(compiled["persistent_fast"]["ptx"], fmas_per_k_tile(gemm_steps.get_step("persistent")))
-    return (
-        target_verdict(full, course, sizes) + " Step 11, which runs step 10's kernel there, reaches "
-        + " and ".join("{:.1f} %".format(final[size]["pct_of_cublas"]) for size in sizes) + ". "
-        + ("Stream-K was never going to close that gap: those shapes keep "
-           + " and ".join("{:.0%}".format(x) for x in busy) + " of their block-slots busy, so there is nothing to "
-           "balance; its gains are on shapes where the number of tiles, not the tile, was the problem.\n\n"
-           if busy else "\n\n")
-        + f"What is left is inside the tile. cuBLAS runs at {cublas_top['tflops'] / peak:.0%} of the estimated "
-        f"FP32 peak ({peak:.1f} TFLOPS) at {size_label(sizes[-1])}, the course's fastest kernel at "
-        f"{best[sizes[-1]]['tflops'] / peak:.0%}. What the lessons measured says where the difference is, and where "
-        "it is not:\n\n"
-        f"* **Not mainly the instruction count.** The k-loop of steps 9 and 10 (the same code) issues "
-        f"{sum(mix.values()):.2f} PTX instructions per FMA — besides the FMA, "
-        f"{mix['32-bit integer'] + mix['64-bit integer']:.3f} of integer index arithmetic (mostly 64-bit), "
-        f"{mix['shared loads']:.3f} shared loads and "
-        f"{sum(mix.values()) - 1 - mix['32-bit integer'] - mix['64-bit integer'] - mix['shared loads']:.3f} "
-        f"else. If issuing them were the limit, it could run at {1 / sum(mix.values()):.0%} of the peak; it runs at "
-        f"{best[sizes[-1]]['tflops'] / peak:.0%}. Fewer index instructions would raise that ceiling, but the kernel "
-        "is not at it.\n"
-        f"* **Waiting.** At {compiled['persistent_fast']['registers']} registers per thread (nvJitLink's count here; "
-        f"the GPU driver's own compile used {_profiled_registers('persistent')}, in the profiler's report), one block "
-        "of 8 warps "
-        "fits on an SM, and all waiting — for memory, for shared loads, at the barrier — must be hidden inside that "
-        "one block, by double buffering alone. Larger register tiles, or a second block per SM, both need "
-        "registers this kernel does not have to spare.\n"
-        "* **The machine code.** PTX is not what runs: `ptxas` allocates registers and orders the instructions. "
-        "Lesson 9 looked below PTX: under Nsight Compute, cuBLAS runs a kernel of step 9's design (the same tile, "
-        "threads, registers and grid) with the same instruction count, and issues 0.90 warp-instructions per cycle "
-        "per scheduler against step 9's 0.81; register double buffering, `cp.async` copies, cheaper index "
-        "arithmetic and other FMA orders, each measured against step 9 in one run, were slower or within about "
-        "1 %. cuBLAS's kernels are tuned down to the machine code (SASS); a Numba kernel reaches it only through "
-        "NVVM and `ptxas`, whose schedule moved by ±6 % under small PTX changes that no instruction count "
-        "predicted.")
+    peak, top = fp32_peak_tflops(full), sizes[-1]
+    best = max((record(full, name, top) for name in course), key=lambda r: r["tflops"])
+    mix = k_loop_mix(compiled["persistent_fast"]["ptx"], fmas_per_k_tile("persistent"))
+    integer, shared, total = mix["32-bit integer"] + mix["64-bit integer"], mix["shared loads"], sum(mix.values())
+    report = profiles.load("persistent")
+    out = {"FP32 peak, estimated (TFLOPS)": peak, f"cuBLAS at {size_label(top)}, share of the peak":
+           record(full, "cublas", top)["tflops"] / peak, "the fastest step, share of the peak": best["tflops"] / peak,
+           **{f"block-slots busy at {size_label(row['shape'])}": row["busy"]
+              for row in (s.rows if s else []) if row["shape"] in sizes},
+           "PTX instructions per FMA, steps 9-10": total, "… integer index arithmetic": integer,
+           "… shared loads": shared, "… other, besides the FMA": total - 1 - integer - shared,
+           "issue ceiling, share of the peak": 1 / total,
+           "registers per thread (nvJitLink here)": compiled["persistent_fast"]["registers"],
+           "registers per thread (the GPU driver, Nsight Compute)":
+               int(report.value("Registers Per Thread")) if report else None}
+    return {**out, "table": facts(out)}
 
 
 __all__ = ["shares", "one_tile_per_block", "picture", "timelines", "draw", "first_rule", "waits", "VARIANTS",
            "Sweep", "records_by_shape", "load_sweep", "split_table", "prediction", "measurement_table", "figure",
            "speedup", "groups", "full_wave_rows", "kernel_cost", "where_it_ran", "verdict", "forward_walk", "the_fix",
-           "small_squares", "kernel_cost_text", "prediction_with_cost", "fallback_text", "before_fallback_text",
-           "fixup_ptx_outline", "wait_table", "reader_fence_text", "determinism", "TARGET", "course_table",
-           "target_verdict", "where_the_course_ends"]
-
-
-def _profiled_registers(step: str) -> str:
-    """Registers per thread of a step's kernel as the GPU driver compiled it (the shipped Nsight Compute report)."""
-    from . import profiles
-
-    return f"{profiles.load(step).value('Registers Per Thread'):.0f}"
+           "small_squares", "kernel_cost_numbers", "prediction_with_cost", "fallback", "before_fallback",
+           "fixup_ptx_outline", "wait_table", "reader_fence_table", "determinism", "course_table", "target_verdict",
+           "inside_the_tile"]

@@ -34,8 +34,8 @@ if experiment:
 
 # %%
 if experiment:
-    lesson.facts({lesson.size_label(row["shape"]): ratio for row, ratio in lesson_10.persistence(experiment)},
-                 ("shape", "persistent / twin"))
+    lesson.say(lesson.facts({lesson.size_label(row["shape"]): ratio
+                             for row, ratio in lesson_10.persistence(experiment)}, ("shape", "persistent / twin")))
 
 # %% [markdown]
 # Flat, as predicted: within 2 %. With one block per SM the twin already runs in waves of one tile per SM; the
@@ -51,8 +51,8 @@ if experiment:
 
 # %%
 if experiment:
-    lesson.facts({lesson.size_label(row["shape"]): ratio for row, ratio in lesson_10.order(experiment)["diffs"]},
-                 ("shape", "grouped / row-major speed"))
+    lesson.say(lesson.facts({lesson.size_label(row["shape"]): ratio for row, ratio in
+                             lesson_10.order(experiment)["diffs"]}, ("shape", "grouped / row-major speed")))
 
 # %% [markdown]
 # Within the course's noise threshold at most shapes, grouped faster by more than that at some and row-major at

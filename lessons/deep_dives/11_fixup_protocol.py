@@ -73,7 +73,7 @@ if fence_run:
     per_sm = lesson.blocks_per_sm(compiled["stream_k_fast"]["registers"], lesson.threads_per_block(stream_k),
                                   compiled["stream_k_fast"]["shared_bytes"])["blocks"]
     blocks = fence_run["environment"]["sm_count"] * per_sm
-    lesson.say(lesson_11.reader_fence_text(fence_run, (config["BLOCK_M"], config["BLOCK_N"]), blocks))
+    lesson.say(lesson_11.reader_fence_table(fence_run, (config["BLOCK_M"], config["BLOCK_N"]), blocks))
 
 # %% [markdown]
 # ## No deadlock: what the kernel relies on
@@ -96,7 +96,9 @@ if fence_run:
 # %%
 sweep = lesson_11.load_sweep(compiled)
 if sweep:
-    lesson.say(lesson_11.wait_table(sweep))
+    waiting = lesson_11.wait_table(sweep)
+    lesson.say(waiting["table"])
+    print(f"the argument holds on all {waiting['shapes']} shapes that step 11 splits:", waiting["holds"])
 
 # %% [markdown]
 # With points 1 and 2, every wait ends as soon as the block waited for runs: it waits for nothing before it raises

@@ -25,7 +25,13 @@ forward = lesson.load_shipped("experiment-scheduling-forward-walk-h200.json", "t
 
 # %%
 if sweep:
-    lesson.say(lesson_11.small_squares(sweep, forward))
+    lesson.say((lesson_11.small_squares(sweep, forward) or {}).get("table", ""))
+
+# %% [markdown]
+# Balance is not what limits them: their stream-K schedules hold far less k-loop work than they measured. The rest
+# is fixed cost — the launch, host time the timing counts, fixups — that no schedule removes. (This sweep's times at
+# these sizes are also less steady than the others': cuBLAS at the smallest square took different times here and in
+# the first version's sweep, the last two rows, so their percentages of cuBLAS say little.)
 
 # %% [markdown]
 # ## The stream-K kernel's own cost
@@ -37,9 +43,25 @@ if sweep:
 # %%
 lesson.compiled_table(compiled)
 if sweep:
-    text, typical = lesson_11.kernel_cost_text(sweep, compiled)
-    lesson.say(text)
-    lesson.say(lesson_11.prediction_with_cost(sweep, typical))
+    cost = lesson_11.kernel_cost_numbers(sweep, compiled)
+    typical = cost["typical"]
+    lesson.say(cost["table"])
+
+# %% [markdown]
+# Step 11's kernel with nothing to split is slower than step 10's. Its k-loop has the same instruction mix as step
+# 10's, but the share bounds, the walk and the fixup raise the registers per thread close to the limit of 255,
+# which leaves the compiler less room to schedule. That is the likely cost; a profiler would have to confirm it.
+# Taking that cost into the prediction, on the wave-boundary shapes:
+
+# %%
+if sweep:
+    with_cost = lesson_11.prediction_with_cost(sweep, typical)
+    lesson.say(with_cost["table"])
+    print("what is left shrinks as the shares grow:", with_cost["shrinks"])
+
+# %% [markdown]
+# What is left shrinks as the shares grow (the shapes are sorted by tiles ÷ SMs): a cost per block or per split tile
+# that the model leaves out — writing, waiting for and adding partial sums.
 
 # %% [markdown]
 # ## Where the rule falls back
@@ -49,7 +71,19 @@ if sweep:
 
 # %%
 if sweep:
-    lesson.say(lesson_11.fallback_text(sweep, typical))
+    lesson.say(lesson_11.fallback(sweep, typical)["table"])
+
+# %% [markdown]
+# The rule splits only when fewer than its threshold of the block-slots would be busy. With the kernel's cost,
+# balancing pays only below the break-even share: the threshold sits close to it.
+#
+# Where it falls back, step 11 runs step 10's very kernel, yet measured slower (the gap column). That difference is
+# not in the kernel. In the measured version, step 11's launch did more host work before it handed over (it checked
+# the arrays, sized the grid and split, then called step 10's launch, which checked them again), and these timings
+# count host time that outlasts the L2 flush queued before each launch (`docs/measurement.md`). That is the likely
+# reason, not a measured one. It weighs most on the shortest kernels. The launch has since been made leaner — the
+# fallback now takes over the launch before anything is compiled, with the arrays checked once — and has not been
+# timed again yet.
 
 # %% [markdown]
 # The fallback came from a measurement. Right after the backward walk fixed the chain (the
@@ -60,7 +94,11 @@ if sweep:
 before_fallback = lesson.load_shipped("experiment-scheduling-stream-k-kernel-h200.json", "the same sweep with "
                                       "the backward-walk kernel, before step 11 fell back to step 10's kernel")
 if sweep and before_fallback:
-    lesson.say(lesson_11.before_fallback_text(sweep, before_fallback, typical))
+    lesson.say(lesson_11.before_fallback(sweep, before_fallback)["table"])
+
+# %% [markdown]
+# Two runs agree (this median against the final sweep's, above): where there is nothing to balance, the stream-K
+# kernel only costs, so step 11 does not run it there.
 
 # %% [markdown]
 # Back to [lesson 11](../11_stream_k.ipynb).
