@@ -140,3 +140,14 @@ def test_nothing_builds_a_path_into_a_repository_folder():
             if not any(rel == f and (text + "/").startswith(p + "/") for f, p in ALLOWED_PATHS):
                 wrong.append(f"{rel}:{line} builds a path into {text!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_lesson_helper_imports_another():
+    """A lesson's helper (course/lesson_NN.py) is that lesson's; what two lessons share lives in a course module named
+    by its job (models, compiled, sweeps, timings, targets …)."""
+    wrong = []
+    for path in sorted((PACKAGE / "course").glob("lesson_*.py")):
+        own = module_name(path)
+        wrong += [f"{path.name}:{line} imports {module}" for line, module in imports(path)
+                  if module.startswith("gemm_steps.course.lesson_") and module != own]
+    assert not wrong, "\n".join(wrong)
