@@ -19,8 +19,9 @@ Jobs (strings, so they can be marker arguments):
   after all others (they switch the patches off and on again), and their tests run late (``conftest.py``).
 
 Each kernel's stats are :func:`gemm_steps.harness.ptx.ptx_stats`' plus ``extern_shared`` (whether the PTX declares
-dynamic shared memory) and, for a kernel its step names in ``PTXAS_EXPECT``, ``ptxas`` (what
-:func:`gemm_steps.harness.ptx.ptxas_info` reports), or ``{"error": …}`` if it failed to compile.
+dynamic shared memory) and, for a kernel its step names in ``PTXAS_EXPECT`` (and every kernel of a ``kernels:``
+job), ``ptxas`` (what :func:`gemm_steps.harness.ptx.kernel_ptxas_info` reports: the kernel linked with ``-lto`` as
+numba-cuda builds it on a GPU), or ``{"error": …}`` if it failed to compile.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ TIMEOUT_S = 1800
 CHILD = r"""
 import json, sys, time
 
-from gemm_steps.harness.ptx import compile_kernel_ptx, nvvm_version, ptx_stats, ptxas_info
+from gemm_steps.harness.ptx import compile_kernel_ptx, kernel_ptxas_info, nvvm_version, ptx_stats, ptxas_info
 from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES
 
 
@@ -92,8 +93,8 @@ for job in json.loads(sys.argv[1]):
             ptx = compile_kernel_ptx(dispatcher, signature)
             stats = ptx_stats(ptx)
             stats["extern_shared"] = ".extern .shared" in ptx
-            if label in assembled:  # the step makes claims about ptxas's register allocation: assemble it
-                stats["ptxas"] = ptxas_info(ptx)
+            if label in assembled:  # the step makes claims about ptxas's register allocation: build it as on a GPU
+                stats["ptxas"] = kernel_ptxas_info(dispatcher, signature)
             if label in portable:
                 stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc)) for cc in CHECKED_COMPUTE_CAPABILITIES}
         except Exception as exc:  # reported per kernel: the test of that kernel fails with it

@@ -25,7 +25,7 @@ def on_an_ampere_gpu(monkeypatch):
 
 def test_only_the_hopper_steps_say_they_cannot_run(on_an_ampere_gpu):
     reasons = {s.name: s.unavailable() for s in gemm_steps.steps()}
-    hopper = {"warpgroup_mma", "warpgroup_tf32"}  # steps 14-15: wgmma
+    hopper = {"warpgroup_mma", "warpgroup_tf32", "tma_pipeline", "warp_specialized"}  # steps 14-17: wgmma
     for name in hopper:
         number = gemm_steps.get_step(name).number
         assert reasons[name] == f"step {number} ({name}) needs a GPU of compute capability 9.0; this one is 8.0"
@@ -33,7 +33,7 @@ def test_only_the_hopper_steps_say_they_cannot_run(on_an_ampere_gpu):
 
 
 def test_on_a_turing_gpu_the_tensor_core_steps_say_why_they_cannot_run(monkeypatch):
-    """Compute capability 7.5: steps 12-13 need 8.0 or newer (mma.sync on TF32, cp.async), steps 14-15 exactly 9.0;
+    """Compute capability 7.5: steps 12-13 need 8.0 or newer (mma.sync on TF32, cp.async), steps 14-17 exactly 9.0;
     steps 1-11 run."""
     import types
 
@@ -44,7 +44,7 @@ def test_on_a_turing_gpu_the_tensor_core_steps_say_why_they_cannot_run(monkeypat
     reasons = {s.name: s.unavailable() for s in gemm_steps.steps()}
     for name in ("tensor_cores", "three_tf32"):
         assert reasons[name].endswith("needs a GPU of compute capability 8.0 or newer; this one is 7.5"), reasons[name]
-    for name in ("warpgroup_mma", "warpgroup_tf32"):
+    for name in ("warpgroup_mma", "warpgroup_tf32", "tma_pipeline", "warp_specialized"):
         assert reasons[name].endswith("needs a GPU of compute capability 9.0; this one is 7.5"), reasons[name]
     assert [s.number for s in gemm_steps.steps() if reasons[s.name] is None] == list(range(1, 12))
 

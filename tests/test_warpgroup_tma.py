@@ -1,5 +1,5 @@
 """Step 16 (gemm_steps/steps/tma_pipeline.py: TMA, an mbarrier ring, a k-tile of products always in flight, grouped
-tile order) and the two TMA builds it came from (experiments/kernels/warpgroup_tma.py: thread 0 produces, one
+tile order), step 17 (warp_specialized.py: a producer warpgroup, setmaxnreg) and the two TMA builds they came from (experiments/kernels/warpgroup_tma.py: thread 0 produces, one
 fragment register set; warpgroup_specialized.py: a producer warp of its own).
 
 On the simulator (the twins of the copy engine and the barriers, one warpgroup on a 32×64 tile) and on a GPU: the
@@ -19,11 +19,11 @@ import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
-from gemm_steps.steps import tma_pipeline
+from gemm_steps.steps import tma_pipeline, warp_specialized
 
 from experiments.kernels import warpgroup_specialized, warpgroup_tma
 
-MODULES = (warpgroup_tma, warpgroup_specialized, tma_pipeline)
+MODULES = (warpgroup_tma, warpgroup_specialized, tma_pipeline, warp_specialized)
 
 
 def _wgmma_here() -> bool:
@@ -137,3 +137,17 @@ def test_step_16s_timeline_build_records_its_events_in_causal_order():
     assert (producer > 0).all() and (consumers > 0).all(), "an event was never written"
     assert (np.diff(producer, axis=1) >= 0).all() and (np.diff(consumers, axis=2) >= 0).all()
     assert (consumers[:, :, 1] >= producer[None, :, 2]).all(), "a warpgroup had its data before it was copied"
+
+
+def test_setmaxnreg_takes_only_what_the_isa_allows():
+    """``setmaxnreg`` takes 24 to 256 registers in steps of 8: anything else is refused when the kernel is built (on
+    the simulator, when the twin runs), with the rule in the message."""
+    from gemm_steps.toolkit.warpgroup_ops import _check_register_count
+
+    for good in (24, 40, 232, 256):
+        _check_register_count(good)
+    for bad in (16, 20, 236, 264, 40.0):
+        with pytest.raises(ValueError, match="24 to 256, a multiple of 8"):
+            _check_register_count(bad)
+    with pytest.raises(ValueError, match="65,536 registers"):
+        warp_specialized.layout(warp_specialized.SEARCH_SPACE[0], consumer_registers=256)

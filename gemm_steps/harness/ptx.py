@@ -159,6 +159,7 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "cvt.rna.tf32.f32": ops["cvt.rna.tf32.f32"],
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16": ops["ldmatrix.sync.aligned.m8n8.x4.shared.b16"],
         "sub.f32": _count(ops, r"sub(?:\.rn)?(?:\.ftz)?\.f32"),
+        "mul.f32": _count(ops, r"mul(?:\.rn)?(?:\.ftz)?\.f32"),
         "cp.async.cg.shared.global": ops["cp.async.cg.shared.global"],
         "cp.async.ca.shared.global": ops["cp.async.ca.shared.global"],
         # Hopper's warpgroup mma (step 14): the TF32 products of any N, and the fence / commit / wait around them.
@@ -171,6 +172,8 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         # The copy engine (step 16): tensor copies of a box, and the mbarrier arrivals that announce their bytes.
         "cp.async.bulk.tensor": _count(ops, r"cp\.async\.bulk\.tensor\.[A-Za-z0-9_:.]+"),
         "mbarrier.arrive.expect_tx": _count(ops, r"mbarrier\.arrive\.expect_tx(?:\.[A-Za-z0-9_:]+)*"),
+        # … and the register hand-off between warpgroups (step 17).
+        "setmaxnreg": _count(ops, r"setmaxnreg(?:\.[A-Za-z0-9_]+)*"),
         "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
         "st.local": _count(ops, r"st\.local(?:\.[A-Za-z0-9_:]+)*"),
@@ -259,30 +262,26 @@ def report(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
     return result
 
 
-def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
-    """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, how many
-    times it says it serialised ``wgmma`` (C7512: too few registers; C7518: a divergent path), its performance
-    warnings' codes, and its version: ``{"registers", "spill_bytes", "wgmma_serialized", "warnings", "ptxas"}``;
-    ``{}`` where nvJitLink is missing or fails. No GPU needed.
+def _arch(cc: tuple[int, int]) -> str:
+    """nvJitLink's target for a compute capability: ``sm_90a`` for 9.0 (``wgmma``, ``setmaxnreg`` exist only there)."""
+    return f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
 
-    For compute capability 9.0 it assembles for ``sm_90a``, the target a kernel runs as on an H100/H200 (``wgmma``
-    exists only there), whatever target the PTX names."""
+
+def _assemble(kind: str, data: bytes, cc: tuple[int, int], lto: bool) -> dict:
+    """nvJitLink's verbose report on one input (``"PTX"`` text or ``"LTOIR"``), parsed; ``{}`` where it fails."""
     try:
         from cuda.bindings import nvjitlink
     except ImportError:
         return {}
-    arch = f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
-    ptx = re.sub(r"^\.target\s+sm_\w+", f".target {arch}", ptx, count=1, flags=re.MULTILINE)
-    options = [f"-arch={arch}", "-verbose"]
+    options = [f"-arch={_arch(cc)}", "-verbose"] + (["-lto"] if lto else [])
     handle = nvjitlink.create(len(options), options)
     try:
-        data = ptx.encode()
-        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.add_data(handle, getattr(nvjitlink.InputType, kind), data, len(data), f"kernel.{kind.lower()}")
         nvjitlink.complete(handle)
         log = bytearray(nvjitlink.get_info_log_size(handle))
         nvjitlink.get_info_log(handle, log)
         version = ".".join(str(v) for v in nvjitlink.version())
-    except Exception:  # an nvJitLink too old for this PTX, say: no register count, the rest still holds
+    except Exception:  # an nvJitLink too old for this input, say: no register count, the rest still holds
         return {}
     finally:
         nvjitlink.destroy(handle)
@@ -294,7 +293,37 @@ def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
             # ptxas's own performance warnings, e.g. C7512 / C7518: "wgmma.mma_async instructions are serialized …"
             "wgmma_serialized": len(re.findall(r"wgmma\.mma_async instructions are serialized", text)),
             "warnings": sorted(set(re.findall(r"\((C\d{4})\) Potential Performance Loss", text))),
-            "ptxas": f"nvJitLink {version}"}
+            "ptxas": f"nvJitLink {version}" + (" (LTO)" if lto else "")}
+
+
+def ptxas_info(ptx: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
+    """Registers and spill bytes that ``ptxas`` (inside the nvJitLink wheel) reports for one kernel's PTX, how many
+    times it says it serialised ``wgmma`` (C7512: too few registers; C7518: a divergent path), its performance
+    warnings' codes, and its version: ``{"registers", "spill_bytes", "wgmma_serialized", "warnings", "ptxas"}``;
+    ``{}`` where nvJitLink is missing or fails. No GPU needed.
+
+    PTX is assembled as one compilation unit of a program to be linked (relocatable), so ptxas ignores
+    ``setmaxnreg`` (C7504): for what a kernel compiles to on a GPU, use :func:`kernel_ptxas_info`. For compute
+    capability 9.0 it assembles for ``sm_90a``, whatever target the PTX names."""
+    ptx = re.sub(r"^\.target\s+sm_\w+", f".target {_arch(cc)}", ptx, count=1, flags=re.MULTILINE)
+    return _assemble("PTX", ptx.encode(), cc, lto=False)
+
+
+def kernel_ptxas_info(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> dict:
+    """:func:`ptxas_info` for a kernel compiled the way numba-cuda compiles it on a GPU where nvJitLink is
+    installed (its default, and the course's): NVVM emits LTO-IR and nvJitLink links it with ``-lto`` into one
+    whole program, so ptxas honours ``setmaxnreg`` (as relocatable PTX it would not: C7504). Needs GPU mode, not a
+    GPU."""
+    _require_gpu_mode()
+    from numba import cuda
+
+    from ..toolkit import numba_patches as _numba_patches
+
+    _numba_patches.apply()
+    options = getattr(dispatcher, "targetoptions", {}) or {}
+    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
+    ltoir, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ltoir", **kwargs)
+    return _assemble("LTOIR", bytes(ltoir), cc, lto=True)
 
 
 # -- compiling from a process on the simulator -------------------------------------------------------------------

@@ -91,13 +91,19 @@ from .backend import SIMULATOR
 from .tensor_core_ops import truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "warpgroup_wait_but_one",
-           "fence_proxy_async",
+           "fence_proxy_async", "registers_raise_to", "registers_lower_to",
            "shared_address", "first_aligned", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
            "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
            "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base"]
 
 #: Threads in a warpgroup: four warps.
 WARPGROUP_THREADS = 128
+
+
+def _check_register_count(count) -> None:
+    """``setmaxnreg`` takes 24 to 256 registers per thread, in steps of 8 (PTX ISA)."""
+    if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
+        raise ValueError(f"setmaxnreg needs a register count from 24 to 256, a multiple of 8, not {count!r}")
 
 #: Where a 128-byte-swizzled tile must start: the swizzle pattern repeats every 8 rows of 128 bytes of *address*.
 SWIZZLE_ALIGN = 1024
@@ -228,6 +234,14 @@ if SIMULATOR:
     def fence_proxy_async():
         """Make shared-memory stores visible to the tensor core's reads (simulator: they are)."""
 
+    def registers_raise_to(count):
+        """This warpgroup's registers per thread rise to ``count`` (simulator: nothing to allocate)."""
+        _check_register_count(count)
+
+    def registers_lower_to(count):
+        """This warpgroup's registers per thread fall to ``count`` (simulator: nothing to free)."""
+        _check_register_count(count)
+
     def _byte_offset(array) -> int:
         """Where ``array`` (a shared array, or a view of one) starts in the buffer it views, in bytes."""
         buffer = np.asarray(array)
@@ -301,6 +315,27 @@ else:
 
         emit.__doc__ = doc
         return emit
+
+    def _set_max_registers(action: str, doc: str):
+        """``setmaxnreg.{inc,dec}.sync.aligned.u32 count``: ``count`` a compile-time integer, 24–256, a multiple of 8."""
+        @intrinsic
+        def set_max(typingctx, count):
+            if not isinstance(count, types.IntegerLiteral):
+                return None
+            _check_register_count(count.literal_value)
+            text = f"setmaxnreg.{action}.sync.aligned.u32 {count.literal_value};"
+
+            def codegen(context, builder, sig, args):
+                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
+                return context.get_dummy_value()
+
+            return types.void(count), codegen
+
+        set_max.__doc__ = doc
+        return set_max
+
+    registers_raise_to = _set_max_registers("inc", "``setmaxnreg.inc``: this warpgroup's registers rise to count.")
+    registers_lower_to = _set_max_registers("dec", "``setmaxnreg.dec``: this warpgroup's registers fall to count.")
 
     warpgroup_fence = _void_asm("wgmma.fence.sync.aligned;", "``wgmma.fence``: order register writes before wgmma.")
     warpgroup_commit = _void_asm("wgmma.commit_group.sync.aligned;", "``wgmma.commit_group``: close a group.")

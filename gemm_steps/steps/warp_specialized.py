@@ -1,0 +1,173 @@
+"""Step 17 — warp specialization: a producer warpgroup feeds two consumer warpgroups, and hands them its registers.
+
+Changed from step 16 (same ring of full/empty mbarriers, same ``wgmma``, tiles, grouped order and arithmetic): who
+issues the copies, and how the registers are shared.
+
+* **A warpgroup that only produces.** In step 16 thread 0 — a lane of consumer warpgroup 0 — waits for an empty
+  stage and issues each k-tile's two copies. ``wgmma`` is an instruction of the whole warpgroup, so warpgroup 0's
+  other 127 threads wait for it: step 16's timeline from the GPU (lesson 16) shows ≈ 700 cycles a k-tile of producer
+  work on warpgroup 0's path, warpgroup 0 two k-tiles behind warpgroup 1, and warpgroup 1 waiting ≈ 770 cycles a
+  k-tile for data that warpgroup 0's pace had not yet asked for. Here a third warpgroup (threads 256–383) produces:
+  its first thread walks the k-tiles — wait until the stage is empty, announce its bytes, start the two copies —
+  up to STAGES k-tiles ahead of the slowest consumer. The consumers only wait for data, load fragments, multiply
+  and release stages. Each role is one branch of a single ``if``/``else``.
+* **Registers handed over with ``setmaxnreg``.** The SM has 65,536 registers; 3 warpgroups launched together get
+  65,536 / 384 ≈ 168 a thread — too few for a consumer's 128 accumulators and two fragment sets (186 in step 16):
+  ptxas would spill and serialise the ``wgmma`` (C7512; a ninth producer *warp* instead of a warpgroup fared the
+  same, experiments/kernels/warpgroup_specialized.py — the hardware allocates registers per warpgroup). So the
+  producer lowers its registers to PRODUCER_REGISTERS (``setmaxnreg.dec``) and the consumers raise theirs to
+  CONSUMER_REGISTERS (``setmaxnreg.inc``). ptxas honours ``setmaxnreg`` only in a whole program: numba-cuda links
+  kernels with nvJitLink's LTO where it is installed (the course's set-up), which is one; relocatable PTX is not
+  (C7504), which is why ``harness.ptx.kernel_ptxas_info`` builds kernels the LTO way.
+
+Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
+Expect: lesson 17 writes the prediction down from step 16's timeline before the run; the measurement is in
+``results/``.
+
+Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles the fast kernel
+skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op
+there).
+"""
+
+from numba import cuda, float32, uint32, uint64
+
+from ..toolkit.intrinsics import divide_u32
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
+                                    mbarrier_wait, tensor_map_acquire)
+from ..toolkit.tensor_core_ops import to_tf32
+from ..toolkit.tiles import TileConfig
+from ..toolkit.tma_tiles import TmaTiles
+from ..toolkit.tuned import tuned_config
+from ..toolkit.unroll import registers, unroll
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
+                                     registers_lower_to, registers_raise_to, shared_address, swizzled_descriptor,
+                                     warpgroup_commit, warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one,
+                                     wgmma_tf32, zero_accumulators)
+from . import tma_pipeline, warpgroup_tf32
+
+TITLE = "Warp specialization: a producer warpgroup and setmaxnreg"
+SUMMARY = ("A third warpgroup only issues the copy engine's copies and gives its registers to the two consumer "
+           "warpgroups (setmaxnreg), which only multiply.")
+ARITHMETIC = "tf32"  # step 15's: A truncated by the tensor core, B's fragments rounded to TF32
+#: wgmma, the copy engine's tensor copies and setmaxnreg: compute capability 9.0 only (H100, H200).
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+
+
+def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+                           BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
+                           A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
+                           PRODUCER_REGISTERS, CONSUMER_REGISTERS):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces."""
+    barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
+    n, k = uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    # Block b takes tile b in grouped order: column by column within groups of GROUP_M tile-rows.
+    tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
+    tile = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))
+    in_group = tile - first_row * tile_cols
+    across = divide_u32(in_group, rows_in_group)
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
+    block_col = across * BLOCK_N
+    k_tiles = k // BLOCK_K
+    if tid == 0:
+        for s in unroll(STAGES):
+            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
+            mbarrier_init(barriers, STAGES + s, WARPS)  # empty: one arrival per consumer warp
+        tensor_map_acquire(a_map)
+        tensor_map_acquire(b_map)
+    fence_proxy_async()  # the initialised barriers → visible to the copy engine
+    cuda.syncthreads()  # … and to every thread: the last block-wide barrier
+
+    if warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
+        registers_lower_to(PRODUCER_REGISTERS)
+        if tid == CONSUMERS * 128:
+            for t in range(k_tiles):
+                stage = t % STAGES
+                if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
+                    mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+                mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+    else:  # a consumer warpgroup: takes the registers; only waits for data, multiplies and releases stages
+        registers_raise_to(CONSUMER_REGISTERS)
+        base = shared_address(tiles, 0)
+        fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+        acc = zero_accumulators(ACCUMULATORS)
+        b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
+        for pair in range(0, k_tiles, 2):  # two k-tiles a pass: the register set is known when compiling
+            for half in unroll(2):
+                u = pair + half
+                if u < k_tiles:
+                    stage = u % STAGES
+                    stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
+                    mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
+                    for s in unroll(K_STEPS):
+                        for q in unroll(4):
+                            x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                            b_frag[half][s][q] = operand_bits(to_tf32(x))
+                    warpgroup_fence()
+                    for s in unroll(K_STEPS):
+                        a_tile = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                        acc = wgmma_tf32(tiles, b_frag[half][s][0], b_frag[half][s][1], b_frag[half][s][2],
+                                         b_frag[half][s][3], a_tile, acc, 1)
+                    warpgroup_commit()
+                    acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
+                    if u > 0 and lane == 0:
+                        mbarrier_arrive(barriers, STAGES + (u - 1) % STAGES)
+        acc = warpgroup_wait_all(acc)
+
+        for v in unroll(ACCUMULATORS):
+            row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+            c[row * n + col] = acc[v]
+
+
+#: Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
+#: start with 65,536 / 384 → 168 each; 128 × 40 + 256 × 232 = 64,512 of the SM's 65,536 after it.
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
+
+
+def layout(config: TileConfig, group_m: int = tma_pipeline.GROUP_M, producer_registers: int = PRODUCER_REGISTERS,
+           consumer_registers: int = CONSUMER_REGISTERS) -> dict:
+    """Step 16's ring, a producer warpgroup beside the consumers, and the registers each role keeps."""
+    constants = tma_pipeline.layout(config, group_m)
+    consumers = config.THREADS // 128
+    if 128 * (producer_registers + consumers * consumer_registers) > 65536:
+        raise ValueError("the register file holds 65,536 registers: the roles ask for more")
+    del constants["LOAD_AHEAD"]  # the producer runs as far ahead as the ring's empty barriers let it
+    return {**constants, "CONSUMERS": consumers, "PRODUCER_THREADS": 128,
+            "PRODUCER_REGISTERS": producer_registers, "CONSUMER_REGISTERS": consumer_registers}
+
+
+SEARCH_SPACE = tma_pipeline.SEARCH_SPACE
+SIMULATOR_CONFIG = tma_pipeline.SIMULATOR_CONFIG
+
+
+def build(config: TileConfig, **options) -> TmaTiles:
+    return TmaTiles("warp_specialized", warp_specialized_kernel, config, layout(config, **options),
+                    edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+
+
+TILED = build(tuned_config("warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+
+#: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
+#: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding
+#: per fragment element; the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
+#: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; no cp.async, no FP32 FMAs,
+#: no local memory, no wgmma operand written after its fence.
+_GPU = tuned_config("warp_specialized", SEARCH_SPACE)
+PTX_EXPECT = {"warp_specialized_fast": {
+    "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
+    "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 1,
+    "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0}}
+#: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off: 168
+#: registers at entry (the cap for 384 threads), no spills, no wgmma serialised, no C7504.
+PTXAS_EXPECT = {"warp_specialized_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}
