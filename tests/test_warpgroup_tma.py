@@ -115,12 +115,14 @@ def test_ptxas_serialises_the_wgmma_only_of_the_register_starved_build(ptx, labe
         assert info["wgmma_serialized"] == 0, f"{label}: ptxas serialised its wgmma ({info['warnings']})"
 
 
-def test_step_16s_timeline_build_records_its_events_in_causal_order():
-    """experiments/kernels/tma_pipeline_timeline.py (step 16 with clock writes, for lesson 16's picture): one whole
+@pytest.mark.parametrize("name", ["tma_pipeline_timeline", "warp_specialized_timeline"])
+def test_the_timeline_builds_record_their_events_in_causal_order(name):
+    """experiments/kernels/*_timeline.py (steps 16 and 17 with clock writes, for lessons 16–17's pictures): one whole
     tile over 8 k-tiles, every event written, each role's events in order within a k-tile, and no warpgroup sees a
     k-tile's data before the producer issued its copies."""
-    from experiments.kernels import tma_pipeline_timeline as debug
+    import importlib
 
+    debug = importlib.import_module(f"experiments.kernels.{name}")
     config = _config(tma_pipeline)
     m, n, k = config.BLOCK_M, config.BLOCK_N, 8 * config.BLOCK_K
     kernels = debug.build(config, 1, 8)
