@@ -8,6 +8,7 @@ function                                    PTX                                 
 ==========================================  ===========================================================  ==========
 ``to_tf32(x)``                              ``cvt.rna.tf32.f32`` (round to nearest, ties away from 0)    2–3 ALU ops
 ``split_tf32(x)``                           ``add``, ``and`` (big), ``sub.f32`` (small = x − big)        3 ops
+``split_tf32_scaled(x)``                    the same, then ``mul.f32``: small·2^11 (exact)               4 ops
 ``mma_tf32(a0..a3, b0, b1, c0..c3)``        ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``        ``HMMA.1688``
 ``load_matrix_x4(shared, i)``               ``ldmatrix.sync.aligned.m8n8.x4.shared.b16``                  ``LDSM.16.M88.4``
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
@@ -56,6 +57,13 @@ for the tensor core to truncate. Without the test, a NaN whose top mantissa bits
 0x7FFFFFFF) carries into the sign and ``big`` comes out ±0 — but then ``small = NaN − big`` is NaN, and the NaN
 still reaches every output through the small·big product.
 
+**Keeping float32's range: ``split_tf32_scaled``.** ``small`` is at most 2^-11·|x| (big is x rounded to nearest),
+so for |x| below about 2^-115 it falls under float32's (and TF32's) smallest normal number, 2^-126, where the
+tensor core reads it to a fixed 2^-136 instead of to 11 bits: a whole matrix scaled by 2^-120 lost up to ~60× in
+accuracy against SGEMM (issue 25). ``split_tf32_scaled`` returns ``small·2^11`` instead — exact (a power of two),
+never larger than |x|, so normal whenever x is, down to |x| = 2^-124 — and the kernel multiplies the sum of the
+small products by 2^-11 once (``SMALL_SCALE``; docs/fp32_contract.md). One ``mul.f32`` per split element.
+
 **Simulator twins.** On Numba's simulator each thread is a Python thread. ``mma_tf32``'s twin is a real warp
 collective: every lane deposits its fragments and waits for the other 31 lanes of its warp; the last to arrive
 assembles the warp's 16×8 and 8×8 tiles from the fragments laid out as above, computes the product once, and every
@@ -73,12 +81,15 @@ import numpy as np
 
 from .backend import SIMULATOR
 
-__all__ = ["to_tf32", "split_tf32", "below_tf32", "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
+__all__ = ["to_tf32", "split_tf32", "split_tf32_scaled", "split_tf32_scaled_parts", "SMALL_SCALE", "below_tf32",
+           "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
            "copy_async_or_zero", "truncate_to_tf32",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
 TF32_MANTISSA_BITS = 10
+#: What ``split_tf32_scaled`` multiplies the small part by: |small| <= 2^-11·|x|, so small·2^11 never exceeds |x|.
+SMALL_SCALE = np.float32(2.0 ** 11)
 _DROPPED = 23 - TF32_MANTISSA_BITS  # 13 low bits of a float32 that TF32 does not keep
 
 
@@ -116,6 +127,13 @@ def split_tf32_parts(x):
     return big, small
 
 
+def split_tf32_scaled_parts(x):
+    """NumPy: :func:`split_tf32_scaled`'s ``(big, small·2^11)``: :func:`split_tf32_parts`, small scaled (exactly)."""
+    big, small = split_tf32_parts(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return big, (small * SMALL_SCALE).astype(np.float32)
+
+
 def mma_tf32_reference(a, b, c):
     """NumPy: D = A·B + C for a 16×8 A, 8×8 B, 16×8 C, with A and B rounded to TF32 — what one ``mma_tf32`` does."""
     a64 = round_to_tf32(a).astype(np.float64)
@@ -137,6 +155,12 @@ if SIMULATOR:
     def split_tf32(x):
         """``(big, small)`` with ``big`` = ``x`` rounded to TF32 and ``small = x − big`` (simulator: the same bits)."""
         big, small = split_tf32_parts(np.float32(x))
+        return np.float32(big[()]), np.float32(small[()])
+
+    def split_tf32_scaled(x):
+        """``(big, small·2^11)``: :func:`split_tf32`'s parts, small scaled into TF32's normal range (simulator: the
+        same bits)."""
+        big, small = split_tf32_scaled_parts(np.float32(x))
         return np.float32(big[()]), np.float32(small[()])
 
     class _GroupExchange:
@@ -282,6 +306,22 @@ else:
             bits = builder.add(builder.bitcast(value, _I32), ir.Constant(_I32, 1 << 12))
             big = builder.bitcast(builder.and_(bits, ir.Constant(_I32, ~((1 << 13) - 1) & 0xFFFFFFFF)), _F32)
             small = builder.fsub(value, big)
+            return context.make_tuple(builder, sig.return_type, [big, small])
+
+        return types.UniTuple(types.float32, 2)(x), codegen
+
+    @intrinsic
+    def split_tf32_scaled(typingctx, x):
+        """``(big, small·2^11)``: :func:`split_tf32`'s ``big`` (``add``, ``and``) and ``(x − big)·2^11`` (``sub.f32``,
+        ``mul.f32``; both exact), for the tensor core to truncate."""
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            bits = builder.add(builder.bitcast(value, _I32), ir.Constant(_I32, 1 << 12))
+            big = builder.bitcast(builder.and_(bits, ir.Constant(_I32, ~((1 << 13) - 1) & 0xFFFFFFFF)), _F32)
+            small = builder.fmul(builder.fsub(value, big), ir.Constant(_F32, float(SMALL_SCALE)))
             return context.make_tuple(builder, sig.return_type, [big, small])
 
         return types.UniTuple(types.float32, 2)(x), codegen
