@@ -1,6 +1,6 @@
 """Lesson 14's helpers (gemm_steps/course/lesson_14.py) on made-up data: the descriptor layout and the step's
 staging, the hazards' evidence, the prediction, the tables and the verdict — with and without step 14 in the
-benchmark — and lesson 16's summary of the tensor-core steps."""
+benchmark — and lesson 18's summary of the tensor-core steps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_12, lesson_14, lesson_16
+from gemm_steps.course import lesson_12, lesson_14, lesson_18
 from gemm_steps.course import tensor_core_results as tcr
 
 SGEMM_TFLOPS = 50.0
@@ -184,7 +184,7 @@ def test_without_step_14_there_is_no_verdict():
     assert not tcr.has_step(results, "warpgroup_mma") and tcr.target_check(results) is None
     assert lesson_14.verdict(results, [_run()]) is None and "| — |" in lesson_14.speed_table(results)
     assert lesson_14.speed_figure(results).axes
-    assert "not in this results file" in lesson_16.tensor_core_summary(results)
+    assert "not in this results file" in lesson_18.tensor_core_summary(results)
 
 
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
@@ -211,9 +211,9 @@ def test_the_accuracy_rule_is_lesson_13s_over_every_measurement():
     assert lesson_14.accuracy(results, sweep, None)["met"]
 
 
-def test_lesson_16_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
-    assert "the step that meets the 3xTF32 target" in lesson_16.tensor_core_summary(_results(step14=(1.35, 5e-7)))
-    text = lesson_16.tensor_core_summary(_results(step14=(1.1, 5e-7)))
+def test_lesson_18_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
+    assert "the step that meets the 3xTF32 target" in lesson_18.tensor_core_summary(_results(step14=(1.35, 5e-7)))
+    text = lesson_18.tensor_core_summary(_results(step14=(1.1, 5e-7)))
     assert "1.10×" in text and "not met" in text and "the step that meets" not in text
 
 

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 16 — Where the course ends, and where to go next
+# # Lesson 18 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
 # on large squares; steps 12–15 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
@@ -8,10 +8,10 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_16, plots
+from gemm_steps.course import lesson, lesson_18, plots
 
 results = lesson.load_results()
-size = lesson.headline_size(results, lesson_16.steps_in(results)) if results else None
+size = lesson.headline_size(results, lesson_18.steps_in(results)) if results else None
 print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if results else lesson.NO_RESULTS)
 
 # %% [markdown]
@@ -26,7 +26,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 
 # %%
 if results:
-    lesson.show_figure(lesson_16.roofline_figure(results, size))
+    lesson.show_figure(lesson_18.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -50,7 +50,7 @@ if results:
 
 # %%
 if results:
-    lesson.say(lesson_16.small_shape_text(results))
+    lesson.say(lesson_18.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -76,15 +76,15 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
 
 # %%
-suites = lesson_16.shape_suites()
+suites = lesson_18.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_16.suite_figure(before, after))
-overhead = lesson_16.call_overhead()
+    lesson.show_figure(lesson_18.suite_figure(before, after))
+overhead = lesson_18.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_16.call_overhead_text(overhead))
+    lesson.say(lesson_18.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -98,9 +98,9 @@ if overhead:
 # hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
 
 # %%
-held_out = lesson_16.held_out()
+held_out = lesson_18.held_out()
 if held_out:
-    lesson.say(lesson_16.held_out_table(held_out))
+    lesson.say(lesson_18.held_out_table(held_out))
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -134,7 +134,7 @@ if held_out:
 # against their targets, from the same results file:
 # %%
 if results:
-    lesson.say(lesson_16.tensor_core_summary(results))
+    lesson.say(lesson_18.tensor_core_summary(results))
 
 # %% [markdown]
 # Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Step 14 is 3xTF32 on `wgmma` (Hopper's

@@ -1,0 +1,602 @@
+"""What lessons 16–17 (and their deep dives, and lesson 18) read about Hopper's own GEMM design — steps 16
+(``tma_pipeline``: the copy engine, an mbarrier ring, a wgmma always in flight) and 17 (``warp_specialized``: a
+producer warpgroup and ``setmaxnreg``): the ring's schedule and its picture, the two models the lessons predict
+from, the speed table, figure and verdict from the run that measured both steps, the timelines from the GPU, the
+facts behind step 15's drop from 4096³ to 8192³, and what ptxas says of ``setmaxnreg``. Numbers, tables and figures
+only: the words are the lessons'. A shared module like :mod:`.tensor_core_results`, not a lesson's own helper.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .display import MarkdownTable
+from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
+from .tensor_core_results import FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32, caption, find, load_run, read_text
+from .timings import size_label
+
+# -- the shipped files (experiments/results/) -------------------------------------------------------------------------
+#: Steps 15, 16 and 17 (and the late-producer experiment) beside cuBLAS SGEMM and TF32 in one H200 run
+#: (experiments/producer_order_bench.py), the SM clock recorded per record.
+PRODUCER_ORDER_RUN = "experiment-producer-order-nvidia-h200.json"
+#: Steps 16 and 17's timelines from one H200 run (experiments/timeline.py).
+TIMELINE_RUN = "experiment-timeline-nvidia-h200.json"
+#: Step 16's kernel in row-major and grouped tile orders beside step 15 (experiments/warpgroup_order_bench.py), and
+#: Nsight Compute on two of them; the clocks under load; the benchmark's timing against queued launches.
+ORDER_RUN = "experiment-warpgroup-order-nvidia-h200.json"
+ORDER_PROFILE = "ncu-warpgroup-order-nvidia-h200.txt"
+CLOCKS_RUN = "experiment-clocks-under-load-nvidia-h200.json"
+TIMING_RUN = "experiment-timing-method-nvidia-h200.json"
+
+#: The record name of each kernel in :data:`PRODUCER_ORDER_RUN`. The run measured step 17 while it was still the
+#: experiment's build (``specialized_setmaxnreg``: the same kernel, experiments/producer_order_bench.py).
+RECORDS = {"cublas": "cublas", "cublas_tf32": "cublas_tf32", "warpgroup_tf32": "warpgroup_tf32",
+           "tma_pipeline": "tma_pipeline", "late_producer": "late_producer",
+           "warp_specialized": "specialized_setmaxnreg"}
+#: The rows of the speed table and figure: (kernel, label, colour).
+ROWS = [("cublas", "cuBLAS SGEMM (FP32 units)", "tab:red"), ("cublas_tf32", "cuBLAS TF32", "tab:purple"),
+        ("warpgroup_tf32", "step 15, TF32 wgmma, cp.async + bar.sync", "tab:cyan"),
+        ("tma_pipeline", "step 16, TMA + mbarrier ring", "tab:green"),
+        ("late_producer", "step 16, producer behind its wgmma (experiment)", "tab:olive"),
+        ("warp_specialized", "step 17, producer warpgroup + setmaxnreg", "tab:orange")]
+#: The step before each step.
+PREVIOUS = {"tma_pipeline": "warpgroup_tf32", "warp_specialized": "tma_pipeline"}
+BIG = ((4096, 4096, 4096), (8192, 8192, 8192))
+
+
+def producer_order_run() -> dict | None:
+    return load_run(PRODUCER_ORDER_RUN)
+
+
+def timeline_run() -> dict | None:
+    return load_run(TIMELINE_RUN)
+
+
+def measured(run: dict, kernel: str, size: tuple) -> dict | None:
+    """The record of ``kernel`` (a key of :data:`RECORDS`) at ``size`` in :data:`PRODUCER_ORDER_RUN`."""
+    return find(run, RECORDS.get(kernel, kernel), size)
+
+
+def sizes(run: dict) -> list[tuple]:
+    """The sizes of the run, in its order (the two squares, then the ragged shape)."""
+    return list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in run["records"]))
+
+
+# -- the ring: which k-tile in which stage, and which parity each waiter names ------------------------------------------
+def ring_constants(step) -> dict:
+    """The ring's constants of a step at its GPU tiles (``SEARCH_SPACE[0]``): STAGES, LOAD_AHEAD (step 16; step 17
+    has none: its producer runs as far ahead as the ring lets it), BLOCK_M/N/K, STAGE_BYTES, WARPS, threads."""
+    config = step.module.SEARCH_SPACE[0]
+    constants = step.module.layout(config)
+    return {"STAGES": constants["STAGES"], "LOAD_AHEAD": constants.get("LOAD_AHEAD"),
+            "STAGE_BYTES": constants["STAGE_BYTES"], "WARPS": constants["WARPS"], "BLOCK_M": config.BLOCK_M,
+            "BLOCK_N": config.BLOCK_N, "BLOCK_K": config.BLOCK_K,
+            "threads": config.THREADS + constants.get("PRODUCER_THREADS", 0)}
+
+
+def ring_schedule(stages: int, k_tiles: int) -> list[dict]:
+    """Per k-tile t: its stage (t % STAGES), which fill of that stage it is (t // STAGES), the parity a consumer
+    waits on full[stage] with (the fill's phase: fill % 2) and the parity the producer waits on empty[stage] with
+    before the fill (the previous fill's release: (fill − 1) % 2; None for the first fill: nothing to wait for) —
+    the kernels' formulas."""
+    return [{"k_tile": t, "stage": t % stages, "fill": t // stages, "full_parity": t // stages % 2,
+             "empty_parity": None if t < stages else (t // stages - 1) % 2} for t in range(k_tiles)]
+
+
+def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[dict]:
+    """Step 16's ring during turn ``turn`` of its loop: per stage, the newest k-tile put there, and its state —
+    "filling" (the producer loads k-tile ``turn``), "ahead" (loaded, not read yet), "read" (its fragments are loaded
+    and its wgmma issued: k-tile ``turn − LOAD_AHEAD``), "in flight" (the k-tile before, whose wgmma may still run,
+    released after this turn's wait) or "free"."""
+    computed = turn - load_ahead
+    out = []
+    for s in range(stages):
+        t = max((t for t in range(turn + 1) if t % stages == s), default=None)
+        if t is None:
+            state = "free"
+        elif t == turn:
+            state = "filling"
+        elif t > computed:
+            state = "ahead"
+        elif t == computed:
+            state = "read"
+        elif t == computed - 1:
+            state = "in flight"
+        else:
+            state = "free"
+        out.append({"stage": s, "k_tile": t, "state": state,
+                    "full_parity": None if t is None else t // stages % 2})
+    return out
+
+
+STATE_COLOURS = {"filling": "tab:orange", "ahead": "tab:olive", "read": "tab:blue", "in flight": "lightsteelblue",
+                 "free": "0.9"}
+
+
+def ring_figure(step, k_tiles: int = 12, turn: int = 6):
+    """Left: step 16's ring during one turn (which k-tile each stage holds, its state, and the barriers' parities);
+    right: every k-tile's stage and the parities its waiters use, from :func:`ring_schedule`."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    c = ring_constants(step)
+    stages, ahead = c["STAGES"], c["LOAD_AHEAD"]
+    fig = Figure(figsize=(13, 4.4), layout="constrained")
+    snap, table = fig.subplots(1, 2, width_ratios=[1, 1.6])
+    for entry in ring_snapshot(stages, ahead, turn):
+        s, t = entry["stage"], entry["k_tile"]
+        snap.add_patch(Rectangle((s, 0.9), 0.9, 1.2, color=STATE_COLOURS[entry["state"]]))
+        snap.text(s + 0.45, 1.75, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
+        snap.text(s + 0.45, 1.45, f"k-tile {t}" if t is not None else "—", ha="center", fontsize=9)
+        snap.text(s + 0.45, 1.1, entry["state"], ha="center", fontsize=8)
+        fill = t // stages if t is not None else 0
+        snap.text(s + 0.45, 0.6, f"full[{s}]\nwait parity {fill % 2}", ha="center", fontsize=7.5, va="center")
+        snap.text(s + 0.45, 0.15, f"empty[{s}]\nnext refill waits\nparity {fill % 2}", ha="center", fontsize=7.5,
+                  va="center")
+    snap.set(xlim=(-0.1, stages), ylim=(-0.2, 2.3), title=f"During turn {turn}: the producer loads k-tile {turn}, "
+             f"every warp computes k-tile {turn - ahead}\n(LOAD_AHEAD = {ahead}; k-tile {turn - ahead - 1}'s wgmma "
+             "may still run)")
+    snap.title.set_fontsize(9)
+    snap.axis("off")
+    schedule = ring_schedule(stages, k_tiles)
+    for e in schedule:
+        x, y = e["k_tile"], stages - 1 - e["stage"]
+        table.add_patch(Rectangle((x, y), 0.95, 0.9, color=("tab:green", "tab:purple")[e["full_parity"]], alpha=0.25))
+        empty = "—" if e["empty_parity"] is None else str(e["empty_parity"])
+        table.text(x + 0.47, y + 0.45, f"t={x}\nfill {e['fill']}\nfull: {e['full_parity']}\nempty: {empty}",
+                   ha="center", va="center", fontsize=7)
+    table.set_xlim(0, k_tiles)
+    table.set_ylim(0, stages)
+    table.set_yticks([stages - 1 - s + 0.45 for s in range(stages)], [f"stage {s}" for s in range(stages)])
+    table.set_xticks([])
+    table.set_title("Each k-tile t: its stage t % STAGES, which fill of it (t // STAGES), the parity consumers wait "
+                    "on full[s] for\n(fill % 2; green 0, purple 1) and the parity the producer waits on empty[s] "
+                    "for before refilling ((fill − 1) % 2)", fontsize=9)
+    for side in ("top", "right", "bottom"):
+        table.spines[side].set_visible(False)
+    return fig
+
+
+# -- the models the predictions come from -----------------------------------------------------------------------------
+#: Dense TF32 FLOP per clock per SM: 8 × the FP32 units' 128 multiply-adds, 2 FLOP each.
+TF32_FLOP_PER_CLOCK = 2 * TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM
+#: The model of experiments/warpgroup_tma_bench.py (an assumption, not a measurement): between k-tiles a warpgroup
+#: waits for shared memory (≈ 30 clocks of latency), then rounds and moves its 16 fragment values (≈ 70).
+SHARED_LATENCY_CLOCKS, FRAGMENT_WORK_CLOCKS = 30, 70
+
+
+def k_tile_flop(constants: dict) -> int:
+    """FLOP of one k-tile of one block: 2 · BLOCK_M · BLOCK_N · BLOCK_K."""
+    return 2 * constants["BLOCK_M"] * constants["BLOCK_N"] * constants["BLOCK_K"]
+
+
+def tensor_clocks(constants: dict) -> float:
+    """Clocks one SM's tensor cores need for one k-tile of the block at the dense TF32 rate."""
+    return k_tile_flop(constants) / TF32_FLOP_PER_CLOCK
+
+
+def tensor_ceiling_tflops(run: dict, mhz: float | None = None) -> float:
+    """Every SM's tensor cores busy all the time, at ``mhz`` (default: the run's maximum SM clock)."""
+    env = run["environment"]
+    return env["sm_count"] * TF32_FLOP_PER_CLOCK * (mhz or env["sm_clock_max_mhz"]) * 1e6 / 1e12
+
+
+def pause_model(step, run: dict) -> dict:
+    """Lesson 16's prediction: step 15 spends a k-tile's tensor-core time plus a pause (the model's constants) with
+    the tensor cores idle, since ``bar.sync`` keeps both warpgroups' pauses together; step 16 hides the pause (the
+    ring lets the warpgroups drift apart, and a second fragment register set overlaps it with the wgmma in flight).
+    Per big square: step 15's TFLOPS in ``run``, the prediction step 15 × (tensor + pause) / tensor, and the tensor
+    ceiling at that record's median clock."""
+    c = ring_constants(step)
+    tensor, pause = tensor_clocks(c), SHARED_LATENCY_CLOCKS + FRAGMENT_WORK_CLOCKS
+    out = {"k_tile_mflop": k_tile_flop(c) / 1e6, "tensor_clocks": tensor, "pause_clocks": pause,
+           "gain": pause / tensor, "sizes": {}}
+    for size in BIG:
+        r15 = measured(run, "warpgroup_tf32", size)
+        if r15:
+            out["sizes"][size] = {"step15": r15["tflops"], "predicted": r15["tflops"] * (tensor + pause) / tensor,
+                                  "ceiling": tensor_ceiling_tflops(run, r15.get("sm_clock_mhz_median"))}
+    return out
+
+
+def specialization_model(step, timeline: dict, run: dict) -> dict:
+    """Lesson 17's prediction, from step 16's timeline: a warpgroup's k-tile takes ``period`` clocks, of which the
+    producer's work (waiting for an empty stage, issuing the copies) sits on warpgroup 0's path; with a producer of
+    its own a k-tile would take ``period − producer`` clocks, but not less than the tensor cores' ``tensor_clocks``.
+    Predicted TFLOPS per big square: step 16's × period / that."""
+    c = ring_constants(step)
+    t16 = timeline_medians(timeline, "tma_pipeline")
+    period = t16["period"]
+    producer = t16["producer"]["wait_empty"] + t16["producer"]["issue"]
+    tensor = tensor_clocks(c)
+    predicted = max(period - producer, tensor)
+    out = {"period": period, "producer": producer, "predicted_period": predicted, "tensor_clocks": tensor,
+           "gain": period / predicted - 1, "ceiling_gain": period / tensor - 1, "sizes": {}}
+    for size in BIG:
+        r16 = measured(run, "tma_pipeline", size)
+        if r16:
+            out["sizes"][size] = {"step16": r16["tflops"], "predicted": r16["tflops"] * period / predicted,
+                                  "ceiling": r16["tflops"] * period / tensor}
+    return out
+
+
+# -- speed: the run that measured steps 15–17 beside both cuBLAS ---------------------------------------------------
+def speed_rows(run: dict) -> dict:
+    """{kernel: {size: {"tflops", "of_cublas_tf32", "vs_sgemm", "mhz", "mhz_min", "ms"}}} for :data:`ROWS`."""
+    out = {}
+    for kernel, *_ in ROWS:
+        out[kernel] = {}
+        for size in sizes(run):
+            r, tf32, sgemm = (measured(run, k, size) for k in (kernel, "cublas_tf32", "cublas"))
+            if r is None:
+                continue
+            out[kernel][size] = {"tflops": r["tflops"], "of_cublas_tf32": r["tflops"] / tf32["tflops"],
+                                 "vs_sgemm": r["tflops"] / sgemm["tflops"], "mhz": r.get("sm_clock_mhz_median"),
+                                 "mhz_min": r.get("sm_clock_mhz_min"), "ms": r["median_ms"]}
+    return out
+
+
+def speed_table(run: dict, kernels=None) -> MarkdownTable:
+    """TFLOPS, share of cuBLAS TF32 and the SM clock (median, and the slowest launch's) of each kernel at each size."""
+    rows = speed_rows(run)
+    chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
+    size_list = sizes(run)
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
+    for kernel, label, _ in chosen:
+        cells = []
+        for s in size_list:
+            q = rows[kernel].get(s)
+            cells.append("—" if q is None else f"**{q['tflops']:.1f}** ({q['of_cublas_tf32']:.0%} of TF32) · "
+                         f"{q['mhz']:.0f} ({q['mhz_min']:.0f}) MHz")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return MarkdownTable("TFLOPS (share of cuBLAS TF32) · SM clock, median (slowest launch):\n\n" + "\n".join(lines)
+                         + "\n\n" + caption(run))
+
+
+def speed_figure(run: dict, kernels=None):
+    """Left: TFLOPS of each kernel at each size (bars); right: share of cuBLAS TF32 at the two big squares with the
+    course's target."""
+    from matplotlib.figure import Figure
+
+    rows = speed_rows(run)
+    chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
+    size_list = sizes(run)
+    fig = Figure(figsize=(13, 4.4), layout="constrained")
+    speed, share = fig.subplots(1, 2)
+    width = 0.8 / len(chosen)
+    for i, (kernel, label, colour) in enumerate(chosen):
+        x = np.arange(len(size_list)) + (i - (len(chosen) - 1) / 2) * width
+        speed.bar(x, [rows[kernel].get(s, {}).get("tflops", np.nan) for s in size_list], width, color=colour,
+                  label=label)
+        if kernel not in ("cublas", "cublas_tf32"):
+            xb = np.arange(len(BIG)) + (i - (len(chosen) - 1) / 2) * width
+            share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in BIG], width,
+                      color=colour, label=label)
+    speed.set_xticks(range(len(size_list)), [size_label(s) for s in size_list])
+    speed.set(ylabel="TFLOPS", title="Speed")
+    speed.legend(fontsize=7, loc="upper right")
+    share.axhline(TARGET_HOPPER_TF32_PCT_OF_CUBLAS, color="k", ls="--", lw=1,
+                  label=f"the course's target: {TARGET_HOPPER_TF32_PCT_OF_CUBLAS:.0f} % of cuBLAS TF32")
+    share.axhline(100, color="tab:purple", lw=1)
+    share.set_xticks(range(len(BIG)), [size_label(s) for s in BIG])
+    share.set(ylabel="% of cuBLAS TF32 (same run)", title="Against cuBLAS TF32", ylim=(0, 110))
+    share.legend(fontsize=7, loc="lower right")
+    env = run["environment"]
+    fig.suptitle(f"Steps 15–17 beside both cuBLAS, one run: {env.get('gpu')}, {str(env.get('date'))[:10]}",
+                 fontsize=9)
+    return fig
+
+
+def verdict(run: dict, step: str) -> dict | None:
+    """``step`` against the course's target (:data:`TARGET_HOPPER_TF32_PCT_OF_CUBLAS` % of cuBLAS TF32 at 4096³ and
+    8192³, same run): per size its TFLOPS, share, × the previous step and the SM clocks of it and cuBLAS TF32;
+    ``met`` (at both), ``at_least_previous_at_8192`` (the issue's rule: each step at least as fast as the one
+    before it at 8192³); None without the step at both sizes."""
+    out = {}
+    for size in BIG:
+        r, tf32, before = (measured(run, k, size) for k in (step, "cublas_tf32", PREVIOUS[step]))
+        if r is None or tf32 is None:
+            return None
+        out[size] = {"tflops": r["tflops"], "pct_of_cublas_tf32": 100 * r["tflops"] / tf32["tflops"],
+                     "cublas_tf32": tf32["tflops"], "vs_previous": r["tflops"] / before["tflops"] if before else None,
+                     "mhz": r.get("sm_clock_mhz_median"), "cublas_tf32_mhz": tf32.get("sm_clock_mhz_median")}
+    last = out[BIG[-1]]["vs_previous"]
+    return {"sizes": out, "target_pct": TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
+            "met": all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
+            "at_least_previous_at_8192": last is not None and last >= 1.0}
+
+
+def ragged_same(run: dict, tolerance: float = 0.02) -> dict:
+    """The ragged shape (K not a multiple of 32: every tile on step 15's edge kernel): each step's TFLOPS there and
+    whether steps 15–17 are within ``tolerance`` of each other."""
+    ragged = [s for s in sizes(run) if s not in BIG]
+    if not ragged:
+        return {}
+    size = ragged[0]
+    got = {k: measured(run, k, size)["tflops"] for k in ("warpgroup_tf32", "tma_pipeline", "warp_specialized")
+           if measured(run, k, size)}
+    return {"size": size, "tflops": got, "same": max(got.values()) / min(got.values()) - 1 <= tolerance}
+
+
+# -- the timelines ------------------------------------------------------------------------------------------------------
+#: The k-tiles the medians skip: the ring filling at the start.
+WARM_UP_K_TILES = 8
+
+
+def events(timeline: dict, step: str) -> np.ndarray:
+    """Clocks since the first event, ``[block, role, k-tile, event]`` as floats, NaN where nothing was written
+    (the producer's fourth event)."""
+    cycles = np.array(timeline["steps"][step]["cycles_since_first_event"], dtype=float)
+    cycles[cycles < 0] = np.nan
+    return cycles
+
+
+def timeline_medians(timeline: dict, step: str, block: int = 0) -> dict:
+    """Medians over one recorded block's k-tiles after :data:`WARM_UP_K_TILES`: the producer's wait for an empty
+    stage and its issuing of the copies; per warpgroup its period (turn to turn), its wait for data, its fragment
+    loads and wgmma issue, its wait for the previous k-tile's wgmma, the rest (release, loop, the recording's
+    stores), how long before its turn to a k-tile the producer had issued that k-tile's copies (``lead``), from
+    issue to landing (``copy``); ``period`` (the warpgroups' mean), ``behind`` (k-tiles warpgroup 0 runs behind
+    warpgroup 1), the clock, and the TFLOPS the period implies on every SM."""
+    e = events(timeline, step)[block]
+    steady = slice(WARM_UP_K_TILES, None)
+    producer = e[0]
+    out = {"producer": {"wait_empty": float(np.nanmedian(producer[steady, 1] - producer[steady, 0])),
+                        "issue": float(np.nanmedian(producer[steady, 2] - producer[steady, 1]))},
+           "warpgroups": []}
+    for w in (1, 2):
+        x = e[w]
+        out["warpgroups"].append({
+            "period": float(np.nanmedian(np.diff(x[steady, 0]))),
+            "wait_data": float(np.nanmedian(x[steady, 1] - x[steady, 0])),
+            "issue": float(np.nanmedian(x[steady, 2] - x[steady, 1])),
+            "wait_previous": float(np.nanmedian(x[steady, 3] - x[steady, 2])),
+            "rest": float(np.nanmedian(x[WARM_UP_K_TILES + 1:, 0] - x[WARM_UP_K_TILES:-1, 3])),
+            "lead": float(np.nanmedian(x[steady, 0] - producer[steady, 2])),
+            "copy": float(np.nanmedian(x[steady, 1] - producer[steady, 2]))})
+    out["period"] = float(np.mean([w["period"] for w in out["warpgroups"]]))
+    out["behind"] = float(np.nanmedian(e[1][steady, 0] - e[2][steady, 0])) / out["period"]
+    mhz = timeline["steps"][step]["sm_clock_mhz_after"]
+    out["mhz"] = mhz
+    return out
+
+
+def implied_tflops(timeline: dict, step_name: str, step) -> float:
+    """The TFLOPS every SM would run at if each took the recorded block's period per k-tile (one block per SM, no
+    tails): SMs × k-tile FLOP / (period / clock)."""
+    m = timeline_medians(timeline, step_name)
+    return timeline["environment"]["sm_count"] * k_tile_flop(ring_constants(step)) * m["mhz"] * 1e6 / m["period"] / 1e12
+
+
+#: The timeline's segments: (label, colour), by role.
+PRODUCER_SEGMENTS = [("waits for an empty stage", "0.75"), ("issues the copies", "tab:orange")]
+CONSUMER_SEGMENTS = [("waits for data", "tab:red"), ("loads fragments, issues wgmma", "tab:blue"),
+                     ("waits for the previous k-tile's wgmma", "tab:green"), ("the rest (release, loop, recording)",
+                                                                          "0.9")]
+
+
+def timeline_figure(timeline: dict, step_names, block: int = 0, first: int = 16, k_tiles: int = 4):
+    """A Gantt chart per step (side by side, the same span of clocks): from the first warpgroup's turn to k-tile
+    ``first`` of one recorded block, for as long as the slowest of the steps takes for ``k_tiles`` k-tiles, the
+    producer's waits for an empty stage and its copies, and per warpgroup its waits for data, its fragment loads and
+    wgmma issue, its waits for the previous k-tile's wgmma, and the rest; each bar labelled with its k-tile."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    names = list(step_names)
+    starts = {name: np.nanmin(events(timeline, name)[block][1:, first, 0]) for name in names}
+    span = max(np.nanmax(events(timeline, name)[block][1:, first + k_tiles, 0]) - starts[name] for name in names)
+    fig = Figure(figsize=(7 * len(names), 3.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(names)))
+    for ax, name in zip(axes, names):
+        e = events(timeline, name)[block] - starts[name]
+
+        def bar(y, a, b, colour, label_at=None, text=None):
+            if np.isfinite(a) and np.isfinite(b) and a < span and b > 0:
+                ax.barh(y, b - a, left=a, color=colour, height=0.6)
+                if text is not None and 0 <= label_at < span * 0.98:
+                    ax.text(label_at, y + 0.36, text, fontsize=6, ha="left")
+
+        p = e[0]
+        for t in range(p.shape[0]):
+            bar(2, p[t, 0], p[t, 1], PRODUCER_SEGMENTS[0][1])
+            bar(2, p[t, 1], p[t, 2], PRODUCER_SEGMENTS[1][1], p[t, 1], str(t))
+        for w in (1, 2):
+            x = e[w]
+            for u in range(x.shape[0]):
+                edges = [x[u, 0], x[u, 1], x[u, 2], x[u, 3], x[u + 1, 0] if u + 1 < x.shape[0] else np.nan]
+                for i, ((_, colour), a, b) in enumerate(zip(CONSUMER_SEGMENTS, edges, edges[1:])):
+                    bar(2 - w, a, b, colour, x[u, 0], str(u) if i == 0 else None)
+        ax.set_yticks([2, 1, 0], ["producer", "warpgroup 0", "warpgroup 1"])
+        ax.set_xlim(0, span)
+        mhz = timeline["steps"][name]["sm_clock_mhz_after"]
+        ax.set(xlabel=f"SM clocks since a warpgroup turned to k-tile {first}",
+               title=f"{name}: block {block}, numbers are k-tiles; SM clock {mhz:.0f} MHz")
+        ax.title.set_fontsize(9)
+    handles = [Patch(color=c, label=f"producer {l}") for l, c in PRODUCER_SEGMENTS]
+    handles += [Patch(color=c, label=f"warpgroup {l}") for l, c in CONSUMER_SEGMENTS]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+    env = timeline["environment"]
+    fig.suptitle(f"%clock64 per role and k-tile, one launch at {timeline['size']}³: {env.get('gpu')}, "
+                 f"{str(env.get('date'))[:10]}", fontsize=9)
+    return fig
+
+
+def timeline_table(timeline: dict, step_names) -> MarkdownTable:
+    """The medians of :func:`timeline_medians` per step, one column per step (clocks)."""
+    m = {name: timeline_medians(timeline, name) for name in step_names}
+    rows = [("producer: waits for an empty stage", lambda q: q["producer"]["wait_empty"]),
+            ("producer: issues the copies", lambda q: q["producer"]["issue"])]
+    for w in (0, 1):
+        rows += [(f"warpgroup {w}: period (turn to turn)", lambda q, w=w: q["warpgroups"][w]["period"]),
+                 (f"warpgroup {w}: waits for data", lambda q, w=w: q["warpgroups"][w]["wait_data"]),
+                 (f"warpgroup {w}: loads fragments, issues wgmma", lambda q, w=w: q["warpgroups"][w]["issue"]),
+                 (f"warpgroup {w}: waits for the previous wgmma", lambda q, w=w: q["warpgroups"][w]["wait_previous"]),
+                 (f"warpgroup {w}: copies issued before its turn", lambda q, w=w: q["warpgroups"][w]["lead"])]
+    lines = ["| median, clocks | " + " | ".join(f"`{n}`" for n in step_names) + " |",
+             "|:--|" + "--:|" * len(step_names)]
+    lines += [f"| {label} | " + " | ".join(f"{get(m[n]):,.0f}" for n in step_names) + " |" for label, get in rows]
+    lines.append("| warpgroup 0 behind warpgroup 1, k-tiles | " + " | ".join(f"{m[n]['behind']:.1f}"
+                                                                             for n in step_names) + " |")
+    return MarkdownTable("\n".join(lines) + f"\n\n*k-tiles {WARM_UP_K_TILES}–{timeline['recorded_k_tiles'] - 1} of "
+                         f"block 0; `{TIMELINE_RUN}`.*")
+
+
+# -- step 15's drop from 4096³ to 8192³ (deep dive 16) --------------------------------------------------------------
+def drop(run: dict) -> dict:
+    """Per kernel of :data:`ROWS`: TFLOPS at 8192³ over 4096³ and the two median clocks, from ``run``."""
+    out = {}
+    for kernel, *_ in ROWS:
+        small, big = (measured(run, kernel, s) for s in BIG)
+        if small and big:
+            out[kernel] = {"ratio": big["tflops"] / small["tflops"], "mhz": (small.get("sm_clock_mhz_median"),
+                                                                           big.get("sm_clock_mhz_median"))}
+    return out
+
+
+def order_table(order_run: dict) -> MarkdownTable:
+    """Step 16's kernel in row-major order and in groups of 4, 8, 16 tile-rows beside step 15 and cuBLAS TF32:
+    TFLOPS at both squares and 8192³ over 4096³."""
+    names = [("warpgroup_tf32", "step 15"), ("overlap_group1", "step 16's kernel, row-major"),
+             ("overlap_group4", "… groups of 4"), ("overlap_group8", "… groups of 8 (step 16)"),
+             ("overlap_group16", "… groups of 16"), ("cublas_tf32", "cuBLAS TF32")]
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in BIG) + " | 8192³ / 4096³ |", "|:--|--:|--:|--:|"]
+    for name, label in names:
+        got = [find(order_run, name, s) for s in BIG]
+        if None in got:
+            continue
+        lines.append(f"| {label} | " + " | ".join(f"{g['tflops']:.1f}" for g in got)
+                     + f" | {got[1]['tflops'] / got[0]['tflops']:.3f} |")
+    return MarkdownTable("\n".join(lines) + "\n\n" + caption(order_run))
+
+
+def order_gain(order_run: dict) -> dict:
+    """What grouping by 8 bought at each square (× row-major), and the share of step 15's drop it makes up at
+    8192³ (the gain over the row-major drop's size)."""
+    out = {}
+    for s in BIG:
+        out[s] = find(order_run, "overlap_group8", s)["tflops"] / find(order_run, "overlap_group1", s)["tflops"]
+    row = [find(order_run, "overlap_group1", s)["tflops"] for s in BIG]
+    group = [find(order_run, "overlap_group8", s)["tflops"] for s in BIG]
+    lost_row = 1 - row[1] / row[0]
+    lost_group = 1 - group[1] / group[0]
+    return {"gain": out, "drop_row_major": lost_row, "drop_grouped": lost_group,
+            "share_recovered": (lost_row - lost_group) / lost_row if lost_row > 0 else None}
+
+
+_PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
+_PROFILE_ROW = re.compile(r"^\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$", re.M)
+_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "Ghz": 1e9, "%": 1,
+          "inst": 1}
+
+
+def order_profile() -> dict:
+    """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): {"dram_gb", "l2_hit_pct",
+    "ms", "ghz"}}; {} if the report is not shipped."""
+    text = read_text(ORDER_PROFILE)
+    if text is None:
+        return {}
+    out = {}
+    heads = list(_PROFILE_HEADER.finditer(text))
+    for head, nxt in zip(heads, heads[1:] + [None]):
+        body = text[head.end():nxt.start() if nxt else len(text)]
+        metrics = {m.group(1): float(m.group(3).replace(",", "")) * _SCALE.get(m.group(2), 1)
+                   for m in _PROFILE_ROW.finditer(body)}
+        out[(int(head.group(1)), int(head.group(2)))] = {
+            "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
+            "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}
+    return out
+
+
+def profile_tflops(profile: dict) -> dict:
+    """TFLOPS of each profiled launch (one launch, Nsight Compute's duration)."""
+    return {key: 2 * key[0] ** 3 / (q["ms"] * 1e-3) / 1e12 for key, q in profile.items()}
+
+
+def clocks_table(clocks_run: dict) -> MarkdownTable:
+    """The clocks under load (:data:`CLOCKS_RUN`): per kernel and size, the SM clock and power while it ran back to
+    back for seconds, and the clock right after each benchmark-style launch (median, slowest)."""
+    lines = ["| kernel | size | back to back: SM clock, median (min) MHz | power, W | after each launch: median "
+             "(min) MHz |", "|:--|--:|--:|--:|--:|"]
+    for r in clocks_run["records"]:
+        lines.append(f"| `{r['kernel']}` | {r['size']}³ | {r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) "
+                     f"| {r['power_w_median']:.0f} | {r['probe_mhz_median']:.0f} ({r['probe_mhz_min']:.0f}) |")
+    env = clocks_run["environment"]
+    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, power limit {env.get('smi_power_limit')} W, "
+                         f"`{CLOCKS_RUN}`.*")
+
+
+def timing_table(timing_run: dict) -> MarkdownTable:
+    """The benchmark's timing against the same launches queued behind a spinning kernel (:data:`TIMING_RUN`)."""
+    lines = ["| kernel | size | benchmark, ms | queued, ms | queued / benchmark | host in launch(), µs |",
+             "|:--|--:|--:|--:|--:|--:|"]
+    for r in timing_run["records"]:
+        lines.append(f"| `{r['kernel']}` | {r['size']}³ | {r['bench_ms']:.3f} | {r['queued_ms']:.3f} | "
+                     f"{r['queued_ms'] / r['bench_ms']:.3f} | {r['host_launch_us']:.0f} |")
+    return MarkdownTable("\n".join(lines) + f"\n\n*{timing_run['environment'].get('gpu')}, `{TIMING_RUN}`.*")
+
+
+def timing_agreement(timing_run: dict, kernels=("warpgroup_tf32", "overlap_group8")) -> float:
+    """The largest |queued / benchmark − 1| over ``kernels`` (the course's own: their launches hide behind the
+    fills)."""
+    return max(abs(r["queued_ms"] / r["bench_ms"] - 1) for r in timing_run["records"] if r["kernel"] in kernels)
+
+
+# -- setmaxnreg: what ptxas says, assembled as a unit or linked whole (deep dive 17) ------------------------------------
+def ptxas_reports(kernel_sources: list[str]) -> dict:
+    """For every kernel of each source — ``"step:NAME"`` (the step's fast kernel) or ``"MODULE:FUNCTION"`` (a
+    function returning ``{label: (dispatcher, signature)}``) — what ptxas reports assembled as relocatable PTX
+    (:func:`gemm_steps.harness.ptx.ptxas_info`) and linked whole with LTO (``kernel_ptxas_info``), and how many
+    ``setmaxnreg`` its PTX has. Compiled in a fresh Python in GPU mode (no GPU needed)."""
+    from gemm_steps.harness.ptx import in_gpu_mode
+
+    return in_gpu_mode("gemm_steps.course.hopper:ptxas_reports_here", list(kernel_sources))
+
+
+def ptxas_reports_here(kernel_sources: list[str]) -> dict:
+    """:func:`ptxas_reports` in this process (GPU mode)."""
+    import importlib
+
+    from gemm_steps.harness.ptx import compile_kernel_ptx, kernel_ptxas_info, ptx_stats, ptxas_info
+    from gemm_steps.harness.step import get_step
+
+    out = {}
+    for source in kernel_sources:
+        where, name = source.split(":")
+        if where == "step":
+            kernels = {label: entry for label, entry in get_step(name).kernels().items() if label.endswith("_fast")}
+        else:
+            kernels = getattr(importlib.import_module(where), name)()
+        for label, (dispatcher, signature) in kernels.items():
+            ptx = compile_kernel_ptx(dispatcher, signature)
+            out[label] = {"setmaxnreg": ptx_stats(ptx)["setmaxnreg"], "relocatable": ptxas_info(ptx),
+                          "lto": kernel_ptxas_info(dispatcher, signature)}
+    return out
+
+
+def register_budget(step) -> dict:
+    """Step 17's register arithmetic: the SM's registers, the threads launched, the cap each thread gets at entry
+    (registers / threads, rounded down to a multiple of 8), and the registers the roles keep after the hand-off."""
+    from .compiled import SM90_LIMITS
+
+    config = step.module.SEARCH_SPACE[0]
+    c = step.module.layout(config)
+    threads = config.THREADS + c["PRODUCER_THREADS"]
+    total = SM90_LIMITS["registers"]
+    after = c["PRODUCER_THREADS"] * c["PRODUCER_REGISTERS"] + config.THREADS * c["CONSUMER_REGISTERS"]
+    return {"registers": total, "threads": threads, "at_entry": total // threads // 8 * 8,
+            "producer": c["PRODUCER_REGISTERS"], "consumer": c["CONSUMER_REGISTERS"], "after": after}
+
+
+def shared_budget(step) -> dict:
+    """The ring's shared memory: bytes per stage, the ring's, the SM's per-block limit, and whether one more stage
+    would fit."""
+    from .compiled import SM90_LIMITS
+
+    c = ring_constants(step)
+    ring = c["STAGES"] * c["STAGE_BYTES"]
+    limit = SM90_LIMITS["shared_bytes"] - SM90_LIMITS["shared_reserved_per_block"]
+    return {"stage": c["STAGE_BYTES"], "stages": c["STAGES"], "ring": ring, "limit": limit,
+            "one_more_fits": ring + c["STAGE_BYTES"] <= limit}
