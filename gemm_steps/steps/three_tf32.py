@@ -8,18 +8,26 @@ The product is
     a·b = big_a·big_b + big_a·small_b + small_a·big_b + small_a·small_b,
 
 and the last term is below float32's rounding error (about 2^-22 of the product), so three tensor-core products
-recover float32's accuracy. They are accumulated small ones first, so the two corrections are added to the
-accumulator before the large term (in each mma the hardware adds its products to the accumulator in float32).
+recover float32's accuracy. The two small ones are summed by one mma chain, the large one by another, and both
+join the running sum in the FP32 units (the hardware's own sums in an mma are truncated: lesson 13).
 The loads, the pipeline (with its copy addresses worked out once) and the tiling are step 12's; the inner loop
-splits each fragment element with ``split_tf32`` (3 instructions: big is the bits plus half a TF32 unit with the
-low 13 bits cleared, small = x − big, whose low bits the tensor core drops) and does 3 ``mma_tf32`` per piece
-instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran slower at the same
+splits each fragment element with ``split_tf32_scaled`` (4 instructions: big is the bits plus half a TF32 unit with
+the low 13 bits cleared, small = (x − big)·2^11, whose low bits the tensor core drops) and does 3 ``mma_tf32`` per
+piece instead of 1. Splitting with two ``cvt.rna.tf32.f32`` instead took 7 instructions and ran slower at the same
 accuracy (experiments/tf32_conversion.py; lesson 12's deep dive reads its results).
 
-Where 3xTF32 can lose to float32: ``small`` is at most ~2^-11 of ``x``, so for |x| below about 2^-114 … 2^-111
-(depending on x's mantissa; lesson 13) it falls under TF32's (and float32's) smallest normal number and is flushed
-or loses bits, and those inputs keep only TF32's 11 bits.
-Lesson 13 measures the error on standard-normal inputs and on entries scaled by 2^u, u in −20…20.
+Keeping float32's contract (docs/fp32_contract.md; issue 25), three things more than the plain split:
+
+* ``small`` is at most 2^-11 of ``x``, so for |x| below about 2^-115 it would fall under float32's smallest normal
+  number and the tensor core would read it to a fixed 2^-136 instead of to 11 bits (a whole matrix scaled by
+  2^-120 lost most of the split's accuracy, issue 25). ``split_tf32_scaled`` hands the tensor core ``small·2^11``
+  instead (exact, never larger than |x|), so the two small products are summed apart from the large one and
+  multiplied by 2^-11 (``SMALL_UNSCALE``) as they join it: one FMA per result, the two mma chains independent;
+* ``big`` is rounded to nearest for A and B alike, so x is read to within 2^-23·|x|;
+* an inf or NaN in A or B comes out of the split as NaN (``inf − inf``), and so does a sum past float32's range;
+  finite inputs never do. So after the k-loop a block whose tile holds a non-finite value computes the tile again
+  as cuBLAS SGEMM does — one float32 FMA per k, in order — and gets exactly SGEMM's inf/NaN pattern. A tile
+  without specials pays one check per result; one with them, K FMAs per result from global memory.
 Why faster than cuBLAS SGEMM: three tensor-core products still cost less than one product on the FP32 units.
 Expect: a third of step 12's speed if its time were all product work (lesson 13), above cuBLAS SGEMM, at
 float32-level accuracy. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json): 60.3 TFLOPS at 4096³ and
@@ -28,11 +36,14 @@ and 1.7e-06. (Below SGEMM's there because each k-step's products are summed befo
 rounds after every product; on lesson 13's 512×512×K sweep the step's error is above SGEMM's at large K.)
 """
 
+import math
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, split_tf32
+from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32,
+                                       split_tf32_scaled)
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
@@ -44,6 +55,8 @@ ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
 #: mma.sync on TF32 operands and cp.async exist from Ampere (compute capability 8.0) on; verify and bench
 #: skip the step on older GPUs, saying so.
 MIN_COMPUTE_CAPABILITY = (8, 0)
+#: The small products come scaled by 2^11 (``split_tf32_scaled``); this undoes it as they join the sum.
+SMALL_UNSCALE = float32(2.0 ** -11)
 
 
 def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
@@ -136,31 +149,34 @@ def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                 for i in unroll(MMA_TILES_M):  # rows group, group + 8 of piece i; k = pair, pair + 4
                     for r in unroll(4):
                         x = tiles[a_base + ((i * 16 + r % 2 * 8) * A_STRIDE + kk + r // 2 * 4)]
-                        a_big[i][r], a_small[i][r] = split_tf32(x)  # big + small = x exactly
+                        a_big[i][r], a_small[i][r] = split_tf32_scaled(x)  # big + small·2^-11 = x exactly
                 for j in unroll(MMA_TILES_N):  # column group of piece j; k = pair, pair + 4
                     for r in unroll(2):
                         x = tiles[b_base + ((kk + r * 4) * B_STRIDE + j * 8)]
-                        b_big[j][r], b_small[j][r] = split_tf32(x)
+                        b_big[j][r], b_small[j][r] = split_tf32_scaled(x)
                 for i in unroll(MMA_TILES_M):
                     for j in unroll(MMA_TILES_N):
-                        # The three products of this k-step, small ones first, summed by the tensor core from zero …
-                        d0, d1, d2, d3 = mma_tf32(a_small[i][0], a_small[i][1], a_small[i][2], a_small[i][3],
+                        # The two small products of this k-step (scaled by 2^11), summed by the tensor core from zero …
+                        s0, s1, s2, s3 = mma_tf32(a_small[i][0], a_small[i][1], a_small[i][2], a_small[i][3],
                                                   b_big[j][0], b_big[j][1], float32(0.0), float32(0.0),
                                                   float32(0.0), float32(0.0))
+                        s0, s1, s2, s3 = mma_tf32(a_big[i][0], a_big[i][1], a_big[i][2], a_big[i][3],
+                                                  b_small[j][0], b_small[j][1], s0, s1, s2, s3)
+                        # … the large one on its own, from zero (the two chains run side by side) …
                         d0, d1, d2, d3 = mma_tf32(a_big[i][0], a_big[i][1], a_big[i][2], a_big[i][3],
-                                                  b_small[j][0], b_small[j][1], d0, d1, d2, d3)
-                        d0, d1, d2, d3 = mma_tf32(a_big[i][0], a_big[i][1], a_big[i][2], a_big[i][3],
-                                                  b_big[j][0], b_big[j][1], d0, d1, d2, d3)
-                        # … then added to the running sum by the FP32 units, which round to nearest.
-                        acc[i][j][0] += d0
-                        acc[i][j][1] += d1
-                        acc[i][j][2] += d2
-                        acc[i][j][3] += d3
+                                                  b_big[j][0], b_big[j][1], float32(0.0), float32(0.0),
+                                                  float32(0.0), float32(0.0))
+                        # … then both added to the running sum by the FP32 units, which round to nearest.
+                        acc[i][j][0] += d0 + s0 * SMALL_UNSCALE
+                        acc[i][j][1] += d1 + s1 * SMALL_UNSCALE
+                        acc[i][j][2] += d2 + s2 * SMALL_UNSCALE
+                        acc[i][j][3] += d3 + s3 * SMALL_UNSCALE
             compute_stage = uint32(compute_stage + 1)
             if compute_stage == STAGES:
                 compute_stage = uint32(0)
 
     # Lane (group, pair) holds C[group][2·pair], C[group][2·pair + 1], C[group + 8][…] of every piece.
+    special = 0  # did this lane store an inf or NaN?
     for i in unroll(MMA_TILES_M):
         for j in unroll(MMA_TILES_N):
             for r in unroll(4):
@@ -170,6 +186,22 @@ def three_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                     store_if_inside(c, row, col, m, n, acc[i][j][r])
                 else:
                     c[row * n + col] = acc[i][j][r]
+                if not math.isfinite(acc[i][j][r]):
+                    special = 1
+
+    # Specials: an inf or NaN in A or B (the split's inf − inf) or a sum past float32's range leaves an inf or NaN in
+    # the tile; finite inputs whose sums fit never do. Then the block computes its tile again as cuBLAS SGEMM does,
+    # one float32 FMA per k in order, which gives exactly SGEMM's inf/NaN pattern (docs/fp32_contract.md).
+    if cuda.syncthreads_or(special):
+        for slot in range(MMA_TILES_M * MMA_TILES_N * 4):  # this lane's results, numbered as the store above
+            piece_m, piece_n, q = slot // (MMA_TILES_N * 4), slot // 4 % MMA_TILES_N, slot % 4
+            row = block_row + warp_row + group + (piece_m * 16 + q // 2 * 8)
+            col = block_col + warp_col + pair * 2 + (piece_n * 8 + q % 2)
+            if row < m and col < n:
+                total = float32(0.0)
+                for kk in range(k):
+                    total = cuda.fma(a[row * k + kk], b[kk * n + col], total)
+                c[row * n + col] = total
 
 
 SEARCH_SPACE = tensor_cores.SEARCH_SPACE  # the same tiling as step 12; tuned separately
@@ -184,6 +216,9 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 
 TILED = build(tuned_config("three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
 
-# Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 for small).
+# Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 and a mul.f32 for
+# small·2^11); per piece and k-step, one FMA per result (d + s·2^-11), and one in the specials' SGEMM loop.
 PTX_EXPECT = tensor_cores.ptx_claims("three_tf32", tuned_config("three_tf32", SEARCH_SPACE), products_per_piece=3,
-                                     rounding={"sub.f32": 1}, a_by_ldmatrix=False)
+                                     rounding={"sub.f32": 1, "mul.f32": 1}, a_by_ldmatrix=False)
+_PIECES = PTX_EXPECT["three_tf32_fast"]["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"] // 3
+PTX_EXPECT["three_tf32_fast"]["fma.rn.f32"] = f">={4 * _PIECES + 1}"  # LLVM unrolls the SGEMM loop a few times

@@ -20,14 +20,20 @@ whole-line requests. In the no-swizzle layout (8-row × 16-byte "core matrices")
 could not follow their global sources, the L2 received about one request per 16-byte copy, and the same kernel
 ran markedly slower (experiments/wgmma_swapped.py, ``SWIZZLE``; lesson 14's deep dive has the numbers).
 
-3xTF32 as in step 13, three products per k-step, small ones first: Bᵀ's fragments are split in registers
-(``split_tf32``); A's k-tile is split once into a second shared buffer of small parts (a − a truncated to TF32;
-the tensor core truncates the stage itself, which gives the big part). Two rules the kernel keeps:
+3xTF32 as in step 13, three products per k-step, small ones first, and step 13's split (``split_tf32_scaled``: big
+rounded to nearest TF32, small·2^11, so small parts stay in TF32's normal range): Bᵀ's fragments are split in
+registers; A's k-tile is split once, in place — its big parts written over the stage, its small parts into a second
+shared buffer. (Before issue 25 A's big part was the stage itself, truncated by the tensor core as it read it, and
+A's small part a − (a truncated): no add and no store of big, but each a read only to 2^-21·|a| instead of
+2^-23·|a|.) The sum of the small products is multiplied by 2^-11 (``SMALL_UNSCALE``) once, at the store; an inf
+or NaN in A or B (or a sum past float32's range) leaves a non-finite value in the tile, and the block then computes
+its tile again as cuBLAS SGEMM does, one float32 FMA per k in order, for exactly SGEMM's inf/NaN pattern (step 13
+says why; docs/fp32_contract.md). Two rules the kernel keeps:
 
 * the tensor core **truncates** the sums it accumulates (lesson 13), so the running sum stays out of it: each
   k-tile's big·big products go to a fresh accumulator (``accumulate`` = 0 on the first), added to ``total`` with
-  rounded float32 adds; the small products, ~2^-11 of the sum, stay in a long-lived accumulator, whose truncation
-  costs ~2^-11 as much. Keeping everything in one accumulator over all of K gave errors growing like K
+  rounded float32 adds; the small products (~2^-11 of the sum, once unscaled) stay in a long-lived accumulator,
+  whose truncation costs ~2^-11 as much. Keeping everything in one accumulator over all of K gave errors growing like K
   (experiments/wgmma_swapped.py; lesson 14);
 * a ``wgmma`` may read its register operand until a wait retires it, and the PTX ISA forbids writing those
   registers before then (a build that loaded the next k-tile's fragments into them gave wrong results, the same
@@ -44,12 +50,13 @@ floor). Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-25.json): 92.1 TFL
 Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
 """
 
+import math
+
 from numba import cuda, float32, uint32
 
-from ..toolkit.intrinsics import copy_async, load_float4, store_float4, store_if_inside
+from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tensor_core_ops import (below_tf32, copy_async_commit, copy_async_or_zero, copy_async_wait,
-                                       split_tf32)
+from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, split_tf32_scaled
 from ..toolkit.tiles import TileConfig, TiledKernels
 from ..toolkit.tuned import tuned_config
 from ..toolkit.unroll import registers, unroll
@@ -62,6 +69,8 @@ SUMMARY = "Cᵀ = Bᵀ·Aᵀ with 128-thread wgmma: Bᵀ from registers, Aᵀ fr
 ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
 #: wgmma exists on compute capability 9.0 only (sm_90a: H100, H200); verify and bench skip the step elsewhere, saying so.
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+#: The small products come scaled by 2^11 (``split_tf32_scaled``); this undoes it, once, at the store.
+SMALL_UNSCALE = float32(2.0 ** -11)
 
 
 def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
@@ -89,7 +98,7 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
     # This thread's element of Bᵀ's fragment: column warpgroup·64 + warp·16 + lane // 4 (+ 8), k = lane % 4 (+ 4).
     fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
     total = zero_accumulators(ACCUMULATORS)  # the running sum of C: rounded float32 adds only
-    small_sum = zero_accumulators(ACCUMULATORS)  # the small products (tensor core accumulates)
+    small_sum = zero_accumulators(ACCUMULATORS)  # the small products ×2^11 (tensor core accumulates)
     big = zero_accumulators(ACCUMULATORS)  # one k-tile's big·big products (tensor core, afresh every k-tile)
     b_big, b_small = registers(K_STEPS, 4), registers(K_STEPS, 4)
     k_tiles = (k + BLOCK_K - 1) // BLOCK_K
@@ -129,10 +138,11 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
             stage_a = uint32((t - LOAD_AHEAD) % STAGES * A_STAGE_FLOATS)
             stage_b = uint32(B_BASE + (t - LOAD_AHEAD) % STAGES * B_STAGE_FLOATS)
             small_a = uint32(SMALL_BASE + (t - LOAD_AHEAD) % 2 * A_STAGE_FLOATS)
-            for load in unroll(A_LOADS):  # A's small parts: a − a truncated to TF32, exact in float32
-                at = (tid + load * THREADS) * 4
-                x0, x1, x2, x3 = load_float4(tiles, stage_a + at)
-                store_float4(tiles, small_a + at, below_tf32(x0), below_tf32(x1), below_tf32(x2), below_tf32(x3))
+            for e in unroll(A_LOADS * 4):  # A's split, in place: big over the stage, small·2^11 beside it
+                at = tid + e * THREADS  # one float at a time (fewer live registers than 4), consecutive per warp
+                x_big, x_small = split_tf32_scaled(tiles[stage_a + at])
+                tiles[stage_a + at] = x_big
+                tiles[small_a + at] = x_small
             fence_proxy_async()
             cuda.syncthreads()
             big = warpgroup_wait_all(big)  # the previous k-tile's products are in, its fragments free …
@@ -140,7 +150,7 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
             for s in unroll(K_STEPS):  # Bᵀ's fragments of the k-tile, split into big + small
                 for q in unroll(4):  # a0 … a3: columns +0 / +8, k +0 / +4
                     x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
-                    x_big, x_small = split_tf32(x)
+                    x_big, x_small = split_tf32_scaled(x)
                     b_big[s][q] = operand_bits(x_big)  # into the wgmma's integer registers, before the fence
                     b_small[s][q] = operand_bits(x_small)
             warpgroup_fence()  # the fragment registers written above → visible to the wgmma; none written after
@@ -156,17 +166,34 @@ def warpgroup_mma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
             warpgroup_commit()
     big = warpgroup_wait_all(big)
     small_sum = warpgroup_wait_all(small_sum)
-    total = add_accumulators(add_accumulators(total, big), small_sum)
+    total = add_accumulators(total, big)
 
     # Value 4j + r of this thread is Cᵀ[16·warp + lane // 4 + 8·(r // 2)][8j + 2·(lane % 4) + r % 2] of its
     # warpgroup's 64 × BLOCK_M part: C's row block_row + 8j + …, column block_col + 64·warpgroup + ….
+    special = 0  # did this thread store an inf or NaN?
     for v in unroll(ACCUMULATORS):
         row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
         col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+        value = total[v] + small_sum[v] * SMALL_UNSCALE  # the small products, scaled back
         if EDGE:
-            store_if_inside(c, row, col, m, n, total[v])
+            store_if_inside(c, row, col, m, n, value)
         else:
-            c[row * n + col] = total[v]
+            c[row * n + col] = value
+        if not math.isfinite(value):
+            special = 1
+
+    # Specials: an inf or NaN in A or B (the split's inf − inf) or a sum past float32's range leaves an inf or NaN in
+    # the tile; finite inputs whose sums fit never do. Then the block computes its tile again as cuBLAS SGEMM does,
+    # one float32 FMA per k in order, which gives exactly SGEMM's inf/NaN pattern (docs/fp32_contract.md).
+    if cuda.syncthreads_or(special):
+        for slot in range(ACCUMULATORS):  # this thread's results, numbered as the store above
+            row = block_row + lane % 4 * 2 + (slot // 4 * 8 + slot % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (slot % 4 // 2 * 8)
+            if row < m and col < n:
+                value = float32(0.0)
+                for kk in range(k):
+                    value = cuda.fma(a[row * k + kk], b[kk * n + col], value)
+                c[row * n + col] = value
 
 
 def layout(config: TileConfig) -> dict:
@@ -202,16 +229,22 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 TILED = build(tuned_config("warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
 
 #: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): 3 wgmma per k-step, the 16-byte copies,
-#: two barriers, one copy wait, no FP32 FMAs, no local memory *in the PTX*, and no wgmma operand written after its
-#: fence (every kernel is checked for that).
+#: two barriers, one copy wait, FP32 FMAs only at the store (one per result: total + small sum·2^-11) and in the
+#: specials' SGEMM loop (which LLVM unrolls a few times), a sub.f32 and a mul.f32 per split element (16 of A's, 16
+#: of B's per thread), no local memory *in the PTX*, and no wgmma operand written after its fence (every kernel is
+#: checked for that).
 _GPU = tuned_config("warpgroup_mma", SEARCH_SPACE)
 PTX_EXPECT = {"warpgroup_mma_fast": {
     "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8, "wgmma.fence": 1, "wgmma.commit_group": 1, "wgmma.wait_group": 3,
     "cp.async.cg.shared.global": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // 4 // _GPU.THREADS,
-    "cp.async.wait_group": 1, "bar.sync": 2, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0}}
+    "cp.async.wait_group": 1, "bar.sync": 2, "fma.rn.f32": f">={_GPU.BLOCK_M // 2 + 1}",
+    "sub.f32": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // _GPU.THREADS,
+    "mul.f32": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // _GPU.THREADS, "local": 0,
+    "wgmma.written_after_fence": 0}}
 #: What ptxas makes of it (tests/test_ptx.py, nvJitLink's ptxas for sm_90a; tests/test_gpu.py, the driver's): three
-#: sets of 64 accumulators and 32 fragment registers leave no room in 255 registers, so ptxas **spills** — 28 bytes
-#: in the fast kernel with nvJitLink 13.5 (24 before the fragments moved before the fence), 76 in the edge kernel —
-#: but it does not serialise the wgmma for want of registers (no C7512 warning: ``wgmma_serialized``).
-PTXAS_EXPECT = {"warpgroup_mma_fast": {"registers": 255, "spill_bytes": "<=32", "wgmma_serialized": 0},
+#: sets of 64 accumulators and 32 fragment registers leave no room in 255 registers, so ptxas **spills** — 36 bytes
+#: in the fast kernel with nvJitLink 13.5 (28 before issue 25's split; 24 before the fragments moved before the
+#: fence; 68 with A's split four floats at a time instead of one, as relocatable PTX), 60 in the edge kernel (72
+#: before) — but it does not serialise the wgmma for want of registers (no C7512 warning: ``wgmma_serialized``).
+PTXAS_EXPECT = {"warpgroup_mma_fast": {"registers": 255, "spill_bytes": "<=40", "wgmma_serialized": 0},
                 "warpgroup_mma_edge": {"registers": 255, "spill_bytes": "<=96"}}
