@@ -153,3 +153,17 @@ def test_setmaxnreg_takes_only_what_the_isa_allows():
             _check_register_count(bad)
     with pytest.raises(ValueError, match="65,536 registers"):
         warp_specialized.layout(warp_specialized.SEARCH_SPACE[0], consumer_registers=256)
+
+
+def test_the_persistent_build_runs_its_ring_on_across_tiles():
+    """experiments/kernels/persistent_specialized.py (step 17, persistent): fewer blocks than tiles, so a block's ring
+    of stages runs on from one tile into the next (its counter's phases across tiles) and every tile is computed
+    once. On the simulator 3 × 2 tiles on 3 blocks; on a GPU 11 × 13 tiles (143) on the GPU's 132 SMs."""
+    from experiments.kernels import persistent_specialized
+
+    config = _config(persistent_specialized)
+    kernels = persistent_specialized.build(config)
+    rows, cols = (3, 2) if gemm_steps.SIMULATOR else (11, 13)
+    assert kernels.resident_blocks("fast") < rows * cols
+    _check_product(kernels, rows * config.BLOCK_M, cols * config.BLOCK_N, 3 * config.BLOCK_K if gemm_steps.SIMULATOR
+                   else 16 * config.BLOCK_K)

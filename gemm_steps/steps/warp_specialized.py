@@ -38,7 +38,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tiles import TileConfig
 from ..toolkit.tma_tiles import TmaTiles
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
                                      registers_lower_to, registers_raise_to, shared_address, swizzled_descriptor,
@@ -70,12 +70,12 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     # Block b takes tile b in grouped order: column by column within groups of GROUP_M tile-rows.
     tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
     tile = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
-    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M
-    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M  # the group's first tile-row
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))  # the last group may be shorter
     in_group = tile - first_row * tile_cols
-    across = divide_u32(in_group, rows_in_group)
-    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
-    block_col = across * BLOCK_N
+    across = divide_u32(in_group, rows_in_group)  # a 32-bit division: a 64-bit one would serialise every wgmma
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M  # down the group's rows…
+    block_col = across * BLOCK_N  # …then on to the next column
     k_tiles = k // BLOCK_K
     if tid == 0:
         for s in unroll(STAGES):
@@ -156,14 +156,14 @@ def build(config: TileConfig, **options) -> TmaTiles:
                     edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
 #: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding
 #: per fragment element; the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
 #: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; no cp.async, no FP32 FMAs,
 #: no local memory, no wgmma operand written after its fence.
-_GPU = tuned_config("warp_specialized", SEARCH_SPACE)
+_GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warp_specialized_fast": {
     "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
     "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 1,
