@@ -51,9 +51,9 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
     ``out`` receives the result and is returned. Bad input raises before anything is launched.
 
     Accuracy — the FP32 contract (docs/fp32_contract.md), kept by every step ``matmul`` picks and by the 3xTF32 steps
-    13–14 (not by the TF32 steps, ``ARITHMETIC = "tf32"``): for finite inputs whose sums Σ|a_ik·b_kj| stay below 2^127,
-    ‖C − A·B‖_F / ‖|A|·|B|‖_F is at most twice that of the sequential float32 FMA sum (cuBLAS SGEMM's, in the shipped
-    results) or 9·2^-24, whichever is larger; inf and NaN in the inputs give exactly that sum's inf/NaN pattern;
+    13–14 (not by the TF32 steps, ``ARITHMETIC = "tf32"``): for finite inputs whose sums Σ|a_ik·b_kj| stay below
+    2^127, ‖C − A·B‖_F / ‖|A|·|B|‖_F is at most twice that of the sequential float32 FMA sum (cuBLAS SGEMM's, in the
+    shipped results) or 9·2^-24, whichever is larger; inf and NaN in the inputs give exactly that sum's inf/NaN pattern;
     the kernels' float32 arithmetic does not flush subnormals (the tensor core's reading of them: see the docs).
     """
     if isinstance(step, Step):
