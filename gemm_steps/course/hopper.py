@@ -291,7 +291,8 @@ def speed_figure(run: dict, kernels=None):
 
 def verdict(run: dict, step: str) -> dict | None:
     """``step`` against the course's target (:data:`TARGET_HOPPER_TF32_PCT_OF_CUBLAS` % of cuBLAS TF32 at 4096³ and
-    8192³, same run): per size its TFLOPS, share, × the previous step and the SM clocks of it and cuBLAS TF32;
+    8192³, same run): per size its TFLOPS, share, × the previous step, the SM clocks of it and cuBLAS TF32 and the
+    share per clock (``pct_per_clock``: the share if both had run at the same clock);
     ``met`` (at both), ``at_least_previous_at_8192`` (the issue's rule: each step at least as fast as the one
     before it at 8192³); None without the step at both sizes."""
     out = {}
@@ -302,6 +303,9 @@ def verdict(run: dict, step: str) -> dict | None:
         out[size] = {"tflops": r["tflops"], "pct_of_cublas_tf32": 100 * r["tflops"] / tf32["tflops"],
                      "cublas_tf32": tf32["tflops"], "vs_previous": r["tflops"] / before["tflops"] if before else None,
                      "mhz": r.get("sm_clock_mhz_median"), "cublas_tf32_mhz": tf32.get("sm_clock_mhz_median")}
+        if out[size]["mhz"] and out[size]["cublas_tf32_mhz"]:  # the share per clock: TFLOPS / MHz against cuBLAS's
+            out[size]["pct_per_clock"] = (out[size]["pct_of_cublas_tf32"] * out[size]["cublas_tf32_mhz"]
+                                          / out[size]["mhz"])
     last = out[BIG[-1]]["vs_previous"]
     return {"sizes": out, "target_pct": TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
             "met": all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
@@ -338,7 +342,8 @@ def timeline_medians(timeline: dict, step: str, block: int = 0) -> dict:
     stage and its issuing of the copies; per warpgroup its period (turn to turn), its wait for data, its fragment
     loads and wgmma issue, its wait for the previous k-tile's wgmma, the rest (release, loop, the recording's
     stores), how long before its turn to a k-tile the producer had issued that k-tile's copies (``lead``), from
-    issue to landing (``copy``); ``period`` (the warpgroups' mean), ``behind`` (k-tiles warpgroup 0 runs behind
+    issue to the end of its wait for data (``copy``); ``period`` (the warpgroups' mean), ``landing`` (``copy`` of
+    the warpgroup that waited longest for data: there the wait ended as the bytes landed), ``behind`` (k-tiles warpgroup 0 runs behind
     warpgroup 1), the clock, and the TFLOPS the period implies on every SM."""
     e = events(timeline, step)[block]
     steady = slice(WARM_UP_K_TILES, None)
@@ -357,6 +362,8 @@ def timeline_medians(timeline: dict, step: str, block: int = 0) -> dict:
             "lead": float(np.nanmedian(x[steady, 0] - producer[steady, 2])),
             "copy": float(np.nanmedian(x[steady, 1] - producer[steady, 2]))})
     out["period"] = float(np.mean([w["period"] for w in out["warpgroups"]]))
+    # A wait for data ends when the bytes land only for a warpgroup that did wait: take the one that waited longest.
+    out["landing"] = max(out["warpgroups"], key=lambda w: w["wait_data"])["copy"]
     out["behind"] = float(np.nanmedian(e[1][steady, 0] - e[2][steady, 0])) / out["period"]
     mhz = timeline["steps"][step]["sm_clock_mhz_after"]
     out["mhz"] = mhz
@@ -446,14 +453,40 @@ def timeline_table(timeline: dict, step_names) -> MarkdownTable:
 
 # -- step 15's drop from 4096³ to 8192³ (deep dive 16) --------------------------------------------------------------
 def drop(run: dict) -> dict:
-    """Per kernel of :data:`ROWS`: TFLOPS at 8192³ over 4096³ and the two median clocks, from ``run``."""
+    """Per kernel of :data:`ROWS`: TFLOPS at 8192³ over 4096³, the two median clocks, and the ratio per clock
+    (TFLOPS / MHz at 8192³ over 4096³), from ``run``."""
     out = {}
     for kernel, *_ in ROWS:
         small, big = (measured(run, kernel, s) for s in BIG)
         if small and big:
-            out[kernel] = {"ratio": big["tflops"] / small["tflops"], "mhz": (small.get("sm_clock_mhz_median"),
-                                                                           big.get("sm_clock_mhz_median"))}
+            mhz = (small.get("sm_clock_mhz_median"), big.get("sm_clock_mhz_median"))
+            ratio = big["tflops"] / small["tflops"]
+            out[kernel] = {"ratio": ratio, "mhz": mhz, "per_clock": ratio * mhz[0] / mhz[1] if all(mhz) else None}
     return out
+
+
+def first_wave_tiles(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> list[tuple[int, int]]:
+    """(tile-row, tile-column) of the first ``sms`` tiles of a square of ``size`` in step 16's order: column by
+    column within groups of ``group_m`` tile-rows (1: row-major) — the kernel's formula."""
+    rows, cols = size // bm, size // bn
+    out = []
+    for tile in range(min(sms, rows * cols)):
+        first_row = tile // cols // group_m * group_m
+        height = min(rows - first_row, group_m)
+        in_group = tile - first_row * cols
+        out.append((first_row + in_group % height, in_group // height))
+    return out
+
+
+def wave_traffic(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> dict:
+    """The DRAM model of experiments/warpgroup_order_bench.py: one wave's tiles read each A panel (bm × K floats) and
+    B panel (K × bn) they touch once, and nothing survives in L2 between waves. The wave's panels, its MB, and MB per
+    GFLOP of the wave's work."""
+    tiles = first_wave_tiles(size, group_m, sms, bm, bn)
+    rows, cols = len({r for r, _ in tiles}), len({c for _, c in tiles})
+    mb = (rows * bm + cols * bn) * size * 4 / 1e6
+    gflop = 2 * len(tiles) * bm * bn * size / 1e9
+    return {"a_panels": rows, "b_panels": cols, "mb": mb, "mb_per_gflop": mb / gflop}
 
 
 def order_table(order_run: dict) -> MarkdownTable:
@@ -600,3 +633,54 @@ def shared_budget(step) -> dict:
     limit = SM90_LIMITS["shared_bytes"] - SM90_LIMITS["shared_reserved_per_block"]
     return {"stage": c["STAGE_BYTES"], "stages": c["STAGES"], "ring": ring, "limit": limit,
             "one_more_fits": ring + c["STAGE_BYTES"] <= limit}
+
+
+# -- how step 16 was found (H100 runs of experiments/warpgroup_tma_bench.py) ------------------------------------------
+#: The TMA builds before step 16, each in its own run beside step 15: (file, record, what changed).
+HISTORY = [("experiment-warpgroup-tma-bulk-rows-nvidia-h100.json", "warpgroup_tma", "B by 32 bulk row copies"),
+           ("experiment-warpgroup-tma-nvidia-h100.json", "warpgroup_tma",
+            "B by one tensor copy; ptxas serialised the wgmma around the wait's divergent branches (C7518)"),
+           ("experiment-warpgroup-tma-uniform-wait-nvidia-h100.json", "warpgroup_tma",
+            "the wait as uniform branches (bra.uni)"),
+           ("experiment-warpgroup-overlap-nvidia-h100.json", "warpgroup_overlap",
+            "two fragment register sets: a k-tile of wgmma in flight (step 16 but for the tile order)")]
+
+
+def history() -> list[dict]:
+    """Each build of :data:`HISTORY` at 4096³ and 8192³: its TFLOPS and × step 15 in the same run."""
+    out = []
+    for name, build, what in HISTORY:
+        run = load_run(name)
+        if run is None:
+            continue
+        row = {"file": name, "what": what, "gpu": run["environment"].get("gpu"), "sizes": {}}
+        for size in BIG:
+            r, r15 = find(run, build, size), find(run, "warpgroup_tf32", size)
+            if r and r15:
+                row["sizes"][size] = {"tflops": r["tflops"], "vs_step15": r["tflops"] / r15["tflops"]}
+        out.append(row)
+    return out
+
+
+def history_table() -> MarkdownTable:
+    lines = ["| build | " + " | ".join(f"{size_label(s)}: TFLOPS (× step 15)" for s in BIG) + " | file |",
+             "|:--|--:|--:|:--|"]
+    for row in history():
+        cells = [f"{row['sizes'][s]['tflops']:.1f} ({row['sizes'][s]['vs_step15']:.2f}×)" if s in row["sizes"]
+                 else "—" for s in BIG]
+        lines.append(f"| {row['what']} | " + " | ".join(cells) + f" | `{row['file']}` ({row['gpu']}) |")
+    return MarkdownTable("\n".join(lines))
+
+
+def ptxas_table(reports: dict) -> MarkdownTable:
+    """One row per kernel of :func:`ptxas_reports`, assembled as a unit and linked whole: registers, spill bytes,
+    wgmma serialised, ptxas's performance warnings."""
+    lines = ["| kernel | setmaxnreg in its PTX | ptxas | registers | spill bytes | wgmma serialised | warnings |",
+             "|:--|--:|:--|--:|--:|--:|:--|"]
+    for label, r in reports.items():
+        for how in ("relocatable", "lto"):
+            q = r[how]
+            lines.append(f"| `{label}` | {r['setmaxnreg']} | {q.get('ptxas')} | {q.get('registers')} | "
+                         f"{q.get('spill_bytes')} | {q.get('wgmma_serialized')} | "
+                         f"{', '.join(q.get('warnings') or []) or '—'} |")
+    return MarkdownTable("\n".join(lines))

@@ -1,0 +1,193 @@
+# %% [markdown]
+# # Lesson 16 — The copy engine feeds the tensor cores: TMA and an mbarrier ring
+#
+# Step 15 multiplies on Hopper's `wgmma` but feeds it the Ampere way: all 256 threads issue 16-byte `cp.async`
+# copies for every k-tile, and the whole block meets at `bar.sync` before anyone reads it. cuBLAS TF32's Hopper
+# kernels feed the tensor cores differently: a copy engine brings whole tiles, and barriers in shared memory say
+# when each tile has landed and when it may be overwritten. Step 16 does that. All the timings in this lesson come
+# from one run on an **H200** (the captions name the file); the timeline comes from another run on the same GPU.
+
+# %%
+import gemm_steps
+from gemm_steps.course import hopper, lesson
+
+warpgroup_tf32 = gemm_steps.get_step("warpgroup_tf32")
+tma_pipeline = gemm_steps.get_step("tma_pipeline")
+run, timeline = hopper.producer_order_run(), hopper.timeline_run()
+ring = hopper.ring_constants(tma_pipeline)
+print(tma_pipeline.doc.splitlines()[0])
+
+# %% [markdown]
+# ## Four words first
+#
+# * **TMA** (the Tensor Memory Accelerator) is a copy engine in each SM. One thread gives it one instruction
+#   (`cp.async.bulk.tensor`): "copy this box of that matrix into shared memory"; the engine computes every address,
+#   writes the box in the layout asked for (here A in `wgmma`'s 128-byte swizzle), and tells a barrier when the bytes
+#   are in. No other thread takes part.
+# * A **tensor map** is what the engine reads the matrix through: a 128-byte descriptor made on the host
+#   (`cuTensorMapEncodeTiled`) holding the matrix's address, sizes, strides, the box's shape and the swizzle.
+#   `toolkit/tma_tiles.py` makes one for A and one for B per call.
+# * An **mbarrier** is a barrier object of 8 bytes in shared memory. It is initialised with a count of expected
+#   arrivals; threads *arrive* on it, and the copy engine can add to it the bytes it still owes (`expect_tx`). When
+#   all arrivals are in and all bytes have landed, it completes a **phase** and starts the next, with the count
+#   reloaded. Unlike `bar.sync`, nobody has to wait at it but those who need what it guards.
+# * A waiter cannot ask "has phase 7 completed?" — the barrier keeps only one bit of its phase number. It asks
+#   with a **parity**: `try_wait.parity p` returns once the phase whose number has parity p has completed. That is
+#   enough as long as no waiter falls two phases behind, which the ring below guarantees.
+#
+# ## The ring
+#
+# STAGES stages of shared memory, each holding one k-tile of A and B; k-tile t goes to stage t % STAGES. Each stage
+# has two barriers: **full[s]** (one arrival — the producer's `expect_tx` — plus the stage's bytes) completes when
+# the copy engine has written the stage; **empty[s]** (one arrival per warp) completes when every warp has finished
+# reading it. The r-th fill of a stage completes phase r of its full barrier, so a consumer of k-tile t waits with
+# parity (t // STAGES) % 2, and the producer, before the r-th refill, waits on empty with the parity of the release
+# before, (r − 1) % 2. Drawn from the step's constants and the kernel's formulas:
+
+# %%
+lesson.show_figure(hopper.ring_figure(tma_pipeline))
+shared = hopper.shared_budget(tma_pipeline)
+print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared['stages']} × {shared['stage']:,} bytes "
+      f"= {shared['ring']:,} of the {shared['limit']:,} a block may have; one more stage fits: "
+      f"{shared['one_more_fits']}")
+
+# %% [markdown]
+# Why four stages for a producer that loads only LOAD_AHEAD = 2 k-tiles ahead? Read the left picture: while the
+# warps compute one k-tile, the next is already there, the one after is being filled, and the one before is still
+# being read — by the `wgmma` in flight. Step 16 keeps one k-tile of `wgmma` running while it loads the next
+# k-tile's fragments (two register sets, below), so a stage is released only one k-tile after it was computed.
+# Thread 0 is the producer: it waits on empty, announces the bytes on full, and issues the two copies. Every warp
+# waits on full, computes, and arrives on empty. The only block-wide barrier left is the one after the barriers are
+# initialised.
+#
+# ## The prediction
+#
+# Written before the first TMA build ran (`experiments/warpgroup_tma_bench.py`'s docstring), from a model of where
+# step 15 loses time. A k-tile of the block is 2 · 256 · 128 · 32 FLOP; the tensor cores do 8× the FP32 units'
+# multiply-adds per clock. Between k-tiles each warpgroup pauses: it waits for its last `wgmma`, then loads and
+# rounds 16 fragment values — the model puts that at a shared-memory latency plus a few dozen instructions.
+# `bar.sync` keeps both warpgroups' pauses together, so the tensor cores idle through them. The ring lets the
+# warpgroups drift apart, and two fragment register sets overlap the pause with the `wgmma` in flight: the pause
+# disappears, and step 16 runs at step 15's speed × (tensor + pause) / tensor, from step 15 in the same run:
+
+# %%
+model = hopper.pause_model(tma_pipeline, run)
+print(f"a k-tile: {model['k_tile_mflop']:.1f} MFLOP = {model['tensor_clocks']:,.0f} tensor-core clocks; "
+      f"the pause: {model['pause_clocks']} clocks (+{model['gain']:.0%})")
+for size, q in model["sizes"].items():
+    print(f"{lesson.size_label(size)}: step 15 {q['step15']:.1f} TFLOPS -> predicted {q['predicted']:.1f} "
+          f"(the tensor cores' ceiling at that record's clock: {q['ceiling']:.0f})")
+
+# %% [markdown]
+# ## The kernel
+#
+# One pass of the loop: two turns (`for half in unroll(2)` — a register tile takes compile-time indices only, so
+# the register set of a k-tile must be known when compiling). In each turn thread 0 produces k-tile t, then every
+# warp computes k-tile t − LOAD_AHEAD with register set `half`, waits for all `wgmma` groups but the newest
+# (`warpgroup_wait_but_one`) and releases the stage before. The whole kernel: `tma_pipeline.source()`, or
+# `gemm-steps diff 15 16`.
+
+# %%
+lesson.show_kernel(tma_pipeline, start="for pair in range(", stop="acc = warpgroup_wait_all(acc)")
+
+# %% [markdown]
+# ## Is it right?
+#
+# On the simulator the copy engine, the tensor maps and the mbarriers are Python twins (`toolkit/mbarrier_ops.py`);
+# a missed arrival raises instead of hanging. With the simulator's smaller tiles (32 × 64, BLOCK_K 32), a shape of 8
+# k-tiles fills every stage twice, so both parities are waited on; the ragged shape runs on step 15's edge kernel:
+
+# %%
+lesson.check_against_numpy(tma_pipeline, [(64, 128, 256), (45, 70, 20)])
+
+# %% [markdown]
+# ## How fast
+#
+# Step 16 beside step 15, both cuBLAS, and an experiment that moves thread 0's producer work behind the `wgmma`
+# it overlaps (`experiments/kernels/tma_pipeline_late_producer.py`), one run. The SM clock of each record is
+# there because at 8192³ the board's power limit pulls it down (deep dive below):
+
+# %%
+kernels = ["cublas", "cublas_tf32", "warpgroup_tf32", "tma_pipeline", "late_producer"]
+lesson.say(hopper.speed_table(run, kernels))
+lesson.show_figure(hopper.speed_figure(run, kernels))
+
+# %% [markdown]
+# The ragged shape (K = 1531, not a multiple of 32) runs every tile on step 15's edge kernel, so all steps tie
+# there:
+
+# %%
+ragged = hopper.ragged_same(run)
+print(f"{lesson.size_label(ragged['size'])}: " + ", ".join(f"{k} {t:.1f}" for k, t in ragged["tflops"].items())
+      + f" TFLOPS; within 2 %: {ragged['same']}")
+
+# %% [markdown]
+# ## The verdict
+#
+# Against the prediction, and against the course's target for the Hopper chapter (a share of cuBLAS TF32 in the
+# same run, `gemm_steps/course/targets.py`):
+
+# %%
+v = hopper.verdict(run, "tma_pipeline")
+for size, q in v["sizes"].items():
+    predicted = model["sizes"][size]["predicted"]
+    print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.2f}× step 15 (predicted "
+          f"{predicted:.1f}: measured / predicted = {q['tflops'] / predicted:.2f}), {q['pct_of_cublas_tf32']:.0f} % "
+          f"of cuBLAS TF32")
+print(f"target {v['target_pct']:.0f} % of cuBLAS TF32 at both sizes: {'met' if v['met'] else 'not met'}; "
+      f"at least step 15's speed at 8192³: {v['at_least_previous_at_8192']}")
+
+# %% [markdown]
+# The pause model holds about as written: the gain over step 15 is of the size of the pause's share of a k-tile.
+# It was not so on the first tries. The model was written before the first TMA build, and that build was slower
+# than step 15; the builds in between, each in its own run on an H100 beside step 15:
+
+# %%
+lesson.say(hopper.history_table())
+
+# %% [markdown]
+# Copying B as 32 bulk rows paid per copy; one tensor copy fixed that, but ptxas serialised every `wgmma` around
+# the barrier wait's divergent branches (its warning C7518, `harness.ptx.ptxas_info`); the wait rewritten with
+# uniform branches brought the model's gain; two register sets added the overlap. The target is still out of
+# reach. Where does the time go?
+#
+# ## The timeline from the GPU
+#
+# A debug copy of the kernel (`experiments/kernels/tma_pipeline_timeline.py`) writes the SM's cycle counter
+# (`%clock64`) at each event of the first 48 k-tiles of two blocks: the producer turning to a k-tile, its stage
+# empty, its copies issued; each warpgroup turning to a k-tile, its data landed, its `wgmma` issued, the previous
+# k-tile's `wgmma` done. Drawn for one block:
+
+# %%
+lesson.show_figure(hopper.timeline_figure(timeline, ["tma_pipeline"]))
+lesson.say(hopper.timeline_table(timeline, ["tma_pipeline"]))
+
+# %% [markdown]
+# Thread 0 is a lane of warpgroup 0, and a `wgmma` is an instruction of the whole warpgroup: the producer's work —
+# waiting for an empty stage, issuing the copies — sits on warpgroup 0's path every k-tile (in the grey "rest" of its
+# row). Warpgroup 0 runs about two k-tiles behind warpgroup 1, and since it is warpgroup 0's thread that asks for
+# the data, warpgroup 1 waits for data that was asked for late. Each warpgroup's period is about twice the tensor
+# cores' need for the block's k-tile. The recording itself costs time — a global store per event, and in step 16
+# thread 0 records both roles — so the recorded blocks run slower than the launch as a whole:
+
+# %%
+implied = hopper.implied_tflops(timeline, "tma_pipeline", tma_pipeline)
+measured = hopper.measured(run, "tma_pipeline", (4096, 4096, 4096))["tflops"]
+m = hopper.timeline_medians(timeline, "tma_pipeline")
+print(f"period {m['period']:,.0f} clocks a k-tile (tensor cores: {hopper.tensor_clocks(ring):,.0f}); warpgroup 0 "
+      f"{m['behind']:.1f} k-tiles behind; every SM at the recorded block's pace: {implied:.0f} TFLOPS, against "
+      f"{measured:.0f} measured without the recording")
+
+# %% [markdown]
+# ## What is left
+#
+# Take the producer off the consumers' path: a warpgroup of its own that only issues copies (lesson 17). Moving
+# thread 0's work behind the `wgmma` it overlaps (the experiment in the table) gained little: the next `wgmma`
+# still waits for all 128 threads of warpgroup 0.
+#
+# Deep dive: [the 8192³ drop](deep_dives/16_the_8192_drop.ipynb) — why step 15 (and every build after it) ran
+# slower per FLOP at 8192³ than at 4096³: the DRAM traffic of the tile order (a third of it, which step 16's grouped
+# order recovers) and the board's 700 W power limit (the rest), and a check that the benchmark's timing is not the
+# cause.
+#
+# Next: [Lesson 17: warp specialization](17_warp_specialized.ipynb).

@@ -1,0 +1,72 @@
+"""Lesson 17's numbers (gemm_steps/course/hopper.py, step 17): the register hand-off, the prediction from step 16's
+timeline, the verdict from the shipped run's records, the timelines side by side, and the cell-count rule."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemm_steps
+from cell_count import MAX_CELLS, lesson_cells
+from gemm_steps.course import hopper
+from gemm_steps.course.targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
+
+STEP16, STEP17 = gemm_steps.get_step("tma_pipeline"), gemm_steps.get_step("warp_specialized")
+RUN = hopper.producer_order_run()
+TIMELINE = hopper.timeline_run()
+
+
+def test_the_register_hand_off_fits_the_register_file():
+    r = hopper.register_budget(STEP17)
+    assert r["threads"] == 384 and r["at_entry"] == 168
+    assert r["after"] <= r["registers"] and r["consumer"] > r["at_entry"] > r["producer"]
+    assert r["producer"] % 8 == 0 and r["consumer"] % 8 == 0 and 24 <= r["producer"] and r["consumer"] <= 256
+
+
+def test_the_prediction_takes_the_producers_work_off_step_16s_period():
+    model = hopper.specialization_model(STEP16, TIMELINE, RUN)
+    m16 = hopper.timeline_medians(TIMELINE, "tma_pipeline")
+    assert model["producer"] == m16["producer"]["wait_empty"] + m16["producer"]["issue"]
+    assert model["predicted_period"] == max(m16["period"] - model["producer"], model["tensor_clocks"])
+    for size, q in model["sizes"].items():
+        assert q["predicted"] == pytest.approx(q["step16"] * model["period"] / model["predicted_period"])
+    # the lesson: the step gained far less than the model said
+    v = hopper.verdict(RUN, "warp_specialized")
+    assert all(q["vs_previous"] - 1 < model["gain"] / 2 for q in v["sizes"].values())
+
+
+def test_the_verdict_follows_from_the_records():
+    v = hopper.verdict(RUN, "warp_specialized")
+    for size, q in v["sizes"].items():
+        r, tf32 = (hopper.measured(RUN, k, size) for k in ("warp_specialized", "cublas_tf32"))
+        assert r["step"] == "specialized_setmaxnreg"  # the run's name for step 17's kernel
+        assert q["pct_of_cublas_tf32"] == pytest.approx(100 * r["tflops"] / tf32["tflops"])
+        assert q["pct_per_clock"] == pytest.approx(q["pct_of_cublas_tf32"] * q["cublas_tf32_mhz"] / q["mhz"])
+    assert v["met"] == all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in v["sizes"].values())
+    assert abs(v["sizes"][hopper.BIG[1]]["pct_per_clock"] - 100) < 3  # "per clock level with cuBLAS TF32 there"
+
+
+def test_the_timelines_say_what_the_lesson_reads():
+    m16, m17 = (hopper.timeline_medians(TIMELINE, s) for s in ("tma_pipeline", "warp_specialized"))
+    assert m17["period"] < m16["period"]
+    assert abs(m17["behind"]) < 0.5  # the warpgroups keep pace
+    assert all(w["wait_data"] > 100 for w in m17["warpgroups"])  # still waiting for data…
+    assert all(w["lead"] > m17["period"] for w in m17["warpgroups"])  # …though the copies went out long before
+    assert 0.4 <= m17["producer"]["wait_empty"] / m17["period"] <= 0.6  # "about half its time": the ring is full
+    assert m17["landing"] > 2 * m16["landing"]  # the copies take longer from issue to landing
+    assert not hopper.shared_budget(STEP17)["one_more_fits"]
+    table = hopper.timeline_table(TIMELINE, ["tma_pipeline", "warp_specialized"])
+    assert f"{m17['period']:,.0f}" in table
+    assert len(hopper.timeline_figure(TIMELINE, ["tma_pipeline", "warp_specialized"]).axes) == 2
+
+
+def test_the_ptxas_table_reads_both_builds():
+    reports = {"k_fast": {"setmaxnreg": 2, "relocatable": {"ptxas": "nvJitLink", "registers": 168, "spill_bytes": 32,
+                                                           "wgmma_serialized": 1, "warnings": ["C7504", "C7512"]},
+                          "lto": {"ptxas": "nvJitLink (LTO)", "registers": 168, "spill_bytes": 0,
+                                  "wgmma_serialized": 0, "warnings": []}}}
+    table = hopper.ptxas_table(reports)
+    assert "| 168 | 32 | 1 | C7504, C7512 |" in table and "| 168 | 0 | 0 | — |" in table
+
+
+def test_the_lesson_keeps_to_25_cells():
+    assert lesson_cells("17_warp_specialized") <= MAX_CELLS
