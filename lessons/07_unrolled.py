@@ -109,9 +109,9 @@ if results:
 # that turns PTX into machine code) that two blocks of 256 threads must fit on one SM, so it must stay within the
 # registers that allows. Which configuration is best depends on the GPU, so the course measures it: each tunable
 # step lists candidates in its `SEARCH_SPACE`, and `gemm-steps tune unrolled` (on a GPU) times them all at 4096³,
-# writes every timing to `results/tuning-unrolled-<gpu>.json` and records the winner in your tuning table. The
-# course's own winners ship in `gemm_steps/toolkit/tuned.json`; on any other GPU, and on the simulator, a step uses
-# the first entry of its search space. The sweep shipped for step 7:
+# writes every timing to `results/tuning-unrolled-<gpu>.json` and records the winner in your tuning table
+# (`~/.cache/gemm-steps/tuned.json`), which that GPU then uses. Without one, and on the simulator, a step uses the
+# first entry of its search space: the course put its own sweep's winner there. The sweep shipped for step 7:
 
 # %%
 sweep = lesson.load_shipped("tuning-unrolled-*.json", "`gemm-steps tune unrolled`: every candidate configuration, "
@@ -135,7 +135,7 @@ if sweep:
 # `BLOCK_K` 8 against 16, with no hint and everything else equal, is a tie within the noise band: halving the
 # barriers per FMA bought nothing measurable. The occupancy hint, at `BLOCK_K = 16`, is the difference beyond the
 # noise band. (The sweep has no `BLOCK_K = 8` run *with* the hint, so it cannot say whether that would tie with the
-# winner.) The rule's pick is what `tuned.json` records for the sweep's GPU. So the winner's lead over step 6's `BLOCK_K = 8` comes from the occupancy hint, not from the deeper tile. Does the
+# winner.) The rule's pick is the first entry of step 7's search space. So the winner's lead over step 6's `BLOCK_K = 8` comes from the occupancy hint, not from the deeper tile. Does the
 # hint buy occupancy? That depends on how many registers each thread needs, and that number depends on which
 # compiler produced the machine code. Three compilers counted it: the driver on the GPU host, which compiled the
 # PTX when the kernel was loaded (read from the Nsight Compute report shipped with the course), and two `ptxas`

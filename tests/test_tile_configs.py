@@ -86,3 +86,45 @@ def test_a_users_table_decides_on_its_gpu_only(tmp_path):
     assert chosen("NVIDIA H200", tmp_path / "cache", USER_TABLE) == WITH_USER_TABLE
     assert chosen("NVIDIA H100 80GB HBM3", tmp_path / "cache", USER_TABLE) == ON_A_GPU
     assert chosen("simulator", tmp_path / "cache", USER_TABLE) == ON_THE_SIMULATOR
+
+
+NO_GPU_AT_IMPORT = r"""
+import gemm_steps.toolkit.tuned as tuned
+
+def refuse():
+    raise RuntimeError("asked the GPU for its name")
+
+tuned.SIMULATOR = False
+tuned.current_gpu_name = refuse
+import gemm_steps
+
+steps = [s for s in gemm_steps.steps() if getattr(s.module, "TILED", None) is not None]
+claims = [getattr(s.module, "PTX_EXPECT", None) for s in steps]  # stated for SEARCH_SPACE[0], asked of no GPU
+try:
+    steps[-1].tiled.config
+except RuntimeError as exc:
+    print(len(steps), exc)
+"""
+
+
+def test_importing_the_steps_asks_no_gpu_the_first_use_does():
+    done = subprocess.run([sys.executable, "-c", NO_GPU_AT_IMPORT], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(ON_A_GPU)), "asked", "the", "GPU", "for", "its", "name"]
+
+
+@pytest.mark.parametrize("name", ["unrolled", "double_buffered", "warp_tiling"])
+def test_the_search_spaces_first_is_the_course_sweeps_pick(name):
+    """No table ships with the package: a step's first configuration is its sweep's winner under the rule."""
+    import importlib
+    from dataclasses import asdict
+
+    from gemm_steps.harness.tuning import choose_best
+    from gemm_steps.course.sweeps import sweep_records
+
+    sweeps = sorted((ROOT / "results").glob(f"tuning-{name}-*.json"))
+    assert sweeps, f"no results/tuning-{name}-*.json"
+    space = importlib.import_module(f"gemm_steps.steps.{name}").SEARCH_SPACE
+    for sweep in sweeps:
+        assert choose_best(sweep_records(json.loads(sweep.read_text())))["config"] == asdict(space[0]), sweep.name

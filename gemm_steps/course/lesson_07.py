@@ -4,7 +4,7 @@
 * :func:`mix_figure` — the k-loop's PTX instructions per FMA of two kernels, stacked by kind.
 * :func:`prediction` (the issue model from the compiled code) and :func:`verdict` (the measurement against it).
 * :func:`sweep_figure`, :func:`sweep_findings` — the tuning sweep: ``BLOCK_K`` and the occupancy hint, each with
-  everything else equal; the rule's choice and the shipped ``tuned.json``.
+  everything else equal; the rule's choice and the step's first configuration.
 * :func:`compile_with_registers` (steps 6 and 7, and step 7 without its occupancy hint, through the ``ptxas`` in
   nvJitLink and the one on this machine), :func:`~gemm_steps.course.compiled.register_table`, :func:`hint_registers`.
 * Compile time (the deep dive; the live profile of a compile is :mod:`gemm_steps.course.compile_profile`):
@@ -132,10 +132,9 @@ def _find(records: list[dict], **fields) -> dict | None:
 def sweep_findings(sweep: dict, step) -> dict:
     """What the sweep says, from its records (ms): ``BLOCK_K`` 8 against 16 with no hint, and the occupancy hint at
     ``BLOCK_K = 16``, each with everything else as in ``step``'s tiles; whether each difference is beyond
-    ``tuning.NOISE``; the fastest, how many are within the noise band of it, the rule's pick; what
-    ``gemm_steps/toolkit/tuned.json`` records for the sweep's GPU and whether it agrees. With ``table``."""
+    ``tuning.NOISE``; the fastest, how many are within the noise band of it, the rule's pick, and whether it is the
+    first of the step's ``SEARCH_SPACE`` (what a GPU without a tuning table of its own runs). With ``table``."""
     from gemm_steps.harness import tuning
-    from gemm_steps.toolkit.tuned import SHIPPED_TABLE
 
     step = as_step(step)
     records = sweep_records(sweep)
@@ -144,7 +143,6 @@ def sweep_findings(sweep: dict, step) -> dict:
     hint = step.config.get("MIN_BLOCKS_PER_SM", 0)
     k8, k16 = (_find(records, **base, BLOCK_K=k, MIN_BLOCKS_PER_SM=0) for k in (8, 16))
     k16_hint = _find(records, **base, BLOCK_K=16, MIN_BLOCKS_PER_SM=hint) if hint else None
-    tuned = json.loads(SHIPPED_TABLE.read_text()).get(sweep["environment"]["gpu"], {}).get(step.name)
     out = {"BLOCK_K 8, no hint (ms)": k8 and k8["median_ms"], "BLOCK_K 16, no hint (ms)": k16 and k16["median_ms"],
            "BLOCK_K 8 against 16: beyond the noise band": bool(k8 and k16) and abs(
                k8["median_ms"] / k16["median_ms"] - 1) > tuning.NOISE,
@@ -157,9 +155,9 @@ def sweep_findings(sweep: dict, step) -> dict:
                                                    for r in records),
            "**the rule picks**": config_label(best["config"]),
            "slowest / fastest": max(r["median_ms"] for r in records) / fastest["median_ms"],
-           "tuned.json for this GPU": config_label(tuned["config"]) if tuned else None,
-           "tuned.json agrees with the rule": bool(tuned) and same_config(tuned["config"], best["config"]),
-           "this notebook's kernels (the search space's first)": config_label(asdict(step.module.SEARCH_SPACE[0]))}
+           "this notebook's kernels (the search space's first)": config_label(asdict(step.module.SEARCH_SPACE[0])),
+           "the search space's first is the rule's pick": same_config(asdict(step.module.SEARCH_SPACE[0]),
+                                                                    best["config"])}
     return {**out, "table": facts(out)}
 
 

@@ -13,15 +13,13 @@
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from matplotlib.figure import Figure
 
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
-from gemm_steps.toolkit import tuned
 
 from . import profiles
 from .compiled import blocks_per_sm, compile_with_registers, threads_per_block
@@ -148,17 +146,17 @@ class Experiment:
 
 
 def load_experiment(blocks_per_sm: int) -> Experiment | None:
-    """The shipped persistence experiment with step 10's tuned tiles for its GPU, or None (said so)."""
+    """The shipped persistence experiment (step 10 on its first configuration's tiles, as a GPU without a tuning
+    table runs it), or None (said so)."""
     doc = load_shipped("experiment-persistent-*.json", "`experiments/persistent.py`: step 10 with GROUP_M = 8 and = 1, "
                        "and its non-persistent twin (step 9 with step 10's tiles), in one run over squares, "
                        "wave-boundary shapes, a small and a K-heavy shape")
     if not doc:
         return None
     env = doc["environment"]
-    shipped = json.loads(tuned.SHIPPED_TABLE.read_text()).get(env["gpu"], {}).get("warp_tiling")
-    import gemm_steps
+    from gemm_steps.steps import persistent
 
-    config = shipped["config"] if shipped else dict(gemm_steps.get_step("persistent").config)
+    config = asdict(persistent.SEARCH_SPACE[0])  # the tiles a GPU without a tuning table of its own runs
     exp = Experiment(doc, config["BLOCK_M"], config["BLOCK_N"], env["sm_count"] * blocks_per_sm,
                      datasheet_bandwidth_tbs(doc))
     by = {(r["step"], r["M"], r["N"], r["K"]): r for r in doc["records"] if "error" not in r}
@@ -172,9 +170,9 @@ def load_experiment(blocks_per_sm: int) -> Experiment | None:
 
 
 def setup(exp: Experiment, blocks_per_sm: int) -> MarkdownTable:
-    """The experiment's tiles (step 10's tuned tiles for its GPU), tiles per wave, L2 and DRAM bandwidth."""
+    """The experiment's tiles (step 10's first configuration), tiles per wave, L2 and DRAM bandwidth."""
     env = exp.env
-    return facts({"GPU": env["gpu"], "tiles (tuned.json)": f"{exp.BM}×{exp.BN}",
+    return facts({"GPU": env["gpu"], "tiles (step 10's first configuration)": f"{exp.BM}×{exp.BN}",
                   "tiles per wave (SMs × blocks per SM)": f"{exp.per_wave} ({env['sm_count']} × {blocks_per_sm})",
                   "L2 (MiB)": env["l2_bytes"] / 2**20, "DRAM, datasheet (TB/s)": exp.bandwidth_tbs})
 

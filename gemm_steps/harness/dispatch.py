@@ -32,6 +32,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..steps import COURSE
+from ..toolkit.tiles import TileConfig
+from ..toolkit.tuned import TunedKernels, current_gpu_name
+from .step import Step, all_steps
+
 SHIPPED_TABLE = Path(__file__).resolve().parent / "dispatch.json"
 #: The largest log₂ distance at which a measured shape still decides (√3 ≈ every side 2× off).
 NEAREST_WITHIN = math.sqrt(3)
@@ -45,57 +50,26 @@ TIE = 0.03
 #: at 256³–640³ and 2.6× on 4096×64×8192, 128×128 tiles 1.7× on 8192×128×4096; both slower on large and K-heavy
 #: products, where the table keeps the shipped tiles.
 TILE_VARIANTS = {
-    "stream_k@128x128": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 16, "THREAD_M": 8, "THREAD_N": 8,
-                         "MIN_BLOCKS_PER_SM": 2},
-    "stream_k@64x64": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "THREAD_M": 4, "THREAD_N": 4,
-                       "MIN_BLOCKS_PER_SM": 2},
+    "stream_k@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    "stream_k@64x64": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=2),
 }
-
-
-class TileVariant:
-    """Step 11 (stream-K, with step 10's kernel as its data-parallel fallback) for another tile configuration: a
-    kernel ``matmul`` may choose and the shape suite times, beside the steps. Called like a step."""
-
-    number = 11
-
-    def __init__(self, name: str, fields: dict):
-        self.name = name
-        self._fields = fields
-        self._tiled = None
-
-    @property
-    def tiled(self):
-        if self._tiled is None:
-            from ..steps import persistent, stream_k
-            from ..toolkit.tiles import TileConfig
-
-            config = TileConfig(**self._fields)
-            self._tiled = stream_k.build(config, data_parallel=persistent.build(config))
-        return self._tiled
-
-    @property
-    def config(self) -> dict:
-        return dict(self.tiled.constants)
-
-    def launch(self, a, b, c, stream=0) -> None:
-        self.tiled.launch(a, b, c, stream)
-
-    def __call__(self, a, b, out=None):
-        from .api import run_step
-
-        return run_step(self, a, b, out)
-
-    def __repr__(self) -> str:
-        return f"<TileVariant {self.name!r}>"
-
 
 _VARIANTS: dict = {}
 
 
-def tile_variants() -> list[TileVariant]:
-    """The :data:`TILE_VARIANTS`, built on first use (each compiles its kernels only when launched)."""
-    for name, fields in TILE_VARIANTS.items():
-        _VARIANTS.setdefault(name, TileVariant(name, fields))
+def tile_variants() -> list[Step]:
+    """Step 11 (stream-K, with step 10's kernel as its data-parallel fallback) for each of :data:`TILE_VARIANTS`'
+    configurations: steps named ``stream_k@…`` that ``matmul`` may choose and the shape suite times beside the
+    course's. Each builds its kernels on first use and compiles them on first launch."""
+    if not _VARIANTS:
+        from ..steps import persistent, stream_k
+
+        def build(config: TileConfig):
+            return stream_k.build(config, data_parallel=persistent.build(config))
+
+        number = COURSE.index("stream_k") + 1
+        for name, config in TILE_VARIANTS.items():
+            _VARIANTS[name] = Step(number, stream_k, name=name, tiled=TunedKernels(build, name, [config]))
     return [_VARIANTS[name] for name in TILE_VARIANTS]
 
 
@@ -103,8 +77,6 @@ def candidate(name: str):
     """A step or a tile variant, by name: what :func:`choose` may return."""
     if name in TILE_VARIANTS:
         return next(v for v in tile_variants() if v.name == name)
-    from .step import all_steps
-
     return next(s for s in all_steps() if s.name == name)
 
 
@@ -224,9 +196,6 @@ def choose(m: int, n: int, k: int) -> Choice:
     key = (m, n, k)
     found = _CHOICES.get(key)
     if found is None:
-        from ..toolkit.tuned import current_gpu_name
-        from .step import all_steps
-
         gpu = current_gpu_name()
         # Not TF32 (it rounds the inputs), and not a step this GPU cannot run (a table recorded on an H100 may name
         # step 14, which needs wgmma)
@@ -239,16 +208,12 @@ def choose(m: int, n: int, k: int) -> Choice:
 
 
 def _step_number(name: str) -> int:
-    from .step import all_steps
-
     if name in TILE_VARIANTS:
-        return TileVariant.number
+        return candidate(name).number
     return next((s.number for s in all_steps() if s.name == name), -1)
 
 
 def _step_arithmetic(name: str) -> str:
-    from .step import all_steps
-
     return next((s.arithmetic for s in all_steps() if s.name == name), "fp32")
 
 

@@ -3,9 +3,9 @@
 ``gemm-steps tune STEP`` times every configuration in the step's ``SEARCH_SPACE`` on the GPU at hand (same method
 as the benchmark: events, warm-up, median, L2 flushed, NaN-poisoned output checked), writes every timing to
 ``tuning-<step>-<gpu>.json`` in the output folder (``results/`` under the current directory unless told) and records
-the winner in your tuning table (:func:`gemm_steps.toolkit.tuned.user_table`). When a step is imported it looks its
-GPU up there, then in the table shipped with the package (:mod:`gemm_steps.toolkit.tuned`). To ship a new winner
-with the course, copy its entry into ``gemm_steps/toolkit/tuned.json``.
+the winner in your tuning table (:func:`gemm_steps.toolkit.tuned.user_table`). When a step's kernels are first used
+on that GPU, they are built for it (:mod:`gemm_steps.toolkit.tuned`). To make a winner the course's default, put it
+first in the step's ``SEARCH_SPACE``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from numba import cuda, float32, uint32
 from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "Double buffering: load the next tile while computing this one"
@@ -122,6 +122,8 @@ def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *
                              acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
+#: Configurations ``gemm-steps tune double_buffered`` tries. The first is what a GPU without a tuning table of its own
+#: runs: the rule's pick of the course's sweep (results/tuning-double_buffered-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
@@ -137,6 +139,9 @@ def build(config: TileConfig) -> TiledKernels:
     return TiledKernels("double_buffered", double_buffered_kernel, config, {"STAGES": 2})
 
 
-TILED = build(tuned_config("double_buffered", SEARCH_SPACE))  # launch, KERNELS, CONFIG: see harness/step.py
+#: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,
+#: else SEARCH_SPACE[0]). launch, KERNELS, CONFIG: see harness/step.py
+TILED = TunedKernels(build, "double_buffered", SEARCH_SPACE)
 
-PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)  # double buffering: one barrier per k-tile
+# Claims about the kernel for the course's tiles: double buffering, one barrier per k-tile.
+PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)

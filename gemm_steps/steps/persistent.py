@@ -19,6 +19,7 @@ from numba import cuda, float32, uint32
 from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import PersistentTiles, TileConfig
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import warp_tiling
 
@@ -140,6 +141,8 @@ def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = N
                            overrides)
 
 
-TILED = build(warp_tiling.TILED.config)  # launch, KERNELS, CONFIG: see harness/step.py
+#: The step as it runs, on step 9's tiles (step 9's table entry decides: toolkit/tuned.py), built on first use.
+#: launch, KERNELS, CONFIG: see harness/step.py
+TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
 
-PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)
+PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)

@@ -23,12 +23,15 @@ Expect: ≈ step 10 where tiles fill whole waves; up to (waves rounded up)/(wave
 K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 """
 
+from functools import partial
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import (load4_bypassing_l1, load_float4, load_or_zero, store4, store4_if_inside,
                                   store_float4)
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import StreamKTiles, TileConfig
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import persistent, warp_tiling
 
@@ -229,9 +232,11 @@ def build(config: TileConfig, overrides: dict | None = None, data_parallel=None)
                         split=stream_k_split, data_parallel_fallback=data_parallel)
 
 
-# Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
-TILED = build(persistent.TILED.config, data_parallel=persistent.TILED)  # launch, KERNELS, CONFIG: harness/step.py
+# The step as it runs, on step 9's tiles like step 10 (step 9's table entry decides: toolkit/tuned.py), built on
+# first use. Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
+TILED = TunedKernels(partial(build, data_parallel=persistent.TILED), "warp_tiling", SEARCH_SPACE)  # harness/step.py
 
 # The fixup adds barriers, and one scalar ld.global.cg per accumulator (reading another block's partial sums).
-PTX_EXPECT = TILED.unrolled_ptx_claims()
-PTX_EXPECT["stream_k_fast"]["ld.global.f32"] = TILED.config.THREAD_M * TILED.config.THREAD_N
+_CLAIMED = default_config(SEARCH_SPACE)
+PTX_EXPECT = build(_CLAIMED).unrolled_ptx_claims()
+PTX_EXPECT["stream_k_fast"]["ld.global.f32"] = _CLAIMED.THREAD_M * _CLAIMED.THREAD_N

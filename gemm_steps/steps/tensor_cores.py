@@ -41,7 +41,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
                                        mma_tf32, to_tf32)
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "TF32 tensor cores: mma.sync on 16×8×8 tiles"
@@ -205,7 +205,7 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
                         min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 
 def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding: dict, a_by_ldmatrix: bool) -> dict:
@@ -228,5 +228,5 @@ def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding:
                              "bar.sync": 1, "fma.rn.f32": 0, "local": 0}}
 
 
-PTX_EXPECT = ptx_claims("tensor_cores", tuned_config("tensor_cores", SEARCH_SPACE), products_per_piece=1,
+PTX_EXPECT = ptx_claims("tensor_cores", default_config(SEARCH_SPACE), products_per_piece=1,
                         rounding={"cvt.rna.tf32.f32": 1}, a_by_ldmatrix=True)

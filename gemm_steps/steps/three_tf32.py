@@ -45,7 +45,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32,
                                        split_tf32_scaled)
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import tensor_cores
 
@@ -214,11 +214,11 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
                         min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 # Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 and a mul.f32 for
 # small·2^11); per piece and k-step, one FMA per result (d + s·2^-11), and one in the specials' SGEMM loop.
-PTX_EXPECT = tensor_cores.ptx_claims("three_tf32", tuned_config("three_tf32", SEARCH_SPACE), products_per_piece=3,
+PTX_EXPECT = tensor_cores.ptx_claims("three_tf32", default_config(SEARCH_SPACE), products_per_piece=3,
                                      rounding={"sub.f32": 1, "mul.f32": 1}, a_by_ldmatrix=False)
 _PIECES = PTX_EXPECT["three_tf32_fast"]["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"] // 3
 PTX_EXPECT["three_tf32_fast"]["fma.rn.f32"] = f">={4 * _PIECES + 1}"  # LLVM unrolls the SGEMM loop a few times

@@ -47,7 +47,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tiles import TileConfig
 from ..toolkit.tma_tiles import TmaTiles
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, shared_address,
                                      swizzled_descriptor, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
@@ -159,13 +159,13 @@ def build(config: TileConfig, group_m: int = GROUP_M) -> TmaTiles:
                     edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("tma_pipeline", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "tma_pipeline", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one pass of the loop (two k-tiles; tests/test_ptx.py): the copy
 #: engine's two tensor copies and one expect-tx per k-tile, one wgmma per k-step, per k-tile a wait for all groups
 #: but the newest (and one for all after the loop), a TF32 rounding per fragment element, the one block-wide
 #: barrier before the loop, no cp.async, no FP32 FMAs, no local memory, no wgmma operand written after its fence.
-_GPU = tuned_config("tma_pipeline", SEARCH_SPACE)
+_GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"tma_pipeline_fast": {
     "cp.async.bulk.tensor": 2 * 2, "mbarrier.arrive.expect_tx": 2, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
     "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "bar.sync": 1,

@@ -25,7 +25,7 @@ from numba import cuda, float32, uint32
 from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "Warp tiling: conflict-free shared-memory fragments"
@@ -150,6 +150,8 @@ def layout(config: TileConfig) -> dict:
             "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4}
 
 
+#: Configurations ``gemm-steps tune warp_tiling`` tries. The first is what a GPU without a tuning table of its own
+#: runs: the rule's pick of the course's sweep (results/tuning-warp_tiling-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
     TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
@@ -171,7 +173,9 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
     return TiledKernels("warp_tiling", warp_tiling_kernel, config, layout(config), overrides)
 
 
-TILED = build(tuned_config("warp_tiling", SEARCH_SPACE))  # launch, KERNELS, CONFIG: see harness/step.py
+#: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,
+#: else SEARCH_SPACE[0]). launch, KERNELS, CONFIG: see harness/step.py
+TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
 
 
-PTX_EXPECT = TILED.unrolled_ptx_claims(barriers=1)
+PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)

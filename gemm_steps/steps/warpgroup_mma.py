@@ -58,7 +58,7 @@ from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, split_tf32_scaled
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned, operand_bits,
                                      shared_address, swizzled_descriptor, swizzled_offset, warpgroup_commit,
@@ -226,14 +226,14 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
                         requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): 3 wgmma per k-step, the 16-byte copies,
 #: two barriers, one copy wait, FP32 FMAs only at the store (one per result: total + small sum·2^-11) and in the
 #: specials' SGEMM loop (which LLVM unrolls a few times), a sub.f32 and a mul.f32 per split element (16 of A's, 16
 #: of B's per thread), no local memory *in the PTX*, and no wgmma operand written after its fence (every kernel is
 #: checked for that).
-_GPU = tuned_config("warpgroup_mma", SEARCH_SPACE)
+_GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warpgroup_mma_fast": {
     "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8, "wgmma.fence": 1, "wgmma.commit_group": 1, "wgmma.wait_group": 3,
     "cp.async.cg.shared.global": (_GPU.BLOCK_M + _GPU.BLOCK_N) * _GPU.BLOCK_K // 4 // _GPU.THREADS,

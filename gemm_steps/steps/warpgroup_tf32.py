@@ -28,7 +28,7 @@ from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, to_tf32
 from ..toolkit.tiles import TileConfig, TiledKernels
-from ..toolkit.tuned import tuned_config
+from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, shared_address,
                                      swizzled_descriptor, swizzled_offset, warpgroup_commit, warpgroup_fence,
@@ -144,12 +144,12 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
                         requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = build(tuned_config("warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG))
+TILED = TunedKernels(build, "warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): one wgmma per k-step, the 16-byte
 #: copies, one barrier, one copy wait, a TF32 rounding per fragment element, no FP32 FMAs, no local memory in the
 #: PTX, no wgmma operand written after its fence.
-_GPU = tuned_config("warpgroup_tf32", SEARCH_SPACE)
+_GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warpgroup_tf32_fast": {
     "wgmma.mma_async.tf32": _GPU.BLOCK_K // 8, "wgmma.fence": 1, "wgmma.commit_group": 1,
     "cvt.rna.tf32.f32": 4 * _GPU.BLOCK_K // 8,

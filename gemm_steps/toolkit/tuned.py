@@ -1,15 +1,19 @@
-"""Which tile configuration a step uses on this GPU: the autotuning table, read when a step is imported.
+"""Which tile configuration a step is built with on this machine: one rule, applied when the step's kernels are
+first used (never when a step is imported, so importing the course asks no GPU anything).
 
-Tables, first match wins:
+A step declares its candidates in its own file: ``SEARCH_SPACE`` (the first is the course's choice: the fastest on
+the GPU it was measured on, a sane default elsewhere) and, where the GPU's tiles would take minutes per product on
+Numba's simulator, ``SIMULATOR_CONFIG``. Its ``TILED`` is a :class:`TunedKernels`, which builds the kernels on first
+use for :func:`tuned_config`'s choice:
 
-1. ``$GEMM_STEPS_TUNED`` — a file you name;
-2. your own table, ``~/.cache/gemm-steps/tuned.json`` (``$GEMM_STEPS_CACHE`` moves it) — where
-   ``gemm-steps tune STEP`` records the winner on your GPU;
-3. the table shipped with the package (``gemm_steps/toolkit/tuned.json``), measured by the course on its GPUs.
+1. on the simulator, ``SIMULATOR_CONFIG`` if the step gives one;
+2. on a GPU, the configuration recorded for that GPU's name in the user's tuning table — ``$GEMM_STEPS_TUNED`` if
+   set, else ``~/.cache/gemm-steps/tuned.json`` (``$GEMM_STEPS_CACHE`` moves the folder) — where
+   ``gemm-steps tune STEP`` records the winner of a sweep on that GPU;
+3. otherwise ``SEARCH_SPACE[0]`` (:func:`default_config`).
 
-Each maps a GPU name (``"NVIDIA H200"``) to ``{step: {"config": {...}, ...evidence}}``. A GPU in no table, or the
-simulator, gets the first configuration of the step's search space (the H200's best, a sane default elsewhere).
-Tuning itself (timing the candidates) is harness work: :mod:`gemm_steps.harness.tuning`.
+The course ships no table: its sweeps (``results/tuning-*.json``) chose each step's first configuration. Tuning itself
+(timing the candidates) is harness work: :mod:`gemm_steps.harness.tuning`.
 """
 
 from __future__ import annotations
@@ -17,10 +21,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 from .backend import SIMULATOR
-
-SHIPPED_TABLE = Path(__file__).resolve().parent / "tuned.json"
 
 
 def user_table() -> Path:
@@ -29,10 +32,6 @@ def user_table() -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "tuned.json"
-
-
-def tables() -> list[Path]:
-    return [user_table(), SHIPPED_TABLE]
 
 
 def current_gpu_name() -> str | None:
@@ -48,28 +47,66 @@ def current_gpu_name() -> str | None:
 
 
 def recorded(step_name: str, gpu: str) -> tuple[dict, Path] | None:
-    """The record for a step on a GPU, and the table it came from; None if no table has one."""
-    for table in tables():
-        if not table.exists():
-            continue
-        try:
-            entry = json.loads(table.read_text()).get(gpu, {}).get(step_name)
-        except (OSError, ValueError) as exc:
-            raise RuntimeError(f"the tuning table {table} cannot be read ({exc}); fix or delete it") from exc
-        if entry:
-            return entry, table
-    return None
+    """The record for a step on a GPU in the user's table, and the table's path; None if it has none."""
+    table = user_table()
+    if not table.exists():
+        return None
+    try:
+        entry = json.loads(table.read_text()).get(gpu, {}).get(step_name)
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"the tuning table {table} cannot be read ({exc}); fix or delete it") from exc
+    return (entry, table) if entry else None
+
+
+def default_config(search_space: list):
+    """The configuration a GPU without a table entry gets, and the one a step's PTX claims are stated for: the first
+    of its search space."""
+    return search_space[0].check()
 
 
 def tuned_config(step_name: str, search_space: list, simulator=None):
-    """The configuration recorded for this GPU (see the module docstring), else the search space's first. On the
-    simulator, ``simulator`` if the step gives one (a smaller tiling of the same kernel, for a step whose shipped
-    tiles would take minutes per product there)."""
-    default = search_space[0]
+    """The configuration this machine builds a step with (the rule of the module docstring). ``step_name``: the
+    step whose table entry decides (steps 10 and 11 take step 9's tiles)."""
     if SIMULATOR and simulator is not None:
         return simulator.check()
     gpu = current_gpu_name()
     found = recorded(step_name, gpu) if gpu else None
     if found is None:
-        return default
-    return type(default)(**found[0]["config"]).check()
+        return default_config(search_space)
+    return type(search_space[0])(**found[0]["config"]).check()
+
+
+class TunedKernels:
+    """A step's kernels for :func:`tuned_config`'s choice, built by the step's ``build(config)`` on first use.
+
+    Attributes not its own (``launch``, ``config``, ``generated_source``, …) are the built kernels' (a
+    :class:`~gemm_steps.toolkit.tiles.TiledKernels`); the first such use chooses the configuration and builds. The
+    kernels themselves compile later still, on their first launch.
+    """
+
+    def __init__(self, build: Callable, step_name: str, search_space: list, simulator=None):
+        self.build = build
+        self.step_name = step_name
+        self.search_space = search_space
+        self.simulator = simulator
+        self._built = None
+
+    def chosen_config(self):
+        """The configuration this machine builds the step with (asks the GPU its name)."""
+        return tuned_config(self.step_name, self.search_space, self.simulator)
+
+    @property
+    def built(self):
+        """The step's kernels (a ``TiledKernels``), built for :meth:`chosen_config` on first use."""
+        if self._built is None:
+            self._built = self.build(self.chosen_config())
+        return self._built
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # not forwarded: copy, pickle and hasattr probes must not build
+            raise AttributeError(name)
+        return getattr(self.built, name)
+
+    def __repr__(self) -> str:
+        state = f"built for {self._built.config}" if self._built is not None else "not built yet"
+        return f"<TunedKernels {self.step_name!r}: {state}>"
