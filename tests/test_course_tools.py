@@ -115,3 +115,21 @@ def test_a_shape_suite_run_is_not_taken_for_the_course_benchmark(tmp_path):
     (tmp_path / "shapes-b.json").write_text(json.dumps(suite))
     found = results_files.newest_benchmark(folder=tmp_path)
     assert found is not None and found[0].name == "bench-a.json"
+
+
+def test_one_reader_of_nsight_computes_text_reports():
+    """profiles.py reads every shipped report: per kernel, its metrics with units, scaled to bytes, seconds, hertz."""
+    text = ("  mod::first_kernel[abi:v1](Array<float, 1, C>) (16, 32, 1)x(256, 1, 1), Context 1, Stream 7, Device 0\n"
+            "    Section: GPU Speed Of Light Throughput\n"
+            "    Duration                         usecond       417.76\n"
+            "    DRAM Throughput                   %         2.78\n"
+            "    Duration                         ms         9.99\n"
+            "  sm80_xmma_gemm_cublas (16, 32, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n"
+            "    dram__bytes_read.sum                      Gbyte         4.69\n"
+            "    smsp__inst_executed.sum                    inst 2,441,846,784\n")
+    (first, first_part), (second, second_part) = profiles.kernel_sections(text)
+    assert (first, second) == ("mod::first_kernel", "sm80_xmma_gemm_cublas")
+    assert profiles.read_metrics(first_part) == {"Duration": (417.76, "usecond"), "DRAM Throughput": (2.78, "%")}
+    assert profiles.report_metrics(second_part) == {"dram__bytes_read.sum": 4.69, "smsp__inst_executed.sum": 2441846784}
+    assert profiles.base_units(417.76, "usecond") == pytest.approx(417.76e-6)
+    assert profiles.base_units(4.69, "Gbyte") == pytest.approx(4.69e9) and profiles.base_units(2.78, "%") == 2.78

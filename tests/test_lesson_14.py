@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_12, lesson_14, lesson_18
+from gemm_steps.course import lesson_12, lesson_14, lesson_18, profiles
 from gemm_steps.course import tensor_core_results as tcr
 
 SGEMM_TFLOPS = 50.0
@@ -144,9 +144,9 @@ def test_prefixed_metric_reads_the_named_kernels_line():
     text = ("[a build]     lts__t_requests.sum      request 1,182,952,862\n"
             "[a build, A by rows]     lts__t_requests.sum      request 5\n"
             "[a build]     lts__t_sectors.sum        sector 7\n")
-    assert tcr.prefixed_metric(text, "a build", "lts__t_requests.sum") == 1182952862
-    assert tcr.prefixed_metric(text, "a build, A by rows", "lts__t_requests.sum") == 5
-    assert tcr.prefixed_metric(text, "other", "lts__t_sectors.sum") is None
+    assert profiles.prefixed_metric(text, "a build", "lts__t_requests.sum") == 1182952862
+    assert profiles.prefixed_metric(text, "a build, A by rows", "lts__t_requests.sum") == 5
+    assert profiles.prefixed_metric(text, "other", "lts__t_sectors.sum") is None
 
 
 def test_the_l2_table_shows_both_layouts_from_the_files_and_the_run():

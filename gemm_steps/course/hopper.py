@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from .display import MarkdownTable
+from .profiles import base_units, read_metrics
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .tensor_core_results import FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32, caption, find, load_run, read_text
 from .timings import size_label
@@ -520,9 +521,6 @@ def order_gain(order_run: dict) -> dict:
 
 
 _PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
-_PROFILE_ROW = re.compile(r"^\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$", re.M)
-_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "Ghz": 1e9, "%": 1,
-          "inst": 1}
 
 
 def order_profile() -> dict:
@@ -535,8 +533,7 @@ def order_profile() -> dict:
     heads = list(_PROFILE_HEADER.finditer(text))
     for head, nxt in zip(heads, heads[1:] + [None]):
         body = text[head.end():nxt.start() if nxt else len(text)]
-        metrics = {m.group(1): float(m.group(3).replace(",", "")) * _SCALE.get(m.group(2), 1)
-                   for m in _PROFILE_ROW.finditer(body)}
+        metrics = {name: base_units(value, unit) for name, (value, unit) in read_metrics(body).items()}
         out[(int(head.group(1)), int(head.group(2)))] = {
             "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
             "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}

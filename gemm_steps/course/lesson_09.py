@@ -15,7 +15,6 @@ They return figures, tables and numbers; the words around them are the lessons'.
 
 from __future__ import annotations
 
-import re
 
 from gemm_steps.harness.step import get_step
 
@@ -338,23 +337,17 @@ def what_it_bought(parts: dict, compiled: dict, step) -> dict:
 H200_NCU = "ncu-step9-pipelined-cublas-h200.txt"
 
 
-def _ncu_value(block: str, name: str) -> str:
-    """The number Nsight Compute printed for ``name`` in one kernel's block of its text report."""
-    return re.search(rf"{re.escape(name)}\s+\S*\s+([\d.,]+)", block).group(1)
-
-
 def ncu_h200_kernels() -> list[dict]:
     """One entry per kernel in the H200 report of step 9, step 9 pipelined and cuBLAS (one 4096³ launch each)."""
     path = shipped_file(H200_NCU)
     if path is None:
         return []
     out = []
-    for block in re.split(r"\n  (?=\S)", path.read_text())[1:]:  # one block per profiled kernel
-        out.append({"kernel": block.split("(")[0].split("::")[-1].split("[")[0].strip(),
-                    "instructions": float(_ncu_value(block, "smsp__inst_executed.sum").replace(",", "")),
-                    "issue": float(_ncu_value(block, "Issued Warp Per Scheduler")),
-                    "registers": int(_ncu_value(block, "Registers Per Thread")),
-                    "clock": float(_ncu_value(block, "sm__cycles_elapsed.avg.per_second")), "path": path})
+    for kernel, part in profiles.kernel_sections(path.read_text()):
+        metrics = profiles.report_metrics(part)
+        out.append({"kernel": kernel.split("::")[-1], "instructions": metrics["smsp__inst_executed.sum"],
+                    "issue": metrics["Issued Warp Per Scheduler"], "registers": int(metrics["Registers Per Thread"]),
+                    "clock": metrics["sm__cycles_elapsed.avg.per_second"], "path": path})
     return out
 
 

@@ -14,11 +14,11 @@ from gemm_steps.toolkit import warpgroup_ops
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
 
 from .display import MarkdownTable
+from .profiles import prefixed_metric, report_metrics
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .tensor_core_results import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, REQUESTS_PROFILE, SERIAL_BUILD,
                                   STEP14_BUILD, STEP15_BUILD, SWAPPED_PROFILE, SWIZZLED_PROFILE, TRANSPOSING_BUILD,
-                                  accuracy_check, caption, find, kernel_table, prefixed_metric, read_text, rec,
-                                  report_metrics, sizes, speed_error_figure, square_ratios, sweep_ratios, target_check,
+                                  accuracy_check, caption, find, kernel_table, read_text, rec, sizes, speed_error_figure, square_ratios, sweep_ratios, target_check,
                                   wide_ratios)
 from .timings import size_label
 
@@ -279,10 +279,6 @@ def overlap_table(run: dict) -> MarkdownTable:
     return MarkdownTable("\n".join(lines) + "\n\n" + caption(run).replace(".*", " (`checks`).*"))
 
 
-def profile_metric(text: str, name: str) -> float | None:
-    return report_metrics(text).get(name)
-
-
 def l2_profiles() -> dict | None:
     """The TF32 256×128 build at 8192³ before and after the swizzle, from Nsight Compute: {"before"/"after":
     {"requests", "read_requests", "read_sectors", "l2_busy"}}; None where a file is not shipped."""
@@ -292,9 +288,9 @@ def l2_profiles() -> dict | None:
     metrics = {"requests": "lts__t_requests.sum", "read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
                "read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum"}
     before = {key: prefixed_metric(requests, SERIAL_BUILD, name) for key, name in metrics.items()}
-    after = {key: profile_metric(after_profile, name) for key, name in metrics.items()}
-    before["l2_busy"] = profile_metric(before_profile, "L2 Cache Throughput")
-    after["l2_busy"] = profile_metric(after_profile, "L2 Cache Throughput")
+    after = {key: report_metrics(after_profile).get(name) for key, name in metrics.items()}
+    before["l2_busy"] = report_metrics(before_profile).get("L2 Cache Throughput")
+    after["l2_busy"] = report_metrics(after_profile).get("L2 Cache Throughput")
     return {"before": before, "after": after}
 
 

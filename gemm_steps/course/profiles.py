@@ -17,6 +17,10 @@ The quantities the lessons use:
 * **issue rate** — warp instructions issued per cycle per scheduler (each SM has 4 schedulers, each can issue 1);
 * **registers per thread** and **achieved occupancy** (resident warps as a share of the 64 an SM can hold);
 * the **top stall reasons** — what a warp was waiting for between two of its instructions, with their shares.
+
+It is also the one reader of Nsight Compute's text format for every lesson helper: :func:`read_metrics` (name →
+value and unit), :func:`report_metrics` (name → value), :func:`kernel_sections` (one part per profiled kernel),
+:func:`base_units` and :func:`prefixed_metric` (the ``[label] metric unit value`` lines some experiments print).
 """
 
 from __future__ import annotations
@@ -34,10 +38,56 @@ COMMAND = ('ncu --kernel-name regex:"<kernel>" --launch-count 1 --section SpeedO
            'MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats '
            '--section Occupancy --metrics … python -m experiments.profile_steps <step> --size 2048')
 
+#: One metric of a report: four spaces, the name, two or more spaces, the unit (if any), the value.
 _ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
+#: A line ``[label]  metric  unit  value`` (experiments that print several kernels' metrics, one per line).
+_PREFIXED = re.compile(r"^\[(.+?)\]\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$")
+#: The line that opens one profiled kernel's part of a report: two spaces, the kernel, its launch, ``Context …``.
+_KERNEL = re.compile(r"^  (\S.*?), Context \d+.*$", re.M)
 _STALL = re.compile(r"spends ([\d.]+) cycles being stalled (.+?)\. .*?represents about ([\d.]+)% of the total",
                     re.S)
-_TIME_UNITS = {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0, "s": 1e3, "second": 1e3}
+#: Units in bytes, seconds and hertz (Nsight Compute's sizes are powers of 1000); others (%, inst, cycle) as printed.
+_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "ns": 1e-9, "nsecond": 1e-9, "us": 1e-6,
+          "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3, "s": 1.0, "second": 1.0, "hz": 1.0, "khz": 1e3, "mhz": 1e6,
+          "ghz": 1e9}
+
+
+def read_metrics(text: str) -> dict[str, tuple[float, str]]:
+    """Every metric of an Nsight Compute text report (or of one kernel's part of it): name → (value, unit). The first
+    value of a name counts (Speed of Light comes before the sections that repeat a metric)."""
+    metrics: dict[str, tuple[float, str]] = {}
+    for line in text.splitlines():
+        match = _ROW.match(line)
+        if match and match.group(1) not in metrics:
+            metrics[match.group(1)] = (float(match.group(3).replace(",", "")), match.group(2) or "")
+    return metrics
+
+
+def report_metrics(text: str) -> dict[str, float]:
+    """:func:`read_metrics` without the units."""
+    return {name: value for name, (value, _) in read_metrics(text).items()}
+
+
+def base_units(value: float, unit: str) -> float:
+    """A value in bytes, seconds or hertz where ``unit`` is one of those scaled; otherwise as printed."""
+    return value * _UNITS.get(unit.split("/")[0].lower(), 1)
+
+
+def kernel_sections(text: str) -> list[tuple[str, str]]:
+    """(kernel, its part of the report) for each profiled kernel, in order; ``kernel`` as Nsight names it
+    (``module::function`` for a Numba kernel), without its template arguments and launch."""
+    starts = list(_KERNEL.finditer(text))
+    return [(match.group(1).split("(")[0].split("[")[0].strip(), text[match.start():end.start() if end else len(text)])
+            for match, end in zip(starts, starts[1:] + [None])]
+
+
+def prefixed_metric(text: str, label: str, name: str) -> float | None:
+    """Metric ``name`` of kernel ``label`` in a file of lines ``[label]  metric  unit  value``."""
+    for line in text.splitlines():
+        match = _PREFIXED.match(line)
+        if match and match.group(1) == label and match.group(2) == name:
+            return float(match.group(4).replace(",", ""))
+    return None
 
 
 @dataclass
@@ -55,15 +105,12 @@ class Profile:
     def bytes(self, name: str) -> float | None:
         """A size metric in bytes (Nsight Compute reports them in byte, Kbyte, Mbyte: powers of 1000)."""
         found = self.metrics.get(name)
-        if found is None:
-            return None
-        unit = found[1].split("/")[0].lower()
-        return found[0] * {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}.get(unit, 1)
+        return None if found is None else base_units(*found)
 
     @property
     def duration_ms(self) -> float | None:
         found = self.metrics.get("Duration")
-        return None if found is None else found[0] * _TIME_UNITS.get(found[1], 1.0)
+        return None if found is None else base_units(*found) * 1e3
 
 
 #: Nsight's wording → what it means for the reader.
@@ -86,13 +133,8 @@ def load(step: str, folder: str = REPORTS) -> Profile | None:
     if path is None:
         return None
     text = path.read_text()
-    kernel = next((line.split("(")[0].split("[")[0].strip() for line in text.splitlines()
-                   if re.match(r"^  \S", line) and "(" in line and "Context" in line), "?")
-    profile = Profile(step, kernel, path)
-    for line in text.splitlines():
-        match = _ROW.match(line)
-        if match and match.group(1) not in profile.metrics:  # the first of a name (Speed of Light before the rest)
-            profile.metrics[match.group(1)] = (float(match.group(3).replace(",", "")), match.group(2) or "")
+    kernels = kernel_sections(text)
+    profile = Profile(step, kernels[0][0] if kernels else "?", path, read_metrics(text))
     for cycles, reason, share in _STALL.findall(text):
         profile.stalls.append((_short_stall(reason), float(cycles), float(share)))
     profile.stalls.sort(key=lambda stall: -stall[2])

@@ -7,12 +7,12 @@ import from here, never from another lesson's.
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 
 from gemm_steps.harness import results_files
 
+from .profiles import kernel_sections, report_metrics
 from .targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM, TARGET_3XTF32_WIDE_ERROR_VS_SGEMM,
                       TARGET_TF32_TFLOPS)
 from .timings import fp32_peak_tflops, record, size_label
@@ -136,31 +136,7 @@ def mma_sync_ceiling_tflops(results: dict, metrics: dict) -> float:
     return tf32_peak_tflops(results) * clocks_per_hmma() / mma_sync_clocks(metrics)
 
 
-# -- Nsight Compute ------------------------------------------------------------------------------------------------------
-_KERNEL_HEADER = re.compile(r"^  (\w+)::\w+\[", re.M)
-_ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")
-_PREFIXED = re.compile(r"^\[(.+?)\]\s+(\S+)\s+(\S+)\s+([\d,]+(?:\.\d+)?)\s*$")
-
-
-def report_metrics(text: str) -> dict:
-    """Every metric of an Nsight Compute text report (the first value of each name)."""
-    metrics = {}
-    for line in text.splitlines():
-        match = _ROW.match(line)
-        if match and match.group(1) not in metrics:
-            metrics[match.group(1)] = float(match.group(3).replace(",", ""))
-    return metrics
-
-
-def prefixed_metric(text: str, label: str, name: str) -> float | None:
-    """Metric ``name`` of kernel ``label`` in a file of lines ``[label]  metric  unit  value``."""
-    for line in text.splitlines():
-        match = _PREFIXED.match(line)
-        if match and match.group(1) == label and match.group(2) == name:
-            return float(match.group(4).replace(",", ""))
-    return None
-
-
+# -- Nsight Compute (read by profiles.py, the one parser of its reports) ---------------------------------------------
 def read_text(name: str) -> str | None:
     path = results_files.find(name)
     return path.read_text() if path else None
@@ -172,9 +148,7 @@ def tensor_core_profiles() -> dict | None:
     text = read_text(PROFILE_REPORT)
     if text is None:
         return None
-    starts = [(m.start(), m.group(1)) for m in _KERNEL_HEADER.finditer(text)]
-    return {step: report_metrics(text[start:end])
-            for (start, step), (end, _) in zip(starts, starts[1:] + [(len(text), None)])}
+    return {kernel.split("::")[0]: report_metrics(part) for kernel, part in kernel_sections(text)}
 
 
 def limits(metrics: dict) -> dict:
