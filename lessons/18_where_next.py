@@ -2,13 +2,13 @@
 # # Lesson 18 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–15 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–17 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_18, plots
+from gemm_steps.course import hopper, lesson, lesson_18, plots
 
 results = lesson.load_results()
 size = lesson.headline_size(results, lesson_18.steps_in(results)) if results else None
@@ -21,8 +21,10 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 # (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
 # BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
 # Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed.
-# Steps 12–15 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
-# clock in TF32 — so they are drawn under that second roof, not the FP32 one they pass:
+# Steps 12–17 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
+# clock in TF32, computed here at the run's maximum SM clock (a calculation, not NVIDIA's datasheet figure, which
+# is quoted at a lower clock) — so they are drawn under that second roof, not the FP32 one they pass. A step the
+# benchmark file did not measure is not drawn:
 
 # %%
 if results:
@@ -120,29 +122,52 @@ if held_out:
 # | warp tiling (step 9) | `num_warps` | warp tile (`WarpShape`) |
 # | grouped tile order (step 10) | `GROUP_SIZE_M` in the matmul tutorial | threadblock swizzle |
 # | stream-K (step 11) | split-K / stream-K kernels in the tutorials and libraries built on Triton | `GemmUniversal` with the stream-K tile scheduler |
+# | TF32 tensor cores, `mma.sync` (step 12) | `tl.dot(a, b, input_precision="tf32")` (the default for float32 inputs) | `OpClassTensorOp` with `tfloat32_t` operands, SM80 MMA atoms |
+# | 3xTF32 (steps 13–14) | `tl.dot(a, b, input_precision="tf32x3")` | the fast-FP32 op, `arch::OpMultiplyAddFastF32` |
+# | `wgmma` from shared memory, swizzled A (steps 14–15) | chosen by the compiler on Hopper (`tl.dot` lowers to `wgmma`) | SM90 GMMA atoms, swizzled shared-memory layouts |
+# | TMA and an mbarrier ring (step 16) | tensor descriptors (`tl.make_tensor_descriptor`) and `num_stages` | TMA copy atoms, `PipelineTmaAsync`, the `MainloopSm90TmaGmmaWarpSpecialized` mainloop |
+# | a producer warpgroup, `setmaxnreg` (step 17) | warp specialization by the compiler (`tl.range(..., warp_specialize=True)`) | `KernelTmaWarpSpecialized` (and its `Cooperative` / `Pingpong` schedules), `cutlass::arch::warpgroup_reg_alloc` / `warpgroup_reg_dealloc` |
 #
 # The difference is who writes what. In Numba the course wrote every index; Triton writes the thread-level code
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–15, and what is left
+# ## The tensor cores: steps 12–17, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
 # three TF32 products per product (3xTF32); [lesson 14](14_warpgroup_mma.ipynb) ran those three products on
-# Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it. Where they stand
+# Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it;
+# [lesson 16](16_tma_pipeline.ipynb) fed it with the copy engine through an mbarrier ring and
+# [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own. Where steps 12–15 stand
 # against their targets, from the same results file:
 # %%
 if results:
     lesson.say(lesson_18.tensor_core_summary(results))
 
 # %% [markdown]
-# Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Step 14 is 3xTF32 on `wgmma` (Hopper's
-# warpgroup mma: 128 threads per instruction, one operand straight from shared memory, asynchronous), with a
-# simulator twin like the `mma.sync` steps; it runs on H100 and H200 only. It stages A in `wgmma`'s 128-byte swizzle
-# layout, so the L2 serves its copies as whole lines (lesson 14 shows the profiles before and after). Step 15 is the
-# same design in plain TF32: one product per k-step, one accumulator, 256×128 tiles. cuBLAS TF32 is still faster;
-# Hopper's bulk tensor copies (TMA) and producer warps are the next thing to try
+# Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run
+# that measured them beside step 15 and both cuBLAS (another GPU than the benchmark's above, maybe: the caption says
+# which):
+
+# %%
+hopper_run = hopper.producer_order_run()
+if hopper_run:
+    lesson.say(hopper.speed_table(hopper_run, ["cublas", "cublas_tf32", "warpgroup_tf32", "tma_pipeline",
+                                               "warp_specialized"]))
+    for name in ("tma_pipeline", "warp_specialized"):
+        v = hopper.verdict(hopper_run, name)
+        shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in v["sizes"].items())
+        print(f"{name}: {shares} of cuBLAS TF32; target {v['target_pct']:.0f} %: {'met' if v['met'] else 'not met'}")
+
+# %% [markdown]
+# Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Steps 14–15 run on `wgmma` (Hopper's
+# warpgroup MMA: 128 threads per instruction, one operand straight from shared memory, asynchronous), with A in
+# its 128-byte swizzle layout. Steps 16–17 feed it Hopper's way: the copy engine (TMA) fills a ring of stages
+# guarded by mbarriers, and in step 17 a producer warpgroup does nothing else, its registers handed to the consumers
+# with `setmaxnreg`. All of them run on H100 and H200 only, with simulator twins. What is left of the design cuBLAS
+# and CUTLASS use: a persistent grid with ping-pong consumers (one's epilogue under the other's main loop), a deeper
+# pipeline than four stages of these tiles allow, and 3xTF32 on this design
 # ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn

@@ -276,7 +276,8 @@ def speed_figure(run: dict, kernels=None):
             share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in BIG], width,
                       color=colour, label=label)
     speed.set_xticks(range(len(size_list)), [size_label(s) for s in size_list])
-    speed.set(ylabel="TFLOPS", title="Speed")
+    top = max(q["tflops"] for kernel, *_ in chosen for q in rows[kernel].values())
+    speed.set(ylabel="TFLOPS", title="Speed", ylim=(0, 1.6 * top))  # room for the legend above the bars
     speed.legend(fontsize=7, loc="upper right")
     share.axhline(TARGET_HOPPER_TF32_PCT_OF_CUBLAS, color="k", ls="--", lw=1,
                   label=f"the course's target: {TARGET_HOPPER_TF32_PCT_OF_CUBLAS:.0f} % of cuBLAS TF32")

@@ -1,5 +1,5 @@
-"""Lesson 18's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–15, under a
-second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock).
+"""Lesson 18's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–17, under a
+second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock at the run's maximum SM clock).
 
 Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
 tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
@@ -55,7 +55,9 @@ def roofline_figure(results: dict, size):
     tf32_peak = tf32_peak_tflops(results)
     tensor = [s.number for s in course_steps() if tensor_core_step(s)]
     ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
-              label=f"TF32 tensor-core roof, {tf32_peak:.0f} TFLOPS (steps {min(tensor)}–{max(tensor)})")
+              label=f"TF32 tensor-core roof: 8× FP32 at the run's max SM clock "
+                    f"({results['environment'].get('sm_clock_max_mhz', 0):.0f} MHz), {tf32_peak:.0f} TFLOPS "
+                    f"(steps {min(tensor)}–{max(tensor)})")
     for step in course_steps():
         measured = record(results, step.name, size)
         if measured is None:
