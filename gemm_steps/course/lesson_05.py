@@ -292,12 +292,6 @@ def load_experiment() -> dict | None:
                                     "and 4, timed in one run")
 
 
-def experiment_record(experiment: dict, name: str, size) -> dict | None:
-    """The experiment's successful record of one variant (its own name: 'signed', 'unsigned', …) at one size."""
-    return next((r for r in experiment["records"] if r["step"] == name and (r["M"], r["N"], r["K"]) == tuple(size)
-                 and "error" not in r), None)
-
-
 def experiment_sizes(experiment: dict) -> list:
     return sorted({(r["M"], r["N"], r["K"]) for r in experiment["records"]}, key=lambda s: s[0] * s[1] * s[2])
 
@@ -306,12 +300,12 @@ def variants_table(experiment: dict, names) -> MarkdownTable:
     """% of cuBLAS of the named variants at every size of the experiment; TFLOPS and speed against the first
     (signed) attempt at the largest."""
     sizes = experiment_sizes(experiment)
-    signed = experiment_record(experiment, "signed", sizes[-1])
+    signed = record(experiment, "signed", sizes[-1])
     lines = ["| variant | what it is | " + " | ".join(f"% of cuBLAS at {size_label(s)}" for s in sizes)
              + f" | TFLOPS at {size_label(sizes[-1])} | × the first attempt |",
              "|:--|:--|" + "--:|" * (len(sizes) + 2)]
     for name in names:
-        recs = [experiment_record(experiment, name, s) for s in sizes]
+        recs = [record(experiment, name, s) for s in sizes]
         lines.append(f"| `{name}` | {VARIANTS[name]} | "
                      + " | ".join(f"{r['pct_of_cublas']:.1f} %" if r else "—" for r in recs)
                      + (f" | {recs[-1]['tflops']:.2f} | {signed['median_ms'] / recs[-1]['median_ms']:.2f}× |"
@@ -326,12 +320,12 @@ def variants_figure(experiment: dict, names):
     from gemm_steps.harness.environment import short_label
 
     big = experiment_sizes(experiment)[-1]
-    shown = [n for n in names if experiment_record(experiment, n, big)]
+    shown = [n for n in names if record(experiment, n, big)]
     fig = Figure(figsize=(7.5, 4), layout="constrained")
     ax = fig.subplots()
     colours = {"signed": "tab:red", "unsigned": "tab:blue", "shared_memory": "tab:gray", "register_1d": "tab:gray"}
     bars = ax.bar([VARIANTS[n].replace(": ", ":\n").replace(", ", ",\n") for n in shown],
-                  [experiment_record(experiment, n, big)["pct_of_cublas"] for n in shown],
+                  [record(experiment, n, big)["pct_of_cublas"] for n in shown],
                   color=[colours.get(n, "tab:cyan") for n in shown])
     ax.bar_label(bars, fmt="%.1f %%", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
@@ -345,13 +339,13 @@ def runs_agree(results: dict, experiment: dict) -> dict | None:
     """Step 5's % of cuBLAS in the course's benchmark and as the experiment's ``unsigned`` and ``signed`` variants at
     their largest common size; ``agree``: the benchmark is closer to ``unsigned`` (it timed step 5 as shipped)."""
     both = [s for s in experiment_sizes(experiment)
-            if record(results, "register_2d", s) and experiment_record(experiment, "unsigned", s)]
+            if record(results, "register_2d", s) and record(experiment, "unsigned", s)]
     if not both:
         return None
     size = both[-1]
     out = {"size": size_label(size), "benchmark": record(results, "register_2d", size)["pct_of_cublas"],
-           "experiment, unsigned": experiment_record(experiment, "unsigned", size)["pct_of_cublas"],
-           "experiment, signed": experiment_record(experiment, "signed", size)["pct_of_cublas"],
+           "experiment, unsigned": record(experiment, "unsigned", size)["pct_of_cublas"],
+           "experiment, signed": record(experiment, "signed", size)["pct_of_cublas"],
            "benchmark GPU": results["environment"].get("gpu"), "experiment GPU": experiment["environment"].get("gpu")}
     out["agree"] = (abs(out["benchmark"] - out["experiment, unsigned"])
                     < abs(out["benchmark"] - out["experiment, signed"]))
@@ -362,9 +356,9 @@ def earlier_experiment(earlier: dict, experiment: dict) -> MarkdownTable:
     """The first, signed-only run of the experiment beside the current one at the earlier run's largest size (% of
     cuBLAS of each run), and what the strided map was worth in each."""
     size = experiment_sizes(earlier)[-1]
-    old = {n: experiment_record(earlier, n, size) for n in ("A_shipped", "B_strided", "C_strided_transposedA",
+    old = {n: record(earlier, n, size) for n in ("A_shipped", "B_strided", "C_strided_transposedA",
                                                             "shared_memory")}
-    new = {n: experiment_record(experiment, n, size) for n in ("signed", "unsigned", "unsigned_strided")}
+    new = {n: record(experiment, n, size) for n in ("signed", "unsigned", "unsigned_strided")}
     pct = {**{k: f"{r['pct_of_cublas']:.1f} %" for k, r in old.items()},
            **{k: f"{r['pct_of_cublas']:.1f} %" for k, r in new.items()}}
     return MarkdownTable("\n".join([
@@ -466,8 +460,8 @@ def ceilings(experiment: dict, compiled: dict, step):
         SHIPPED: {"shared-memory ceiling, B in 128-bit loads":
                   min(sm_rate_tflops(experiment, fmas / (rows["wide"]["a"] + rows["wide"]["b"])), peak),
                   "issue ceiling": issue[SHIPPED]}}
-    measured = {SIGNED: experiment_record(experiment, "signed", big),
-                SHIPPED: experiment_record(experiment, "unsigned", big)}
+    measured = {SIGNED: record(experiment, "signed", big),
+                SHIPPED: record(experiment, "unsigned", big)}
     fig = ceiling_figure([("first attempt\n(signed)", measured[SIGNED]["tflops"], limits[SIGNED]),
                           ("step 5\n(unsigned)", measured[SHIPPED]["tflops"], limits[SHIPPED])],
                          f"Step 5 and its first attempt at {size_label(big)}", experiment)
@@ -511,12 +505,12 @@ def strided_table(experiment: dict, config: dict) -> MarkdownTable:
     models = {"unsigned": (*k_step_wavefronts(config, contiguous, b_width=4), "B as two 128-bit loads"),
               "unsigned_strided": (*k_step_wavefronts(config, strided), "scalar loads"),
               "unsigned_strided_transposed_a": (*k_step_wavefronts(config, strided, a_transposed=True), "scalar loads")}
-    shipped = experiment_record(experiment, "unsigned", big)
+    shipped = record(experiment, "unsigned", big)
     lines = [f"| variant, at {size_label(big)} | wavefronts per k-step (A + B) | FMAs per wavefront "
              "| shared-memory ceiling (TFLOPS) | TFLOPS | % of cuBLAS (same run) | × step 5 |",
              "|:--|--:|--:|--:|--:|--:|--:|"]
     for name, (a, b, how) in models.items():
-        rec = experiment_record(experiment, name, big)
+        rec = record(experiment, name, big)
         lines.append(f"| `{name}` | {a} + {b} ({how}) | {fmas / (a + b):.1f} "
                      f"| {min(sm_rate_tflops(experiment, fmas / (a + b)), peak):.1f} | {rec['tflops']:.2f} "
                      f"| {rec['pct_of_cublas']:.1f} % | {shipped['median_ms'] / rec['median_ms']:.2f}× |")
@@ -525,7 +519,7 @@ def strided_table(experiment: dict, config: dict) -> MarkdownTable:
 
 __all__ = ["outer_product_figure", "reuse_table", "thread_map", "k_step_wavefronts", "tile_stores_per_k_step",
            "fmas_per_warp_k_step", "prediction", "profile_counts", "profile_check", "verdict", "waiting",
-           "EXPERIMENT", "EARLIER", "VARIANTS", "load_experiment", "experiment_record", "experiment_sizes",
+           "EXPERIMENT", "EARLIER", "VARIANTS", "load_experiment", "experiment_sizes",
            "variants_table", "variants_figure", "runs_agree", "earlier_experiment", "first_attempt", "compile_step_5",
            "SIGNED", "SHIPPED", "SIGN_BIT", "sign_tests", "sign_masks", "sign_table", "sign_test_example",
            "fmas_in_ptx", "ceilings", "load_widths", "strided_table"]

@@ -146,9 +146,10 @@ def size_label(size: int | Size) -> str:
 
 
 def record(results: dict, step: StepLike, size: int | Size) -> dict | None:
-    """The successful record of ``step`` (or a baseline, ``"cublas"`` or ``"cublas_tf32"``) at ``size``; ``None`` if
-    the run has none."""
-    name = step if isinstance(step, str) and bench.is_baseline(step) else as_step(step).name
+    """The successful record of ``step`` at ``size`` (an int for a square) in a results document; ``None`` if the run
+    has none. ``step``: a step (object or number), or a record's name — a step's, a baseline's (``"cublas"``,
+    ``"cublas_tf32"``) or an experiment's variant or build. The one record finder of the lesson helpers."""
+    name = step if isinstance(step, str) else as_step(step).name
     m, n, k = _size(size)
     for rec in results["records"]:
         if rec["step"] == name and (rec["M"], rec["N"], rec["K"]) == (m, n, k) and _ok(rec):
