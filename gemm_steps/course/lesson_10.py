@@ -4,7 +4,7 @@
 * The tile order in Python: :func:`tile_position` (the persistent kernel's index arithmetic), :func:`tile_order`,
   :func:`tile_order_figure`, :func:`first_wave` (what the first wave reads in each order).
 * Registers: :func:`register_counts` (by compiler) and :func:`resident_per_sm` (the blocks per SM of what ran).
-* The persistence experiment (``experiment-persistent-*.json``): :func:`load_experiment`, :func:`setup`,
+* The persistence experiment (:data:`PERSISTENCE_RUN`): :func:`load_experiment`, :func:`setup`,
   :func:`dram_table`, :func:`experiment_table`, :func:`waves_figure`, :func:`waves`, :func:`persistence`,
   :func:`order`, :func:`verdict`, :func:`worst_table`.
 * The saw-tooth sweep (``experiment-scheduling-h200.json``): :func:`saw_tooth`, :func:`saw_tooth_table`,
@@ -127,7 +127,7 @@ NAMES = {"twin": "warp_tiling(same config)", "G8": f"persistent GROUP_M={GROUPED
 
 @dataclass
 class Experiment:
-    """experiment-persistent-*.json, one row per shape (sorted by tile count)."""
+    """The persistence experiment (:data:`PERSISTENCE_RUN`), one row per shape (sorted by tile count)."""
 
     doc: dict
     BM: int
@@ -145,10 +145,14 @@ class Experiment:
         return next((row for row in self.rows if abs(row["waves"] - 1) < 1e-9 and row["twin"]), None)
 
 
+#: The run lesson 10 reads, by its exact name (``experiment-persistent-*`` also matches step 17's persistent bench).
+PERSISTENCE_RUN = "experiment-persistent-h200.json"
+
+
 def load_experiment(blocks_per_sm: int) -> Experiment | None:
     """The shipped persistence experiment (step 10 on its first configuration's tiles, as a GPU without a tuning
     table runs it), or None (said so)."""
-    doc = load_shipped("experiment-persistent-*.json", "`experiments/persistent.py`: step 10 with GROUP_M = 8 and = 1, "
+    doc = load_shipped(PERSISTENCE_RUN, "`experiments/persistent.py`: step 10 with GROUP_M = 8 and = 1, "
                        "and its non-persistent twin (step 9 with step 10's tiles), in one run over squares, "
                        "wave-boundary shapes, a small and a K-heavy shape")
     if not doc:

@@ -298,7 +298,7 @@ def profile_table(profiles: dict) -> MarkdownTable:
              "|:--|" + "--:|" * len(steps)]
     lines += [f"| {label} | " + " | ".join(fmt.format(found[s][key]) for s in steps) + " |" for label, key, fmt in rows]
     return MarkdownTable("\n".join(lines) + "\n\n*Nsight Compute, one 4096³ launch each, "
-                         "`experiments/results/ncu-tensor-cores-nvidia-h100.txt` (`scripts/profile_tensor_cores.py`).*")
+                         "`experiments/results/ncu-tensor-cores-nvidia-h100.txt` (`scripts/profile_steps.py`, the command in its docstring).*")
 
 
 def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict:

@@ -2,7 +2,7 @@
 
 ``experiments/results/ncu-steps-<gpu>/ncu-<step>.txt`` are Nsight Compute's text reports of one 2048³ launch of
 each step and of cuBLAS, made by ``scripts/profile_steps.sh`` (the exact command is in
-``experiments/profile_steps.py``). They are shipped, so a lesson reads the same without a GPU. Nsight Compute locks
+``scripts/profile_steps.py``, the one Nsight Compute driver). They are shipped, so a lesson reads the same without a GPU. Nsight Compute locks
 the SM clock to its base frequency while profiling (1.59 GHz on the H100 here, against 1.98 GHz in the benchmark),
 so its durations are longer than the benchmark's; ratios between steps and the percentages hold.
 
@@ -33,10 +33,10 @@ from ..harness import results_files
 
 #: The shipped reports (one folder per GPU).
 REPORTS = "ncu-steps-nvidia-h100"
-#: How they were made (one line per step; see experiments/profile_steps.py for the metric list).
+#: How they were made (one line per step; see scripts/profile_steps.py for the metric list).
 COMMAND = ('ncu --kernel-name regex:"<kernel>" --launch-count 1 --section SpeedOfLight --section '
            'MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats '
-           '--section Occupancy --metrics … python -m experiments.profile_steps <step> --size 2048')
+           '--section Occupancy --metrics … python scripts/profile_steps.py <step> --size 2048')
 
 #: One metric of a report: four spaces, the name, two or more spaces, the unit (if any), the value.
 _ROW = re.compile(r"^\s{4}(\S.*?\S)\s{2,}(\S+(?:/\S+)?)?\s+([\d,]+(?:\.\d+)?)\s*$")

@@ -1,0 +1,87 @@
+"""The one driver for Nsight Compute: launch steps (or cuBLAS) at size³ on device arrays, nothing else.
+
+    python scripts/profile_steps.py --kernel-regex STEP [STEP …]   # the kernel-name filter to give ncu
+    python scripts/profile_steps.py STEP [STEP …] [--size N] [--warmup W] [--launches L]
+
+Every step's ``W`` warm-up launches come first (they compile), then each step's ``L`` launches, in the order given, so
+``ncu --launch-skip <W × steps> --launch-count <L × steps>`` profiles exactly the launches after the warm-up. Each
+report of experiments/results/ncu-steps-<gpu>/ is one cold launch at 2048³ (``scripts/profile_steps.sh`` runs them
+all; ncu replays the launch once per group of counters, with the caches flushed before each replay):
+
+    ncu --kernel-name regex:"$(python scripts/profile_steps.py --kernel-regex STEP)" --launch-count 1 \\
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats \\
+        --section WarpStateStats --section LaunchStats --section Occupancy \\
+        --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,\\
+l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,\\
+l1tex__data_pipe_lsu_wavefronts.sum,smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum \\
+        python scripts/profile_steps.py STEP --size 2048 > ncu-STEP.txt
+
+Steps 12–13's report (experiments/results/ncu-tensor-cores-nvidia-h100.txt), one 4096³ launch each after a warm-up:
+
+    ncu --kernel-name regex:'tensor_cores_fast|three_tf32_fast' --launch-skip 2 --launch-count 2 \\
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \\
+        --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \\
+        python scripts/profile_steps.py tensor_cores three_tf32 --size 4096 --warmup 1
+
+(This replaces experiments/profile_steps.py, scripts/profile_step.py and scripts/profile_tensor_cores.py: see git
+history.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import gemm_steps
+
+
+def kernel_regex(step_names: list[str]) -> str:
+    """The ncu kernel-name filter that matches the kernels these steps (or ``cublas``) launch."""
+    names = []
+    for step_name in step_names:
+        if step_name == "cublas":
+            names.append("sgemm|gemm|Kernel")  # cuBLAS's kernel names vary by GPU and version
+            continue
+        # Step 11 runs step 10's kernel where the split leaves nothing to stream-K: either may be the one launched.
+        related = [step_name, "persistent"] if step_name == "stream_k" else [step_name]
+        for dispatcher, _ in (k for name in related for k in gemm_steps.get_step(name).kernels().values()):
+            function = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)
+            names.append(function.__name__)
+    return "|".join(dict.fromkeys(names))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("steps", nargs="+", help="steps' names, or cublas")
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--warmup", type=int, default=0, help="launches of each step before the profiled ones")
+    parser.add_argument("--launches", type=int, default=1, help="profiled launches of each step")
+    parser.add_argument("--kernel-regex", action="store_true", help="print the kernel-name filter and stop")
+    args = parser.parse_args(argv)
+    if args.kernel_regex:
+        print(kernel_regex(args.steps))
+        return 0
+    if gemm_steps.SIMULATOR:
+        print("profile_steps needs a GPU (Nsight Compute profiles real launches)", file=sys.stderr)
+        return 2
+    from numba import cuda
+
+    rng = np.random.default_rng(0)
+    n = args.size
+    a = cuda.to_device(rng.standard_normal((n, n), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((n, n), dtype=np.float32))
+    c = cuda.device_array((n, n), dtype=np.float32)
+    calls = {name: (lambda: gemm_steps.cublas_matmul(a, b, out=c)) if name == "cublas"
+             else (lambda step=gemm_steps.get_step(name): step(a, b, out=c)) for name in args.steps}
+    for count in (args.warmup, args.launches):
+        for call in calls.values():
+            for _ in range(count):
+                call()
+        cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
