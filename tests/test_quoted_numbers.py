@@ -1,5 +1,5 @@
 """Numbers that docs quote come from the files they cite (issue 26, claim 12; STYLE.md: "where a docstring quotes
-one, a test compares it with its source"). The step docstrings of steps 12-15 and docs/tensor_cores.md quote the
+one, a test compares it with its source"). The step docstrings of steps 12-17 and docs/tensor_cores.md quote the
 course benchmark in one sentence each, which this test rebuilds from the shipped file; any other measured-looking
 number (TFLOPS, ×, %, an error like 3.2e-7) in them fails the test, so a hand-typed number cannot drift unseen."""
 
@@ -21,13 +21,19 @@ REPO = Path(__file__).resolve().parent.parent
 MEASURED = re.compile(r"\d+(?:\.\d+)?\s*(?:TFLOPS|%|×(?!\s*[\dA-Z_]))|\d\.\d+e-\d")
 #: Facts of the hardware and formats the texts may state (not measurements).
 FACTS = ("8× more multiply-adds", "8× the FP32", "64 ``mma.sync``'s worth")
+#: The steps whose docstrings quote the course benchmark: every tensor-core step.
+TENSOR_CORE_STEPS = ["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32", "tma_pipeline",
+                     "warp_specialized"]
+#: A TF32 step on wgmma is compared with the step before it: step 15 with step 12, 16 with 15, 17 with 16.
+COMPARED_WITH = {"warpgroup_tf32": "tensor_cores", "tma_pipeline": "warpgroup_tf32",
+                 "warp_specialized": "tma_pipeline"}
 
 
 @pytest.fixture(scope="module")
 def bench():
-    found = lesson.load_results(["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32"])
+    found = lesson.load_results(TENSOR_CORE_STEPS)
     if found is None:
-        pytest.fail("no shipped course benchmark with steps 12-15 (renamed?)")
+        pytest.fail("no shipped course benchmark with steps 12-17 (renamed?)")
     return found
 
 
@@ -41,10 +47,12 @@ def measured(bench: dict, step: str) -> str:
         s4, s8 = (rec(bench, "cublas", s)["sampled_rel_error_fp64"] for s in (4096, 8192))
         text += (f", at a sampled error of {t4['sampled_rel_error_fp64']:.1e} and {t8['sampled_rel_error_fp64']:.1e} "
                  f"against SGEMM's {s4:.1e} and {s8:.1e}")
-    if step == "warpgroup_tf32":
-        s4, s8 = (rec(bench, "tensor_cores", s)["tflops"] for s in (4096, 8192))
+    if step in COMPARED_WITH:
+        before = COMPARED_WITH[step]
+        s4, s8 = (rec(bench, before, s)["tflops"] for s in (4096, 8192))
         c4, c8 = (rec(bench, "cublas_tf32", s)["tflops"] for s in (4096, 8192))
-        text += (f": {t4['tflops'] / s4:.2f}× and {t8['tflops'] / s8:.2f}× step 12, "
+        text += (f": {t4['tflops'] / s4:.2f}× and {t8['tflops'] / s8:.2f}× step "
+                 f"{gemm_steps.get_step(before).number}, "
                  f"{100 * t4['tflops'] / c4:.0f} % and {100 * t8['tflops'] / c8:.0f} % of cuBLAS TF32")
     return text + "."
 
@@ -61,7 +69,7 @@ def unverified(text: str, verified: list[str]) -> list[str]:
     return MEASURED.findall(text)
 
 
-@pytest.mark.parametrize("step", ["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32"])
+@pytest.mark.parametrize("step", TENSOR_CORE_STEPS)
 def test_a_step_docstring_quotes_the_benchmark_as_it_is(bench, step):
     doc = gemm_steps.get_step(step).doc
     sentence = measured(bench, step)
@@ -73,7 +81,8 @@ def docs_table(bench: dict) -> str:
     """docs/tensor_cores.md's table of steps 12-15 and both cuBLAS, rebuilt from the file."""
     rows = [("cublas", "cuBLAS SGEMM"), ("cublas_tf32", "cuBLAS TF32"), ("tensor_cores", "step 12, TF32 (`mma.sync`)"),
             ("three_tf32", "step 13, 3xTF32 (`mma.sync`)"), ("warpgroup_mma", "step 14, 3xTF32 (`wgmma`)"),
-            ("warpgroup_tf32", "step 15, TF32 (`wgmma`)")]
+            ("warpgroup_tf32", "step 15, TF32 (`wgmma`)"), ("tma_pipeline", "step 16, TF32 (TMA, mbarrier ring)"),
+            ("warp_specialized", "step 17, TF32 (producer warpgroup, `setmaxnreg`)")]
     sizes = (2048, 4096, 8192)
     lines = ["| | " + " | ".join(f"{s}³" for s in sizes) + " | error at " + " / ".join(f"{s}³" for s in sizes) + " |",
              "|:--|" + "--:|" * (len(sizes) + 1)]
