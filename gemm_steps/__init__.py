@@ -37,15 +37,21 @@ def steps() -> list[Step]:
 
 
 def fastest_step() -> Step:
-    """``matmul``'s default: the course's last step on the FP32 units (stream-K), the fastest on large squares of the
-    steps that compute in float32 throughout. The tensor-core steps run when named: step 12 rounds its inputs to
-    TF32, and step 13 (3xTF32, float32 accuracy) is not in the dispatch table's measurements yet."""
+    """What ``matmul`` runs where no dispatch table decides (or its inputs are not two matrices, so that the step's
+    checks say why): the course's last step on the FP32 units (stream-K), the fastest on large squares of the steps
+    that compute in float32 throughout, and one that runs on every GPU. Where a table has measured them, the 3xTF32
+    steps (``precision="tf32x3"``, the default) and the TF32 ones (``"tf32"``) may be chosen instead."""
     return [step for step in all_steps() if step.arithmetic == "fp32"][-1]
 
 
-def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None):
+def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None, precision: str = "tf32x3"):
     """``a @ b`` (float32) with one of the course's kernels: by default the step measured fastest for a shape like
-    this one (:mod:`gemm_steps.harness.dispatch`; ``gemm-steps explain M N K`` says which and why), or ``step``.
+    this one at ``precision`` (:mod:`gemm_steps.harness.dispatch`; ``gemm-steps explain M N K`` says which and why),
+    or ``step``.
+
+    ``precision`` (Triton's ``input_precision`` names): ``"ieee"`` runs the FP32 units only; ``"tf32x3"``, the
+    default, any kernel that keeps the FP32 contract below — the FP32 steps or the 3xTF32 ones; ``"tf32"`` any kernel,
+    TF32 ones included (inputs rounded to TF32: ~3e-4 relative error). A named ``step`` runs whatever its arithmetic.
 
     NumPy inputs (any layout) give a NumPy result; C-contiguous Numba device arrays give a device array.
     ``out`` receives the result and is returned. Bad input raises before anything is launched.
@@ -56,6 +62,9 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
     shipped results) or 9·2^-24, whichever is larger; inf and NaN in the inputs give exactly that sum's inf/NaN pattern;
     the kernels' float32 arithmetic does not flush subnormals (the tensor core's reading of them: see the docs).
     """
+    from .harness.dispatch import check_precision
+
+    check_precision(precision)  # a bad name fails before anything is launched, whichever step runs
     if isinstance(step, Step):
         chosen = step
     elif step is not None:
@@ -68,5 +77,5 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
         else:
             from .harness.dispatch import candidate, choose
 
-            chosen = candidate(choose(m, n, k).step_name)  # a step, or step 11 built for smaller tiles
+            chosen = candidate(choose(m, n, k, precision).step_name)  # a step, or step 11 with smaller tiles
     return chosen(a, b, out=out)

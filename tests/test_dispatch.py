@@ -138,3 +138,39 @@ def test_matmul_never_chooses_the_tf32_step_even_where_it_was_fastest(monkeypatc
         assert dispatch.choose(4096, 4096, 4096).step_name == gemm_steps.fastest_step().name == "stream_k"
     finally:
         dispatch._CHOICES.clear()
+
+
+def test_precision_decides_which_arithmetic_matmul_may_run(tmp_path, monkeypatch):
+    """At one measured shape where a TF32 step was fastest, then a 3xTF32 one, then an FP32 one: "tf32" takes the
+    TF32 step, "tf32x3" (the default) the 3xTF32 one — it keeps the FP32 contract — and "ieee" the FP32 step. The
+    simulator's GPU can run every step, so only the precision filters."""
+    table = {"GPU A": {"gpu": "GPU A", "date": "d", "shapes": [
+        [4096, 4096, 4096, {"warpgroup_tf32": 0.5, "warpgroup_mma": 1.9, "stream_k": 3.0}, 2.7]]}}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(table))
+    monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
+    dispatch._TABLE.clear()
+    dispatch._CHOICES.clear()
+    try:
+        assert dispatch.choose(4096, 4096, 4096, "tf32").step_name == "warpgroup_tf32"
+        assert dispatch.choose(4096, 4096, 4096).step_name == "warpgroup_mma"
+        assert dispatch.choose(4096, 4096, 4096, "tf32x3").step_name == "warpgroup_mma"
+        assert dispatch.choose(4096, 4096, 4096, "ieee").step_name == "stream_k"
+        arithmetic = {s.name: s.arithmetic for s in gemm_steps.steps()}
+        assert {arithmetic[n] for n in dispatch.allowed_steps("ieee") if n in arithmetic} == {"fp32"}
+        assert {arithmetic[n] for n in dispatch.allowed_steps("tf32x3") if n in arithmetic} == {"fp32", "3xtf32"}
+        chosen = []
+        monkeypatch.setattr(gemm_steps.Step, "__call__", lambda self, a, b, out=None: chosen.append(self.name))
+        a = np.ones((4096, 8), np.float32)[:, :1].repeat(4096, axis=1)  # any 4096×4096: only the shape matters
+        gemm_steps.matmul(a, a)
+        gemm_steps.matmul(a, a, precision="ieee")
+        assert chosen == ["warpgroup_mma", "stream_k"]
+    finally:
+        dispatch._TABLE.clear()
+        dispatch._CHOICES.clear()
+
+
+def test_a_bad_precision_is_refused_before_anything_runs():
+    for bad in ("fp32", "highest", "TF32", None):
+        with pytest.raises(ValueError, match="precision must be one of 'ieee', 'tf32x3', 'tf32'"):
+            gemm_steps.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), precision=bad)

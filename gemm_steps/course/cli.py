@@ -25,6 +25,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SIZES = (512, 1024, 2048, 4096, 8192)
 TABLE_START, TABLE_END = "<!-- steps-table:start -->", "<!-- steps-table:end -->"
 RESULTS_START, RESULTS_END = "<!-- results:start -->", "<!-- results:end -->"
+#: What ``explain`` says each of matmul's precisions lets it run (gemm_steps.harness.dispatch.PRECISIONS).
+PRECISION_MEANS = {
+    "ieee": "the FP32 units only (steps 1–11): every product and sum an IEEE float32 operation",
+    "tf32x3": "every kernel that keeps the FP32 contract (docs/fp32_contract.md): the FP32 steps and the 3xTF32 "
+              "steps 13–14 — within 2× of the sequential float32 sum's error, with its inf/NaN pattern",
+    "tf32": "any kernel, the TF32 steps 12 and 15–17 included (inputs rounded to TF32: ~3e-4 relative error)",
+}
 
 
 class UserError(Exception):
@@ -494,7 +501,7 @@ def cmd_explain(args) -> int:
     m, n, k = args.m, args.n, args.k
     gpu = current_gpu_name()
     try:
-        choice = dispatch.choose(m, n, k)
+        choice = dispatch.choose(m, n, k, args.precision)
     except RuntimeError as exc:  # a dispatch table that cannot be read (yours, or $GEMM_STEPS_DISPATCH)
         raise UserError(str(exc)) from None
     step = dispatch.candidate(choice.step_name)
@@ -502,8 +509,9 @@ def cmd_explain(args) -> int:
     here = _on_the_simulator(step, m, n, k) if gemm_steps.SIMULATOR and not too_big else None
     what = f"step {step.number} {step.name}" if step.name not in dispatch.TILE_VARIANTS else \
         f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
-    print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}: {what}")
+    print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}, precision={args.precision!r}: {what}")
     print(f"  why: {choice.reason}")
+    print(f"  may choose: {PRECISION_MEANS[args.precision]}")
     if choice.pct_of_cublas:
         measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
@@ -687,6 +695,8 @@ def parser() -> argparse.ArgumentParser:
     # some Python versions (3.11 among them)
     for side in "MNK":
         x.add_argument(side.lower(), type=dimension, metavar=side, help=f"{side} of the M×K @ K×N product")
+    x.add_argument("--precision", choices=list(PRECISION_MEANS), default="tf32x3",
+                   help="matmul's precision (default tf32x3: any kernel that keeps the FP32 contract)")
     x.set_defaults(run=cmd_explain)
 
     e = sub.add_parser("exercise", help="write a step's kernel yourself: list the exercises, or grade one")

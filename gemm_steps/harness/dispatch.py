@@ -11,8 +11,15 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 3. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
    of them on large squares.
 
-Only steps that compute in float32 may be chosen: the TF32 step (12) rounds its inputs, and is run only when named.
-Nor is a step this GPU cannot run (steps 14–15 need compute capability 9.0: ``Step.unavailable``), whatever the table says.
+Which steps may be chosen depends on the **precision** asked for (the names of Triton's ``input_precision``):
+
+* ``"ieee"`` — the FP32 units only: every product and sum an IEEE float32 operation (steps 1–11);
+* ``"tf32x3"`` (``matmul``'s default) — every kernel that keeps the FP32 contract (docs/fp32_contract.md): the FP32
+  steps and the 3xTF32 steps 13–14, whichever was measured fastest;
+* ``"tf32"`` — any kernel, the TF32 steps (12, 15–17: inputs rounded to TF32, ~3e-4 relative error) included.
+
+Nor is a step this GPU cannot run (steps 14–17 need compute capability 9.0: ``Step.unavailable``), whatever the table
+says.
 
 Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
 leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.
@@ -43,6 +50,18 @@ NEAREST_WITHIN = math.sqrt(3)
 DEFAULT_REASON = "the course's last FP32 step: fastest on large squares"
 #: Steps this close to the fastest count as tied (between processes the same kernel moves by up to ~3-4 %).
 TIE = 0.03
+#: What each precision lets ``matmul`` run: the arithmetic of the steps it may choose (a step's ``ARITHMETIC``).
+PRECISIONS = {"ieee": ("fp32",), "tf32x3": ("fp32", "3xtf32"), "tf32": ("fp32", "3xtf32", "tf32")}
+#: ``matmul``'s precision unless one is named: float32 accuracy by the FP32 contract.
+DEFAULT_PRECISION = "tf32x3"
+
+
+def check_precision(precision: str) -> str:
+    """``precision`` if it is one of :data:`PRECISIONS`, else a ValueError that lists them."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(repr(p) for p in PRECISIONS)} (Triton's "
+                         f"input_precision names), not {precision!r}")
+    return precision
 
 
 #: Step 11's kernel built for smaller tiles: more tiles where 128×256 ones leave most SMs idle. Measured against the
@@ -191,16 +210,21 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
 _CHOICES: dict = {}
 
 
-def choose(m: int, n: int, k: int) -> Choice:
-    """What ``matmul`` runs for an M×N×K product on this GPU (remembered per shape: a call costs a dict lookup)."""
-    key = (m, n, k)
+def allowed_steps(precision: str = DEFAULT_PRECISION) -> set[str]:
+    """The names :func:`choose` may return at ``precision``: steps of an arithmetic it allows that this GPU can run
+    (a table recorded on an H100 may name step 14, which needs wgmma), and step 11's tile variants."""
+    arithmetic = PRECISIONS[check_precision(precision)]
+    return {s.name for s in all_steps() if s.arithmetic in arithmetic and not s.unavailable()} | set(TILE_VARIANTS)
+
+
+def choose(m: int, n: int, k: int, precision: str = DEFAULT_PRECISION) -> Choice:
+    """What ``matmul`` runs for an M×N×K product at ``precision`` on this GPU (remembered per shape and precision: a
+    call costs a dict lookup)."""
+    key = (m, n, k, precision)
     found = _CHOICES.get(key)
     if found is None:
         gpu = current_gpu_name()
-        # Not TF32 (it rounds the inputs), and not a step this GPU cannot run (a table recorded on an H100 may name
-        # step 14, which needs wgmma)
-        names = {s.name for s in all_steps() if s.arithmetic != "tf32" and not s.unavailable()} | set(TILE_VARIANTS)
-        found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), names, gpu)
+        found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), allowed_steps(precision), gpu)
         if len(_CHOICES) > 4096:
             _CHOICES.clear()
         _CHOICES[key] = found
