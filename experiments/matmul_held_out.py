@@ -3,7 +3,9 @@
 The dispatch table (gemm_steps/harness/dispatch.json) comes from the shape suite, so at the suite's own shapes
 ``matmul`` runs what was measured fastest there. This times ``matmul`` (the step or tile variant it chooses, launched
 directly) against step 11 as shipped and cuBLAS, in one run, on shapes that are *not* in the suite: every class,
-sides off the suite's by factors up to about 1.5. Usage, on a GPU from the repository root:
+sides off the suite's by factors up to about 1.5. ``matmul`` at its default precision (``"tf32x3"``: any kernel that
+keeps the FP32 contract, 3xTF32 steps included where the table measured them). Usage, on a GPU from the repository
+root:
 python -m experiments.matmul_held_out OUT.json
 """
 
@@ -27,7 +29,8 @@ def main() -> None:
     for shape in HELD_OUT:
         choice = choose(*shape)
         chosen = candidate(choice.step_name)
-        entries = [SimpleNamespace(name="matmul", number=12, launch=chosen.launch, config={}),
+        entries = [SimpleNamespace(name="matmul", number=12, launch=chosen.launch, config={},
+                                   arithmetic=chosen.arithmetic),
                    SimpleNamespace(name="stream_k", number=11, launch=stream_k.launch, config={})]
         run = run_benchmark(entries, [shape], repeats=20, progress=lambda message: None)
         for record in run["records"]:

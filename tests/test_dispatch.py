@@ -174,3 +174,23 @@ def test_a_bad_precision_is_refused_before_anything_runs():
     for bad in ("fp32", "highest", "TF32", None):
         with pytest.raises(ValueError, match="precision must be one of 'ieee', 'tf32x3', 'tf32'"):
             gemm_steps.matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), precision=bad)
+
+
+def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes():
+    """Step 14 measured at 4096³ (every tile full: its fast kernel) and at 3001×2999×1531 (K not a multiple of 32:
+    every tile on its edge kernel, several times slower). At 3000³ — K = 3000, the edge kernel again — it is judged at
+    the ragged shape, where step 11 beat it, though 4096³ is nearer; at 2048³ (fast path) it keeps 4096³'s verdict.
+    An FP32 step is judged at the nearest shape whatever its path (its guarded kernel is nearly as fast)."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [4096, 4096, 4096, {"warpgroup_mma": 1.9, "stream_k": 3.0}, 2.7],
+        [3001, 2999, 1531, {"warpgroup_mma": 1.2, "stream_k": 1.0}, 0.9]]}
+    names = {"warpgroup_mma", "stream_k"}
+    ragged = dispatch.choose_from(table, 3000, 3000, 3000, names)
+    assert ragged.step_name == "stream_k" and ragged.nearest == (4096, 4096, 4096)
+    assert dispatch.fast_share("warpgroup_mma", 3000, 3000, 3000) == 0.0
+    assert dispatch.fast_share("warpgroup_mma", 4096, 4096, 4096) == 1.0
+    assert dispatch.choose_from(table, 2048, 2048, 2048, names).step_name == "warpgroup_mma"
+    near_ragged = dispatch.choose_from(table, 3100, 3000, 1500, names)  # K = 1500: the edge kernel, as measured
+    assert near_ragged.step_name == "stream_k" and "judged at" not in near_ragged.reason
+    fast_there = dispatch.choose_from(table, 3072, 2944, 1600, names)  # nearest the ragged shape, but full tiles
+    assert fast_there.step_name == "warpgroup_mma" and "judged at 4096³" in fast_there.reason

@@ -177,34 +177,84 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
     return math.sqrt(sum(math.log2(x / y) ** 2 for x, y in zip(a, b)))
 
 
+def fast_share(name: str, m: int, n: int, k: int) -> float:
+    """The share of C's elements that step (or tile variant) ``name`` computes on its fast kernel at M×N×K: 1 for a
+    step without one; for a tiled step, the full tiles' share where K and N allow the 128-bit path (else 0); for a
+    persistent step, 1 or 0 (it runs one variant over every tile). A 3xTF32 step's edge kernel is several times slower
+    than its fast one, an FP32 step's barely: a measurement says little about a shape whose path differs."""
+    step = candidate(name)
+    tiled = step.tiled
+    if tiled is None:
+        return 1.0
+    from ..toolkit.backend import SIMULATOR
+    from ..toolkit.tiles import PersistentTiles
+    from ..toolkit.tuned import default_config
+
+    # The tiles a GPU runs (the table was measured on one), also where the simulator runs smaller ones
+    search_space = getattr(getattr(step, "module", None), "SEARCH_SPACE", None)
+    config = TILE_VARIANTS.get(name) or (default_config(search_space) if SIMULATOR and search_space else tiled.config)
+    if k % config.BLOCK_K or n % 4:
+        return 0.0
+    if isinstance(tiled, PersistentTiles):
+        return float(m % config.BLOCK_M == 0 and n % config.BLOCK_N == 0)
+    return (m // config.BLOCK_M * config.BLOCK_M) * (n // config.BLOCK_N * config.BLOCK_N) / (m * n)
+
+
+def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    """Whether ``name`` takes the same kernel path at shapes a and b. Only asked of the tensor-core steps: the FP32
+    steps' guarded kernels run nearly as fast as their fast ones (step 11: 87–91 % of cuBLAS on the suite's ragged
+    shapes, 90 % at 4096³), so for them the nearest shape says more than the path does."""
+    if _step_arithmetic(name) == "fp32":
+        return True
+    return (fast_share(name, *a) >= 0.5) == (fast_share(name, *b) >= 0.5)
+
+
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
     """The rule of the module docstring, on one table entry; ``steps`` are the names that may be chosen, and the
-    default is the latest FP32 one of them."""
+    default is the latest FP32 one of them.
+
+    One refinement: a tensor-core step whose kernel path at M×N×K (mostly its fast kernel, or mostly its edge kernel:
+    :func:`fast_share`) differs from its path at the nearest measured shape is judged at the nearest measured shape
+    where its path is the same, if one is within :data:`NEAREST_WITHIN` — step 14 measured at 4096³ says nothing
+    of 3000³, where K = 3000 sends every tile to its edge kernel (it ran 76 % of cuBLAS there against step 11's 90 %
+    on an H200, experiments/results/experiment-matmul-held-out-nvidia-h200.json); its time at 3001×2999×1531 does.
+    Steps are then compared by % of cuBLAS, each at the shape that represents it."""
     last = max(steps, key=lambda name: (_step_arithmetic(name) == "fp32", _step_number(name), name not in TILE_VARIANTS))
     if not entry or not entry.get("shapes"):
         return Choice(last, f"no dispatch table: {DEFAULT_REASON}")
     measured = [row for row in entry["shapes"] if set(row[3]) & steps]
-    nearest = min(measured, key=lambda row: distance((m, n, k), tuple(row[:3])), default=None)
+    here = (m, n, k)
+    nearest = min(measured, key=lambda row: distance(here, tuple(row[:3])), default=None)
     if nearest is None:
         return Choice(last, f"no step of this package in the dispatch table: {DEFAULT_REASON}")
     shape = tuple(nearest[:3])
-    times, cublas_ms = {s: ms for s, ms in nearest[3].items() if s in steps}, nearest[4]
-    pct = {s: 100 * cublas_ms / ms for s, ms in sorted(times.items(), key=lambda item: item[1])}
     where = entry.get("gpu") or "an unnamed GPU"
     other = "" if gpu is None or gpu == entry.get("gpu") else f" (no table for {gpu}: {where}'s)"
-    away = distance((m, n, k), shape)
+    pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1]) if s in steps}
+    away = distance(here, shape)
     if away > NEAREST_WITHIN:
         return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
                             f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
                       shape, pct, entry.get("gpu"))
-    fastest = min(times.values())
+    judged, judged_at = dict(pct), {s: shape for s in pct}
+    for s in pct:
+        if _same_path(s, here, shape):
+            continue
+        same = [row for row in measured if s in row[3] and _same_path(s, here, tuple(row[:3]))
+                and distance(here, tuple(row[:3])) <= NEAREST_WITHIN]
+        if same:  # judged where its kernel path is the one it would take here
+            row = min(same, key=lambda r: distance(here, tuple(r[:3])))
+            judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
+    best_pct = max(judged.values())
     # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
     # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
-    best = max((s for s, ms in times.items() if ms <= fastest * (1 + TIE)),
+    best = max((s for s, p in judged.items() if p >= best_pct / (1 + TIE)),
                key=lambda name: (_step_number(name), name not in TILE_VARIANTS))  # the shipped tiles win a tie
-    return Choice(best, f"{'fastest' if times[best] == fastest else f'within {TIE:.0%} of the fastest'} at the "
-                        f"nearest measured shape, {_label(shape)} on {where}{other}: {pct[best]:.0f} % of cuBLAS",
-                  shape, pct, entry.get("gpu"))
+    at = judged_at[best]
+    note = "" if at == shape else f" (judged at {_label(at)}, where its kernel path is the one it takes here)"
+    return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at the "
+                        f"nearest measured shape, {_label(shape)} on {where}{other}: {judged[best]:.0f} % of cuBLAS"
+                        + note, shape, pct, entry.get("gpu"))
 
 
 _CHOICES: dict = {}
