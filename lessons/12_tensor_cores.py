@@ -15,7 +15,7 @@ import inspect
 import gemm_steps
 from gemm_steps.course import lesson, lesson_12
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
-from gemm_steps.course.tensor_core_results import limits, tensor_core_profiles
+from gemm_steps.course.tensor_core_results import PROFILED_RUN, limits, load_run, tensor_core_profiles
 
 tensor_cores = gemm_steps.get_step("tensor_cores")
 results = lesson.load_results()
@@ -172,7 +172,7 @@ if results:
 profiles = tensor_core_profiles()
 if profiles and results:
     lesson.say(lesson_12.profile_table(profiles))
-    f, rate = limits(profiles["tensor_cores"]), lesson_12.pipe_rate(profiles, results)
+    f, rate = limits(profiles["tensor_cores"]), lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN))
     print(f"mma.sync ceiling at {rate['clocks']:.1f} clocks per HMMA: {rate['ceiling']:.0f} TFLOPS; cross-check: "
           f"{rate['tflops_4096']:.1f} TFLOPS at 4096³ over a {rate['busy']:.0f} % busy pipe = {rate['full_pipe']:.0f}")
 

@@ -11,8 +11,9 @@ import pytest
 import gemm_steps
 from gemm_steps.course import lesson, lesson_12
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
-from gemm_steps.course.tensor_core_results import (clocks_per_hmma, limits, mma_sync_ceiling_tflops, mma_sync_clocks,
-                                                   rec, sizes, tensor_core_profiles, tf32_peak_tflops)
+from gemm_steps.course.tensor_core_results import (PROFILED_RUN, clocks_per_hmma, limits, load_run,
+                                                   mma_sync_ceiling_tflops, mma_sync_clocks, rec, sizes,
+                                                   tensor_core_profiles, tf32_peak_tflops)
 from gemm_steps.toolkit.tensor_core_ops import mma_tf32_reference, round_to_tf32
 from cell_count import MAX_CELLS, lesson_cells
 
@@ -139,9 +140,10 @@ def test_the_mma_sync_rate_is_inferred_from_the_profile(results, profiles):
 def test_the_pipe_cross_check_counts_three_hmma_per_3xtf32_product(results, profiles):
     """Issue 26, claim 2: 3xTF32 issues three HMMAs per useful product, so its full-pipe rate is 3× its TFLOPS over
     its busy share — near the mma.sync ceiling, like step 12's, not a third of it."""
-    one, three = (lesson_12.pipe_rate(profiles, results, s) for s in ("tensor_cores", "three_tf32"))
+    profiled = load_run(PROFILED_RUN)  # the timing made with the profile: same GPU, same kernels
+    one, three = (lesson_12.pipe_rate(profiles, profiled, s) for s in ("tensor_cores", "three_tf32"))
     assert one["products"] == 1 and three["products"] == 3
-    t13 = rec(results, "three_tf32", 4096)["tflops"]
+    t13 = rec(profiled, "three_tf32", 4096)["tflops"]
     assert three["full_pipe"] == pytest.approx(3 * t13 / (limits(profiles["three_tf32"])["tensor_pipe"] / 100))
     for rate in (one, three):
         assert 0.8 * rate["ceiling"] < rate["full_pipe"] <= 1.02 * rate["ceiling"]

@@ -26,6 +26,9 @@ FIRST_TRY_RUN = "tensor-cores-first-try-nvidia-h100.json"
 ROUNDING_RUN = "tf32-conversion-nvidia-h100.json"
 #: Nsight Compute, one 4096³ launch of steps 12 and 13.
 PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
+#: The course benchmark made with that profile (same H100, same kernels, same day): what a cross-check of the
+#: profile's counters against a timing must read — not the newest run, which may be another GPU or later kernels.
+PROFILED_RUN = "bench-nvidia-h100-80gb-hbm3-2026-11-25.json"
 #: The wgmma experiment (``experiments/wgmma_swapped.py``): the first run has every build, the second repeats some.
 SWAPPED_RUNS = ("wgmma-swapped-nvidia-h100.json", "wgmma-swapped-repeat-nvidia-h100.json")
 #: The same experiment's run with A in the 128-byte swizzle layout: every build with and without it, same run.

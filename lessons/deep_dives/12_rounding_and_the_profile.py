@@ -7,7 +7,7 @@
 
 # %%
 from gemm_steps.course import lesson, lesson_12
-from gemm_steps.course.tensor_core_results import ROUNDING_RUN, limits, load_run, tensor_core_profiles
+from gemm_steps.course.tensor_core_results import PROFILED_RUN, ROUNDING_RUN, limits, load_run, tensor_core_profiles
 
 run = load_run(ROUNDING_RUN)
 
@@ -49,7 +49,7 @@ profiles = tensor_core_profiles()
 if profiles and results:
     lesson.say(lesson_12.profile_table(profiles))
     for step in ("tensor_cores", "three_tf32"):
-        f, rate = limits(profiles[step]), lesson_12.pipe_rate(profiles, results, step)
+        f, rate = limits(profiles[step]), lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN), step)
         print(f"{step}: {f['clocks_per_hmma']:.1f} tensor-pipe clocks per HMMA; {rate['tflops_4096']:.1f} useful "
               f"TFLOPS at 4096³ × {rate['products']} HMMA per product / {rate['busy']:.0f} % busy = "
               f"{rate['full_pipe']:.0f} TFLOPS with the pipe full, against the mma.sync ceiling of {rate['ceiling']:.0f}")
