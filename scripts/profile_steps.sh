@@ -6,8 +6,8 @@ out=${1:?usage: scripts/profile_steps.sh OUT_DIR [STEP …]}
 shift
 mkdir -p "$out"
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(naive coalesced shared_memory register_1d register_2d vectorized unrolled
-                                 double_buffered warp_tiling persistent stream_k tensor_cores three_tf32 cublas)
+# Every step of the course (the registry decides, so a new step is profiled too), then cuBLAS
+[ ${#steps[@]} -eq 0 ] && mapfile -t steps < <(python -c "import gemm_steps; print('\n'.join(s.name for s in gemm_steps.steps()))"; echo cublas)
 metrics=l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 metrics+=,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
 metrics+=,l1tex__data_pipe_lsu_wavefronts.sum,smsp__inst_executed.sum
