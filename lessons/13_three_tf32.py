@@ -14,7 +14,8 @@ import gemm_steps
 from gemm_steps.course import lesson, lesson_12, lesson_13
 from gemm_steps.course.targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM,
                                        TARGET_3XTF32_WIDE_ERROR_VS_SGEMM)
-from gemm_steps.course.tensor_core_results import FIRST_TRY_RUN, TENSOR_CORES_RUN, load_run
+from gemm_steps.course.tensor_core_results import (CONTRACT_AB_RUN, FIRST_TRY_RUN, TENSOR_CORES_RUN, contract_cost,
+                                                   load_run)
 
 three_tf32 = gemm_steps.get_step("three_tf32")
 experiment, first_try = load_run(TENSOR_CORES_RUN), load_run(FIRST_TRY_RUN)
@@ -26,9 +27,11 @@ print(three_tf32.doc.splitlines()[0])
 #
 # `big = tf32(x)` keeps x's top 11 significant bits; `small = x − big` is what is left, computed exactly in float32,
 # and it too fits TF32 nearly whole (the tensor core reads its top 11 bits and drops the rest, lesson 12). So
-# x ≈ big + small to about twice TF32's bits. Three floats split as step 13 splits them (`split_tf32`), what the
-# tensor core reads of them, and the most of x that big + small (as read) leaves out over 200,000 standard-normal
-# floats:
+# x ≈ big + small to about twice TF32's bits. Step 13 splits with `split_tf32_scaled`: big rounded to the nearest
+# TF32, and small handed to the tensor core as small·2^11 — exact, a power of two, so the same bits — which keeps it
+# in TF32's normal range for all but the tiniest x; the sum of the small products is multiplied by 2^-11 once. Three
+# floats split that way (small shown unscaled), what the tensor core reads of them, and the most of x that
+# big + small (as read) leaves out over 200,000 standard-normal floats:
 
 # %%
 lesson.say(lesson_13.split_table())
@@ -67,15 +70,17 @@ if results:
 # %% [markdown]
 # ## The kernel
 #
-# Step 12's kernel, with each fragment element split instead of rounded, and three `mma_tf32` per mma tile:
+# Step 12's kernel, with each fragment element split instead of rounded, and three `mma_tf32` per mma tile in two
+# chains: the two small products (held ×2^11) summed by one, the big product by the other, the two joined to the
+# running sum as d + s·2^-11:
 
 # %%
 lesson.show_kernel(three_tf32, start="for kk in unroll(0, BLOCK_K, 8)", stop="acc[i][j][3] += d3")
 
 # %% [markdown]
-# Note the accumulators: each k-step's three products start from **zero** inside the tensor core (`d0…d3`), and are
-# then added to the running sum `acc` by ordinary FP32 adds. Why not pass `acc` straight in as C, as step 12 does?
-# That is what the first version did.
+# Note the accumulators: each k-step's chains start from **zero** inside the tensor core (`s0…s3`, `d0…d3`), and
+# are then added to the running sum `acc` by ordinary FP32 arithmetic (an FMA and an add). Why not pass `acc`
+# straight in as C, as step 12 does? That is what the first version did.
 #
 # ## The trap: the tensor core's accumulation is biased
 #
@@ -97,7 +102,8 @@ if first_try and experiment:
 
 # %% [markdown]
 # For TF32 (lesson 12) the bias does not matter — its input error is far larger — but 3xTF32 needs float32's
-# accuracy, so step 13 pays 4 FP32 adds per mma tile per k-step to keep the long sum in round-to-nearest arithmetic.
+# accuracy, so step 13 pays 4 FP32 FMAs and 4 adds per mma tile per k-step to keep the long sum in round-to-nearest
+# arithmetic.
 #
 # ## Is it right?
 #
@@ -114,8 +120,11 @@ lesson.check_against_numpy(three_tf32, [(128, 64, 48), (70, 45, 20)])
 # Our accuracy rule for 3xTF32, the same in lessons 13 and 14: on every measured shape, an error at most
 # `TARGET_3XTF32_ERROR_VS_SGEMM` × cuBLAS SGEMM's on standard-normal inputs, and at most
 # `TARGET_3XTF32_WIDE_ERROR_VS_SGEMM` × on "wide exponent" inputs (each entry also scaled by 2^u, u a random integer
-# in −20…20, so that products span 80 binary orders of magnitude). The measurements: a 512×512×K sweep on the H100,
-# and the course benchmark's two largest squares:
+# in −20…20, so that products span 80 binary orders of magnitude). The measurements: a 512×512×K sweep on the H100
+# (of the step's first version: one mma chain for all three products, small parts unscaled),
+# and the course benchmark's two largest squares. The promise the step keeps now is the **FP32 contract**
+# ([docs/fp32_contract.md](../docs/fp32_contract.md)): its error against the sequential float32 sum's, for finite
+# inputs, inf/NaN and subnormals, and the tests that check it on the simulator and on a GPU.
 
 # %%
 if experiment:
@@ -160,12 +169,18 @@ if results:
               f"{r['of_step12']:.2f} of step 12's speed")
     print(f"measured / predicted: {sp['over_prediction']:.2f}; our target of {TARGET_3XTF32_VS_SGEMM}× SGEMM: "
           f"{'met' if sp['met'] else 'not met'}")
+cost = contract_cost(load_run(CONTRACT_AB_RUN), "three_tf32")
+for s, c in cost.items():
+    print(f"before → after the FP32-contract fixes, {lesson.size_label(s)}: {c['old']:.1f} → {c['new']:.1f} TFLOPS, "
+          f"{sum(c['cost']) / 2:.0%} slower (passes: {c['cost'][0]:.1%} to {c['cost'][1]:.1%})")
 
 # %% [markdown]
-# Three products per piece cost less than a factor of 3 against step 12: lesson 12's profile found step 12's
-# tensor pipe idle more than half the time, latency-bound at 8 warps per SM, so the extra HMMAs partly fill idle
-# cycles — the prediction's assumption (step 12's time is all product work) failed. Step 13 has step 12's limits
-# plus the splits and the FP32 adds.
+# Three products per piece cost less than a factor of 3 against step 12: lesson 12's profile (on the H100) found
+# step 12's tensor pipe idle more than half the time, latency-bound at 8 warps per SM, so the extra HMMAs partly fill
+# idle cycles — the prediction's assumption (step 12's time is all product work) failed. Step 13 has step 12's
+# limits plus the splits and the FP32 arithmetic. Keeping the FP32 contract added more: the scaling of the small
+# parts, the second mma chain and its FMA, and the inf/NaN check per result. The last lines: the step before and
+# after those fixes, on the same GPU and inputs, two passes each.
 #
 # ## When to use which
 
@@ -174,10 +189,12 @@ if results and experiment:
     lesson.say(lesson_13.when_to_use(results, experiment))
 
 # %% [markdown]
-# * **FP32 units**: you need float32's own rounding, or inputs reach near the bottom of float32's range, where the
-#   split loses its small part ([deep dive: where the split breaks](deep_dives/13_where_the_split_breaks.ipynb)).
-# * **3xTF32**: float32-level accuracy at more than the FP32 units' speed (CUTLASS ships a 3xTF32 GEMM,
-#   `OpMultiplyAddFastF32`; Triton's `tl.dot(input_precision="tf32x3")`; neither timed here).
+# * **FP32 units**: you need float32's own rounding, or inputs below 2^-124 (subnormals included), where even the
+#   scaled small part leaves TF32's normal range and x is read less exactly
+#   ([deep dive: where the split breaks](deep_dives/13_where_the_split_breaks.ipynb)).
+# * **3xTF32**: float32-level accuracy at about the FP32 units' speed with `mma.sync` (the table), and well above it
+#   with Hopper's `wgmma` (step 14, next) (CUTLASS ships a 3xTF32 GEMM, `OpMultiplyAddFastF32`; Triton's
+#   `tl.dot(input_precision="tf32x3")`; neither timed here).
 # * **TF32**: three decimal digits are enough — neural-network training and inference, which PyTorch runs in TF32
 #   when allowed.
 #

@@ -87,13 +87,41 @@ def test_the_speed_prediction_is_a_third_of_step_12_and_the_verdict_follows(runs
 
 
 def test_small_parts_go_subnormal_and_the_error_grows_per_row():
-    rows = lesson_13.subnormal_table((-100, -120, -126)).splitlines()[2:5]
-    assert "| no |" in rows[0] and "| yes |" in rows[1]
-    errors = [row.split("|")[4].strip() for row in rows]
-    assert errors[0] == "0" and len(set(errors)) == 3
-    low, high = lesson_13.subnormal_threshold()
-    assert -116 < low < high < -110
+    rows = lesson_13.subnormal_table((-120, -125, -130)).splitlines()[2:5]
+    assert "| no |" in rows[0] and "| yes |" in rows[1] and "| yes |" in rows[2]
+    scaled = [row.split("|")[4].strip() for row in rows]
+    unscaled = [row.split("|")[5].strip() for row in rows]
+    assert scaled[0] == "0" and len(set(scaled)) == 3  # exact while normal, then growing
+    assert unscaled[0] != "0"  # the first version's split already lost bits at 2^-120
+    low, high = lesson_13.subnormal_threshold(scaled=True)
+    low0, high0 = lesson_13.subnormal_threshold(scaled=False)
+    assert -116 < low0 < high0 < -110
+    assert (low, high) == pytest.approx((low0 - 11, high0 - 11))  # the 2^11 scaling moves it 11 binades down
+
+
+def test_the_scaled_split_reads_x_to_2_to_the_minus_23_down_to_2_to_the_minus_124():
+    x = (np.random.default_rng(1).uniform(1, 2, 20_000) * 2.0 ** -124).astype(np.float32)
+    assert lesson_13.read_error(x, scaled=True).max() <= 2.0 ** -23
+    assert lesson_13.read_error(x, scaled=False).max() > 2.0 ** -15
 
 
 def test_the_lesson_keeps_to_25_cells():
     assert lesson_cells("13_three_tf32") <= MAX_CELLS
+
+
+def test_the_contract_cost_is_read_pass_by_pass_from_the_ab_run():
+    from gemm_steps.course.tensor_core_results import CONTRACT_AB_RUN, contract_cost
+
+    run = load_run(CONTRACT_AB_RUN)
+    if run is None:
+        pytest.skip("the FP32-contract A/B run is not shipped")
+    for step in ("three_tf32", "warpgroup_mma"):
+        cost = contract_cost(run, step)
+        assert (8192, 8192, 8192) in cost
+        for size, c in cost.items():
+            old, new = ([r["tflops"] for r in run["records"] if r["step"] == f"{step} ({w})"
+                         and (r["M"], r["N"], r["K"]) == size] for w in ("old", "new"))
+            assert len(old) == len(new) >= 2
+            ratios = sorted(1 - n / o for o, n in zip(old, new))
+            assert c["cost"] == pytest.approx((ratios[0], ratios[-1]))
+            assert min(old) <= c["old"] <= max(old) and min(new) <= c["new"] <= max(new)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
+from gemm_steps.toolkit.tensor_core_ops import SMALL_SCALE, split_tf32_parts, truncate_to_tf32
 
 from .. import steps as course_steps
 from .display import MarkdownTable
@@ -247,30 +247,51 @@ def when_to_use(results: dict, run: dict) -> MarkdownTable:
 
 
 # -- where the split breaks (deep dive) ---------------------------------------------------------------------------------
-def subnormal_threshold(seed: int = 0, count: int = 100_000) -> tuple[float, float]:
-    """Below which |x| ``small`` turns subnormal (under 2^-126), as log2 of |x|: the 10th and 90th percentile over
-    float32 x with uniformly random mantissas (those with small = 0, already TF32, left out). While small is normal
-    it scales with x, so x = m·2^e has a subnormal small when |small(m)|·2^e < 2^-126."""
+def _small_handed(x, scaled: bool):
+    """(big, the small part as handed to the tensor core, the factor that undoes it): step 13's ``split_tf32_scaled``
+    (small·2^11, undone by 2^-11 on the summed products) or the first version's ``split_tf32`` (small itself)."""
+    big, small = split_tf32_parts(x)
+    return (big, (small * SMALL_SCALE).astype(np.float32), 1 / float(SMALL_SCALE)) if scaled else (big, small, 1.0)
+
+
+def read_error(x, scaled: bool = True) -> np.ndarray:
+    """|x − (big + small as read)| / |x| for float32 ``x``: the small part as handed to the tensor core (scaled by
+    2^11 or not), truncated to TF32 as the tensor core reads it (for a subnormal, the top 10 bits of its mantissa
+    field — our model; on an H200 the tensor core read subnormal operands so, docs/fp32_contract.md), then unscaled
+    exactly in float64."""
+    x = np.asarray(x, dtype=np.float32)
+    big, small, undo = _small_handed(x, scaled)
+    read = big.astype(np.float64) + truncate_to_tf32(small).astype(np.float64) * undo
+    return np.abs(x.astype(np.float64) - read) / np.abs(x.astype(np.float64))
+
+
+def subnormal_threshold(scaled: bool = True, seed: int = 0, count: int = 100_000) -> tuple[float, float]:
+    """Below which |x| the small part handed to the tensor core turns subnormal (under 2^-126), as log2 of |x|: the
+    10th and 90th percentile over float32 x with uniformly random mantissas (those with small = 0, already TF32,
+    left out). ``scaled``: step 13's small·2^11, else the first version's small. While it is normal it scales with
+    x, so x = m·2^e has a subnormal one when |handed(m)|·2^e < 2^-126."""
     m = np.random.default_rng(seed).uniform(1, 2, count).astype(np.float32)
-    small = np.abs(split_tf32_parts(m)[1].astype(np.float64))
-    keep = small > 0
-    limit = np.log2(m[keep].astype(np.float64)) - 126 - np.log2(small[keep])
+    handed = np.abs(_small_handed(m, scaled)[1].astype(np.float64))
+    keep = handed > 0
+    limit = np.log2(m[keep].astype(np.float64)) - 126 - np.log2(handed[keep])
     return float(np.percentile(limit, 10)), float(np.percentile(limit, 90))
 
 
-def subnormal_table(exponents=(-100, -110, -114, -116, -118, -120, -123, -126)) -> MarkdownTable:
-    """Where small falls below float32's (and TF32's) smallest normal number 2^-126, for x = 1.2345·2^e: the error
-    of big + small as the tensor core reads them (small truncated to TF32's 10 mantissa bits; for a subnormal small
-    that is the top 10 bits of its mantissa field — our model, not measured on the GPU), and the error if small is
-    flushed to zero (big alone: |small / x|, the same in every row, since small scales with x while it is normal)."""
-    lines = ["| x | small | small is subnormal? | error of big + small as read (truncated) | error if small is "
-             "flushed to 0 |", "|--:|--:|:--|--:|--:|"]
+def subnormal_table(exponents=(-110, -114, -116, -120, -124, -125, -126, -130, -135)) -> MarkdownTable:
+    """For x = 1.2345·2^e: the small part step 13 hands the tensor core (small·2^11), whether it is subnormal (under
+    2^-126), and the error of x as read (:func:`read_error`) with step 13's scaled split and with the first version's
+    unscaled one, beside the error if the small part were dropped (big alone)."""
+    lines = ["| x | small·2^11 (handed to the tensor core) | subnormal? | error as read: scaled split (step 13) "
+             "| error as read: unscaled split (first version) | error of big alone |", "|--:|--:|:--|--:|--:|--:|"]
+
+    def cell(err):
+        return f"{err:.1e} (2^{np.log2(err):.0f})" if err else "0"
+
     for e in exponents:
         x = np.float32(1.2345 * 2.0 ** e)
-        big, small = split_tf32_parts(x)
-        sub = 0 < abs(float(small)) < 2.0 ** -126
-        read = abs(float(x) - float(big) - float(truncate_to_tf32(small))) / float(x)
-        lines.append(f"| 1.2345·2^{e} | {float(small):.2e} | {'yes' if sub else 'no'} | "
-                     + (f"{read:.1e} (2^{np.log2(read):.0f})" if read else "0") + " | "
+        big, handed, _ = _small_handed(x, True)
+        sub = 0 < abs(float(handed)) < 2.0 ** -126
+        lines.append(f"| 1.2345·2^{e} | {float(handed):.2e} | {'yes' if sub else 'no'} | "
+                     f"{cell(float(read_error(x, True)))} | {cell(float(read_error(x, False)))} | "
                      f"{abs(float(big) - float(x)) / float(x):.1e} |")
     return MarkdownTable("\n".join(lines))

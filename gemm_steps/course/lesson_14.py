@@ -1,5 +1,6 @@
 """Lesson 14's helpers (3xTF32 on Hopper's ``wgmma``): the warpgroup's operands drawn from the descriptor formula of
-:mod:`gemm_steps.toolkit.warpgroup_ops` and checked against the step's own staging; what truncating A costs (NumPy);
+:mod:`gemm_steps.toolkit.warpgroup_ops` and checked against the step's own staging; what truncating A cost the step's
+first version (NumPy);
 the evidence for the two hazards from the experiment that found them (``experiments/wgmma_swapped.py``); the
 prediction, the speed and accuracy table and figure and the verdict values against our targets; the builds before
 step 14 (deep dive). Numbers, tables and figures only: the words are the lesson's.
@@ -192,11 +193,13 @@ def layout_check(config: dict, offset=None) -> dict:
             "slots": slots_of_chunk(offset), "slots_unswizzled": slots_of_chunk(lambda row, kc: row * 32 + kc * 4)}
 
 
-# -- what truncating A costs -----------------------------------------------------------------------------------------
+# -- what truncating A cost (the first version) -----------------------------------------------------------------------
 def a_split_errors(seed: int = 0, count: int = 200_000) -> dict:
-    """Step 14 takes A's big part as the tensor core reads the staged float (truncated to TF32) and small = a − that;
-    step 13 rounds big to nearest. In NumPy, over standard-normal floats: the largest |small| / |a| of each, and the
-    mean and largest error of big + small as the tensor core reads them (small truncated too)."""
+    """Step 14's first version took A's big part as the tensor core reads the staged float (truncated to TF32) and
+    small = a − that; step 13, and step 14 since the FP32 contract, round big to nearest. In NumPy, over
+    standard-normal floats: the largest |small| / |a| of each, and the mean and largest error of big + small as the
+    tensor core reads them (small truncated too; the 2^11 scaling of today's split changes none of these for normal
+    floats)."""
     a = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
     a64 = a.astype(np.float64)
     big_t = truncate_to_tf32(a)

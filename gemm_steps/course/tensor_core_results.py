@@ -44,6 +44,9 @@ STEP15_RUN = "warpgroup-tf32-nvidia-h100.json"
 REQUESTS_PROFILE = "ncu-l2-requests-by-source-nvidia-h100.txt"
 SWAPPED_PROFILE = "ncu-wgmma-swapped-nvidia-h100.txt"
 SWIZZLED_PROFILE = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+#: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
+#: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``.
+CONTRACT_AB_RUN = "experiment-before-after-fp32-contract-nvidia-h200.json"
 
 # -- the experiment's builds -------------------------------------------------------------------------------------------
 #: Step 14 as the experiment built it (3xTF32, 128×128, big·big flushed per k-tile, A swizzled); before the swizzle;
@@ -210,6 +213,24 @@ def speed_error_figure(results: dict, rows, size_list: list, draw_target, title:
     speed.legend(fontsize=8, loc="lower right")
     fig.suptitle(title, fontsize=9)
     return fig
+
+
+# -- what the FP32-contract fixes cost ----------------------------------------------------------------------------------
+def contract_cost(run: dict, step: str) -> dict:
+    """``step`` before and after the FP32-contract fixes in the A/B run (:data:`CONTRACT_AB_RUN`), per size where
+    both ran: ``old`` and ``new`` TFLOPS (median over the passes) and ``cost``, the speed lost, 1 − new/old, as
+    (smallest, largest) over the passes (each pass times old and new on the same inputs)."""
+    out = {}
+    found = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == f"{step} (new)"},
+                   key=lambda s: s[0] * s[1] * s[2])
+    for size in found:
+        old, new = ([r["tflops"] for r in run["records"]
+                     if r["step"] == f"{step} ({which})" and (r["M"], r["N"], r["K"]) == size] for which in ("old", "new"))
+        if not old or len(old) != len(new):
+            continue
+        costs = [1 - n / o for o, n in zip(old, new)]  # record order: pass 1's pair, then pass 2's
+        out[size] = {"old": float(np.median(old)), "new": float(np.median(new)), "cost": (min(costs), max(costs))}
+    return out
 
 
 # -- the targets -------------------------------------------------------------------------------------------------------

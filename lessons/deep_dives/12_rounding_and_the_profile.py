@@ -1,9 +1,11 @@
 # %% [markdown]
 # # Deep dive (lesson 12_tensor_cores): the TF32 rounding, and what Nsight Compute says
 #
-# Step 12 rounds every fragment element with `cvt.rna.tf32.f32` before the mma; step 13 splits each into a big and
-# a small TF32 part with `split_tf32`. Both cost instructions in the inner loop, where lesson 12 found the issue
-# budget already spent. This notebook shows the variants that were timed, and both kernels' profiles.
+# Step 12 rounds every fragment element with `cvt.rna.tf32.f32` before the mma; step 13 split each into a big and
+# a small TF32 part with `split_tf32` when these measurements were made (it now uses `split_tf32_scaled`: the same
+# split, with small multiplied by 2^11 — one more instruction — to keep it in TF32's normal range; lesson 13). Both
+# cost instructions in the inner loop, where lesson 12 found the issue budget already spent. This notebook shows the
+# variants that were timed, and both kernels' profiles (of the kernels of that day).
 
 # %%
 from gemm_steps.course import lesson, lesson_12
@@ -39,7 +41,9 @@ if run:
 # * Step 13: `big` must be an exact TF32 value (`small = x − big` is computed from it), so the split by two
 #   `cvt.rna` kept all their instructions. `split_tf32` adds half a unit and clears the bits for `big` (no NaN test:
 #   a NaN lost in `big` survives in `small`, and reaches C through the small·big product), subtracts, and leaves
-#   `small` for the tensor core to truncate. Rounding `small` as well bought no accuracy.
+#   `small` for the tensor core to truncate. Rounding `small` as well bought no accuracy. (Today's
+#   `split_tf32_scaled` is this split plus one `mul.f32`, small·2^11, for the FP32 contract's range:
+#   [docs/fp32_contract.md](../../docs/fp32_contract.md).)
 #
 # ## Both profiles
 
