@@ -2,7 +2,7 @@
 # # Lesson 0b — The GPU: threads, warps, SMs, memory, occupancy and bank conflicts
 #
 # Every later lesson talks about warps, blocks, shared memory, occupancy and bank conflicts. This lesson defines
-# them, with pictures and with numbers measured on the GPU the course was benchmarked on. Everything here runs on
+# them, with pictures and with numbers measured on the GPUs the course was benchmarked on (each says which). Everything here runs on
 # the simulator too; the measured numbers come from files shipped in the repository, and each says which.
 #
 # ## Threads, blocks and the grid
@@ -50,6 +50,8 @@ lesson.show_figure(gpu_model.hierarchy_figure())
 # A GPU is made of **SMs**, each a processor of its own. The GPU hands every block to one SM, where it stays until
 # all its threads are done; an SM holds several blocks at once if it has room for them. Each SM has 4 warp
 # **schedulers**; each cycle, each scheduler picks one of its warps that is ready and issues its next instruction.
+# Each scheduler has its own quarter of the SM's arithmetic: 32 FP32 lanes and one **tensor core** (a unit that
+# multiplies small matrices; lessons 12–17 use the SM's four).
 # Per SM (compute capability 9.0, NVIDIA's documented limits):
 
 # %%
@@ -57,12 +59,12 @@ per_sm = gpu_model.SM90_PER_SM
 levels = gpu_model.memory_levels()
 for what, value in per_sm.items():
     print(f"{what:>18}: {value:,}")
-print(f"\n{levels['gpu']}: {levels['sm_count']} SMs")
 shipped = lesson.load_results(steps=())
 if shipped:
-    clock = shipped["environment"]["sm_clock_max_mhz"]
-    print(f"FP32 peak = {levels['sm_count']} SMs × 128 lanes × 2 FLOP (a fused multiply-add) × {clock:.0f} MHz "
-          f"= {lesson.fp32_peak_tflops(shipped):.1f} TFLOPS")
+    env = shipped["environment"]
+    print(f"\n{env['gpu']}: {env['sm_count']} SMs")
+    print(f"FP32 peak = {env['sm_count']} SMs × 128 lanes × 2 FLOP (a fused multiply-add) × {env['sm_clock_max_mhz']:.0f} "
+          f"MHz = {lesson.fp32_peak_tflops(shipped):.1f} TFLOPS")
 
 # %% [markdown]
 # ## Memory
@@ -71,7 +73,8 @@ if shipped:
 # memory**: a scratchpad on the SM that the kernel fills and reads explicitly, declared with `cuda.shared.array`. The
 # same on-chip memory also serves as the **L1 cache**. All SMs share the **L2 cache**, and behind it the GPU's
 # **HBM** (its DRAM). The further from the SM, the slower, and — per SM — the bigger (the registers and shared memory
-# of all 132 SMs together add up to tens of MiB, but each SM sees only its own):
+# of all the SMs together add up to tens of MiB, but each SM sees only its own). The sizes and bandwidths of one GPU,
+# the one the bandwidths were measured on:
 
 # %%
 lesson.show_figure(gpu_model.memory_figure(levels))
@@ -133,7 +136,8 @@ for stride in (1, 2, 32, 33):
 
 # %% [markdown]
 # Padding a 32-wide tile to 33 columns is the classic fix: a column's words are then 33 apart, in 32 different
-# banks. Measured on the course's GPU, the same shared-memory reading kernel with and without the conflict:
+# banks. Measured (on the GPU of the memory picture), the same shared-memory reading kernel with and without the
+# conflict:
 
 # %%
 bandwidth = levels["bandwidth_tbs"]
@@ -158,7 +162,7 @@ else:
 # | warp | 32 threads that execute each instruction together |
 # | block | threads that run on one SM and share its shared memory; they can wait for each other (`cuda.syncthreads()`) |
 # | grid | all the blocks of one launch: `kernel[grid, block](…)` |
-# | SM | a processor of the GPU: 4 schedulers, 128 FP32 lanes, registers, shared memory / L1 |
+# | SM | a processor of the GPU: 4 schedulers, each with 32 FP32 lanes and one tensor core; registers, shared memory / L1 |
 # | coalescing | a warp's 32 loads served by few, wide transactions because their addresses are neighbours |
 # | occupancy | resident warps per SM as a share of the maximum (64) |
 # | latency hiding | issuing other warps' (or other independent) instructions while one waits |

@@ -124,8 +124,9 @@ lesson.timing_table(results, ["warp_tiling", "persistent"], results and lesson.h
 # %% [markdown]
 # And the experiment: step 10 in both tile orders against its non-persistent twin (step 9's kernel with step 10's
 # tiles), and cuBLAS, in one run over squares, shapes at and just past a whole wave, a small and a K-heavy shape.
-# Note the GPU: the benchmark above ran on an H100, the experiment (and the DRAM table) on an H200 — also 132 SMs,
-# the same tiles — so compare within each, not across (separate runs differ by up to about 10 %).
+# Note the runs: the benchmark above and the experiment (with the DRAM table, on an H200) are separate runs, each
+# naming its GPU — 132 SMs in both, the same tiles — so compare within each, not across (separate runs differ by up
+# to about 10 %).
 # Plotted against tiles ÷ SMs — how many waves of tiles the grid needs — with the wave model's saw-tooth:
 
 # %%

@@ -4,9 +4,9 @@
   indices — the launch syntax and the hierarchy (grid → block → warp → thread), made visible.
 * :func:`hierarchy_figure`, :func:`memory_figure`, :func:`bank_figure` draw the grid/block/warp picture, the memory
   hierarchy with this GPU's measured sizes and bandwidths, and a bank conflict.
-* :func:`memory_levels` reads those sizes and bandwidths from the shipped files: the benchmark's environment (sizes
-  the driver reports) and ``experiments/results/memory-bandwidth-<gpu>.json`` (``python -m
-  experiments.memory_bandwidth``: bandwidths a plain Numba kernel reaches).
+* :func:`memory_levels` reads those sizes and bandwidths from one shipped file,
+  ``experiments/results/memory-bandwidth-<gpu>.json`` (``python -m experiments.memory_bandwidth``: bandwidths a plain
+  Numba kernel reaches, and the sizes the driver reports, in its environment).
 """
 
 from __future__ import annotations
@@ -80,11 +80,14 @@ def hierarchy_figure(grid=(3, 2), block=(16, 4)):
 
 
 def memory_levels() -> dict:
-    """Sizes (from the shipped benchmark's environment) and measured bandwidths of each level, for the picture."""
-    bench = results_files.newest_benchmark()
-    env = bench[1]["environment"] if bench else {}
+    """Sizes and measured bandwidths of each level, for the picture: all of one GPU's, the one the bandwidths were
+    measured on (the bandwidth file's environment), or the newest benchmark's sizes where there is no such file."""
     found = results_files.newest_matching("memory-bandwidth-*.json")
     measured = found[1] if found else None  # the finders return (path, document): already read
+    env = (measured or {}).get("environment") or {}
+    if not env.get("sm_count"):
+        bench = results_files.newest_benchmark()
+        env = bench[1]["environment"] if bench else {}
     return {"gpu": env.get("gpu", "?"), "sm_count": env.get("sm_count"), "l2_bytes": env.get("l2_bytes"),
             "shared_per_block_bytes": env.get("shared_memory_per_block_optin"),
             "bandwidth_tbs": measured["results"] if measured else {},

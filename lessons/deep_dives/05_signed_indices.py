@@ -20,8 +20,9 @@ lesson.check_against_numpy(first_attempt, [(33, 17, 40)])
 #
 # `experiments/register_2d.py` timed the first attempt in one run on an H200, next to step 5 as shipped
 # (`unsigned`), steps 3 and 4, and two strided variants (the
-# [strided-map deep dive](05_strided_map.ipynb)). The course's benchmark ran on an H100, so first a check that the
-# two runs time step 5 alike (`agree`: the benchmark is closer to the experiment's `unsigned` than to `signed`):
+# [strided-map deep dive](05_strided_map.ipynb)). The course's benchmark is a separate run (its GPU is named below),
+# so first a check that the two runs time step 5 alike (`agree`: the benchmark is closer to the experiment's
+# `unsigned` than to `signed`):
 
 # %%
 results = lesson.load_results(["shared_memory", "register_1d", "register_2d"])

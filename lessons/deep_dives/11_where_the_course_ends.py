@@ -3,8 +3,8 @@
 #
 # Lesson 11 is the course's last step on the FP32 units. This notebook puts those steps side by side at the two
 # largest squares, checks the course's target for them (95 % of cuBLAS SGEMM there), and gathers what the lessons
-# measured about the difference that is left — which is inside the tile, not in the schedule. (Steps 12–14 leave
-# the FP32 units for the tensor cores: lessons 12–14.)
+# measured about the difference that is left — which is inside the tile, not in the schedule. (Steps 12–17 leave
+# the FP32 units for the tensor cores: lessons 12–17.)
 
 # %%
 import gemm_steps
