@@ -97,7 +97,8 @@ if overhead:
 # Small squares and skinny products were the weak classes: at 512³ step 11 makes 8 tiles of 128×256 for 132 SMs.
 # So the table also holds step 11's kernel built for **smaller tiles** (`dispatch.TILE_VARIANTS`: 128×128 and
 # 64×64), timed with the suite; where they win, `matmul` runs them (`gemm-steps explain 512 512 512`). Does the choice
-# hold on shapes the table never saw? `experiments/matmul_held_out.py` timed 13 such shapes in one run:
+# hold on shapes the table never saw? `experiments/matmul_held_out.py` timed such shapes in one run, hand-picked ones
+# and, after them, shapes drawn at random (seeded, never tuned on):
 
 # %%
 held_out = lesson_18.held_out()

@@ -133,3 +133,13 @@ def test_one_reader_of_nsight_computes_text_reports():
     assert profiles.report_metrics(second_part) == {"dram__bytes_read.sum": 4.69, "smsp__inst_executed.sum": 2441846784}
     assert profiles.base_units(417.76, "usecond") == pytest.approx(417.76e-6)
     assert profiles.base_units(4.69, "Gbyte") == pytest.approx(4.69e9) and profiles.base_units(2.78, "%") == 2.78
+
+
+def test_the_shape_suite_before_and_after_come_from_one_gpu():
+    from gemm_steps.course import lesson_18
+
+    found = lesson_18.shape_suites()
+    if found is None:
+        pytest.skip("the shape suite's runs are not shipped")
+    (_, before), (_, after) = found
+    assert before["environment"]["gpu"] == after["environment"]["gpu"]

@@ -85,16 +85,22 @@ SUITE_BEFORE = "shapes-before-guarded-loops-nvidia-h100.json"
 
 def shape_suites() -> tuple[tuple, tuple] | None:
     """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
-    themselves (``experiments/results/``) and the newest run (``results/``); None if either is missing."""
-    from gemm_steps.harness import results_files
-
-    before_path = results_files.find(SUITE_BEFORE)
-    after = results_files.newest_matching("shapes-*-20*.json")
-    if before_path is None or after is None:
-        return None
+    themselves (``experiments/results/``) and the newest run on the same GPU (``results/``; a GPU's name in the file
+    name, as ``shapes-<gpu>-<date>.json``), so the two bars of a shape differ by the kernels only; None if either is
+    missing."""
     import json
 
-    return (before_path, json.loads(before_path.read_text())), after
+    from gemm_steps.harness import results_files
+    from gemm_steps.harness.environment import file_slug
+
+    before_path = results_files.find(SUITE_BEFORE)
+    if before_path is None:
+        return None
+    before = json.loads(before_path.read_text())
+    after = results_files.newest_matching(f"shapes-{file_slug(before['environment']['gpu'])}-20*.json")
+    if after is None:
+        return None
+    return (before_path, before), after
 
 
 def suite_figure(before: dict, after: dict, step: str = "stream_k"):
