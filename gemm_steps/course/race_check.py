@@ -158,8 +158,8 @@ class TrackedShared(np.ndarray):
                     self._race(element, "wrote", thread, kernel, "read", reader[element], lines[2 * element + 1])
                 writer[element], written[element], lines[2 * element] = thread, interval, here
             else:
-                if written[element] < block_start:
-                    self._uninitialized(element, thread, kernel)
+                if written[element] < block_start and element not in tracker["unwritten_reads"]:
+                    tracker["unwritten_reads"][element] = self._uninitialized(element, thread, kernel)
                 if read[element] != interval:
                     reader[element], read[element] = thread, interval
                 elif reader[element] != thread:
@@ -183,10 +183,11 @@ class TrackedShared(np.ndarray):
             f"        with no cuda.syncthreads() between the two. On a GPU either access may come first: every way "
             f"from one of these lines to the other must pass a cuda.syncthreads() that the whole block reaches.")
 
-    def _uninitialized(self, element, thread, frame) -> None:
+    def _uninitialized(self, element, thread, frame) -> str:
+        """What a read of an element no thread of the block had written says (raised when the launch ends)."""
         block_dim = threading.current_thread()._manager._block_dim
         here = (frame.f_code.co_filename, frame.f_lineno)
-        raise UninitializedRead(
+        return (
             f"{thread_name(int(thread), block_dim)} of block {_block_name()} read "
             f"{self.tracker['name']}[{self._index(element)}] before any thread of its block wrote it, at\n"
             f"            {source_line(here)}\n"
@@ -212,6 +213,11 @@ def track(array: np.ndarray, name: str, deadline: Deadline = NO_DEADLINE) -> Tra
         "name": name, "index": np.arange(size).reshape(array.shape), "strides": strides, "deadline": deadline,
         "writer": [-1] * size, "written": [-1] * size, "reader": [-1] * size, "read": [-1] * size,
         "lines": [0] * (2 * size),  # per element: the line of its last write, of its last read
+        # Reads of elements no thread of the block had written yet, reported when the launch ends: another thread may
+        # still write the element in the same barrier interval, and then the read was a race (raised at that write,
+        # with both lines), not a read of memory nobody writes — which of the two a thread sees first must not decide
+        # the message.
+        "unwritten_reads": {},
     }
     return tracked
 
@@ -244,6 +250,7 @@ def detect_races(deadline: Deadline = NO_DEADLINE):
     original_sync = sim_kernel.BlockThread.syncthreads
     creating = threading.Lock()
     observed = Observed()
+    trackers: list[dict] = []
 
     def array(self, shape, dtype, alignment=None):
         if shape == 0:  # dynamic shared memory: one buffer for every such call, as the simulator has it
@@ -260,6 +267,7 @@ def detect_races(deadline: Deadline = NO_DEADLINE):
                     dtype = numpy_support.as_dtype(dtype)
                 name = code_at(*where).split("=")[0].strip() or f"the shared array of line {where[1]}"
                 tracked[where] = (caller.f_lasti, track(_filled(shape, dtype), name, deadline))
+                trackers.append(tracked[where][1].tracker)
                 observed.shared_arrays.append(name)
             offset, result = tracked[where]
         if offset != caller.f_lasti:
@@ -282,6 +290,9 @@ def detect_races(deadline: Deadline = NO_DEADLINE):
     finally:
         kernelapi.FakeCUDAShared.array = original_array
         sim_kernel.BlockThread.syncthreads = original_sync
+    for tracker in trackers:  # the launch ended without a race: a read of an unwritten element is one of its own
+        if tracker["unwritten_reads"]:
+            raise UninitializedRead(next(iter(tracker["unwritten_reads"].values())))
 
 
 @contextmanager
