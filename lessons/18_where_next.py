@@ -92,7 +92,7 @@ if overhead:
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
 # wave-boundary shapes: its own time stayed within a few percent there, and the bar moved because cuBLAS's time
 # moved between the two runs (at the small sizes by far more than a few percent). Where it did change — the ragged
-# and skinny shapes, and 640³ — step 11 itself got 1.2× to 3.9× faster in TFLOPS.
+# and skinny shapes, and 640³ — step 11 itself got faster in TFLOPS, by the ratios of the figure's two runs.
 #
 # Small squares and skinny products were the weak classes: at 512³ step 11 makes 8 tiles of 128×256 for 132 SMs.
 # So the table also holds step 11's kernel built for **smaller tiles** (`dispatch.TILE_VARIANTS`: 128×128 and
