@@ -54,6 +54,17 @@ def output_path(topic: str, out: str | None = None) -> Path:
     return candidate
 
 
+def print_records(results: dict, width: int = 16) -> None:
+    """One line per record of a benchmark run: shape, entry, TFLOPS, % of cuBLAS SGEMM, the SM clock after its
+    launches (median / lowest, where recorded), the sampled error, and an error message where it failed."""
+    for r in results["records"]:
+        clock = (f" clock {r['sm_clock_mhz_median']:.0f}/{r['sm_clock_mhz_min']:.0f}"
+                 if "sm_clock_mhz_median" in r else "")
+        print(f"{r['M']}×{r['N']}×{r['K']} {r['step']:{width}s} {r.get('tflops', 0):7.1f} TFLOPS "
+              f"{r.get('pct_of_cublas') or 0:6.1f} %{clock} error {r.get('sampled_rel_error_fp64', float('nan')):.1e}"
+              f"{' ' + r['error'] if 'error' in r else ''}", flush=True)
+
+
 def kernel_name(prefix: str, label: str) -> str:
     """A kernel name for a variant's label: ``kernel_name("x", "async A+B")`` is ``"x_async_A_B"``."""
     return prefix + "_" + "".join(ch if ch.isalnum() else "_" for ch in label)

@@ -60,32 +60,14 @@ def sample_while(run, seconds: float = 3.0) -> dict:
             "sm_clock_mhz_min": clocks[0], "power_w_median": power[len(power) // 2], "event_reasons": reasons}
 
 
-def probe_kernel():
-    """A one-thread kernel: the SM clock in MHz, from cycles counted over 20 µs of the global timer."""
-    from numba import cuda, float64
-
-    from gemm_steps.toolkit.timers import clock_cycles, global_timer
-
-    @cuda.jit
-    def probe(out):
-        t0, c0 = global_timer(), clock_cycles()
-        t1 = global_timer()
-        while t1 - t0 < 20000:
-            t1 = global_timer()
-        c1 = clock_cycles()
-        out[0] = float64(c1 - c0) * 1000.0 / float64(t1 - t0)
-
-    return probe
-
-
 def clock_after_each_launch(launch, c, repeats: int = 20) -> dict:
     """The benchmark's timing loop (poison C, flush L2, launch), with the probe after every launch."""
     import numpy as np
     from numba import cuda
 
+    from gemm_steps.harness.gpu_clock import sm_clock_mhz
     from gemm_steps.harness.poison import fill
 
-    probe, mhz = probe_kernel(), cuda.device_array(1, np.float64)
     flush = cuda.device_array(2 * cuda.get_current_device().L2_CACHE_SIZE // 4, np.float32)
     for _ in range(3):
         launch()
@@ -95,8 +77,7 @@ def clock_after_each_launch(launch, c, repeats: int = 20) -> dict:
         fill(c, float("nan"), 0)
         fill(flush, 1.0, 0)
         launch()
-        probe[1, 1](mhz)
-        clocks.append(float(mhz.copy_to_host()[0]))
+        clocks.append(sm_clock_mhz(0))  # harness/gpu_clock.py's probe, as the benchmark reads it
     clocks.sort()
     return {"probe_mhz_median": clocks[len(clocks) // 2], "probe_mhz_min": clocks[0], "probe_mhz_max": clocks[-1]}
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, require_gpu
+from experiments import output_path, print_records, require_gpu
 
 
 def main(argv: list[str] = sys.argv) -> None:
@@ -44,11 +44,7 @@ def main(argv: list[str] = sys.argv) -> None:
     results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))
     results["experiment"] = "step 17 and its persistent form (experiments/persistent_specialized_bench.py)"
     save(results, out)
-    for r in results["records"]:
-        print(f"{r['M']}×{r['N']}×{r['K']} {r['step']:24s} {r.get('tflops', 0):7.1f} TFLOPS "
-              f"{r.get('pct_of_cublas') or 0:6.1f} % clock {r.get('sm_clock_mhz_median', 0):.0f}/"
-              f"{r.get('sm_clock_mhz_min', 0):.0f} error {r.get('sampled_rel_error_fp64', float('nan')):.1e}"
-              f"{' ' + r['error'] if 'error' in r else ''}", flush=True)
+    print_records(results, width=24)
     print(f"wrote {out}")
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, require_gpu
+from experiments import output_path, print_records, require_gpu
 
 
 def main(argv: list[str] = sys.argv) -> None:
@@ -52,10 +52,7 @@ def main(argv: list[str] = sys.argv) -> None:
     results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))
     results["experiment"] = "the overlap build in row-major and grouped tile orders (experiments/warpgroup_order_bench.py)"
     save(results, out)
-    for r in results["records"]:
-        print(f"{r['M']}×{r['N']}×{r['K']} {r['step']:16s} {r.get('tflops', 0):7.1f} TFLOPS "
-              f"{r.get('pct_of_cublas') or 0:6.1f} % error {r.get('sampled_rel_error_fp64', float('nan')):.1e}"
-              f"{' ' + r['error'] if 'error' in r else ''}", flush=True)
+    print_records(results)
     print(f"wrote {out}")
 
 
