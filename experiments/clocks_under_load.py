@@ -82,27 +82,40 @@ def clock_after_each_launch(launch, c, repeats: int = 20) -> dict:
     return {"probe_mhz_median": clocks[len(clocks) // 2], "probe_mhz_min": clocks[0], "probe_mhz_max": clocks[-1]}
 
 
-def main(argv: list[str] = sys.argv) -> None:
-    require_gpu("experiments/clocks_under_load.py")
+def drop_kernels() -> dict:
+    """The launches the 8192³ drop was examined on (here and in experiments/timing_method.py): step 15, the overlap
+    build in groups of 8 (now step 16's kernel), cuBLAS TF32."""
+    import gemm_steps
+    from gemm_steps.harness import cublas
+    from gemm_steps.steps import tma_pipeline
+
+    return {"warpgroup_tf32": gemm_steps.get_step("warpgroup_tf32").launch,
+            "overlap_group8": tma_pipeline.build(tma_pipeline.SEARCH_SPACE[0], group_m=8).launch,
+            "cublas_tf32": cublas.launch_cublas_tf32}
+
+
+def square_operands(size: int) -> tuple:
+    """Standard-normal size × size A and B (seeded by the size) and an empty C, on the device."""
     import numpy as np
     from numba import cuda
 
-    import gemm_steps
-    from gemm_steps.harness import cublas
+    rng = np.random.default_rng(size)
+    a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    return a, b, cuda.device_array((size, size), np.float32)
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/clocks_under_load.py")
+    from numba import cuda
+
     from gemm_steps.harness.environment import environment
 
-    from gemm_steps.steps import tma_pipeline
-
     out = output_path("clocks-under-load", argv[1] if len(argv) > 1 else None)
-    kernels = {"warpgroup_tf32": gemm_steps.get_step("warpgroup_tf32").launch,
-               "overlap_group8": tma_pipeline.build(tma_pipeline.SEARCH_SPACE[0], group_m=8).launch,
-               "cublas_tf32": cublas.launch_cublas_tf32}
+    kernels = drop_kernels()
     records = []
     for size in (4096, 8192):
-        rng = np.random.default_rng(size)
-        a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-        b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-        c = cuda.device_array((size, size), np.float32)
+        a, b, c = square_operands(size)
         for name, launch in kernels.items():
             launch(a, b, c)
             cuda.synchronize()

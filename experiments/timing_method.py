@@ -43,26 +43,19 @@ def main(argv: list[str] = sys.argv) -> None:
     import numpy as np
     from numba import cuda
 
-    import gemm_steps
-    from gemm_steps.harness import cublas
     from gemm_steps.harness.bench import _Timer
     from gemm_steps.harness.environment import environment
     from gemm_steps.harness.gpu_clock import hold_gpu
 
-    from gemm_steps.steps import tma_pipeline
+    from experiments.clocks_under_load import drop_kernels, square_operands
 
     out = output_path("timing-method", argv[1] if len(argv) > 1 else None)
     stream = cuda.default_stream()
     timer = _Timer(stream)
-    kernels = {"warpgroup_tf32": gemm_steps.get_step("warpgroup_tf32").launch,
-               "overlap_group8": tma_pipeline.build(tma_pipeline.SEARCH_SPACE[0], group_m=8).launch,
-               "cublas_tf32": cublas.launch_cublas_tf32}
+    kernels = drop_kernels()
     records = []
     for size in (4096, 8192):
-        rng = np.random.default_rng(size)
-        a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-        b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-        c = cuda.device_array((size, size), np.float32)
+        a, b, c = square_operands(size)
         for name, launch in kernels.items():
             def run():
                 launch(a, b, c)
