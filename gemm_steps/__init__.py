@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .toolkit import backend as _backend  # must come first: picks GPU or simulator before Numba is imported
+from .harness import api as _api
 from .harness.cublas import cublas_matmul
 from .harness.step import Step, all_steps, get_step
 
@@ -62,9 +63,15 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
     shipped results) or 9·2^-24, whichever is larger; inf and NaN in the inputs give exactly that sum's inf/NaN pattern;
     the kernels' float32 arithmetic does not flush subnormals (the tensor core's reading of them: see the docs).
     """
-    from .harness.dispatch import check_precision
+    # Device arrays that agree in everything the checks and the step choice depend on (class, dtype, shape, strides,
+    # address; precision, step) with an earlier successful call: launched at once (harness/api.py, replay)
+    replayed = _api.replay(a, b, out, step, precision)
+    if replayed is not None:
+        return replayed
+    from .harness import dispatch
 
-    check_precision(precision)  # a bad name fails before anything is launched, whichever step runs
+    dispatch.check_precision(precision)  # a bad name fails before anything is launched, whichever step runs
+    choice_memo = None
     if isinstance(step, Step):
         chosen = step
     elif step is not None:
@@ -75,7 +82,8 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
         except (AttributeError, TypeError, ValueError, IndexError):  # not two matrices: the step's checks say why
             chosen = fastest_step()
         else:
-            from .harness.dispatch import candidate, choose
-
-            chosen = candidate(choose(m, n, k, precision).step_name)  # a step, or step 11 with smaller tiles
-    return chosen(a, b, out=out)
+            chosen = dispatch.candidate(dispatch.choose(m, n, k, precision).step_name)  # or step 11, smaller tiles
+            choice_memo = (dispatch._CHOICES, dispatch.memo_key(m, n, k, precision))
+    result = chosen(a, b, out=out)
+    _api.remember(a, b, out, step, precision, chosen, choice_memo)
+    return result

@@ -19,7 +19,7 @@ import numpy as np
 from numba import cuda
 
 from ..toolkit.backend import SIMULATOR
-from ..toolkit.kernel_tools import device_pointer  # noqa: F401  (part of this module's API)
+from ..toolkit.kernel_tools import device_pointer  # (also part of this module's API)
 
 #: Kernels index with 32-bit integers (faster index math): every matrix must have fewer elements than this.
 MAX_ELEMENTS = 2**31 - 1
@@ -185,3 +185,126 @@ def run_step(step, a, b, out=None, stream=0):
         return run(lambda a, b, c, stream: launch_with_progress(step, a, b, c, stream), a, b, out, stream,
                    before_launch=lambda m, n, k: check(step, m, n, k))
     return run(step.launch, a, b, out, stream)
+
+
+# -- repeated calls on device arrays ---------------------------------------------------------------------------------
+#
+# A program that multiplies on the GPU calls ``matmul`` again and again on the same buffers and shapes. Everything
+# :func:`validate` decides about a device call is a function of each array's class, dtype, shape, strides and address
+# (the overlap check: addresses and extents), and the step ``matmul`` runs is a function of the shape, the precision
+# and the ``step`` argument. So a call whose arrays agree with an earlier *successful* call in all of these needs no
+# checking again: :func:`remember` files the earlier call under exactly those values, :func:`replay` finds it and
+# launches. Anything else — another class, dtype, shape, layout, address, precision or step; host arrays; M, N or K
+# of 0; a product taller than one launch — takes the full path, with its errors.
+
+_FLOAT32 = np.dtype(np.float32)
+
+if SIMULATOR:
+    _address = device_pointer
+else:
+    def _address(x) -> int:
+        """``device_pointer(x)`` of a Numba device array, without the ``ctypes`` object its property makes."""
+        return int(x.gpu_data.device_pointer)
+
+#: Calls remembered at most; past that the memo is emptied (and refilled by the calls that follow).
+CALLS_KEPT = 256
+_CALLS: dict = {}
+
+
+def _call_key(a: Any, b: Any, out: Any, step: Any, precision: Any) -> tuple | None:
+    """What validation and the step choice of ``matmul(a, b, step, out, precision)`` depend on, with the three
+    addresses; None for a call :func:`replay` never takes (not all device arrays of this class, or not float32).
+    The dtype is compared by identity: NumPy's float32 is one object; an equal dtype that is another object
+    (metadata, say) takes the full path."""
+    device = _DeviceArray
+    if type(a) is not device or type(b) is not device or a.dtype is not _FLOAT32 or b.dtype is not _FLOAT32:
+        return None
+    if out is None:
+        out_key = None
+    elif type(out) is device and out.dtype is _FLOAT32:
+        out_key = (out.shape, out.strides, _address(out))
+    else:
+        return None
+    return (a.shape, a.strides, _address(a), b.shape, b.strides, _address(b), out_key, step, precision)
+
+
+def replay(a: Any, b: Any, out: Any, step: Any, precision: Any):
+    """The result of ``matmul(a, b, step, out, precision)`` if an earlier successful call agreed with this one in
+    everything its checks and its step choice depend on (:func:`remember`): launched without checking again. None
+    otherwise (nothing is launched: the caller takes the full path). A remembered choice of step counts only while
+    :mod:`~gemm_steps.harness.dispatch` still holds it (a new table, ``record()``, empties its memo)."""
+    key = _call_key(a, b, out, step, precision)
+    if key is None:
+        return None
+    try:
+        entry = _CALLS.get(key)
+    except TypeError:  # an unhashable step or precision: the full path says what is wrong with it
+        return None
+    if entry is None:
+        return None
+    choices, choice_key, choice, m, n, plan, launch = entry
+    if (choices is not None and choices.get(choice_key) is not choice) or m > ROWS_PER_LAUNCH:
+        return None
+    if out is None:
+        out = cuda.device_array((m, n), dtype=np.float32)
+        launch(a, b, out, 0)
+    elif plan is not None:  # the step's recorded launches, given the three addresses the key holds
+        plan(key[2], key[5], key[6][2])
+    else:
+        launch(a, b, out, 0)
+    return out
+
+
+def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice_memo: tuple | None = None) -> None:
+    """File a call that has just succeeded — ``chosen`` (a :class:`~gemm_steps.harness.step.Step`) computed
+    ``matmul(a, b, step, out, precision)`` — for :func:`replay`. ``choice_memo``: ``(memo, key)`` of the dispatch
+    decision that chose the step (``dispatch._CHOICES`` and its key), so the call counts only while the decision
+    does; None when ``step`` named the step. Calls replay never takes are not filed."""
+    key = _call_key(a, b, out, step, precision)
+    if key is None:
+        return
+    (m, k), n = a.shape, b.shape[1]
+    if not (m and n and k) or m > ROWS_PER_LAUNCH:
+        return
+    if any(_address(x) != device_pointer(x) for x in (a, b, out) if x is not None):  # a memory class unlike Numba's
+        return
+    choices, choice_key = choice_memo if choice_memo is not None else (None, None)
+    choice = choices.get(choice_key) if choices is not None else None
+    if choices is not None and choice is None:
+        return
+    plan, launch = None, _step_launch(chosen, m, n, k)
+    tiled = chosen.tiled
+    if out is not None and not SIMULATOR and tiled is not None and _replays_plans(tiled):
+        pointers = (key[2], key[5], key[6][2])
+        plan = tiled._plans.get(tiled.plan_key(a, b, pointers, 0))
+    try:
+        if len(_CALLS) >= CALLS_KEPT:
+            _CALLS.clear()
+        _CALLS[key] = (choices, choice_key, choice, m, n, plan, launch)
+    except TypeError:  # an unhashable step or precision (it ran, but cannot be a key): not remembered
+        pass
+
+
+def _step_launch(step, m: int, n: int, k: int) -> LaunchFn:
+    """What :func:`run_step` launches for ``step`` on validated arrays (the simulator's time check included)."""
+    if SIMULATOR:
+        from .simulator import check, launch_with_progress
+
+        def launch(a, b, c, stream):
+            check(step, m, n, k)
+            launch_with_progress(step, a, b, c, stream)
+        return launch
+    return lambda a, b, c, stream: step.launch(a, b, c, stream)  # looked up at each call, as run_step does
+
+
+def _replays_plans(tiled) -> bool:
+    """Whether a launch of ``tiled`` is its launch plan's replay (``TiledKernels.launch``, not overridden, and no
+    ``overrides``): then :func:`replay` may call the plan itself."""
+    from ..toolkit.tiles import TiledKernels
+
+    return type(tiled).launch is TiledKernels.launch and not tiled.overrides
+
+
+def forget_calls() -> None:
+    """Empty the memo of :func:`replay` (the next call of every kind takes the full path)."""
+    _CALLS.clear()

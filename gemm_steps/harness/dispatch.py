@@ -92,11 +92,19 @@ def tile_variants() -> list[Step]:
     return [_VARIANTS[name] for name in TILE_VARIANTS]
 
 
+_CANDIDATES: dict = {}
+
+
 def candidate(name: str):
-    """A step or a tile variant, by name: what :func:`choose` may return."""
-    if name in TILE_VARIANTS:
-        return next(v for v in tile_variants() if v.name == name)
-    return next(s for s in all_steps() if s.name == name)
+    """A step or a tile variant, by name: what :func:`choose` may return (found once per name)."""
+    found = _CANDIDATES.get(name)
+    if found is None:
+        if name in TILE_VARIANTS:
+            found = next(v for v in tile_variants() if v.name == name)
+        else:
+            found = next(s for s in all_steps() if s.name == name)
+        _CANDIDATES[name] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -267,10 +275,16 @@ def allowed_steps(precision: str = DEFAULT_PRECISION) -> set[str]:
     return {s.name for s in all_steps() if s.arithmetic in arithmetic and not s.unavailable()} | set(TILE_VARIANTS)
 
 
+def memo_key(m: int, n: int, k: int, precision: str) -> tuple:
+    """Under which key :func:`choose` remembers its decision in ``_CHOICES`` (``matmul``'s replayed calls count only
+    while it is there: ``harness.api.replay``)."""
+    return (m, n, k, precision)
+
+
 def choose(m: int, n: int, k: int, precision: str = DEFAULT_PRECISION) -> Choice:
     """What ``matmul`` runs for an M×N×K product at ``precision`` on this GPU (remembered per shape and precision: a
     call costs a dict lookup)."""
-    key = (m, n, k, precision)
+    key = memo_key(m, n, k, precision)
     found = _CHOICES.get(key)
     if found is None:
         gpu = current_gpu_name()

@@ -10,6 +10,8 @@ one line share memory there. Give each its own line.
 
 from __future__ import annotations
 
+from functools import partial
+
 from numba import cuda
 
 from .backend import SIMULATOR
@@ -75,6 +77,11 @@ class DirectLaunch:
 
     def __call__(self, *arguments) -> None:
         self._launch(self._stream, self._config, self._kernel, *arguments)
+
+    def bind(self, *arguments):
+        """This launch with its arguments fixed: a callable that takes none (a ``functools.partial`` of
+        ``cuda.core.launch``, so a call adds no Python frame of ours)."""
+        return partial(self._launch, self._stream, self._config, self._kernel, *arguments)
 
 
 class quiet_small_grids:

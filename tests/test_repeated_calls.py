@@ -1,0 +1,143 @@
+"""``matmul`` called again on device arrays it has already checked (``harness/api.py``: ``replay`` / ``remember``).
+
+A repeated call skips validation and the step choice only where neither could come out differently: the same class,
+dtype, shape, strides and address of every array, the same precision and ``step``, and a dispatch decision that is
+still the one remembered. Everything else takes the full path, with its errors. The launches here are replaced by a
+NumPy product that records which step it was asked of (no kernel runs), except in the last test, which runs a kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness import api, dispatch
+from helpers import assert_close
+
+#: At 8³ the fastest FP32 step is naive, the fastest of all (TF32 included) tensor_cores; at 64³ coalesced.
+TABLE = {"gpu": None, "shapes": [[8, 8, 8, {"naive": 0.01, "coalesced": 0.02, "tensor_cores": 0.005}, 0.01],
+                                 [64, 64, 64, {"naive": 0.05, "coalesced": 0.02}, 0.01]]}
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Launches replaced by a NumPy product; returns (the names of the steps launched, the number of validations)."""
+    launched, validations = [], []
+
+    def numpy_step_launch(self, a, b, c, stream=0):
+        launched.append(self.name)
+        c.copy_to_device(np.ascontiguousarray(a.copy_to_host() @ b.copy_to_host()), stream=stream)
+
+    original_validate = api.validate
+
+    def counted_validate(*args, **kwargs):
+        validations.append(1)
+        return original_validate(*args, **kwargs)
+
+    monkeypatch.setattr(gemm_steps.Step, "launch", numpy_step_launch)
+    monkeypatch.setattr(api, "validate", counted_validate)
+    monkeypatch.setattr(dispatch, "table", lambda gpu: TABLE)
+    dispatch._CHOICES.clear()
+    api.forget_calls()
+    yield launched, validations
+    dispatch._CHOICES.clear()
+    api.forget_calls()
+
+
+def operands(rng, m, n, k):
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    return a, b, cuda.to_device(a), cuda.to_device(b), cuda.to_device(np.full((m, n), np.nan, np.float32))
+
+
+def test_a_repeated_call_skips_the_checks_and_gives_the_same_product(recorded, rng):
+    launched, validations = recorded
+    a, b, a_dev, b_dev, out = operands(rng, 8, 8, 8)
+    for _ in range(3):
+        assert gemm_steps.matmul(a_dev, b_dev, out=out) is out
+        assert_close(out, a, b, "a repeated matmul into out")
+    assert launched == ["naive"] * 3 and len(validations) == 1
+    for _ in range(2):  # without out: a new array each time
+        c = gemm_steps.matmul(a_dev, b_dev)
+        assert api.is_device_array(c) and c is not out
+        assert_close(c, a, b, "a repeated matmul without out")
+    assert launched == ["naive"] * 5 and len(validations) == 2
+
+
+def test_a_remembered_choice_is_not_reused_for_another_shape_or_precision(recorded, rng):
+    launched, validations = recorded
+    _, _, a8, b8, c8 = operands(rng, 8, 8, 8)
+    _, _, a64, b64, c64 = operands(rng, 64, 64, 64)
+    gemm_steps.matmul(a8, b8, out=c8)
+    gemm_steps.matmul(a8, b8, out=c8, precision="tf32")
+    gemm_steps.matmul(a8, b8, out=c8, precision="ieee")
+    gemm_steps.matmul(a64, b64, out=c64)
+    assert launched == ["naive", "tensor_cores", "naive", "coalesced"] and len(validations) == 4
+    # The same buffers, another shape: a 4×16 @ 16×4 product over the same memory is checked and chosen anew
+    a_flat, b_flat = a8.reshape(64), b8.reshape(64)
+    gemm_steps.matmul(a_flat.reshape(4, 16), b_flat.reshape(16, 4), out=c8.reshape(64)[:16].reshape(4, 4))
+    assert len(validations) == 5
+    # Each remembered call still replays with its own choice
+    gemm_steps.matmul(a8, b8, out=c8, precision="tf32")
+    gemm_steps.matmul(a64, b64, out=c64)
+    gemm_steps.matmul(a8, b8, out=c8)
+    assert launched[-3:] == ["tensor_cores", "coalesced", "naive"] and len(validations) == 5
+    # A named step is its own key: not the choice made for the same arrays without one
+    gemm_steps.matmul(a8, b8, out=c8, step="coalesced")
+    gemm_steps.matmul(a8, b8, out=c8, step="coalesced")
+    assert launched[-2:] == ["coalesced", "coalesced"] and len(validations) == 6
+
+
+def test_a_forgotten_dispatch_decision_is_made_again(recorded, rng, monkeypatch):
+    """A new table (``dispatch.record`` empties the memo of decisions; so does a test) is read by the next call, even
+    on arrays whose call was remembered."""
+    launched, _ = recorded
+    _, _, a8, b8, c8 = operands(rng, 8, 8, 8)
+    gemm_steps.matmul(a8, b8, out=c8)
+    monkeypatch.setattr(dispatch, "table", lambda gpu: {"gpu": None, "shapes": [[8, 8, 8, {"coalesced": 0.01}, 0.01]]})
+    dispatch._CHOICES.clear()
+    gemm_steps.matmul(a8, b8, out=c8)
+    assert launched == ["naive", "coalesced"]
+
+
+@pytest.mark.parametrize("case", ["out_wrong_shape", "a_strided", "out_strided", "out_is_a", "b_float64"])
+def test_arrays_at_a_remembered_address_are_still_checked(recorded, rng, case):
+    """After a good call is remembered, arrays that start at the same addresses but differ in shape, strides or dtype
+    (or overlap) are refused as on a first call, before anything is launched."""
+    launched, _ = recorded
+    a_buffer, out_buffer = (cuda.to_device(rng.standard_normal((8, 16), dtype=np.float32)) for _ in range(2))
+    a, out = (x.reshape(128)[:64].reshape(8, 8) for x in (a_buffer, out_buffer))  # C-contiguous, at the buffers' start
+    b = cuda.to_device(rng.standard_normal((8, 8), dtype=np.float32))
+    gemm_steps.matmul(a, b, out=out)
+    assert launched == ["naive"]
+    bad = {
+        "out_wrong_shape": lambda: gemm_steps.matmul(a, b, out=out.reshape(64)[:32].reshape(4, 8)),
+        "a_strided": lambda: gemm_steps.matmul(a_buffer[:, ::2], b, out=out),  # 8×8, a's address, every other column
+        "out_strided": lambda: gemm_steps.matmul(a, b, out=out_buffer[:, ::2]),
+        "out_is_a": lambda: gemm_steps.matmul(a, b, out=a),
+        "b_float64": lambda: gemm_steps.matmul(a, cuda.to_device(np.zeros((8, 8))), out=out),
+    }[case]
+    with pytest.raises((ValueError, TypeError), match="shape|C-contiguous|overlaps|dtype"):
+        bad()
+    assert launched == ["naive"], "a refused call launched"
+    gemm_steps.matmul(a, b, out=out)  # the good call still replays
+    assert launched == ["naive", "naive"]
+
+
+def test_replayed_launches_read_the_arrays_as_they_are_now(rng):
+    """A replay skips checks, not work: new contents of the same buffers give the new product (a real kernel)."""
+    dispatch._CHOICES.clear()
+    api.forget_calls()
+    m, n, k = 24, 20, 16
+    a, b, a_dev, b_dev, out = operands(rng, m, n, k)
+    gemm_steps.matmul(a_dev, b_dev, out=out)
+    assert_close(out, a, b, "first call")
+    for _ in range(2):
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        a_dev.copy_to_device(a)
+        b_dev.copy_to_device(b)
+        assert gemm_steps.matmul(a_dev, b_dev, out=out) is out
+        assert_close(out, a, b, "a replayed call on new contents")
+    assert len(api._CALLS) == 1
+    api.forget_calls()
