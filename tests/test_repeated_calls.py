@@ -141,3 +141,68 @@ def test_replayed_launches_read_the_arrays_as_they_are_now(rng):
         assert_close(out, a, b, "a replayed call on new contents")
     assert len(api._CALLS) == 1
     api.forget_calls()
+
+
+def test_a_driver_launch_passes_each_argument_as_cuda_core_would(monkeypatch):
+    """``DriverLaunch`` (``launch_plans.DRIVER_LAUNCHES``) packs a launch's parameters once: Python ints as 8-byte
+    ``intptr_t`` (an array's fields), ``ctypes`` scalars as their own type. Checked here against a stand-in for the
+    driver call that reads the parameter array back (the launch itself needs a GPU: tests/test_gpu.py)."""
+    import ctypes
+
+    driver = pytest.importorskip("cuda.bindings.driver")
+    from gemm_steps.toolkit.kernel_tools import DriverLaunch, _three, flat_array_arguments
+
+    seen = []
+
+    def cu_launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra):
+        array = (ctypes.c_void_p * 9).from_address(parameters)
+        seen.append((function, (gx, gy, gz), (bx, by, bz), shared, stream, extra,
+                     [ctypes.c_int64.from_address(array[i]).value for i in range(7)],
+                     [ctypes.c_uint32.from_address(array[i]).value for i in (7, 8)]))
+        return (driver.CUresult.CUDA_SUCCESS if len(seen) == 1 else driver.CUresult.CUDA_ERROR_INVALID_VALUE,)
+
+    monkeypatch.setattr(driver, "cuLaunchKernel", cu_launch_kernel)
+    arguments = flat_array_arguments(0x7F00_0000_1230, 4096) + (ctypes.c_uint32(64), ctypes.c_uint32(2**32 - 1))
+    launch = DriverLaunch(0xBEEF, (*_three((3, 2)), *_three(256), 1024), 0, arguments)
+    launch()
+    assert seen == [(0xBEEF, (3, 2, 1), (256, 1, 1), 1024, 0, 0, [0, 0, 4096, 4, 0x7F00_0000_1230, 4096, 4],
+                     [64, 2**32 - 1])]
+    with pytest.raises(RuntimeError, match="cuLaunchKernel failed"):
+        launch()
+    with pytest.raises(TypeError, match="only int and ctypes scalars"):
+        DriverLaunch(0xBEEF, (1, 1, 1, 1, 1, 1, 0), 0, (1.5,))
+
+
+#: Steps and shapes for the GPU check below: stream-K (step 11) on its edge kernel only (K % 4 != 0) and on full
+#: tiles with stream-K; step 9 on fast and edge tiles (two launches); step 14 (TMA tensor maps, Hopper only) on full
+#: tiles and ragged ones.
+DRIVER_CASES = [("stream_k", (1000, 1500, 701)), ("stream_k", (2432, 1792, 1024)), ("warp_tiling", (2100, 1800, 512)),
+                ("warpgroup_mma", (2048, 2048, 2048)), ("warpgroup_mma", (1000, 1500, 704))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, shape", DRIVER_CASES, ids=[f"{n}-{'x'.join(map(str, s))}" for n, s in DRIVER_CASES])
+def test_driver_launches_give_what_cuda_core_launches_give(name, shape, rng, monkeypatch):
+    """Replayed through ``cuLaunchKernel`` (``launch_plans.DRIVER_LAUNCHES``), a matmul gives bitwise what the replay
+    through ``cuda.core.launch`` gives, on the arrays it was recorded for and on new ones."""
+    from gemm_steps.toolkit import launch_plans
+
+    step = gemm_steps.get_step(name)
+    if step.unavailable():
+        pytest.skip(step.unavailable())
+    m, n, k = shape
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    a_dev, b_dev = cuda.to_device(a), cuda.to_device(b)
+    results = {}
+    for driver in (False, True):
+        monkeypatch.setattr(launch_plans, "DRIVER_LAUNCHES", driver)
+        for buffers in ("same", "new"):
+            x, y = (a_dev, b_dev) if buffers == "same" else (cuda.to_device(a), cuda.to_device(b))
+            out = cuda.to_device(np.full((m, n), np.nan, np.float32))
+            for _ in range(2):  # the first call of new buffers records or binds, the second replays
+                assert gemm_steps.matmul(x, y, step=step, out=out) is out
+            results[driver, buffers] = out.copy_to_host()
+    assert_close(results[False, "same"], a, b, f"{name} through cuda.core", step=step)
+    for key, result in results.items():
+        assert np.array_equal(result.view(np.uint32), results[False, "same"].view(np.uint32)), \
+            f"{name} at {m}×{n}×{k}, {key}: {int((result != results[False, 'same']).sum())} elements differ"

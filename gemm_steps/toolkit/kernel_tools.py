@@ -74,6 +74,7 @@ class DirectLaunch:
         self._stream = driver._to_core_stream(stream)
         self._numba_stream = stream  # kept alive: the driver stream must outlive this launch
         self._launch = launch
+        self._dims = (*_three(grid), *_three(block), shared_bytes)  # for bind_driver
 
     def __call__(self, *arguments) -> None:
         self._launch(self._stream, self._config, self._kernel, *arguments)
@@ -82,6 +83,49 @@ class DirectLaunch:
         """This launch with its arguments fixed: a callable that takes none (a ``functools.partial`` of
         ``cuda.core.launch``, so a call adds no Python frame of ours)."""
         return partial(self._launch, self._stream, self._config, self._kernel, *arguments)
+
+    def bind_driver(self, *arguments) -> "DriverLaunch":
+        """Like :meth:`bind`, but the callable is one call of the driver's ``cuLaunchKernel`` on a parameter array
+        packed here, once (:class:`DriverLaunch`) — ``cuda.core.launch`` packs the arguments again at every call."""
+        return DriverLaunch(int(self._kernel.handle), self._dims, int(self._stream.handle), arguments)
+
+
+def _three(dims) -> tuple[int, int, int]:
+    """A grid or block (an int or a tuple of up to three) as (x, y, z)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+class DriverLaunch:
+    """One launch with everything fixed, made by calling the driver's ``cuLaunchKernel`` (``cuda.bindings``) on a
+    parameter array packed once (GPU only).
+
+    The arguments are what :class:`DirectLaunch` takes, packed as ``cuda.core.launch`` packs them: a Python ``int``
+    as ``intptr_t`` (8 bytes; the array fields of :func:`flat_array_arguments`), a ``ctypes`` scalar as its own type.
+    The driver reads each parameter's size from the kernel, from the address the array gives for it."""
+
+    def __init__(self, function: int, dims: tuple, stream: int, arguments: tuple):
+        import ctypes
+
+        from cuda.bindings import driver as cu
+
+        values = []
+        for argument in arguments:
+            if isinstance(argument, ctypes._SimpleCData):
+                values.append(type(argument)(argument.value))
+            elif isinstance(argument, int) and not isinstance(argument, bool):
+                values.append(ctypes.c_int64(argument))
+            else:
+                raise TypeError(f"a kernel argument of type {type(argument).__name__}: only int and ctypes scalars")
+        self._values = values  # the parameter array points into these: kept alive with it
+        self._parameters = (ctypes.c_void_p * max(1, len(values)))(*(ctypes.addressof(v) for v in values))
+        self._call = partial(cu.cuLaunchKernel, function, *dims, stream, ctypes.addressof(self._parameters), 0)
+        self._success = cu.CUresult.CUDA_SUCCESS
+
+    def __call__(self) -> None:
+        error = self._call()[0]
+        if error != self._success:
+            raise RuntimeError(f"cuLaunchKernel failed: {error!r}")
 
 
 class quiet_small_grids:

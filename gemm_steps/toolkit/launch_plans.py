@@ -15,6 +15,12 @@ import numpy as np
 from .kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
 
 
+#: Replay through the driver's ``cuLaunchKernel`` on arguments packed once (``DirectLaunch.bind_driver``) instead of
+#: ``cuda.core.launch`` (``DirectLaunch.bind``), which packs them at every call. Off until a GPU run shows it gives
+#: the same results, faster (experiments/call_overhead.py measures both, and compares their results bitwise).
+DRIVER_LAUNCHES = False
+
+
 class LaunchPlan:
     """The launches one shape needs, recorded once and replayed with :class:`~.kernel_tools.DirectLaunch`.
 
@@ -30,8 +36,9 @@ class LaunchPlan:
     def __init__(self, launches: list, sizes: tuple[int, int, int]):
         self._launches = launches
         self._sizes = sizes
-        #: (the three addresses, their launches bound to every argument): a call on the same arrays as the last
-        #: only calls those. One attribute, replaced whole, so a thread never sees addresses with others' launches.
+        #: (the three addresses and DRIVER_LAUNCHES, their launches bound to every argument): a call on the same
+        #: arrays as the last only calls those. One attribute, replaced whole, so a thread never sees addresses
+        #: with another call's launches.
         self._bound: tuple = ((), ())
 
     @classmethod
@@ -62,13 +69,14 @@ class LaunchPlan:
         return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
 
     def __call__(self, a_pointer: int, b_pointer: int, c_pointer: int) -> None:
-        pointers = (a_pointer, b_pointer, c_pointer)
+        pointers = (a_pointer, b_pointer, c_pointer, DRIVER_LAUNCHES)
         bound_to, launches = self._bound
         if bound_to != pointers:
             a_size, b_size, c_size = self._sizes
             matrices = (flat_array_arguments(a_pointer, a_size) + flat_array_arguments(b_pointer, b_size)
                         + flat_array_arguments(c_pointer, c_size))
-            launches = tuple(launch.bind(*matrices, *rest) for launch, rest, _recorded in self._launches)
+            launches = tuple((launch.bind_driver if DRIVER_LAUNCHES else launch.bind)(*matrices, *rest)
+                             for launch, rest, _recorded in self._launches)
             self._bound = (pointers, launches)
         for launch in launches:
             launch()
