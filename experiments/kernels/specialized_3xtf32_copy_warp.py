@@ -1,0 +1,143 @@
+"""Step 18's third build (2026-11-26): the producer warpgroup's jobs on separate warps — its first warp only copies
+(step 17's loop), its other three split each k-tile as soon as it lands (11 16-byte vectors a thread, the last
+guarded). Slower than the shipped step (one loop over both jobs, all four warps splitting 8 vectors a thread, 2 k-tiles
+behind the copies): experiments/specialized_3xtf32_bench.py. Takes the step's layout plus SPLIT_THREADS = 96 and
+SPLIT_VECTORS = 11 (the experiment passes them).
+"""
+
+import math
+
+from numba import cuda, float32, uint32, uint64
+
+from gemm_steps.steps.warp_specialized_3xtf32 import BIG_SCALE, UNSCALE
+from gemm_steps.toolkit.intrinsics import divide_u32, load_float4, store_float4
+from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
+from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
+                                             mbarrier_wait, tensor_map_acquire)
+from gemm_steps.toolkit.tensor_core_ops import split_tf32_scaled
+from gemm_steps.toolkit.unroll import registers, unroll
+from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
+                                              operand_bits, registers_lower_to, registers_raise_to, shared_address,
+                                              swizzled_descriptor, warpgroup_commit, warpgroup_fence,
+                                              warpgroup_wait_all, wgmma_tf32, zero_accumulators)
+
+
+def copy_warp_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+                                   BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
+                                   BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
+                                   GROUP_M, CONSUMERS, SPLIT_THREADS, SPLIT_VECTORS, PRODUCER_REGISTERS,
+                                   CONSUMER_REGISTERS):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces."""
+    barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
+    n, k = uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    # Block b takes tile b in grouped order: column by column within groups of GROUP_M tile-rows (step 16).
+    tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
+    tile = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))
+    in_group = tile - first_row * tile_cols
+    across = divide_u32(in_group, rows_in_group)
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
+    block_col = across * BLOCK_N
+    k_tiles = max(k // BLOCK_K, uint32(1))  # ≥ 1 (K = 0 never gets here): no path around the consumers' loop
+    if tid == 0:
+        for s in unroll(STAGES):
+            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
+            mbarrier_init(barriers, STAGES + s, SPLIT_THREADS)  # ready: every split thread wrote its share
+            mbarrier_init(barriers, 2 * STAGES + s, WARPS)  # empty: one arrival per consumer warp
+        tensor_map_acquire(a_map)
+        tensor_map_acquire(b_map)
+    fence_proxy_async()  # the initialised barriers → visible to the copy engine
+    cuda.syncthreads()  # … and to every thread: the last block-wide barrier before the end
+    special = 0  # did this thread store an inf or NaN?
+
+    if warpgroup == CONSUMERS:  # the producer warpgroup: a copy warp and three split warps
+        registers_lower_to(PRODUCER_REGISTERS)
+        if warp == 0:  # the copy warp: its first thread copies k-tile t once stage t % STAGES is empty (step 17)
+            if lane == 0:
+                for t in range(k_tiles):
+                    stage = t % STAGES
+                    if t >= STAGES:  # the stage's (t // STAGES)-th fill: every consumer warp must have released it
+                        mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
+                    mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
+                    copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
+                    copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+        else:  # the split warps: A's big and small parts, each k-tile as soon as its bytes land
+            p = tid - CONSUMERS * 128 - 32
+            for u in range(k_tiles):
+                stage = u % STAGES
+                mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # the copy engine's bytes have landed
+                for e in unroll(SPLIT_VECTORS):  # 16-byte vectors, a warp's 512 consecutive bytes at a time
+                    v = e * SPLIT_THREADS + p
+                    if v < A_STAGE_FLOATS // 4:
+                        at = stage * A_STAGE_FLOATS + v * 4
+                        x = load_float4(tiles, at)
+                        big, small = registers(4), registers(4)
+                        for q in unroll(4):
+                            big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
+                        store_float4(tiles, at, big[0], big[1], big[2], big[3])  # over the stage, and beside it
+                        store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])
+                fence_proxy_async()  # these writes → visible to the tensor core's reads
+                mbarrier_arrive(barriers, STAGES + stage)
+    else:  # a consumer warpgroup: waits for split stages, multiplies, releases stages
+        registers_raise_to(CONSUMER_REGISTERS)
+        base = shared_address(tiles, 0)
+        fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+        total = zero_accumulators(ACCUMULATORS)  # 2^11 × the running sum of C: rounded float32 adds only
+        fresh = zero_accumulators(ACCUMULATORS)  # 2^11 × one k-tile's products (the tensor core's sum)
+        b_big, b_small, b_big_scaled = registers(K_STEPS, 4), registers(K_STEPS, 4), registers(K_STEPS, 4)
+        for u in range(k_tiles):
+            fresh = warpgroup_wait_all(fresh)  # k-tile u − 1's products are in: its fragments and stage are free
+            total = add_accumulators(total, fresh)  # (zeros before the first k-tile: no branch around the wgmma)
+            if u > 0 and lane == 0:
+                mbarrier_arrive(barriers, 2 * STAGES + (u - 1) % STAGES)
+            stage = u % STAGES
+            stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
+            mbarrier_wait(barriers, STAGES + stage, uint32(u // STAGES % 2))  # A split, B landed
+            for s in unroll(K_STEPS):  # Bᵀ's fragments of the k-tile: big, small·2^11, and big·2^11 for big·big
+                for q in unroll(4):
+                    x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                    x_big, x_small = split_tf32_scaled(x)
+                    b_big[s][q] = operand_bits(x_big)
+                    b_small[s][q] = operand_bits(x_small)
+                    b_big_scaled[s][q] = operand_bits(x_big * BIG_SCALE)
+            warpgroup_fence()
+            for s in unroll(K_STEPS):  # the small products first: the sum is still small when they are added
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
+                fresh = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
+                                   fresh, 0 if s == 0 else 1)
+                fresh = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small, fresh, 1)
+            for s in unroll(K_STEPS):  # then big·big
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
+                                   b_big_scaled[s][3], a_big, fresh, 1)
+            warpgroup_commit()
+        fresh = warpgroup_wait_all(fresh)
+        total = add_accumulators(total, fresh)
+
+        for v in unroll(ACCUMULATORS):
+            row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+            value = total[v] * UNSCALE
+            c[row * n + col] = value
+            if not math.isfinite(value):
+                special = 1
+
+    # Specials (step 14's rule): an inf or NaN in A or B, or a sum past float32's range (here: past 2^-11 of it),
+    # leaves an inf or NaN in the tile; then the consumers compute the tile again as cuBLAS SGEMM does, one float32
+    # FMA per k in order, which gives exactly SGEMM's inf/NaN pattern (docs/fp32_contract.md).
+    if cuda.syncthreads_or(special) and warpgroup < CONSUMERS:
+        for slot in range(ACCUMULATORS):  # this thread's results, numbered as the store above
+            row = block_row + lane % 4 * 2 + (slot // 4 * 8 + slot % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (slot % 4 // 2 * 8)
+            value = float32(0.0)
+            for kk in range(k):
+                value = cuda.fma(a[row * k + kk], b[kk * n + col], value)
+            c[row * n + col] = value

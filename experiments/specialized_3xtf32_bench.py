@@ -1,0 +1,71 @@
+"""Step 18 (3xTF32 on the warp-specialized design) and the builds it was chosen from, beside steps 14 and 17 and
+both cuBLAS in one run (issue: Hopper's own GEMM design, 3xTF32 on the final design).
+
+    python -m experiments.specialized_3xtf32_bench [OUT.json]   # default: experiments/results/experiment-specialized-3xtf32-<gpu>.json
+
+Builds (same tiles, ring and consumers; gemm_steps/steps/warp_specialized_3xtf32.py):
+* ``scalar_split`` — the first build: the step's one producer loop splitting 3 k-tiles behind its copies, one float
+  at a time in a rolled loop (experiments/kernels/specialized_3xtf32_scalar_split.py);
+* ``split_3_behind`` — the step's kernel (16-byte vectors, unrolled) splitting 3 k-tiles behind instead of 2;
+* ``warp_specialized_3xtf32`` — the step (2 behind);
+* ``copy_warp`` — the producer's jobs on separate warps: a copy warp and three split warps that split each k-tile
+  as it lands (experiments/kernels/specialized_3xtf32_copy_warp.py);
+* ``registers_56_224`` — the step with 56 registers for the producer and 224 for the consumers (40 / 232).
+
+Prediction, written before the run. The first build ran 66.4 / 67.9 TFLOPS at 4096³ / 8192³ on an H200 (bench of
+2026-11-26, same day): ≈ 3,700 cycles a k-tile per SM where the tensor core needs ≈ 1,536 (3 × 128·128·32 FMAs at
+≈ 1,024 TF32 FMAs a cycle). The producer's split is a chain of 32 dependent shared-load → split → store rounds a
+thread per k-tile, ≈ 100 cycles each with the loop's index arithmetic: ≈ 3,000 cycles, the likely limit. With
+16-byte vectors and the loop unrolled it is 8 independent rounds: expect the split off the critical path and the
+step at the consumers' pace, ≈ 1,536 cycles of tensor core plus their unoverlapped bookkeeping (wait, 64 adds,
+16 loads and splits: ≈ 400 cycles) → ≈ 1,900–2,000 cycles a k-tile, ≈ 120–130 TFLOPS (2.3–2.5× cuBLAS SGEMM),
+unless shared memory's bandwidth (≈ 126 of 128 bytes a cycle at the tensor core's full rate, by count) holds it
+lower. The register and split-distance variants should move it by under 3 %.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+from experiments import output_path, print_records, require_gpu
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/specialized_3xtf32_bench.py")
+    import gemm_steps
+    from gemm_steps.harness.bench import run_benchmark, save
+    from gemm_steps.steps import warp_specialized_3xtf32 as step18
+    from gemm_steps.steps import warpgroup_mma
+    from gemm_steps.toolkit.tma_tiles import TmaTiles
+    from gemm_steps.toolkit.tuned import default_config
+
+    from experiments.kernels.specialized_3xtf32_copy_warp import copy_warp_kernel
+    from experiments.kernels.specialized_3xtf32_scalar_split import scalar_split_kernel
+
+    out = output_path("specialized-3xtf32", argv[1] if len(argv) > 1 else None)
+    config = default_config(step18.SEARCH_SPACE)
+    edge = warpgroup_mma.build(config)
+
+    def build(name, kernel, **changes):
+        tiles = TmaTiles(name, kernel, config, {**step18.layout(config), **changes}, edge=edge,
+                         requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY)
+        return SimpleNamespace(name=name, number=18, arithmetic="3xtf32", launch=tiles.launch)
+
+    kernel = step18.warp_specialized_3xtf32_kernel
+    entries = [gemm_steps.get_step("warpgroup_mma"), gemm_steps.get_step("warp_specialized"),
+               build("scalar_split", scalar_split_kernel, SPLIT_BEHIND=3),
+               build("split_3_behind", kernel, SPLIT_BEHIND=3),
+               gemm_steps.get_step("warp_specialized_3xtf32"),
+               build("copy_warp", copy_warp_kernel, SPLIT_THREADS=96, SPLIT_VECTORS=11),
+               build("registers_56_224", kernel, PRODUCER_REGISTERS=56, CONSUMER_REGISTERS=224)]
+    sizes = [(4096, 4096, 4096), (8192, 8192, 8192)]
+    results = run_benchmark(entries, sizes, repeats=20, progress=lambda message: print(message, flush=True))
+    results["experiment"] = "step 18 and its variants (experiments/specialized_3xtf32_bench.py)"
+    save(results, out)
+    print_records(results, width=24)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

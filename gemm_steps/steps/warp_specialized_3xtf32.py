@@ -1,0 +1,230 @@
+"""Step 18 — 3xTF32 on the warp-specialized design: the producer warpgroup also splits A.
+
+Changed from step 17 (same ring of copies, same roles, same ``setmaxnreg`` hand-off, same tiles order): the
+arithmetic is step 14's 3xTF32 — float32 accuracy from three TF32 products per k-step — and the producer warpgroup,
+idle in step 17 but for one thread, now does the part of it that needs shared memory.
+
+* **Who splits A.** ``wgmma`` reads A's tile from shared memory, so A's big and small TF32 parts must be *in* shared
+  memory: in step 14 every thread split the stage and the whole block met at ``bar.sync`` before the tensor core
+  could read it. Here the producer warpgroup does it, between the copy engine and the consumers, in one loop: in
+  pass t its 128 threads split k-tile t − SPLIT_BEHIND — wait for the stage's bytes (its *full* barrier), write A's
+  big parts over the stage and its small parts (×2^11) beside it in 16-byte vectors, ``fence.proxy.async`` (the
+  tensor core reads through the async proxy), arrive on the stage's **ready** barrier — and then its first thread
+  copies k-tile t once its stage is empty, as in step 17. The consumers wait for *ready*, not *full*: a ring stage
+  has three barriers, full → ready → empty. Splitting 2 k-tiles behind the copies beat 3 behind by 12–17 %, and
+  beat giving the copies a warp of their own (three split warps) by 8–12 % (experiments/specialized_3xtf32_bench.py).
+* **Fewer registers for the same accuracy.** Step 14 kept three accumulator sets (the running sum, a fresh sum per
+  k-tile of big·big products, a long-lived sum of the small products: 192 registers; it spilled). Here all three
+  products of a k-tile go to one fresh accumulator — the two small products first, so the tensor core's truncating
+  adds happen while the sum is still small — at one common scale: the small parts carry 2^11 (``split_tf32_scaled``
+  keeps them in TF32's normal range) and so does B's big part (``BIG_SCALE``; multiplying by a power of two is
+  exact; the big·small products use B's big part as it is, so a consumer keeps it both ways). After each k-tile the
+  fresh sum joins ``total`` with rounded float32 adds, as in step 14; ``total`` is 2^11·C and the store multiplies
+  by 2^-11 (``UNSCALE``). Two sets of 64 accumulators and 48 fragment registers fit the 232 a consumer gets. A sum whose scaled value overflows (|C| ≳ 2^117) leaves an inf, like an inf or NaN in A or B; the
+  block then recomputes its tile as cuBLAS SGEMM does (step 14's specials rule; docs/fp32_contract.md).
+* **Tile**: 128×128 (step 17: 256×128). Each k-tile is three times the tensor-core work of a TF32 one, so half the
+  tile still keeps the copies ahead; a 256-row tile would need 2 × 128 accumulators a consumer.
+
+Why faster than step 14: no thread of the block both copies and multiplies, no block-wide barrier in the k-loop,
+no spills, and the copy engine brings A and B. Expect: lesson 18 states the prediction from step 17's speed and the
+tensor core's three products a k-step before the run.
+
+Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles it skips run on
+step 14's edge kernel (3xTF32, the same contract). Compute capability 9.0 only; runs on the simulator.
+"""
+
+import math
+
+from numba import cuda, float32, uint32, uint64
+
+from ..toolkit.intrinsics import divide_u32, load_float4, store_float4
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
+                                    mbarrier_wait, tensor_map_acquire)
+from ..toolkit.tensor_core_ops import split_tf32_scaled
+from ..toolkit.tiles import TileConfig
+from ..toolkit.tma_tiles import TmaTiles
+from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.unroll import registers, unroll
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
+                                     operand_bits, registers_lower_to, registers_raise_to, shared_address,
+                                     swizzled_descriptor, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
+                                     wgmma_tf32, zero_accumulators)
+from . import tma_pipeline, warp_specialized, warpgroup_mma
+
+TITLE = "3xTF32 on the warp-specialized design: the producer splits A"
+SUMMARY = ("Step 17's producer and consumers with step 14's float32-accurate arithmetic: the producer warpgroup "
+           "splits A's tile in shared memory, the consumers run three TF32 products per k-step into one fresh sum.")
+ARITHMETIC = "3xtf32"  # float32 accuracy: verify uses the float32 tolerance
+#: wgmma, the copy engine's tensor copies and setmaxnreg: compute capability 9.0 only (H100, H200).
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+#: B's big part is scaled like the small parts (2^11, exact), so all three products share one accumulator …
+BIG_SCALE = float32(2.0 ** 11)
+#: … and the store takes the scale off, once.
+UNSCALE = float32(2.0 ** -11)
+
+
+def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+                                   BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
+                                   BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
+                                   GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
+                                   CONSUMER_REGISTERS):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces."""
+    barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
+    n, k = uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    # Block b takes tile b in grouped order: column by column within groups of GROUP_M tile-rows (step 16).
+    tile_rows, tile_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x)
+    tile = uint32(cuda.blockIdx.y) * tile_cols + uint32(cuda.blockIdx.x)
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))
+    in_group = tile - first_row * tile_cols
+    across = divide_u32(in_group, rows_in_group)
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
+    block_col = across * BLOCK_N
+    k_tiles = max(k // BLOCK_K, uint32(1))  # ≥ 1 (K = 0 never gets here): no path around the consumers' loop
+    if tid == 0:
+        for s in unroll(STAGES):
+            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
+            mbarrier_init(barriers, STAGES + s, PRODUCER_THREADS)  # ready: every producer thread split its share
+            mbarrier_init(barriers, 2 * STAGES + s, WARPS)  # empty: one arrival per consumer warp
+        tensor_map_acquire(a_map)
+        tensor_map_acquire(b_map)
+    fence_proxy_async()  # the initialised barriers → visible to the copy engine
+    cuda.syncthreads()  # … and to every thread: the last block-wide barrier before the end
+    special = 0  # did this thread store an inf or NaN?
+
+    if warpgroup == CONSUMERS:  # the producer warpgroup: copies (one thread) and splits A (all 128)
+        registers_lower_to(PRODUCER_REGISTERS)
+        p = tid - CONSUMERS * 128
+        for t in range(k_tiles + SPLIT_BEHIND):
+            u = t - SPLIT_BEHIND  # split k-tile u, SPLIT_BEHIND behind the copies …
+            if u >= 0:
+                stage = u % STAGES
+                mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
+                for e in unroll(SPLIT_VECTORS):  # 16-byte vectors, a warp's 512 consecutive bytes at a time
+                    at = stage * A_STAGE_FLOATS + (e * PRODUCER_THREADS + p) * 4
+                    x = load_float4(tiles, at)
+                    big, small = registers(4), registers(4)
+                    for q in unroll(4):
+                        big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
+                    store_float4(tiles, at, big[0], big[1], big[2], big[3])  # over the stage (the swizzle moves
+                    store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])  # 16-byte chunks)
+                fence_proxy_async()  # these writes → visible to the tensor core's reads
+                mbarrier_arrive(barriers, STAGES + stage)
+            if p == 0 and t < k_tiles:  # … then copy k-tile t once its stage is empty
+                stage = t % STAGES
+                if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
+                    mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
+                mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+    else:  # a consumer warpgroup: waits for split stages, multiplies, releases stages
+        registers_raise_to(CONSUMER_REGISTERS)
+        base = shared_address(tiles, 0)
+        fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+        total = zero_accumulators(ACCUMULATORS)  # 2^11 × the running sum of C: rounded float32 adds only
+        fresh = zero_accumulators(ACCUMULATORS)  # 2^11 × one k-tile's products (the tensor core's sum)
+        b_big, b_small, b_big_scaled = registers(K_STEPS, 4), registers(K_STEPS, 4), registers(K_STEPS, 4)
+        for u in range(k_tiles):
+            fresh = warpgroup_wait_all(fresh)  # k-tile u − 1's products are in: its fragments and stage are free
+            total = add_accumulators(total, fresh)  # (zeros before the first k-tile: no branch around the wgmma)
+            if u > 0 and lane == 0:
+                mbarrier_arrive(barriers, 2 * STAGES + (u - 1) % STAGES)
+            stage = u % STAGES
+            stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
+            mbarrier_wait(barriers, STAGES + stage, uint32(u // STAGES % 2))  # A split, B landed
+            for s in unroll(K_STEPS):  # Bᵀ's fragments of the k-tile: big, small·2^11, and big·2^11 for big·big
+                for q in unroll(4):
+                    x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                    x_big, x_small = split_tf32_scaled(x)
+                    b_big[s][q] = operand_bits(x_big)
+                    b_small[s][q] = operand_bits(x_small)
+                    b_big_scaled[s][q] = operand_bits(x_big * BIG_SCALE)
+            warpgroup_fence()
+            for s in unroll(K_STEPS):  # the small products first: the sum is still small when they are added
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
+                fresh = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
+                                   fresh, 0 if s == 0 else 1)
+                fresh = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small, fresh, 1)
+            for s in unroll(K_STEPS):  # then big·big
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
+                                   b_big_scaled[s][3], a_big, fresh, 1)
+            warpgroup_commit()
+        fresh = warpgroup_wait_all(fresh)
+        total = add_accumulators(total, fresh)
+
+        for v in unroll(ACCUMULATORS):
+            row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+            value = total[v] * UNSCALE
+            c[row * n + col] = value
+            if not math.isfinite(value):
+                special = 1
+
+    # Specials (step 14's rule): an inf or NaN in A or B, or a sum past float32's range (here: past 2^-11 of it),
+    # leaves an inf or NaN in the tile; then the consumers compute the tile again as cuBLAS SGEMM does, one float32
+    # FMA per k in order, which gives exactly SGEMM's inf/NaN pattern (docs/fp32_contract.md).
+    if cuda.syncthreads_or(special) and warpgroup < CONSUMERS:
+        for slot in range(ACCUMULATORS):  # this thread's results, numbered as the store above
+            row = block_row + lane % 4 * 2 + (slot // 4 * 8 + slot % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (slot % 4 // 2 * 8)
+            value = float32(0.0)
+            for kk in range(k):
+                value = cuda.fma(a[row * k + kk], b[kk * n + col], value)
+            c[row * n + col] = value
+
+
+#: Registers a thread keeps in each role after the hand-off: step 17's.
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = warp_specialized.PRODUCER_REGISTERS, warp_specialized.CONSUMER_REGISTERS
+
+
+def layout(config: TileConfig) -> dict:
+    """Step 17's roles and ring, a buffer of A's small parts per stage, and a ready barrier per stage."""
+    constants = warp_specialized.layout(config)
+    stages, a_stage = constants["STAGES"], constants["A_STAGE_FLOATS"]
+    # Every buffer of A's small parts starts 1,024-byte aligned (the swizzle's period), like A's stages.
+    small_base = stages * (a_stage + constants["B_STAGE_FLOATS"])
+    if (small_base * 4) % SWIZZLE_ALIGN or (a_stage * 4) % SWIZZLE_ALIGN:
+        raise ValueError("A's small parts must start 1,024-byte aligned for the 128-byte swizzle")
+    producers = constants["PRODUCER_THREADS"]
+    if a_stage % (4 * producers):
+        raise ValueError("the producer's threads split A's stage in 16-byte vectors, evenly: BLOCK_M·BLOCK_K must "
+                         "be a multiple of 512")
+    return {**constants, "BARRIERS": 3 * stages, "SMALL_BASE": small_base, "SPLIT_BEHIND": stages - 2,
+            "SPLIT_VECTORS": a_stage // 4 // producers,  # 16-byte vectors a producer thread splits per k-tile
+            "EXTRA_SHARED_FLOATS": stages * a_stage + SWIZZLE_ALIGN // 4}  # the small parts + first_aligned's slack
+
+
+#: Step 14's tile (128×128, two consumer warpgroups of 64 columns): three products a k-step make each k-tile three
+#: times a TF32 one's work, so the copies of a 128-row tile keep up; 256 rows would need 256 accumulators a thread.
+SEARCH_SPACE = warpgroup_mma.SEARCH_SPACE
+SIMULATOR_CONFIG = tma_pipeline.SIMULATOR_CONFIG
+
+
+def build(config: TileConfig) -> TmaTiles:
+    return TmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config, layout(config),
+                    edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+
+
+TILED = TunedKernels(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
+
+#: What the fast kernel's PTX must show (tests/test_ptx.py): per k-tile three wgmma per k-step, one commit and one
+#: wait for all (and one after the loop), a split (sub.f32 + mul.f32) per fragment element and per A element the
+#: producer splits; the producer's tensor copies; one setmaxnreg each way; the block-wide barrier before the roles
+#: part and the specials' vote (bar.red) at the end; no cp.async, no local memory, no wgmma operand written after
+#: its fence.
+_GPU = default_config(SEARCH_SPACE)
+PTX_EXPECT = {"warp_specialized_3xtf32_fast": {
+    "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8,
+    "wgmma.wait_group": 1 + 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
+    "wgmma.written_after_fence": 0}}
+#: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a): no spills, no wgmma serialised.
+PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}
