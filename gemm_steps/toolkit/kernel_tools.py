@@ -74,7 +74,7 @@ class DirectLaunch:
         self._stream = driver._to_core_stream(stream)
         self._numba_stream = stream  # kept alive: the driver stream must outlive this launch
         self._launch = launch
-        self._dims = (*_three(grid), *_three(block), shared_bytes)  # for bind_driver
+        self._dims = (grid, block, shared_bytes)  # for bind_driver
 
     def __call__(self, *arguments) -> None:
         self._launch(self._stream, self._config, self._kernel, *arguments)
@@ -87,12 +87,14 @@ class DirectLaunch:
     def bind_driver(self, *arguments) -> "DriverLaunch":
         """Like :meth:`bind`, but the callable is one call of the driver's ``cuLaunchKernel`` on a parameter array
         packed here, once (:class:`DriverLaunch`) — ``cuda.core.launch`` packs the arguments again at every call."""
-        return DriverLaunch(int(self._kernel.handle), self._dims, int(self._stream.handle), arguments)
+        grid, block, shared_bytes = self._dims
+        return DriverLaunch(int(self._kernel.handle), (*_three(grid), *_three(block), int(shared_bytes)),
+                            int(self._stream.handle), arguments)
 
 
 def _three(dims) -> tuple[int, int, int]:
     """A grid or block (an int or a tuple of up to three) as (x, y, z)."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)  # an int, or a NumPy integer
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
