@@ -17,7 +17,8 @@ cuBLAS SGEMM's and the sequential sum's? ("finite overflow" gets B = |B| + 1 fir
 sum overflows in every order and the pattern does not depend on it.) Every output is NaN-poisoned before its launch.
 
     python -m experiments.fp32_accuracy [OUT.json]     # experiments/results/experiment-fp32-accuracy-<gpu>.json
-    python -m experiments.fp32_accuracy OUT.json --size 8 8 --ks 1 8 --classes "standard normal" --specials "inf in A"
+    python -m experiments.fp32_accuracy OUT.json --size 8 8 --ks 1 8 --classes "standard normal" --specials "inf in A" \
+        --only sequential three_tf32 "matmul tf32x3"      # a smaller run: some classes, specials, entries
 
 On the simulator it runs too, at tiny sizes (tests/test_fp32_accuracy.py): there is no cuBLAS, so its entry is
 recorded as unavailable and the specials are compared with the sequential sum only.
@@ -106,8 +107,9 @@ def _runner(entry: dict):
 
 
 def measure(m: int, n: int, ks, classes=None, specials=None, specials_k: int = SPECIALS_K,
-            workers: int | None = None) -> dict:
-    """The whole run as a results document. ``classes`` / ``specials``: names to run (default: all of them)."""
+            workers: int | None = None, only=None) -> dict:
+    """The whole run as a results document. ``classes`` / ``specials``: names to run (default: all of them);
+    ``only``: the entries to run, by name (default: every one of :func:`entries`)."""
     from numba import cuda
 
     from gemm_steps.harness import bench, dispatch
@@ -142,6 +144,11 @@ def measure(m: int, n: int, ks, classes=None, specials=None, specials_k: int = S
         return futures[(k, index)].result() if pool else _reference_error(m, n, k, index)
 
     found = entries()
+    if only is not None:
+        missing = set(only) - {e["name"] for e in found}
+        if missing:
+            raise SystemExit(f"unknown entries {sorted(missing)}; the entries are {[e['name'] for e in found]}")
+        found = [e for e in found if e["name"] in only]
     runners = {e["name"]: _runner(e) for e in found if "unavailable" not in e}
     records = []
     for k in ks:
@@ -221,11 +228,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--classes", nargs="+", help="finite classes to run (default: all)")
     parser.add_argument("--specials", nargs="*", help="special inputs to run (default: all; none with no names)")
     parser.add_argument("--workers", type=int, help="processes for the reference sums (default: CPUs − 1)")
+    parser.add_argument("--only", nargs="+", help="entries to run, by name (default: all)")
     args = parser.parse_args(argv)
     from gemm_steps.harness.bench import save
 
     out = output_path("fp32-accuracy", args.out)
-    results = measure(*args.size, args.ks, args.classes, args.specials, args.specials_k, args.workers)
+    results = measure(*args.size, args.ks, args.classes, args.specials, args.specials_k, args.workers, args.only)
     save(results, out)
     print(f"wrote {out} in {results['method']['seconds']:.0f} s")
 

@@ -150,9 +150,10 @@ lesson.show_code(inspect.getsource(tensor_core_ops.split_tf32_parts) + "\n\n"
 # On the GPU, each finite class at every K of the run. A cell is the kernel's worst error / bound over K — ✓ where it
 # kept the contract at every K, ✗ where it broke it at one (nan: the output had an inf or NaN where A·B is finite).
 # The last row is the specials: ✓ where every special input gave cuBLAS SGEMM's inf/NaN pattern, ✗ and the number of
-# inputs where not. `matmul`'s columns are whatever step it chose for the shape (listed after the table). The TF32
-# steps are there for contrast: they read their inputs to TF32's 2^-11 by design, and the contract does not cover
-# them. Then the verdict per kernel: how many (class, K) pairs kept the contract, and the worst one.
+# inputs where not. `matmul`'s columns are whatever step it chose for the shape and K (listed after the table). The
+# TF32 steps are there for contrast: they read their inputs to TF32's 2^-11 by design, and the contract does not
+# cover them — nor `matmul(precision="tf32")`, which may pick them. Then the verdict per kernel: how many (class, K)
+# pairs kept the contract, and the worst one.
 
 # %%
 lesson.say(lesson_19.accuracy_table(run))
@@ -161,7 +162,7 @@ for name, why in lesson_19.unavailable(run).items():
 for precision, chosen in lesson_19.chosen_steps(run).items():
     print(f"matmul {precision} chose: {', '.join(chosen)}")
 for v in lesson_19.verdicts(run).values():
-    print(f"{v['label']:34s} kept {v['kept']:3d} of {v['of']:3d}; worst {v['worst']:9.3g} × the bound "
+    print(f"{v['label']:36s} kept {v['kept']:3d} of {v['of']:3d}; worst {v['worst']:9.3g} × the bound "
           f"({v['worst_class']}, K = {v['worst_K']:,})")
 
 # %% [markdown]
@@ -178,7 +179,7 @@ for v in lesson_19.verdicts(run).values():
 lesson.show_figure(lesson_19.error_figure(run, ["uniform positive", "scaled 2^-120·A, 2^100·B",
                                                 "per-element exponents"]))
 for name, ratio in lesson_19.against_reference(run).items():
-    print(f"{name:34s} error / sequential sum's at K = {max(run['ks']):,}: {ratio:.2f}")
+    print(f"{name:36s} error / sequential sum's at K = {max(run['ks']):,}: {ratio:.2f}")
 spread = lesson_19.tf32_over_3xtf32(run)
 if spread:
     print(f"TF32 steps' error / 3xTF32 steps' error, same inputs: {spread[0]:.0f}× … {spread[1]:.0f}×")
@@ -187,6 +188,10 @@ if spread:
 # ## Specials, input by input
 #
 # ✓: C's NaN / +inf / −inf pattern is SGEMM's; ✗ n: it is not, with n elements off the sequential sum's pattern.
+# One input separates the kernels that hand the tensor core a float as it is from those that split it first: a NaN
+# whose payload sits only in the 13 low bits TF32 drops (0x7F800001). Read as TF32 it *is* inf, so a TF32 kernel
+# returns ±inf where SGEMM returns NaN; the 3xTF32 split turns it into big = inf, small = NaN, and the tile goes to
+# the SGEMM path.
 
 # %%
 lesson.say(lesson_19.specials_table(run))
