@@ -194,3 +194,17 @@ def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes(
     assert near_ragged.step_name == "stream_k" and "judged at" not in near_ragged.reason
     fast_there = dispatch.choose_from(table, 3072, 2944, 1600, names)  # nearest the ragged shape, but full tiles
     assert fast_there.step_name == "warpgroup_mma" and "judged at 4096³" in fast_there.reason
+
+
+def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chosen():
+    """At 5000³ (K = 5000: every tile of a 3xTF32 wgmma step on its edge kernel) the only measurement within reach
+    is 4096³, on the fast kernel: the step is not judged by it and an FP32 step runs. With a measurement of the edge
+    path within reach, it is judged there (the test above)."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
+    names = {"warp_specialized_3xtf32", "stream_k"}
+    assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5000) == 0.0
+    assert dispatch.choose_from(table, 5000, 5000, 5000, names).step_name == "stream_k"
+    assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
+    only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5000, {"warp_specialized_3xtf32"})
+    assert "kernel path" in only_tensor_core.reason

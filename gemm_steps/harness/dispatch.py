@@ -253,6 +253,11 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
         if same:  # judged where its kernel path is the one it would take here
             row = min(same, key=lambda r: distance(here, tuple(r[:3])))
             judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
+        else:  # no measurement of the path it would take here: not judged at all (5000³ sends every tile of
+            del judged[s], judged_at[s]  # step 18 to its edge kernel; its 4096³ time says nothing of that)
+    if not judged:
+        return Choice(last, f"no step was measured near {_label(here)} on the kernel path it would take: "
+                            f"{DEFAULT_REASON}", shape, pct, entry.get("gpu"))
     best_pct = max(judged.values())
     # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
     # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
