@@ -146,4 +146,4 @@ print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['li
 #
 # Deep dive: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb).
 #
-# Next: [Lesson 18: where next](18_where_next.ipynb).
+# Next: [Lesson 18: 3xTF32 on the warp-specialized design](18_warp_specialized_3xtf32.ipynb).

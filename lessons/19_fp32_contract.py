@@ -1,5 +1,5 @@
 # %% [markdown]
-# # What float32 accuracy means, and how the course keeps it
+# # Lesson 19 — What float32 accuracy means, and how the course keeps it
 #
 # Steps 13 and 14 multiply float32 matrices on TF32 tensor cores, three products for one, and lessons 13–14 showed
 # them as accurate as cuBLAS SGEMM — on standard-normal squares. A user's matrices are not always that friendly. This
@@ -230,3 +230,5 @@ print(f"largest cost: {x['largest']:.0%} ({x['largest_step']}, {'×'.join(map(st
 #   joins it by declaring `ARITHMETIC = "3xtf32"`.
 #
 # Back to [lesson 13](13_three_tf32.ipynb) (the split) and [lesson 14](14_warpgroup_mma.ipynb) (`wgmma`).
+#
+# Next: [Lesson 20: where next](20_where_next.ipynb).
