@@ -22,6 +22,13 @@ step at the consumers' pace, ≈ 1,536 cycles of tensor core plus their unoverla
 unless shared memory's bandwidth (≈ 126 of 128 bytes a cycle at the tensor core's full rate, by count) holds it
 lower. The register and split-distance variants should move it by under 3 %.
 
+Measured (experiments/results/experiment-specialized-3xtf32-nvidia-h200.json, H200, 2026-11-26): the step ran
+115.1 / 107.5 TFLOPS at 4096³ / 8192³ (2.25× / 2.10× cuBLAS SGEMM's 51.2 / 51.1), below the predicted 120–130 and
+under step 17's TF32 / 3 (370.9 / 365.2 in the same run); the scalar split 66.4 / 67.9, as before. The vectors took
+the split off the critical path as predicted; the rest did not hold: splitting 3 behind ran 97.9 / 95.8 (15 % / 11 %
+slower, not under 3 %), the copy warp 103.5 / 98.8; 56 / 224 registers moved it by under 3 % (118.3 / 109.4). At
+8192³ the tensor-core kernels ran at lower SM clocks (the step 1,784 MHz median, SGEMM 1,981) under the 700 W limit.
+
 Measured (H200, ``experiment-specialized-3xtf32-nvidia-h200.json``, one run; TFLOPS at 4096³ / 8192³, × cuBLAS
 SGEMM 51.2 / 51.1): scalar split 66.4 / 67.9 (1.30× / 1.33×), split 3 behind 97.9 / 95.8, the step 115.1 / 107.5
 (2.25× / 2.10×), copy warp 103.5 / 98.8, 56/224 registers 118.3 / 109.4 (+2.8 % / +1.8 %: under the 3 % rule, not

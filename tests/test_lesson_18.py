@@ -1,0 +1,92 @@
+"""Lesson 18's numbers (gemm_steps/course/lesson_18.py, step 18): the ring's three barriers, the model (step 17 / 3,
+the shared-memory count), the verdict and the builds from the shipped H200 files, the FP32 verdict, the cell rule.
+The shipped files must be there: a missing one fails."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemm_steps
+from cell_count import MAX_CELLS, lesson_cells
+from gemm_steps.course import lesson_18, lesson_19
+from gemm_steps.course.targets import TARGET_HOPPER_3XTF32_VS_SGEMM
+from gemm_steps.course.tensor_core_results import find
+
+STEP17, STEP18 = gemm_steps.get_step("warp_specialized"), gemm_steps.get_step("warp_specialized_3xtf32")
+RUN, BUILDS = lesson_18.bench_run(), lesson_18.builds_run()
+BIG4, BIG8 = lesson_18.BIG
+
+
+def test_the_shipped_files_are_there():
+    assert RUN is not None and BUILDS is not None
+    assert RUN["environment"]["gpu"] == BUILDS["environment"]["gpu"] == "NVIDIA H200"
+
+
+def test_three_barriers_a_stage_with_the_kernels_arrival_counts():
+    c = STEP18.module.layout(STEP18.module.SEARCH_SPACE[0])
+    b = lesson_18.barriers(STEP18)
+    assert [x["name"] for x in b] == ["full", "ready", "empty"] and c["BARRIERS"] == 3 * c["STAGES"]
+    assert [x["count"] for x in b] == [1, c["PRODUCER_THREADS"], c["WARPS"]]
+    snap = lesson_18.ring_snapshot(c["STAGES"], c["SPLIT_BEHIND"], 6)
+    assert {e["k_tile"]: e["state"] for e in snap}[6] == "copying"
+    assert {e["k_tile"]: e["state"] for e in snap}[6 - c["SPLIT_BEHIND"]] == "splitting"
+    assert len(lesson_18.ring_figure(STEP18).axes) == 2
+
+
+def test_the_model_is_step_17_over_three_and_shared_memory_is_at_its_limit():
+    m = lesson_18.model(STEP17, STEP18, RUN)
+    assert m["tensor_clocks"] == 3 * 128 * 128 * 32 / 1024
+    assert m["shared_bytes"] == 32768 + 3 * 16384 + 16384 + 2 * 3 * 16384
+    assert m["shared_per_clock"] == pytest.approx(m["shared_limit"])
+    for size in lesson_18.BIG:
+        q = m["sizes"][size]
+        assert q["ceiling"] == pytest.approx(find(RUN, "warp_specialized", size)["tflops"] / 3)
+        assert q["ceiling_vs_sgemm"] == pytest.approx(q["ceiling"] / find(RUN, "cublas", size)["tflops"])
+        assert find(RUN, "warp_specialized_3xtf32", size)["tflops"] < q["ceiling"]  # under the ceiling
+
+
+def test_the_verdict_follows_from_the_records():
+    v = lesson_18.verdict(RUN)
+    for size, q in v["sizes"].items():
+        r, sgemm = find(RUN, "warp_specialized_3xtf32", size), find(RUN, "cublas", size)
+        assert q["vs_sgemm"] == pytest.approx(r["tflops"] / sgemm["tflops"])
+        assert q["met"] == (q["vs_sgemm"] >= TARGET_HOPPER_3XTF32_VS_SGEMM)
+        assert q["mhz"] == r["sm_clock_mhz_median"] and q["mhz_min"] == r["sm_clock_mhz_min"]
+    # what the lesson reads: met at 4096³, not at 8192³, where the step ran at a lower SM clock than SGEMM
+    assert v["sizes"][BIG4]["met"] and not v["sizes"][BIG8]["met"] and not v["met"]
+    assert v["sizes"][BIG8]["mhz"] < 0.95 * v["sizes"][BIG8]["sgemm_mhz"]
+    assert abs(v["sizes"][BIG4]["mhz"] - v["sizes"][BIG4]["sgemm_mhz"]) < 20
+    assert all(q["vs_step14"] > 1 for q in v["sizes"].values())
+    assert "| step 18" in lesson_18.speed_table(RUN)
+
+
+def test_the_builds_say_what_the_lesson_reads():
+    r = lesson_18.build_ratios(BUILDS)
+    assert all(r["scalar_split"][s] < 0.7 for s in lesson_18.BIG)  # the scalar split was the limit
+    assert all(r["split_3_behind"][s] < 0.95 for s in lesson_18.BIG)  # distance mattered
+    assert all(r["copy_warp"][s] < 0.95 for s in lesson_18.BIG)  # a copy warp did not help
+    assert all(abs(r["registers_56_224"][s] - 1) < 0.05 for s in lesson_18.BIG)  # registers moved it little
+    assert "`copy_warp`" in lesson_18.builds_table(BUILDS)
+
+
+def test_step_18_keeps_the_fp32_contract():
+    acc = lesson_18.accuracy(lesson_19.load())
+    assert acc["kept"] == acc["of"] == 112 and acc["worst"] < 1
+    assert acc["specials_kept"] and acc["specials"] > 0
+
+
+def test_the_lesson_keeps_to_25_cells():
+    assert lesson_cells("18_warp_specialized_3xtf32") <= MAX_CELLS
+
+
+def test_the_experiments_measured_paragraph_quotes_its_file():
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[1] / "experiments" / "specialized_3xtf32_bench.py").read_text()
+    measured = ast.get_docstring(ast.parse(source)).split("Measured (")[1]
+    for name in ("warp_specialized_3xtf32", "scalar_split", "split_3_behind", "copy_warp", "registers_56_224",
+                 "cublas"):
+        quoted = " / ".join(f"{find(BUILDS, name, s)['tflops']:.1f}" for s in lesson_18.BIG)
+        assert quoted in measured.replace("\n", " "), (name, quoted)
+    assert f"{find(BUILDS, 'warp_specialized_3xtf32', BIG8)['sm_clock_mhz_median']:,.0f} MHz" in measured
