@@ -2,13 +2,13 @@
 # # Lesson 20 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–17 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–18 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, lesson_20, plots
+from gemm_steps.course import hopper, lesson, lesson_18, lesson_20, plots
 
 results = lesson.load_results()
 size = lesson.headline_size(results, lesson_20.steps_in(results)) if results else None
@@ -21,7 +21,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 # (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
 # BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
 # Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed.
-# Steps 12–17 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
+# Steps 12–18 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
 # clock in TF32, computed here at the run's maximum SM clock (a calculation, not NVIDIA's datasheet figure, which
 # is quoted at a lower clock) — so they are drawn under that second roof, not the FP32 one they pass. A step the
 # benchmark file did not measure is not drawn:
@@ -133,14 +133,15 @@ if held_out:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–17, and what is left
+# ## The tensor cores: steps 12–18, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
 # three TF32 products per product (3xTF32); [lesson 14](14_warpgroup_mma.ipynb) ran those three products on
 # Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it;
 # [lesson 16](16_tma_pipeline.ipynb) fed it with the copy engine through an mbarrier ring and
-# [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own. Where steps 12–15 stand
+# [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own, and
+# [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design. Where steps 12–15 stand
 # against their targets, from the same results file:
 # %%
 if results:
@@ -149,7 +150,7 @@ if results:
 # %% [markdown]
 # Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run
 # that measured them beside step 15 and both cuBLAS (another GPU than the benchmark's above, maybe: the caption says
-# which):
+# which); step 18 against its target (a multiple of cuBLAS SGEMM at both sizes) from the benchmark above:
 
 # %%
 hopper_run = hopper.producer_order_run()
@@ -160,15 +161,21 @@ if hopper_run:
         v = hopper.verdict(hopper_run, name)
         shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in v["sizes"].items())
         print(f"{name}: {shares} of cuBLAS TF32; target {v['target_pct']:.0f} %: {'met' if v['met'] else 'not met'}")
+v18 = lesson_18.verdict(results) if results else None
+if v18:
+    shares = ", ".join(f"{lesson.size_label(s)} {q['vs_sgemm']:.2f}× ({'met' if q['met'] else 'not met'})"
+                       for s, q in v18["sizes"].items())
+    print(f"warp_specialized_3xtf32 (the benchmark above): {shares} cuBLAS SGEMM; target {v18['target']}×")
 
 # %% [markdown]
 # Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Steps 14–15 run on `wgmma` (Hopper's
 # warpgroup MMA: 128 threads per instruction, one operand straight from shared memory, asynchronous), with A in
 # its 128-byte swizzle layout. Steps 16–17 feed it Hopper's way: the copy engine (TMA) fills a ring of stages
 # guarded by mbarriers, and in step 17 a producer warpgroup does nothing else, its registers handed to the consumers
-# with `setmaxnreg`. All of them run on H100 and H200 only, with simulator twins. What is left of the design cuBLAS
-# and CUTLASS use: a persistent grid with ping-pong consumers (one's epilogue under the other's main loop), a deeper
-# pipeline than four stages of these tiles allow, and 3xTF32 on this design
+# with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. All of
+# them run on H100 and H200 only, with simulator twins. What is left of the design cuBLAS and CUTLASS use: a
+# persistent grid with ping-pong consumers (one's epilogue under the other's main loop), named barriers between the
+# consumer warpgroups, and a deeper pipeline than four stages of these tiles allow
 # ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
