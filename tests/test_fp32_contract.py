@@ -22,8 +22,11 @@ from gemm_steps.toolkit.tensor_core_ops import split_tf32_scaled, split_tf32_sca
 SIMT_STEPS = [9, 10, 11]
 THREE_TF32_STEPS = [13, 14]
 STEPS = SIMT_STEPS + THREE_TF32_STEPS
-#: On a GPU every step that keeps the contract, step 18 (3xTF32 on the warp-specialized design) too.
+#: On a GPU every step that keeps the contract, step 18 (3xTF32 on the warp-specialized design) too. On the simulator
+#: step 18 runs what its own code makes new — the specials' vote with the producer warpgroup in it, and several
+#: k-tiles of its one-accumulator sum — and the GPU tests run every class on it.
 GPU_STEPS = STEPS + [18]
+SPECIALIZED_3XTF32 = [18]
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="simulator-sized; on a GPU the gpu tests run")
 
@@ -31,7 +34,7 @@ simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="simulator-
 def _tile(number: int) -> tuple[int, int]:
     """The product's M × N: one block tile of the 3xTF32 steps (their fast kernel), 32 × 32 for the SIMT steps (their
     simulator tiles are 128 × 256: the edge kernel, which is theirs line for line)."""
-    if number in THREE_TF32_STEPS:
+    if number in THREE_TF32_STEPS + SPECIALIZED_3XTF32:
         config = get_step(number).module.TILED.config
         return config.BLOCK_M, config.BLOCK_N
     return 32, 32
@@ -98,7 +101,7 @@ def _layout(number: int, classes: int) -> tuple[int, int]:
 
 def _whole_tiles(number: int) -> tuple[int, int, int]:
     """What M, N, K are padded to: the 3xTF32 steps' tiles and k-tile (their fast kernels), 1 for the SIMT steps."""
-    if number in THREE_TF32_STEPS:
+    if number in THREE_TF32_STEPS + SPECIALIZED_3XTF32:
         config = get_step(number).module.TILED.config
         return config.BLOCK_M, config.BLOCK_N, 32
     return 1, 1, 1
@@ -220,11 +223,11 @@ LARGE_K_CLASSES_3XTF32 = LARGE_K_CLASSES[2:]
 
 
 @simulator_only
-@pytest.mark.parametrize("number", STEPS)
+@pytest.mark.parametrize("number", STEPS + SPECIALIZED_3XTF32)
 def test_finite_classes_keep_the_contract_at_larger_k(number):
     """Five classes (three for the 3xTF32 steps) at K = 24, 40, 24, … (several k-tiles of every kernel) in one
     launch."""
-    names = LARGE_K_CLASSES_3XTF32 if number in THREE_TF32_STEPS else LARGE_K_CLASSES
+    names = LARGE_K_CLASSES_3XTF32 if number in THREE_TF32_STEPS + SPECIALIZED_3XTF32 else LARGE_K_CLASSES
     rows, cols = _layout(number, len(names))
     classes = [next(c for c in contract.input_classes(rows, cols, 24 + 16 * (i % 2), seed=100 + i) if c[0] == name)
                for i, name in enumerate(names)]
@@ -235,7 +238,7 @@ def test_finite_classes_keep_the_contract_at_larger_k(number):
 
 #: Every step's edge kernel, and step 14's fast one: the specials' path (a block vote, then the tile recomputed by
 #: sequential FMAs) is the same code in a step's fast and edge kernels; step 13's fast kernel costs 40 s here.
-SPECIAL_RUNS = [(n, "edge") for n in STEPS] + [(14, "fast")]
+SPECIAL_RUNS = [(n, "edge") for n in STEPS] + [(14, "fast"), (18, "fast")]
 
 
 @simulator_only
