@@ -29,17 +29,15 @@ the split off the critical path as predicted; the rest did not hold: splitting 3
 slower, not under 3 %), the copy warp 103.5 / 98.8; 56 / 224 registers moved it by under 3 % (118.3 / 109.4). At
 8192³ the tensor-core kernels ran at lower SM clocks (the step 1,784 MHz median, SGEMM 1,981) under the 700 W limit.
 
-Measured (H200, ``experiment-specialized-3xtf32-nvidia-h200.json``, one run; TFLOPS at 4096³ / 8192³, × cuBLAS
-SGEMM 51.2 / 51.1): scalar split 66.4 / 67.9 (1.30× / 1.33×), split 3 behind 97.9 / 95.8, the step 115.1 / 107.5
-(2.25× / 2.10×), copy warp 103.5 / 98.8, 56/224 registers 118.3 / 109.4 (+2.8 % / +1.8 %: under the 3 % rule, not
-taken). The vectors took the split off the critical path as predicted (+47 % / +41 %), but the step stops at
-≈ 2,400 cycles a k-tile at 4096³ (at the 1.96 GHz its records carry), not 1,900–2,000; and the split-distance variants moved it by 12–18 %, not under
-3 %: the prediction's assumption that the producer keeps well ahead failed. Splitting 3 behind, the producer's one
-thread waits for a stage to empty before the loop reaches the next split, so each split starts only one k-tile
+Why, as far as measured: at 4096³ the step takes ≈ 2,400 cycles a k-tile (at the 1.96 GHz its records carry),
+not 1,900–2,000, and the split's distance mattered: the prediction's assumption that the producer keeps well
+ahead failed. Splitting 3 behind, the producer's one thread waits for a stage to empty before the loop reaches the next split, so each split starts only one k-tile
 ahead of the consumers that need it; 2 behind gives it two. Giving the copies a warp of their own (no such wait in
 the split's path) should have been best and was not: three split warps take 11 vectors a thread where four take 8,
-so the split's own time grew. What limits the step now is not measured (no timeline or profile of it yet): the
-shared-memory count above says that at the tensor core's full rate it would need ≈ 126 of 128 bytes a cycle.
+so the split's own time grew. What limits the step now is not identified: the shared-memory count above says
+that at the tensor core's full rate it would need ≈ 126 of 128 bytes a cycle, but Nsight Compute on an H100
+(``ncu-steps-17-18-nvidia-h100.txt``, one 4096³ launch) shows its shared load/store pipe, L1 and SM throughput all
+well below their peaks. A timeline of the step (experiments/timeline.py's method) is the next measurement.
 """
 
 from __future__ import annotations

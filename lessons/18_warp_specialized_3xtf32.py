@@ -57,7 +57,8 @@ for size, q in model["sizes"].items():
           f"= {q['ceiling_vs_sgemm']:.2f}× cuBLAS SGEMM: the ceiling")
 
 # %% [markdown]
-# Both counts put the limit in the same place: at the tensor core's full rate, shared memory is busy every clock.
+# Both counts put the limit in the same place: at the tensor core's full rate, shared memory would be busy every
+# clock.
 # Anything the consumers do not overlap — waiting for *ready*, adding the fresh sum to the total, loading and
 # splitting B's fragments — lands below the ceiling. The docstring expected 120–130 TFLOPS if the producer's split
 # stays off the critical path.
@@ -133,8 +134,12 @@ for size, q in v["sizes"].items():
 print(f"target {v['target']}× at both sizes: {'met' if v['met'] else 'not met'}")
 
 # %% [markdown]
-# The prediction held in kind: the step runs close under the tensor core's ceiling of step 17 / 3 at both sizes,
-# below the docstring's 120–130 TFLOPS by what the consumers do not overlap. At 4096³ it meets the target. At 8192³
+# The prediction held in kind: the step runs close under the tensor core's ceiling of step 17 / 3 at both sizes, and
+# below the docstring's 120–130 TFLOPS. Which cause costs what is not measured yet: Nsight Compute on an H100
+# (`experiments/results/ncu-steps-17-18-nvidia-h100.txt`, one 4096³ launch of steps 17 and 18) finds no unit of the
+# SM saturated by step 18 — shared memory's load/store pipe, the L1 and the SM as a whole all well below their peaks,
+# and below step 17's SM throughput — so neither count alone is the limit; a timeline of step 18 like lesson 17's
+# is the next measurement. At 4096³ it meets the target. At 8192³
 # it does not, and the clocks say why: cuBLAS SGEMM runs on the FP32 units at full clock, while the tensor-core
 # kernels at 8192³ run under the H200's 700 W power limit at lower SM clocks (the slowest launch far lower still;
 # step 17 and cuBLAS TF32 drop there too). The target compares two kinds of unit, and the power limit takes its
@@ -142,8 +147,9 @@ print(f"target {v['target']}× at both sizes: {'met' if v['met'] else 'not met'}
 #
 # ## What is left
 #
-# Shared memory is the wall this design meets at full speed: a split of B in shared memory too (so that consumers
-# stop splitting their fragments), or a tile that reads A fewer times per product, would cut the bytes per k-tile.
+# By the count above, shared memory is the wall this design would meet at full speed: a split of B in shared memory
+# too (so that consumers stop splitting their fragments), or a tile that reads A fewer times per product, would cut
+# the bytes per k-tile.
 # The issue's persistent grid with ping-pong consumers and its named barriers are not built. `matmul` picks step 18
 # where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
