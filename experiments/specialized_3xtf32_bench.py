@@ -54,7 +54,7 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.harness.bench import run_benchmark, save
     from gemm_steps.steps import warp_specialized_3xtf32 as step18
     from gemm_steps.steps import warpgroup_mma
-    from gemm_steps.toolkit.tma_tiles import TmaTiles
+    from gemm_steps.toolkit.tma_tiles import SplitKTmaTiles, TmaTiles
     from gemm_steps.toolkit.tuned import default_config
 
     from experiments.kernels.specialized_3xtf32_copy_warp import copy_warp_kernel
@@ -65,8 +65,14 @@ def main(argv: list[str] = sys.argv) -> None:
     edge = warpgroup_mma.build(config)
 
     def build(name, kernel, **changes):
-        tiles = TmaTiles(name, kernel, config, {**step18.layout(config), **changes}, edge=edge,
-                         requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY)
+        constants = {**step18.layout(config), **changes}
+        if kernel is step18.warp_specialized_3xtf32_kernel:  # the step's kernel takes split-K's workspace: one slice
+            tiles = SplitKTmaTiles(name, kernel, config, constants, edge=edge, slices=lambda *_: 1,
+                                   reduce=step18.add_slices_kernel,
+                                   requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY)
+        else:
+            tiles = TmaTiles(name, kernel, config, constants, edge=edge,
+                             requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY)
         return SimpleNamespace(name=name, number=18, arithmetic="3xtf32", launch=tiles.launch)
 
     kernel = step18.warp_specialized_3xtf32_kernel

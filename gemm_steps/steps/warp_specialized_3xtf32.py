@@ -23,6 +23,12 @@ idle in step 17 but for one thread, now does the part of it that needs shared me
   fresh sum joins ``total`` with rounded float32 adds, as in step 14; ``total`` is 2^11·C and the store multiplies
   by 2^-11 (``UNSCALE``). Two sets of 64 accumulators and 48 fragment registers fit the 232 a consumer gets. A sum whose scaled value overflows (|C| ≳ 2^117) leaves an inf, like an inf or NaN in A or B; the
   block then recomputes its tile as cuBLAS SGEMM does (step 14's specials rule; docs/fp32_contract.md).
+* **Split-K where tiles are few.** 768×768×16384 has 36 tiles of 128×128 for 132 SMs: one block a tile leaves
+  most SMs idle for the whole long k-loop. There the launch gets a third grid dimension: slice z of K (``slices``:
+  as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles) writes its part of every tile's sum
+  to a workspace (``partials``), and ``add_slices_kernel`` adds the slices in order into C — recomputing, as
+  SGEMM does, any sum that comes out inf or NaN. Where the tiles fill the SMs nothing changes: one slice, C written
+  directly.
 * **Tile**: 128×128 (step 17: 256×128). Each k-tile is three times the tensor-core work of a TF32 one, so half the
   tile still keeps the copies ahead; a 256-row tile would need 2 × 128 accumulators a consumer.
 
@@ -39,12 +45,12 @@ import math
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32, load_float4, store_float4
-from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import split_tf32_scaled
 from ..toolkit.tiles import TileConfig
-from ..toolkit.tma_tiles import TmaTiles
+from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
@@ -65,7 +71,7 @@ BIG_SCALE = float32(2.0 ** 11)
 UNSCALE = float32(2.0 ** -11)
 
 
-def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, partials, *,
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
@@ -74,7 +80,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
-    n, k = uint32(n), uint32(k)
+    m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
     warpgroup = tid // 128
     warp = tid % 128 // 32
@@ -88,7 +94,11 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     across = divide_u32(in_group, rows_in_group)
     block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
     block_col = across * BLOCK_N
-    k_tiles = max(k // BLOCK_K, uint32(1))  # ≥ 1 (K = 0 never gets here): no path around the consumers' loop
+    # Split-K: slice z of the launch's gridDim.z takes k-tiles k_first … k_first + k_tiles − 1 (one slice: all).
+    slices, z = uint32(cuda.gridDim.z), uint32(cuda.blockIdx.z)
+    per_slice = divide_u32(k // BLOCK_K + slices - 1, slices)
+    k_first = z * per_slice
+    k_tiles = min(per_slice, k // BLOCK_K - k_first)  # the launch makes no empty slice
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
@@ -123,8 +133,9 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                 if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
                     mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
-                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
-                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+                k_at = (k_first + t) * BLOCK_K
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
     else:  # a consumer warpgroup: waits for split stages, multiplies, releases stages
         registers_raise_to(CONSUMER_REGISTERS)
         base = shared_address(tiles, 0)
@@ -133,10 +144,6 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
         fresh = zero_accumulators(ACCUMULATORS)  # 2^11 × one k-tile's products (the tensor core's sum)
         b_big, b_small, b_big_scaled = registers(K_STEPS, 4), registers(K_STEPS, 4), registers(K_STEPS, 4)
         for u in range(k_tiles):
-            fresh = warpgroup_wait_all(fresh)  # k-tile u − 1's products are in: its fragments and stage are free
-            total = add_accumulators(total, fresh)  # (zeros before the first k-tile: no branch around the wgmma)
-            if u > 0 and lane == 0:
-                mbarrier_arrive(barriers, 2 * STAGES + (u - 1) % STAGES)
             stage = u % STAGES
             stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
             mbarrier_wait(barriers, STAGES + stage, uint32(u // STAGES % 2))  # A split, B landed
@@ -159,14 +166,19 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                 fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
                                    b_big_scaled[s][3], a_big, fresh, 1)
             warpgroup_commit()
-        fresh = warpgroup_wait_all(fresh)
-        total = add_accumulators(total, fresh)
+            fresh = warpgroup_wait_all(fresh)  # the k-tile's products are in: its fragments and stage are free
+            total = add_accumulators(total, fresh)
+            if lane == 0:
+                mbarrier_arrive(barriers, 2 * STAGES + stage)  # the stage is empty (one arrival per warp)
 
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
             value = total[v] * UNSCALE
-            c[row * n + col] = value
+            if slices == 1:
+                c[row * n + col] = value
+            else:  # this slice's part of the sum, for add_slices_kernel
+                partials[z * m * n + row * n + col] = value
             if not math.isfinite(value):
                 special = 1
 
@@ -178,9 +190,45 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             row = block_row + lane % 4 * 2 + (slot // 4 * 8 + slot % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (slot % 4 // 2 * 8)
             value = float32(0.0)
-            for kk in range(k):
+            for kk in range(k_first * BLOCK_K, (k_first + k_tiles) * BLOCK_K):  # this slice's k
                 value = cuda.fma(a[row * k + kk], b[kk * n + col], value)
-            c[row * n + col] = value
+            if slices == 1:
+                c[row * n + col] = value
+            else:
+                partials[z * m * n + row * n + col] = value
+
+
+@kernel
+def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
+    """Split-K's second kernel: C = the slices' partial sums added in slice order, over C's first rows × cols
+    elements (the full tiles); a sum that is inf or NaN is computed again as cuBLAS SGEMM does, one float32 FMA per k
+    in order over all of K (the specials rule, for the whole sum)."""
+    i = cuda.grid(1)
+    if i < rows * cols:
+        row, col = i // cols, i % cols
+        total = float32(0.0)
+        for s in range(len(partials) // (m * n)):
+            total += partials[s * m * n + row * n + col]
+        if not math.isfinite(total):
+            total = float32(0.0)
+            for kk in range(k):
+                total = cuda.fma(a[row * k + kk], b[kk * n + col], total)
+        c[row * n + col] = total
+
+
+#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`): slices of at least this many k-tiles …
+MIN_SLICE_K_TILES = 8
+#: … and at most this many slices.
+MAX_SLICES = 8
+
+
+def slices(tiles: int, k_tiles: int, sms: int) -> int:
+    """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM); else as many as
+    fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs: 3 slices, 108
+    blocks."""
+    if tiles >= sms:
+        return 1
+    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
 
 
 #: Registers a thread keeps in each role after the hand-off: step 17's.
@@ -210,22 +258,23 @@ SEARCH_SPACE = warpgroup_mma.SEARCH_SPACE
 SIMULATOR_CONFIG = tma_pipeline.SIMULATOR_CONFIG
 
 
-def build(config: TileConfig) -> TmaTiles:
-    return TmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config, layout(config),
-                    edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+def build(config: TileConfig, slices=slices) -> SplitKTmaTiles:
+    return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config, layout(config),
+                          edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
+                          slices=slices, reduce=add_slices_kernel)
 
 
 TILED = TunedKernels(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per k-tile three wgmma per k-step, one commit and one
-#: wait for all (and one after the loop), a split (sub.f32 + mul.f32) per fragment element and per A element the
+#: wait for all, a split (sub.f32 + mul.f32) per fragment element and per A element the
 #: producer splits; the producer's tensor copies; one setmaxnreg each way; the block-wide barrier before the roles
 #: part and the specials' vote (bar.red) at the end; no cp.async, no local memory, no wgmma operand written after
 #: its fence.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warp_specialized_3xtf32_fast": {
     "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8,
-    "wgmma.wait_group": 1 + 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
+    "wgmma.wait_group": 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
     "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a): no spills, no wgmma serialised.
 PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}

@@ -12,9 +12,13 @@ edge kernel that a TMA build takes from another build, ``edge=``).
 
 from __future__ import annotations
 
-from .kernel_tools import device_pointer
+import numpy as np
+from numba import cuda
+
+from .backend import SIMULATOR
+from .kernel_tools import ceil_div, device_pointer
 from .mbarrier_ops import tensor_map_2d
-from .tiles import SIGNATURE, TiledKernels
+from .tiles import SIGNATURE, SIMULATED_RESIDENT_BLOCKS, TiledKernels
 
 
 class TmaTiles(TiledKernels):
@@ -56,4 +60,63 @@ class TmaTiles(TiledKernels):
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
 
 
-__all__ = ["TmaTiles"]
+class SplitKTmaTiles(TmaTiles):
+    """A TMA build whose fast kernel may split K (split-K): where a product has fewer full tiles than the GPU has SMs,
+    a launch's grid gets a third dimension of ``slices`` — slice z computes its share of every full tile's k-tiles
+    into a workspace (``partials``: slices × M × N floats, slice z at z·M·N) — and a second kernel, ``reduce``, adds
+    the slices in order into C. One slice: the fast kernel writes C itself, as a :class:`TmaTiles` build's does.
+
+    ``slices(tiles, k_tiles, sms)`` is the step's policy (how many slices for so many full tiles and k-tiles on so
+    many SMs); ``reduce`` a kernel of (a, b, c, m, n, k, rows, cols, partials) over C's first rows × cols elements.
+    The fast kernel takes ``partials`` as its last argument (a one-float placeholder when it does not split), so a
+    recorded launch plan replays both launches with only A, B and C changed (the workspace is the plan's own)."""
+
+    signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1])"
+    #: The reduction kernel's argument types: a, b, c, m, n, k, the full tiles' rows and columns, the partials.
+    reduce_signature = SIGNATURE[:-1] + ", float32[::1])"
+    REDUCE_THREADS = 256
+
+    def __init__(self, *args, slices, reduce, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slices = slices
+        self.reduce = reduce
+        self._partials: dict = {}
+
+    def workspace(self, floats: int, stream):
+        """``floats`` float32 of device memory for the partial tiles, kept per context, size and stream."""
+        key = (0 if SIMULATOR else id(cuda.current_context()), floats, id(stream) if stream else 0)
+        if key not in self._partials:
+            self._partials[key] = (cuda.device_array(floats, dtype=np.float32, stream=stream), stream)
+        return self._partials[key][0]
+
+    def sm_count(self) -> int:
+        return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+    def slice_count(self, m: int, n: int, k: int, tiles: int) -> int:
+        """How many slices the policy gives this product (1 where the workspace's indices would pass 2^32)."""
+        slices = max(1, int(self.slices(tiles, k // self.config.BLOCK_K, self.sm_count())))
+        return slices if slices * m * n < 2 ** 32 else 1
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        m, n, k = (int(size) for size in sizes[:3])
+        slices = self.slice_count(m, n, k, full_rows * full_cols)
+        partials = self.workspace(slices * m * n if slices > 1 else 1, stream)
+        self.configured("fast", (full_cols, full_rows, slices), stream)(*flat, *sizes,
+                                                                        *self.tensor_maps(*self._matrices), partials)
+        if slices > 1:
+            rows, cols = full_rows * self.config.BLOCK_M, full_cols * self.config.BLOCK_N
+            arguments = (*flat, *sizes[:3], np.uint32(rows), np.uint32(cols), partials)
+            self.launch_reduce(ceil_div(rows * cols, self.REDUCE_THREADS), stream, arguments)
+
+    def launch_reduce(self, blocks: int, stream, arguments: tuple) -> None:
+        """The reduction kernel over ``blocks`` blocks — written down instead while a launch plan is recorded."""
+        if self.recording is not None:
+            if not self.reduce.overloads:
+                self.reduce.compile(self.reduce_signature)
+            self.recording.append((self.reduce, self.reduce_signature, blocks, self.REDUCE_THREADS, 0, stream,
+                                   arguments))
+            return
+        self.reduce[blocks, self.REDUCE_THREADS, stream](*arguments)
+
+
+__all__ = ["SplitKTmaTiles", "TmaTiles"]

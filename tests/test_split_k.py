@@ -1,0 +1,64 @@
+"""Step 18's split-K (gemm_steps/toolkit/tma_tiles.SplitKTmaTiles): where a product has fewer full tiles than the GPU
+has SMs, slices of K run as a third grid dimension into a workspace and a second kernel adds them in order. On the
+simulator with the policy forced (its 3 simulated SMs would rarely split), and the policy itself."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness import fp32_contract as contract
+from gemm_steps.steps import warp_specialized_3xtf32 as step18
+
+simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="forces the policy on the simulator's tiles")
+
+
+def product(tiles, a, b):
+    c = cuda.device_array((a.shape[0], b.shape[1]), np.float32)
+    c[:] = np.nan  # an element no kernel writes stays NaN
+    tiles.launch(cuda.to_device(a), cuda.to_device(b), c)
+    return c.copy_to_host()
+
+
+@simulator_only
+@pytest.mark.parametrize("slices, shape", [(2, (32, 64, 128)), (3, (40, 70, 96))], ids=["even", "uneven_ragged"])
+def test_slices_add_up_to_the_product(slices, shape):
+    """Two slices of 2 k-tiles; three slices of 1 k-tile over a ragged shape (its edge on step 14's kernel): within
+    the FP32 contract's bound of the sequential float32 sum, every element written."""
+    m, n, k = shape
+    rng = np.random.default_rng(slices)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    tiles = step18.build(step18.SIMULATOR_CONFIG, slices=lambda *_: slices)
+    assert tiles.slice_count(m, n, k, 1) == slices
+    c = product(tiles, a, b)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    reference = contract.normwise_error(contract.sgemm_model(a, b), a, b, exact)
+    assert not np.isnan(c).any()
+    assert contract.normwise_error(c, a, b, exact) <= contract.contract_bound(reference)
+
+
+@simulator_only
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_special_in_one_slice_gives_sgemms_pattern():
+    """inf in A's row 0 in the first slice's k, −inf in row 1 split across both slices' k, NaN in B's column 3 in the
+    second slice: C's inf/NaN pattern is the sequential FMA sum's (the second kernel recomputes a non-finite sum)."""
+    m, n, k = 32, 64, 64
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    a[0, 3] = np.inf
+    a[1, 5], a[1, 40] = np.inf, -np.inf
+    b[50, 3] = np.nan
+    tiles = step18.build(step18.SIMULATOR_CONFIG, slices=lambda *_: 2)
+    got = contract.special_pattern(product(tiles, a, b))
+    expected = contract.special_pattern(contract.sgemm_model(a, b))
+    assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
+    assert (expected == 3).any() and (expected != 0).sum() > n
+
+
+def test_the_policy_fills_the_sms_once_with_long_enough_slices():
+    assert step18.slices(36, 512, 132) == 3  # 768×768×16384: 108 blocks, one wave
+    assert step18.slices(32, 256, 132) == 4  # 1024×512×8192
+    assert step18.slices(64, 512, 132) == 2  # 1024×1024×16384
+    assert step18.slices(512, 128, 132) == 1  # 4096³: the tiles fill the SMs
+    assert step18.slices(64, 15, 132) == 1  # slices shorter than MIN_SLICE_K_TILES: none
+    assert step18.slices(1, 4096, 132) == step18.MAX_SLICES
