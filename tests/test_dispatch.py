@@ -208,3 +208,18 @@ def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chos
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
     only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5000, {"warp_specialized_3xtf32"})
     assert "kernel path" in only_tensor_core.reason
+
+
+def test_a_few_tiles_with_edges_count_as_the_edge_path():
+    """700×700×12000: 25 full tiles of 36 (fast share 0.84) is still the edge kernel's time for a tensor-core step —
+    its 11 edge tiles each run all of K on the edge kernel beside the full ones — so step 18 is not judged by
+    768×768×16384 (all tiles full) but needs a measurement with edge tiles; 4000³ (1,024 tiles, 63 of them edge
+    tiles) keeps its fast-path verdict."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [768, 768, 16384, {"warp_specialized_3xtf32": 1.0, "stream_k": 2.5}, 2.0],
+        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
+    names = {"warp_specialized_3xtf32", "stream_k"}
+    assert 0.8 < dispatch.fast_share("warp_specialized_3xtf32", 700, 700, 12000) < 1
+    assert dispatch.choose_from(table, 700, 700, 12000, names).step_name == "stream_k"
+    assert dispatch.choose_from(table, 768, 768, 12000, names).step_name == "warp_specialized_3xtf32"
+    assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"

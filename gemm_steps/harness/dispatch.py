@@ -208,13 +208,32 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     return (m // config.BLOCK_M * config.BLOCK_M) * (n // config.BLOCK_N * config.BLOCK_N) / (m * n)
 
 
+#: Tiles in about two waves of one block an SM on an H100/H200 (132 SMs): in a grid this small an edge tile runs
+#: beside the full ones, not after many waves of them, so the slowest block — an edge tile on a tensor-core step's
+#: edge kernel, several times slower — sets the time.
+FEW_TILES = 264
+
+
+def _mostly_fast(name: str, m: int, n: int, k: int) -> bool:
+    """Whether a tensor-core step's time at M×N×K is its fast kernel's: most of C on full tiles, and either no edge
+    tile or enough tiles that the edge tiles are a small part of the work. 700×700×12000 has 25 full tiles of 36
+    (fast share 0.84), but its 11 edge tiles each run all of K on step 14's edge kernel while step 18's full tiles
+    split K five ways: 21 % of cuBLAS SGEMM where 768×768×16384 ran 181 % (H200, held-out run of 2026-11-26)."""
+    share = fast_share(name, m, n, k)
+    if share >= 1.0:
+        return True
+    config = TILE_VARIANTS.get(name) or candidate(name).tiled.config
+    tiles = -(-m // config.BLOCK_M) * -(-n // config.BLOCK_N)
+    return share >= 0.5 and tiles > FEW_TILES
+
+
 def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
-    """Whether ``name`` takes the same kernel path at shapes a and b. Only asked of the tensor-core steps: the FP32
-    steps' guarded kernels run nearly as fast as their fast ones (step 11: 87–91 % of cuBLAS on the suite's ragged
-    shapes, 90 % at 4096³), so for them the nearest shape says more than the path does."""
+    """Whether ``name`` takes the same kernel path at shapes a and b (:func:`_mostly_fast`). Only asked of the
+    tensor-core steps: the FP32 steps' guarded kernels run nearly as fast as their fast ones (step 11: 87–91 % of
+    cuBLAS on the suite's ragged shapes, 90 % at 4096³), so for them the nearest shape says more than the path does."""
     if _step_arithmetic(name) == "fp32":
         return True
-    return (fast_share(name, *a) >= 0.5) == (fast_share(name, *b) >= 0.5)
+    return _mostly_fast(name, *a) == _mostly_fast(name, *b)
 
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
