@@ -9,7 +9,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, lesson_18, lesson_19
+from gemm_steps.course import lesson, lesson_18, lesson_19
 
 warp_specialized = gemm_steps.get_step("warp_specialized")
 step18 = gemm_steps.get_step("warp_specialized_3xtf32")
@@ -96,6 +96,27 @@ lesson.check_against_numpy(step18, [(64, 128, 256), (45, 70, 20)])
 lesson.say(lesson_18.speed_table(run))
 
 # %% [markdown]
+# ## Where tiles are few: split-K
+#
+# One block computes one 128×128 tile over all of K. A product with fewer full tiles than the GPU has SMs leaves SMs
+# idle for the whole k-loop, and a K-heavy one leaves them idle for a long time. There the launch gets a third grid
+# dimension of K slices (the step's `slices`: as many as fill the SMs once, each at least `MIN_SLICE_K_TILES`
+# k-tiles long): slice z computes its share of every tile's k-tiles into a workspace, and a second kernel,
+# `add_slices_kernel`, adds the slices in a fixed order into C — recomputing, as SGEMM does, any sum that comes out
+# inf or NaN. Where the tiles fill the SMs there is one slice and nothing changes. The shape suite on the same H200
+# before and after, at every shape of the suite where the policy splits K:
+
+# %%
+shapes_before, shapes_after = lesson_18.shapes_runs()
+split = lesson_18.split_k(step18, shapes_before, shapes_after)
+lesson.say(lesson_18.split_k_table(split, shapes_before, shapes_after))
+print(f"at the suite's other shapes (one slice) step 18's speed moved by at most {split['elsewhere']:.0%} "
+      f"between the two runs")
+
+# %% [markdown]
+# The K-heavy shapes went from about SGEMM's speed, or well below it, to about twice it: those SMs had been idle.
+# The small cubes gained less: their slices are short (k-tiles over slices in the table).
+#
 # ## What the builds said
 #
 # The step was chosen from builds timed in one run. The first build split one float at a time in a rolled loop:
@@ -135,22 +156,57 @@ print(f"target {v['target']}× at both sizes: {'met' if v['met'] else 'not met'}
 
 # %% [markdown]
 # The prediction held in kind: the step runs close under the tensor core's ceiling of step 17 / 3 at both sizes, and
-# below the docstring's 120–130 TFLOPS. Which cause costs what is not measured yet: Nsight Compute on an H100
-# (`experiments/results/ncu-steps-17-18-nvidia-h100.txt`, one 4096³ launch of steps 17 and 18) finds no unit of the
-# SM saturated by step 18 — shared memory's load/store pipe, the L1 and the SM as a whole all well below their peaks,
-# and below step 17's SM throughput — so neither count alone is the limit; a timeline of step 18 like lesson 17's
-# is the next measurement. At 4096³ it meets the target. At 8192³
-# it does not, and the clocks say why: cuBLAS SGEMM runs on the FP32 units at full clock, while the tensor-core
-# kernels at 8192³ run under the H200's 700 W power limit at lower SM clocks (the slowest launch far lower still;
-# step 17 and cuBLAS TF32 drop there too). The target compares two kinds of unit, and the power limit takes its
-# share from only one of them.
+# below the docstring's 120–130 TFLOPS. At 4096³ it meets the target. At 8192³ it does not, and the clocks say why:
+# cuBLAS SGEMM runs on the FP32 units at full clock, while the tensor-core kernels at 8192³ run under the H200's
+# 700 W power limit at lower SM clocks (the slowest launch far lower still; step 17 and cuBLAS TF32 drop there too).
+# The target compares two kinds of unit, and the power limit takes its share from only one of them.
+#
+# ## Where the time goes
+#
+# Which of the prediction's two counts holds the step? Neither, by Nsight Compute on an H100
+# (`experiments/results/ncu-steps-17-18-nvidia-h100.txt`, one 4096³ launch of steps 17 and 18): no unit of the SM
+# is saturated by step 18 — shared memory's load/store pipe, the L1 and the SM as a whole are all below their peaks.
+# So, as in lesson 17, the GPU's clock: a debug copy of the kernel (`experiments/kernels/
+# warp_specialized_3xtf32_timeline.py`, step 18 before split-K — the consumers' loop in the shipped order — with
+# `%clock64` writes, six events per role and k-tile) records when each role reaches each point of its loop. Under
+# each consumer warpgroup its wgmma windows: from its fragments split (the first wgmma is issued next) to the
+# `wait_group 0` that ends them. At the bottom, the stretches when neither consumer has a wgmma in flight:
+
+# %%
+timeline = lesson_18.timeline_run()
+lesson.show_figure(lesson_18.timeline_figure(timeline))
+t = lesson_18.timeline_numbers(step18, timeline, run)
+lesson.say(lesson_18.timeline_table(t, timeline))
+print(f"a k-tile: {t['period']:,.0f} clocks in the timeline build ({t['implied_tflops']:.0f} TFLOPS if every SM "
+      f"ran so), {t['shipped_period']:,.0f} in the shipped kernel (its {t['shipped_tflops']:.1f} TFLOPS at "
+      f"{t['size']}³); the tensor core needs {t['tensor_clocks']:,.0f} at its dense TF32 rate")
+print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile's bytes, then splits it in "
+      f"{t['producer']['split']:,.0f}; the bytes land {t['producer']['landed_after_issue']:,.0f} clocks after it "
+      f"issued their copies")
+
+# %% [markdown]
+# The clock writes slow the recorded blocks (the build's k-tile is longer than the shipped kernel's), but the order
+# of operations is the shipped one and the picture is plain. Each consumer spends about half of its k-tile with none
+# of its own wgmma in flight: adding the fresh sum to the total and releasing the stage, waiting for *ready*,
+# loading and splitting B's fragments — serial work of its own threads. Two consumers would hide each other's
+# serial stretches only if they alternated exactly; they do not, and for about a quarter of the time neither has
+# a wgmma in flight. The tensor core idles then, whatever shared memory could serve: that, not a saturated unit, is
+# the measured limit. Part of the wait for *ready* is the producer's own: it too waits for the bytes before it can
+# split them.
 #
 # ## What is left
 #
-# By the count above, shared memory is the wall this design would meet at full speed: a split of B in shared memory
-# too (so that consumers stop splitting their fragments), or a tile that reads A fewer times per product, would cut
-# the bytes per k-tile.
-# The issue's persistent grid with ping-pong consumers and its named barriers are not built. `matmul` picks step 18
-# where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
+# Each of these attacks the consumers' serial stretch; none is built:
+#
+# * **Load the next k-tile's fragments while this one's wgmma run.** It needs registers for a second set of
+#   fragments beside the two accumulator sets.
+# * **The producer splits B too**, into shared memory beside A's parts, so the consumers stop loading and splitting
+#   fragments and both wgmma operands come from shared memory. By the count above that adds bytes to a k-tile, and
+#   shared memory is the wall this design would meet at the tensor core's full rate.
+# * **Ping-pong consumers**: order the two warpgroups with named barriers (or give each its own tile of a persistent
+#   grid, the issue's design) so that one issues its wgmma while the other does its serial work — the *neither*
+#   share is what that removes.
+#
+# `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
 # Next: [Lesson 19: the FP32 contract](19_fp32_contract.ipynb).

@@ -1,6 +1,7 @@
 """Lesson 18's numbers (gemm_steps/course/lesson_18.py, step 18): the ring's three barriers, the model (step 17 / 3,
-the shared-memory count), the verdict and the builds from the shipped H200 files, the FP32 verdict, the cell rule.
-The shipped files must be there: a missing one fails."""
+the shared-memory count), the verdict and the builds from the shipped H200 files, split-K before and after from the
+shape suite, step 18's timeline, the FP32 verdict, the cell rule. The shipped files must be there: a missing one
+fails."""
 
 from __future__ import annotations
 
@@ -14,12 +15,17 @@ from gemm_steps.course.tensor_core_results import find
 
 STEP17, STEP18 = gemm_steps.get_step("warp_specialized"), gemm_steps.get_step("warp_specialized_3xtf32")
 RUN, BUILDS = lesson_18.bench_run(), lesson_18.builds_run()
+BEFORE, AFTER = lesson_18.shapes_runs()
+TIMELINE = lesson_18.timeline_run()
 BIG4, BIG8 = lesson_18.BIG
+#: The suite's K-heavy shapes with fewer full tiles than SMs (issue 25).
+K_HEAVY = [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192), (128, 8192, 4096), (8192, 128, 4096)]
 
 
 def test_the_shipped_files_are_there():
-    assert RUN is not None and BUILDS is not None
-    assert RUN["environment"]["gpu"] == BUILDS["environment"]["gpu"] == "NVIDIA H200"
+    assert None not in (RUN, BUILDS, BEFORE, AFTER, TIMELINE)
+    assert {r["environment"]["gpu"] for r in (RUN, BUILDS, BEFORE, AFTER, TIMELINE)} == {"NVIDIA H200"}
+    assert RUN["path"].endswith("bench-nvidia-h200-2026-11-26-3.json")  # the benchmark of the kernel the course ships
 
 
 def test_three_barriers_a_stage_with_the_kernels_arrival_counts():
@@ -90,3 +96,44 @@ def test_the_experiments_measured_paragraph_quotes_its_file():
         quoted = " / ".join(f"{find(BUILDS, name, s)['tflops']:.1f}" for s in lesson_18.BIG)
         assert quoted in measured.replace("\n", " "), (name, quoted)
     assert f"{find(BUILDS, 'warp_specialized_3xtf32', BIG8)['sm_clock_mhz_median']:,.0f} MHz" in measured
+
+
+def test_split_k_lifts_the_k_heavy_shapes_and_leaves_the_others():
+    split = lesson_18.split_k(STEP18, BEFORE, AFTER)
+    rows = {r["size"]: r for r in split["rows"]}
+    assert set(K_HEAVY) | {(1024, 1024, 1024)} <= set(rows)
+    assert rows[(768, 768, 16384)]["tiles"] == 36 and rows[(768, 768, 16384)]["slices"] == 3  # the step's docstring
+    for size, r in rows.items():
+        assert r["slices"] > 1 and r["tiles"] < split["sms"]
+        assert r["after_pct"] == find(AFTER, STEP18.name, size)["pct_of_cublas"]
+        assert r["before_pct"] == find(BEFORE, STEP18.name, size)["pct_of_cublas"]
+        assert r["after"] > r["before"]
+    for size in K_HEAVY:  # what the lesson reads: from about SGEMM or below to about twice it
+        assert rows[size]["before_pct"] < 125 and rows[size]["after_pct"] > 175
+    assert split["elsewhere"] < 0.05  # one slice: unchanged within the runs' spread
+    assert "768×768×16384" in lesson_18.split_k_table(split, BEFORE, AFTER)
+
+
+def test_the_timeline_says_what_the_lesson_reads():
+    t = lesson_18.timeline_numbers(STEP18, TIMELINE, RUN)
+    summary = TIMELINE["steps"]["warp_specialized_3xtf32"]["summary"]["blocks"][0]
+    for w, s in zip(t["warpgroups"], summary["warpgroups"]):
+        assert w["period"] == s["period"] and w["wait_ready"] == s["wait_ready"]
+        # the serial stretch is add + release, the wait for ready and the fragments (medians of parts: roughly)
+        assert w["outside"] == pytest.approx(s["add_release"] + s["wait_ready"] + s["fragments"], rel=0.1)
+        assert 0.35 < w["outside_share"] < 0.6  # "about half of its k-tile"
+    for shares in t["shares"]:  # both recorded blocks: neither in flight about a quarter of the time
+        assert 0.2 < shares["neither"] < 0.3
+        assert shares["both"] + shares["one"] + shares["neither"] == pytest.approx(1)
+    assert t["tensor_clocks"] == lesson_18.model(STEP17, STEP18, RUN)["tensor_clocks"]
+    assert t["tensor_clocks"] < t["shipped_period"] < t["period"]  # the clock writes cost the recorded blocks time
+    assert t["shipped_tflops"] == find(RUN, STEP18.name, BIG4)["tflops"]
+    assert t["producer"]["wait_full"] > 0.1 * t["period"]  # the producer too waits for bytes
+    spans = lesson_18.neither_spans(TIMELINE)  # what the figure draws agrees with the file's share
+    e = lesson_18.timeline_events(TIMELINE)
+    windows = [lesson_18.in_flight_windows(e[w]) for w in (1, 2)]
+    start, end = max(w[0, 0] for w in windows), min(w[-1, 1] for w in windows)
+    inside = spans[(spans[:, 0] >= start) & (spans[:, 1] <= end)]
+    assert (inside[:, 1] - inside[:, 0]).sum() / (end - start) == pytest.approx(t["shares"][0]["neither"], abs=0.02)
+    assert "neither" in lesson_18.timeline_table(t, TIMELINE)
+    assert len(lesson_18.timeline_figure(TIMELINE).axes) == 1

@@ -1,10 +1,13 @@
 """Lesson 18's helpers (step 18, ``warp_specialized_3xtf32``: 3xTF32 on step 17's warp-specialized design): the ring
 with three barriers a stage and its picture, the model the prediction comes from (the tensor core's work and the
-shared-memory bytes of a 3xTF32 k-tile), the speed table and verdict from the course benchmark, the builds from
-experiments/specialized_3xtf32_bench.py, and the FP32-contract verdict from the accuracy run. Numbers, tables and
-figures only: the words are the lesson's."""
+shared-memory bytes of a 3xTF32 k-tile), the speed table and verdict from the course benchmark, split-K before and
+after from the shape suite, the builds from experiments/specialized_3xtf32_bench.py, the FP32-contract verdict from
+the accuracy run, and step 18's timeline from the GPU (experiments/timeline.py). Numbers, tables and figures only:
+the words are the lesson's."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .display import MarkdownTable
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants
@@ -12,8 +15,14 @@ from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .tensor_core_results import caption, find, load_run
 from .timings import size_label
 
-#: The course benchmark with all 18 steps and both cuBLAS in one H200 run.
-BENCH_RUN = "bench-nvidia-h200-2026-11-26-2.json"
+#: The course benchmark with all 18 steps and both cuBLAS in one H200 run (step 18 as shipped: with split-K).
+BENCH_RUN = "bench-nvidia-h200-2026-11-26-3.json"
+#: The shape suite on the same H200 before split-K and after it (every step, both cuBLAS, each run).
+SHAPES_BEFORE, SHAPES_AFTER = "shapes-nvidia-h200-2026-11-26-2.json", "shapes-nvidia-h200-2026-11-26-3.json"
+#: Step 18's timeline (experiments/timeline.py --only warp_specialized_3xtf32: its kernel before split-K, with
+#: %clock64 writes; one launch at 4096³ on an H200).
+TIMELINE_RUN = "experiment-timeline-warp-specialized-3xtf32-nvidia-h200.json"
+STEP = "warp_specialized_3xtf32"
 #: Step 18 and the builds it was chosen from, beside steps 14 and 17 and both cuBLAS (one H200 run).
 BUILDS_RUN = "experiment-specialized-3xtf32-nvidia-h200.json"
 BIG = ((4096, 4096, 4096), (8192, 8192, 8192))
@@ -38,6 +47,15 @@ def bench_run() -> dict | None:
 
 def builds_run() -> dict | None:
     return load_run(BUILDS_RUN)
+
+
+def shapes_runs() -> tuple[dict | None, dict | None]:
+    """The shape suite before split-K and after it."""
+    return load_run(SHAPES_BEFORE), load_run(SHAPES_AFTER)
+
+
+def timeline_run() -> dict | None:
+    return load_run(TIMELINE_RUN)
 
 
 def barriers(step) -> list[dict]:
@@ -216,3 +234,194 @@ def accuracy(run: dict, step: str = "warp_specialized_3xtf32") -> dict:
     return {"kept": v["kept"], "of": v["of"], "worst": v["worst"], "worst_class": v["worst_class"],
             "worst_K": v["worst_K"], "specials_kept": s["kept"], "specials": sum(r["step"] == step
                                                                                  for r in run["specials"])}
+
+
+# -- split-K -----------------------------------------------------------------------------------------------------------
+def _shapes(run: dict) -> list[tuple]:
+    """The suite's shapes, in the file's order."""
+    out = []
+    for r in run["records"]:
+        size = (r["M"], r["N"], r["K"])
+        if size not in out:
+            out.append(size)
+    return out
+
+
+def split_k(step, before: dict, after: dict) -> dict:
+    """Step 18 in the shape suite before and after split-K. ``rows``: every shape of the suite where the step's policy
+    (``slices``, on the after-run's SM count) splits K — its full 128×128 tiles, k-tiles, slices, and the step's TFLOPS
+    and % of cuBLAS SGEMM (same run) in each file. ``elsewhere``: the largest change |after / before − 1| of the
+    step's TFLOPS at the shapes the policy leaves whole (one slice)."""
+    config = step.module.SEARCH_SPACE[0]
+    sms = after["environment"]["sm_count"]
+    rows, changes = [], []
+    for size in _shapes(after):
+        m, n, k = size
+        tiles, k_tiles = (m // config.BLOCK_M) * (n // config.BLOCK_N), k // config.BLOCK_K
+        old, new = find(before, step.name, size), find(after, step.name, size)
+        if old is None or new is None:
+            continue
+        slices = step.module.slices(tiles, k_tiles, sms) if tiles else 1
+        if slices == 1:
+            changes.append(abs(new["tflops"] / old["tflops"] - 1))
+            continue
+        rows.append({"size": size, "tiles": tiles, "k_tiles": k_tiles, "slices": slices,
+                     "before": old["tflops"], "before_pct": old["pct_of_cublas"],
+                     "after": new["tflops"], "after_pct": new["pct_of_cublas"]})
+    return {"rows": rows, "sms": sms, "elsewhere": max(changes) if changes else None}
+
+
+def split_k_table(result: dict, before: dict, after: dict) -> MarkdownTable:
+    """:func:`split_k`'s rows: shape, full tiles, slices, TFLOPS and % of cuBLAS SGEMM before and after."""
+    lines = ["| M×N×K | full tiles | k-tiles | slices | before split-K | after |", "|:--|--:|--:|--:|--:|--:|"]
+    for r in result["rows"]:
+        m, n, k = r["size"]
+        lines.append(f"| {m}×{n}×{k} | {r['tiles']} | {r['k_tiles']} | {r['slices']} | {r['before']:.1f} "
+                     f"({r['before_pct']:.0f} %) | **{r['after']:.1f}** ({r['after_pct']:.0f} %) |")
+    return MarkdownTable(f"Step 18, TFLOPS (% of cuBLAS SGEMM, same run); {result['sms']} SMs:\n\n"
+                         + "\n".join(lines) + "\n\nBefore: " + caption(before) + " After: " + caption(after))
+
+
+# -- the timeline ------------------------------------------------------------------------------------------------------
+def timeline_events(timeline: dict, block: int = 0) -> np.ndarray:
+    """Clocks since the first event, ``[role, k-tile, event]`` of one recorded block, NaN where nothing was written."""
+    e = np.array(timeline["steps"][STEP]["cycles_since_first_event"][block], dtype=float)
+    e[e < 0] = np.nan
+    return e
+
+
+def in_flight_windows(x: np.ndarray) -> np.ndarray:
+    """A consumer's ``wgmma`` windows, one per k-tile: from its B fragments split (the first ``wgmma`` is issued next)
+    to that k-tile's ``wait_group 0`` done in the next pass (the timeline summary's definition)."""
+    w = np.stack([x[:-1, 4], x[1:, 1]], axis=1)
+    return w[np.isfinite(w).all(axis=1)]
+
+
+def neither_spans(timeline: dict, block: int = 0) -> np.ndarray:
+    """The stretches during which neither consumer has ``wgmma`` in flight, from the first window to the last."""
+    e = timeline_events(timeline, block)
+    windows = sorted(map(tuple, np.concatenate([in_flight_windows(e[w]) for w in (1, 2)])))
+    spans, end = [], windows[0][1]
+    for a, b in windows[1:]:
+        if a > end:
+            spans.append((end, a))
+        end = max(end, b)
+    return np.array(spans)
+
+
+def timeline_numbers(step, timeline: dict, run: dict) -> dict:
+    """Step 18's timeline in numbers (block 0's medians over the k-tiles the run's summary covers, from its file):
+    per consumer warpgroup the summary's stretches of a k-tile and ``outside`` — the serial stretch with none of its
+    own ``wgmma`` in flight (from ``wait_group 0`` done to its next fragments split: add + release, wait for ready, B's
+    fragments) — and its share of the period; the shares of time both, one or neither consumer has ``wgmma`` in flight
+    (per recorded block); the producer's split; the clocks the tensor core needs a k-tile (the model), the period the
+    benchmark's 4096³ speed implies for the shipped kernel, and the speed the timeline build's period implies."""
+    summary = timeline["steps"][STEP]["summary"]
+    start = summary["k_tiles_summarised"][0]
+    e = timeline_events(timeline)
+    blocks = summary["blocks"]
+    warpgroups = []
+    for w, s in zip((1, 2), blocks[0]["warpgroups"]):
+        x = e[w][start:]
+        outside = float(np.nanmedian(x[:, 4] - x[:, 1]))
+        warpgroups.append({**s, "outside": outside, "outside_share": outside / s["period"]})
+    c = ring_constants(step)
+    flop = 2 * c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"]
+    sms, mhz = timeline["environment"]["sm_count"], timeline["steps"][STEP]["sm_clock_mhz_after"]
+    period = float(np.mean([w["period"] for w in warpgroups]))
+    shipped = find(run, STEP, (timeline["size"],) * 3)
+    return {"warpgroups": warpgroups, "period": period, "mhz": mhz, "producer": blocks[0]["producer"],
+            "shares": [{k: b["consumers"][f"share_{k}_in_flight"] for k in ("both", "one", "neither")}
+                       for b in blocks],
+            "tensor_clocks": 3 * flop / TF32_FLOP_PER_CLOCK,
+            "implied_tflops": sms * flop * mhz * 1e6 / period / 1e12,
+            "shipped_tflops": shipped["tflops"],
+            "shipped_period": sms * flop * shipped["sm_clock_mhz_median"] * 1e6 / shipped["tflops"] / 1e12,
+            "k_tiles": summary["k_tiles_summarised"], "size": timeline["size"]}
+
+
+#: The timeline's rows: (label, summary key), per consumer warpgroup, in the order of its loop.
+TIMELINE_ROWS = [("waits for k-tile u − 1's wgmma (wait_group 0)", "wait_wgmma"),
+                 ("adds the fresh sum to the total, releases the stage", "add_release"),
+                 ("waits for k-tile u's stage to be ready", "wait_ready"), ("loads and splits B's fragments", "fragments"),
+                 ("issues the k-tile's wgmma, commits", "issue")]
+
+
+def timeline_table(numbers: dict, timeline: dict) -> MarkdownTable:
+    """Per consumer warpgroup the median clocks of each stretch of its loop, the period, and the serial stretch with
+    none of its own wgmma in flight; then the shares of time both, one or neither has wgmma in flight."""
+    w = numbers["warpgroups"]
+    lines = ["| median, SM clocks a k-tile | warpgroup 0 | warpgroup 1 |", "|:--|--:|--:|"]
+    lines += [f"| {label} | {w[0][key]:,.0f} | {w[1][key]:,.0f} |" for label, key in TIMELINE_ROWS]
+    lines.append(f"| **period** (commit to commit) | **{w[0]['period']:,.0f}** | **{w[1]['period']:,.0f}** |")
+    lines.append(f"| none of its own wgmma in flight (add + release, ready, fragments) | {w[0]['outside']:,.0f} "
+                 f"({w[0]['outside_share']:.0%}) | {w[1]['outside']:,.0f} ({w[1]['outside_share']:.0%}) |")
+    shares = " · ".join(f"block {b}: both {s['both']:.0%}, one {s['one']:.0%}, neither {s['neither']:.0%}"
+                        for b, s in enumerate(numbers["shares"]))
+    env = timeline["environment"]
+    return MarkdownTable("\n".join(lines) + f"\n\nwgmma in flight on the SM — {shares}.\n\n*k-tiles "
+                         f"{numbers['k_tiles'][0]}–{numbers['k_tiles'][1] - 1} of block 0, one launch at "
+                         f"{numbers['size']}³, SM clock {numbers['mhz']:.0f} MHz; {env.get('gpu')}, "
+                         f"{str(env.get('date'))[:10]}, `{TIMELINE_RUN}`.*")
+
+
+#: The consumers' stretches in the figure: (label, colour), events 0→1 … 4→5, then 5 → the next pass.
+CONSUMER_SEGMENTS = [("wait_group 0 (k-tile u − 1)", "tab:green"), ("add + release", "tab:purple"),
+                     ("waits for ready", "tab:red"), ("B's fragments", "tab:cyan"), ("issues wgmma", "tab:blue"),
+                     ("loop, recording", "0.9")]
+#: The producer's (its first thread), as (label, colour, first event, last event) of a k-tile's row: it waits for
+#: k-tile j's bytes and splits j in one pass, and copies j two passes earlier (SPLIT_BEHIND).
+PRODUCER_SEGMENTS = [("waits for bytes", "0.7", 0, 1), ("splits A", "tab:olive", 1, 2),
+                     ("waits for an empty stage", "0.45", 3, 4), ("issues the copies", "tab:orange", 4, 5)]
+
+
+def timeline_figure(timeline: dict, block: int = 0, first: int = 16, k_tiles: int = 4):
+    """A Gantt chart of one recorded block from warpgroup 0's turn to k-tile ``first``, for ``k_tiles`` of its
+    periods: the producer's first thread, each consumer warpgroup's stretches, under each consumer its wgmma windows
+    (:func:`in_flight_windows`), and at the bottom the stretches when neither consumer has wgmma in flight."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    e = timeline_events(timeline, block)
+    start = e[1][first, 0]
+    span = e[1][first + k_tiles, 0] - start
+    e = e - start
+    fig = Figure(figsize=(13, 4.4), layout="constrained")
+    ax = fig.subplots()
+
+    def bar(y, a, b, colour, height=0.6, text=None):
+        a, b = max(a, 0), min(b, span)
+        if np.isfinite(a) and np.isfinite(b) and b > a:
+            ax.barh(y, b - a, left=a, color=colour, height=height)
+            if text:
+                ax.text(a + 8, y + height / 2 + 0.05, text, fontsize=6.5)
+
+    rows = {"producer": 4, 1: 3, 2: 1.6}
+    p = e[0]
+    for j in range(p.shape[0]):
+        for _, colour, a, b in PRODUCER_SEGMENTS:
+            bar(rows["producer"], p[j, a], p[j, b], colour, text={1: f"split {j}", 4: f"copy {j}"}.get(a))
+    for w in (1, 2):
+        x = e[w]
+        for u in range(x.shape[0]):
+            edges = [*x[u], x[u + 1, 0] if u + 1 < x.shape[0] else np.nan]
+            for i, (_, colour) in enumerate(CONSUMER_SEGMENTS):
+                bar(rows[w], edges[i], edges[i + 1], colour, text=str(u) if i == 0 else None)
+        for a, b in in_flight_windows(x):
+            bar(rows[w] - 0.55, a, b, "tab:blue", height=0.18)
+    for a, b in neither_spans(timeline, block) - start:
+        bar(0.3, a, b, "black", height=0.35)
+    ax.set_yticks([4, 3, 2.45, 1.6, 1.05, 0.3], ["producer (thread 0)", "warpgroup 0", "its wgmma in flight",
+                                                 "warpgroup 1", "its wgmma in flight", "no wgmma in flight"])
+    ax.set_xlim(0, span)
+    ax.set_ylim(-0.1, 4.6)
+    ax.set_xlabel(f"SM clocks since warpgroup 0 turned to k-tile {first} (numbers: k-tiles)")
+    handles = [Patch(color=c, label=f"producer: {l}") for l, c, _, _ in PRODUCER_SEGMENTS]
+    handles += [Patch(color=c, label=l) for l, c in CONSUMER_SEGMENTS]
+    handles.append(Patch(color="black", label="neither consumer has wgmma in flight"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=6, fontsize=7.5)
+    env = timeline["environment"]
+    fig.suptitle(f"Step 18, %clock64 per role, block {block} of one launch at {timeline['size']}³ "
+                 f"(SM clock {timeline['steps'][STEP]['sm_clock_mhz_after']:.0f} MHz): {env.get('gpu')}, "
+                 f"{str(env.get('date'))[:10]}, {TIMELINE_RUN}", fontsize=9)
+    return fig
