@@ -134,7 +134,8 @@ lesson.say(lesson_18.builds_table(builds))
 # its H200 run:
 
 # %%
-acc = lesson_18.accuracy(lesson_19.load())
+fp32 = lesson_19.load()
+acc = lesson_18.accuracy(fp32, lesson_19.verdicts(fp32), lesson_19.specials_kept(fp32))
 print(f"step 18 kept the contract at {acc['kept']} of {acc['of']} (class, K) pairs; worst error "
       f"{acc['worst']:.2f} × the bound ({acc['worst_class']}, K = {acc['worst_K']}); SGEMM's inf/NaN pattern at "
       f"all {acc['specials']} special inputs: {acc['specials_kept']}")
