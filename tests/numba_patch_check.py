@@ -1,4 +1,4 @@
-"""Run in the background PTX process (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
+"""Run in the PTX child process (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
 kernels compiled with and without :mod:`gemm_steps.toolkit.numba_patches`."""
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""PTX for the tests, compiled by NVVM in one background process while the simulator tests run.
+"""PTX for the tests, compiled by NVVM in one child process.
 
 Compiling every kernel of the course to PTX takes minutes on a CI machine (the unrolled kernels of steps 7–11 are
-thousands of lines each), and Numba must run in GPU mode to do it (``NUMBA_ENABLE_CUDASIM=0``; no GPU needed).
-Waiting for that in a fixture would hold the test run silent for minutes, and the simulator tests use one core.
-So, when the selected tests need PTX (they carry ``@pytest.mark.ptx(job, …)``), ``conftest.py`` starts one child
-process at the end of collection that compiles exactly those jobs, kernel by kernel, printing one JSON line per
-kernel as it finishes. A test asks :meth:`PTXJobs.stats` for its kernel and waits only for that one, with a
-progress line on the terminal if the wait is long.
+thousands of lines each), and Numba must run in GPU mode to do it (``NUMBA_ENABLE_CUDASIM=0``; no GPU needed), which
+a simulator test process cannot switch to. So the ``ptx`` fixture (``conftest.py``) starts one child, the first time
+a test asks for PTX, that compiles the jobs of every selected test (they carry ``@pytest.mark.ptx(job, …)``),
+kernel by kernel, printing one JSON line per kernel as it finishes. A test asks :meth:`PTXJobs.stats` for its
+kernel and waits only for that one. Under pytest-xdist the PTX tests are one group (``xdist_group("ptx")``, set by
+``conftest.py``), so one worker runs them all and the compile happens once; the other worker runs other tests
+meanwhile.
 
 Jobs (strings, so they can be marker arguments):
 
@@ -16,7 +17,8 @@ Jobs (strings, so they can be marker arguments):
   ``step.kernels()`` (for kernels built elsewhere, e.g. ``experiments/``);
 * ``"patches:<step>:<config JSON or null>"`` — not PTX stats but :func:`numba_patch_check.compare`: the step's
   kernels compiled with and without the compile-time patches, one record labelled ``patches``. These jobs run
-  after all others (they switch the patches off and on again), and their tests run late (``conftest.py``).
+  after all others (they switch the patches off and on again), and their tests run after the other PTX tests
+  (``conftest.py``).
 
 Each kernel's stats are :func:`gemm_steps.harness.ptx.ptx_stats`' plus ``extern_shared`` (whether the PTX declares
 dynamic shared memory) and, for a kernel its step names in ``PTXAS_EXPECT`` (and every kernel of a ``kernels:``
@@ -28,14 +30,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Callable
 
 import pytest
 
 from background import BackgroundChild, child_env
 
-#: How long a test waits for its kernel before it fails (the whole compile takes ~4 minutes on 2 cores).
-TIMEOUT_S = 1800
+#: How long a test waits for its kernel before it fails (the whole compile takes ~4 minutes on a CI core).
+TIMEOUT_S = 1200
 
 CHILD = r"""
 import json, sys, time
@@ -123,11 +124,11 @@ def patches_job(step: str, config: dict | None) -> str:
 
 
 class PTXJobs(BackgroundChild):
-    """The background compile of some jobs; :meth:`stats` waits for one kernel."""
+    """The compile of some jobs, in one child process; :meth:`stats` waits for one kernel."""
 
-    def __init__(self, jobs: list[str], say: Callable[[str], None] = print):
+    def __init__(self, jobs: list[str]):
         self.jobs = sorted(jobs, key=lambda job: job.startswith("patches:"))  # stable: the comparisons come last
-        super().__init__("ptx", CHILD, [json.dumps(self.jobs)], child_env(NUMBA_ENABLE_CUDASIM="0"), say=say)
+        super().__init__("ptx", CHILD, [json.dumps(self.jobs)], child_env(NUMBA_ENABLE_CUDASIM="0"))
 
     def stats(self, job: str, label: str) -> dict:
         """The PTX stats of one kernel of a job, once compiled (skips the test if NVVM is unavailable)."""

@@ -1,8 +1,8 @@
 """Lessons and notebooks: paired, executed, runnable on the simulator, and showing real code and real provenance.
 
 * every ``lessons/NN_*.py`` has a ``notebooks/NN_*.ipynb`` with exactly its cells (the notebook cannot drift);
-* every lesson runs start to finish on Numba's CUDA simulator (executed in the background by tests/lesson_runs.py,
-  each in a temporary directory; these tests run last);
+* every lesson runs start to finish on Numba's CUDA simulator (each in a fresh Jupyter kernel, in a temporary
+  directory; these tests run early, being long: conftest.py);
 * the committed notebooks were executed, have no error outputs, say where their timings come from, and no lesson
   pastes a kernel instead of showing the package's source;
 * the results finder (:mod:`gemm_steps.harness.results_files`) and the lesson helpers
@@ -113,15 +113,26 @@ def test_lessons_show_kernels_rather_than_paste_them(path):
 
 
 # -- (b) every lesson runs start to finish on the simulator ----------------------------------------------------------
+#: Seconds one cell may run before the lesson fails.
+CELL_TIMEOUT_S = 120
+#: Said by the timing cells that used a results file (gemm_steps.course.timings).
+SHIPPED = "shipped run from"
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
-def test_lesson_runs_on_the_simulator(path, lesson_runs):
-    """Executed by the background lesson runner (tests/lesson_runs.py), against the shipped results if there are
-    any, else a synthetic file, so the timing cells run too. These tests run last (conftest.py)."""
-    result = lesson_runs.result(build.name(path))
-    assert "error" not in result, f"{path.stem} failed on the simulator:\n{result['error']}"
-    print(f"{path.stem}: {result['seconds']:.1f} s on the simulator")
+def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
+    """The lesson, executed cell by cell in a fresh kernel on the simulator, against the shipped results if there are
+    any, else a synthetic file (a first cell points the results finder at it), so the timing cells run too."""
+    nb = build.read_lesson(path)
+    if lesson.load_results(steps=()) is None:  # a fresh fork: no shipped benchmark in results/
+        (tmp_path / "synthetic.json").write_text(json.dumps(synthetic_results()))
+        nb.cells.insert(0, nbformat.v4.new_code_cell(
+            "import pathlib, gemm_steps.harness.results_files as results_files\n"
+            f"results_files.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})"))
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # the kernel's backend, on a GPU machine too
+    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S)  # raises with the first failing cell's error
     if "measure_or_load" in path.read_text():
-        assert result["shipped"], "the timing cells did not run against the results file"
+        assert SHIPPED in _text_outputs(nb), "the timing cells did not run against the results file"
 
 
 # -- the results finder and the helpers -----------------------------------------------------------------------------

@@ -85,7 +85,7 @@ def test_a_kernels_job_compiles_what_its_function_returns(ptx):
 
 def test_report_in_subprocess_runs_the_package_entry_point():
     """The package's own way to get a report from a simulator process (``python -m gemm_steps.harness.ptx`` in
-    GPU mode) works, and counts what the background compile counts."""
+    GPU mode) works, and counts what the PTX child process (tests/ptx_jobs.py) counts."""
     step = STEPS[0]
     try:
         report = report_in_subprocess(steps=[step.name], timeout=600)
