@@ -14,10 +14,12 @@ What is drawn, per step:
 
 Budget: the simulator runs every GPU thread as a Python thread, so a 129×129 product is cheap for a step with
 8×8 results per thread and costly for one with 1 result per thread. Each drawn shape is scaled down (K first,
-then the larger of M and N) until the cost model in ``tests/helpers.py`` predicts at most
+then the larger of M and N) until the cost model (:func:`example_seconds`) predicts at most
 ``SECONDS_PER_EXAMPLE`` (1 s: enough for two k-tiles of step 9's 128×256 tile), so a step costs at most
-``MAX_EXAMPLES × SECONDS_PER_EXAMPLE`` by that model (plus the 1×1×1 example). CI draws 4 examples per step (about
-40 s for all steps on a 2-core machine; it drew 6 until 2026-11-25, ~57 s): each run draws new ones (no example
+``MAX_EXAMPLES × SECONDS_PER_EXAMPLE`` by that model (plus the 1×1×1 example). (Until 2026-11-26 the model priced
+the warpgroup steps 14–18 as FMA steps, 3–6× too cheap, so their examples took several seconds each: steps 14–18
+were half of this file's time.) CI draws 4 examples per step (about 40 s for all steps on a 2-core machine; it drew
+6 until 2026-11-25, ~57 s): each run draws new ones (no example
 database), so the hunt goes on from run to run. The fixed shapes of tests/test_steps.py are the guaranteed coverage
 of every step; this file hunts around them. For a longer hunt:
 ``GEMM_STEPS_HYPOTHESIS_EXAMPLES=200 GEMM_STEPS_HYPOTHESIS_SECONDS=3``.
@@ -25,6 +27,7 @@ of every step; this file hunts around them. For a longer hunt:
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -34,6 +37,7 @@ from hypothesis import strategies as st
 from numba import cuda
 
 import gemm_steps
+from gemm_steps.harness.simulator import SECONDS_PER_MMA, SECONDS_PER_THREAD
 from helpers import assert_close, simulated_seconds, tile_geometry
 
 STEPS = gemm_steps.steps()
@@ -73,13 +77,29 @@ def aligned_dimensions(step):
     return st.tuples(st.sampled_from(ms), st.sampled_from(ns), st.sampled_from([bk, 2 * bk, 3 * bk]))
 
 
+def example_seconds(step, m: int, n: int, k: int) -> float:
+    """The simulator's time for one example: the API's cost model (``helpers.simulated_seconds``), with the warpgroup
+    steps' ``wgmma`` counted. Their configs have no ``MMA_TILES_M``, so that model prices them as FMA steps and
+    predicts 3–6× too little (steps 14–18 at 32×64×32 … 64×128×32 on one quiet core, 2026-11-26: 0.3–3.2 s measured,
+    0.16–0.62 s predicted); here each ``wgmma`` is a meeting of the warpgroup's 128 threads, priced like an ``mma``
+    (within 2× of those times), and a warp-specialized step's producer threads are counted too."""
+    config = step.config
+    if "K_STEPS" not in config or "MMA_TILES_M" in config:
+        return simulated_seconds(config, m, n, k)
+    bm, bn, _, _ = tile_geometry(config)
+    blocks = math.ceil(m / bm) * math.ceil(n / bn)
+    calls = math.ceil(k / 8) * (3 if step.arithmetic == "3xtf32" else 1)
+    consumers, producers = config["THREADS"], config.get("PRODUCER_THREADS", 0)
+    return blocks * ((consumers + producers) * SECONDS_PER_THREAD + consumers * SECONDS_PER_MMA * calls)
+
+
 def fit_budget(step, m: int, n: int, k: int) -> tuple[int, int, int]:
     """Shrink K (keeping it a multiple of BLOCK_K if it was one), then the larger of M and N, until the
     simulator cost model allows the shape."""
-    config, bk = step.config, block_k(step)
-    while simulated_seconds(config, m, n, k) > SECONDS_PER_EXAMPLE and k > 1:
+    bk = block_k(step)
+    while example_seconds(step, m, n, k) > SECONDS_PER_EXAMPLE and k > 1:
         k = k - bk if k % bk == 0 and k > bk else max(1, k // 2)
-    while simulated_seconds(config, m, n, k) > SECONDS_PER_EXAMPLE and max(m, n) > 1:
+    while example_seconds(step, m, n, k) > SECONDS_PER_EXAMPLE and max(m, n) > 1:
         if m >= n:
             m = max(1, m // 2)
         else:
@@ -119,7 +139,7 @@ def problems(draw, step):
 
 def check(step, problem):
     m, n, k = problem["shape"]
-    assume(simulated_seconds(step.config, m, n, k) <= SECONDS_PER_EXAMPLE)
+    assume(example_seconds(step, m, n, k) <= SECONDS_PER_EXAMPLE)
     rng = np.random.default_rng(problem["seed"])
     a = host_matrix(rng, m, k, problem["layout_a"])
     b = host_matrix(rng, k, n, problem["layout_b"])
