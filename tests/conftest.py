@@ -12,12 +12,22 @@ inputs, the reference and the tolerance.
   group, so one worker runs them all and the compile happens once.
 * The slowest tests go first (the PTX group, then the lessons executed on the simulator), so that no worker is left
   with a long test when the other has finished.
+* Python switches threads every ``SWITCH_INTERVAL_S`` (1 ms) instead of every 5 ms: the simulator runs each GPU
+  thread as a Python thread, and when a warp- or warpgroup-wide operation (``mma``, ``wgmma``, an ``mbarrier``) wakes
+  its waiting threads, each waits for the GIL in turn. On 2026-11-26, on the 2-core machine, the simulator tests of
+  the Hopper toolkit and of steps 3, 9, 11 took 80 and 94 s with 1 ms against 100 and 252 s with 5 ms (CPU 41 and
+  71 s against 56 and 242 s); steps 14, 16–18 in tests/test_steps.py 30 s of CPU against 47 s. The lessons get the
+  same setting (tests/test_notebooks.py). What the tests check does not depend on it: a race-free kernel's output
+  does not depend on the order its threads run in, and the race check (gemm_steps.course.race_check) judges by
+  barrier interval, not by which thread ran first.
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
 """
 
 from __future__ import annotations
+
+import sys
 
 import gemm_steps  # first: chooses GPU or simulator before anything imports Numba
 import numpy as np
@@ -26,6 +36,8 @@ import pytest
 import helpers
 import ptx_jobs
 
+#: How often Python switches threads in the tests (module docstring); Python's default is 5 ms.
+SWITCH_INTERVAL_S = 0.001
 #: The test that executes a lesson on the simulator (tests/test_notebooks.py).
 LESSON_TEST = "test_lesson_runs_on_the_simulator"
 
@@ -43,6 +55,7 @@ def _order(item) -> int:
 
 
 def pytest_configure(config):
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
     config.addinivalue_line("markers", "slow: long simulator tests")
     config.addinivalue_line("markers", "ptx(*jobs): needs the PTX of these jobs (tests/ptx_jobs.py)")
