@@ -4,12 +4,14 @@ inputs, the reference and the tolerance.
 * ``@pytest.mark.gpu`` tests need a real CUDA GPU. On Numba's CUDA simulator (no GPU: chosen automatically by
   :mod:`gemm_steps.toolkit.backend`) they are *skipped, with the reason shown* — never silently passed. Run them on
   a GPU with ``python -m pytest -m gpu``.
-* Everything else runs anywhere; on the simulator it is what CI runs (see ``.ci/run``):
-  ``python -m pytest -n auto --dist loadgroup``, one pytest-xdist worker a core, each taking the next test when it
-  is free. Without ``-n`` the same tests run one after the other in this process.
+* Everything else runs anywhere; on the simulator it is what CI runs (see ``.ci/run``): ``python -m pytest -n auto``,
+  one pytest-xdist worker a core, each taking the next test when it is free. Without ``-n`` the same tests run one
+  after the other in this process.
 * ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture: one child process compiles the
-  jobs of all selected tests, started by the first test that asks (``tests/ptx_jobs.py``). They form one xdist
-  group, so one worker runs them all and the compile happens once.
+  jobs of all selected tests, started by the first test that asks (``tests/ptx_jobs.py``). Under pytest-xdist they
+  are one unit of work (:func:`pytest_xdist_make_scheduler`), so one worker runs them all and the compile happens
+  once. (Not ``--dist loadgroup``: pytest-xdist 3.8 groups by rewriting ``item._nodeid``, which pytest 9.2 no
+  longer reads, so its ``xdist_group`` marks grouped nothing and each worker compiled everything.)
 * The slowest tests go first (the PTX group, then the lessons executed on the simulator), so that no worker is left
   with a long test when the other has finished.
 * Python switches threads every ``SWITCH_INTERVAL_S`` (1 ms) instead of every 5 ms: the simulator runs each GPU
@@ -27,7 +29,11 @@ cannot use function-scoped fixtures); the fixtures below hand them to ordinary t
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import gemm_steps  # first: chooses GPU or simulator before anything imports Numba
 import numpy as np
@@ -38,6 +44,9 @@ import ptx_jobs
 
 #: How often Python switches threads in the tests (module docstring); Python's default is 5 ms.
 SWITCH_INTERVAL_S = 0.001
+#: Under pytest-xdist, the folder where each worker writes the node ids of the PTX tests it collected, for the
+#: controller's scheduler (set by the controller, inherited by its workers).
+PTX_GROUP_DIR = "GEMM_STEPS_PTX_GROUP_DIR"
 #: The test that executes a lesson on the simulator (tests/test_notebooks.py).
 LESSON_TEST = "test_lesson_runs_on_the_simulator"
 
@@ -56,21 +65,46 @@ def _order(item) -> int:
 
 def pytest_configure(config):
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    if getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
+        os.environ[PTX_GROUP_DIR] = tempfile.mkdtemp(prefix="gemm-steps-ptx-group-")
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
     config.addinivalue_line("markers", "slow: long simulator tests")
     config.addinivalue_line("markers", "ptx(*jobs): needs the PTX of these jobs (tests/ptx_jobs.py)")
-    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist runs the tests of a group on one worker")
 
 
 def pytest_report_header(config):
     return f"gemm-steps backend: {gemm_steps.backend()}"
 
 
+def pytest_unconfigure(config):
+    if "PYTEST_XDIST_WORKER" not in os.environ and PTX_GROUP_DIR in os.environ:
+        shutil.rmtree(os.environ.pop(PTX_GROUP_DIR), ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler: each test is a unit of work of its own, given to whichever worker is free, except the
+    PTX tests, which are one unit (they share one compile); the largest unit (the PTX tests) goes first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = Path(os.environ[PTX_GROUP_DIR])
+
+    class PTXTestsTogether(LoadScopeScheduling):
+        ptx_tests: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.ptx_tests is None:  # every worker has collected by now: their lists are written
+                self.ptx_tests = {line for path in folder.iterdir() for line in path.read_text().splitlines()}
+            return "ptx" if nodeid in self.ptx_tests else nodeid
+
+    return PTXTestsTogether(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_order)  # stable: order kept otherwise
-    for item in items:
-        if _ptx_jobs(item):
-            item.add_marker(pytest.mark.xdist_group("ptx"))
+    worker, folder = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(PTX_GROUP_DIR)
+    if worker and folder:
+        Path(folder, worker).write_text("\n".join(item.nodeid for item in items if _ptx_jobs(item)))
     if not gemm_steps.SIMULATOR:
         # On a GPU, a test of a step this GPU cannot run (steps 14–15 need wgmma: compute capability 9.0) is skipped,
         # with the step's own reason.

@@ -5,9 +5,8 @@ thousands of lines each), and Numba must run in GPU mode to do it (``NUMBA_ENABL
 a simulator test process cannot switch to. So the ``ptx`` fixture (``conftest.py``) starts one child, the first time
 a test asks for PTX, that compiles the jobs of every selected test (they carry ``@pytest.mark.ptx(job, …)``),
 kernel by kernel, printing one JSON line per kernel as it finishes. A test asks :meth:`PTXJobs.stats` for its
-kernel and waits only for that one. Under pytest-xdist the PTX tests are one group (``xdist_group("ptx")``, set by
-``conftest.py``), so one worker runs them all and the compile happens once; the other worker runs other tests
-meanwhile.
+kernel and waits only for that one. Under pytest-xdist the PTX tests are one unit of work (``conftest.py``), so one
+worker runs them all and the compile happens once; the other worker runs other tests meanwhile.
 
 Jobs (strings, so they can be marker arguments):
 
