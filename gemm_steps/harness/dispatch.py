@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..steps import COURSE
+from ..toolkit.kernel_tools import ceil_div
 from ..toolkit.tiles import TileConfig
 from ..toolkit.tuned import TunedKernels, current_gpu_name
 from .step import Step, all_steps
@@ -223,7 +224,7 @@ def _mostly_fast(name: str, m: int, n: int, k: int) -> bool:
     if share >= 1.0:
         return True
     config = TILE_VARIANTS.get(name) or candidate(name).tiled.config
-    tiles = -(-m // config.BLOCK_M) * -(-n // config.BLOCK_N)
+    tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
     return share >= 0.5 and tiles > FEW_TILES
 
 
