@@ -150,3 +150,13 @@ def test_the_experiments_read_as_numbers():
     found = lesson_09.code_shapes(shapes)
     assert found["adopt"] == (min(found["gains"][found["best"]]) > 0.01)
     assert all(min(found["gains"][found["best"]]) >= min(g) for g in found["gains"].values())
+
+
+def test_a_table_of_rows_formats_and_aligns_by_column():
+    from gemm_steps.course.display import table
+
+    rows = [{"kernel": "a", "ms": 1.23456, "n": 1234, "note": None}, {"kernel": "b", "ms": 2.0, "n": 5, "note": "x"}]
+    t = table(rows, {"ms": "{:.3f}"})
+    assert t.splitlines() == ["| kernel | ms | n | note |", "|:--|--:|--:|:--|", "| a | 1.235 | 1,234 | — |",
+                              "| b | 2.000 | 5 | x |"]
+    assert t.rows is rows

@@ -3,7 +3,8 @@
 In a notebook each helper displays rich output (Markdown, highlighted code, a PNG); run as a script, it prints text.
 
 * :func:`say` — Markdown prose; :class:`MarkdownTable` — a table that renders as Markdown; :func:`facts` — named
-  numbers as a two-column table (a lesson helper's results, which the lesson's prose reads).
+  numbers as a two-column table (a lesson helper's results, which the lesson's prose reads); :func:`table` — rows
+  of named values as a table.
 * :func:`show_source` — a step's module as written (kernel, then launcher); :func:`show_kernel` — just its kernel,
   or an excerpt of it; :func:`show_excerpt` — a few lines of any text (``step.generated_source()``, say).
 * :func:`show_diff` — what changed in the kernel from one step to another (``gemm-steps diff A B`` prints the same).
@@ -53,6 +54,21 @@ def facts(values: dict, header: tuple[str, str] = ("", "")) -> MarkdownTable:
     a lesson helper computed, for the lesson's prose around them to read from."""
     rows = [f"| {header[0]} | {header[1]} |", "|:--|--:|"] + [f"| {k} | {_fmt(v)} |" for k, v in values.items()]
     return MarkdownTable("\n".join(rows))
+
+
+def table(rows: list[dict], formats: dict | None = None) -> MarkdownTable:
+    """Rows of named values as a Markdown table, one column per key of the first row; a value is shown with its
+    column's format in ``formats`` (``"{:.3f} ms"``), else as :func:`facts` shows it (``None``: "—"). The first
+    column and columns of words are left-aligned, numbers right-aligned. The rows stay with it (``.rows``)."""
+    formats, keys = formats or {}, list(rows[0]) if rows else []
+    cells = [[_fmt(r.get(k)) if k not in formats or r.get(k) is None else formats[k].format(r[k]) for k in keys]
+             for r in rows]
+    left = [i == 0 or any(isinstance(r.get(k), str) and any(c.isalpha() for c in r[k]) for r in rows)
+            for i, k in enumerate(keys)]
+    out = MarkdownTable("\n".join(["| " + " | ".join(keys) + " |", "|" + "".join(":--|" if x else "--:|" for x in left)]
+                                  + ["| " + " | ".join(row) + " |" for row in cells]))
+    out.rows = rows
+    return out
 
 
 def _notebook():
