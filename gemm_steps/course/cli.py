@@ -344,11 +344,11 @@ def cmd_bench(args) -> int:
     steps = chosen_steps(args.steps)
     sizes = [(n, n, n) for n in (args.sizes or [])] + list(args.shapes or [])
     if args.suite == "shapes":
-        from gemm_steps.harness.dispatch import tile_variants
+        from gemm_steps.harness.dispatch import variants
         from gemm_steps.harness.shape_suite import suite_shapes
 
         sizes += [s for s in suite_shapes() if s not in sizes]
-        steps += tile_variants()  # what matmul may choose besides the steps: step 11 with smaller tiles
+        steps += variants()  # what matmul may choose besides the steps: step 11 with smaller tiles, padded products
     sizes = sizes or [(n, n, n) for n in DEFAULT_SIZES]
     say(f"backend: {gemm_steps.backend()}")
     say(f"benchmarking {len(steps)} steps + cuBLAS at {len(sizes)} sizes "
@@ -507,8 +507,12 @@ def cmd_explain(args) -> int:
     step = dispatch.candidate(choice.step_name)
     too_big = [name for name, elements in (("A", m * k), ("B", k * n), ("C", m * n)) if elements > MAX_ELEMENTS]
     here = _on_the_simulator(step, m, n, k) if gemm_steps.SIMULATOR and not too_big else None
-    what = f"step {step.number} {step.name}" if step.name not in dispatch.TILE_VARIANTS else \
-        f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
+    if step.name in dispatch.TILE_VARIANTS:
+        what = f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
+    elif step.name in dispatch.PADDED_VARIANTS:
+        what = f"{step.name} (step {step.number}'s fast kernel on copies padded to whole tiles)"
+    else:
+        what = f"step {step.number} {step.name}"
     print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}, precision={args.precision!r}: {what}")
     print(f"  why: {choice.reason}")
     print(f"  may choose: {PRECISION_MEANS[args.precision]}")
@@ -537,7 +541,13 @@ def cmd_explain(args) -> int:
               f"block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
               f"once → {waves} wave{'s' if waves > 1 else ''} of tiles, the last "
               f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full")
-        if isinstance(step.tiled, PersistentTiles):
+        if getattr(step.tiled, "pads", False):
+            padded = step.tiled.padded_shape(m, n, k)
+            copied = [name for name, copies in zip("ABC", step.tiled.copies(m, n, k)) if copies]
+            print(f"  kernel: the fast kernel on all {ceil_div(padded[0], config.BLOCK_M) * tiles_n} tiles of "
+                  f"{_size_label(*padded)}" + (f", {' and '.join(copied)} copied into zero-padded buffers" if copied
+                                               else ", nothing copied: the product is whole tiles already"))
+        elif isinstance(step.tiled, PersistentTiles):
             whole = full == tiles and fast_path
             print(f"  kernel: the {'fast' if whole else 'guarded'} variant, over all {tiles} tiles"
                   + ("" if whole else " (partial tiles, or K not a multiple of BLOCK_K, or N of 4)"))

@@ -15,14 +15,16 @@ Which steps may be chosen depends on the **precision** asked for (the names of T
 
 * ``"ieee"`` — the FP32 units only: every product and sum an IEEE float32 operation (steps 1–11);
 * ``"tf32x3"`` (``matmul``'s default) — every kernel that keeps the FP32 contract (docs/fp32_contract.md): the FP32
-  steps and the 3xTF32 steps 13–14, whichever was measured fastest;
+  steps and the 3xTF32 steps 13, 14 and 18, whichever was measured fastest;
 * ``"tf32"`` — any kernel, the TF32 steps (12, 15–17: inputs rounded to TF32, ~3e-4 relative error) included.
 
-Nor is a step this GPU cannot run (steps 14–17 need compute capability 9.0: ``Step.unavailable``), whatever the table
+Nor is a step this GPU cannot run (steps 14–18 need compute capability 9.0: ``Step.unavailable``), whatever the table
 says.
 
-Besides the steps, the table holds step 11 built for smaller tiles (:data:`TILE_VARIANTS`): where 128×256 tiles
-leave most SMs idle (small and skinny products), 64×64 or 128×128 tiles fill the GPU.
+Besides the steps, the table holds other ways to run their kernels (:func:`variants`): step 11 built for smaller
+tiles (:data:`TILE_VARIANTS`: where 128×256 tiles leave most SMs idle, in small and skinny products, 64×64 or 128×128
+tiles fill the GPU), and steps 17 and 18 on zero-padded copies of a ragged product (:data:`PADDED_VARIANTS`: every
+tile on the fast kernel, none on the slower edge kernel, for the price of copying the matrices).
 
 Tables, first match wins: ``$GEMM_STEPS_DISPATCH`` (a file you name), your own (``~/.cache/gemm-steps/dispatch.json``,
 written by ``gemm-steps bench --suite shapes --record``), and the one shipped with the package
@@ -93,6 +95,36 @@ def tile_variants() -> list[Step]:
     return [_VARIANTS[name] for name in TILE_VARIANTS]
 
 
+#: The tensor-core steps whose fast kernel ``matmul`` may also run on zero-padded copies of a ragged product
+#: (:class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles`): ``{candidate name: step name}``. Their edge kernels are
+#: other, slower steps' (K = 3333 sends every tile of step 18 to step 14's), so copying A, B and C into whole tiles
+#: can pay; the shape suite measures where.
+PADDED_VARIANTS = {"warp_specialized+padded": "warp_specialized",
+                   "warp_specialized_3xtf32+padded": "warp_specialized_3xtf32"}
+
+
+def padded_variants() -> list[Step]:
+    """A step for each of :data:`PADDED_VARIANTS`: the step's own kernels (the same build, not a second one),
+    launched through :class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles`."""
+    from ..toolkit.padded_tiles import PaddedTiles
+
+    for name, step_name in PADDED_VARIANTS.items():
+        if name not in _VARIANTS:
+            step = next(s for s in all_steps() if s.name == step_name)
+            _VARIANTS[name] = Step(step.number, step.module, name=name, tiled=PaddedTiles(step._tiled))
+    return [_VARIANTS[name] for name in PADDED_VARIANTS]
+
+
+def variants() -> list[Step]:
+    """Everything ``matmul`` may choose besides the course's steps (the shape suite times them all)."""
+    return tile_variants() + padded_variants()
+
+
+def _base_step(name: str) -> str:
+    """The course step a candidate runs the kernel of (a step's own name for a step)."""
+    return PADDED_VARIANTS.get(name, name)
+
+
 _CANDIDATES: dict = {}
 
 
@@ -100,8 +132,8 @@ def candidate(name: str):
     """A step or a tile variant, by name: what :func:`choose` may return (found once per name)."""
     found = _CANDIDATES.get(name)
     if found is None:
-        if name in TILE_VARIANTS:
-            found = next(v for v in tile_variants() if v.name == name)
+        if name in TILE_VARIANTS or name in PADDED_VARIANTS:
+            found = next(v for v in variants() if v.name == name)
         else:
             found = next(s for s in all_steps() if s.name == name)
         _CANDIDATES[name] = found
@@ -193,7 +225,7 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     than its fast one, an FP32 step's barely: a measurement says little about a shape whose path differs."""
     step = candidate(name)
     tiled = step.tiled
-    if tiled is None:
+    if tiled is None or name in PADDED_VARIANTS:  # a padded candidate runs the fast kernel on every tile
         return 1.0
     from ..toolkit.backend import SIMULATOR
     from ..toolkit.tiles import PersistentTiles
@@ -234,7 +266,18 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
     cuBLAS on the suite's ragged shapes, 90 % at 4096³), so for them the nearest shape says more than the path does."""
     if _step_arithmetic(name) == "fp32":
         return True
+    if name in PADDED_VARIANTS:  # the fast kernel everywhere; what differs is whether the matrices are copied
+        return _copies(name, *a) == _copies(name, *b)
     return _mostly_fast(name, *a) == _mostly_fast(name, *b)
+
+
+def _copies(name: str, m: int, n: int, k: int) -> bool:
+    """Whether padded candidate ``name`` copies any matrix at M×N×K, with the tiles a GPU runs (the table's)."""
+    from ..toolkit.tuned import default_config
+
+    config = default_config(candidate(_base_step(name)).module.SEARCH_SPACE)
+    return any(ceil_div(x, block) * block != x for x, block in ((m, config.BLOCK_M), (n, config.BLOCK_N),
+                                                               (k, config.BLOCK_K)))
 
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:
@@ -281,8 +324,8 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     best_pct = max(judged.values())
     # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
     # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
-    best = max((s for s, p in judged.items() if p >= best_pct / (1 + TIE)),
-               key=lambda name: (_step_number(name), name not in TILE_VARIANTS))  # the shipped tiles win a tie
+    best = max((s for s, p in judged.items() if p >= best_pct / (1 + TIE)),  # the shipped tiles, and no copies,
+               key=lambda name: (_step_number(name), name not in TILE_VARIANTS, name not in PADDED_VARIANTS))  # win a tie
     at = judged_at[best]
     note = "" if at == shape else f" (judged at {_label(at)}, where its kernel path is the one it takes here)"
     return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at the "
@@ -295,9 +338,11 @@ _CHOICES: dict = {}
 
 def allowed_steps(precision: str = DEFAULT_PRECISION) -> set[str]:
     """The names :func:`choose` may return at ``precision``: steps of an arithmetic it allows that this GPU can run
-    (a table recorded on an H100 may name step 14, which needs wgmma), and step 11's tile variants."""
+    (a table recorded on an H100 may name step 14, which needs wgmma), step 11's tile variants and the padded
+    candidates of the steps among them."""
     arithmetic = PRECISIONS[check_precision(precision)]
-    return {s.name for s in all_steps() if s.arithmetic in arithmetic and not s.unavailable()} | set(TILE_VARIANTS)
+    names = {s.name for s in all_steps() if s.arithmetic in arithmetic and not s.unavailable()}
+    return names | set(TILE_VARIANTS) | {name for name, step in PADDED_VARIANTS.items() if step in names}
 
 
 def memo_key(m: int, n: int, k: int, precision: str) -> tuple:
@@ -323,11 +368,11 @@ def choose(m: int, n: int, k: int, precision: str = DEFAULT_PRECISION) -> Choice
 def _step_number(name: str) -> int:
     if name in TILE_VARIANTS:
         return candidate(name).number
-    return next((s.number for s in all_steps() if s.name == name), -1)
+    return next((s.number for s in all_steps() if s.name == _base_step(name)), -1)
 
 
 def _step_arithmetic(name: str) -> str:
-    return next((s.arithmetic for s in all_steps() if s.name == name), "fp32")
+    return next((s.arithmetic for s in all_steps() if s.name == _base_step(name)), "fp32")
 
 
 def _label(shape) -> str:

@@ -35,6 +35,7 @@ from .backend import SIMULATOR
 from . import gpu_requirements
 from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 from .launch_plans import LaunchPlan
+from .workspaces import Workspaces
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
 #: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
@@ -424,7 +425,7 @@ class StreamKTiles(PersistentTiles):
         #: How tiles split into (data-parallel, stream-K) tiles for a grid of so many blocks: step 11's policy
         #: (``steps.stream_k.stream_k_split``), or another (an experiment's "all stream-K").
         self.split = split
-        self._workspaces: dict = {}
+        self._workspaces = Workspaces()
         if data_parallel_fallback is not None and data_parallel_fallback.config != self.config:
             raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
         self.data_parallel_fallback = data_parallel_fallback
@@ -441,13 +442,10 @@ class StreamKTiles(PersistentTiles):
         """Partial-sum slots (one tile per block) and their flags, kept per context and per stream: the flags start
         at 0 and every launch leaves them at 0 (each raised flag is reset by the block that consumed it). Launches on
         one stream run one after another; launches on two streams may overlap, so each stream has its own."""
-        key = (id(cuda.current_context()) if not SIMULATOR else 0, blocks, id(stream) if stream else 0)
-        if key not in self._workspaces:
-            tile = self.config.BLOCK_M * self.config.BLOCK_N
-            self._workspaces[key] = (cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
-                                     cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream),
-                                     stream)  # kept alive with its workspace, so its id is never reused
-        return self._workspaces[key][:2]
+        tile = self.config.BLOCK_M * self.config.BLOCK_N
+        return self._workspaces.get(blocks, stream, lambda: (
+            cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
+            cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream)))
 
     def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream) -> None:
         tiles = rows * cols

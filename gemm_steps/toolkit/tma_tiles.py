@@ -19,6 +19,7 @@ from .backend import SIMULATOR
 from .kernel_tools import ceil_div, device_pointer
 from .mbarrier_ops import tensor_map_2d
 from .tiles import SIGNATURE, SIMULATED_RESIDENT_BLOCKS, TiledKernels
+from .workspaces import Workspaces
 
 
 class TmaTiles(TiledKernels):
@@ -80,14 +81,11 @@ class SplitKTmaTiles(TmaTiles):
         super().__init__(*args, **kwargs)
         self.slices = slices
         self.reduce = reduce
-        self._partials: dict = {}
+        self._partials = Workspaces()
 
     def workspace(self, floats: int, stream):
         """``floats`` float32 of device memory for the partial tiles, kept per context, size and stream."""
-        key = (0 if SIMULATOR else id(cuda.current_context()), floats, id(stream) if stream else 0)
-        if key not in self._partials:
-            self._partials[key] = (cuda.device_array(floats, dtype=np.float32, stream=stream), stream)
-        return self._partials[key][0]
+        return self._partials.get(floats, stream, lambda: cuda.device_array(floats, dtype=np.float32, stream=stream))
 
     def sm_count(self) -> int:
         return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT

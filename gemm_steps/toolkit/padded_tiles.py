@@ -1,0 +1,122 @@
+"""Any shape on a build's fast kernel: :class:`PaddedTiles` copies a ragged product into whole tiles.
+
+A tiled build runs its fast kernel on full tiles only, and only where K is a multiple of BLOCK_K, N of 4 and the
+matrices are 16-byte aligned (the copy engine's tensor maps and the 128-bit accesses need a row pitch of 16 bytes);
+everything else runs on the guarded edge kernel. For the FP32 steps that costs little — step 11's guarded kernel runs
+nearly as fast as its fast one — but a tensor-core step's edge kernel is a different, slower kernel (steps 17–18
+borrow steps 15's and 14's, which load with every thread and meet at ``bar.sync``), and K = 3333 sends *every* tile
+there.
+
+So ``matmul`` may take another way round (the ``…+padded`` candidates of :mod:`gemm_steps.harness.dispatch`): copy A
+into an M'×K' buffer and B into a K'×N' one — M', N', K' rounded up to whole tiles, zeros in the padding — run the
+fast kernel over every tile of the padded product, and copy C's M×N corner out of the M'×N' result. The zeros change
+no element of C: a padded k adds 0·0 to every sum, and padded rows and columns of C (where an inf of A or B meets a
+padded zero and gives NaN) are computed and never copied out. The price: one more read and write of each matrix that
+needs it (memory-bound copies, :func:`copy_padded_kernel`) and the work of the padded part of the edge tiles. Whether
+that pays is measured per shape (the shape suite times the padded candidates beside the steps); a product that needs
+no padding launches the build as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32
+
+from .kernel_tools import ceil_div, device_pointer
+from .workspaces import Workspaces
+
+#: Threads a block of the copy kernel; each thread copies one column of its block's rows.
+COPY_THREADS = 256
+#: The most rows of blocks a copy launches (a grid's y dimension is at most 65,535; each block strides on).
+COPY_ROW_BLOCKS = 65535
+
+
+@cuda.jit
+def copy_padded_kernel(src, src_cols, dst, dst_rows, dst_cols, rows, cols):
+    """``dst`` (dst_rows × dst_cols, row-major) = the rows × cols corner of ``src`` (row pitch src_cols), zeros in
+    the rest of ``dst``. Both matrices flat; consecutive threads copy consecutive columns (coalesced)."""
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if col < dst_cols:
+        for row in range(cuda.blockIdx.y, dst_rows, cuda.gridDim.y):
+            value = float32(0.0)
+            if row < rows and col < cols:
+                value = src[row * src_cols + col]
+            dst[row * dst_cols + col] = value
+
+
+def copy_padded(src, dst, stream=0) -> None:
+    """Copy 2-D ``src`` into the top-left corner of 2-D ``dst`` and zero the rest of ``dst`` (one launch)."""
+    rows, cols = src.shape
+    dst_rows, dst_cols = dst.shape
+    grid = (ceil_div(dst_cols, COPY_THREADS), min(dst_rows, COPY_ROW_BLOCKS))
+    copy_padded_kernel[grid, COPY_THREADS, stream](src.reshape(rows * cols), cols, dst.reshape(dst_rows * dst_cols),
+                                                   dst_rows, dst_cols, rows, cols)
+
+
+def _aligned(array) -> bool:
+    return device_pointer(array) % 16 == 0
+
+
+class PaddedTiles:
+    """A tiled build (``tiled``: a :class:`~gemm_steps.toolkit.tiles.TiledKernels`, or a ``TunedKernels`` that builds
+    one) launched on zero-padded copies of A, B and C wherever the product is not whole fast tiles. Everything else
+    (``config``, ``constants``, the generated source, the PTX kernels) is the build's own."""
+
+    #: What ``gemm-steps explain`` and the dispatch rule look for: this build pads instead of running edge tiles.
+    pads = True
+
+    def __init__(self, tiled):
+        self._tiled = tiled
+        self._buffers = Workspaces(kept=12)
+
+    @property
+    def inner(self):
+        """The build whose fast kernel runs (built on first use, if ``tiled`` was a ``TunedKernels``)."""
+        return getattr(self._tiled, "built", self._tiled)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("_tiled", "_buffers"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def padded_shape(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """(M', N', K'): M, N and K rounded up to whole tiles."""
+        config = self.inner.config
+        return (ceil_div(m, config.BLOCK_M) * config.BLOCK_M, ceil_div(n, config.BLOCK_N) * config.BLOCK_N,
+                ceil_div(k, config.BLOCK_K) * config.BLOCK_K)
+
+    def copies(self, m: int, n: int, k: int) -> tuple[bool, bool, bool]:
+        """Which of A, B, C a product of this shape copies (16-byte-aligned arrays assumed, as fresh ones are)."""
+        mp, np_, kp = self.padded_shape(m, n, k)
+        return (mp, kp) != (m, k), (kp, np_) != (k, n), (mp, np_) != (m, n)
+
+    def _padded(self, which: str, shape: tuple[int, int], stream):
+        return self._buffers.get((which, shape), stream,
+                                 lambda: cuda.device_array(shape, dtype=np.float32, stream=stream))
+
+    def launch(self, a, b, c, stream=0) -> None:
+        """C = A·B on the build's fast kernel alone: A and B copied into padded buffers where their shape (or
+        alignment) needs it, C computed in a padded buffer and its corner copied out."""
+        m, k = a.shape
+        n = b.shape[1]
+        mp, np_, kp = self.padded_shape(m, n, k)
+        copy_a, copy_b, copy_c = self.copies(m, n, k)
+        copy_a, copy_b, copy_c = copy_a or not _aligned(a), copy_b or not _aligned(b), copy_c or not _aligned(c)
+        if copy_a:
+            a_padded = self._padded("A", (mp, kp), stream)
+            copy_padded(a, a_padded, stream)
+            a = a_padded
+        if copy_b:
+            b_padded = self._padded("B", (kp, np_), stream)
+            copy_padded(b, b_padded, stream)
+            b = b_padded
+        target = self._padded("C", (mp, np_), stream) if copy_c else c
+        self.inner.launch(a, b, target, stream)
+        if copy_c:
+            copy_padded(target, c, stream)
+
+    def __repr__(self) -> str:
+        return f"<PaddedTiles of {self._tiled!r}>"
+
+
+__all__ = ["COPY_THREADS", "PaddedTiles", "copy_padded", "copy_padded_kernel"]
