@@ -47,13 +47,13 @@ lesson.show_diff(double_buffered, warp_tiling)
 # %%
 lesson.show_figure(lesson_09.bank_figure([double_buffered, warp_tiling]))
 lesson.say(lesson_09.model_table([double_buffered, warp_tiling]))
-lesson.say(lesson_09.model_check(double_buffered, warp_tiling)["table"])
+print("model and profiler agree on the bank conflicts:", lesson_09.model_agrees([double_buffered, warp_tiling]))
 
 # %% [markdown]
-# The profiler's columns: shared-memory wavefronts and bank conflicts of one 2048³ launch, divided by the warps'
+# The profiler's rows: shared-memory wavefronts and bank conflicts of one 2048³ launch, divided by the warps'
 # k-steps (FFMAs / FMAs per warp and k-step). The model's conflicts are in step 8's B fragment and in the
-# transposed stores of A; the profiler counts the same (the second table). Its wavefront totals are a little lower
-# than the model's: some 128-bit loads are served in fewer wavefronts than one per quarter-warp (which ones, the
+# transposed stores of A; the profiler counts the same (the line under the table). Its wavefront totals are a little
+# lower than the model's: some 128-bit loads are served in fewer wavefronts than one per quarter-warp (which ones, the
 # totals do not say). Bank conflicts, the wavefronts beyond the fewest possible, are what the new map removes, and
 # there the model and the profiler agree.
 #
@@ -67,7 +67,7 @@ lesson.say(lesson_09.model_check(double_buffered, warp_tiling)["table"])
 
 # %%
 results = lesson.measure_or_load(["double_buffered", "warp_tiling"], [512, 1024, 2048, 4096])
-compiled = lesson_09.compile_with_registers([double_buffered, warp_tiling])
+compiled = lesson.compile_with_registers([double_buffered, warp_tiling])
 lesson.say(lesson.register_table(compiled))
 
 # %% [markdown]
@@ -115,19 +115,20 @@ step8_sweep = lesson.load_shipped("tuning-double_buffered-*.json", "step 8's swe
 parts = lesson_09.map_and_tiles(sweep, step8_sweep)
 if parts and parts.get("same_tiles"):
     lesson.say(parts["table"])
-    lesson.say(lesson_09.what_it_bought(parts, compiled, warp_tiling)["table"])
+    lesson.say(parts["numbers"])
 
 # %% [markdown]
 # ## What the numbers say
 #
-# The sweeps ran minutes apart (cuBLAS in each: the table's last row), and `tuning.choose_best` treats differences
-# under its noise band as noise. The conflict-free map, by itself, is worth **little**: a couple of percent, just
-# past the noise band (the second table), although the wavefront count said shared memory was not the limit — the
-# model misses something small here. What the map bought is *freedom*: with lanes spread over a warp tile,
-# a thread can own a larger block of results and a block a larger tile of C without its fragment loads conflicting
-# (step 9's tiles with step 8's contiguous map: neighbouring lanes' B fragments share banks, and it is slower). The
-# larger tile needs less data per FMA from L2 and memory: the tiles alone are the gain. It pays in registers, so one
-# block per SM, and all latency hiding now rests on double buffering and on the warps of that one block.
+# The sweeps ran minutes apart (cuBLAS in each: the second table's last row), and `tuning.choose_best` treats
+# differences under its noise band as noise. The conflict-free map, by itself, is worth **little**: the second
+# table's first rows, although the wavefront count said shared memory was not the limit — the model misses something
+# small here. What the map bought is *freedom*: with lanes spread over a warp tile, a thread can own a larger block of
+# results and a block a larger tile of C without its fragment loads conflicting (step 9's tiles with step 8's
+# contiguous map: neighbouring lanes' B fragments share banks, and it is slower). The larger tile needs less data per
+# FMA from L2 and memory: the tiles alone are the gain. It pays in registers (the register table above: one block
+# per SM at the count that ran), and all latency hiding now rests on double buffering and on the warps of that one
+# block.
 # %% [markdown]
 # ## The order of the FMAs
 #
@@ -150,17 +151,16 @@ lesson.say(lesson_09.issue_table())
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
                                 "timed in one run")
-lesson.say(lesson_09.fma_order(fma_order)["table"]) if fma_order else None
+lesson.variants_table(fma_order, "FMA order", ["row_order", "serpentine"], base="row_order") if fma_order else None
 
 # %% [markdown]
 # Step 9 ships the serpentine order (the `j = THREAD_N - 1 - jj if i % 2 else jj` line in its kernel), and steps 10
-# and 11 inherit it. A few percent, as a count of the extra reuse allows: most of the gap to cuBLAS remains. Step 9 stays the course's
-# fastest tile kernel. What the register file does on Hopper,
-# four measured attempts to close the last ~10 % (register double buffering, cuBLAS's `cp.async` copies, cheaper
-# index arithmetic, equivalent code shapes) and what cuBLAS runs instead are in the
-# [deep dive: the last ten percent](deep_dives/09_the_last_ten_percent.ipynb). In short: the shipped kernel is a
-# measured local optimum, and the rest lies in `ptxas`'s schedule and register allocation, below the PTX that
-# Numba writes.
+# and 11 inherit it. A few percent, as a count of the extra reuse allows: most of the gap to cuBLAS remains. Step 9
+# stays the course's fastest tile kernel. What the register file does on Hopper, four measured attempts to close the
+# last ~10 % (register double buffering, cuBLAS's `cp.async` copies, cheaper index arithmetic, equivalent code shapes)
+# and what cuBLAS runs instead are in the [deep dive: the last ten percent](deep_dives/09_the_last_ten_percent.ipynb).
+# In short: the shipped kernel is a measured local optimum, and the rest lies in `ptxas`'s schedule and register
+# allocation, below the PTX that Numba writes.
 #
 # The next lesson stops looking inside a block and looks at the whole grid: what happens when the tiles do not
 # divide evenly among the SMs, and whether launching exactly as many blocks as the GPU holds at once, each looping

@@ -9,6 +9,7 @@ import gemm_steps
 from gemm_steps.course import lesson_09
 
 STEP8, STEP9 = gemm_steps.get_step("double_buffered"), gemm_steps.get_step("warp_tiling")
+MISSING = type("Missing", (), {"rows": []})
 
 
 @pytest.mark.parametrize("step", [STEP8, STEP9], ids=["step8", "step9"])
@@ -39,11 +40,16 @@ def test_the_model_counts_the_conflicts_the_profiler_counts():
 
 
 def test_issue_rates_are_read_from_the_reports():
-    rates = lesson_09.issue_rates()
-    if "h100" not in rates:
+    from gemm_steps.course import profiles
+
+    rows = (lesson_09.issue_table() or MISSING).rows
+    if [r["GPU, size"] for r in rows] != ["H100, 2048³", "H200, 4096³"]:
         pytest.fail("the shipped Nsight Compute reports are missing (renamed?): lesson 9 reads them")
-    assert 0 < rates["h100"]["step9"] < rates["h100"]["cublas"] <= 1
-    assert f"{rates['h100']['step9']:.2f}" in lesson_09.issue_table()
+    for r in rows:
+        assert 0 < r["step 9"] < r["cuBLAS"] <= 1 and 0.9 < r["cuBLAS's warp-instructions / step 9's"] < 1.1
+    assert rows[0]["step 9"] == profiles.load("warp_tiling").value("Issued Warp Per Scheduler")
+    h200 = {k["kernel"]: k for k in lesson_09.ncu_h200_kernels()}
+    assert rows[1]["step 9"] == h200["step9_shipped_fast_kernel"]["issue"]
 
 
 def test_pictures_are_drawn_from_the_configuration():
@@ -62,8 +68,10 @@ def test_the_shipped_sass_covers_every_kernel_and_reads_as_tables():
     for k in sass["kernels"].values():
         assert k["ffma"] == STEP9.config["THREAD_M"] * STEP9.config["THREAD_N"] * STEP9.config["BLOCK_K"]
         assert k["ffma"] <= k["instructions"] and 0 <= k["reuse"] <= k["ffma"] and 0 < k["registers"] <= 255
-    table = lesson_09.sass_table(sass, labels)
-    assert f"{sass['kernels']['step9 shipped']['instructions']:,}" in table
+    rows = lesson_09.sass_table(sass, labels).rows
+    assert [r["instructions in the k-tile loop"] for r in rows] == [k["instructions"] for k in sass["kernels"].values()]
+    assert rows[0]["change"] == 0 and rows[2]["change"] == pytest.approx(
+        sass["kernels"]["step9 pipelined"]["instructions"] / sass["kernels"]["step9 shipped"]["instructions"] - 1)
 
 
 def test_the_shipped_sass_is_what_ptxas_and_nvdisasm_give_here():
@@ -104,11 +112,15 @@ def test_the_loop_mix_finds_the_loop_with_the_most_ffmas():
     assert mix["FFMA"] == 2 and mix["FFMA.reuse"] == 1 and mix["LDS"] == 1 and size == 5
 
 
-def test_the_model_check_reads_the_conflicts_the_lesson_describes():
-    check = lesson_09.model_check(STEP8, STEP9)
-    assert check["agree"]
-    assert check["step 8: B-fragment conflicts (model)"] > 0 == check["step 9: B-fragment conflicts (model)"]
-    assert check["step 8: wavefronts the profiler counts fewer"] >= 0
+def test_the_model_table_holds_the_model_and_the_profilers_counts():
+    assert lesson_09.model_agrees([STEP8, STEP9])
+    rows = {r["per warp and k-step"]: r for r in lesson_09.model_table([STEP8, STEP9]).rows}
+    for step in (STEP8, STEP9):
+        model, measured, column = lesson_09.k_step_model(step), lesson_09.measured_per_k_step(step), f"step {step.number}"
+        assert rows["**bank conflicts (model)**"][column] == model["total"]["conflicts"]
+        assert rows["**bank conflicts (profiler)**"][column] == measured["conflicts"]
+        assert 0 <= model["total"]["wavefronts"] - rows["**wavefronts (profiler)**"][column] < 5
+    assert rows["bank conflicts (model): B loads"]["step 8"] > 0 == rows["bank conflicts (model): B loads"]["step 9"]
 
 
 def test_the_reuse_counts_and_the_pipelining_budget_come_from_the_sass_file():
@@ -135,7 +147,8 @@ def test_the_sweeps_separate_the_map_from_the_tiles():
     assert parts["map_alone"] == pytest.approx(parts["best8"]["median_ms"] / parts["same_tiles"]["median_ms"])
     assert parts["map_alone"] * parts["tiles_alone"] == pytest.approx(
         parts["best8"]["median_ms"] / parts["best9"]["median_ms"])
-    assert f"{parts['tiles_alone']:.3f}×" in parts["table"]
+    assert [r["ms"] for r in parts["table"].rows[:3]] == [
+        parts["best8"]["median_ms"], parts["same_tiles"]["median_ms"], parts["best9"]["median_ms"]]
 
 
 def test_the_experiments_read_as_numbers():
@@ -145,8 +158,14 @@ def test_the_experiments_read_as_numbers():
     shapes = load_shipped("experiment-code-shapes-*.json", "test")
     if not (fma and shapes):
         pytest.fail("the shipped FMA-order or code-shapes experiments are missing (renamed?): lesson 9 reads them")
-    gains = lesson_09.fma_order(fma)["gains"]
-    assert gains and all(g > 1 for g, _ in gains.values())
+    from gemm_steps.course.sweeps import variants_table
+    from gemm_steps.course.timings import record, time_ratios
+
+    gains = time_ratios(fma, "row_order", ["serpentine"])["serpentine"]
+    assert gains and all(g > 1 for g in gains.values())
+    m = max(gains)
+    assert gains[m] == record(fma, "row_order", m)["median_ms"] / record(fma, "serpentine", m)["median_ms"]
+    assert f"{gains[m]:.3f}×" in variants_table(fma, only=["serpentine"], base="row_order")
     found = lesson_09.code_shapes(shapes)
     assert found["adopt"] == (min(found["gains"][found["best"]]) > 0.01)
     assert all(min(found["gains"][found["best"]]) >= min(g) for g in found["gains"].values())

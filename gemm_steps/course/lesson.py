@@ -18,8 +18,8 @@ The helpers live in short modules by job; this module only gathers them, so that
 """
 
 from .checks import check_against_numpy
-from .compiled import (MIX_CLASSES, SM90_LIMITS, blocks_per_sm, compile_kernels, compiled_table, fmas_per_k_tile,
-                       k_loop_mix, register_table, threads_per_block)
+from .compiled import (MIX_CLASSES, SM90_LIMITS, blocks_per_sm, compile_kernels, compile_with_registers,
+                       compiled_table, fmas_per_k_tile, k_loop_mix, register_table, threads_per_block)
 from .display import (MarkdownTable, excerpt, facts, kernel_diff, say, show_code, show_diff, show_excerpt,
                       show_file, show_figure, show_kernel, show_source)
 from .models import BANKS, ceiling_figure, sm_rate_tflops, wavefronts
@@ -32,8 +32,8 @@ from .timings import (NO_RESULTS, common_sizes, datasheet_bandwidth_tbs, fp32_pe
 
 __all__ = [
     "check_against_numpy",
-    "MIX_CLASSES", "SM90_LIMITS", "blocks_per_sm", "compile_kernels", "compiled_table", "fmas_per_k_tile",
-    "k_loop_mix", "register_table", "threads_per_block",
+    "MIX_CLASSES", "SM90_LIMITS", "blocks_per_sm", "compile_kernels", "compile_with_registers", "compiled_table",
+    "fmas_per_k_tile", "k_loop_mix", "register_table", "threads_per_block",
     "MarkdownTable", "excerpt", "facts", "kernel_diff", "say", "show_code", "show_diff", "show_excerpt",
     "show_file", "show_figure", "show_kernel", "show_source",
     "BANKS", "ceiling_figure", "sm_rate_tflops", "wavefronts",

@@ -20,7 +20,8 @@ The quantities the lessons use:
 
 It is also the one reader of Nsight Compute's text format for every lesson helper: :func:`read_metrics` (name →
 value and unit), :func:`report_metrics` (name → value), :func:`kernel_sections` (one part per profiled kernel),
-:func:`base_units` and :func:`prefixed_metric` (the ``[label] metric unit value`` lines some experiments print).
+:func:`base_units` and :func:`prefixed_metric` (the ``[label] metric unit value`` lines some experiments print);
+:func:`per_warp_k_step` (a report's shared-memory counts per warp and k-step, for the wavefront models).
 """
 
 from __future__ import annotations
@@ -139,6 +140,19 @@ def load(step: str, folder: str = REPORTS) -> Profile | None:
         profile.stalls.append((_short_stall(reason), float(cycles), float(share)))
     profile.stalls.sort(key=lambda stall: -stall[2])
     return profile
+
+
+def per_warp_k_step(step: str, fmas: int, folder: str = REPORTS) -> dict | None:
+    """The shipped report of ``step`` per warp and k-step (``fmas``: one warp's FMAs in a k-step, so the warps'
+    k-steps are its thread-level FFMAs over ``fmas``): shared-memory wavefronts and bank conflicts, with ``k_steps``
+    and the report (``profile``); ``None`` if there is none."""
+    p = load(step, folder)
+    if p is None:
+        return None
+    k_steps = p.value("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum") / fmas
+    return {"profile": p, "k_steps": k_steps,
+            "wavefronts": p.value("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") / k_steps,
+            "conflicts": p.value("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") / k_steps}
 
 
 def table(steps: list[str], folder: str = REPORTS) -> str:

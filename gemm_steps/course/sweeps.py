@@ -48,15 +48,20 @@ def sweep_table(sweep: dict, step: StepLike) -> MarkdownTable:
     return MarkdownTable("\n".join(lines))
 
 
-def variants_table(experiment: dict, first_column: str = "kernel", only: Iterable[str] | None = None) -> MarkdownTable:
+def variants_table(experiment: dict, first_column: str = "kernel", only: Iterable[str] | None = None,
+                   base: str | None = None) -> MarkdownTable:
     """An experiment's variants (``bench.time_variants``, or any one-run comparison of square sizes) as a table: one
-    row per variant in the order they ran, one column of % of cuBLAS per size. ``only`` picks and orders the rows."""
+    row per variant in the order they ran, one column of % of cuBLAS per size. ``only`` picks and orders the rows;
+    ``base`` (a variant) adds a column per size of how much faster each ran than it (its time / the variant's)."""
     by = {(r["step"], r["M"]): r for r in experiment["records"] if "error" not in r}
     sizes = sorted({m for _, m in by})
     names = list(only) if only is not None else list(dict.fromkeys(
         r["step"] for r in experiment["records"] if r["step"] != "cublas"))
-    lines = [f"| {first_column} | " + " | ".join(f"{m}³: % of cuBLAS" for m in sizes) + " |",
-             "|:--|" + "--:|" * len(sizes)]
-    lines += [f"| {name} | " + " | ".join(f"{by[(name, m)]['pct_of_cublas']:.1f} %" if (name, m) in by else "—"
-                                          for m in sizes) + " |" for name in names]
+    columns = [(m, None) for m in sizes] + ([(m, base) for m in sizes] if base else [])
+    lines = [f"| {first_column} | " + " | ".join(f"{m}³: × {base}" if b else f"{m}³: % of cuBLAS" for m, b in columns)
+             + " |", "|:--|" + "--:|" * len(columns)]
+    lines += [f"| {name} | " + " | ".join(
+        "—" if (name, m) not in by or (b and (b, m) not in by) else f"{by[(name, m)]['pct_of_cublas']:.1f} %"
+        if b is None else f"{by[(b, m)]['median_ms'] / by[(name, m)]['median_ms']:.3f}×" for m, b in columns) + " |"
+        for name in names]
     return MarkdownTable("\n".join(lines))

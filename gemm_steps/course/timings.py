@@ -4,8 +4,8 @@
   which of the two the reader is looking at.
 * :func:`load_shipped` — a tuning sweep or an experiment, by file name; :func:`shipped_file` — any other shipped
   file.
-* :func:`record`, :func:`common_sizes`, :func:`headline_size`, :func:`size_label`, :func:`speedups_by_size` —
-  reading a results document.
+* :func:`record`, :func:`common_sizes`, :func:`headline_size`, :func:`size_label`, :func:`speedups_by_size`,
+  :func:`time_ratios` — reading a results document.
 * :func:`timing_table` — TFLOPS, % of cuBLAS and speedup over the previous step at one size, as a Markdown table.
 * :func:`fp32_peak_tflops`, :func:`datasheet_bandwidth_tbs` — the GPU's limits, for the roofline.
 
@@ -175,6 +175,14 @@ def speedups_by_size(results: dict, before: StepLike, after: StepLike) -> str:
     """``"2.22× at 1024³, 4.32× at 4096³"``: how much faster ``after`` ran than ``before`` at every common size."""
     return ", ".join(f"{record(results, before, s)['median_ms'] / record(results, after, s)['median_ms']:.2f}× "
                      f"at {size_label(s)}" for s in common_sizes(results, [before, after]))
+
+
+def time_ratios(doc: dict, base: str, names: Iterable[str]) -> dict[str, dict[int, float | None]]:
+    """``{name: {M: base's time / name's}}`` at every square size ``base`` ran in one run (an experiment's variants,
+    say): above 1 where ``name`` is faster; ``None`` where it did not run."""
+    sizes = sorted({r["M"] for r in doc["records"] if r["step"] == base and r["M"] == r["N"] == r["K"] and _ok(r)})
+    return {name: {m: record(doc, base, m)["median_ms"] / found["median_ms"] if (found := record(doc, name, m))
+                   else None for m in sizes} for name in names}
 
 
 def timing_table(results: dict | None, steps: Iterable[StepLike], size: int | Size | None = None) -> MarkdownTable:

@@ -51,12 +51,16 @@ lesson.facts({key: reuse[key] for key in ("FFMAs per k-tile", "extra .reuse at m
                                           "at most, as a share of the FFMAs")})
 
 # %% [markdown]
-# That is a few percent at most, not the whole gap. The SASS of both orders, compiled on this CPU (the experiments'
-# kernel variants from `experiments/kernels/`, and the registers `ptxas` gives each), is counted once here for the
-# whole notebook:
+# That is a few percent at most, not the whole gap. The SASS of both orders, and the registers `ptxas` gives each,
+# comes from a shipped file that `python -m experiments.k_loop_sass` writes on a CPU: the experiments' kernel
+# variants from `experiments/kernels/`, compiled for sm_90 by the `ptxas` binary and read with `nvdisasm` (the
+# tools and date below). The loop counted is the k-tile loop (`loop_mix` in `gemm_steps/course/sass.py`), one
+# k-tile of `BLOCK_K` k-steps. The driver's JIT on the GPU host may schedule and allocate differently.
 
 # %%
 sass = lesson_09.k_loop_sass()
+lesson.say(lesson.facts({**sass["tools"], "compiled on": sass["date"], "file": sass["path"],
+                         "BLOCK_K": warp_tiling.config["BLOCK_K"]}))
 lesson.say(lesson_09.sass_table(sass, ["row_order", "step9 shipped"]))
 lesson.say(reuse["table"])
 
@@ -66,7 +70,7 @@ lesson.say(reuse["table"])
 # %%
 fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
                                 "timed in one run")
-lesson.say(lesson_09.fma_order(fma_order)["table"]) if fma_order else None
+lesson.variants_table(fma_order, "FMA order", ["row_order", "serpentine"], base="row_order") if fma_order else None
 
 # %% [markdown]
 # A few percent, as predicted. (The tuning sweep in lesson 9 ran before, with row-order FMAs.) A first run of that
@@ -104,10 +108,10 @@ _ = lesson.show_file("experiments/kernels/warp_tiling_pipelined.py", start="stag
 lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling)["table"])
 
 # %% [markdown]
-# A k-tile costs one scheduler its warps' instructions at the measured issue rate; one shared-load latency after
-# each barrier, about 30 cycles (the figure `experiments/pipelining.py`'s prediction used), is the last row's share
-# of that. Hiding it should be worth 1 to 3 points of cuBLAS (the prediction in `experiments/pipelining.py`), and a little
-# more for step 8, which has half the FMAs per k-tile to hide it behind. `experiments/pipelining.py` timed both
+# A k-tile costs one scheduler its warps' instructions at the measured issue rate; one shared-load latency after each
+# barrier, about 30 cycles (the figure `experiments/pipelining.py`'s prediction used), is the last row's share of
+# that. Hiding it should be worth 1 to 3 points of cuBLAS (the prediction in `experiments/pipelining.py`), and a
+# little more for step 8, which has half the FMAs per k-tile to hide it behind. `experiments/pipelining.py` timed both
 # steps with and without it in one run, and three other tile shapes with it. The shipped step 9 ran first and again
 # last, to show the spread within the run:
 
@@ -120,21 +124,21 @@ lesson.variants_table(pipelining) if pipelining else None
 # It lost: with the shipped tiles, step 9 with pipelined fragments is several points *slower* at both sizes, and
 # none of the other tile shapes brings it back. Step 8 gained under a point, too little to tell apart from the
 # variation between separate runs. The prediction was wrong in sign. Nsight Compute, on one launch of each at 4096³
-# (`ncu --clock-control none`, `experiments/pipelining.py --profile`):
+# (`ncu --clock-control none`, `experiments/pipelining.py --profile`, the report
+# `experiments/results/ncu-step9-pipelined-cublas-h200.txt`):
 
 # %%
-lesson.say(lesson_09.ncu_h200_table())
+lesson.say(lesson_09.ncu_h200_table(sass))
 
 # %% [markdown]
-# Registers as the kernels ran: ours compiled from PTX by the driver's JIT on that host; cuBLAS's compiled by
-# NVIDIA, in the library. More instructions at the same issue rate. The SASS says where they come from:
+# Registers as the kernels ran: ours compiled from PTX by the driver's JIT on that host (and, beside them, what
+# `ptxas` gives the same kernels here: the same counts); cuBLAS's compiled by NVIDIA, in the library. More
+# instructions at the same issue rate. The SASS says where they come from:
 
 # %%
-lesson.say(lesson_09.sass_compare(sass, "step9 shipped", "step9 pipelined"))
-lesson.say((lesson_09.jit_against_ptxas(sass) or {}).get("table", ""))
+lesson.say(lesson_09.sass_table(sass, ["step9 shipped", "step9 pipelined"]))
 
 # %% [markdown]
-# The driver's JIT on the H200 host and `ptxas` here gave the two kernels the same registers (the second table).
 # The second stage offset and the extra branches cost index arithmetic, and `ptxas` put fewer FFMAs on the reuse
 # cache. The shared-load latency we set out to hide was not what cost time: step 9 is limited by **how fast its
 # instructions issue**, so a change that adds instructions, or costs operand reuse, loses. (That is also why steps
@@ -170,21 +174,16 @@ lesson.say(lesson_09.sass_table(sass, ["step9 shipped", "uint32 stage", "async B
 # %%
 async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
                                  "stage arithmetic, timed in one run")
-lesson.variants_table(async_copy) if async_copy else None
+lesson.variants_table(async_copy, base="step9 shipped") if async_copy else None
 
 # %% [markdown]
-# Every variant is slower, and by far more than its instruction count says:
-
-# %%
-lesson.say(lesson_09.async_table(sass, async_copy)) if async_copy else None
-
-# %% [markdown]
-# Even the unsigned stage, with *fewer* instructions, loses several points. What the variants share is a leaner
-# register allocation (the table above). Given the fully unrolled k-tile, `ptxas` chooses its own schedule: how far
-# ahead of the FFMAs to load fragments, and which registers hold which accumulator. For the shipped PTX it chose
-# one that fills the register file; for each variant a leaner one that issues worse. Small changes to the PTX move
-# the result by several percent, in directions no instruction count predicts. So the shipped kernel is a
-# **measured local optimum**, not a designed one.
+# Every variant is slower (the last columns: the shipped kernel's time over the variant's), and by far more than its
+# change in instructions in the table before says. Even the unsigned stage, with *fewer* instructions, loses several
+# points. What the variants share is a leaner register allocation (the table before). Given the fully unrolled k-tile,
+# `ptxas` chooses its own schedule: how far ahead of the FFMAs to load fragments, and which registers hold which
+# accumulator. For the shipped PTX it chose one that fills the register file; for each variant a leaner one that
+# issues worse. Small changes to the PTX move the result by several percent, in directions no instruction count
+# predicts. So the shipped kernel is a **measured local optimum**, not a designed one.
 #
 # ## Searching instead of predicting
 #
@@ -202,8 +201,8 @@ if found:
     print("best shape:", found["best"], "— over 1 % at every size, so adopt it:", found["adopt"])
 
 # %% [markdown]
-# No shape clears the bar, so step 9 keeps its serpentine order. Equivalent code shapes spread over a few percent, not the whole gap to cuBLAS. The last ten percent lies in the
-# schedule and register allocation below PTX — the level at which cuBLAS's kernels are tuned, and which Numba, like
-# CUDA C, does not let us write.
+# No shape clears the bar, so step 9 keeps its serpentine order. Equivalent code shapes spread over a few percent, not
+# the whole gap to cuBLAS. The last ten percent lies in the schedule and register allocation below PTX — the level at
+# which cuBLAS's kernels are tuned, and which Numba, like CUDA C, does not let us write.
 #
 # Back to [lesson 9](../09_warp_tiling.ipynb).
