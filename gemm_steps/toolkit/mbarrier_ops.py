@@ -20,6 +20,8 @@ function                                   PTX                                  
 ``copy_tile(dst, j, map, r, c, bar, i)``   ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier…``       ``UTMALDG``
 ``tensor_map_acquire(map)``                ``fence.proxy.tensormap::generic.acquire.gpu [map], 128``               ``FENCE``
 ``tensor_map_2d(x, rows, cols, swizzle)``  host: ``cuTensorMapEncodeTiled`` (cuda-bindings), the 128-byte map in global memory
+``named_barrier_sync(id, count)``          ``bar.sync id, count``: arrive, wait for ``count`` threads             ``BAR.SYNC``
+``named_barrier_arrive(id, count)``        ``bar.arrive id, count``: arrive, do not wait                          ``BAR.ARV``
 =========================================  =====================================================================  ===============
 
 **Using one.** One thread initialises each barrier (``mbarrier_init``) with the number of arrivals a phase needs;
@@ -50,12 +52,24 @@ The twin raises :class:`MbarrierTimeout` after :data:`SIMULATOR_WAIT_LIMIT_S`, n
 simulated threads of a block are real threads, so a wait blocks on a condition variable. ``copy_bulk`` copies at once
 and completes its bytes at once.
 
-Needs compute capability 9.0 (``mbarrier.expect_tx``, ``try_wait`` and ``cp.async.bulk`` are sm_90).
+**Named barriers** are the SM's sixteen hardware barriers (``cuda.syncthreads()`` is barrier 0 with every thread of
+the block). ``named_barrier_sync(id, count)`` arrives at barrier ``id`` and waits until ``count`` threads (a multiple
+of 32, whole warps) have arrived at it; ``named_barrier_arrive(id, count)`` arrives and goes on. One warpgroup that
+syncs while another arrives, 256 threads in all, is how one warpgroup waits for another's signal — CUTLASS's
+ping-pong orders its two math warpgroups' main loops this way (experiments/kernels/pingpong_specialized.py). Every
+thread of a warp must execute the same barrier instruction (``bar`` is ``barrier.aligned``). Unlike
+``mbarrier_wait``, a ``bar.sync`` has no time limit: on a GPU a missing arrival hangs the launch; the twin raises
+:class:`MbarrierTimeout` after :data:`SIMULATOR_WAIT_LIMIT_S` (and a count that differs from the one the phase in
+progress started with, a :class:`RuntimeError`), so test a kernel's arrivals on the simulator first.
+
+Needs compute capability 9.0 (``mbarrier.expect_tx``, ``try_wait`` and ``cp.async.bulk`` are sm_90; named barriers
+run on every GPU the course supports).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from numba import cuda
@@ -64,7 +78,7 @@ from .backend import SIMULATOR
 
 __all__ = ["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
            "copy_bulk", "copy_tile", "tensor_map_acquire", "tensor_map_2d", "WAIT_LIMIT_NS", "SIMULATOR_WAIT_LIMIT_S",
-           "MbarrierTimeout"]
+           "MbarrierTimeout", "named_barrier_sync", "named_barrier_arrive", "NAMED_BARRIERS"]
 
 #: How long ``mbarrier_wait`` spins on a GPU before it traps: far beyond any real wait (microseconds), well inside
 #: what a test can afford.
@@ -75,6 +89,19 @@ SIMULATOR_WAIT_LIMIT_S = 20.0
 
 class MbarrierTimeout(RuntimeError):
     """An mbarrier phase never completed on the simulator: an arrival or some bytes were missing."""
+
+
+#: Hardware barriers per block: ``bar.sync`` / ``bar.arrive`` take ids 0–15 (0 is ``cuda.syncthreads()``'s).
+NAMED_BARRIERS = 16
+
+
+def _check_named_barrier(barrier_id, count) -> None:
+    """The PTX ISA's rules for ``bar.sync`` / ``bar.arrive``: id 0–15, a thread count that is a positive multiple
+    of the warp size."""
+    if not 0 <= int(barrier_id) < NAMED_BARRIERS:
+        raise ValueError(f"named barrier id {int(barrier_id)}: the SM has barriers 0–{NAMED_BARRIERS - 1}")
+    if int(count) <= 0 or int(count) % 32:
+        raise ValueError(f"named barrier count {int(count)}: a positive multiple of 32 (whole warps)")
 
 
 #: The simulator's tensor maps: what ``tensor_map_2d`` was told, by the key it writes into the map's first word.
@@ -204,6 +231,63 @@ if SIMULATOR:
 
     def tensor_map_acquire(tensor_map):
         """Make the tensor map in global memory visible to the copy engine (simulator: it is)."""
+
+    class _NamedBarrier:
+        """One hardware barrier of one simulated block: arrivals counted per phase, a generation per completion."""
+
+        def __init__(self):
+            self.count = None  # the phase in progress's thread count (None: no phase in progress)
+            self.arrived = 0
+            self.generation = 0
+            self.changed = threading.Condition()
+
+        def arrive(self, barrier_id: int, count: int) -> int:
+            """Count one thread in; returns the generation it arrived in (completing it if it was the last)."""
+            with self.changed:
+                if self.count is not None and self.count != count:
+                    raise RuntimeError(f"named barrier {barrier_id}: a thread arrived with count {count} while the "
+                                       f"phase in progress counts {self.count}")
+                self.count = count
+                self.arrived += 1
+                generation = self.generation
+                if self.arrived == count:
+                    self.count, self.arrived = None, 0
+                    self.generation += 1
+                    self.changed.notify_all()
+                return generation
+
+    def _named_barrier(barrier_id, count) -> tuple:
+        thread = threading.current_thread()
+        if not hasattr(thread, "thread_id"):
+            raise RuntimeError("named barriers belong to a block: call them from inside a kernel")
+        _check_named_barrier(barrier_id, count)
+        key = (tuple(thread.blockIdx), int(barrier_id))
+        with _LOCK:  # one set per launch (its manager), one barrier per block and id
+            barriers = thread._manager.__dict__.setdefault("_gemm_steps_named_barriers", {})
+            return thread, barriers.setdefault(key, _NamedBarrier())
+
+    def named_barrier_arrive(barrier_id, count):
+        """Arrive at hardware barrier ``barrier_id`` of this block, whose phase completes at ``count`` threads; do
+        not wait (simulator: a counter per block and id)."""
+        _, barrier = _named_barrier(barrier_id, count)
+        barrier.arrive(int(barrier_id), int(count))
+
+    def named_barrier_sync(barrier_id, count):
+        """Arrive at hardware barrier ``barrier_id`` and wait until ``count`` threads have arrived (simulator: raises
+        :class:`MbarrierTimeout` after :data:`SIMULATOR_WAIT_LIMIT_S`)."""
+        thread, barrier = _named_barrier(barrier_id, count)
+        generation = barrier.arrive(int(barrier_id), int(count))
+        deadline = time.monotonic() + SIMULATOR_WAIT_LIMIT_S
+        with barrier.changed:
+            while barrier.generation == generation:
+                if getattr(thread, "abort", False):  # another simulated thread raised: stop waiting
+                    raise RuntimeError("a simulated thread failed while this one waited at a named barrier")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise MbarrierTimeout(
+                        f"named barrier {int(barrier_id)}: {barrier.arrived} of {int(count)} threads arrived in "
+                        f"{SIMULATOR_WAIT_LIMIT_S:g} s — a missed bar.arrive/bar.sync or a wrong count")
+                barrier.changed.wait(min(left, 0.2))
 
     def copy_tile(destination, to, tensor_map, row, col, array, index):
         """Copy the box at (``row``, ``col``) of the matrix behind ``tensor_map`` to ``destination[to:]`` — zeros
@@ -357,6 +441,33 @@ else:
             return context.get_dummy_value()
 
         return types.void(destination, to, source, start, count, array, index), codegen
+
+    def _named_barrier_intrinsic(instruction: str, doc: str):
+        """``bar.sync`` / ``bar.arrive`` with the barrier id and the thread count in registers (or literals, checked
+        against the ISA's rules when the kernel is compiled)."""
+        @intrinsic
+        def barrier(typingctx, barrier_id, count):
+            if not (isinstance(barrier_id, types.Integer) and isinstance(count, types.Integer)):
+                return None
+            if isinstance(barrier_id, types.IntegerLiteral) and isinstance(count, types.IntegerLiteral):
+                _check_named_barrier(barrier_id.literal_value, count.literal_value)
+
+            def codegen(context, builder, sig, args):
+                values = [context.cast(builder, v, t, types.uint32) for v, t in zip(args, sig.args)]
+                _asm(builder, f"{instruction} $0, $1;", "r,r,~{memory}", ir.VoidType(), values)
+                return context.get_dummy_value()
+
+            return types.void(barrier_id, count), codegen
+
+        barrier.__doc__ = doc
+        return barrier
+
+    named_barrier_sync = _named_barrier_intrinsic(
+        "bar.sync", "``bar.sync id, count``: arrive at hardware barrier ``id`` and wait until ``count`` threads have "
+                    "arrived (no time limit: a missing arrival hangs the launch).")
+    named_barrier_arrive = _named_barrier_intrinsic(
+        "bar.arrive", "``bar.arrive id, count``: arrive at hardware barrier ``id`` (whose phase completes at "
+                      "``count`` threads) without waiting.")
 
     @intrinsic
     def tensor_map_acquire(typingctx, tensor_map):

@@ -1,0 +1,181 @@
+"""The persistent ping-pong build (experiments/kernels/pingpong_specialized.py: step 17 with each consumer warpgroup
+owning whole tiles, the block's tiles taken in turn, the main loops ordered by named barriers) and the named-barrier
+twins it uses (gemm_steps/toolkit/mbarrier_ops.py: ``bar.sync`` / ``bar.arrive``).
+
+On the simulator (32×128 tiles, 3 blocks) and on a GPU (128×128 tiles, one block an SM): the product equals float64
+on the inputs the tensor core reads (A truncated to TF32, B rounded) to float32 rounding. That holds only if every
+stage of the ring is filled, waited for and released in the right phase across a block's tiles — the ring's counter
+runs over the block's tiles in turn, so a consumer's k-tiles sit where the other consumer's tiles end — and every
+named-barrier wait meets its arrival (a missed one ends in the twin's timeout, not a wrong answer). Its compiled code
+(one PTX job): the wgmma of two halves, the order barriers, and ptxas's registers, spills and serialisation.
+On an H100/H200 experiments/pingpong_bench.py measures it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness.verify import relative_error, tf32_tolerance
+from gemm_steps.steps import warp_specialized, warpgroup_tf32
+from gemm_steps.toolkit import mbarrier_ops
+from gemm_steps.toolkit.mbarrier_ops import named_barrier_arrive, named_barrier_sync
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+
+from experiments.kernels import pingpong_specialized
+
+
+def _wgmma_here() -> bool:
+    return gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)
+
+
+wgmma_only = pytest.mark.skipif(not _wgmma_here(), reason="wgmma and the copy engine need compute capability 9.0")
+CONFIG = pingpong_specialized.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else pingpong_specialized.CONFIG
+
+
+def _check_product(kernels, m: int, n: int, k: int) -> None:
+    rng = np.random.default_rng(m * n + k)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    for _ in range(1 if gemm_steps.SIMULATOR else 2):  # on a GPU the second launch replays the recorded plan
+        kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    got = c.copy_to_host()
+    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements of C never written"
+    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max()
+    assert relative_error(got, a, b) <= tf32_tolerance(k)
+
+
+def _tiles_of_blocks(tiles: int, blocks: int) -> list[int]:
+    """How many tiles each block of the persistent grid walks (block b: tiles b, b + blocks, …)."""
+    return [len(range(b, tiles, blocks)) for b in range(blocks)]
+
+
+#: (tile rows, tile columns, k-tiles, ring stages, ordered) on the simulator's 3 blocks; on a GPU the tiles are
+#: 128×128 and the grid one block an SM.
+#: * 4×2 tiles: blocks walk 3, 3, 2 tiles — block 0's consumer 0 takes two (its tiles 0 and 2), consumer 1 one (an
+#:   odd count), block 2's one each; 2 k-tiles a tile through 3 stages, so tiles straddle the ring's wrap and a
+#:   consumer's k-tiles start where the other's end (global k-tile 2j·2 + …), both phases of every barrier.
+#: * 2×2 tiles, 3 k-tiles, 2 stages: blocks walk 2, 1, 1 tiles — the second and third blocks' consumer 1 has none
+#:   (no order arrival may be left waiting for it); an odd k-tile count (the loop's last pass half empty).
+#: * the first shape without the order barriers.
+CASES = [pytest.param(4, 2, 2, 3, True, id="8tiles-3blocks-ordered"),
+         pytest.param(2, 2, 3, 2, True, id="4tiles-3blocks-idle-consumer"),
+         pytest.param(4, 2, 2, 3, False, id="8tiles-3blocks-unordered")]
+
+
+@wgmma_only
+@pytest.mark.parametrize("rows,cols,k_tiles,stages,ordered", CASES)
+def test_both_consumers_take_their_turns_and_the_ring_runs_across_tiles(rows, cols, k_tiles, stages, ordered):
+    kernels = pingpong_specialized.build(CONFIG, stages=stages if gemm_steps.SIMULATOR else None, ordered=ordered)
+    if not gemm_steps.SIMULATOR:  # on a GPU: more tiles than SMs, 16 k-tiles each
+        rows, cols, k_tiles = 11, 13, 16
+    blocks = min(rows * cols, kernels.resident_blocks("fast"))
+    walks = _tiles_of_blocks(rows * cols, blocks)
+    if gemm_steps.SIMULATOR:
+        assert max(walks) >= 2 and min(walks) < max(walks), walks  # several tiles a block, and uneven
+    _check_product(kernels, rows * CONFIG.BLOCK_M, cols * CONFIG.BLOCK_N, k_tiles * CONFIG.BLOCK_K)
+
+
+@pytest.mark.gpu
+@wgmma_only
+def test_a_ragged_shape_runs_its_border_on_the_edge_kernel():
+    """On a GPU only (the edge kernel is step 15's, tested on the simulator by tests/test_warpgroup_tf32.py): the
+    fast kernel's full tiles and the edge kernel's border together."""
+    _check_product(pingpong_specialized.build(CONFIG), 1000, 1100, 520)
+
+
+def test_the_layout_fits_the_ring_in_shared_memory():
+    """6 stages of 33,792 bytes (A 128×32, B 32×136 floats) and the 1,024-byte alignment slack fit the 232,448 bytes a
+    block may have; 7 do not, and asking for them is refused. A consumer's tile must be 128 columns (two halves) and
+    at most 128 rows (step 17's 256×128 tile would be 256 accumulators a thread)."""
+    constants = pingpong_specialized.layout(pingpong_specialized.CONFIG)
+    assert constants["STAGES"] == 6 and constants["WARPS"] == 4 and constants["BARRIERS"] == 12
+    stage = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
+    assert stage == 33_792
+    used = constants["STAGES"] * (stage + 16) + constants["EXTRA_SHARED_FLOATS"] * 4
+    assert used <= pingpong_specialized.SHARED_BYTES_PER_BLOCK < used + stage + 16
+    with pytest.raises(ValueError, match="2 to 6"):
+        pingpong_specialized.layout(pingpong_specialized.CONFIG, stages=7)
+    for other in (warp_specialized.SEARCH_SPACE[0], warpgroup_tf32.SIMULATOR_CONFIG):  # 256×128; 32×64
+        with pytest.raises(ValueError, match="BLOCK_N = 128"):
+            pingpong_specialized.layout(other)
+
+
+# -- the named-barrier twins ---------------------------------------------------------------------------------------
+@cuda.jit
+def _one_warp_signals_another(out, flag, count):
+    """Warp 1 writes, then arrives at barrier 1; warp 0 syncs there and reads what warp 1 wrote — three rounds, the
+    barrier reused each time (and a round-trip on barrier 2 so warp 1 does not run a round ahead)."""
+    t = cuda.threadIdx.x
+    for r in range(3):
+        if t >= 32:
+            flag[t - 32] = r + 1
+            named_barrier_arrive(1, count)
+            named_barrier_sync(2, count)
+        else:
+            named_barrier_sync(1, count)
+            out[r * 32 + t] = flag[t]
+            named_barrier_arrive(2, count)
+
+
+def test_a_named_barrier_orders_one_warp_after_another():
+    out = cuda.to_device(np.zeros(96, np.int32))
+    _one_warp_signals_another[1, 64](out, cuda.to_device(np.zeros(32, np.int32)), 64)
+    np.testing.assert_array_equal(out.copy_to_host(), np.repeat([1, 2, 3], 32))
+
+
+@cuda.jit
+def _only_syncs(count):
+    named_barrier_sync(3, count)
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="on a GPU a bar.sync without its arrivals hangs: no time limit")
+def test_a_missing_arrival_at_a_named_barrier_times_out_with_a_message(monkeypatch):
+    """64 threads wait for 96: the twin gives up with the barrier, the count and how many arrived (on a GPU the
+    launch would hang, which is why the pingpong kernel's arrivals are tested here)."""
+    monkeypatch.setattr(mbarrier_ops, "SIMULATOR_WAIT_LIMIT_S", 0.5)
+    with pytest.raises(mbarrier_ops.MbarrierTimeout, match=r"named barrier 3: 64 of 96 threads arrived"):
+        _only_syncs[1, 64](96)
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the twin's checks; on a GPU a wrong count is undefined")
+def test_named_barriers_refuse_what_the_isa_does_not_allow():
+    with pytest.raises(ValueError, match="multiple of 32"):
+        _only_syncs[1, 32](48)
+    with pytest.raises(ValueError, match="barriers 0–15"):
+        mbarrier_ops._check_named_barrier(16, 32)
+
+    @cuda.jit
+    def counts_differ():
+        named_barrier_sync(4, 64 if cuda.threadIdx.x < 32 else 96)
+
+    with pytest.raises(RuntimeError, match="count 96 while the phase in progress counts 64|count 64 while the phase "
+                                           "in progress counts 96"):
+        counts_differ[1, 64]()
+
+
+# -- the compiled code ---------------------------------------------------------------------------------------------
+PTX_JOB = "kernels:experiments.kernels.pingpong_specialized:ptx_kernels"
+
+
+@pytest.mark.ptx(PTX_JOB)
+def test_the_compiled_kernel_orders_the_consumers_and_keeps_its_registers(ptx):
+    """The GPU build's fast kernel: per pass of the consumers' loop (two k-tiles) 4 k-steps × 2 halves of wgmma, per
+    k-tile a wait for all groups but the newest for each half's accumulators (and one for all after the tile), B's
+    fragments rounded to TF32 before the fence; the block-wide barrier after init and one ``bar.sync`` + one
+    ``bar.arrive`` of the order; no local memory. ptxas (nvJitLink, LTO, sm_90a: setmaxnreg honoured) keeps it in
+    registers — 168 at entry, the consumers' 232 after the hand-off — with no spills and no wgmma serialised."""
+    stats = ptx.stats(PTX_JOB, "pingpong_specialized_fast")
+    assert "error" not in stats, stats.get("error")
+    assert stats["wgmma.mma_async.tf32"] == 2 * 2 * 4
+    assert stats["wgmma.wait_group"] == 2 * 2 + 2
+    assert stats["cvt.rna.tf32.f32"] == 2 * 2 * 4 * 4 and stats["wgmma.written_after_fence"] == 0
+    assert stats["bar.sync"] == 2, "cuda.syncthreads() and the order barrier's bar.sync"
+    assert sum(count for op, count in stats["opcodes"].items() if op.startswith("bar.arrive")) == 1
+    assert stats["setmaxnreg"] == 2 and stats["local"] == 0 and stats["cp.async.cg.shared.global"] == 0
+    info = stats.get("ptxas") or {}
+    assert info.get("wgmma_serialized") == 0, f"ptxas serialised wgmma or did not answer: {info}"
+    assert info["spill_bytes"] == 0 and info["registers"] <= 168, info
