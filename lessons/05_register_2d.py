@@ -18,11 +18,10 @@ print(register_2d.doc)
 # %% [markdown]
 # ## The idea
 #
-# A block computes a `BLOCK_M × BLOCK_N` tile of C with a 16 × 16 grid of threads. Thread `t` owns the
-# `THREAD_M × THREAD_N` block of C at block-row `t // 16` and block-column `t % 16`. At each step `kk` of the k-loop it
-# copies a column of A's shared tile into registers (`a_frag`) and a row of B's (`b_frag`). Then it adds their outer
-# product to its accumulators (`acc`), which stay in registers for the whole k-loop. Drawn from the step's tile
-# constants:
+# A block computes a `BLOCK_M × BLOCK_N` tile of C with a 16 × 16 grid of threads. Thread `t` owns the `THREAD_M ×
+# THREAD_N` block of C at block-row `t // 16` and block-column `t % 16`. At each step `kk` of the k-loop it copies a
+# column of A's shared tile into registers (`a_frag`) and a row of B's (`b_frag`). Then it adds their outer product to
+# its accumulators (`acc`), which stay in registers for the whole k-loop. Drawn from the step's tile constants:
 
 # %%
 lesson.show_figure(lesson_05.outer_product_figure(register_2d.config))
@@ -119,6 +118,8 @@ if results:
     measured = lesson_05.verdict(results, [shared, register_1d, register_2d], predicted)
     lesson.say(measured["table"])
     lesson.say(measured["sizes"])
+    print("faster than the model allowed:", measured["beats_model"], "| some size leaves SMs idle:",
+          measured["idle_sms"])
 
 # %% [markdown]
 # Step 5 beats step 4 by more than the shared-memory model allowed, and the profiles say why the model was too low
@@ -130,8 +131,8 @@ if results:
 #   FMA (the profiler's table above). An outer product needs far fewer loads and index computations per FMA — and
 #   step 5's indices are unsigned (below).
 #
-# Size by size (the second table, with the blocks each grid has for the GPU's SMs): at small sizes, 128×128 tiles make so few blocks that SMs sit idle: plain lack of parallelism (lesson 10 gives it
-# a name, wave quantization).
+# Size by size (the second table, with the blocks each grid has for the GPU's SMs): at small sizes, 128×128 tiles make
+# so few blocks that SMs sit idle: plain lack of parallelism (lesson 10 gives it a name, wave quantization).
 
 # %% [markdown]
 # ## Signed indices, and a strided thread map
@@ -140,17 +141,19 @@ if results:
 # it does not. In Python `x[-1]` is the last element, and Numba keeps that meaning. So for an index whose *type*
 # is signed it adds a test and a fix-up to every array access. Step 4 still computes its indices as signed
 # integers, and so did the first attempt at this step. An experiment (`experiments/register_2d.py`) timed that
-# first attempt next to step 5 as shipped, and next to two variants that change which elements of C a thread owns:
+# first attempt (`signed`) next to step 5 as shipped (`unsigned`: unsigned indices), next to a variant that changes
+# which elements of C a thread owns (`unsigned_strided`: a strided thread map), and next to steps 3 and 4
+# (`shared_memory`, `register_1d`), all in one run:
 
 # %%
 experiment = lesson_05.load_experiment()
 if experiment:
-    lesson.say(lesson_05.variants_table(experiment, ["signed", "unsigned", "unsigned_strided", "shared_memory",
-                                                     "register_1d"]))
+    lesson.say(lesson.variants_table(experiment, "variant", ["signed", "unsigned", "unsigned_strided",
+                                                             "shared_memory", "register_1d"], base="signed"))
 
 # %% [markdown]
 # With signed indices the first attempt sat near steps 3 and 4; the same kernel with unsigned indices, step 5 as
-# shipped, is several times faster (the last column) from the types of its indices alone. A strided thread map on
+# shipped, is several times faster (the last columns) from the types of its indices alone. A strided thread map on
 # top gains more still.
 #
 # Two deep dives take these apart:
@@ -171,7 +174,8 @@ lesson.say(lesson_05.waiting(register_2d))
 
 # %% [markdown]
 # Step 5 spends much of its time waiting: in many cycles no warp is ready to issue. With its registers only a few
-# blocks fit on an SM, and shared memory is close to its limit, a good part of it spent on bank conflicts. What surrounds the FMAs is what the next steps go after:
+# blocks fit on an SM, and shared memory is close to its limit, a good part of it spent on bank conflicts. What
+# surrounds the FMAs is what the next steps go after:
 #
 # * **Scalar loads.** The tile copies from global memory move one float per instruction, each behind a bounds
 #   check. A's fragment is 8 scalar shared loads: its values are 8 floats apart, so `ptxas` could merge only B's.

@@ -56,8 +56,9 @@ def test_sign_tests_are_read_from_ptx():
 
 
 def test_reuse_table_and_picture_come_from_the_tile_constants():
-    table = lesson_05.reuse_table([gemm_steps.get_step("shared_memory"), STEP4, STEP5])
-    assert "| 5 register_2d | 8 × 8 | 16 → 64 | 4.00 | 1/64 |" in table
+    rows = lesson_05.reuse_table([gemm_steps.get_step("shared_memory"), STEP4, STEP5]).rows
+    assert [r["FMAs per shared load"] for r in rows] == [0.5, 8 / 9, 4.0]
+    assert [r["global loads per FMA"] for r in rows] == ["1/16", "1/32", "1/64"]
     fig = lesson_05.outer_product_figure(STEP5.config)
     assert len(fig.axes) == 2
 
@@ -79,14 +80,37 @@ def test_prediction_and_verdict_are_numbers_from_the_shipped_benchmark():
     assert numbers["step 5 / step 4"] > 1 and numbers["step 5 / step 3"] > 1
     assert measured["beats_model"] == (numbers["step 5 / step 4"] > pred["ratio"])
     assert numbers["ceiling, B in 128-bit loads (TFLOPS)"] > numbers["ceiling, loads as written (TFLOPS)"]
-    assert f"{numbers['step 5 TFLOPS']:.2f}" in measured["table"]
+    sizes = measured["sizes"].rows
+    assert measured["idle_sms"] == any(r["SMs idle"] for r in sizes) and sizes[0]["SMs idle"]
+    assert sizes[0]["blocks in the grid"] == (512 // 128) ** 2 and not sizes[-1]["SMs idle"]
 
 
 def test_the_experiment_tables_read_the_shipped_run():
     experiment = lesson_05.load_experiment()
     if experiment is None:
         pytest.fail(f"no shipped {lesson_05.EXPERIMENT} (renamed?): lesson 5 reads it")
-    table = lesson_05.variants_table(experiment, ["signed", "unsigned"])
-    assert "| `signed` |" in table and "1.00×" in table
-    strided = lesson_05.strided_table(experiment, STEP5.config)
-    assert "| `unsigned` | 16 + 16 (B as two 128-bit loads)" in strided and "| `unsigned_strided` | 8 + 8" in strided
+    rows = lesson_05.strided_table(experiment, STEP5.config).rows
+    assert [r["wavefronts per k-step (A + B)"] for r in rows] == [
+        "16 + 16 (B as two 128-bit loads)", "8 + 8 (scalar loads)", "8 + 8 (scalar loads)"]
+    assert rows[0]["× step 5"] == 1 and rows[1]["FMAs per wavefront"] == 2048 / 16
+
+
+def test_the_profile_check_and_the_load_widths_hold_the_models_counts():
+    check = {r["per warp and k-step"]: r for r in lesson_05.profile_check(STEP4, STEP5).rows}
+    model = lesson_05._model_rows(STEP5.config)
+    assert check["step 5: shared wavefronts"]["model, B as two 128-bit loads"] == model["wide"]["total"] == 33
+    assert check["step 5: of them bank conflicts"]["profiler"] == lesson_05.profile_counts(STEP5)["conflicts"]
+    widths = lesson_05.load_widths(STEP5).rows
+    assert [r["B wavefronts (model)"] for r in widths[:3]] == [32, 32, 16]
+    assert widths[3]["A + B + stores (model)"] == lesson_05.profile_counts(STEP5)["wavefronts"]
+
+
+def test_the_ceilings_and_the_sign_tests_of_made_up_kernels():
+    ptx = "\n".join([f"and.b64 %rd1, %rd2, {lesson_05.SIGN_BIT};", "shr.u64 %rd3, %rd1, 56;",
+                     f"and.b64 %rd4, %rd5, {lesson_05.SIGN_BIT};", "shr.u64 %rd6, %rd4, 60;",
+                     "shr.s64 %rd7, %rd8, 63;"] + ["fma.rn.f32 %f1, %f2, %f3, %f1;"] * 128)
+    compiled = {"a": {"ptx": ptx, "step": "register_2d"}, "b": {"ptx": "", "step": "register_1d"}}
+    rows = lesson_05.sign_table(compiled).rows
+    assert rows[0] == {"kernel": "a", "sign-bit tests": 2, "of them adding": "128: 1, 8: 1", "sign masks": 1}
+    assert rows[1]["sign-bit tests"] == 0 and rows[1]["of them adding"] is None
+    assert lesson_05.fmas_in_ptx(compiled, STEP5) == {"a": 2.0}

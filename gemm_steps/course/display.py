@@ -58,11 +58,11 @@ def facts(values: dict, header: tuple[str, str] = ("", "")) -> MarkdownTable:
 
 def table(rows: list[dict], formats: dict | None = None) -> MarkdownTable:
     """Rows of named values as a Markdown table, one column per key of the first row; a value is shown with its
-    column's format in ``formats`` (``"{:.3f} ms"``), else as :func:`facts` shows it (``None``: "—"). The first
+    column's format in ``formats`` (``"{:.3f} ms"``) if it is a number, else as :func:`facts` shows it. The first
     column and columns of words are left-aligned, numbers right-aligned. The rows stay with it (``.rows``)."""
     formats, keys = formats or {}, list(rows[0]) if rows else []
-    cells = [[_fmt(r.get(k)) if k not in formats or r.get(k) is None else formats[k].format(r[k]) for k in keys]
-             for r in rows]
+    cells = [[formats[k].format(r[k]) if k in formats and isinstance(r.get(k), (int, float)) else _fmt(r.get(k))
+              for k in keys] for r in rows]
     left = [i == 0 or any(isinstance(r.get(k), str) and any(c.isalpha() for c in r[k]) for r in rows)
             for i, k in enumerate(keys)]
     out = MarkdownTable("\n".join(["| " + " | ".join(keys) + " |", "|" + "".join(":--|" if x else "--:|" for x in left)]

@@ -1,17 +1,7 @@
-"""Lesson 5's helpers (2-D register tiling), shared with its deep dives (``lessons/deep_dives/05_*.py``). They
-return figures, tables and numbers; the words around them are the lessons'.
-
-* The picture: :func:`outer_product_figure`. The prediction: :func:`reuse_table` (loads per FMA from the tile
-  sizes); the wavefront model of one warp's k-step (:func:`thread_map`, :func:`k_step_wavefronts`) and
-  :func:`prediction`, the shared-memory ceilings it gives.
-* The profiler: :func:`profile_counts` (the shipped Nsight Compute reports per warp and k-step),
-  :func:`profile_check` (against the model). The measurement: :func:`verdict`, :func:`waiting`.
-* The step-5 experiment (signed first attempt, strided variants): :func:`load_experiment`, :func:`variants_table`,
-  :func:`variants_figure`, :func:`runs_agree`, :func:`earlier_experiment`.
-* The compiled code: :func:`first_attempt`, :func:`compile_step_5`, :func:`sign_tests`, :func:`sign_masks`,
-  :func:`sign_table`, :func:`sign_test_example`, :func:`fmas_in_ptx`, :func:`ceilings`.
-* The strided map: :func:`load_widths`, :func:`strided_table`.
-"""
+"""Lesson 5's helpers (2-D register tiling), shared with its deep dives (``lessons/deep_dives/05_*.py``): the
+picture, the wavefront model of one warp's k-step and its ceilings against the profiler, the measurement, the step-5
+experiment (the signed first attempt, strided maps) and the sign tests in the PTX. Numbers, tables and figures; the
+words are the lessons'."""
 
 from __future__ import annotations
 
@@ -21,7 +11,7 @@ from gemm_steps.toolkit.kernel_tools import ceil_div
 
 from . import profiles
 from .compiled import blocks_per_sm, compile_kernels, fmas_per_k_tile, k_loop_mix, threads_per_block
-from .display import MarkdownTable, as_step, facts
+from .display import MarkdownTable, as_step, facts, table
 from .models import ceiling_figure, served, sm_rate_tflops, wavefronts
 from .timings import common_sizes, fp32_peak_tflops, headline_size, load_shipped, record, size_label
 
@@ -29,12 +19,9 @@ WARP = range(32)  # the first warp of a block: threads 0 … 31
 KK = 0  # the k-step the model looks at (every k-step costs the same)
 
 
-def _tm(config):
-    return config.get("THREAD_M", 1)
-
-
-def _tn(config):
-    return config.get("THREAD_N", 1)
+def _t(c: dict) -> tuple[int, int]:
+    """(THREAD_M, THREAD_N), 1 where a step does not give them."""
+    return c.get("THREAD_M", 1), c.get("THREAD_N", 1)
 
 
 # -- the picture -------------------------------------------------------------------------------------------------
@@ -44,88 +31,78 @@ def outer_product_figure(config: dict, thread: int = 37, kk: int = 3):
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
-    bm, bn, bk, tm, tn = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"], _tm(config), _tn(config)
+    (bm, bn, bk), (tm, tn) = (config[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")), _t(config)
     rows, cols = bm // tm, bn // tn
-    row0, col0 = (thread // cols) * tm, (thread % cols) * tn
-    gap = bk
+    row0, col0, off = (thread // cols) * tm, (thread % cols) * tn, -2 * bk  # A's tile left of C, B's above it
     fig = Figure(figsize=(11, 5.6), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1.6, 1])
 
     def box(ax, x, y, w, h, **style):
         ax.add_patch(Rectangle((x, y), w, h, **{"fill": False, "lw": 0.6, "ec": "0.4", **style}))
 
-    # A tile to the left of C, B tile above it (y grows downwards, as rows do)
+    def note(ax, text, xy, **style):
+        ax.annotate(text, xy, **{"ha": "center", "va": "top", "fontsize": 8, **style})
+
     for k in range(1, bk):  # the BLOCK_K columns of A's tile and rows of B's
-        left.plot([-gap - bk + k] * 2, [0, bm], color="0.85", lw=0.4)
-        left.plot([0, bn], [-gap - bk + k] * 2, color="0.85", lw=0.4)
-    box(left, -gap - bk, 0, bk, bm, lw=1.2, ec="k")
-    box(left, 0, -gap - bk, bn, bk, lw=1.2, ec="k")
+        left.plot([off + k] * 2, [0, bm], color="0.85", lw=0.4)
+        left.plot([0, bn], [off + k] * 2, color="0.85", lw=0.4)
     for t in WARP:  # the first warp's blocks, lightly
         box(left, (t % cols) * tn, (t // cols) * tm, tn, tm, fill=True, fc="0.9", ec="none")
     for r in range(rows + 1):
-        left.plot([0, bn], [r * tm, r * tm], color="0.75", lw=0.4)
+        left.plot([0, bn], [r * tm] * 2, color="0.75", lw=0.4)
     for c in range(cols + 1):
-        left.plot([c * tn, c * tn], [0, bm], color="0.75", lw=0.4)
-    box(left, 0, 0, bn, bm, lw=1.2, ec="k")
-    box(left, col0, row0, tn, tm, fill=True, fc="tab:orange", ec="k", lw=1)
-    box(left, -gap - bk + kk, row0, 1, tm, fill=True, fc="tab:blue", ec="k", lw=1)
-    box(left, col0, -gap - bk + kk, tn, 1, fill=True, fc="tab:green", ec="k", lw=1)
-    left.annotate(f"a_tile ({bm} × {bk})", (-gap - bk / 2, bm + 3), ha="center", va="top", fontsize=8)
-    left.annotate(f"b_tile ({bk} × {bn})", (bn + 2, -gap - bk / 2), ha="left", va="center", fontsize=8)
-    left.annotate(f"C tile ({bm} × {bn}): {rows} × {cols} threads,\nlight grey: the first warp (threads 0–31)",
-                  (bn / 2, bm + 3), ha="center", va="top", fontsize=8)
-    left.annotate(f"column kk = {kk}:\n{tm} floats → a_frag", (-gap - bk - 1, row0 + tm / 2), ha="right",
-                  va="center", fontsize=8, color="tab:blue")
-    left.annotate(f"row kk = {kk}: {tn} floats → b_frag", (col0 + tn + 2, -gap - bk - 2), ha="left", va="bottom",
-                  fontsize=8, color="tab:green")
-    left.annotate(f"thread {thread}", (col0 + tn / 2, row0 + tm + 1), ha="center", va="top", fontsize=8,
-                  color="tab:orange", fontweight="bold")
-    left.set(xlim=(-gap - bk - 34, bn + 30), ylim=(bm + 14, -gap - bk - 10), aspect="equal",
+        left.plot([c * tn] * 2, [0, bm], color="0.75", lw=0.4)
+    for x, y, w, h in ((off, 0, bk, bm), (0, off, bn, bk), (0, 0, bn, bm)):
+        box(left, x, y, w, h, lw=1.2, ec="k")
+    for x, y, w, h, colour in ((col0, row0, tn, tm, "tab:orange"), (off + kk, row0, 1, tm, "tab:blue"),
+                               (col0, off + kk, tn, 1, "tab:green")):
+        box(left, x, y, w, h, fill=True, fc=colour, ec="k", lw=1)
+    note(left, f"a_tile ({bm} × {bk})", (off + bk / 2, bm + 3))
+    note(left, f"b_tile ({bk} × {bn})", (bn + 2, off + bk / 2), ha="left", va="center")
+    note(left, f"C tile ({bm} × {bn}): {rows} × {cols} threads,\nlight grey: the first warp (threads 0–31)",
+         (bn / 2, bm + 3))
+    note(left, f"column kk = {kk}:\n{tm} floats → a_frag", (off - 1, row0 + tm / 2), ha="right", va="center",
+         color="tab:blue")
+    note(left, f"row kk = {kk}: {tn} floats → b_frag", (col0 + tn + 2, off - 2), ha="left", va="bottom",
+         color="tab:green")
+    note(left, f"thread {thread}", (col0 + tn / 2, row0 + tm + 1), color="tab:orange", fontweight="bold")
+    left.set(xlim=(off - 34, bn + 30), ylim=(bm + 14, off - 10), aspect="equal",
              title=f"One block: BLOCK_M × BLOCK_N = {bm} × {bn}, BLOCK_K = {bk}, {rows * cols} threads")
-    left.title.set_fontsize(10)
-    left.axis("off")
-
-    # the outer product of one k-step, enlarged
-    for i in range(tm):
-        box(right, -2, i, 1, 1, fill=True, fc="tab:blue", ec="w", lw=1.5)
-    for j in range(tn):
-        box(right, j, -2, 1, 1, fill=True, fc="tab:green", ec="w", lw=1.5)
-    for i in range(tm):
-        for j in range(tn):
-            box(right, j, i, 1, 1, fill=True, fc="tab:orange", ec="w", lw=1.5)
-    right.annotate(f"a_frag[i] = a_tile[row + i, kk]\n{tm} shared loads", (-2.5, tm / 2), ha="right", va="center",
-                   fontsize=8, rotation=90)
-    right.annotate(f"b_frag[j] = b_tile[kk, col + j]: {tn} shared loads", (tn / 2, -2.6), ha="center",
-                   va="bottom", fontsize=8)
-    right.annotate(f"acc[i, j] += a_frag[i] * b_frag[j]\n{tm} × {tn} = {tm * tn} FMAs, in registers",
-                   (tn / 2, tm + 0.6), ha="center", va="top", fontsize=8)
+    for i in range(-1, tm):  # the outer product of one k-step, enlarged: a_frag left, b_frag above, acc
+        for j in range(-1, tn):
+            if i >= 0 or j >= 0:
+                box(right, j - (j < 0), i - (i < 0), 1, 1, fill=True, ec="w", lw=1.5,
+                    fc="tab:blue" if j < 0 else "tab:green" if i < 0 else "tab:orange")
+    note(right, f"a_frag[i] = a_tile[row + i, kk]\n{tm} shared loads", (-2.5, tm / 2), ha="right", va="center",
+         rotation=90)
+    note(right, f"b_frag[j] = b_tile[kk, col + j]: {tn} shared loads", (tn / 2, -2.6), va="bottom")
+    note(right, f"acc[i, j] += a_frag[i] * b_frag[j]\n{tm} × {tn} = {tm * tn} FMAs, in registers", (tn / 2, tm + 0.6))
     right.set(xlim=(-4, tn + 0.5), ylim=(tm + 2.2, -3.6), aspect="equal",
               title=f"Thread {thread}, one k-step: an outer product")
-    right.title.set_fontsize(10)
-    right.axis("off")
+    for ax in (left, right):
+        ax.title.set_fontsize(10)
+        ax.axis("off")
     return fig
 
 
 # -- the prediction ----------------------------------------------------------------------------------------------
 def reuse_table(steps) -> MarkdownTable:
     """Per k, what one thread loads from shared memory and how many FMAs it does with it; per k-tile, what a block
-    loads from global memory per FMA — from each step's tile constants (THREAD_M, THREAD_N: 1 where not given)."""
-    lines = ["| step | results per thread | per k: shared loads → FMAs | FMAs per shared load "
-             "| global loads per FMA |", "|:--|--:|--:|--:|--:|"]
+    loads from global memory per FMA — from each step's tile constants."""
+    rows = []
     for step in map(as_step, steps):
-        c = step.config
-        tm, tn = _tm(c), _tn(c)
-        per_fma = (c["BLOCK_M"] + c["BLOCK_N"]) / (c["BLOCK_M"] * c["BLOCK_N"])
-        lines.append(f"| {step.number} {step.name} | {tm} × {tn} | {tm + tn} → {tm * tn} "
-                     f"| {tm * tn / (tm + tn):.2f} | 1/{1 / per_fma:.0f} |")
-    return MarkdownTable("\n".join(lines))
+        c, (tm, tn) = step.config, _t(step.config)
+        rows.append({"step": f"{step.number} {step.name}", "results per thread": f"{tm} × {tn}",
+                     "per k: shared loads → FMAs": f"{tm + tn} → {tm * tn}", "FMAs per shared load": tm * tn / (tm + tn),
+                     "global loads per FMA": f"1/{c['BLOCK_M'] * c['BLOCK_N'] / (c['BLOCK_M'] + c['BLOCK_N']):.0f}"})
+    return table(rows)
 
 
 def thread_map(config: dict, strided: bool = False):
     """``element(t, i, j) -> (row, col)`` in the block tile: the element of C that result (i, j) of thread t is.
     Contiguous (steps 4 and 5): thread t owns a THREAD_M × THREAD_N block. Strided (the experiment's variants): rows
     t // 16 + 16·i and columns t % 16 + 16·j, for step 5's 16 × 16 threads."""
-    tm, tn = _tm(config), _tn(config)
+    tm, tn = _t(config)
     rows, cols = config["BLOCK_M"] // tm, config["BLOCK_N"] // tn
     if strided:
         return lambda t, i, j: (t // cols + rows * i, t % cols + cols * j)
@@ -140,9 +117,9 @@ def k_step_wavefronts(config: dict, element, a_transposed: bool = False, b_width
     def a_word(row):  # a_tile[row, kk] in a (BLOCK_M, BLOCK_K) tile, or a_tile[kk, row] in a transposed one
         return KK * bm + row if a_transposed else row * bk + KK
 
-    a = sum(wavefronts([[a_word(element(t, i, 0)[0])] for t in WARP]) for i in range(_tm(config)))
+    a = sum(wavefronts([[a_word(element(t, i, 0)[0])] for t in WARP]) for i in range(_t(config)[0]))
     b = sum(served([range(KK * bn + element(t, 0, q)[1], KK * bn + element(t, 0, q)[1] + b_width) for t in WARP],
-                   b_width) for q in range(0, _tn(config), b_width))
+                   b_width) for q in range(0, _t(config)[1], b_width))
     return a, b
 
 
@@ -152,7 +129,7 @@ def tile_stores_per_k_step(config: dict) -> float:
 
 
 def fmas_per_warp_k_step(config: dict) -> int:
-    return len(WARP) * _tm(config) * _tn(config)
+    return len(WARP) * _t(config)[0] * _t(config)[1]
 
 
 def prediction(results: dict, before, after) -> dict:
@@ -165,30 +142,26 @@ def prediction(results: dict, before, after) -> dict:
         per = fmas_per_warp_k_step(step.config) / (a + b)
         model[step.name] = {"A wavefronts": a, "B wavefronts": b, "FMAs": fmas_per_warp_k_step(step.config),
                             "FMAs per wavefront": per, "ceiling (TFLOPS)": sm_rate_tflops(results, per)}
-    ratio = model[as_step(after).name]["ceiling (TFLOPS)"] / model[as_step(before).name]["ceiling (TFLOPS)"]
-    names = list(model)
-    lines = [f"| per warp and k-step | {names[0]} | {names[1]} |", "|:--|--:|--:|"]
-    lines += [f"| {key} | " + " | ".join(f"{model[n][key]:,.1f}" if isinstance(model[n][key], float)
-                                        else f"{model[n][key]:,}" for n in names) + " |" for key in model[names[0]]]
-    lines.append(f"| **ceiling ratio** | | **{ratio:.2f}×** |")
-    return {"model": model, "ratio": ratio, "table": MarkdownTable("\n".join(lines))}
+    first, second = model
+    ratio = model[second]["ceiling (TFLOPS)"] / model[first]["ceiling (TFLOPS)"]
+    rows = [{"per warp and k-step": key, first: model[first][key], second: model[second][key]} for key in model[first]]
+    return {"model": model, "ratio": ratio,
+            "table": table(rows + [{"per warp and k-step": "**ceiling ratio**", first: None, second: ratio}])}
 
 
 # -- what the profiler says ----------------------------------------------------------------------------------------
 def profile_counts(step) -> dict | None:
     """The shipped Nsight Compute report of ``step`` (one 2048³ launch), per warp and k-step: shared-memory
-    wavefronts, bank conflicts; and executed instructions per FMA, global load requests. ``None`` if not shipped."""
+    wavefronts, bank conflicts; and FMAs per wavefront, executed instructions per FMA, global load requests, issue
+    rate, registers, warps per SM, how busy L1 is. ``None`` if not shipped."""
     step = as_step(step)
-    p = profiles.load(step.name)
-    if p is None:
+    fmas = fmas_per_warp_k_step(step.config)
+    found = profiles.per_warp_k_step(step.name, fmas)
+    if found is None:
         return None
-    ffma = p.value("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")  # one per thread and FMA
-    warp_k_steps = ffma / fmas_per_warp_k_step(step.config)
-    return {"profile": p, "warp_k_steps": warp_k_steps,
-            "wavefronts": p.value("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") / warp_k_steps,
-            "conflicts": p.value("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") / warp_k_steps,
-            "fmas_per_wavefront": ffma / p.value("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
-            "instructions_per_fma": p.value("smsp__inst_executed.sum") / (ffma / 32),
+    p = found["profile"]
+    return {**found, "fmas_per_wavefront": fmas / found["wavefronts"],
+            "instructions_per_fma": p.value("smsp__inst_executed.sum") / (found["k_steps"] * fmas / 32),
             "global_requests": p.value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
             "issue": p.value("Issued Warp Per Scheduler"), "registers": p.value("Registers Per Thread"),
             "warps_per_sm": p.value("Achieved Active Warps Per SM"), "l1_busy": p.value("L1/TEX Cache Throughput")}
@@ -197,11 +170,11 @@ def profile_counts(step) -> dict | None:
 def _model_rows(config: dict) -> dict:
     """The model's wavefronts per warp and k-step with the tile stores, and its bank conflicts (wavefronts beyond
     one per phase), for B's fragment as scalar loads and as 128-bit loads."""
-    element, stores, tm, tn = thread_map(config), tile_stores_per_k_step(config), _tm(config), _tn(config)
+    element, stores, (tm, tn) = thread_map(config), tile_stores_per_k_step(config), _t(config)
     a, b1 = k_step_wavefronts(config, element)
-    _, b4 = k_step_wavefronts(config, element, b_width=4)
-    return {"scalar": {"a": a, "b": b1, "total": a + b1 + stores, "conflicts": a - tm + b1 - tn},
-            "wide": {"a": a, "b": b4, "total": a + b4 + stores, "conflicts": a - tm + b4 - tn}}
+    b4 = k_step_wavefronts(config, element, b_width=4)[1]
+    return {key: {"a": a, "b": b, "total": a + b + stores, "conflicts": a - tm + b - tn}
+            for key, b in (("scalar", b1), ("wide", b4))}
 
 
 def profile_check(before, after) -> MarkdownTable | None:
@@ -213,20 +186,16 @@ def profile_check(before, after) -> MarkdownTable | None:
         return None
     m4, m5 = _model_rows(as_step(before).config)["scalar"], _model_rows(as_step(after).config)
     f5 = fmas_per_warp_k_step(as_step(after).config)
-    return MarkdownTable("\n".join([
-        "| per warp and k-step | model, loads as written | model, B as two 128-bit loads | profiler |",
-        "|:--|--:|--:|--:|",
-        f"| step 4: shared wavefronts | {m4['total']:.2f} | | {old['wavefronts']:.2f} |",
-        f"| step 5: shared wavefronts | {m5['scalar']['total']:.2f} | {m5['wide']['total']:.2f} "
-        f"| **{new['wavefronts']:.2f}** |",
-        f"| step 5: of them bank conflicts | {m5['scalar']['conflicts']} | {m5['wide']['conflicts']} "
-        f"| **{new['conflicts']:.2f}** |",
-        f"| step 5: FMAs per wavefront (fragments) | {f5 / (m5['scalar']['a'] + m5['scalar']['b']):.1f} "
-        f"| {f5 / (m5['wide']['a'] + m5['wide']['b']):.1f} | {new['fmas_per_wavefront']:.1f} |",
-        f"| global load requests (M), step 4 → 5 | | | {old['global_requests'] / 1e6:.2f} → "
-        f"{new['global_requests'] / 1e6:.2f} |",
-        f"| instructions per FMA, step 4 → 5 | | | {old['instructions_per_fma']:.2f} → "
-        f"{new['instructions_per_fma']:.2f} |"]))
+    rows = [("step 4: shared wavefronts", m4["total"], None, old["wavefronts"]),
+            ("step 5: shared wavefronts", m5["scalar"]["total"], m5["wide"]["total"], new["wavefronts"]),
+            ("step 5: of them bank conflicts", m5["scalar"]["conflicts"], m5["wide"]["conflicts"], new["conflicts"]),
+            ("step 5: FMAs per wavefront (fragments)", *(f5 / (m["a"] + m["b"]) for m in m5.values()),
+             new["fmas_per_wavefront"]),
+            *((f"{what}, step 4 → 5", None, None, f"{old[key] / scale:.2f} → {new[key] / scale:.2f}")
+              for what, key, scale in (("global load requests (M)", "global_requests", 1e6),
+                                       ("instructions per FMA", "instructions_per_fma", 1)))]
+    return table([dict(zip(("per warp and k-step", "model, loads as written", "model, B as two 128-bit loads",
+                            "profiler"), row)) for row in rows])
 
 
 # -- the measurement -------------------------------------------------------------------------------------------------
@@ -238,8 +207,7 @@ def verdict(results: dict, steps, pred: dict) -> dict:
     step3, step4, step5 = map(as_step, steps)
     size = headline_size(results, [s.name for s in steps])
     r3, r4, r5 = (record(results, s.name, size) for s in (step3, step4, step5))
-    c, sms = step5.config, results["environment"]["sm_count"]
-    wide = _model_rows(c)["wide"]
+    c, sms, wide = step5.config, results["environment"]["sm_count"], _model_rows(step5.config)["wide"]
     numbers = {"size": size_label(size), "step 5 TFLOPS": r5["tflops"], "step 5 % of cuBLAS": r5["pct_of_cublas"],
                "step 5 / step 4": r4["median_ms"] / r5["median_ms"],
                "step 5 / step 3": r3["median_ms"] / r5["median_ms"],
@@ -247,17 +215,13 @@ def verdict(results: dict, steps, pred: dict) -> dict:
                "ceiling, loads as written (TFLOPS)": pred["model"][step5.name]["ceiling (TFLOPS)"],
                "ceiling, B in 128-bit loads (TFLOPS)": sm_rate_tflops(results, fmas_per_warp_k_step(c)
                                                                       / (wide["a"] + wide["b"]))}
-    rows = ["| size | step 5 / step 4 | blocks in the grid | SMs |", "|:--|--:|--:|--:|"]
-    idle = False
-    for m, n, k in common_sizes(results, [step4.name, step5.name]):
-        blocks = ceil_div(m, c["BLOCK_M"]) * ceil_div(n, c["BLOCK_N"])
-        idle |= blocks < sms
-        ratio = (record(results, step4.name, (m, n, k))["median_ms"]
-                 / record(results, step5.name, (m, n, k))["median_ms"])
-        rows.append(f"| {size_label((m, n, k))} | {ratio:.2f}× | {blocks}{' **(SMs idle)**' if blocks < sms else ''} "
-                    f"| {sms} |")
-    return {"numbers": numbers, "table": facts(numbers), "sizes": MarkdownTable("\n".join(rows)),
-            "beats_model": numbers["step 5 / step 4"] > pred["ratio"], "idle_sms": idle}
+    rows = [{"size": size_label(s), "step 5 / step 4": record(results, step4.name, s)["median_ms"]
+             / record(results, step5.name, s)["median_ms"], "blocks in the grid": blocks, "SMs": sms,
+             "SMs idle": blocks < sms}
+            for s in common_sizes(results, [step4.name, step5.name])
+            for blocks in [ceil_div(s[0], c["BLOCK_M"]) * ceil_div(s[1], c["BLOCK_N"])]]
+    return {"numbers": numbers, "table": facts(numbers), "sizes": table(rows, {"step 5 / step 4": "{:.2f}×"}),
+            "beats_model": numbers["step 5 / step 4"] > pred["ratio"], "idle_sms": any(r["SMs idle"] for r in rows)}
 
 
 def waiting(after) -> MarkdownTable | None:
@@ -277,14 +241,6 @@ def waiting(after) -> MarkdownTable | None:
 # -- the step-5 experiment: signed first attempt, strided variants ------------------------------------------------
 EXPERIMENT = "experiment-register-2d-unsigned-*.json"
 EARLIER = "experiment-register-2d-h200.json"
-VARIANTS = {
-    "signed": "first attempt: signed indices",
-    "unsigned": "step 5 as shipped: unsigned indices",
-    "unsigned_strided": "+ strided thread map",
-    "unsigned_strided_transposed_a": "+ strided map, A tile transposed",
-    "shared_memory": "step 3",
-    "register_1d": "step 4",
-}
 
 
 def load_experiment() -> dict | None:
@@ -294,23 +250,6 @@ def load_experiment() -> dict | None:
 
 def experiment_sizes(experiment: dict) -> list:
     return sorted({(r["M"], r["N"], r["K"]) for r in experiment["records"]}, key=lambda s: s[0] * s[1] * s[2])
-
-
-def variants_table(experiment: dict, names) -> MarkdownTable:
-    """% of cuBLAS of the named variants at every size of the experiment; TFLOPS and speed against the first
-    (signed) attempt at the largest."""
-    sizes = experiment_sizes(experiment)
-    signed = record(experiment, "signed", sizes[-1])
-    lines = ["| variant | what it is | " + " | ".join(f"% of cuBLAS at {size_label(s)}" for s in sizes)
-             + f" | TFLOPS at {size_label(sizes[-1])} | × the first attempt |",
-             "|:--|:--|" + "--:|" * (len(sizes) + 2)]
-    for name in names:
-        recs = [record(experiment, name, s) for s in sizes]
-        lines.append(f"| `{name}` | {VARIANTS[name]} | "
-                     + " | ".join(f"{r['pct_of_cublas']:.1f} %" if r else "—" for r in recs)
-                     + (f" | {recs[-1]['tflops']:.2f} | {signed['median_ms'] / recs[-1]['median_ms']:.2f}× |"
-                        if recs[-1] else " | — | — |"))
-    return MarkdownTable("\n".join(lines))
 
 
 def variants_figure(experiment: dict, names):
@@ -324,11 +263,10 @@ def variants_figure(experiment: dict, names):
     fig = Figure(figsize=(7.5, 4), layout="constrained")
     ax = fig.subplots()
     colours = {"signed": "tab:red", "unsigned": "tab:blue", "shared_memory": "tab:gray", "register_1d": "tab:gray"}
-    bars = ax.bar([VARIANTS[n].replace(": ", ":\n").replace(", ", ",\n") for n in shown],
-                  [record(experiment, n, big)["pct_of_cublas"] for n in shown],
+    bars = ax.bar(shown, [record(experiment, n, big)["pct_of_cublas"] for n in shown],
                   color=[colours.get(n, "tab:cyan") for n in shown])
     ax.bar_label(bars, fmt="%.1f %%", fontsize=8)
-    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="x", labelsize=8)
     ax.set(ylabel="% of cuBLAS (same run)",
            title=f"Step 5 and variants, {size_label(big)}\n{short_label(experiment['environment'])}")
     ax.title.set_fontsize(10)
@@ -338,38 +276,16 @@ def variants_figure(experiment: dict, names):
 def runs_agree(results: dict, experiment: dict) -> dict | None:
     """Step 5's % of cuBLAS in the course's benchmark and as the experiment's ``unsigned`` and ``signed`` variants at
     their largest common size; ``agree``: the benchmark is closer to ``unsigned`` (it timed step 5 as shipped)."""
-    both = [s for s in experiment_sizes(experiment)
-            if record(results, "register_2d", s) and record(experiment, "unsigned", s)]
-    if not both:
+    size = next((s for s in reversed(experiment_sizes(experiment))
+                 if record(results, "register_2d", s) and record(experiment, "unsigned", s)), None)
+    if size is None:
         return None
-    size = both[-1]
     out = {"size": size_label(size), "benchmark": record(results, "register_2d", size)["pct_of_cublas"],
-           "experiment, unsigned": record(experiment, "unsigned", size)["pct_of_cublas"],
-           "experiment, signed": record(experiment, "signed", size)["pct_of_cublas"],
+           **{f"experiment, {v}": record(experiment, v, size)["pct_of_cublas"] for v in ("unsigned", "signed")},
            "benchmark GPU": results["environment"].get("gpu"), "experiment GPU": experiment["environment"].get("gpu")}
     out["agree"] = (abs(out["benchmark"] - out["experiment, unsigned"])
                     < abs(out["benchmark"] - out["experiment, signed"]))
     return out
-
-
-def earlier_experiment(earlier: dict, experiment: dict) -> MarkdownTable:
-    """The first, signed-only run of the experiment beside the current one at the earlier run's largest size (% of
-    cuBLAS of each run), and what the strided map was worth in each."""
-    size = experiment_sizes(earlier)[-1]
-    old = {n: record(earlier, n, size) for n in ("A_shipped", "B_strided", "C_strided_transposedA",
-                                                            "shared_memory")}
-    new = {n: record(experiment, n, size) for n in ("signed", "unsigned", "unsigned_strided")}
-    pct = {**{k: f"{r['pct_of_cublas']:.1f} %" for k, r in old.items()},
-           **{k: f"{r['pct_of_cublas']:.1f} %" for k, r in new.items()}}
-    return MarkdownTable("\n".join([
-        f"| at {size_label(size)} | signed indices (earlier run) | unsigned indices (current run) |", "|:--|--:|--:|",
-        f"| contiguous map (step 5) | {pct['A_shipped']} | {pct['unsigned']} |",
-        f"| strided map | {pct['B_strided']} | {pct['unsigned_strided']} |",
-        f"| strided map, A transposed | {pct['C_strided_transposedA']} | |", f"| step 3 | {pct['shared_memory']} | |",
-        f"| **strided map's speedup** | {old['A_shipped']['median_ms'] / old['B_strided']['median_ms']:.2f}× "
-        f"| {new['unsigned']['median_ms'] / new['unsigned_strided']['median_ms']:.2f}× |",
-        f"| the signed kernel, current run against earlier | | "
-        f"{new['signed']['median_ms'] / old['A_shipped']['median_ms'] - 1:+.1%} time |"]))
 
 
 # -- the compiled code -----------------------------------------------------------------------------------------------
@@ -387,22 +303,20 @@ def first_attempt(step):
         launch=step.module.launch_signed), name="register_2d_signed")
 
 
-def compile_step_5(register_1d, register_2d) -> dict:
-    """Steps 4 and 5 and the first attempt, compiled to PTX on the CPU, labelled for the tables."""
-    compiled = compile_kernels([register_1d, register_2d], counter_examples=[register_2d])
-    return {"register_1d (step 4)": compiled["register_1d"],
-            "register_2d_signed (first attempt)": compiled["register_2d_signed"],
-            "register_2d (step 5)": compiled["register_2d"]}
-
-
 SIGNED, SHIPPED = "register_2d_signed (first attempt)", "register_2d (step 5)"
 SIGN_BIT = "-9223372036854775808"  # 0x8000000000000000, the sign bit of a 64-bit integer, as PTX prints it
 
 
+def compile_step_5(register_1d, register_2d) -> dict:
+    """Steps 4 and 5 and the first attempt, compiled to PTX on the CPU, labelled for the tables."""
+    compiled = compile_kernels([register_1d, register_2d], counter_examples=[register_2d])
+    return {"register_1d (step 4)": compiled["register_1d"], SIGNED: compiled["register_2d_signed"],
+            SHIPPED: compiled["register_2d"]}
+
+
 def sign_tests(ptx: str) -> dict:
     """How often the PTX isolates the sign bit of a 64-bit value, by the power of two the next shift makes of it."""
-    lines = ptx.splitlines()
-    found: dict = {}
+    lines, found = ptx.splitlines(), {}
     for at, line in enumerate(lines):
         if SIGN_BIT in line:
             shift = re.search(r"shr\.u64\s+%rd\d+, %rd\d+, (\d+);", lines[at + 1]) if at + 1 < len(lines) else None
@@ -416,15 +330,12 @@ def sign_masks(ptx: str) -> int:
     return len(re.findall(r"shr\.s64\s+%rd\d+, %rd\d+, 63;", ptx))
 
 
-def sign_table(compiled: dict) -> str:
-    """One line per kernel: its sign-bit tests (by what they add) and sign masks."""
-    out = []
-    for label, entry in compiled.items():
-        tests = sign_tests(entry["ptx"])
-        detail = ", ".join(f"{n} adding {added}" for added, n in sorted(tests.items(), key=lambda x: -x[1]) if added)
-        out.append(f"{label:36} {sum(tests.values()):3d} sign-bit tests" + (f" ({detail})" if detail else "")
-                   + f", {sign_masks(entry['ptx'])} sign masks")
-    return "\n".join(out)
+def sign_table(compiled: dict) -> MarkdownTable:
+    """A row per kernel: its sign-bit tests (and how many add what), and its sign masks."""
+    return table([{"kernel": label, "sign-bit tests": sum(tests.values()), "of them adding": ", ".join(
+        f"{added}: {n}" for added, n in sorted(tests.items(), key=lambda x: -x[1]) if added) or None,
+        "sign masks": sign_masks(entry["ptx"])} for label, entry in compiled.items()
+        for tests in [sign_tests(entry["ptx"])]])
 
 
 def sign_test_example(ptx: str, shift: int = 56) -> str:
@@ -438,62 +349,62 @@ def sign_test_example(ptx: str, shift: int = 56) -> str:
 def fmas_in_ptx(compiled: dict, step) -> dict:
     """``fma.rn.f32`` in the PTX of each of ``step``'s kernels, in k-steps' worth (THREAD_M × THREAD_N FMAs each):
     1 means the ``kk`` loop reached ``ptxas`` as a loop."""
-    config = as_step(step).config
-    return {label: len(re.findall(r"\bfma\.rn\.f32\b", entry["ptx"])) / (_tm(config) * _tn(config))
-            for label, entry in compiled.items() if as_step(entry["step"]).name == as_step(step).name}
+    step = as_step(step)
+    tm, tn = _t(step.config)
+    return {label: len(re.findall(r"\bfma\.rn\.f32\b", entry["ptx"])) / (tm * tn)
+            for label, entry in compiled.items() if as_step(entry["step"]).name == step.name}
 
 
 def ceilings(experiment: dict, compiled: dict, step):
     """Both kernels against their ceilings in the experiment's run: the shared-memory ceiling (the first attempt
     with its loads as written, step 5 with B's two 128-bit loads that its profile shows) and the issue ceiling
-    (the FP32 peak over the PTX instructions per FMA of the k-loop). A figure, and a table per kernel: TFLOPS, the
-    lower ceiling and the share of it reached, registers, blocks and warps per SM."""
+    (the FP32 peak over the PTX instructions per FMA of the k-loop). A figure, and a table: TFLOPS, the lower
+    ceiling and the share of it reached, registers, blocks and warps per SM."""
     step = as_step(step)
     big = experiment_sizes(experiment)[-1]
     peak, rows, fmas = fp32_peak_tflops(experiment), _model_rows(step.config), fmas_per_warp_k_step(step.config)
     issue = {label: peak / sum(k_loop_mix(compiled[label]["ptx"], fmas_per_k_tile(step)).values())
              for label in (SIGNED, SHIPPED)}
-    limits = {
-        SIGNED: {"shared-memory ceiling, loads as written":
-                 sm_rate_tflops(experiment, fmas / (rows["scalar"]["a"] + rows["scalar"]["b"])),
-                 "issue ceiling": issue[SIGNED]},
-        SHIPPED: {"shared-memory ceiling, B in 128-bit loads":
-                  min(sm_rate_tflops(experiment, fmas / (rows["wide"]["a"] + rows["wide"]["b"])), peak),
-                  "issue ceiling": issue[SHIPPED]}}
-    measured = {SIGNED: record(experiment, "signed", big),
-                SHIPPED: record(experiment, "unsigned", big)}
+    limits = {SIGNED: {"shared-memory ceiling, loads as written":
+                       sm_rate_tflops(experiment, fmas / (rows["scalar"]["a"] + rows["scalar"]["b"])),
+                       "issue ceiling": issue[SIGNED]},
+              SHIPPED: {"shared-memory ceiling, B in 128-bit loads":
+                        min(sm_rate_tflops(experiment, fmas / (rows["wide"]["a"] + rows["wide"]["b"])), peak),
+                        "issue ceiling": issue[SHIPPED]}}
+    measured = {SIGNED: record(experiment, "signed", big), SHIPPED: record(experiment, "unsigned", big)}
     fig = ceiling_figure([("first attempt\n(signed)", measured[SIGNED]["tflops"], limits[SIGNED]),
                           ("step 5\n(unsigned)", measured[SHIPPED]["tflops"], limits[SHIPPED])],
                          f"Step 5 and its first attempt at {size_label(big)}", experiment)
-    lines = ["| kernel | TFLOPS | lower ceiling (TFLOPS) | share of it | issue ceiling (TFLOPS) | registers "
-             "| blocks per SM | warps per SM |", "|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    out = []
     for label in (SIGNED, SHIPPED):
-        low = min(limits[label].values())
-        fit = blocks_per_sm(compiled[label]["registers"], threads_per_block(step), compiled[label]["shared_bytes"])
-        lines.append(f"| {label} | {measured[label]['tflops']:.2f} | {low:.1f} | {measured[label]['tflops'] / low:.0%} "
-                     f"| {issue[label]:.1f} | {compiled[label]['registers']} | {fit['blocks']} | {fit['warps']} |")
-    speedup = measured[SIGNED]["median_ms"] / measured[SHIPPED]["median_ms"]
-    lines.append(f"| **step 5 / first attempt** | {speedup:.2f}× | | | {issue[SHIPPED] / issue[SIGNED]:.2f}× | | | |")
-    return fig, MarkdownTable("\n".join(lines))
+        low, entry = min(limits[label].values()), compiled[label]
+        fit = blocks_per_sm(entry["registers"], threads_per_block(step), entry["shared_bytes"])
+        out.append({"kernel": label, "TFLOPS": measured[label]["tflops"], "lower ceiling (TFLOPS)": low,
+                    "share of it": measured[label]["tflops"] / low, "issue ceiling (TFLOPS)": issue[label],
+                    "registers": entry["registers"], "blocks per SM": fit["blocks"], "warps per SM": fit["warps"]})
+    out.append({"kernel": "**step 5 / first attempt**",
+                "TFLOPS": f"{measured[SIGNED]['median_ms'] / measured[SHIPPED]['median_ms']:.2f}×",
+                "issue ceiling (TFLOPS)": f"{issue[SHIPPED] / issue[SIGNED]:.2f}×"})
+    return fig, table(out, {"share of it": "{:.0%}", "lower ceiling (TFLOPS)": "{:.1f}",
+                            "issue ceiling (TFLOPS)": "{:.1f}"})
 
 
 # -- the strided map (deep dive 05_strided_map) -----------------------------------------------------------------------
 def load_widths(step) -> MarkdownTable:
     """B's fragment in loads of 1, 2 and 4 floats (scalar, 64-bit, 128-bit): the wavefront model of each, beside
     what the profiler measured (its shared wavefronts per warp and k-step, less the model's A loads and stores)."""
-    step = as_step(step)
-    config, element = step.config, thread_map(step.config)
-    counts = profile_counts(step)
+    config = as_step(step).config
+    counts, element = profile_counts(step), thread_map(config)
     a, stores = k_step_wavefronts(config, element)[0], tile_stores_per_k_step(config)
-    lines = ["| B's fragment loaded as | loads per k-step | lanes served at a time | B wavefronts (model) "
-             "| A + B + stores (model) |", "|:--|--:|--:|--:|--:|"]
-    for width, what in ((1, "scalar"), (2, "64-bit"), (4, "128-bit")):
-        b = k_step_wavefronts(config, element, b_width=width)[1]
-        lines.append(f"| {what} | {_tn(config) // width} | {32 // width} | {b} | {a + b + stores:g} |")
+    rows = [{"B's fragment loaded as": what, "loads per k-step": _t(config)[1] // width,
+             "lanes served at a time": 32 // width, "B wavefronts (model)": b, "A + B + stores (model)": a + b + stores}
+            for width, what in ((1, "scalar"), (2, "64-bit"), (4, "128-bit"))
+            for b in [k_step_wavefronts(config, element, b_width=width)[1]]]
     if counts:
-        lines.append(f"| **profiler** (shared wavefronts per warp and k-step) | | | "
-                     f"**{counts['wavefronts'] - a - stores:.2f}** | **{counts['wavefronts']:.2f}** |")
-    return MarkdownTable("\n".join(lines))
+        rows.append({"B's fragment loaded as": "**profiler** (shared wavefronts per warp and k-step)",
+                     "B wavefronts (model)": counts["wavefronts"] - a - stores,
+                     "A + B + stores (model)": counts["wavefronts"]})
+    return table(rows)
 
 
 def strided_table(experiment: dict, config: dict) -> MarkdownTable:
@@ -506,20 +417,11 @@ def strided_table(experiment: dict, config: dict) -> MarkdownTable:
               "unsigned_strided": (*k_step_wavefronts(config, strided), "scalar loads"),
               "unsigned_strided_transposed_a": (*k_step_wavefronts(config, strided, a_transposed=True), "scalar loads")}
     shipped = record(experiment, "unsigned", big)
-    lines = [f"| variant, at {size_label(big)} | wavefronts per k-step (A + B) | FMAs per wavefront "
-             "| shared-memory ceiling (TFLOPS) | TFLOPS | % of cuBLAS (same run) | × step 5 |",
-             "|:--|--:|--:|--:|--:|--:|--:|"]
-    for name, (a, b, how) in models.items():
-        rec = record(experiment, name, big)
-        lines.append(f"| `{name}` | {a} + {b} ({how}) | {fmas / (a + b):.1f} "
-                     f"| {min(sm_rate_tflops(experiment, fmas / (a + b)), peak):.1f} | {rec['tflops']:.2f} "
-                     f"| {rec['pct_of_cublas']:.1f} % | {shipped['median_ms'] / rec['median_ms']:.2f}× |")
-    return MarkdownTable("\n".join(lines))
-
-
-__all__ = ["outer_product_figure", "reuse_table", "thread_map", "k_step_wavefronts", "tile_stores_per_k_step",
-           "fmas_per_warp_k_step", "prediction", "profile_counts", "profile_check", "verdict", "waiting",
-           "EXPERIMENT", "EARLIER", "VARIANTS", "load_experiment", "experiment_sizes",
-           "variants_table", "variants_figure", "runs_agree", "earlier_experiment", "first_attempt", "compile_step_5",
-           "SIGNED", "SHIPPED", "SIGN_BIT", "sign_tests", "sign_masks", "sign_table", "sign_test_example",
-           "fmas_in_ptx", "ceilings", "load_widths", "strided_table"]
+    return table([{f"variant, at {size_label(big)}": f"`{name}`", "wavefronts per k-step (A + B)": f"{a} + {b} ({how})",
+                   "FMAs per wavefront": fmas / (a + b),
+                   "shared-memory ceiling (TFLOPS)": min(sm_rate_tflops(experiment, fmas / (a + b)), peak),
+                   "TFLOPS": rec["tflops"], "% of cuBLAS (same run)": rec["pct_of_cublas"],
+                   "× step 5": shipped["median_ms"] / rec["median_ms"]}
+                  for name, (a, b, how) in models.items() for rec in [record(experiment, name, big)]],
+                 {"FMAs per wavefront": "{:.1f}", "shared-memory ceiling (TFLOPS)": "{:.1f}",
+                  "% of cuBLAS (same run)": "{:.1f} %", "× step 5": "{:.2f}×"})

@@ -31,28 +31,37 @@ if experiment:
     if results:
         lesson.say(lesson.facts(lesson_05.runs_agree(results, experiment) or {}, ("% of cuBLAS", "")))
     names = ["signed", "unsigned", "shared_memory", "register_1d"]
-    lesson.say(lesson_05.variants_table(experiment, names))
+    lesson.say(lesson.variants_table(experiment, "variant", names, base="signed"))
     lesson.show_figure(lesson_05.variants_figure(experiment, names))
 
 # %% [markdown]
 # With signed indices the 2-D tiling made the kernel no faster than step 4, and below step 3. The same kernel with
-# unsigned indices is several times faster than the first attempt (the table's last column), from nothing but the
+# unsigned indices is several times faster than the first attempt (the table's last columns), from nothing but the
 # types of its indices.
 
 # %% [markdown]
 # ### The first version of the experiment
 #
 # An earlier run of the same experiment came before the fix, when step 5 itself still used signed indices; all of
-# its variants were signed (`experiments/README.md`). Set beside the current run:
+# its variants were signed (`experiments/README.md`): `A_shipped` was step 5 as it then was (the `signed` kernel of
+# the current run), `B_strided` the strided map and `C_strided_transposedA` the strided map with A's tile transposed.
+# Its table, each variant against `A_shipped`, then the current run's strided map against step 5, and the signed
+# kernel's time in the current run against the earlier one's (the two runs' agreement):
 
 # %%
 earlier = lesson.load_shipped(lesson_05.EARLIER, "the first, signed-only version of the same experiment")
 if earlier and experiment:
-    lesson.say(lesson_05.earlier_experiment(earlier, experiment))
+    lesson.say(lesson.variants_table(earlier, "variant (earlier run)", base="A_shipped"))
+    lesson.say(lesson.variants_table(experiment, "variant (current run)", ["unsigned", "unsigned_strided"],
+                                     base="unsigned"))
+    at = max(r["M"] for r in earlier["records"])
+    print(f"signed kernel at {at}³, current run's time / earlier run's:",
+          f"{lesson.record(experiment, 'signed', at)['median_ms'] / lesson.record(earlier, 'A_shipped', at)['median_ms']:.3f}")
 
 # %% [markdown]
 # With signed indices every variant sat near step 3, and the strided map was worth less than it is with unsigned
-# indices (the speedup row). The index arithmetic hid what the thread map was worth.
+# indices (the `B_strided` row of the first table against the `unsigned_strided` row of the second). The index
+# arithmetic hid what the thread map was worth.
 
 # %% [markdown]
 # ## What Numba does with a signed index
@@ -69,7 +78,7 @@ if earlier and experiment:
 
 # %%
 compiled = lesson_05.compile_step_5(register_1d, register_2d)
-print(lesson_05.sign_table(compiled))
+lesson.say(lesson_05.sign_table(compiled))
 
 # %% [markdown]
 # Here is one, in the first attempt's PTX:
@@ -114,14 +123,14 @@ if experiment:
     lesson.say(table)
 
 # %% [markdown]
-# The first attempt's lower ceiling is the issue ceiling: it would be the lower one even if `ptxas` had merged its
-# B loads too. Unsigned indices cut the PTX instructions per FMA (the issue ceiling's ratio, last row), but the
-# time fell by much more: fewer instructions are not the whole story. The registers fell too, and with them the
-# blocks that fit on an SM. At every k-tile a block's warps load the next tiles from global memory — hundreds of
-# clock cycles — and wait at the barrier; with a second block on the SM there is other work to switch to
-# meanwhile. Step 5's shipped profile (lesson 5) confirms its side: the registers per thread and the blocks per SM
-# that the register limit allows. No profile of the first attempt is shipped, so that the single block's waits are what it lost is
-# consistent with the timings, not shown.
+# The first attempt's lower ceiling is the issue ceiling: it would be the lower one even if `ptxas` had merged its B
+# loads too. Unsigned indices cut the PTX instructions per FMA (the issue ceiling's ratio, last row), but the time
+# fell by much more: fewer instructions are not the whole story. The registers fell too, and with them the blocks that
+# fit on an SM. At every k-tile a block's warps load the next tiles from global memory — hundreds of clock cycles —
+# and wait at the barrier; with a second block on the SM there is other work to switch to meanwhile. Step 5's shipped
+# profile (lesson 5) confirms its side: the registers per thread and the blocks per SM that the register limit allows.
+# No profile of the first attempt is shipped, so that the single block's waits are what it lost is consistent with the
+# timings, not shown.
 
 # %% [markdown]
 # PTX is not what the GPU runs: `ptxas` optimizes it into machine code (SASS). `scripts/sass_report.py` prints a
