@@ -179,3 +179,23 @@ def test_the_compiled_kernel_orders_the_consumers_and_keeps_its_registers(ptx):
     info = stats.get("ptxas") or {}
     assert info.get("wgmma_serialized") == 0, f"ptxas serialised wgmma or did not answer: {info}"
     assert info["spill_bytes"] == 0 and info["registers"] <= 168, info
+
+
+def test_the_bench_summary_divides_each_build_by_its_baselines():
+    """experiments/pingpong_bench.py's stored ratios, on made-up records: each build over step 17 and over the
+    persistent build at each shape; None where a record is missing or failed (no TFLOPS)."""
+    from experiments import pingpong_bench
+
+    def rec(step, tflops, k=4096):
+        return {"step": step, "M": 4096, "N": 4096, "K": k, **({"tflops": tflops} if tflops else {})}
+
+    records = [rec("warp_specialized", 360.0), rec("persistent_specialized", 350.0),
+               rec("pingpong_specialized", 378.0), rec("pingpong_unordered", None), rec("cublas_tf32", 400.0),
+               rec("warp_specialized", 300.0, k=2048)]
+    summary = pingpong_bench.summary({"records": records})
+    row = summary["4096x4096x4096"]
+    assert row["tflops"]["cublas_tf32"] == 400.0 and row["tflops"]["cublas"] is None
+    assert row["over_warp_specialized"]["pingpong_specialized"] == pytest.approx(1.05)
+    assert row["over_persistent_specialized"]["pingpong_specialized"] == pytest.approx(1.08)
+    assert row["over_warp_specialized"]["pingpong_unordered"] is None
+    assert summary["4096x4096x2048"]["over_persistent_specialized"]["warp_specialized"] is None
