@@ -46,7 +46,8 @@ print("\nStream-K, 10 tiles (the hybrid rule):\n" + lesson_11.picture(10, 8, 4))
 # Where there are many waves, only the end needs balancing. The **hybrid** rule of step 11 (`stream_k_split`)
 # keeps whole waves data-parallel (no partial sums, no waiting) and shares out only the last, part-empty wave plus
 # one full wave before it, so that every block still gets about a tile's worth of iterations: the third picture.
-# Where one tile per block would keep at least 90 % of the block-slots busy, step 11 runs step 10's kernel.
+# Where one tile per block would keep at least a threshold share of the block-slots busy
+# (`WAVE_EFFICIENCY_FOR_DATA_PARALLEL`, in the prediction's table below), step 11 runs step 10's kernel.
 #
 # ## The fixup protocol
 #
@@ -119,21 +120,21 @@ if sweep:
 # with few, deep tiles (small M·N, large K) have the most to gain: a few busy SMs become all of them.
 #
 # **Minus the fixups,** which the model leaves out. A partial tile is written once and read once by its owner — as
-# many bytes as about ten k-iterations' loads of A and B (the table's last rows) — and an owner adds its tile's partial
+# many bytes as several k-iterations' loads of A and B (the table's last rows) — and an owner adds its tile's partial
 # sums one after another. Small against a share of hundreds of k-iterations; less small where a tile is split among
 # many blocks, as on the deep, few-tile shapes.
 
 # %% [markdown]
 # ## Is it right?
 #
-# On the simulator a stream-K grid has 3 blocks (`SIMULATED_RESIDENT_BLOCKS` in `gemm_steps.toolkit.tiles`), and
-# Numba's simulator runs the blocks one after another, in index order — the one order in which waiting only for
-# lower-numbered blocks works even without resident blocks. So the simulator checks the arithmetic and the fixup,
-# not the timing and not the memory ordering. Three shapes, one for each branch of the rule, each small enough to
-# run as one launch (the simulator runs a larger product in slices of rows, each with its own split).
+# On the simulator a stream-K grid has `SIMULATED_RESIDENT_BLOCKS` blocks (from `gemm_steps.toolkit.tiles`, printed
+# below), and Numba's simulator runs the blocks one after another, in index order — the one order in which waiting
+# only for lower-numbered blocks works even without resident blocks. So the simulator checks the arithmetic and the
+# fixup, not the timing and not the memory ordering. Three shapes, one for each branch of the rule, each small enough
+# to run as one launch (the simulator runs a larger product in slices of rows, each with its own split).
 #
 # Then, **deterministic?** Run the hybrid shape twice and compare bit patterns; compare with step 10, which
-# computes every tile in one block, in k-order; and pretend the GPU holds 2 blocks instead of 3 (another grid size):
+# computes every tile in one block, in k-order; and pretend the GPU holds 2 blocks instead of the simulator's (another grid size):
 
 # %%
 checks = [(512, 256, 24), (896, 256, 24), (768, 256, 16)]
@@ -178,8 +179,8 @@ if sweep:
 
 # %% [markdown]
 # On the left, the red line is the balance-only model of step 11's schedule: flat where stream-K balances the
-# work, and dropping onto the blue saw-tooth where the rule falls back to step 10 (90 % of block-slots busy or
-# more). The measured stream-K points sit below the line; the next cell says by how much.
+# work, and dropping onto the blue saw-tooth where the rule falls back to step 10 (the threshold share of
+# block-slots busy or more). The measured stream-K points sit below the line; the next cell says by how much.
 #
 # ## What the numbers say
 
@@ -196,7 +197,7 @@ if sweep:
 # split it is slower than step 10 (the last row), which is why step 11 runs step 10's kernel there.
 #
 # What the balance-only model leaves out — the stream-K kernel's own cost, the fixed costs of the small squares, and
-# why the 90 % threshold sits where it does — is measured in the
+# why the threshold sits where it does — is measured in the
 # [deep dive: what the model leaves out](deep_dives/11_what_the_model_leaves_out.ipynb).
 #
 # ## The last three steps, at the square sizes

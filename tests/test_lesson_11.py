@@ -8,7 +8,8 @@ import pytest
 
 import gemm_steps
 from gemm_steps.course import lesson_11, targets
-from gemm_steps.course.timings import common_sizes, load_shipped
+from gemm_steps.course.timings import common_sizes, load_shipped, record
+from gemm_steps.steps.stream_k import WAVE_EFFICIENCY_FOR_DATA_PARALLEL
 
 ONE_BLOCK_PER_SM = {"stream_k_fast": {"registers": 255, "shared_bytes": 0}}
 
@@ -31,6 +32,12 @@ def test_the_schedule_gives_every_k_iteration_once_and_the_model_balances_it():
     assert finish < one_each == 2 * k_tiles
 
 
+def test_the_backward_walk_waits_one_link_deep_and_the_forward_walk_chains():
+    backwards, forwards = lesson_11.waits(5, 8, 4), lesson_11.waits(5, 8, 4, backwards=False)
+    assert backwards == {"lower_only": True, "flags_per_block": 1, "waited_before_flag": [], "chain": 1}
+    assert forwards["lower_only"] and forwards["waited_before_flag"] and forwards["chain"] > 1
+
+
 def test_prediction_and_split_come_from_the_schedule(sweep):
     for row in sweep.rows:
         assert row["dp_tiles"] + row["sk_tiles"] == row["tiles"]
@@ -38,6 +45,8 @@ def test_prediction_and_split_come_from_the_schedule(sweep):
     pred = lesson_11.prediction(sweep)
     assert pred["a partial tile (KiB)"] == sweep.BM * sweep.BN * 4 // 1024
     assert any(key.endswith("balancing can buy up to") for key in pred)
+    assert pred["threshold: split below this share busy"] == WAVE_EFFICIENCY_FOR_DATA_PARALLEL
+    assert all(r["sk_tiles"] == 0 for r in sweep.rows if r["busy"] >= WAVE_EFFICIENCY_FOR_DATA_PARALLEL)
 
 
 def test_the_verdict_and_the_kernel_cost_are_the_sweeps_numbers(sweep):
@@ -62,6 +71,19 @@ def test_the_first_version_and_the_wait_argument(sweep):
     assert found["correct"]
     waits = lesson_11.wait_table(sweep)
     assert waits["holds"] and waits["shapes"] == sum(1 for r in sweep.rows if r["sk_tiles"])
+
+
+def test_the_reader_fence_run_is_read_per_shape():
+    run = load_shipped("stream-k-reader-fence-nvidia-h100.json", "test")
+    if run is None:
+        pytest.fail("the shipped reader-fence run is missing (renamed?): lesson 11's fixup deep dive reads it")
+    rows = lesson_11.reader_fence_table(run, ONE_BLOCK_PER_SM).rows
+    shapes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == "stream_k"},
+                    key=lambda s: s[0] * s[1] * s[2])
+    assert len(rows) == len(shapes) and all(r["C fully written"] == "yes" for r in rows)
+    for row, shape in zip(rows, shapes):
+        sk, p = (record(run, name, shape) for name in ("stream_k", "persistent"))
+        assert row["step 11 ÷ step 10"] == f"{sk['median_ms'] / p['median_ms']:.2f}×"
 
 
 def test_the_target_comes_from_the_targets_module():

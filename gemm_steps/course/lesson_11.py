@@ -1,19 +1,14 @@
-"""Lesson 11's helpers (stream-K), shared with its deep dives (``lessons/deep_dives/11_*.py``). They return
-figures, tables and numbers; the words around them are the lessons'.
-
-* The schedule in Python, small enough to read: :func:`shares`, :func:`picture`, :func:`timelines` and :func:`draw`
-  (the balance-only model), :func:`waits` (who waits for whom), :func:`first_rule` (the first version's rule).
-* The shipped scheduling sweeps: :func:`load_sweep` reads ``experiment-scheduling-h200.json`` into one row per shape;
-  the functions after it turn rows into tables, named numbers and the figure.
-* The determinism check on the simulator (:func:`determinism`), an outline of the fixup's PTX, and the course
-  against its target (:data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT`).
+"""Lesson 11's helpers (stream-K), shared with its deep dives (``lessons/deep_dives/11_*.py``): the schedule in Python
+(:func:`shares` … :func:`waits`), the shipped scheduling sweep read into one row per shape (:func:`load_sweep`) and
+the tables, numbers and figure made from it, the fixup's PTX, determinism on the simulator, and the course against
+its target (:data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT`). Numbers, tables, figures: the words are the lessons'.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 import numpy as np
 
@@ -21,7 +16,7 @@ from gemm_steps.steps.stream_k import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, stream_
 from gemm_steps.toolkit.tiles import TileConfig
 
 from . import compiled as _compiled
-from .display import MarkdownTable, facts
+from .display import facts, table
 from .targets import TARGET_SGEMM_PCT
 from .timings import load_shipped, record, size_label
 
@@ -106,142 +101,114 @@ def first_rule(tiles, blocks):
     return data_parallel, tiles - data_parallel
 
 
+
 def waits(tiles, k_tiles, blocks, split=stream_k_split, backwards=True) -> dict:
     """Who waits for whom in one launch, read off :func:`shares` with the kernel's rules: a piece that stops before
     its tile's last k-iteration raises its block's flag; a piece that ends the tile but does not start it waits for
-    the flags of the other blocks in the tile.
-
-    Returns ``lower_only`` (every wait is for a lower-numbered block), ``flags_per_block`` (most flags one block
-    raises: the kernel has one workspace slot per block), ``waited_before_flag`` (blocks that wait before they raise
-    their flag) and ``chain`` (the longest chain of blocks each waiting for the previous one's flag, counted in
-    waits: 1 = an owner waits only for blocks that never wait first)."""
+    the flags of the other blocks in the tile. ``lower_only``: every wait is for a lower-numbered block;
+    ``flags_per_block``: the most flags one block raises (the kernel has one workspace slot per block);
+    ``waited_before_flag``: blocks that wait before they raise their flag; ``chain``: the longest chain of blocks each
+    waiting for the previous one's flag, in waits (1 = an owner waits only for blocks that never wait first)."""
     work = shares(tiles, k_tiles, blocks, split, backwards)
     holders = {}  # tile → blocks that computed a piece of it without finishing it
     for block, pieces in enumerate(work):
         for tile, first, count in pieces:
             if first + count < k_tiles:
                 holders.setdefault(tile, []).append(block)
-    lower_only, flags, waited_first, depth = True, 0, [], {}
+    lower_only, flags, waited_first, depth = True, 0, [], {}  # depth: of the chain before a block's flag
     for block, pieces in enumerate(work):  # lower blocks first: their depth is known when a higher one needs it
-        waited_on, flag_depth, raised = [], None, 0
+        waited_on, raised, depth[block] = [], 0, 0
         for tile, first, count in pieces:
             if first + count < k_tiles:  # raises the flag, after whatever it waited for so far
                 raised += 1
-                flag_depth = max((depth.get(b, 0) + 1 for b in waited_on), default=0)
-                if waited_on:
-                    waited_first.append(block)
+                depth[block] = max((depth.get(b, 0) + 1 for b in waited_on), default=0)
+                waited_first += [block] if waited_on else []
             elif first > 0:  # the owner of a split tile
-                others = holders.get(tile, [])
-                lower_only &= all(b < block for b in others)
-                waited_on += others
+                lower_only &= all(b < block for b in holders.get(tile, []))
+                waited_on += holders.get(tile, [])
         flags = max(flags, raised)
-        depth[block] = flag_depth if flag_depth is not None else 0
-    owners_chain = 0
-    for block, pieces in enumerate(work):
-        for tile, first, count in pieces:
-            if first > 0 and first + count == k_tiles:
-                owners_chain = max(owners_chain, 1 + max((depth.get(b, 0) for b in holders.get(tile, [])), default=-1))
-    return {"lower_only": lower_only, "flags_per_block": flags, "waited_before_flag": waited_first,
-            "chain": owners_chain}
+    chain = max((1 + max((depth[b] for b in holders.get(tile, [])), default=-1) for pieces in work
+                 for tile, first, count in pieces if first > 0 and first + count == k_tiles), default=0)
+    return {"lower_only": lower_only, "flags_per_block": flags, "waited_before_flag": waited_first, "chain": chain}
 
 
 # -- the shipped scheduling sweep ------------------------------------------------------------------------------------
+#: The sweep's variants: row key → record name.
 VARIANTS = {"dp": "data_parallel (step 9)", "p": "persistent (step 10)", "sk": "stream_k hybrid (step 11)",
             "kernel": "stream_k kernel, hybrid split", "all": "stream_k all", "cuBLAS": "cublas"}
+#: The H200 scheduling sweep: its GPU, tiles, grid (G blocks) and one row per shape (:func:`load_sweep`).
+Sweep = namedtuple("Sweep", "env BM BN BK G rows")
 
 
-@dataclass
-class Sweep:
-    """The H200 scheduling sweep: its file, tiles, grid (G blocks) and one row per shape (see :func:`load_sweep`)."""
-    data: dict
-    env: dict
-    BM: int
-    BN: int
-    BK: int
-    per_sm: int
-    G: int
-    rows: list
-
-
-def records_by_shape(data: dict) -> dict:
-    """{(variant, M, N, K): record} of a sweep's successful records."""
-    return {(r["step"], r["M"], r["N"], r["K"]): r for r in data["records"] if "error" not in r}
+def resident_grid(compiled: dict, sm_count: int) -> int:
+    """G = SMs × the stream-K kernel's blocks per SM (its compiled registers and shared memory, NVIDIA's rules)."""
+    kernel = compiled["stream_k_fast"]
+    return sm_count * _compiled.blocks_per_sm(kernel["registers"], _compiled.threads_per_block("stream_k"),
+                                              kernel["shared_bytes"])["blocks"]
 
 
 def load_sweep(compiled: dict) -> Sweep | None:
-    """The shipped sweep (saying where it comes from), with G = SMs × blocks per SM of the stream-K kernel (from
-    the compiler's register count and NVIDIA's occupancy rules) and, per shape, smallest first: its tiles and
-    k-tiles, tiles ÷ G (``x``), the share of block-slots busy one tile per block (``busy``), the hybrid split, the
-    balance-only prediction, and the record of each variant of :data:`VARIANTS` (``None`` where it has none)."""
+    """The shipped sweep (saying where it comes from) on G = :func:`resident_grid` blocks and, per shape, fewest
+    tiles first: tiles and k-tiles, tiles ÷ G (``x``), the share of block-slots busy one tile per block (``busy``),
+    the hybrid split, the balance-only prediction, and each variant's record (:data:`VARIANTS`; ``None`` if none)."""
     data = load_shipped("experiment-scheduling-h200.json", "`experiments/scheduling.py`: step 9's data-parallel "
                         "grid, step 10, step 11, step 11's kernel without the fallback to step 10, and everything "
                         "stream-K, all with the same tiles, plus cuBLAS, in one run")
     if not data:
         return None
-    env = data["environment"]
     BM, BN, BK = (data["tile_config"][key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-    kernel = compiled["stream_k_fast"]
-    per_sm = _compiled.blocks_per_sm(kernel["registers"], _compiled.threads_per_block("stream_k"),
-                                     kernel["shared_bytes"])["blocks"]
-    G = env["sm_count"] * per_sm
-    by = records_by_shape(data)
-
-    def tiles_of(shape):
-        return (shape[0] // BM) * (shape[1] // BN)
-
-    rows = []
-    for shape in sorted({(r["M"], r["N"], r["K"]) for r in data["records"]}, key=lambda s: (tiles_of(s), s[2])):
-        tiles, k_tiles = tiles_of(shape), shape[2] // BK
-        waves = math.ceil(tiles / G)
-        dp_tiles, sk_tiles = stream_k_split(tiles, G)
-        predicted = waves * k_tiles / timelines(tiles, k_tiles, G)[1]
+    G, rows = resident_grid(compiled, data["environment"]["sm_count"]), []
+    for shape in sorted({(r["M"], r["N"], r["K"]) for r in data["records"]},
+                        key=lambda s: ((s[0] // BM) * (s[1] // BN), s[2])):
+        tiles, k_tiles = (shape[0] // BM) * (shape[1] // BN), shape[2] // BK
+        waves, (dp_tiles, sk_tiles) = math.ceil(tiles / G), stream_k_split(tiles, G)
         rows.append({"shape": shape, "tiles": tiles, "k_tiles": k_tiles, "x": tiles / G, "busy": tiles / (waves * G),
-                     "dp_tiles": dp_tiles, "sk_tiles": sk_tiles, "predicted": predicted,
-                     **{key: by.get((name, *shape)) for key, name in VARIANTS.items()}})
-    return Sweep(data, env, BM, BN, BK, per_sm, G, rows)
+                     "dp_tiles": dp_tiles, "sk_tiles": sk_tiles,
+                     "predicted": waves * k_tiles / timelines(tiles, k_tiles, G)[1],
+                     **{key: record(data, name, shape) for key, name in VARIANTS.items()}})
+    return Sweep(data["environment"], BM, BN, BK, G, rows)
 
 
-def split_table(s: Sweep) -> MarkdownTable:
-    """The hybrid rule's decision for every shape of the sweep (on G = SMs × blocks per SM blocks), with the
-    balance-only prediction."""
-    lines = [f"| M×N×K, {s.BM}×{s.BN} tiles, G = {s.G} | tiles | tiles ÷ SMs | block-slots busy, one tile per block "
-             "| split: data-parallel + stream-K tiles | predicted speedup (balance only) |",
-             "|:--|--:|--:|--:|:--|--:|"]
-    for row in s.rows:
-        split_text = f"{row['dp_tiles']} + {row['sk_tiles']}" if row["sk_tiles"] else "all data-parallel: runs step 10"
-        lines.append(f"| {size_label(row['shape'])} | {row['tiles']} | {row['x']:.2f} | {row['busy']:.0%} "
-                     f"| {split_text} | {row['predicted']:.2f}× |")
-    return MarkdownTable("\n".join(lines))
+def _split(row, otherwise: str) -> str:
+    return f"{row['dp_tiles']} + {row['sk_tiles']}" if row["sk_tiles"] else otherwise
+
+
+def _tflops(row, key) -> str:
+    return f"{row[key]['tflops']:.1f}" if row[key] else "—"
+
+
+def split_table(s: Sweep):
+    """The hybrid rule's decision for every shape of the sweep, with the balance-only prediction."""
+    return table([{f"M×N×K, {s.BM}×{s.BN} tiles, G = {s.G}": size_label(r["shape"]), "tiles": str(r["tiles"]),
+                   "tiles ÷ SMs": f"{r['x']:.2f}", "block-slots busy, one tile per block": f"{r['busy']:.0%}",
+                   "split: data-parallel + stream-K tiles": _split(r, "all data-parallel: runs step 10"),
+                   "predicted speedup (balance only)": f"{r['predicted']:.2f}×"} for r in s.rows])
 
 
 def prediction(s: Sweep) -> dict:
-    """The prediction from the schedule alone (no measured time enters it): for each shape just past one wave that
-    the rule splits, the block-slots a tile-per-block schedule leaves idle and the balance-only bound; and the
-    fixup's traffic: a partial tile's bytes against one k-iteration's loads of A and B."""
+    """From the schedule alone (no measured time enters it): for each shape just past one wave that the rule
+    splits, the block-slots a tile-per-block schedule leaves idle and the balance-only bound; and the fixup's
+    traffic: a partial tile's bytes against one k-iteration's loads of A and B; the rule's threshold."""
     out = {}
     for r in (row for row in s.rows if 1 < row["x"] < 1.5 and row["sk_tiles"]):
         slots = math.ceil(r["x"]) * s.G
         out[f"{size_label(r['shape'])}: idle block-slots"] = f"{slots - r['tiles']} of {slots} ({1 - r['busy']:.0%})"
         out[f"{size_label(r['shape'])}: balancing can buy up to"] = f"{r['predicted']:.2f}×"
     partial, per_iteration = s.BM * s.BN * 4, (s.BM + s.BN) * s.BK * 4
-    out.update({"a partial tile (KiB)": partial // 1024, "one k-iteration's loads of A and B (KiB)":
-                per_iteration // 1024, "a partial tile, in k-iterations' loads": partial / per_iteration})
+    out.update({"threshold: split below this share busy": WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
+                "a partial tile (KiB)": partial // 1024, "one k-iteration's loads of A and B (KiB)": per_iteration // 1024,
+                "a partial tile, in k-iterations' loads": partial / per_iteration})
     return {**out, "table": facts(out)}
 
 
-def measurement_table(s: Sweep) -> str:
+def measurement_table(s: Sweep):
     """Every shape of the sweep: steps 9, 10, 11 and cuBLAS in TFLOPS, step 11 ÷ step 9, % of cuBLAS."""
-    lines = ["| M×N×K | tiles ÷ SMs | split (DP + SK tiles) | predicted | step 9 TFLOPS | step 10 | step 11 | cuBLAS "
-             "| step 11 ÷ step 9 | step 9, % of cuBLAS | step 11, % of cuBLAS |",
-             "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    for row in s.rows:
-        tf = {key: (f"{row[key]['tflops']:.1f}" if row[key] else "—") for key in ("dp", "p", "sk", "cuBLAS")}
-        split_text = f"{row['dp_tiles']} + {row['sk_tiles']}" if row["sk_tiles"] else "step 10"
-        lines.append(f"| {size_label(row['shape'])} | {row['x']:.2f} | {split_text} | {row['predicted']:.2f}× "
-                     f"| {tf['dp']} | {tf['p']} | **{tf['sk']}** | {tf['cuBLAS']} "
-                     f"| **{row['dp']['median_ms'] / row['sk']['median_ms']:.2f}×** "
-                     f"| {row['dp']['pct_of_cublas']:.0f} % | {row['sk']['pct_of_cublas']:.0f} % |")
-    return "\n".join(lines)
+    return table([{"M×N×K": size_label(r["shape"]), "tiles ÷ SMs": f"{r['x']:.2f}",
+                   "split (DP + SK tiles)": _split(r, "step 10"), "predicted": f"{r['predicted']:.2f}×",
+                   "step 9 TFLOPS": _tflops(r, "dp"), "step 10": _tflops(r, "p"), "step 11": f"**{_tflops(r, 'sk')}**",
+                   "cuBLAS": _tflops(r, "cuBLAS"), "step 11 ÷ step 9": f"**{speedup(r):.2f}×**",
+                   "step 9, % of cuBLAS": f"{r['dp']['pct_of_cublas']:.0f} %",
+                   "step 11, % of cuBLAS": f"{r['sk']['pct_of_cublas']:.0f} %"} for r in s.rows])
 
 
 def figure(s: Sweep):
@@ -295,6 +262,7 @@ def figure(s: Sweep):
     return fig
 
 
+
 def speedup(row) -> float:
     """Step 11's speedup over step 9's data-parallel grid on one shape."""
     return row["dp"]["median_ms"] / row["sk"]["median_ms"]
@@ -309,7 +277,7 @@ def groups(s: Sweep) -> dict:
             "small": [row for row in split_rows if row["shape"][0] == row["shape"][1] == row["shape"][2]]}
 
 
-def _span(values, fmt):
+def _span(values, fmt="{:.2f}×"):
     return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
 
 
@@ -328,16 +296,14 @@ def kernel_cost(s: Sweep) -> dict:
     return {size_label(r["shape"]): r["kernel"]["median_ms"] / r["p"]["median_ms"] for r in full_wave_rows(s)}
 
 
-def where_it_ran(s: Sweep) -> MarkdownTable:
+def where_it_ran(s: Sweep):
     """Shape by shape where stream-K ran, by family: speedup over step 9, the prediction and the share of it
     reached, % of cuBLAS before and after, time."""
-    lines = ["| family | shape | waves | step 11 ÷ step 9 | predicted up to | share of it | % of cuBLAS, step 9 → 11 "
-             "| ms |", "|:--|:--|--:|--:|--:|--:|--:|--:|"]
-    for family, group in groups(s).items():
-        lines += [f"| {family} | {size_label(r['shape'])} | {r['x']:.2f} | **{speedup(r):.2f}×** "
-                  f"| {r['predicted']:.2f}× | {speedup(r) / r['predicted']:.0%} | {r['dp']['pct_of_cublas']:.0f} → "
-                  f"**{r['sk']['pct_of_cublas']:.0f}** | {r['sk']['median_ms']:.3f} |" for r in group]
-    return MarkdownTable("\n".join(lines))
+    return table([{"family": family, "shape": size_label(r["shape"]), "waves": f"{r['x']:.2f}",
+                   "step 11 ÷ step 9": f"**{speedup(r):.2f}×**", "predicted up to": f"{r['predicted']:.2f}×",
+                   "share of it": f"{speedup(r) / r['predicted']:.0%}",
+                   "% of cuBLAS, step 9 → 11": f"{r['dp']['pct_of_cublas']:.0f} → **{r['sk']['pct_of_cublas']:.0f}**",
+                   "ms": f"{r['sk']['median_ms']:.3f}"} for family, group in groups(s).items() for r in group])
 
 
 def verdict(s: Sweep) -> dict | None:
@@ -348,17 +314,14 @@ def verdict(s: Sweep) -> dict | None:
     if not (g["boundary"] and g["deep"]):
         return None
     out = {}
-    for family, group in g.items():
-        if group:
-            out[f"{family}: step 11 ÷ step 9"] = _span([speedup(r) for r in group], "{:.2f}×")
-            out[f"{family}: % of cuBLAS, step 9 → 11"] = (_span([r["dp"]["pct_of_cublas"] for r in group], "{:.0f}")
-                                                          + " → " + _span([r["sk"]["pct_of_cublas"] for r in group],
-                                                                          "{:.0f}"))
-            out[f"{family}: share of the predicted gain"] = _span(_share_of_prediction(group), "{:.0%}")
+    for family, group in ((family, group) for family, group in g.items() if group):
+        out[f"{family}: step 11 ÷ step 9"] = _span([speedup(r) for r in group])
+        out[f"{family}: % of cuBLAS, step 9 → 11"] = " → ".join(
+            _span([r[key]["pct_of_cublas"] for r in group], "{:.0f}") for key in ("dp", "sk"))
+        out[f"{family}: share of the predicted gain"] = _span(_share_of_prediction(group), "{:.0%}")
     out["blocks per tile on the deepest shape"] = s.G / min(r["tiles"] for r in g["deep"])
-    cost = kernel_cost(s)
-    if cost:
-        out["stream-K kernel ÷ step 10 with nothing to split (median)"] = float(np.median(list(cost.values())))
+    if kernel_cost(s):
+        out["stream-K kernel ÷ step 10 with nothing to split (median)"] = float(np.median([*kernel_cost(s).values()]))
     return {**out, "table": facts(out)}
 
 
@@ -368,37 +331,35 @@ def forward_walk(s: Sweep, forward: dict) -> dict:
     that run, model slowdown, measured slowdown; worst first) and its ``table``; the worst shape and slowdown; where
     the model predicts a chain (over 2×), measured ÷ model; ``correct``: every run wrote all of C, with errors no
     larger than 1.5× step 10's."""
-    fby = records_by_shape(forward)
     walk = []
-    for row in s.rows:
-        fwd, p = fby.get(("stream_k hybrid (step 11)", *row["shape"])), fby.get(("persistent (step 10)", *row["shape"]))
-        if fwd and p and first_rule(row["tiles"], s.G)[1]:
+    for row in (r for r in s.rows if first_rule(r["tiles"], s.G)[1]):
+        fwd, p = (record(forward, name, row["shape"]) for name in (VARIANTS["sk"], VARIANTS["p"]))
+        if fwd and p:
             one_per_block = math.ceil(row["tiles"] / s.G) * row["k_tiles"]
             model = timelines(row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)[1] / one_per_block
             walk.append((row, fwd, p, model, fwd["median_ms"] / p["median_ms"]))
     walk.sort(key=lambda w: -w[4])
-    lines = ["| M×N×K | tiles ÷ SMs | forward walk, ms | % of cuBLAS | time ÷ step 10's, same run | model: forward "
-             "walk ÷ one tile per block |", "|:--|--:|--:|--:|--:|--:|"]
-    lines += [f"| {size_label(row['shape'])} | {row['x']:.2f} | {fwd['median_ms']:.3f} | {fwd['pct_of_cublas']:.1f} % "
-              f"| **{measured:.2f}×** | {model:.2f}× |" for row, fwd, p, model, measured in walk]
     chained = [w[4] / w[3] for w in walk if w[3] > 2]
-    streamed = [r for r in forward["records"] if r["step"] in ("stream_k hybrid (step 11)", "stream_k all")]
-    correct = all(r.get("unwritten") == 0 and r["sampled_rel_error_fp64"] <= 1.5 * fby[
-        ("persistent (step 10)", r["M"], r["N"], r["K"])]["sampled_rel_error_fp64"] for r in streamed)
-    return {"walk": walk, "table": MarkdownTable("\n".join(lines)), "worst": size_label(walk[0][0]["shape"]),
-            "worst slowdown": walk[0][4], "chained shapes": len(chained),
-            "measured ÷ model where chained": _span(chained, "{:.2f}") if chained else None, "correct": correct}
+    correct = all(r.get("unwritten") == 0 and r["sampled_rel_error_fp64"] <= 1.5 * record(
+        forward, VARIANTS["p"], (r["M"], r["N"], r["K"]))["sampled_rel_error_fp64"]
+        for r in forward["records"] if r["step"] in (VARIANTS["sk"], VARIANTS["all"]))
+    rows = [{"M×N×K": size_label(row["shape"]), "tiles ÷ SMs": f"{row['x']:.2f}", "forward walk, ms":
+             f"{fwd['median_ms']:.3f}", "% of cuBLAS": f"{fwd['pct_of_cublas']:.1f} %",
+             "time ÷ step 10's, same run": f"**{measured:.2f}×**",
+             "model: forward walk ÷ one tile per block": f"{model:.2f}×"} for row, fwd, p, model, measured in walk]
+    return {"walk": walk, "table": table(rows), "worst": size_label(walk[0][0]["shape"]), "worst slowdown": walk[0][4],
+            "chained shapes": len(chained), "measured ÷ model where chained": _span(chained, "{:.2f}") if chained
+            else None, "correct": correct}
 
 
-def the_fix(walk: list) -> MarkdownTable:
+def the_fix(walk: list):
     """The four worst shapes of the first version, against step 11 in the final sweep (ms, % of cuBLAS)."""
-    lines = ["| shape | first version, ms | step 11, ms | faster | % of cuBLAS | the final rule |",
-             "|:--|--:|--:|--:|--:|:--|"]
-    lines += [f"| {size_label(row['shape'])} | {fwd['median_ms']:.3f} | **{row['sk']['median_ms']:.3f}** "
-              f"| {fwd['median_ms'] / row['sk']['median_ms']:.1f}× | {fwd['pct_of_cublas']:.1f} → "
-              f"{row['sk']['pct_of_cublas']:.1f} | {'splits' if row['sk_tiles'] else 'no split: step 10 runs'} |"
-              for row, fwd, *_ in walk[:4] if row["sk"]]
-    return MarkdownTable("\n".join(lines))
+    return table([{"shape": size_label(row["shape"]), "first version, ms": f"{fwd['median_ms']:.3f}",
+                   "step 11, ms": f"**{row['sk']['median_ms']:.3f}**",
+                   "faster": f"{fwd['median_ms'] / row['sk']['median_ms']:.1f}×",
+                   "% of cuBLAS": f"{fwd['pct_of_cublas']:.1f} → {row['sk']['pct_of_cublas']:.1f}",
+                   "the final rule": "splits" if row["sk_tiles"] else "no split: step 10 runs"}
+                  for row, fwd, *_ in walk[:4] if row["sk"]])
 
 
 # -- what the model leaves out (deep dive 11_what_the_model_leaves_out) ----------------------------------------------
@@ -412,7 +373,7 @@ def small_squares(s: Sweep, forward: dict | None) -> dict | None:
         return None
     per_iteration_us = one_wave["dp"]["median_ms"] * 1e3 / one_wave["k_tiles"]
     tiny = min(small, key=lambda r: r["tiles"])
-    before = records_by_shape(forward).get(("cublas", *tiny["shape"])) if forward else None
+    before = record(forward, "cublas", tiny["shape"]) if forward else None
     out = {"share of the predicted gain": _span(_share_of_prediction(small), "{:.0%}"),
            f"µs per k-iteration at {size_label(one_wave['shape'])}": per_iteration_us,
            "k-loop work in their schedules (µs)": _span([timelines(r["tiles"], r["k_tiles"], s.G)[1] * per_iteration_us
@@ -427,14 +388,12 @@ def small_squares(s: Sweep, forward: dict | None) -> dict | None:
 def kernel_cost_numbers(s: Sweep, compiled: dict) -> dict:
     """Step 11's kernel where it has nothing to split, its time ÷ step 10's per shape and the median (``typical``);
     PTX instructions per FMA of both k-loops, and both kernels' registers (nvJitLink)."""
-    from .compiled import fmas_per_k_tile, k_loop_mix
-
     cost = kernel_cost(s)
     out = {f"{label}: stream-K kernel ÷ step 10": ratio for label, ratio in cost.items()}
     out["median"] = typical = float(np.median(list(cost.values())))
     for name in ("persistent", "stream_k"):
-        out[f"{name}: PTX instructions per FMA"] = sum(k_loop_mix(compiled[f"{name}_fast"]["ptx"],
-                                                                  fmas_per_k_tile(name)).values())
+        mix = _compiled.k_loop_mix(compiled[f"{name}_fast"]["ptx"], _compiled.fmas_per_k_tile(name))
+        out[f"{name}: PTX instructions per FMA"] = sum(mix.values())
         out[f"{name}: registers"] = compiled[f"{name}_fast"]["registers"]
     return {**out, "typical": typical, "table": facts(out)}
 
@@ -443,38 +402,36 @@ def prediction_with_cost(s: Sweep, typical: float) -> dict:
     """The balance-only prediction ÷ the kernel's cost against the measurement on the wave-boundary shapes
     (``table``); ``shrinks``: what is left of the gap shrinks as the shares grow."""
     boundary = groups(s)["boundary"]
-    lines = ["| shape | predicted ÷ kernel cost | measured | share of it |", "|:--|--:|--:|--:|"]
-    lines += [f"| {size_label(r['shape'])} | {r['predicted'] / typical:.2f}× | {speedup(r):.2f}× "
-              f"| {speedup(r) / (r['predicted'] / typical):.0%} |" for r in boundary]
     shortfall = [1 - speedup(r) / (r["predicted"] / typical) for r in boundary]
-    return {"table": MarkdownTable("\n".join(lines)), "shrinks": shortfall[0] > shortfall[-1]}
+    return {"shrinks": shortfall[0] > shortfall[-1], "table": table([
+        {"shape": size_label(r["shape"]), "predicted ÷ kernel cost": f"{r['predicted'] / typical:.2f}×",
+         "measured": f"{speedup(r):.2f}×", "share of it": f"{speedup(r) / (r['predicted'] / typical):.0%}"}
+        for r in boundary])}
 
 
 def fallback(s: Sweep, typical: float) -> dict:
     """Where the rule hands the shape to step 10: step 11 and its kernel without the fallback against step 10
     (``table``); the rule's threshold, the break-even the kernel's cost gives, the gap in µs and its largest share."""
     rows = full_wave_rows(s)
-    lines = ["| shape | busy | step 11 ÷ step 10 | step 10 → 11, ms | gap, µs "
-             "| kernel without the fallback ÷ step 10 |", "|:--|--:|--:|--:|--:|--:|"]
-    lines += [f"| {size_label(r['shape'])} | {r['busy']:.0%} | **{r['sk']['median_ms'] / r['p']['median_ms']:.3f}×** "
-              f"| {r['p']['median_ms']:.3f} → {r['sk']['median_ms']:.3f} "
-              f"| {(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f} "
-              f"| {r['kernel']['median_ms'] / r['p']['median_ms']:.3f}× |" for r in rows]
     out = {"threshold: split below this share busy": WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
            "so balancing must buy more than": 1 / WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
            "break-even share busy (1 ÷ kernel cost)": 1 / typical,
            "largest gap, share of step 10's time": max(r["sk"]["median_ms"] / r["p"]["median_ms"] - 1 for r in rows)}
-    return {**out, "table": MarkdownTable("\n".join(lines) + "\n\n" + facts(out))}
+    shapes = table([{"shape": size_label(r["shape"]), "busy": f"{r['busy']:.0%}",
+                     "step 11 ÷ step 10": f"**{r['sk']['median_ms'] / r['p']['median_ms']:.3f}×**",
+                     "step 10 → 11, ms": f"{r['p']['median_ms']:.3f} → {r['sk']['median_ms']:.3f}",
+                     "gap, µs": f"{(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f}",
+                     "kernel without the fallback ÷ step 10": f"{r['kernel']['median_ms'] / r['p']['median_ms']:.3f}×"}
+                    for r in rows])
+    return {**out, "table": shapes + "\n\n" + facts(out)}
 
 
 def before_fallback(s: Sweep, before: dict) -> dict:
     """The stream-K kernel ÷ step 10 on the full-wave shapes in the run before the fallback existed, and the
     median."""
-    bby = records_by_shape(before)
     out = {}
     for row in full_wave_rows(s):
-        kernel = bby.get(("stream_k hybrid (step 11)", *row["shape"]))
-        p = bby.get(("persistent (step 10)", *row["shape"]))
+        kernel, p = (record(before, name, row["shape"]) for name in (VARIANTS["sk"], VARIANTS["p"]))
         if kernel and p:
             out[size_label(row["shape"])] = kernel["median_ms"] / p["median_ms"]
     if out:
@@ -496,13 +453,10 @@ def fixup_ptx_outline(ptx: str) -> str:
     ops = []
     for number, line in enumerate(lines[start:stop + 1], start + 1):
         match = _FIXUP_OPS.match(line)
-        if not match:
-            continue
-        op = match.group(1)
-        if ops and ops[-1][1] == op:
+        if match and ops and ops[-1][1] == match.group(1):
             ops[-1][2] += 1
-        else:
-            ops.append([number, op, 1, line.strip()])
+        elif match:
+            ops.append([number, match.group(1), 1, line.strip()])
     return "\n".join(f"line {number:>5}: " + (f"{op} × {count}" if count > 1 else text)
                      for number, op, count, text in ops)
 
@@ -511,37 +465,37 @@ def wait_table(s: Sweep) -> dict:
     """:func:`waits` on every shape of the sweep that step 11 splits, on the sweep's grid, beside the first
     version's longest chain (``table``); ``holds``: on every shape every wait is for a lower-numbered block, no block
     raises more than one flag or waits before raising it, and every chain is one link long."""
-    lines = ["| M×N×K | blocks | waits only for lower-numbered blocks | flags raised per block, at most | blocks that "
-             "wait before raising their flag | longest chain of waits | first version: longest chain |",
-             "|:--|--:|:--|--:|--:|--:|--:|"]
-    holds = []
+    rows = []
     for row in (r for r in s.rows if r["sk_tiles"]):
         now = waits(row["tiles"], row["k_tiles"], s.G)
-        before = waits(row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)
-        holds.append(now["lower_only"] and now["flags_per_block"] <= 1 and not now["waited_before_flag"]
-                     and now["chain"] <= 1)
-        lines.append(f"| {size_label(row['shape'])} | {s.G} | {'yes' if now['lower_only'] else '**no**'} "
-                     f"| {now['flags_per_block']} | {len(now['waited_before_flag'])} | {now['chain']} "
-                     f"| {before['chain']} |")
-    return {"table": MarkdownTable("\n".join(lines)), "shapes": len(holds), "holds": bool(holds) and all(holds)}
+        rows.append({"M×N×K": size_label(row["shape"]), "blocks": str(s.G),
+                     "waits only for lower-numbered blocks": "yes" if now["lower_only"] else "**no**",
+                     "flags raised per block, at most": str(now["flags_per_block"]),
+                     "blocks that wait before raising their flag": str(len(now["waited_before_flag"])),
+                     "longest chain of waits": str(now["chain"]), "first version: longest chain": str(waits(
+                         row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)["chain"]),
+                     "holds": now["lower_only"] and now["flags_per_block"] <= 1 and not now["waited_before_flag"]
+                     and now["chain"] <= 1})
+    shown = table([{key: value for key, value in row.items() if key != "holds"} for row in rows])
+    return {"table": shown, "shapes": len(rows), "holds": bool(rows) and all(row["holds"] for row in rows)}
 
 
-def reader_fence_table(data: dict, tiles_config: tuple, blocks: int) -> MarkdownTable:
+def reader_fence_table(data: dict, compiled: dict):
     """The run made after the reader's fence was added: step 11 against step 10 and cuBLAS at each of its shapes,
-    and whether the rule splits the shape (``tiles_config``: BLOCK_M, BLOCK_N; ``blocks``: the grid)."""
-    by = records_by_shape(data)
-    bm, bn = tiles_config
-    lines = ["| shape | split by stream-K (the fixup runs) | step 11, ms | % of cuBLAS | step 10, ms | % of cuBLAS "
-             "| step 11 ÷ step 10 | C fully written |", "|:--|:--|--:|--:|--:|--:|--:|:--|"]
+    and whether the rule splits the shape on G = :func:`resident_grid` blocks (the tiles: its records')."""
+    blocks, rows = resident_grid(compiled, data["environment"]["sm_count"]), []
     for shape in sorted({(r["M"], r["N"], r["K"]) for r in data["records"]}, key=lambda x: x[0] * x[1] * x[2]):
-        sk, p = by.get(("stream_k", *shape)), by.get(("persistent", *shape))
+        sk, p = record(data, "stream_k", shape), record(data, "persistent", shape)
         if sk and p:
-            split = stream_k_split((shape[0] // bm) * (shape[1] // bn), blocks)[1] > 0
-            lines.append(f"| {size_label(shape)} | {'yes' if split else 'no: step 10 runs'} | {sk['median_ms']:.3f} "
-                         f"| **{sk['pct_of_cublas']:.0f} %** | {p['median_ms']:.3f} | {p['pct_of_cublas']:.0f} % "
-                         f"| {sk['median_ms'] / p['median_ms']:.2f}× "
-                         f"| {'yes' if sk.get('unwritten') == 0 else '**NO**'} |")
-    return MarkdownTable("\n".join(lines))
+            tiles = (shape[0] // sk["config"]["BLOCK_M"]) * (shape[1] // sk["config"]["BLOCK_N"])
+            rows.append({"shape": size_label(shape), "split by stream-K (the fixup runs)":
+                         "yes" if stream_k_split(tiles, blocks)[1] else "no: step 10 runs",
+                         "step 11, ms": f"{sk['median_ms']:.3f}",
+                         "step 11, % of cuBLAS": f"**{sk['pct_of_cublas']:.0f} %**",
+                         "step 10, ms": f"{p['median_ms']:.3f}", "step 10, % of cuBLAS": f"{p['pct_of_cublas']:.0f} %",
+                         "step 11 ÷ step 10": f"{sk['median_ms'] / p['median_ms']:.2f}×",
+                         "C fully written": "yes" if sk.get("unwritten") == 0 else "**NO**"})
+    return table(rows)
 
 
 # -- determinism on the simulator ---------------------------------------------------------------------------------
@@ -588,33 +542,30 @@ def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> dict:
 
 
 # -- the course at the end (deep dive 11_where_the_course_ends) ----------------------------------------------------
-def course_table(full: dict, course: list, sizes: list) -> MarkdownTable:
-    """TFLOPS and % of cuBLAS of every step (and cuBLAS) at ``sizes``."""
+def _label(name: str) -> str:
     from gemm_steps.harness.step import get_step
 
-    lines = ["| step | " + " | ".join(f"{size_label(s)}: TFLOPS | % of cuBLAS" for s in sizes) + " |",
-             "|:--|" + "--:|--:|" * len(sizes)]
-    for name in course + ["cublas"]:
-        label = "cuBLAS" if name == "cublas" else f"{get_step(name).number} {name}"
-        lines.append(f"| {label} | " + " | ".join(f"{c['tflops']:.1f} | {c['pct_of_cublas']:.1f} %"
-                                                  for c in (record(full, name, s) for s in sizes)) + " |")
-    return MarkdownTable("\n".join(lines))
+    return "cuBLAS" if name == "cublas" else f"{get_step(name).number} {name}"
+
+
+def course_table(full: dict, course: list, sizes: list):
+    """TFLOPS and % of cuBLAS of every step (and cuBLAS) at ``sizes``."""
+    cells = (("{}: TFLOPS", "{tflops:.1f}"), ("{}: % of cuBLAS", "{pct_of_cublas:.1f} %"))
+    return table([{"step": _label(name), **{key.format(size_label(s)): value.format(**record(full, name, s))
+                                           for s in sizes for key, value in cells}} for name in course + ["cublas"]])
 
 
 def target_verdict(full: dict, course: list, sizes: list) -> dict:
     """The fastest step at each of ``sizes`` (% of cuBLAS, TFLOPS), step 11's %, and ``met``: the best reaches
     :data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT` at some size."""
-    from gemm_steps.harness.step import get_step
-
     best = {s: max((record(full, name, s) for name in course), key=lambda r: r["tflops"]) for s in sizes}
     out = {}
-    for s in sizes:
-        out[f"{size_label(s)}: fastest step"] = f"{get_step(best[s]['step']).number} {best[s]['step']}"
-        out[f"{size_label(s)}: its % of cuBLAS (TFLOPS)"] = (f"{best[s]['pct_of_cublas']:.1f} % "
-                                                              f"({best[s]['tflops']:.1f})")
+    for s, b in best.items():
+        out[f"{size_label(s)}: fastest step"] = _label(b["step"])
+        out[f"{size_label(s)}: its % of cuBLAS (TFLOPS)"] = f"{b['pct_of_cublas']:.1f} % ({b['tflops']:.1f})"
         out[f"{size_label(s)}: step 11, % of cuBLAS"] = record(full, "stream_k", s)["pct_of_cublas"]
     out["target, % of cuBLAS"] = TARGET_SGEMM_PCT
-    met = max(best[s]["pct_of_cublas"] for s in sizes) >= TARGET_SGEMM_PCT
+    met = max(b["pct_of_cublas"] for b in best.values()) >= TARGET_SGEMM_PCT
     return {**out, "met": met, "table": facts({**out, "**target met**": met})}
 
 
@@ -624,12 +575,11 @@ def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, comp
     instructions per FMA (integer, shared loads, other) and the issue ceiling that gives; registers by nvJitLink
     here and by the GPU driver (the profiler's report)."""
     from . import profiles
-    from .compiled import fmas_per_k_tile, k_loop_mix
     from .timings import fp32_peak_tflops
 
     peak, top = fp32_peak_tflops(full), sizes[-1]
     best = max((record(full, name, top) for name in course), key=lambda r: r["tflops"])
-    mix = k_loop_mix(compiled["persistent_fast"]["ptx"], fmas_per_k_tile("persistent"))
+    mix = _compiled.k_loop_mix(compiled["persistent_fast"]["ptx"], _compiled.fmas_per_k_tile("persistent"))
     integer, shared, total = mix["32-bit integer"] + mix["64-bit integer"], mix["shared loads"], sum(mix.values())
     report = profiles.load("persistent")
     out = {"FP32 peak, estimated (TFLOPS)": peak, f"cuBLAS at {size_label(top)}, share of the peak":
@@ -643,11 +593,3 @@ def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, comp
            "registers per thread (the GPU driver, Nsight Compute)":
                int(report.value("Registers Per Thread")) if report else None}
     return {**out, "table": facts(out)}
-
-
-__all__ = ["shares", "one_tile_per_block", "picture", "timelines", "draw", "first_rule", "waits", "VARIANTS",
-           "Sweep", "records_by_shape", "load_sweep", "split_table", "prediction", "measurement_table", "figure",
-           "speedup", "groups", "full_wave_rows", "kernel_cost", "where_it_ran", "verdict", "forward_walk", "the_fix",
-           "small_squares", "kernel_cost_numbers", "prediction_with_cost", "fallback", "before_fallback",
-           "fixup_ptx_outline", "wait_table", "reader_fence_table", "determinism", "course_table", "target_verdict",
-           "inside_the_tile"]

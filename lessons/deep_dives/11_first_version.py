@@ -35,7 +35,7 @@ for label, backwards in (("forwards", False), ("backwards", True)):
 # %% [markdown]
 # The simulator, which runs blocks one after another, computes the right answer either way. Only a GPU shows the
 # difference. The first version's sweep on the H200 used the rule of the time: split whenever the tiles do not fill
-# whole waves (`tiles % blocks != 0`), with no 90 % threshold and no fallback to step 10:
+# whole waves (`tiles % blocks != 0`), with no threshold and no fallback to step 10:
 
 # %%
 lesson.show_code(inspect.getsource(lesson_11.first_rule))

@@ -69,11 +69,7 @@ print(lesson_11.fixup_ptx_outline(compiled["stream_k_fast"]["ptx"]))
 fence_run = lesson.load_shipped("stream-k-reader-fence-nvidia-h100.json", "`gemm-steps bench --steps persistent "
                                 "stream_k`, after the fixup's reader side gained its fence")
 if fence_run:
-    config = stream_k.config
-    per_sm = lesson.blocks_per_sm(compiled["stream_k_fast"]["registers"], lesson.threads_per_block(stream_k),
-                                  compiled["stream_k_fast"]["shared_bytes"])["blocks"]
-    blocks = fence_run["environment"]["sm_count"] * per_sm
-    lesson.say(lesson_11.reader_fence_table(fence_run, (config["BLOCK_M"], config["BLOCK_N"]), blocks))
+    lesson.say(lesson_11.reader_fence_table(fence_run, compiled))
 
 # %% [markdown]
 # ## No deadlock: what the kernel relies on

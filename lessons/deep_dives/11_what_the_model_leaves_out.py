@@ -3,7 +3,7 @@
 #
 # Lesson 11 predicts stream-K's gain from balance alone: one time unit per k-iteration, nothing else costs. The
 # measurements fall short of it everywhere. This notebook measures by how much and why: the fixed costs of the small
-# squares, the stream-K kernel's own cost where it has nothing to split, the 90 % threshold against the measured
+# squares, the stream-K kernel's own cost where it has nothing to split, the rule's threshold against the measured
 # break-even, and the run that led step 11 to fall back to step 10's kernel.
 
 # %%
@@ -87,7 +87,7 @@ if sweep:
 
 # %% [markdown]
 # The fallback came from a measurement. Right after the backward walk fixed the chain (the
-# [first version](11_first_version.ipynb)), a run of the same sweep timed the stream-K kernel with the 90 % rule
+# [first version](11_first_version.ipynb)), a run of the same sweep timed the stream-K kernel with the threshold rule
 # but *without* the fallback — on full waves it then ran every tile data-parallel in its own kernel:
 
 # %%

@@ -2,8 +2,9 @@
 # # Deep dive (lesson 11_stream_k): where the course ends against cuBLAS
 #
 # Lesson 11 is the course's last step on the FP32 units. This notebook puts those steps side by side at the two
-# largest squares, checks the course's target for them (95 % of cuBLAS SGEMM there), and gathers what the lessons
-# measured about the difference that is left — which is inside the tile, not in the schedule. (Steps 12–17 leave
+# largest squares, checks the course's target for them (`TARGET_SGEMM_PCT`, a share of cuBLAS SGEMM: in the
+# verdict's table), and gathers what the lessons measured about the difference that is left — which is inside the
+# tile, not in the schedule. (Steps 12–17 leave
 # the FP32 units for the tensor cores: lessons 12–17.)
 
 # %%
