@@ -96,10 +96,10 @@ if results:
     print("against the prediction:", measured["outcome"])
 
 # %% [markdown]
-# Removing instructions helped, but not by the whole predicted ratio (`most of it` above: 85–95 % of the predicted
-# speedup; `as predicted` would mean the instructions were all that held step 6 back; `less`, under 85 %). Step 7
-# reaches a smaller share of its own ceiling than step 6 did, so issue slots are no longer the only thing it waits
-# for. The next lesson finds what else it waits for.
+# The line under the table reads the speedup against the predicted ratio: `as predicted` (at least 95 % of it) would
+# mean the instructions were all that held step 6 back, `most of it` is 85–95 %, `less` under 85 %. Removing
+# instructions helped, but step 7 reaches a smaller share of its own ceiling than step 6 did (the table's last two
+# rows), so issue slots are no longer the only thing it waits for. The next lesson finds what else it waits for.
 #
 # ## Choosing the tile sizes: autotuning
 #

@@ -37,8 +37,24 @@ def test_first_call_reads_the_run_and_its_log():
 
 
 def test_shipped_compile_times_read_the_file():
-    table = lesson_07.shipped_compile_times()
-    assert "| unrolled |" in table and "compile-times-h200.json" in table
+    import json
+
+    from gemm_steps.course.timings import shipped_file
+
+    found = lesson_07.shipped_compile_times()
+    data = json.loads(shipped_file("compile-times-h200.json").read_text())
+    rows = {r["step"]: r for r in found["table"].rows}
+    assert list(rows) == list(data["compile_times"])
+    assert rows["unrolled"]["first call, empty caches"] == data["compile_times"]["unrolled"]["cold_s"]
+    assert data["environment"]["gpu"] in found["measured"]
+
+
+def test_first_call_table_has_a_row_per_step_and_size():
+    found = lesson_07.load_first_calls()
+    rows = lesson_07.first_call_table(found[1], ["unrolled"]).rows
+    assert rows and all(r["what"] == "unrolled" for r in rows)
+    cold = next(r for r in found[1] if r["what"] == "unrolled" and r["cache"] == "cold")
+    assert rows[0]["first call, empty caches"] == cold["first_s"]
 
 
 def test_compile_profile_table_groups_and_totals():

@@ -1,51 +1,41 @@
 """Lesson 7's helpers (unrolling at compile time, autotuning), shared with its deep dive
-(``lessons/deep_dives/07_compile_time.py``). They return figures, tables and numbers; the words are the lessons'.
-
-* :func:`mix_figure` — the k-loop's PTX instructions per FMA of two kernels, stacked by kind.
-* :func:`prediction` (the issue model from the compiled code) and :func:`verdict` (the measurement against it).
-* :func:`sweep_figure`, :func:`sweep_findings` — the tuning sweep: ``BLOCK_K`` and the occupancy hint, each with
-  everything else equal; the rule's choice and the step's first configuration.
-* :func:`compile_with_registers` (steps 6 and 7, and step 7 without its occupancy hint, through the ``ptxas`` in
-  nvJitLink and the one on this machine), :func:`~gemm_steps.course.compiled.register_table`, :func:`hint_registers`.
-* Compile time (the deep dive; the live profile of a compile is :mod:`gemm_steps.course.compile_profile`):
-  :func:`first_call_table`, :func:`first_call`, :func:`shipped_compile_times`.
-"""
+(``lessons/deep_dives/07_compile_time.py``): the k-loop's instructions per FMA (a figure, the issue model and the
+verdict), the tuning sweep (a figure and its findings), registers with and without the occupancy hint, and the
+shipped first-call and compile-time runs. Numbers, tables and figures; the words are the lessons'."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from dataclasses import asdict, replace
-from pathlib import Path
 
+from gemm_steps.harness import tuning
+from gemm_steps.harness.environment import short_label
 from gemm_steps.harness.ptx import in_gpu_mode
 from gemm_steps.harness.step import get_step
 
 from .compiled import MIX_CLASSES, blocks_per_sm, fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
-from .display import MarkdownTable, as_step, facts
+from .display import MarkdownTable, as_step, facts, table
 from .sweeps import config_label, same_config, sweep_records
 from .timings import fp32_peak_tflops, headline_size, record, shipped_file, shown_path, size_label
 
 
-# -- the picture ---------------------------------------------------------------------------------------------------
+def _per_fma(entry: dict) -> dict[str, float] | None:
+    return k_loop_mix(entry["ptx"], fmas_per_k_tile(get_step(entry["step"])))
+
+
 def mix_figure(compiled: dict):
     """The k-loop of each compiled kernel as one bar: PTX instructions per FMA, stacked by kind."""
     from matplotlib.figure import Figure
 
-    labels, mixes = [], []
-    for label, entry in compiled.items():
-        mix = k_loop_mix(entry["ptx"], fmas_per_k_tile(get_step(entry["step"])))
-        if mix is not None:
-            labels.append(label)
-            mixes.append(mix)
-    fig = Figure(figsize=(8, 0.7 * len(labels) + 1.6), layout="constrained")
+    mixes = {label: mix for label, entry in compiled.items() if (mix := _per_fma(entry)) is not None}
+    fig = Figure(figsize=(8, 0.7 * len(mixes) + 1.6), layout="constrained")
     ax = fig.subplots()
-    left = [0.0] * len(labels)
+    left = [0.0] * len(mixes)
     for kind in MIX_CLASSES:
-        widths = [mix.get(kind, 0.0) for mix in mixes]
+        widths = [mix.get(kind, 0.0) for mix in mixes.values()]
         if any(widths):
-            ax.barh(labels, widths, left=left, label=kind)
+            ax.barh(list(mixes), widths, left=left, label=kind)
             left = [a + b for a, b in zip(left, widths)]
     for y, total in enumerate(left):
         ax.annotate(f"{total:.2f}", (total, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=9)
@@ -63,22 +53,20 @@ def prediction(results: dict, compiled: dict, before, after) -> dict:
     ``before``'s share of its own ceiling carried over to ``after``: the expected TFLOPS and ``ratio``. With
     ``table``."""
     before, after = as_step(before), as_step(after)
-    per_fma = {e["step"]: sum(k_loop_mix(e["ptx"], fmas_per_k_tile(get_step(e["step"]))).values())
-               for e in compiled.values()}
+    per_fma = {e["step"]: sum(_per_fma(e).values()) for e in compiled.values()}
     issue = {name: fp32_peak_tflops(results) / x for name, x in per_fma.items()}
     size = headline_size(results, [before.name, after.name])
     first = record(results, before.name, size)
     share, ratio = first["tflops"] / issue[before.name], issue[after.name] / issue[before.name]
-    numbers = {f"instructions per FMA, step {before.number}": per_fma[before.name],
-               f"instructions per FMA, step {after.number}": per_fma[after.name],
-               f"issue ceiling, step {before.number} (TFLOPS)": issue[before.name],
-               f"issue ceiling, step {after.number} (TFLOPS)": issue[after.name],
-               f"step {before.number}'s share of its ceiling at {size_label(size)}": share,
-               f"**expected: step {after.number} (TFLOPS)**": share * issue[after.name],
-               f"**expected: step {after.number} / step {before.number}**": ratio,
-               f"BLOCK_K, step {before.number} → {after.number}":
-                   f"{before.config['BLOCK_K']} → {after.config['BLOCK_K']}",
-               f"MIN_BLOCKS_PER_SM, step {after.number}": after.config.get("MIN_BLOCKS_PER_SM", 0)}
+    b, a = before.number, after.number
+    numbers = {f"instructions per FMA, step {b}": per_fma[before.name],
+               f"instructions per FMA, step {a}": per_fma[after.name],
+               f"issue ceiling, step {b} (TFLOPS)": issue[before.name],
+               f"issue ceiling, step {a} (TFLOPS)": issue[after.name],
+               f"step {b}'s share of its ceiling at {size_label(size)}": share,
+               f"**expected: step {a} (TFLOPS)**": share * issue[after.name], f"**expected: step {a} / step {b}**": ratio,
+               f"BLOCK_K, step {b} → {a}": f"{before.config['BLOCK_K']} → {after.config['BLOCK_K']}",
+               f"MIN_BLOCKS_PER_SM, step {a}": after.config.get("MIN_BLOCKS_PER_SM", 0)}
     return {"per_fma": per_fma, "issue": issue, "size": size, "before": first, "share": share, "ratio": ratio,
             "names": (before.name, after.name), "table": facts(numbers)}
 
@@ -87,7 +75,7 @@ def verdict(results: dict, predicted: dict) -> dict:
     """The measurement against the issue model: TFLOPS, speedup against the predicted ratio, and the share of its
     issue ceiling ``after`` reaches against ``before``'s. ``outcome``: ``"as predicted"`` (≥ 95 % of the predicted
     speedup), ``"most of it"`` (≥ 85 %) or ``"less"``; ``config_recorded``: the file says which tiles ran."""
-    before, after = predicted["names"]
+    after = predicted["names"][1]
     now = record(results, after, predicted["size"])
     speedup = predicted["before"]["median_ms"] / now["median_ms"]
     numbers = {"size": size_label(predicted["size"]), "TFLOPS": now["tflops"], "% of cuBLAS": now["pct_of_cublas"],
@@ -104,60 +92,52 @@ def sweep_figure(sweep: dict):
     """Every configuration of a sweep as % of cuBLAS (same run), the chosen one in green, the noise band dotted."""
     from matplotlib.figure import Figure
 
-    from gemm_steps.harness import tuning
-    from gemm_steps.harness.environment import short_label
-
     records = sweep_records(sweep)
-    best, fastest = tuning.choose_best(records), min(records, key=lambda r: r["median_ms"])
-    ordered = sorted(records, key=lambda r: r["median_ms"])
+    best, ordered = tuning.choose_best(records), sorted(records, key=lambda r: r["median_ms"])
     fig = Figure(figsize=(8, 0.45 * len(ordered) + 1.5), layout="constrained")
     ax = fig.subplots()
     ax.barh([config_label(r["config"]) for r in ordered], [r["pct_of_cublas"] for r in ordered],
             color=["tab:green" if r is best else "tab:blue" for r in ordered])
-    ax.axvline(100 * fastest["cublas_median_ms"] / (fastest["median_ms"] * (1 + tuning.NOISE)), color="k", ls=":",
-               label=f"{tuning.NOISE:.0%} slower than the fastest: the noise band")
+    ax.axvline(100 * ordered[0]["cublas_median_ms"] / (ordered[0]["median_ms"] * (1 + tuning.NOISE)), color="k",
+               ls=":", label=f"{tuning.NOISE:.0%} slower than the fastest: the noise band")
     ax.invert_yaxis()
-    shape = size_label(tuple(best[d] for d in "MNK"))
-    ax.set(xlabel="% of cuBLAS (same run)", title=f"Autotuning step 7 at {shape}\n{short_label(sweep['environment'])}")
+    ax.set(xlabel="% of cuBLAS (same run)", title=f"Autotuning step 7 at {size_label(tuple(best[d] for d in 'MNK'))}"
+                                                  f"\n{short_label(sweep['environment'])}")
     ax.title.set_fontsize(10)
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
 def _find(records: list[dict], **fields) -> dict | None:
-    """The record whose configuration has these fields (others as in the 128×128, 8×8 tile; absent hint = 0)."""
+    """The record whose configuration has these fields (an absent hint counts as 0)."""
     return next((r for r in records if all(r["config"].get(key, 0) == value for key, value in fields.items())), None)
 
 
 def sweep_findings(sweep: dict, step) -> dict:
-    """What the sweep says, from its records (ms): ``BLOCK_K`` 8 against 16 with no hint, and the occupancy hint at
-    ``BLOCK_K = 16``, each with everything else as in ``step``'s tiles; whether each difference is beyond
-    ``tuning.NOISE``; the fastest, how many are within the noise band of it, the rule's pick, and whether it is the
-    first of the step's ``SEARCH_SPACE`` (what a GPU without a tuning table of its own runs). With ``table``."""
-    from gemm_steps.harness import tuning
-
+    """What the sweep says (ms): ``BLOCK_K`` 8 against 16 with no hint, and the occupancy hint at ``BLOCK_K = 16``,
+    each with everything else as in ``step``'s tiles, and whether each difference is beyond ``tuning.NOISE``; the
+    fastest, how many are within the noise band of it, the rule's pick, and whether it is the first of the step's
+    ``SEARCH_SPACE`` (what a GPU without a tuning table of its own runs). With ``table``."""
     step = as_step(step)
     records = sweep_records(sweep)
     best, fastest = tuning.choose_best(records), min(records, key=lambda r: r["median_ms"])
     base = {key: step.config[key] for key in ("BLOCK_M", "BLOCK_N", "THREAD_M", "THREAD_N")}
-    hint = step.config.get("MIN_BLOCKS_PER_SM", 0)
+    hint, first = step.config.get("MIN_BLOCKS_PER_SM", 0), asdict(step.module.SEARCH_SPACE[0])
     k8, k16 = (_find(records, **base, BLOCK_K=k, MIN_BLOCKS_PER_SM=0) for k in (8, 16))
-    k16_hint = _find(records, **base, BLOCK_K=16, MIN_BLOCKS_PER_SM=hint) if hint else None
+    hinted = _find(records, **base, BLOCK_K=16, MIN_BLOCKS_PER_SM=hint) if hint else None
+    gain = k16["median_ms"] / hinted["median_ms"] - 1 if k16 and hinted else None
     out = {"BLOCK_K 8, no hint (ms)": k8 and k8["median_ms"], "BLOCK_K 16, no hint (ms)": k16 and k16["median_ms"],
            "BLOCK_K 8 against 16: beyond the noise band": bool(k8 and k16) and abs(
                k8["median_ms"] / k16["median_ms"] - 1) > tuning.NOISE,
-           f"BLOCK_K 16 with MIN_BLOCKS_PER_SM = {hint} (ms)": k16_hint and k16_hint["median_ms"],
-           "the hint's gain": bool(k16 and k16_hint) and k16["median_ms"] / k16_hint["median_ms"] - 1,
-           "the hint's gain: beyond the noise band": bool(k16 and k16_hint) and (
-               k16["median_ms"] / k16_hint["median_ms"] - 1 > tuning.NOISE),
+           f"BLOCK_K 16 with MIN_BLOCKS_PER_SM = {hint} (ms)": hinted and hinted["median_ms"],
+           "the hint's gain": gain, "the hint's gain: beyond the noise band": gain is not None and gain > tuning.NOISE,
            "fastest": config_label(fastest["config"]), "fastest (ms)": fastest["median_ms"],
            f"within {tuning.NOISE:.0%} of it": sum(r["median_ms"] <= fastest["median_ms"] * (1 + tuning.NOISE)
                                                    for r in records),
            "**the rule picks**": config_label(best["config"]),
            "slowest / fastest": max(r["median_ms"] for r in records) / fastest["median_ms"],
-           "this notebook's kernels (the search space's first)": config_label(asdict(step.module.SEARCH_SPACE[0])),
-           "the search space's first is the rule's pick": same_config(asdict(step.module.SEARCH_SPACE[0]),
-                                                                    best["config"])}
+           "this notebook's kernels (the search space's first)": config_label(first),
+           "the search space's first is the rule's pick": same_config(first, best["config"])}
     return {**out, "table": facts(out)}
 
 
@@ -172,15 +152,14 @@ def compile_here(before: str, after: str) -> dict:
     from .compiled import compile_here as compile_steps
 
     out = compile_steps([before, after], "fast", False, [])
-    module = importlib.import_module(f"gemm_steps.steps.{after}")
-    fields = {key: value for key, value in get_step(after).config.items() if key in TileConfig.__dataclass_fields__}
-    config = replace(TileConfig(**fields), MIN_BLOCKS_PER_SM=0)
-    dispatcher, signature = module.build(config).ptx_kernels()[f"{after}_fast"]
+    step = get_step(after)
+    fields = {key: value for key, value in step.config.items() if key in TileConfig.__dataclass_fields__}
+    dispatcher, signature = step.module.build(replace(TileConfig(**fields), MIN_BLOCKS_PER_SM=0)).ptx_kernels()[
+        f"{after}_fast"]
     ptx = compile_kernel_ptx(dispatcher, signature)
-    shared = out[f"{after}_fast"]["shared_bytes"]
-    out[f"{after}_fast_no_hint"] = {"step": after, "ptx": ptx, "stats": ptx_stats(ptx), "shared_bytes": shared,
-                                    "registers": None, "spill_bytes": None, "ptxas": None, **ptxas_info(ptx),
-                                    "no_hint": True}
+    out[f"{after}_fast_no_hint"] = {"step": after, "ptx": ptx, "stats": ptx_stats(ptx), "registers": None,
+                                    "shared_bytes": out[f"{after}_fast"]["shared_bytes"], "spill_bytes": None,
+                                    "ptxas": None, **ptxas_info(ptx), "no_hint": True}
     for entry in out.values():
         entry["local_ptxas"] = local_ptxas(entry["ptx"])
     return out
@@ -196,9 +175,9 @@ def hint_registers(compiled: dict, after) -> dict:
     """What the occupancy hint does: the register cap it sets (65,536 / (threads × blocks)), and by each compiler
     here the registers and blocks per SM with the hint and without; ``same_blocks``: the hint changes no block
     count."""
-    name = as_step(after).name
-    hinted, plain = compiled[f"{name}_fast"], compiled[f"{name}_fast_no_hint"]
-    threads, wanted = threads_per_block(get_step(name)), get_step(name).config.get("MIN_BLOCKS_PER_SM", 0)
+    step = as_step(after)
+    hinted, plain = compiled[f"{step.name}_fast"], compiled[f"{step.name}_fast_no_hint"]
+    threads, wanted = threads_per_block(step), step.config.get("MIN_BLOCKS_PER_SM", 0)
     out = {"launch_bounds": f"({threads}, {wanted})", "register cap": 65536 // (threads * wanted) if wanted else None}
     same = True
     for label, get in ((hinted.get("ptxas"), lambda e: e.get("registers")),
@@ -213,28 +192,24 @@ def hint_registers(compiled: dict, after) -> dict:
 
 
 # -- compile time (deep dive; the compile profiler is gemm_steps/course/compile_profile.py) -------------------------
-def first_call_table(runs: list[dict], steps: list[str]) -> MarkdownTable:
-    """The shipped first-call runs (``experiments/first_call.py``): per step and size, a fresh process's first call
-    with empty caches and with Numba's on-disk cache."""
-    lines = ["| what | size | first call, empty caches | first call, on-disk cache |", "|:--|--:|--:|--:|"]
-    by = {(r["what"], r["n"], r["cache"]): r for r in runs}
-    for what, n in dict.fromkeys((r["what"], r["n"]) for r in runs if r["what"] in steps):
-        cold, warm = by.get((what, n, "cold")), by.get((what, n, "warm"))
-        lines.append(f"| {what} | {n}³ | {cold['first_s']:.1f} s | {warm['first_s']:.1f} s |" if cold and warm
-                     else f"| {what} | {n}³ | — | — |")
-    return MarkdownTable("\n".join(lines))
-
-
 FIRST_CALL_FILE = "first-call-nvidia-h100.json"
 _READY = re.compile(r"compiling the (\w+) (\w+) kernel.*?ready in ([\d.]+) s", re.S)
 
 
-def load_first_calls(name: str = FIRST_CALL_FILE) -> tuple[Path, list[dict]] | None:
-    """The shipped first-call run (``experiments/first_call.py``; a list of records), or None (said)."""
-    from .timings import shipped_file
-
+def load_first_calls(name: str = FIRST_CALL_FILE) -> tuple[str, list[dict]] | None:
+    """The shipped first-call run (``experiments/first_call.py``; a list of records) and its path, or None (said)."""
     path = shipped_file(name)
-    return None if path is None else (path, json.loads(path.read_text()))
+    return None if path is None else (shown_path(path), json.loads(path.read_text()))
+
+
+def first_call_table(runs: list[dict], steps: list[str]) -> MarkdownTable:
+    """Per step and size of the first-call run: a fresh process's first call with empty caches and with Numba's
+    on-disk cache (seconds)."""
+    by = {(r["what"], r["n"], r["cache"]): r["first_s"] for r in runs}
+    return table([{"what": what, "size": f"{n}³", "first call, empty caches": by.get((what, n, "cold")),
+                   "first call, on-disk cache": by.get((what, n, "warm"))}
+                  for what, n in dict.fromkeys((r["what"], r["n"]) for r in runs if r["what"] in steps)],
+                 {"first call, empty caches": "{:.1f} s", "first call, on-disk cache": "{:.1f} s"})
 
 
 def first_call(step: str, name: str = FIRST_CALL_FILE) -> dict | None:
@@ -245,24 +220,24 @@ def first_call(step: str, name: str = FIRST_CALL_FILE) -> dict | None:
     runs = {r["cache"]: r for r in found[1] if r["what"] == step} if found else {}
     if "cold" not in runs:
         return None
-    cold, warm = runs["cold"], runs.get("warm", {})
-    ready = _READY.search(cold.get("stderr", ""))
-    return {"file": shown_path(found[0]), "size": f"{cold['n']}³", "first call, empty caches (s)": cold["first_s"],
-            "first call, on-disk cache (s)": warm.get("first_s"), "second call (ms)": cold["second_s"] * 1e3,
+    cold, ready = runs["cold"], _READY.search(runs["cold"].get("stderr", ""))
+    return {"file": found[0], "size": f"{cold['n']}³", "first call, empty caches (s)": cold["first_s"],
+            "first call, on-disk cache (s)": runs.get("warm", {}).get("first_s"),
+            "second call (ms)": cold["second_s"] * 1e3,
             "kernel compiled": ready and ready.group(2), "its compile (s)": ready and float(ready.group(3))}
 
 
-def shipped_compile_times(name: str = "compile-times-h200.json") -> MarkdownTable | None:
-    """The older per-step first-call table (``scripts/compile_times.py``): every step in a fresh process, at 256³
-    (fast kernel) and 257³ (edge kernel too), then with the cache; under it, where and when it was measured."""
+def shipped_compile_times(name: str = "compile-times-h200.json") -> dict | None:
+    """The older per-step first-call run (``scripts/compile_times.py``): every step in a fresh process at 256³ (fast
+    kernel) and 257³ (edge kernel too), then with the cache (``table``); where and when (``measured``)."""
     path = shipped_file(name)
     if path is None:
         return None
     data = json.loads(path.read_text())
     env = data["environment"]
-    lines = ["| step | first call, empty caches | edge kernel, first 257³ call | first call, on-disk cache |",
-             "|:--|--:|--:|--:|"]
-    lines += [f"| {step} | {r['cold_s']:.2f} s | {r['cold_edge_s']:.2f} s | {r['warm_s']:.2f} s |"
-              for step, r in data["compile_times"].items()]
-    return MarkdownTable("\n".join(lines) + f"\n\n`{shown_path(path)}`: {env['gpu']}, {env['date'][:10]}, "
-                         f"numba-cuda {env['numba_cuda']}.")
+    seconds = {k: "{:.2f} s" for k in ("first call, empty caches", "edge kernel, first 257³ call",
+                                       "first call, on-disk cache")}
+    return {"table": table([{"step": step, **dict(zip(seconds, (r["cold_s"], r["cold_edge_s"], r["warm_s"])))}
+                            for step, r in data["compile_times"].items()], seconds),
+            "measured": facts({"file": shown_path(path), "GPU": env["gpu"], "date": env["date"][:10],
+                               "numba-cuda": env["numba_cuda"]})}
