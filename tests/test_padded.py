@@ -92,3 +92,44 @@ def test_a_padded_candidate_is_allowed_only_with_its_step():
     allowed = dispatch.allowed_steps("tf32x3")
     assert "warp_specialized+padded" not in allowed
     assert ("warp_specialized_3xtf32+padded" in allowed) == ("warp_specialized_3xtf32" in allowed)
+
+
+@pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(dispatch.PADDED_VARIANTS))
+def test_gpu_padded_candidates_on_ragged_shapes(name):
+    """On the GPU's own tiles, ragged products (all three matrices copied; K = 1, a k-tile and a bit, a long K not a
+    multiple of 4), every element written: step 18's candidate within the FP32 contract's bound for every finite
+    class and with the sequential sum's inf/NaN pattern on the specials; step 17's (TF32) within TF32's tolerance on
+    standard normal inputs."""
+    from gemm_steps.harness.verify import relative_error, tolerance_of
+
+    step = dispatch.candidate(name)
+    if step.unavailable():
+        pytest.skip(step.unavailable())
+
+    def run(a, b):
+        c = cuda.to_device(np.full((a.shape[0], b.shape[1]), np.nan, np.float32))
+        step(cuda.to_device(a), cuda.to_device(b), out=c)
+        return c.copy_to_host()
+
+    contract_kept = step.arithmetic == "3xtf32"
+    for k in (1, 33, 3333):
+        assert step.tiled.copies(257, 255, k) == (True, True, True)
+        if not contract_kept:
+            rng = np.random.default_rng(k)
+            a, b = rng.standard_normal((257, k)).astype(np.float32), rng.standard_normal((k, 255)).astype(np.float32)
+            assert relative_error(run(a, b), a, b) <= tolerance_of(step.arithmetic, k), f"K = {k}"
+            continue
+        for label, a, b in contract.input_classes(257, 255, k, seed=k):
+            c = run(a, b)
+            assert not np.isnan(c).any(), f"{label}, K = {k}: an element left unwritten"
+            exact = a.astype(np.float64) @ b.astype(np.float64)
+            bound = contract.contract_bound(contract.normwise_error(contract.sgemm_model(a, b), a, b, exact))
+            assert contract.normwise_error(c, a, b, exact) <= bound, f"{label}, K = {k}"
+    if contract_kept:
+        for label, a, b in contract.special_inputs(300, 261, 51):
+            if label == "finite overflow":
+                b = np.abs(b) + 1  # as in test_fp32_contract: +inf in any order
+            expected = contract.special_pattern(contract.sgemm_model(a, b))
+            assert (contract.special_pattern(run(a, b)) == expected).all(), label

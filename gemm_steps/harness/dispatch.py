@@ -158,13 +158,14 @@ def user_table() -> Path:
 
 def table_from_results(results: dict) -> dict:
     """A dispatch table entry from a benchmark results document: {"gpu", "date", "shapes": [[m, n, k, {step:
-    median ms}, cuBLAS median ms], …]} — every shape with cuBLAS and at least one successful step."""
+    median ms}, cuBLAS median ms], …]} — every shape with cuBLAS and at least one successful step (cuBLAS TF32, timed
+    beside them, is a baseline, not a candidate: left out)."""
     by_shape: dict = {}
     for r in results["records"]:
         if "error" in r or r.get("median_ms") is None:
             continue
         by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r["median_ms"]
-    shapes = [[*shape, {s: ms for s, ms in times.items() if s != "cublas"}, times["cublas"]]
+    shapes = [[*shape, {s: ms for s, ms in times.items() if not s.startswith("cublas")}, times["cublas"]]
               for shape, times in sorted(by_shape.items()) if "cublas" in times and len(times) > 1]
     env = results.get("environment", {})
     return {"gpu": env.get("gpu"), "date": env.get("date"), "shapes": shapes}
