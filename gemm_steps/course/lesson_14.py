@@ -1,9 +1,8 @@
 """Lesson 14's helpers (3xTF32 on Hopper's ``wgmma``): the warpgroup's operands drawn from the descriptor formula of
 :mod:`gemm_steps.toolkit.warpgroup_ops` and checked against the step's own staging; what truncating A cost the step's
-first version (NumPy);
-the evidence for the two hazards from the experiment that found them (``experiments/wgmma_swapped.py``); the
-prediction, the speed and accuracy table and figure and the verdict values against our targets; the builds before
-step 14 (deep dive). Numbers, tables and figures only: the words are the lesson's.
+first version (NumPy); the hazards' evidence from the experiment that found them (``experiments/wgmma_swapped.py``);
+the prediction, speed and accuracy, verdict values; the builds before step 14 (deep dive). Numbers, tables, figures:
+the words are the lesson's.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from .profiles import prefixed_metric, report_metrics
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .tensor_core_results import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, REQUESTS_PROFILE, SERIAL_BUILD,
                                   STEP14_BUILD, STEP15_BUILD, SWAPPED_PROFILE, SWIZZLED_PROFILE, TRANSPOSING_BUILD,
-                                  accuracy_check, caption, find, kernel_table, read_text, rec, sizes, speed_error_figure, square_ratios, sweep_ratios, target_check,
-                                  wide_ratios)
+                                  accuracy_check, caption, find, kernel_table, read_text, rec, sizes, slope,
+                                  speed_error_figure, square_ratios, sweep_ratios, target_check, wide_ratios)
 from .timings import size_label
 
 STEP = "warpgroup_mma"
@@ -214,11 +213,6 @@ def a_split_errors(seed: int = 0, count: int = 200_000) -> dict:
 
 
 # -- the truncating accumulator --------------------------------------------------------------------------------------
-def slope(ks, errors) -> float:
-    """The exponent p of error ∝ K^p, fitted on log-log axes."""
-    return float(np.polyfit(np.log(ks), np.log(errors), 1)[0])
-
-
 def flush_points(run: dict) -> dict:
     """Sampled error against K (squares) of the build without the flush, the build with it (step 14's) and cuBLAS
     SGEMM, from one experiment run: {name: [(K, error), …]}."""
@@ -297,13 +291,13 @@ def l2_profiles() -> dict | None:
     return {"before": before, "after": after}
 
 
-def l2_table(run: dict | None) -> MarkdownTable | str:
-    """The experiment's builds without and with the swizzle: L2 requests, sectors per read request and L2 busy
-    (Nsight Compute, TF32 build, 8192³), TF32 TFLOPS and 3xTF32's × cuBLAS SGEMM at the two largest sizes (same
-    run)."""
+def l2_table(run: dict | None) -> dict | None:
+    """The experiment's builds without and with the swizzle (``table``): L2 requests, sectors per read request and L2
+    busy (Nsight Compute, TF32 build, 8192³), TF32 TFLOPS and 3xTF32's × cuBLAS SGEMM at the two largest sizes (same
+    run); ``step12``: {size: step 12's TFLOPS in that run}. None where a file is not shipped."""
     profiles = l2_profiles()
     if run is None or profiles is None:
-        return "The swizzle experiment's results files are not shipped; see experiments/README.md."
+        return None
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == STEP14_BUILD},
                    key=lambda s: s[0])[-2:]
     label = " / ".join(size_label(s) for s in sizes)
@@ -323,13 +317,12 @@ def l2_table(run: dict | None) -> MarkdownTable | str:
              speeds(STEP14_BUILD, "pct_of_cublas", "{:.2f}×"))]
     lines = ["| | A in core matrices (no swizzle) | A in 128-byte swizzled rows |", "|:--|--:|--:|"]
     lines += [f"| {name} | {x} | {y} |" for name, x, y in rows]
-    step12 = speeds("tensor_cores", "tflops", "{:.1f}")
     env = run["environment"]
-    return MarkdownTable(
-        "\n".join(lines) + f"\n\nThe profile is of the TF32 256×128 build; step 12 ran {step12} TFLOPS at {label} in "
-        f"the same run. *{env.get('gpu')}, {str(env.get('date'))[:10]}: `{results_files.display_path(run['path'])}`; "
-        f"Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines of `[{SERIAL_BUILD}]`), "
-        f"`experiments/results/{SWAPPED_PROFILE}` (L2 busy before), `experiments/results/{SWIZZLED_PROFILE}`.*")
+    return {"step12": {s: find(run, "tensor_cores", s)["tflops"] for s in sizes}, "table": MarkdownTable(
+        "\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}: "
+        f"`{results_files.display_path(run['path'])}`; Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines "
+        f"of `[{SERIAL_BUILD}]`), `experiments/results/{SWAPPED_PROFILE}` (L2 busy before), "
+        f"`experiments/results/{SWIZZLED_PROFILE}`.*")}
 
 
 # -- prediction, speed, verdict ----------------------------------------------------------------------------------------
@@ -356,9 +349,7 @@ def speed_sizes(results: dict) -> list[tuple]:
 def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (× cuBLAS SGEMM, same run) of steps 13 and 14 and both cuBLAS, and the sampled errors at the two largest
     sizes."""
-    return MarkdownTable("TFLOPS (× cuBLAS SGEMM in the same run), and the relative error of 512 sampled elements "
-                         "against float64:\n\n" + kernel_table(results, SPEED_ROWS, speed_sizes(results), True)
-                         + "\n\n" + caption(results))
+    return MarkdownTable(kernel_table(results, SPEED_ROWS, speed_sizes(results), True) + "\n\n" + caption(results))
 
 
 def speed_figure(results: dict):

@@ -111,6 +111,11 @@ def gflop(size: tuple) -> float:
     return 2 * size[0] * size[1] * size[2] / 1e9
 
 
+def slope(ks, errors) -> float:
+    """The exponent p of error ∝ K^p, fitted on log-log axes."""
+    return float(np.polyfit(np.log(ks), np.log(errors), 1)[0])
+
+
 # -- the TF32 ceiling ------------------------------------------------------------------------------------------------
 def tf32_peak_tflops(results: dict) -> float:
     """8 × the FP32 units' rate (SMs × 128 multiply-adds × 2 FLOP) at the run's *maximum* SM clock: the tensor

@@ -50,10 +50,15 @@ if runs:
 # 128-byte lines of global memory. In the swizzle layout they also write 4 whole 128-byte lines of shared memory,
 # only in another order within each line. In the no-swizzle layout of "core matrices" (8 rows × 16 bytes each) a
 # row's eight chunks go to eight different core matrices, 128 bytes apart. The same builds both ways, in one run,
-# with Nsight Compute on the TF32 build at 8192³:
+# with Nsight Compute on the TF32 256×128 build at 8192³, and step 12 (`mma.sync`) in the same run for scale:
 
 # %%
-lesson.say(lesson_14.l2_table(swizzled))
+l2 = lesson_14.l2_table(swizzled)
+if l2:
+    lesson.say(l2["table"])
+    print("step 12, same run: " + ", ".join(f"{lesson.size_label(s)} {t:.1f} TFLOPS" for s, t in l2["step12"].items()))
+else:
+    print("the swizzle experiment's files are not shipped here (see experiments/README.md)")
 
 # %% [markdown]
 # The swizzle did not change the work — the same copies, products and adds — and the L2 served far fewer, fuller
