@@ -7,6 +7,7 @@ the pictures from the file this writes.
 
     python -m experiments.timeline [OUT.json]          # steps 16, 17 and 18
     python -m experiments.timeline --only warp_specialized_3xtf32 [OUT.json]      # step 18 alone
+    python -m experiments.timeline --only pingpong_specialized [OUT.json]   # the ping-pong build (an experiment)
 
 writes experiments/results/experiment-timeline-<gpu>.json (step 18 alone: experiment-timeline-warp-specialized-3xtf32-
 <gpu>.json), or OUT.json.
@@ -33,7 +34,11 @@ from experiments import output_path, require_gpu
 SIZE, BLOCKS, K_TILES = 4096, 2, 48
 #: A step's debug copy, per step: experiments/kernels/<module>.py.
 DEBUG_MODULES = {"tma_pipeline": "tma_pipeline_timeline", "warp_specialized": "warp_specialized_timeline",
-                 "warp_specialized_3xtf32": "warp_specialized_3xtf32_timeline"}
+                 "warp_specialized_3xtf32": "warp_specialized_3xtf32_timeline",
+                 "pingpong_specialized": "pingpong_specialized_timeline"}
+#: What a run without ``--only`` records: the steps (the ping-pong build, experiments/kernels/
+#: pingpong_specialized.py, only when asked; its debug module says its own tiles, arithmetic, k-tiles and summary).
+DEFAULT_NAMES = ["tma_pipeline", "warp_specialized", "warp_specialized_3xtf32"]
 #: What the events of steps 16 and 17's builds are (step 18's builds say theirs: ``EVENT_NAMES``).
 EVENTS_16_17 = {"producer": ["turns to k-tile t", "stage empty", "copies issued"],
                 "warpgroup": ["turns to k-tile u", "data landed", "wgmma issued", "k-tile u-1 done"]}
@@ -51,7 +56,7 @@ def record(debug, step_name: str, a, b, stream, config=None, blocks: int = BLOCK
     from gemm_steps.harness.gpu_clock import sm_clock_mhz
     from gemm_steps.harness.verify import relative_error, tolerance_of
 
-    step = gemm_steps.get_step(step_name).module
+    step = debug if hasattr(debug, "ARITHMETIC") else gemm_steps.get_step(step_name).module  # an experiment's build
     config = config or step.SEARCH_SPACE[0]
     m, k = a.shape
     n = b.shape[1]
@@ -68,7 +73,7 @@ def record(debug, step_name: str, a, b, stream, config=None, blocks: int = BLOCK
     assert error <= tolerance, f"{step_name}'s timeline build computed a wrong product: {error:.1e} > {tolerance:.1e}"
     start = cycles[cycles > 0].min()
     print(f"{step_name}: clock {mhz:.0f} MHz, error {error:.1e}")
-    return {"sm_clock_mhz_after": mhz, "relative_error": float(error),
+    return {"sm_clock_mhz_after": mhz, "relative_error": float(error), "recorded_k_tiles": k_tiles,
             "events": getattr(debug, "EVENT_NAMES", EVENTS_16_17),
             "cycles_since_first_event": np.where(cycles > 0, cycles - start, -1).tolist()}
 
@@ -208,10 +213,14 @@ def collect(names, a, b, stream, blocks: int = BLOCKS, k_tiles: int = K_TILES, c
     steps = {}
     for name in names:
         debug = importlib.import_module(f"experiments.kernels.{DEBUG_MODULES[name]}")
-        steps[name] = record(debug, name, a, b, stream, (configs or {}).get(name), blocks, k_tiles)
+        steps[name] = record(debug, name, a, b, stream, (configs or {}).get(name), blocks,
+                             getattr(debug, "RECORDED_K_TILES", k_tiles))
         if name == "warp_specialized_3xtf32":
             steps[name]["summary"] = summary_3xtf32(steps[name]["cycles_since_first_event"])
             print_summary_3xtf32(steps[name]["summary"], steps[name]["sm_clock_mhz_after"])
+        elif hasattr(debug, "summary"):  # an experiment's build summarises its own events
+            steps[name]["summary"] = debug.summary(steps[name]["cycles_since_first_event"])
+            print(f"{name}: {json.dumps(steps[name]['summary'])}")
     m, k = a.shape
     return {"environment": environment(), "size": m if a.shape == b.shape == (m, m) else [m, b.shape[1], k],
             "recorded_blocks": blocks, "recorded_k_tiles": k_tiles,
@@ -227,7 +236,7 @@ def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/timeline.py")
     from numba import cuda
 
-    names = args.only or list(DEBUG_MODULES)
+    names = args.only or DEFAULT_NAMES
     topic = "timeline" if not args.only else "timeline-" + "-".join(n.replace("_", "-") for n in names)
     out = output_path(topic, args.out)
     rng = np.random.default_rng(SIZE)

@@ -199,3 +199,42 @@ def test_the_bench_summary_divides_each_build_by_its_baselines():
     assert row["over_persistent_specialized"]["pingpong_specialized"] == pytest.approx(1.08)
     assert row["over_warp_specialized"]["pingpong_unordered"] is None
     assert summary["4096x4096x2048"]["over_persistent_specialized"]["warp_specialized"] is None
+
+
+@wgmma_only
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="on a GPU: python -m experiments.timeline --only "
+                                                     "pingpong_specialized records it at 4096³")
+def test_the_timeline_build_shows_the_consumers_taking_turns():
+    """experiments/kernels/pingpong_specialized_timeline.py on one block walking 4 tiles of 2 k-tiles (3 stages):
+    the product, every event of the ring's 8 k-tiles written by the role that owns it (consumer 0: the ring's k-tiles
+    0, 1, 4, 5; consumer 1: 2, 3, 6, 7), no consumer sees a k-tile before the producer issued it, and — the order —
+    no tile's turn comes before the block's previous tile (the other consumer's) has issued its last wgmma."""
+    from experiments.kernels import pingpong_specialized_timeline as debug
+
+    config, k_tiles, tiles = CONFIG, 2, 4
+    m, n, k = 2 * config.BLOCK_M, 2 * config.BLOCK_N, k_tiles * config.BLOCK_K
+    kernels = debug.build(config, 1, tiles * k_tiles, stages=3)
+    rng = np.random.default_rng(17)
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    timeline = cuda.to_device(np.zeros(debug.ROLES * tiles * k_tiles * debug.EVENTS, np.uint64))
+    debug.launch(kernels, cuda.to_device(a), cuda.to_device(b), c, timeline, blocks=1)
+    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    assert np.abs(c.copy_to_host() - fed).max() <= 1e-5 * np.abs(fed).max()
+    events = timeline.copy_to_host().reshape(debug.ROLES, tiles * k_tiles, debug.EVENTS).astype(np.int64)
+    producer = events[0, :, :3]
+    assert (producer > 0).all() and (np.diff(producer, axis=1) >= 0).all()
+    assert not events[0, :, 3:].any(), "the producer writes three events"
+    for tile in range(tiles):
+        rows = slice(tile * k_tiles, (tile + 1) * k_tiles)
+        own, other = events[1 + tile % 2, rows], events[2 - tile % 2, rows]
+        assert (own[:, :4] > 0).all() and not other.any(), f"tile {tile}: written by the wrong consumer"
+        assert (own[:, 1] >= producer[rows, 2]).all(), f"tile {tile}: data before its copies were issued"
+        first, last = own[0], own[-1]
+        assert first[0] <= first[4] <= first[1] and last[2] <= last[4] <= last[5], f"tile {tile}: events out of order"
+        if tile > 0:
+            previous_last_issue = events[1 + (tile - 1) % 2, tile * k_tiles - 1, 2]
+            assert first[4] >= previous_last_issue, f"tile {tile}'s turn came before tile {tile - 1} was issued"
+    summary = debug.summary(np.where(events > 0, events - events[events > 0].min(), -1)[None])["blocks"][0]
+    assert [x["tiles"] for x in summary["consumers"]] == [2, 2]
+    assert summary["handoff"] is not None and 0 <= summary["store_covered"] <= 1
