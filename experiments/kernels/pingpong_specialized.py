@@ -27,8 +27,8 @@ shared memory), by way of experiments/kernels/persistent_specialized.py (the per
   H100/H200's 227 KB a block (step 17: 4 stages of 256×32 + 32×136).
 
 Why it should be faster: step 17 pays per 256×128 tile, outside its k-loop, a block start (barrier init, tensor
-maps, the first copy's latency: the first k-tile's data lands ≈ 3,200 cycles after the block's first event in step
-17's H200 timeline, experiments/results/experiment-timeline-nvidia-h200.json) and a store of 128 values a thread
+maps, the first copy's latency: in step 17's H200 timeline, experiments/results/experiment-timeline-nvidia-h200.json,
+the consumers' first k-tile lands ≈ 3,500 cycles after the block's first event) and a store of 128 values a thread
 (1,024 warp stores, 128 KB of C: ≈ 1,000–2,000 cycles at 64–128 bytes a cycle; not measured), against a k-loop of
 k_tiles × ≈ 1,330 cycles (the same timeline). persistent_specialized hid the start (the next tile's copies are
 issued during this tile's last k-tiles); here the store and the turn from one tile's last k-tile to the next one's
@@ -43,14 +43,19 @@ persistent_specialized's measured −2.8 / −0.7 / +0.4 % (experiments/persiste
 too. The ordered and unordered builds within 0.5 % of each other (the ring already orders the main loops, above).
 What would make it miss downwards: the smaller tile moves more bytes per multiply-add — from L2 into shared memory
 66 KB per 2^20 multiply-adds against step 17's 49 (+35 %; step 17's L2 was 70 % busy at 4096³ in
-experiments/results/ncu-steps-17-18-nvidia-h100.txt, so ≈ 95 % at its speed), through the shared-memory pipe 768
-wavefronts against 640 (+20 %; 55 % busy) — and only one warpgroup issues wgmma at a time, so its own fragment
-loads must hide behind one k-tile of products in flight (``wait_group 1``), where step 17's two consumers cover
-each other's gaps.
+experiments/results/ncu-steps-17-18-nvidia-h100.txt, so ≈ 95 % at its speed), through the shared-memory pipe, by
+count, 768 wavefronts against 640 (+20 %: the wgmma's reads of A and the fragment loads; step 17 measured 641 a
+k-tile there, 55 % busy); only one warpgroup issues wgmma at a time, so its own fragment loads must hide behind
+one k-tile of products in flight (``wait_group 1``), where step 17's two consumers cover each other's gaps; and
+the ring holds 6 k-tiles of ≈ 665 cycles, ≈ 4,000 cycles of products against step 17's 4 × 1,330 ≈ 5,300, while a
+copy takes ≈ 2,600–3,000 cycles from issue to landing (step 17's timeline, where the consumers already wait
+≈ 240–310 cycles a k-tile for data), so the consumers may wait for data more often.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices; the rest runs on step 15's
 edge kernel (as step 17). Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there, the
-named barriers and mbarriers have twins).
+named barriers and mbarriers have twins). A ``bar.sync`` has no time limit on a GPU (an mbarrier wait does): a
+missing order arrival would hang the launch, so tests/test_pingpong.py checks the arrivals on the simulator, where
+the twin times out. ptxas (nvJitLink, LTO, sm_90a): 168 registers at entry, no spills, no wgmma serialised.
 """
 
 from __future__ import annotations
