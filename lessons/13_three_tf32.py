@@ -159,6 +159,8 @@ print("model, 48×48×4096:", ", ".join(f"b = {b}: {e:.1e}" for b, e in lesson_1
 
 # %% [markdown]
 # ## How fast
+#
+# TFLOPS, and in brackets % of cuBLAS SGEMM in the same run:
 
 # %%
 if results:

@@ -15,7 +15,7 @@ from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, rou
 
 from .display import MarkdownTable
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-from .tensor_core_results import (PRODUCTS, caption, clocks_per_hmma, limits, mma_sync_ceiling_tflops, rec, sizes,
+from .tensor_core_results import (PROFILE_REPORT, PRODUCTS, caption, clocks_per_hmma, limits, mma_sync_ceiling_tflops, rec, sizes,
                                   tensor_core_profiles, tf32_peak_tflops)
 from .timings import fp32_peak_tflops, size_label
 
@@ -230,7 +230,7 @@ def speed_table(results: dict) -> MarkdownTable:
         cells = [(lambda r: "—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")(rec(results, name, s))
                  for s in size_list]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("TFLOPS (% of cuBLAS SGEMM in the same run):\n\n" + "\n".join(lines) + "\n\n" + caption(results))
+    return MarkdownTable("\n".join(lines) + "\n\n" + caption(results))
 
 
 def speed_figure(results: dict):
@@ -297,8 +297,8 @@ def profile_table(profiles: dict) -> MarkdownTable:
     lines = ["| | " + " | ".join(f"step {12 if s == 'tensor_cores' else 13}" for s in steps) + " |",
              "|:--|" + "--:|" * len(steps)]
     lines += [f"| {label} | " + " | ".join(fmt.format(found[s][key]) for s in steps) + " |" for label, key, fmt in rows]
-    return MarkdownTable("\n".join(lines) + "\n\n*Nsight Compute, one 4096³ launch each, "
-                         "`experiments/results/ncu-tensor-cores-nvidia-h100.txt` (`scripts/profile_steps.py`, the command in its docstring).*")
+    return MarkdownTable("\n".join(lines) + f"\n\n*Nsight Compute, one 4096³ launch each, `experiments/results/"
+                         f"{PROFILE_REPORT}` (`scripts/profile_steps.py`, the command in its docstring).*")
 
 
 def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict:
