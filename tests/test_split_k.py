@@ -60,5 +60,7 @@ def test_the_policy_fills_the_sms_once_with_long_enough_slices():
     assert step18.slices(32, 256, 132) == 4  # 1024×512×8192
     assert step18.slices(64, 512, 132) == 2  # 1024×1024×16384
     assert step18.slices(512, 128, 132) == 1  # 4096³: the tiles fill the SMs
-    assert step18.slices(64, 15, 132) == 1  # slices shorter than MIN_SLICE_K_TILES: none
+    assert step18.slices(16, 16, 132) == 8  # 512³: slices of MIN_SLICE_K_TILES (2) k-tiles
+    assert step18.slices(4, 8, 132) == 4  # 256³
+    assert step18.slices(49, 4, 132) == 1  # 726×793×102 padded: fewer than MIN_SPLIT_K_TILES k-tiles, no split
     assert step18.slices(1, 4096, 132) == step18.MAX_SLICES

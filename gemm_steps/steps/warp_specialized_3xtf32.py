@@ -25,9 +25,9 @@ idle in step 17 but for one thread, now does the part of it that needs shared me
   block then recomputes its tile as cuBLAS SGEMM does (step 14's specials rule; docs/fp32_contract.md).
 * **Split-K where tiles are few.** 768×768×16384 has 36 tiles of 128×128 for 132 SMs: one block a tile leaves
   most SMs idle for the whole long k-loop. There the launch gets a third grid dimension: slice z of K (``slices``:
-  as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles) writes its part of every tile's sum
-  to a workspace (``partials``), and ``add_slices_kernel`` adds the slices in order into C — recomputing, as
-  SGEMM does, any sum that comes out inf or NaN. Where the tiles fill the SMs nothing changes: one slice, C written
+  as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles, where K has MIN_SPLIT_K_TILES or more)
+  writes its part of every tile's sum to a workspace (``partials``), and ``add_slices_kernel`` adds the slices in
+  order into C — recomputing, as SGEMM does, any sum that comes out inf or NaN. Where the tiles fill the SMs nothing changes: one slice, C written
   directly.
 * **Tile**: 128×128 (step 17: 256×128). Each k-tile is three times the tensor-core work of a TF32 one, so half the
   tile still keeps the copies ahead; a 256-row tile would need 2 × 128 accumulators a consumer.
@@ -216,17 +216,21 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
         c[row * n + col] = total
 
 
-#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`): slices of at least this many k-tiles …
-MIN_SLICE_K_TILES = 8
+#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`): only a product of at least this many k-tiles is
+#: split (below it the reduction's launch and traffic cost more than the k-tiles a slice saves) …
+MIN_SPLIT_K_TILES = 8
+#: … into slices of at least this many k-tiles …
+MIN_SLICE_K_TILES = 2
 #: … and at most this many slices.
 MAX_SLICES = 8
 
 
 def slices(tiles: int, k_tiles: int, sms: int) -> int:
-    """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM); else as many as
-    fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs: 3 slices, 108
-    blocks."""
-    if tiles >= sms:
+    """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM) or K is short;
+    else as many as fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs:
+    3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2. Measured on small products
+    (experiments/small_split_k.py): slices of 2 k-tiles beat the first policy's 8 at 256³–640³ and tie above."""
+    if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
         return 1
     return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
 
