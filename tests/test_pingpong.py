@@ -54,7 +54,7 @@ def _tiles_of_blocks(tiles: int, blocks: int) -> list[int]:
 
 
 #: (tile rows, tile columns, k-tiles, ring stages, ordered) on the simulator's 3 blocks; on a GPU the tiles are
-#: 128×128 and the grid one block an SM.
+#: 128×128, the grid one block an SM (or a tile), the ring 6 stages, and the 8-tile cases become 24×24 tiles.
 #: * 4×2 tiles: blocks walk 3, 3, 2 tiles — block 0's consumer 0 takes two (its tiles 0 and 2), consumer 1 one (an
 #:   odd count), block 2's one each; 2 k-tiles a tile through 3 stages, so tiles straddle the ring's wrap and a
 #:   consumer's k-tiles start where the other's end (global k-tile 2j·2 + …), both phases of every barrier.
@@ -70,12 +70,14 @@ CASES = [pytest.param(4, 2, 2, 3, True, id="8tiles-3blocks-ordered"),
 @pytest.mark.parametrize("rows,cols,k_tiles,stages,ordered", CASES)
 def test_both_consumers_take_their_turns_and_the_ring_runs_across_tiles(rows, cols, k_tiles, stages, ordered):
     kernels = pingpong_specialized.build(CONFIG, stages=stages if gemm_steps.SIMULATOR else None, ordered=ordered)
-    if not gemm_steps.SIMULATOR:  # on a GPU: more tiles than SMs, 16 k-tiles each
-        rows, cols, k_tiles = 11, 13, 16
+    if not gemm_steps.SIMULATOR and rows * cols > 4:  # on a GPU: 4–5 tiles a block (576 on 132 SMs), 16 k-tiles
+        rows, cols, k_tiles = 24, 24, 16
     blocks = min(rows * cols, kernels.resident_blocks("fast"))
     walks = _tiles_of_blocks(rows * cols, blocks)
-    if gemm_steps.SIMULATOR:
+    if rows * cols > 4:
         assert max(walks) >= 2 and min(walks) < max(walks), walks  # several tiles a block, and uneven
+    else:
+        assert max(walks) <= 2 and min(walks) == 1, walks  # a consumer 1 with no tile
     _check_product(kernels, rows * CONFIG.BLOCK_M, cols * CONFIG.BLOCK_N, k_tiles * CONFIG.BLOCK_K)
 
 
