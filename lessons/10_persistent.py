@@ -67,7 +67,7 @@ print(inspect.getsource(PersistentTiles.launch_tiles))
 # count is in the report), and two `ptxas` versions on this machine. For steps 9 and 10:
 
 # %%
-compiled = lesson_10.compile_with_registers([warp_tiling, persistent])
+compiled = lesson.compile_with_registers([warp_tiling, persistent])
 lesson.say(lesson.register_table(compiled))
 occupancy = lesson_10.resident_per_sm(compiled, persistent)  # at the driver's count: what ran
 print(occupancy)
@@ -148,10 +148,11 @@ if experiment:
 #   wave holds a small share of a wave's work and costs a large share of a wave's time — less than a full wave (its
 #   few blocks have memory and L2 nearly to themselves), but far more than its work. cuBLAS pays on the same two
 #   shapes too.
-# * **Persistence:** on the squares more than a wave deep, step 10 runs at its non-persistent twin's speed,
-#   **flat, as predicted** (the second table).
-# * **Tile order:** grouped ÷ row-major speed stays near 1 over all shapes, with **no consistent sign**, as the DRAM
-#   count predicted; one run per shape cannot tell a few percent at a single shape from run-to-run variation.
+# * **Persistence:** on the squares more than a wave deep, step 10 against its non-persistent twin (the second
+#   table's first rows; `persistence flat` is the prediction, checked).
+# * **Tile order:** grouped ÷ row-major speed over all shapes (its range, how many shapes fall on each side of the
+#   noise band, and the `tile order` verdict), against the DRAM count's prediction of little to win; one run per
+#   shape cannot tell a few percent at a single shape from run-to-run variation.
 
 # %% [markdown]
 # The experiment's table, shape by shape, with both tile orders and the share of cuBLAS:

@@ -12,7 +12,7 @@ import gemm_steps
 from gemm_steps.course import lesson, lesson_10
 
 persistent = gemm_steps.get_step("persistent")
-compiled = lesson_10.compile_with_registers([persistent])
+compiled = lesson.compile_with_registers([persistent])
 occupancy = lesson_10.resident_per_sm(compiled, persistent)  # blocks per SM at the register count that ran
 sweep = lesson_10.saw_tooth(occupancy["blocks"])
 
