@@ -124,7 +124,8 @@ lesson.check_against_numpy(three_tf32, [(128, 64, 48), (70, 45, 20)])
 # (of the step's first version: one mma chain for all three products, small parts unscaled),
 # and the course benchmark's two largest squares. The promise the step keeps now is the **FP32 contract**
 # ([docs/fp32_contract.md](../docs/fp32_contract.md)): its error against the sequential float32 sum's, for finite
-# inputs, inf/NaN and subnormals, and the tests that check it on the simulator and on a GPU.
+# inputs, inf/NaN and subnormals, and the tests that check it on the simulator and on a GPU. The relative error of
+# the whole 512×512×K product against float64:
 
 # %%
 if experiment:
@@ -137,10 +138,10 @@ if results and experiment:
           + "".join(f"\n  misses: {kind}, {shape}: {r:.2f}×" for kind, shape, r in a["misses"]))
 
 # %% [markdown]
-# Where step 13 misses, it is within a small factor of SGEMM and three orders of magnitude below TF32. Why worse at
-# large K? Each product keeps a fixed relative error — the dropped small·small and the bits of `small` the tensor
-# core truncates — however the sum goes, and with wide exponents a few large products dominate each sum and
-# SGEMM's own rounding error shrinks (our reading of the table, not a measurement of the mechanism).
+# Where step 13 misses, it is within a small factor of SGEMM's error and two to three orders of magnitude below
+# TF32's. Why worse at large K? Each product keeps a fixed relative error — the dropped small·small and the bits of
+# `small` the tensor core truncates — however the sum goes, and with wide exponents a few large products dominate
+# each sum and SGEMM's own rounding error shrinks (our reading of the table, not a measurement of the mechanism).
 #
 # And why is step 13 *below* SGEMM at the benchmark's large squares? Not because 3xTF32 is more accurate than
 # float32 arithmetic. cuBLAS SGEMM and every FP32 step of the course make the *same* error there, to every digit:

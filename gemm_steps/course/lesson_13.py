@@ -10,12 +10,11 @@ import numpy as np
 from gemm_steps.toolkit.tensor_core_ops import SMALL_SCALE, split_tf32_parts, truncate_to_tf32
 
 from .. import steps as course_steps
+from ..harness.fp32_contract import U32 as U_FP32
 from .display import MarkdownTable
 from .targets import TARGET_3XTF32_VS_SGEMM
-from .tensor_core_results import accuracy_check, caption, rec, sizes, square_ratios, sweep_ratios
+from .tensor_core_results import accuracy_check, caption, rec, sizes, slope, square_ratios, sweep_ratios
 from .timings import size_label
-
-U_FP32 = 2.0 ** -24  # float32's unit roundoff: half a unit in the last place of its 23 mantissa bits
 
 
 def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
@@ -113,11 +112,6 @@ def accumulation_model(ks=(64, 256, 1024, 4096, 16384), outputs: int = 512, seed
     return out
 
 
-def slope(ks, errors) -> float:
-    """The exponent p of error ∝ K^p, fitted in log-log."""
-    return float(np.polyfit(np.log(ks), np.log(errors), 1)[0])
-
-
 def first_try_points(run: dict) -> list[tuple[int, float, str]]:
     """(K, sampled error, shape) of the 3xTF32 kernel in an experiment file: its benchmark records (128×256 tiles)
     and its ragged shapes."""
@@ -162,8 +156,7 @@ def accuracy_table(run: dict) -> MarkdownTable:
     for row in run["accuracy"]:
         lines.append(f"| {row['inputs']} | {row['K']} | " + " | ".join(f"{row[n]:.1e}" for n, _ in cols)
                      + f" | {row['three_tf32'] / row['cublas']:.1f}× |")
-    return MarkdownTable("Relative error of the whole 512×512×K product against float64:\n\n" + "\n".join(lines)
-                         + "\n\n" + caption(run))
+    return MarkdownTable("\n".join(lines) + "\n\n" + caption(run))
 
 
 def first_try(first: dict, now: dict) -> dict:
