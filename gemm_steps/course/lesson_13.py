@@ -35,12 +35,9 @@ def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
 
 
 def split_worst(seed: int = 0, count: int = 200_000) -> float:
-    """The largest |x − (big + small truncated to TF32)| / |x| over ``count`` standard-normal floats: how many bits
-    of x the tensor core sees through the split."""
-    x = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
-    big, small = split_tf32_parts(x)
-    left = np.abs(x.astype(np.float64) - big - truncate_to_tf32(small).astype(np.float64)) / np.abs(x.astype(np.float64))
-    return float(left.max())
+    """The largest |x − (big + small truncated to TF32)| / |x| (:func:`read_error`) over ``count`` standard-normal
+    floats: how many bits of x the tensor core sees through the split."""
+    return float(read_error(np.random.default_rng(seed).standard_normal(count).astype(np.float32)).max())
 
 
 def term_sizes(seed: int = 0, count: int = 200_000) -> MarkdownTable:
