@@ -10,6 +10,7 @@ import pytest
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_12
+from gemm_steps.course import tensor_core_results as tcr
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
 from gemm_steps.course.tensor_core_results import (PROFILED_RUN, clocks_per_hmma, limits, load_run,
                                                    mma_sync_ceiling_tflops, mma_sync_clocks, rec, sizes,
@@ -20,7 +21,7 @@ from cell_count import MAX_CELLS, lesson_cells
 
 def test_every_element_of_a_b_and_c_belongs_to_exactly_one_lane_and_register():
     for name, shape in (("A", (16, 8)), ("B", (8, 8)), ("C", (16, 8))):
-        held = lesson_12.owners(name)
+        held = tcr.owners(name)
         assert held.shape[:2] == shape and (held >= 0).all()
         assert len({tuple(x) for x in held.reshape(-1, 2)}) == shape[0] * shape[1]
 
@@ -29,9 +30,9 @@ def test_the_layout_is_the_documented_one():
     # tensor_core_ops' docstring: a0 = A[group][pair], a1 = A[group + 8][pair], a2 = A[group][pair + 4], …
     for lane in range(32):
         g, p = lane // 4, lane % 4
-        assert [lesson_12.a_element(lane, r) for r in range(4)] == [(g, p), (g + 8, p), (g, p + 4), (g + 8, p + 4)]
-        assert [lesson_12.b_element(lane, r) for r in range(2)] == [(p, g), (p + 4, g)]
-        assert [lesson_12.c_element(lane, r) for r in range(4)] == [(g, 2 * p), (g, 2 * p + 1), (g + 8, 2 * p),
+        assert [tcr.a_element(lane, r) for r in range(4)] == [(g, p), (g + 8, p), (g, p + 4), (g + 8, p + 4)]
+        assert [tcr.b_element(lane, r) for r in range(2)] == [(p, g), (p + 4, g)]
+        assert [tcr.c_element(lane, r) for r in range(4)] == [(g, 2 * p), (g, 2 * p + 1), (g + 8, 2 * p),
                                                                     (g + 8, 2 * p + 1)]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_12, lesson_14, lesson_20, profiles
+from gemm_steps.course import lesson_14, lesson_20, profiles
 from gemm_steps.course import tensor_core_results as tcr
 
 SGEMM_TFLOPS = 50.0
@@ -89,7 +89,7 @@ def test_each_element_of_the_register_operand_has_one_holder_in_lesson_12s_layou
     assert lesson_14.layout_check(lesson_14.gpu_layout(gemm_steps.get_step(14)))["holders"] == 512
     for lane in range(32):
         for r in range(4):
-            row, k = lesson_12.a_element(lane, r)
+            row, k = tcr.a_element(lane, r)
             assert lesson_14.fragment_holder(row + 16, k) == (1, lane, r)  # warp 1: rows 16…31
 
 

@@ -1,5 +1,5 @@
 """Lesson 12's helpers (tensor cores, TF32): the fragment layout of ``mma.sync.m16n8k8`` drawn from the kernels' own
-index formulas and checked on one warp; what TF32 rounding loses, measured in NumPy; the prediction's numbers, the
+index formulas (:func:`~.tensor_core_results.a_element` …) and checked on one warp; what TF32 rounding loses, measured in NumPy; the prediction's numbers, the
 speed table, figure and verdict values from the shipped benchmark; what the Nsight Compute report says of the tensor
 pipe (:mod:`.tensor_core_results` reads it); the rounding variants (deep dive). Numbers, tables and figures only: the
 words are the lesson's.
@@ -15,8 +15,8 @@ from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, rou
 
 from .display import MarkdownTable
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-from .tensor_core_results import (PROFILE_REPORT, PRODUCTS, caption, clocks_per_hmma, limits, mma_sync_ceiling_tflops, rec, sizes,
-                                  tensor_core_profiles, tf32_peak_tflops)
+from .tensor_core_results import (LAYOUT, PROFILE_REPORT, PRODUCTS, caption, clocks_per_hmma, limits,
+                                  mma_sync_ceiling_tflops, owners, rec, sizes, tensor_core_profiles, tf32_peak_tflops)
 from .timings import fp32_peak_tflops, size_label
 
 #: The rows of the speed table and figure, in order: (record name, label, colour, style).
@@ -27,45 +27,7 @@ SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)", "tab:blue", "o-"),
               ("cublas_tf32", "cuBLAS TF32", "tab:purple", "s-")]
 
 
-# -- the fragment layout ---------------------------------------------------------------------------------------------
-# One lane's elements of one mma, as the kernels index them (steps 12 and 13, `group = lane // 4`, `pair = lane % 4`;
-# register r of a lane's A fragment is step 13's `i * 16 + r % 2 * 8` row and `kk + r // 2 * 4` k, of C the
-# epilogue's `r // 2 * 8` row and `pair * 2 + r % 2` column). tests/test_lesson_12.py checks these against the
-# kernels' source and against the mma itself.
-def a_element(lane: int, r: int) -> tuple[int, int]:
-    """(row, k) of A (16×8) that lane ``lane`` passes as its register a_r."""
-    group, pair = lane // 4, lane % 4
-    return group + r % 2 * 8, pair + r // 2 * 4
-
-
-def b_element(lane: int, r: int) -> tuple[int, int]:
-    """(k, column) of B (8×8) that lane ``lane`` passes as its register b_r."""
-    group, pair = lane // 4, lane % 4
-    return pair + r * 4, group
-
-
-def c_element(lane: int, r: int) -> tuple[int, int]:
-    """(row, column) of C and D (16×8) that lane ``lane`` holds in its register c_r (d_r)."""
-    group, pair = lane // 4, lane % 4
-    return group + r // 2 * 8, 2 * pair + r % 2
-
-
-LAYOUT = {"A": ((16, 8), 4, a_element), "B": ((8, 8), 2, b_element), "C": ((16, 8), 4, c_element)}
-
-
-def owners(matrix: str) -> np.ndarray:
-    """For every element of ``matrix`` ("A", "B" or "C"), the (lane, register) that holds it: an int array of shape
-    (rows, cols, 2), -1 where no lane does (there is none: each element belongs to exactly one lane)."""
-    shape, registers, element = LAYOUT[matrix]
-    out = np.full(shape + (2,), -1, dtype=int)
-    for lane in range(32):
-        for r in range(registers):
-            row, col = element(lane, r)
-            assert out[row, col, 0] == -1, f"{matrix}[{row}][{col}] held twice"
-            out[row, col] = lane, r
-    return out
-
-
+# -- the fragment layout (its formulas: tensor_core_results.a_element, b_element, c_element) -------------------------
 def fragment_figure():
     """A, B and C of one mma, each element labelled with the lane that holds it and the register (a0…a3, b0, b1,
     c0…c3), coloured by the lane's group (lane // 4)."""

@@ -18,7 +18,7 @@ from .profiles import prefixed_metric, report_metrics
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .tensor_core_results import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, REQUESTS_PROFILE, SERIAL_BUILD,
                                   STEP14_BUILD, STEP15_BUILD, SWAPPED_PROFILE, SWIZZLED_PROFILE, TRANSPOSING_BUILD,
-                                  accuracy_check, caption, find, kernel_table, read_text, rec, sizes, slope,
+                                  accuracy_check, caption, find, kernel_table, owners, read_text, rec, sizes, slope,
                                   speed_error_figure, square_ratios, sweep_ratios, target_check, wide_ratios)
 from .timings import size_label
 
@@ -62,10 +62,9 @@ def staged_byte(row, k, offset=None):
 
 def fragment_holder(row: int, k: int) -> tuple[int, int, int]:
     """(warp, lane, register) of the warpgroup that holds element (row, k) of ``wgmma``'s 64×8 register operand:
-    warp row // 16, then lesson 12's m16n8k8 A layout (a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 =
-    A[g+8][t+4])."""
-    warp, r = divmod(row, 16)
-    return warp, (r % 8) * 4 + k % 4, r // 8 + 2 * (k // 4)
+    warp row // 16, then lesson 12's m16n8k8 A layout (:func:`~.tensor_core_results.owners`)."""
+    lane, register = owners("A")[row % 16, k]
+    return row // 16, int(lane), int(register)
 
 
 def warpgroup_figure(n: int = 128, rows_shown: int = 16, k_step: int = 1, block_k: int = 32):

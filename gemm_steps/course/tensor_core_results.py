@@ -1,5 +1,5 @@
-"""What lessons 12–16 read about the tensor-core steps (12–15): the shipped files' names, their records, the TF32
-ceiling, the Nsight Compute report of steps 12–13, the speed-and-error table and figure, and the checks against the
+"""What lessons 12–16 read about the tensor-core steps (12–15): the shipped files' names, their records, the
+``mma.sync`` fragment layout, the TF32 ceiling, the Nsight Compute report of steps 12–13, the speed-and-error table and figure, and the checks against the
 course's targets (:mod:`gemm_steps.course.targets`). One home for what several lessons share; a lesson's own helpers
 import from here, never from another lesson's.
 """
@@ -114,6 +114,45 @@ def gflop(size: tuple) -> float:
 def slope(ks, errors) -> float:
     """The exponent p of error ∝ K^p, fitted on log-log axes."""
     return float(np.polyfit(np.log(ks), np.log(errors), 1)[0])
+
+
+# -- mma.sync m16n8k8's fragment layout (lesson 12 draws it, lesson 14's wgmma register operand reuses A's) ---------
+# One lane's elements of one mma, as the kernels index them (steps 12 and 13, `group = lane // 4`, `pair = lane % 4`;
+# register r of a lane's A fragment is step 13's `i * 16 + r % 2 * 8` row and `kk + r // 2 * 4` k, of C the
+# epilogue's `r // 2 * 8` row and `pair * 2 + r % 2` column). tests/test_lesson_12.py checks these against the
+# kernels' source and against the mma itself.
+def a_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, k) of A (16×8) that lane ``lane`` passes as its register a_r."""
+    group, pair = lane // 4, lane % 4
+    return group + r % 2 * 8, pair + r // 2 * 4
+
+
+def b_element(lane: int, r: int) -> tuple[int, int]:
+    """(k, column) of B (8×8) that lane ``lane`` passes as its register b_r."""
+    group, pair = lane // 4, lane % 4
+    return pair + r * 4, group
+
+
+def c_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, column) of C and D (16×8) that lane ``lane`` holds in its register c_r (d_r)."""
+    group, pair = lane // 4, lane % 4
+    return group + r // 2 * 8, 2 * pair + r % 2
+
+
+LAYOUT = {"A": ((16, 8), 4, a_element), "B": ((8, 8), 2, b_element), "C": ((16, 8), 4, c_element)}
+
+
+def owners(matrix: str) -> np.ndarray:
+    """For every element of ``matrix`` ("A", "B" or "C"), the (lane, register) that holds it: an int array of shape
+    (rows, cols, 2), -1 where no lane does (there is none: each element belongs to exactly one lane)."""
+    shape, registers, element = LAYOUT[matrix]
+    out = np.full(shape + (2,), -1, dtype=int)
+    for lane in range(32):
+        for r in range(registers):
+            row, col = element(lane, r)
+            assert out[row, col, 0] == -1, f"{matrix}[{row}][{col}] held twice"
+            out[row, col] = lane, r
+    return out
 
 
 # -- the TF32 ceiling ------------------------------------------------------------------------------------------------
