@@ -18,8 +18,8 @@ run = load_run(ROUNDING_RUN)
 #
 # `cvt.rna.tf32.f32` alone is three SASS instructions on an H100: a test for inf/NaN, an add of half a TF32 unit to
 # the bits, and an AND that clears the 13 low bits. The tensor core ignores those 13 bits anyway (one warp's mma
-# gave bit-identical results with and without them, 50 of 50 tiles), and ptxas knows it: before an mma it drops
-# the AND. Every variant below is the kernel of the day with only the rounding changed
+# gave bit-identical results with and without them: the run's count is printed below the table), and ptxas knows
+# it: before an mma it drops the AND. Every variant below is the kernel of the day with only the rounding changed
 # (`experiments/tf32_conversion.py`, one run; SASS counts of the whole fast kernel). It was measured before step 12's
 # copy addresses moved out of the k-loop and A's fragments moved to `ldmatrix`, so its TFLOPS are below the course
 # benchmark's (lesson 12): compare the variants with each other:
