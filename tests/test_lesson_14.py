@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_14, lesson_20, profiles
+from gemm_steps.course import lesson_14, lesson_21, profiles
 from gemm_steps.course import tensor_core_results as tcr
 
 SGEMM_TFLOPS = 50.0
@@ -186,7 +186,7 @@ def test_without_step_14_there_is_no_verdict():
     assert not tcr.has_step(results, "warpgroup_mma") and tcr.target_check(results) is None
     assert lesson_14.verdict(results, [_run()]) is None and "| — |" in lesson_14.speed_table(results)
     assert lesson_14.speed_figure(results).axes
-    assert "not in this results file" in lesson_20.tensor_core_summary(results)
+    assert "not in this results file" in lesson_21.tensor_core_summary(results)
 
 
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
@@ -214,8 +214,8 @@ def test_the_accuracy_rule_is_lesson_13s_over_every_measurement():
 
 
 def test_lesson_18_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
-    assert "the step that meets the 3xTF32 target" in lesson_20.tensor_core_summary(_results(step14=(1.35, 5e-7)))
-    text = lesson_20.tensor_core_summary(_results(step14=(1.1, 5e-7)))
+    assert "the step that meets the 3xTF32 target" in lesson_21.tensor_core_summary(_results(step14=(1.35, 5e-7)))
+    text = lesson_21.tensor_core_summary(_results(step14=(1.1, 5e-7)))
     assert "1.10×" in text and "not met" in text and "the step that meets" not in text
 
 

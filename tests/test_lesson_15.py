@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_15, lesson_20
+from gemm_steps.course import lesson_15, lesson_21
 from gemm_steps.course import tensor_core_results as tcr
 
 SIZES = (2048, 4096, 8192)
@@ -97,10 +97,10 @@ def test_the_lesson_keeps_to_25_cells():
 
 
 def test_lesson_18_reports_step_15_against_the_tf32_target_only_when_it_is_there():
-    assert "not in this results file" in lesson_20.tf32_step_summary(_results())
-    assert "**290 TFLOPS**" in lesson_20.tf32_step_summary(_results(step15=290.0))
-    assert "met at both sizes" in lesson_20.tf32_step_summary(_results(step15=290.0))
-    assert "not met at both sizes" in lesson_20.tf32_step_summary(_results(step15={2048: 300.0, 4096: 140.0,
+    assert "not in this results file" in lesson_21.tf32_step_summary(_results())
+    assert "**290 TFLOPS**" in lesson_21.tf32_step_summary(_results(step15=290.0))
+    assert "met at both sizes" in lesson_21.tf32_step_summary(_results(step15=290.0))
+    assert "not met at both sizes" in lesson_21.tf32_step_summary(_results(step15={2048: 300.0, 4096: 140.0,
                                                                                    8192: 300.0}))
 
 
@@ -110,10 +110,10 @@ def test_lesson_18s_summary_keeps_step_12_and_adds_step_15(step15):
     for r in list(results["records"]):
         if r["step"] == "tensor_cores":
             results["records"].append({**_record("three_tf32", r["M"], 60.0, 5e-7)})
-    text = lesson_20.tensor_core_summary(results)
+    text = lesson_21.tensor_core_summary(results)
     assert "step 12 (TF32) **145 TFLOPS**" in text and "Step 15 (TF32 on `wgmma`)" in text
 
 
 def test_lesson_18_quotes_the_sizes_of_the_steps_the_benchmark_has():
-    assert lesson_20.steps_in(_results()) == ["tensor_cores"]
-    assert lesson_20.steps_in(_results(step15=290.0)) == ["tensor_cores", "warpgroup_tf32"]
+    assert lesson_21.steps_in(_results()) == ["tensor_cores"]
+    assert lesson_21.steps_in(_results(step15=290.0)) == ["tensor_cores", "warpgroup_tf32"]

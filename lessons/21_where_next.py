@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 20 — Where the course ends, and where to go next
+# # Lesson 21 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
 # on large squares; steps 12–18 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
@@ -8,10 +8,10 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, lesson_18, lesson_20, plots
+from gemm_steps.course import hopper, lesson, lesson_18, lesson_21, plots
 
 results = lesson.load_results()
-size = lesson.headline_size(results, lesson_20.steps_in(results)) if results else None
+size = lesson.headline_size(results, lesson_21.steps_in(results)) if results else None
 print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if results else lesson.NO_RESULTS)
 
 # %% [markdown]
@@ -28,7 +28,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 
 # %%
 if results:
-    lesson.show_figure(lesson_20.roofline_figure(results, size))
+    lesson.show_figure(lesson_21.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -52,7 +52,7 @@ if results:
 
 # %%
 if results:
-    lesson.say(lesson_20.small_shape_text(results))
+    lesson.say(lesson_21.small_shape_text(results))
 
 # %% [markdown]
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
@@ -78,15 +78,15 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
 
 # %%
-suites = lesson_20.shape_suites()
+suites = lesson_21.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_20.suite_figure(before, after))
-overhead = lesson_20.call_overhead()
+    lesson.show_figure(lesson_21.suite_figure(before, after))
+overhead = lesson_21.call_overhead()
 if overhead:
     was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_20.call_overhead_text(overhead))
+    lesson.say(lesson_21.call_overhead_text(overhead))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -101,9 +101,9 @@ if overhead:
 # and, after them, shapes drawn at random (seeded, never tuned on):
 
 # %%
-held_out = lesson_20.held_out()
+held_out = lesson_21.held_out()
 if held_out:
-    lesson.say(lesson_20.held_out_table(held_out))
+    lesson.say(lesson_21.held_out_table(held_out))
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -145,7 +145,7 @@ if held_out:
 # against their targets, from the same results file:
 # %%
 if results:
-    lesson.say(lesson_20.tensor_core_summary(results))
+    lesson.say(lesson_21.tensor_core_summary(results))
 
 # %% [markdown]
 # Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run

@@ -1,4 +1,4 @@
-"""The FP32-contract lesson (lessons/*fp32_contract.py), its helpers (gemm_steps/course/lesson_19.py) and the run it
+"""The FP32-contract lesson (lessons/*fp32_contract.py), its helpers (gemm_steps/course/lesson_20.py) and the run it
 reads (experiments/fp32_accuracy.py): the experiment finds its kernels in the step registry and runs end to end on
 the simulator at a tiny size (a smoke test: one class, one special input, one kernel of each kind, a few seconds on
 one core; the simulated wgmma steps cost tens of seconds on a busy machine, and test_fp32_contract.py runs them), the
@@ -16,7 +16,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_19
+from gemm_steps.course import lesson_20
 from gemm_steps.harness import fp32_contract as contract
 from gemm_steps.harness import results_files
 from gemm_steps.harness.bench import save
@@ -60,7 +60,7 @@ def test_the_experiment_finds_every_kernel_it_should():
 
 def test_the_experiment_records_what_ran_and_what_could_not(smoke_run):
     assert [e["name"] for e in smoke_run["entries"]] == SMOKE_ENTRIES
-    assert lesson_19.unavailable(smoke_run) == {"cublas": smoke_run["entries"][0]["unavailable"]}
+    assert lesson_20.unavailable(smoke_run) == {"cublas": smoke_run["entries"][0]["unavailable"]}
     assert smoke_run["environment"]["simulator"]
 
 
@@ -83,32 +83,32 @@ def test_the_experiment_tells_kept_from_broken(smoke_run):
 
 def test_the_helpers_read_the_experiments_file(smoke_run, tmp_path, monkeypatch):
     _point_results_at(monkeypatch, tmp_path)
-    save(smoke_run, tmp_path / "experiments" / "results" / lesson_19.RUN)
-    run = lesson_19.load()
-    table = lesson_19.accuracy_table(run)
+    save(smoke_run, tmp_path / "experiments" / "results" / lesson_20.RUN)
+    run = lesson_20.load()
+    table = lesson_20.accuracy_table(run)
     assert len(table.splitlines()) == 2 + len(run["classes"]) + 1  # header, rule, a row a class, the specials
     assert "✓" in table and "**✗" in table and "cuBLAS SGEMM" not in table  # cuBLAS did not run here
-    verdicts = lesson_19.verdicts(run)
+    verdicts = lesson_20.verdicts(run)
     assert verdicts["three_tf32"]["kept"] == verdicts["three_tf32"]["of"] == 1
     assert verdicts["tensor_cores"]["kept"] == 0 and verdicts["tensor_cores"]["worst"] > 100
-    assert lesson_19.tf32_over_3xtf32(run)[0] > 100
-    assert set(lesson_19.chosen_steps(run)) == {"tf32x3"}
-    assert lesson_19.specials_kept(run)["three_tf32"] == {"kept": True, "off": 0, "against": "same_as_sequential"}
-    assert "inf in A" in lesson_19.specials_table(run)
-    fig = lesson_19.error_figure(run, [SCALED])
+    assert lesson_20.tf32_over_3xtf32(run)[0] > 100
+    assert set(lesson_20.chosen_steps(run)) == {"tf32x3"}
+    assert lesson_20.specials_kept(run)["three_tf32"] == {"kept": True, "off": 0, "against": "same_as_sequential"}
+    assert "inf in A" in lesson_20.specials_table(run)
+    fig = lesson_20.error_figure(run, [SCALED])
     assert fig.axes[0].get_title() == SCALED
 
 
 def test_a_missing_run_stops_the_lesson(tmp_path, monkeypatch):
     _point_results_at(monkeypatch, tmp_path)
     with pytest.raises(FileNotFoundError, match="experiments.fp32_accuracy"):
-        lesson_19.load()
+        lesson_20.load()
 
 
 def test_worst_counts_a_nan_output_as_broken():
     run = {"records": [{"step": "x", "inputs": "c", "K": 1, "error": 1e-8, "bound": 1e-7, "kept": True},
                        {"step": "x", "inputs": "c", "K": 2, "error": math.nan, "bound": 1e-7, "kept": False}]}
-    w = lesson_19.worst(run)[("c", "x")]
+    w = lesson_20.worst(run)[("c", "x")]
     assert w["K"] == 2 and math.isinf(w["of_bound"]) and not w["kept"]
 
 
@@ -116,7 +116,7 @@ def test_the_models_show_each_fault_the_lesson_names():
     """What the lesson says of its model table: unscaled small parts break the contract on the scaled class, a sum
     over all of K in the truncating accumulator on uniform positive at large K; truncating A alone keeps it but
     multiplies the error (per-element exponents); the fixed arithmetic keeps it everywhere."""
-    rows = {r["class"]: r["of_bound"] for r in lesson_19.model_errors(
+    rows = {r["class"]: r["of_bound"] for r in lesson_20.model_errors(
         [(SCALED, 1), ("per-element exponents", 32), ("uniform positive", 16384)])}
     assert rows[SCALED]["small parts unscaled"] > 3 and rows[SCALED]["fixed"] < 1
     assert rows["uniform positive"]["all of K in the tensor core"] > 3 and rows["uniform positive"]["fixed"] < 1
@@ -126,20 +126,20 @@ def test_the_models_show_each_fault_the_lesson_names():
 
 
 def test_the_split_turns_inf_into_nan_and_reads_x_to_2_to_the_minus_23():
-    inf_row = next(line for line in lesson_19.special_split().splitlines() if line.startswith("| inf |"))
+    inf_row = next(line for line in lesson_20.special_split().splitlines() if line.startswith("| inf |"))
     cells = [c.strip() for c in inf_row.strip("|").split("|")]
     assert cells[2] == "nan" and cells[-2] == "nan" and cells[-1] == "inf"  # small, the 3xTF32 sum, IEEE x·b
-    r = lesson_19.read_errors()
+    r = lesson_20.read_errors()
     assert r["rounded"] <= -23 + 1e-3 and -22 < r["truncated"] <= -21
 
 
 def test_the_class_table_and_the_fix_costs_come_from_their_sources():
-    table = lesson_19.class_ranges()
+    table = lesson_20.class_ranges()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
         name for name, _, _ in contract.input_classes(1, 1, 1)]
-    costs = lesson_19.fix_costs()
+    costs = lesson_20.fix_costs()
     assert {"three_tf32", "warpgroup_mma"} <= set(costs["steps"])
-    extremes = lesson_19.largest_cost(costs)
+    extremes = lesson_20.largest_cost(costs)
     every = [x for sizes in costs["steps"].values() for c in sizes.values() for x in c["cost"]]
     assert extremes["largest"] == max(every) and extremes["smallest"] == min(every)
 
@@ -150,14 +150,14 @@ def test_the_lesson_keeps_to_the_cell_rule():
 
 
 def test_the_shipped_gpu_run_covers_every_class_and_3xtf32_step():
-    path = results_files.find(lesson_19.RUN)
+    path = results_files.find(lesson_20.RUN)
     if path is None:
-        pytest.skip(f"{lesson_19.RUN} not committed yet (python -m experiments.fp32_accuracy on an H200)")
-    run = lesson_19.load()
-    assert not run["environment"].get("simulator"), f"{lesson_19.RUN} was measured on the simulator"
+        pytest.skip(f"{lesson_20.RUN} not committed yet (python -m experiments.fp32_accuracy on an H200)")
+    run = lesson_20.load()
+    assert not run["environment"].get("simulator"), f"{lesson_20.RUN} was measured on the simulator"
     assert run["classes"] == [name for name, _, _ in contract.input_classes(1, 1, 1)]
-    measured = {e["name"] for e in lesson_19.entries(run, ("step",))}
+    measured = {e["name"] for e in lesson_20.entries(run, ("step",))}
     assert {s.name for s in all_steps() if s.arithmetic == "3xtf32"} <= measured, "re-run: a 3xTF32 step is missing"
-    assert "cublas" not in lesson_19.unavailable(run)
+    assert "cublas" not in lesson_20.unavailable(run)
     assert len({r["inputs"] for r in run["specials"]}) == len(list(contract.special_inputs(2, 2, 2)))
     assert np.isfinite([r["error"] for r in run["records"] if r["step"] == "cublas"]).all()

@@ -1,0 +1,268 @@
+"""Lesson 21's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–18, under a
+second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock at the run's maximum SM clock).
+
+Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
+tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
+its intensity is 2·BM·BN / (4·(BM + BN)) = BM·BN / (2·(BM + BN)) FLOP per byte. Steps 1–2 tile nothing (two loads
+per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its measured TFLOPS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import steps as course_steps
+from .tensor_core_results import tf32_peak_tflops
+from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
+
+
+def steps_in(results: dict) -> list[str]:
+    """The names of the course's steps that have a successful record in ``results`` (a benchmark measured before a
+    step existed lacks it: the lesson then quotes the sizes the others share)."""
+    present = {r["step"] for r in results["records"] if "error" not in r}
+    return [s.name for s in course_steps() if s.name in present]
+
+
+def tiling_intensity(step, config: dict | None = None) -> float:
+    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring).
+    ``config``: the tiles that ran (a benchmark record's ``config``); by default the step's own, which on the
+    simulator may be a smaller simulator configuration (steps 12–15)."""
+    config = (config if config is not None else step.config) or {}
+    if "BLOCK_M" not in config:
+        return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    return bm * bn / (2 * (bm + bn))
+
+
+def tensor_core_step(step) -> bool:
+    """Whether a step computes on the tensor cores (its module says ``ARITHMETIC`` other than fp32)."""
+    return getattr(step.module, "ARITHMETIC", "fp32") != "fp32"
+
+
+def roofline_figure(results: dict, size):
+    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS; steps that
+    compute on the tensor cores (``ARITHMETIC`` not fp32) as squares under a second roof, the TF32 peak."""
+    from matplotlib.figure import Figure
+
+    from ..harness.environment import short_label
+    from .plots import step_colour
+
+    peak, bandwidth = fp32_peak_tflops(results), datasheet_bandwidth_tbs(results)
+    intensity = np.logspace(-1.2, 2.5, 300)
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    ax = fig.subplots()
+    ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
+    tf32_peak = tf32_peak_tflops(results)
+    tensor = [s.number for s in course_steps() if tensor_core_step(s)]
+    ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
+              label=f"TF32 tensor-core roof: 8× FP32 at the run's max SM clock "
+                    f"({results['environment'].get('sm_clock_max_mhz', 0):.0f} MHz), {tf32_peak:.0f} TFLOPS "
+                    f"(steps {min(tensor)}–{max(tensor)})")
+    for step in course_steps():
+        measured = record(results, step.name, size)
+        if measured is None:
+            continue
+        x = tiling_intensity(step, measured.get("config"))
+        tensor = tensor_core_step(step)
+        ax.plot(x, measured["tflops"], "s" if tensor else "o", ms=8, color=step_colour(step.number),
+                label=f"{step.number} {step.name}" + (f" [{measured.get('arithmetic', '').upper().replace('X', 'x')}]"
+                                                      if tensor else ""))
+        # Steps with the same tile share an x: their numbers go left and right by turns, so none hides another.
+        ax.annotate(str(step.number), (x, measured["tflops"]), fontsize=8, xytext=(7 if step.number % 2 else -13, -3),
+                    textcoords="offset points")
+    cublas = record(results, "cublas", size)
+    ax.axhline(cublas["tflops"], color="tab:red", ls="--", lw=1, label=f"cuBLAS at {size_label(size)}")
+    ax.set(xlabel="FLOP per DRAM byte that the block tile guarantees (no cache)", ylabel="TFLOPS",
+           title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
+    ax.title.set_fontsize(9)
+    ax.legend(loc="lower right", fontsize=7, ncols=2)
+    return fig
+
+
+# -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
+SUITE_BEFORE = "shapes-before-guarded-loops-nvidia-h100.json"
+
+
+def shape_suites() -> tuple[tuple, tuple] | None:
+    """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
+    themselves (``experiments/results/``) and the newest run on the same GPU (``results/``; a GPU's name in the file
+    name, as ``shapes-<gpu>-<date>.json``), so the two bars of a shape differ by the kernels only; None if either is
+    missing."""
+    import json
+
+    from gemm_steps.harness import results_files
+    from gemm_steps.harness.environment import file_slug
+
+    before_path = results_files.find(SUITE_BEFORE)
+    if before_path is None:
+        return None
+    before = json.loads(before_path.read_text())
+    after = results_files.newest_matching(f"shapes-{file_slug(before['environment']['gpu'])}-20*.json")
+    if after is None:
+        return None
+    return (before_path, before), after
+
+
+def suite_figure(before: dict, after: dict, step: str = "stream_k"):
+    """% of cuBLAS (each run against its own cuBLAS) of one step on every suite shape, before and after, grouped
+    by shape class."""
+    import matplotlib.pyplot as plt
+
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    def pct(doc):
+        return {(r["M"], r["N"], r["K"]): r.get("pct_of_cublas") for r in doc["records"]
+                if r["step"] == step and "error" not in r}
+
+    was, now = pct(before), pct(after)
+    shapes = [(name, s) for name, members in SHAPE_CLASSES.items() for s in members if s in was and s in now]
+    x = np.arange(len(shapes))
+    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
+    ax.bar(x - 0.2, [was[s] for _, s in shapes], 0.4, color="0.7", label="before (edge tiles on step 9's kernel)")
+    ax.bar(x + 0.2, [now[s] for _, s in shapes], 0.4, color="#000080", label="after (guarded variant, stream-K)")
+    ax.axhline(100, color="k", linestyle="--", linewidth=1)
+    ax.set_xticks(x, [size_label(s) for _, s in shapes], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel(f"step 11 ({step}), % of cuBLAS")
+    for i in range(1, len(shapes)):
+        if shapes[i][0] != shapes[i - 1][0]:
+            ax.axvline(i - 0.5, color="0.6", linewidth=0.8)
+    for name in dict.fromkeys(n for n, _ in shapes):
+        where = [i for i, (n, _) in enumerate(shapes) if n == name]
+        ax.text(sum(where) / len(where), 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top",
+                fontsize=9, fontweight="bold")
+    ax.set_ylim(0, max(max(was.values()), max(now.values()), 110) * 1.15)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("The shapes people use: step 11 before and after it covered partial tiles itself "
+                 f"({after['environment'].get('gpu')})", fontsize=10)
+    plt.close(fig)
+    return fig
+
+
+def call_overhead() -> dict | None:
+    """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
+    call-overhead-*.json), or None if the files are missing."""
+    from gemm_steps.harness import results_files
+    import json
+
+    paths = [results_files.find(f"call-overhead-nvidia-h100{suffix}.json") for suffix in ("-before", "")]
+    if None in paths:
+        return None
+    before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
+    return {"shape": before["shape"], "before": before, "after": after}
+
+
+def held_out() -> dict | None:
+    """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
+    from gemm_steps.harness import results_files
+
+    found = results_files.newest_matching("experiment-matmul-held-out-*.json")
+    return found[1] if found else None
+
+
+def held_out_table(results: dict) -> str:
+    """A Markdown table: per held-out shape, what matmul chose and its % of cuBLAS next to step 11's."""
+    rows = {}
+    for r in results["records"]:
+        rows.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
+    lines = ["| shape | `matmul` ran | `matmul`, % of cuBLAS | step 11, % of cuBLAS |", "|:--|:--|--:|--:|"]
+    for shape, by_step in rows.items():
+        chosen, step11 = by_step.get("matmul", {}), by_step.get("stream_k", {})
+        if "pct_of_cublas" not in chosen or "pct_of_cublas" not in step11:
+            continue
+        lines.append(f"| {size_label(shape)} | `{chosen.get('chose', '?')}` | {chosen['pct_of_cublas']:.0f} % | "
+                     f"{step11['pct_of_cublas']:.0f} % |")
+    env = results.get("environment", {})
+    lost = [shape for shape, by_step in rows.items() if "pct_of_cublas" in by_step.get("matmul", {})
+            and "pct_of_cublas" in by_step.get("stream_k", {})
+            and by_step["matmul"]["median_ms"] > by_step["stream_k"]["median_ms"] * 1.03]
+    verdict = ("\n\n`matmul`'s choice was at least as fast as step 11 alone (within 3 %) everywhere"
+               + (f" but {', '.join(size_label(s) for s in lost)}" if lost else "") + ".")
+    return ("\n".join(lines) + verdict + f" {env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same "
+            "run.")
+
+
+def call_overhead_text(overhead: dict) -> str:
+    """The host cost of a matmul call, before and after launch plans, each against launches timed in its own run
+    (the two runs were on different machines, whose Python speeds differ)."""
+    was, now = overhead["before"], overhead["after"]
+    text = (f"And a small product is a short kernel, so the host's share counts. At "
+            f"{size_label(tuple(was['shape']))} on device arrays, one `matmul` call cost **{was['matmul_us']:.0f} µs** "
+            f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
+            f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
+            f"`cuda.core` (`toolkit/launch_plans.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
+            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× an empty Numba launch timed in its own run (another "
+            f"machine: {now['empty_kernel_us']:.0f} µs)")
+    if "direct_empty_kernel_us" in now:
+        text += (f", and {now['matmul_us'] / now['direct_empty_kernel_us']:.1f}× the floor of any launch from Python "
+                 f"(the empty kernel through `cuda.core`, {now['direct_empty_kernel_us']:.0f} µs; the rest is checking "
+                 "the arguments and the layers between `matmul` and the launch)")
+    return text + " (`experiments/call_overhead.py`)."
+
+
+def small_shape_text(results: dict) -> str:
+    """Why the smallest benchmarked square is hard for step 11: its tiles and k-iterations per SM, computed."""
+    import gemm_steps
+
+    from .timings import common_sizes
+
+    small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
+    config = gemm_steps.get_step("stream_k").tiled.config
+    tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
+    iterations = tiles * -(-small[2] // config.BLOCK_K)
+    sms = results["environment"].get("sm_count")
+    steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
+    best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
+    text = (f"At {size_label(small)}, step 11's {config.BLOCK_M}×{config.BLOCK_N} tiles make only **{tiles} tiles for "
+            f"{sms} SMs**. Stream-K shares their {iterations} k-iterations (one `BLOCK_K`-deep slice of one tile each) "
+            f"out over the SMs, about {iterations / sms:.0f} each: little work per block for the fixup it costs. Step 11 "
+            f"reaches {record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there")
+    if best.name != "stream_k":
+        text += (f"; the best step at that size is step {best.number}, `{best.name}`, at "
+                 f"{record(results, best.name, small)['pct_of_cublas']:.0f} %, with its smaller tiles")
+    return text + (". (At sizes this small the benchmark's timer also counts part of the host's launch work, "
+                   "docs/measurement.md; the percentages are rough.)")
+
+
+def tensor_core_summary(results: dict) -> str:
+    """Steps 12–15 against the course's targets at the largest size they ran, from the benchmark; steps 14 (3xTF32
+    on ``wgmma``) and 15 (TF32 on ``wgmma``, :func:`tf32_step_summary`) only where the benchmark has them; step 14
+    judged by lesson 14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than
+    SGEMM's)."""
+    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
+    from .tensor_core_results import rec, sizes, target_check
+
+    common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
+    if not common:
+        return "The benchmark has no size at which both tensor-core steps and both cuBLAS modes ran."
+    big = common[-1]
+    t12, t13, tf32 = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas_tf32"))
+    text = (f"At {size_label(big)}: step 12 (TF32) **{t12['tflops']:.0f} TFLOPS** (target {TARGET_TF32_TFLOPS:.0f}: "
+            + ("met" if t12["tflops"] >= TARGET_TF32_TFLOPS else "not met")
+            + f"; cuBLAS TF32 {tf32['tflops']:.0f}); step 13 (3xTF32) **{t13['pct_of_cublas'] / 100:.2f}× cuBLAS "
+            f"SGEMM** (target {TARGET_3XTF32_VS_SGEMM}×: "
+            + ("met" if t13["pct_of_cublas"] / 100 >= TARGET_3XTF32_VS_SGEMM else "not met")
+            + f"), at a sampled error of {t13['sampled_rel_error_fp64']:.1e} against SGEMM's "
+            f"{rec(results, 'cublas', big)['sampled_rel_error_fp64']:.1e}.")
+    check = target_check(results, "warpgroup_mma")
+    if check is None:
+        text += " Step 14 (3xTF32 on `wgmma`) is not in this results file."
+    else:
+        parts = [f"{size_label(s)} **{ratio:.2f}×** cuBLAS SGEMM at an error of {err:.1e} (SGEMM {err_sgemm:.1e})"
+                 for s, (ratio, err, err_sgemm) in check["sizes"].items()]
+        text += (" Step 14 (3xTF32 on `wgmma`): " + "; ".join(parts) + " — "
+                 + ("**the step that meets the 3xTF32 target**." if check["met"] else "the 3xTF32 target is not met."))
+    return text + " " + tf32_step_summary(results)
+
+
+def tf32_step_summary(results: dict) -> str:
+    """Step 15 (TF32 on ``wgmma``) against the TF32 target at the two largest squares where it, step 12 and cuBLAS
+    TF32 ran (lesson 15's rule: ≥ the target at both), or a sentence saying the file has no step 15."""
+    from .targets import TARGET_TF32_TFLOPS
+    from .tensor_core_results import tf32_target_check as tf32_check
+
+    check = tf32_check(results)
+    if check is None:
+        return "Step 15 (TF32 on `wgmma`) is not in this results file."
+    parts = [f"{size_label(s)} **{t:.0f} TFLOPS**" for s, t in check["sizes"].items()]
+    return ("Step 15 (TF32 on `wgmma`): " + "; ".join(parts) + f" (target {TARGET_TF32_TFLOPS:.0f}: "
+            + ("met at both sizes" if check["met"] else "not met at both sizes") + ").")
