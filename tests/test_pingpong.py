@@ -1,5 +1,6 @@
-"""The persistent ping-pong build (experiments/kernels/pingpong_specialized.py: step 17 with each consumer warpgroup
-owning whole tiles, the block's tiles taken in turn, the main loops ordered by named barriers) and the named-barrier
+"""Step 19, persistent ping-pong (gemm_steps/steps/pingpong.py: step 17 with each consumer warpgroup owning whole
+tiles, the block's tiles taken in turn, the main loops ordered by named barriers), the experiment's copy of it with
+the order switched off (experiments/kernels/pingpong_specialized.py: on the simulator only), and the named-barrier
 twins it uses (gemm_steps/toolkit/mbarrier_ops.py: ``bar.sync`` / ``bar.arrive``).
 
 On the simulator (32×128 tiles, 3 blocks) and on a GPU (128×128 tiles, one block an SM): the product equals float64
@@ -7,8 +8,8 @@ on the inputs the tensor core reads (A truncated to TF32, B rounded) to float32 
 stage of the ring is filled, waited for and released in the right phase across a block's tiles — the ring's counter
 runs over the block's tiles in turn, so a consumer's k-tiles sit where the other consumer's tiles end — and every
 named-barrier wait meets its arrival (a missed one ends in the twin's timeout, not a wrong answer). Its compiled code
-(one PTX job): the wgmma of two halves, the order barriers, and ptxas's registers, spills and serialisation.
-On an H100/H200 experiments/pingpong_bench.py measures it."""
+is checked with every step's (tests/test_ptx.py: the step's PTX_EXPECT and PTXAS_EXPECT). On an H100/H200
+experiments/pingpong_bench.py measures it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from gemm_steps.toolkit import mbarrier_ops
 from gemm_steps.toolkit.mbarrier_ops import named_barrier_arrive, named_barrier_sync
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
+from gemm_steps.steps import pingpong
+
 from experiments.kernels import pingpong_specialized
 
 
@@ -31,7 +34,7 @@ def _wgmma_here() -> bool:
 
 
 wgmma_only = pytest.mark.skipif(not _wgmma_here(), reason="wgmma and the copy engine need compute capability 9.0")
-CONFIG = pingpong_specialized.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else pingpong_specialized.CONFIG
+CONFIG = pingpong.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else pingpong.SEARCH_SPACE[0]
 
 
 def _check_product(kernels, m: int, n: int, k: int) -> None:
@@ -63,13 +66,18 @@ def _tiles_of_blocks(tiles: int, blocks: int) -> list[int]:
 #: * the first shape without the order barriers.
 CASES = [pytest.param(4, 2, 2, 3, True, id="8tiles-3blocks-ordered"),
          pytest.param(2, 2, 3, 2, True, id="4tiles-3blocks-idle-consumer"),
-         pytest.param(4, 2, 2, 3, False, id="8tiles-3blocks-unordered")]
+         pytest.param(4, 2, 2, 3, False, id="8tiles-3blocks-unordered",
+                      marks=pytest.mark.skipif(not gemm_steps.SIMULATOR, reason=(
+                          "on a GPU the unordered build's consumer 1 runs two laps of the ring ahead and its parity "
+                          "waits pass early: the launch failed on an H100 (experiments/pingpong_bench.py)")))]
 
 
 @wgmma_only
 @pytest.mark.parametrize("rows,cols,k_tiles,stages,ordered", CASES)
 def test_both_consumers_take_their_turns_and_the_ring_runs_across_tiles(rows, cols, k_tiles, stages, ordered):
-    kernels = pingpong_specialized.build(CONFIG, stages=stages if gemm_steps.SIMULATOR else None, ordered=ordered)
+    stages = stages if gemm_steps.SIMULATOR else None
+    # Step 19; the experiment's copy with its order switch off (experiments/kernels/pingpong_specialized.py)
+    kernels = pingpong.build(CONFIG, stages) if ordered else pingpong_specialized.build(CONFIG, stages, ordered=False)
     if not gemm_steps.SIMULATOR and rows * cols > 4:  # on a GPU: 4–5 tiles a block (576 on 132 SMs), 16 k-tiles
         rows, cols, k_tiles = 24, 24, 16
     blocks = min(rows * cols, kernels.resident_blocks("fast"))
@@ -84,26 +92,27 @@ def test_both_consumers_take_their_turns_and_the_ring_runs_across_tiles(rows, co
 @pytest.mark.gpu
 @wgmma_only
 def test_a_ragged_shape_runs_its_border_on_the_edge_kernel():
-    """On a GPU only (the edge kernel is step 15's, tested on the simulator by tests/test_warpgroup_tf32.py): the
-    fast kernel's full tiles and the edge kernel's border together."""
-    _check_product(pingpong_specialized.build(CONFIG), 1000, 1100, 520)
+    """Step 19 on a GPU only (the edge kernel is step 15's, tested on the simulator by tests/test_warpgroup_tf32.py):
+    the fast kernel's full tiles and the edge kernel's border together."""
+    _check_product(gemm_steps.get_step("pingpong").tiled, 1000, 1100, 520)
 
 
 def test_the_layout_fits_the_ring_in_shared_memory():
     """6 stages of 33,792 bytes (A 128×32, B 32×136 floats) and the 1,024-byte alignment slack fit the 232,448 bytes a
     block may have; 7 do not, and asking for them is refused. A consumer's tile must be 128 columns (two halves) and
     at most 128 rows (step 17's 256×128 tile would be 256 accumulators a thread)."""
-    constants = pingpong_specialized.layout(pingpong_specialized.CONFIG)
+    gpu_config = pingpong.SEARCH_SPACE[0]
+    constants = pingpong.layout(gpu_config)
     assert constants["STAGES"] == 6 and constants["WARPS"] == 4 and constants["BARRIERS"] == 12
     stage = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
     assert stage == 33_792
     used = constants["STAGES"] * (stage + 16) + constants["EXTRA_SHARED_FLOATS"] * 4
-    assert used <= pingpong_specialized.SHARED_BYTES_PER_BLOCK < used + stage + 16
+    assert used <= pingpong.SHARED_BYTES_PER_BLOCK < used + stage + 16
     with pytest.raises(ValueError, match="2 to 6"):
-        pingpong_specialized.layout(pingpong_specialized.CONFIG, stages=7)
+        pingpong.layout(gpu_config, stages=7)
     for other in (warp_specialized.SEARCH_SPACE[0], warpgroup_tf32.SIMULATOR_CONFIG):  # 256×128; 32×64
         with pytest.raises(ValueError, match="BLOCK_N = 128"):
-            pingpong_specialized.layout(other)
+            pingpong.layout(other)
 
 
 # -- the named-barrier twins ---------------------------------------------------------------------------------------
@@ -159,30 +168,7 @@ def test_named_barriers_refuse_what_the_isa_does_not_allow():
         counts_differ[1, 64]()
 
 
-# -- the compiled code ---------------------------------------------------------------------------------------------
-PTX_JOB = "kernels:experiments.kernels.pingpong_specialized:ptx_kernels"
-
-
-@pytest.mark.ptx(PTX_JOB)
-def test_the_compiled_kernel_orders_the_consumers_and_keeps_its_registers(ptx):
-    """The GPU build's fast kernel: per pass of the consumers' loop (two k-tiles) 4 k-steps × 2 halves of wgmma, per
-    k-tile a wait for all groups but the newest for each half's accumulators (and one for all after the tile), B's
-    fragments rounded to TF32 before the fence; the block-wide barrier after init and one ``bar.sync`` + one
-    ``bar.arrive`` of the order; no local memory. ptxas (nvJitLink, LTO, sm_90a: setmaxnreg honoured) keeps it in
-    registers — 168 at entry, the consumers' 232 after the hand-off — with no spills and no wgmma serialised."""
-    stats = ptx.stats(PTX_JOB, "pingpong_specialized_fast")
-    assert "error" not in stats, stats.get("error")
-    assert stats["wgmma.mma_async.tf32"] == 2 * 2 * 4
-    assert stats["wgmma.wait_group"] == 2 * 2 + 2
-    assert stats["cvt.rna.tf32.f32"] == 2 * 2 * 4 * 4 and stats["wgmma.written_after_fence"] == 0
-    assert stats["bar.sync"] == 2, "cuda.syncthreads() and the order barrier's bar.sync"
-    assert sum(count for op, count in stats["opcodes"].items() if op.startswith("bar.arrive")) == 1
-    assert stats["setmaxnreg"] == 2 and stats["local"] == 0 and stats["cp.async.cg.shared.global"] == 0
-    info = stats.get("ptxas") or {}
-    assert info.get("wgmma_serialized") == 0, f"ptxas serialised wgmma or did not answer: {info}"
-    assert info["spill_bytes"] == 0 and info["registers"] <= 168, info
-
-
+# -- the experiment's bench ----------------------------------------------------------------------------------------
 def test_the_bench_summary_divides_each_build_by_its_baselines():
     """experiments/pingpong_bench.py's stored ratios, on made-up records: each build over step 17 and over the
     persistent build at each shape; None where a record is missing or failed (no TFLOPS)."""
@@ -191,15 +177,14 @@ def test_the_bench_summary_divides_each_build_by_its_baselines():
     def rec(step, tflops, k=4096):
         return {"step": step, "M": 4096, "N": 4096, "K": k, **({"tflops": tflops} if tflops else {})}
 
-    records = [rec("warp_specialized", 360.0), rec("persistent_specialized", 350.0),
-               rec("pingpong_specialized", 378.0), rec("pingpong_unordered", None), rec("cublas_tf32", 400.0),
-               rec("warp_specialized", 300.0, k=2048)]
+    records = [rec("warp_specialized", 360.0), rec("persistent_specialized", None),
+               rec("pingpong_specialized", 378.0), rec("cublas_tf32", 400.0), rec("warp_specialized", 300.0, k=2048)]
     summary = pingpong_bench.summary({"records": records})
     row = summary["4096x4096x4096"]
     assert row["tflops"]["cublas_tf32"] == 400.0 and row["tflops"]["cublas"] is None
     assert row["over_warp_specialized"]["pingpong_specialized"] == pytest.approx(1.05)
-    assert row["over_persistent_specialized"]["pingpong_specialized"] == pytest.approx(1.08)
-    assert row["over_warp_specialized"]["pingpong_unordered"] is None
+    assert row["over_persistent_specialized"]["pingpong_specialized"] is None
+    assert row["over_warp_specialized"]["persistent_specialized"] is None
     assert summary["4096x4096x2048"]["over_persistent_specialized"]["warp_specialized"] is None
 
 

@@ -27,13 +27,15 @@ TENSOR_CORES_SIMULATOR = (64, 32, 16, 4, 4, 1)
 WARPGROUP_MMA = (128, 128, 32, 8, 8, 1)
 WARPGROUP_TF32 = (256, 128, 32, 16, 8, 1)
 WARPGROUP_SIMULATOR = (32, 64, 32, 4, 4, 1)
+PINGPONG_SIMULATOR = (32, 128, 32, 4, 4, 1)
 
 ON_A_GPU = {"vectorized": VECTORIZED, "unrolled": UNROLLED, "double_buffered": UNROLLED,
             "warp_tiling": WARP_TILING, "persistent": WARP_TILING, "stream_k": WARP_TILING,
             "tensor_cores": TENSOR_CORES, "three_tf32": TENSOR_CORES, "warpgroup_mma": WARPGROUP_MMA,
             "warpgroup_tf32": WARPGROUP_TF32, "tma_pipeline": WARPGROUP_TF32, "warp_specialized": WARPGROUP_TF32,
-            "warp_specialized_3xtf32": WARPGROUP_MMA}
+            "warp_specialized_3xtf32": WARPGROUP_MMA, "pingpong": WARPGROUP_MMA}
 ON_THE_SIMULATOR = {**ON_A_GPU, "tensor_cores": TENSOR_CORES_SIMULATOR, "three_tf32": TENSOR_CORES_SIMULATOR,
+                    "pingpong": PINGPONG_SIMULATOR,
                     **{name: WARPGROUP_SIMULATOR for name in ("warpgroup_mma", "warpgroup_tf32", "tma_pipeline",
                                                               "warp_specialized", "warp_specialized_3xtf32")}}
 

@@ -19,7 +19,7 @@ from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrie
                                              mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import to_tf32
 from gemm_steps.toolkit.tiles import TileConfig
-from gemm_steps.toolkit.tma_tiles import TmaTiles
+from gemm_steps.toolkit.tma_tiles import PersistentTmaTiles, TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
                                               registers_lower_to, registers_raise_to, shared_address,
@@ -119,14 +119,6 @@ def persistent_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_bl
                 row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
                 col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
                 c[row * n + col] = acc[v]
-
-
-class PersistentTmaTiles(TmaTiles):
-    """The fast kernel on a grid of as many blocks as the GPU holds at once (at most one per tile)."""
-
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        blocks = min(full_rows * full_cols, self.resident_blocks("fast"))
-        self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
 
 
 CONFIG = warp_specialized.SEARCH_SPACE[0]

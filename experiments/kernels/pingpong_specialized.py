@@ -1,6 +1,14 @@
-"""Step 17 made persistent and ping-pong: each consumer warpgroup owns whole tiles, the two take a block's tiles in
-turn, and one stores its tile while the other multiplies (issue: Hopper's own GEMM design, "persistent + ping-pong";
-CUTLASS's sm90 ``KernelTmaWarpSpecializedPingpong`` schedule).
+"""Step 17 made persistent and ping-pong, with the ping-pong order as a switch (``ORDERED``): the build step 19
+(gemm_steps/steps/pingpong.py) was promoted from — its ordered form is step 19's kernel — kept for the unordered
+form. Each consumer warpgroup owns whole tiles, the two take a block's tiles in turn, and one stores its tile while
+the other multiplies (issue: Hopper's own GEMM design, "persistent + ping-pong"; CUTLASS's sm90
+``KernelTmaWarpSpecializedPingpong`` schedule).
+
+Measured on an H100 (experiments/pingpong_bench.py, experiments/results/experiment-pingpong-nvidia-h100.json): the
+ordered build well below step 17 (lesson 19 reads the ratios and says why); the unordered build's launch failed
+(a consumer ran two laps of the ring ahead, where a parity wait cannot tell phases apart: the bench's docstring).
+The prediction below was written before those runs; its sentence "without the order the ring already nearly imposes
+it" was wrong.
 
 Changed from ``gemm_steps/steps/warp_specialized.py`` (step 17; same producer warpgroup, ``setmaxnreg`` hand-off,
 TMA ring of full/empty mbarriers, TF32 ``wgmma`` on Cᵀ with B's fragments in registers and A's swizzled tile in

@@ -5,7 +5,7 @@ steps (:mod:`gemm_steps.harness`) wraps each module in a :class:`gemm_steps.harn
 """
 
 #: Module names in course order; a step's number is its position (1-based). Steps 1–11 compute on the FP32 units;
-#: steps 12–18 on the tensor cores (a step module says which in ``ARITHMETIC``; docs/tensor_cores.md).
+#: steps 12–19 on the tensor cores (a step module says which in ``ARITHMETIC``; docs/tensor_cores.md).
 COURSE = [
     "naive",
     "coalesced",
@@ -25,4 +25,5 @@ COURSE = [
     "tma_pipeline",
     "warp_specialized",
     "warp_specialized_3xtf32",
+    "pingpong",
 ]

@@ -61,6 +61,15 @@ class TmaTiles(TiledKernels):
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
 
 
+class PersistentTmaTiles(TmaTiles):
+    """A TMA build whose fast kernel is persistent: a grid of as many blocks as the GPU holds at once (at most one per
+    full tile), each walking tiles blockIdx.x, blockIdx.x + gridDim.x, … itself (step 19)."""
+
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+        blocks = min(full_rows * full_cols, self.resident_blocks("fast"))
+        self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
+
+
 class SplitKTmaTiles(TmaTiles):
     """A TMA build whose fast kernel may split K (split-K): where a product has fewer full tiles than the GPU has SMs,
     a launch's grid gets a third dimension of ``slices`` — slice z computes its share of every full tile's k-tiles
@@ -117,4 +126,4 @@ class SplitKTmaTiles(TmaTiles):
         self.reduce[blocks, self.REDUCE_THREADS, stream](*arguments)
 
 
-__all__ = ["SplitKTmaTiles", "TmaTiles"]
+__all__ = ["PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles"]
