@@ -113,6 +113,9 @@ def test_split_k_lifts_the_k_heavy_shapes_and_leaves_the_others():
         assert rows[size]["before_pct"] < 125 and rows[size]["after_pct"] > 175
     assert split["elsewhere"] < 0.05  # one slice: unchanged within the runs' spread
     assert "768×768×16384" in lesson_18.split_k_table(split, BEFORE, AFTER)
+    for size in K_HEAVY:  # the step's policy since (shorter slices for small products) splits these the same way
+        tiles, k_tiles = rows[size]["tiles"], rows[size]["k_tiles"]
+        assert STEP18.module.slices(tiles, k_tiles, split["sms"]) == rows[size]["slices"]
 
 
 def test_the_timeline_says_what_the_lesson_reads():

@@ -247,9 +247,18 @@ def _shapes(run: dict) -> list[tuple]:
     return out
 
 
-def split_k(step, before: dict, after: dict) -> dict:
-    """Step 18 in the shape suite before and after split-K. ``rows``: every shape of the suite where the step's policy
-    (``slices``, on the after-run's SM count) splits K — its full 128×128 tiles, k-tiles, slices, and the step's TFLOPS
+def slices_in_the_runs(tiles: int, k_tiles: int, sms: int) -> int:
+    """The split-K policy step 18 ran with in the two shape-suite runs (2026-11-26): slices of at least 8 k-tiles, as
+    many as fill the SMs once, at most 8. Since tuned for small products (slices of 2 k-tiles, none below 8 in all:
+    the step's ``slices``, measured by experiments/small_split_k.py); the runs are read with the policy they ran."""
+    if tiles >= sms:
+        return 1
+    return max(1, min(sms // max(tiles, 1), k_tiles // 8, 8))
+
+
+def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> dict:
+    """Step 18 in the shape suite before and after split-K. ``rows``: every shape of the suite where ``policy`` (the
+    one the runs ran, on the after-run's SM count) splits K — its full 128×128 tiles, k-tiles, slices, and the step's TFLOPS
     and % of cuBLAS SGEMM (same run) in each file. ``elsewhere``: the largest change |after / before − 1| of the
     step's TFLOPS at the shapes the policy leaves whole (one slice)."""
     config = step.module.SEARCH_SPACE[0]
@@ -261,7 +270,7 @@ def split_k(step, before: dict, after: dict) -> dict:
         old, new = find(before, step.name, size), find(after, step.name, size)
         if old is None or new is None:
             continue
-        slices = step.module.slices(tiles, k_tiles, sms) if tiles else 1
+        slices = policy(tiles, k_tiles, sms) if tiles else 1
         if slices == 1:
             changes.append(abs(new["tflops"] / old["tflops"] - 1))
             continue
