@@ -19,16 +19,21 @@ no padding launches the build as it is.
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 from numba import cuda, float32
 
-from .kernel_tools import ceil_div, device_pointer
+from .backend import SIMULATOR
+from .kernel_tools import DirectLaunch, ceil_div, device_pointer, flat_array_arguments
 from .workspaces import Workspaces
 
 #: Threads a block of the copy kernel; each thread copies one column of its block's rows.
 COPY_THREADS = 256
 #: The most rows of blocks a copy launches (a grid's y dimension is at most 65,535; each block strides on).
 COPY_ROW_BLOCKS = 65535
+#: The argument types the copy kernel is compiled for (the sizes as 64-bit integers: Python ints).
+COPY_SIGNATURE = "void(float32[::1], int64, float32[::1], int64, int64, int64, int64)"
 
 
 @cuda.jit
@@ -44,13 +49,16 @@ def copy_padded_kernel(src, src_cols, dst, dst_rows, dst_cols, rows, cols):
             dst[row * dst_cols + col] = value
 
 
+def copy_grid(dst_rows: int, dst_cols: int) -> tuple[int, int]:
+    return ceil_div(dst_cols, COPY_THREADS), min(dst_rows, COPY_ROW_BLOCKS)
+
+
 def copy_padded(src, dst, stream=0) -> None:
     """Copy 2-D ``src`` into the top-left corner of 2-D ``dst`` and zero the rest of ``dst`` (one launch)."""
     rows, cols = src.shape
     dst_rows, dst_cols = dst.shape
-    grid = (ceil_div(dst_cols, COPY_THREADS), min(dst_rows, COPY_ROW_BLOCKS))
-    copy_padded_kernel[grid, COPY_THREADS, stream](src.reshape(rows * cols), cols, dst.reshape(dst_rows * dst_cols),
-                                                   dst_rows, dst_cols, rows, cols)
+    copy_padded_kernel[copy_grid(dst_rows, dst_cols), COPY_THREADS, stream](
+        src.reshape(rows * cols), cols, dst.reshape(dst_rows * dst_cols), dst_rows, dst_cols, rows, cols)
 
 
 def _aligned(array) -> bool:
@@ -67,7 +75,8 @@ class PaddedTiles:
 
     def __init__(self, tiled):
         self._tiled = tiled
-        self._buffers = Workspaces(kept=12)
+        self._buffers = Workspaces(kept=48)
+        self._copy_launches: dict = {}  # (shapes, stream) → a DirectLaunch of the copy kernel (GPU only)
 
     @property
     def inner(self):
@@ -75,7 +84,7 @@ class PaddedTiles:
         return getattr(self._tiled, "built", self._tiled)
 
     def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("_tiled", "_buffers"):
+        if name.startswith("__") or name in ("_tiled", "_buffers", "_copy_launches"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -94,6 +103,25 @@ class PaddedTiles:
         return self._buffers.get((which, shape), stream,
                                  lambda: cuda.device_array(shape, dtype=np.float32, stream=stream))
 
+    def _copy(self, src, dst, stream) -> None:
+        """:func:`copy_padded`; on a GPU straight through ``cuda.core`` (:class:`~.kernel_tools.DirectLaunch`), as
+        ``matmul``'s recorded launches are: Numba's dispatcher costs tens of µs of Python a launch, and a padded
+        product makes up to three copies a call."""
+        if SIMULATOR:
+            copy_padded(src, dst, stream)
+            return
+        (rows, cols), (dst_rows, dst_cols) = src.shape, dst.shape
+        key = (rows, cols, dst_rows, dst_cols, id(stream) if stream else 0)
+        launch = self._copy_launches.get(key)
+        if launch is None:
+            if len(self._copy_launches) >= 64:
+                self._copy_launches.clear()
+            launch = self._copy_launches[key] = DirectLaunch(copy_padded_kernel, COPY_SIGNATURE,
+                                                             copy_grid(dst_rows, dst_cols), COPY_THREADS, 0, stream)
+        launch(*flat_array_arguments(device_pointer(src), rows * cols), ctypes.c_int64(cols),
+               *flat_array_arguments(device_pointer(dst), dst_rows * dst_cols), ctypes.c_int64(dst_rows),
+               ctypes.c_int64(dst_cols), ctypes.c_int64(rows), ctypes.c_int64(cols))
+
     def launch(self, a, b, c, stream=0) -> None:
         """C = A·B on the build's fast kernel alone: A and B copied into padded buffers where their shape (or
         alignment) needs it, C computed in a padded buffer and its corner copied out."""
@@ -104,16 +132,16 @@ class PaddedTiles:
         copy_a, copy_b, copy_c = copy_a or not _aligned(a), copy_b or not _aligned(b), copy_c or not _aligned(c)
         if copy_a:
             a_padded = self._padded("A", (mp, kp), stream)
-            copy_padded(a, a_padded, stream)
+            self._copy(a, a_padded, stream)
             a = a_padded
         if copy_b:
             b_padded = self._padded("B", (kp, np_), stream)
-            copy_padded(b, b_padded, stream)
+            self._copy(b, b_padded, stream)
             b = b_padded
         target = self._padded("C", (mp, np_), stream) if copy_c else c
         self.inner.launch(a, b, target, stream)
         if copy_c:
-            copy_padded(target, c, stream)
+            self._copy(target, c, stream)
 
     def __repr__(self) -> str:
         return f"<PaddedTiles of {self._tiled!r}>"
