@@ -29,7 +29,7 @@ k-tile from the tile number — 64-bit index arithmetic and a division by STAGES
 experiments/tensor_core_speed.py and its results.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
 Expect: several times step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof
-and an instruction budget. Measured (results/bench-nvidia-h200-2026-11-26-3.json): 143.0 TFLOPS at 4096³ and 150.8 at 8192³. Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync``
+and an instruction budget. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-26.json): 144.8 TFLOPS at 4096³ and 150.4 at 8192³. Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync``
 occupies the tensor pipe longer per HMMA than the dense TF32 rate allows.
 """
 

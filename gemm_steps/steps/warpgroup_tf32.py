@@ -18,7 +18,7 @@ Why faster: a ``wgmma`` does 64·256·8 multiply-adds per instruction, so far fe
 cores than step 12's ``mma.sync`` chain; the swizzled whole-line copies keep the L2 from becoming the limit (the
 no-swizzle layout held the same kernel below step 12: experiments/wgmma_swapped.py).
 Expect: the experiment's swizzled TF32 build's ratio to step 12 (lesson 15), at an error above cuBLAS TF32's, as it
-rounds A where the tensor core here truncates it. Measured (results/bench-nvidia-h200-2026-11-26-3.json): 299.1 TFLOPS at 4096³ and 279.0 at 8192³: 2.09× and 1.85× step 12, 75 % and 70 % of cuBLAS TF32.
+rounds A where the tensor core here truncates it. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-26.json): 297.5 TFLOPS at 4096³ and 283.3 at 8192³: 2.05× and 1.88× step 12, 75 % and 70 % of cuBLAS TF32.
 """
 
 from numba import cuda, float32, uint32
