@@ -210,4 +210,4 @@ print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile
 #
 # `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
-# Next: [Lesson 20: the FP32 contract](20_fp32_contract.ipynb).
+# Next: [Lesson 19: persistent ping-pong](19_pingpong.ipynb).
