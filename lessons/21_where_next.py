@@ -2,7 +2,7 @@
 # # Lesson 21 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–18 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–19 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
@@ -21,7 +21,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 # (bandwidth × FLOPs per byte). What sets a kernel's FLOPs per byte is its **block tile**: a block computing a
 # BLOCK_M × BLOCK_N tile of C reads BLOCK_M + BLOCK_N floats of A and B per k for BLOCK_M · BLOCK_N multiply-adds.
 # Here each step stands at the intensity its tile guarantees (with no help from the caches), at its measured speed.
-# Steps 12–18 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
+# Steps 12–19 (squares) compute on the tensor cores, whose roof is higher — 8× the FP32 units' multiply-adds per
 # clock in TF32, computed here at the run's maximum SM clock (a calculation, not NVIDIA's datasheet figure, which
 # is quoted at a lower clock) — so they are drawn under that second roof, not the FP32 one they pass. A step the
 # benchmark file did not measure is not drawn:
@@ -133,7 +133,7 @@ if held_out:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–18, and what is left
+# ## The tensor cores: steps 12–19, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
@@ -141,7 +141,8 @@ if held_out:
 # Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it;
 # [lesson 16](16_tma_pipeline.ipynb) fed it with the copy engine through an mbarrier ring and
 # [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own, and
-# [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design. Where steps 12–15 stand
+# [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design, and [lesson 19](19_pingpong.ipynb) made
+# step 17 persistent and ping-pong (slower, and why). Where steps 12–15 stand
 # against their targets, from the same results file:
 # %%
 if results:
@@ -173,10 +174,11 @@ if v18:
 # its 128-byte swizzle layout. Steps 16–17 feed it Hopper's way: the copy engine (TMA) fills a ring of stages
 # guarded by mbarriers, and in step 17 a producer warpgroup does nothing else, its registers handed to the consumers
 # with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. All of
-# them run on H100 and H200 only, with simulator twins. What is left of the design cuBLAS and CUTLASS use: a
-# persistent grid with ping-pong consumers (one's epilogue under the other's main loop), named barriers between the
-# consumer warpgroups, and a deeper pipeline than four stages of these tiles allow
-# ([docs/tensor_cores.md](../docs/tensor_cores.md)).
+# them run on H100 and H200 only, with simulator twins. Step 19 tried the last piece of the design CUTLASS teaches, a
+# persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17: with B's fragments
+# loaded through registers, a main loop that runs alone stalls its own tensor core (lesson 19). What is left: a B
+# that the tensor core reads from shared memory (a K-major copy of B, or 16-bit inputs), a deeper pipeline than four
+# stages of these tiles allow, and thread-block clusters ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
 #
