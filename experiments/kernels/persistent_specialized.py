@@ -13,7 +13,7 @@ from __future__ import annotations
 from numba import cuda, float32, uint32, uint64
 
 from gemm_steps.steps import warp_specialized, warpgroup_tf32
-from gemm_steps.toolkit.intrinsics import divide_u32
+from gemm_steps.steps.pingpong import grouped_tile  # step 19 took it from here
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                              mbarrier_wait, tensor_map_acquire)
@@ -26,17 +26,6 @@ from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, 
                                               swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                               warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
                                               zero_accumulators)
-
-
-@cuda.jit(device=True, inline=True)
-def grouped_tile(tile, tile_rows, tiles_per_group, group_m):
-    """(tile-row, tile-column) of tile number ``tile`` in grouped order (32-bit divisions only)."""
-    group = divide_u32(tile, tiles_per_group)
-    first_row = group * uint32(group_m)
-    rows_in_group = uint32(min(tile_rows - first_row, uint32(group_m)))
-    in_group = tile - group * tiles_per_group
-    across = divide_u32(in_group, rows_in_group)
-    return first_row + (in_group - across * rows_in_group), across
 
 
 def persistent_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
