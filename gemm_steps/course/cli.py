@@ -27,11 +27,21 @@ TABLE_START, TABLE_END = "<!-- steps-table:start -->", "<!-- steps-table:end -->
 RESULTS_START, RESULTS_END = "<!-- results:start -->", "<!-- results:end -->"
 #: What ``explain`` says each of matmul's precisions lets it run (gemm_steps.harness.dispatch.PRECISIONS).
 PRECISION_MEANS = {
-    "ieee": "the FP32 units only (steps 1–11): every product and sum an IEEE float32 operation",
+    "ieee": "the FP32 units only (steps {fp32}): every product and sum an IEEE float32 operation",
     "tf32x3": "every kernel that keeps the FP32 contract (docs/fp32_contract.md): the FP32 steps and the 3xTF32 "
-              "steps 13–14 — within 2× of the sequential float32 sum's error, with its inf/NaN pattern",
-    "tf32": "any kernel, the TF32 steps 12 and 15–17 included (inputs rounded to TF32: ~3e-4 relative error)",
+              "steps {3xtf32} — within 2× of the sequential float32 sum's error, with its inf/NaN pattern",
+    "tf32": "any kernel, the TF32 steps {tf32} included (inputs rounded to TF32: ~3e-4 relative error)",
 }
+
+
+def precision_means(precision: str) -> str:
+    """What ``precision`` lets ``matmul`` run, with the step numbers of each arithmetic read from the steps."""
+    from gemm_steps.harness.step import all_steps
+
+    numbers = {}
+    for step in all_steps():
+        numbers.setdefault(step.arithmetic, []).append(str(step.number))
+    return PRECISION_MEANS[precision].format(**{arithmetic: ", ".join(found) for arithmetic, found in numbers.items()})
 
 
 class UserError(Exception):
@@ -515,7 +525,7 @@ def cmd_explain(args) -> int:
         what = f"step {step.number} {step.name}"
     print(f"matmul at {_size_label(m, n, k)} on {gpu or 'the simulator'}, precision={args.precision!r}: {what}")
     print(f"  why: {choice.reason}")
-    print(f"  may choose: {PRECISION_MEANS[args.precision]}")
+    print(f"  may choose: {precision_means(args.precision)}")
     if choice.pct_of_cublas:
         measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
