@@ -274,11 +274,10 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
 
 def _copies(name: str, m: int, n: int, k: int) -> bool:
     """Whether padded candidate ``name`` copies any matrix at M×N×K, with the tiles a GPU runs (the table's)."""
+    from ..toolkit.padded_tiles import copies
     from ..toolkit.tuned import default_config
 
-    config = default_config(candidate(_base_step(name)).module.SEARCH_SPACE)
-    return any(ceil_div(x, block) * block != x for x, block in ((m, config.BLOCK_M), (n, config.BLOCK_N),
-                                                               (k, config.BLOCK_K)))
+    return any(copies(default_config(candidate(_base_step(name)).module.SEARCH_SPACE), m, n, k))
 
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:

@@ -61,6 +61,19 @@ def copy_padded(src, dst, stream=0) -> None:
         src.reshape(rows * cols), cols, dst.reshape(dst_rows * dst_cols), dst_rows, dst_cols, rows, cols)
 
 
+def padded_shape(config, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """(M', N', K'): M, N and K rounded up to whole tiles of ``config`` (a ``TileConfig``)."""
+    return (ceil_div(m, config.BLOCK_M) * config.BLOCK_M, ceil_div(n, config.BLOCK_N) * config.BLOCK_N,
+            ceil_div(k, config.BLOCK_K) * config.BLOCK_K)
+
+
+def copies(config, m: int, n: int, k: int) -> tuple[bool, bool, bool]:
+    """Which of A, B, C an M×N×K product on ``config``'s tiles copies into padded buffers (16-byte-aligned arrays
+    assumed, as fresh ones are)."""
+    mp, np_, kp = padded_shape(config, m, n, k)
+    return (mp, kp) != (m, k), (kp, np_) != (k, n), (mp, np_) != (m, n)
+
+
 def _aligned(array) -> bool:
     return device_pointer(array) % 16 == 0
 
@@ -89,15 +102,12 @@ class PaddedTiles:
         return getattr(self.inner, name)
 
     def padded_shape(self, m: int, n: int, k: int) -> tuple[int, int, int]:
-        """(M', N', K'): M, N and K rounded up to whole tiles."""
-        config = self.inner.config
-        return (ceil_div(m, config.BLOCK_M) * config.BLOCK_M, ceil_div(n, config.BLOCK_N) * config.BLOCK_N,
-                ceil_div(k, config.BLOCK_K) * config.BLOCK_K)
+        """(M', N', K'): M, N and K rounded up to whole tiles of this build."""
+        return padded_shape(self.inner.config, m, n, k)
 
     def copies(self, m: int, n: int, k: int) -> tuple[bool, bool, bool]:
-        """Which of A, B, C a product of this shape copies (16-byte-aligned arrays assumed, as fresh ones are)."""
-        mp, np_, kp = self.padded_shape(m, n, k)
-        return (mp, kp) != (m, k), (kp, np_) != (k, n), (mp, np_) != (m, n)
+        """Which of A, B, C a product of this shape copies (:func:`copies`, on this build's tiles)."""
+        return copies(self.inner.config, m, n, k)
 
     def _padded(self, which: str, shape: tuple[int, int], stream):
         return self._buffers.get((which, shape), stream,
@@ -147,4 +157,4 @@ class PaddedTiles:
         return f"<PaddedTiles of {self._tiled!r}>"
 
 
-__all__ = ["COPY_THREADS", "PaddedTiles", "copy_padded", "copy_padded_kernel"]
+__all__ = ["COPY_THREADS", "PaddedTiles", "copies", "copy_padded", "copy_padded_kernel", "padded_shape"]
