@@ -15,6 +15,7 @@ Tests import it the same way: ``tests/test_variants.py`` puts the repository roo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gemm_steps  # first: it chooses GPU or simulator before Numba is imported
@@ -32,21 +33,29 @@ def require_gpu(script: str) -> None:
                          "tests/test_variants.py checks the variants on the simulator.")
 
 
-def output_path(topic: str, out: str | None = None) -> Path:
-    """Where an experiment writes its results: ``out`` if given, else
-    ``experiments/results/experiment-<topic>-<gpu>.json``, with -2, -3, … added so a re-run never overwrites."""
-    if out:
-        return Path(out)
+def gpu_slug(name: str) -> str:
+    """The GPU's model as result file names carry it: ``"NVIDIA H100 80GB HBM3"`` → ``"nvidia-h100"`` (memory size,
+    memory type and form factor dropped: the files of one model sort together)."""
     from gemm_steps.harness.environment import file_slug
 
+    words = [w for w in file_slug(name).split("-") if not re.fullmatch(r"\d+gb|hbm\d*e?|pcie|sxm\d*|nvl", w)]
+    return "-".join(words)
+
+
+def output_path(topic: str, out: str | None = None, suffix: str = ".json") -> Path:
+    """Where an experiment writes its results: ``out`` if given, else the naming rule's
+    ``experiments/results/experiment-<topic>-<gpu>.json`` (README.md), with -2, -3, … added so a re-run never
+    overwrites."""
+    if out:
+        return Path(out)
     if gemm_steps.SIMULATOR:
         gpu = "simulator"
     else:
         from numba import cuda
 
         name = cuda.get_current_device().name
-        gpu = name.decode() if isinstance(name, bytes) else str(name)
-    path = RESULTS / f"experiment-{topic}-{file_slug(gpu)}.json"
+        gpu = gpu_slug(name.decode() if isinstance(name, bytes) else str(name))
+    path = RESULTS / f"experiment-{topic}-{gpu}{suffix}"
     candidate, i = path, 1
     while candidate.exists():
         i += 1

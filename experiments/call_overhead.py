@@ -28,8 +28,9 @@ calls, back to back once the hold ends (CUDA events). Rows: three small squares 
 (the H200 table sends it to step 14, a tensor-core step), and one row with the 3xTF32 tensor-core step this GPU runs
 named by ``step=`` (step 14 on compute capability 9.0, else step 13: TENSOR_CORE_STEPS).
 
-A cProfile of replayed and of checked ``matmul`` calls at 64³ goes beside the JSON (``call-overhead-X.json`` →
-``call-overhead-profile-X.txt``). The JSON is rewritten after each stage, so a failure late in the run keeps the rest.
+A cProfile of replayed and of checked ``matmul`` calls at 64³ goes beside the JSON
+(``experiment-call-overhead-X.json`` → ``experiment-call-overhead-profile-X.txt``). The JSON is rewritten after each
+stage, so a failure late in the run keeps the rest.
 Usage, on a GPU from the repository root: python -m experiments.call_overhead OUT.json
 """
 
@@ -265,8 +266,9 @@ def driver_pass(row: dict, extra: dict) -> None:
 def main() -> None:
     out_path = Path(sys.argv[1])
     stem = out_path.stem
-    profile_path = out_path.with_name(stem.replace("call-overhead-", "call-overhead-profile-", 1) + ".txt"
-                                      if stem.startswith("call-overhead-") else stem + "-profile.txt")
+    prefix = "experiment-call-overhead-"
+    profile_path = out_path.with_name(stem.replace(prefix, prefix + "profile-", 1) + ".txt"
+                                      if stem.startswith(prefix) else stem + "-profile.txt")
     env = environment()
     env.update({"cuda_core": _version("cuda-core"), "cuda_bindings": _version("cuda-bindings"),
                 "cpu": _cpu_model(), "driver_launches_default": launch_plans.DRIVER_LAUNCHES})

@@ -2,7 +2,7 @@
 
 Hypothesis from Nsight Compute (step 9 vs cuBLAS at 4096³, same instruction count): step 9 issues about 0.8 warp-
 instructions per cycle per scheduler against cuBLAS's 0.90 (0.81 in the shipped report,
-``experiments/results/ncu-step9-pipelined-cublas-h200.txt``), losing the difference to "dispatch" and "wait" stalls,
+``experiments/results/ncu-step9-pipelined-cublas-nvidia-h200.txt``), losing the difference to "dispatch" and "wait" stalls,
 which register-bank conflicts could cause (how Hopper's register banks work is not documented; lesson 9's deep dive). In a serpentine order each FMA shares an operand with the one before it,
 also where a row ends, which gives ptxas more chances to read an operand from the reuse cache.
 Both kernels come from ``experiments/kernels/warp_tiling_fma_order.py`` (its ``"serpentine"`` is step 9's k-column,

@@ -3,7 +3,7 @@
 Lesson 9's deep dive reads the file this writes; tests/test_lesson_09.py recomputes its shipped-step row.
 
     NUMBA_ENABLE_CUDASIM=0 python -m experiments.k_loop_sass [OUT.json]
-        # default: experiments/results/k-loop-sass-sm90.json; needs ptxas and nvdisasm (pip install
+        # default: experiments/results/experiment-k-loop-sass-sm90.json; needs ptxas and nvdisasm (pip install
         # nvidia-cuda-nvdisasm), not a GPU
 
 The driver's JIT on a GPU host may schedule and allocate differently (``scripts/sass_report.py`` reads that SASS).
@@ -42,7 +42,7 @@ def main(argv: list[str] = sys.argv) -> None:
         raise SystemExit("this machine lacks the ptxas binary or nvdisasm (pip install nvidia-cuda-nvdisasm)")
     found = {"experiment": "k-tile loop of step 9 and its variants in SASS for sm_90, compiled on a CPU",
              "date": date.today().isoformat(), "config": dict(config.__dict__), **found}
-    out = argv[1] if len(argv) > 1 else RESULTS / "k-loop-sass-sm90.json"
+    out = argv[1] if len(argv) > 1 else RESULTS / "experiment-k-loop-sass-sm90.json"
     with open(out, "w") as f:
         json.dump(found, f, indent=1)
         f.write("\n")

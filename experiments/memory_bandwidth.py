@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
 import gemm_steps
 from gemm_steps.harness import environment
+
+from experiments import output_path
 
 SHARED_WORDS = 8192  # 32 KiB of floats
 REPEATS = 20
@@ -123,8 +124,7 @@ def main(argv: list[str]) -> int:
     # Shaped like the course's results files (schema 1, records), so the results finder picks it up.
     document = {"schema": 1, "environment": env, "method": __doc__, "results": results,
                 "records": [{"step": f"memory:{key}", "tbs": value} for key, value in results.items()]}
-    default = Path("experiments/results") / f"memory-bandwidth-{environment.file_slug(env['gpu'])}.json"
-    path = Path(argv[0]) if argv else default
+    path = output_path("memory-bandwidth", argv[0] if argv else None)
     path.write_text(json.dumps(document, indent=1))
     for key, value in results.items():
         print(f"{key:30} {value:8.2f} TB/s")

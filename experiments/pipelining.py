@@ -19,7 +19,7 @@ from experiments import kernel_name, output_path, require_gpu
 from experiments.kernels import double_buffered_pipelined, warp_tiling_pipelined
 from gemm_steps.harness import bench
 from gemm_steps.steps import double_buffered, warp_tiling
-from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tile_config import TileConfig
 
 SIZES = (4096, 8192)
 

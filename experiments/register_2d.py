@@ -12,8 +12,8 @@ Steps 3 and 4 are timed alongside.
     python -m experiments.register_2d [OUT.json] [--sizes 4096 8192]
     # default OUT: experiments/results/experiment-register-2d-<gpu>.json
 
-(The earlier, signed-only version of this experiment is experiments/results/experiment-register-2d-h200.json; the
-current one wrote experiment-register-2d-unsigned-h200.json.)
+(The earlier, signed-only version of this experiment is experiments/results/experiment-register-2d-nvidia-h200.json; the
+current one wrote experiment-register-2d-unsigned-nvidia-h200.json.)
 """
 import argparse
 import sys

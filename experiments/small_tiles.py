@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from gemm_steps.harness.bench import run_benchmark, save
 from gemm_steps.harness.shape_suite import SHAPE_CLASSES
 from gemm_steps.steps import persistent, stream_k
-from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tile_config import TileConfig
 
 CONFIGS = {
     "stream_k 128x256x8 (shipped)": persistent.TILED.config,

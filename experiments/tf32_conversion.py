@@ -21,7 +21,7 @@ run:
    on inputs with a wide exponent range (each entry times 2^u, u uniform in −20…20), beside cuBLAS SGEMM and TF32
    (left out with ``--timing-only``).
 
-An earlier version of this script wrote tf32-conversion-first-nvidia-h100.json (add-and-clear, clear-only and raw
+An earlier version of this script wrote experiment-tf32-conversion-first-nvidia-h100.json (add-and-clear, clear-only and raw
 roundings of both steps against cvt.rna, before split_tf32 existed).
 
 Usage, on a GPU from the repository root: python -m experiments.tf32_conversion OUT.json [--timing-only]

@@ -26,7 +26,7 @@ warpgroup, m64n128k8, 64 accumulators per thread) and 128×256 (two warpgroups, 
 diagnostic 128×256 build that reads B already transposed, and a pipelined 128×256 build. Usage on an H100/H200:
 ``python -m experiments.wgmma_gemm OUT.json``.
 
-Measured (H100, same run as step 12 and cuBLAS, ``experiments/results/wgmma-gemm-nvidia-h100.json``): right to
+Measured (H100, same run as step 12 and cuBLAS, ``experiments/results/experiment-wgmma-gemm-nvidia-h100.json``): right to
 float32 rounding (2.9e-7 against float64 on the truncated inputs), but slower than step 12 — 128×256 at 85 / 99
 TFLOPS at 4096³ / 8192³, pipelined 96 / 114, against step 12's 144 / 150 and cuBLAS TF32's 322 / 386. Not the
 transposing 4-byte copies (B given transposed: 83 / 89), not the copies' shared-memory bank conflicts (remapped: no

@@ -28,8 +28,8 @@ measured) the kernel should run near the tensor pipe's rate instead: ≥ 180 TFL
 pipelined build: 96 / 114), and the diagnostic "B given transposed + pipelined" build of wgmma_gemm.py (cheap
 copies, no swap) should land near it.
 
-Measured (H100, cuBLAS SGEMM and TF32 and steps 12–13 in the same run; experiments/results/wgmma-swapped-*.json,
-ncu-wgmma-swapped-*.txt, wgmma-3xtf32-accuracy-nvidia-h100.json):
+Measured (H100, cuBLAS SGEMM and TF32 and steps 12–13 in the same run; experiments/results/experiment-wgmma-swapped-*.json,
+ncu-wgmma-swapped-*.txt, experiment-wgmma-3xtf32-accuracy-nvidia-h100.json):
 
 * **The prediction missed.** The loop is ~250 instructions per k-tile (SASS, ptxas locally), but the TF32 builds
   run 102–110 / 120–123 TFLOPS at 4096³ / 8192³ (256×128, serial), below step 12's 142–145 / 150; and "B given
@@ -38,7 +38,7 @@ ncu-wgmma-swapped-*.txt, wgmma-3xtf32-accuracy-nvidia-h100.json):
   rate 73 %), 1.19 G L2 requests carrying 1.40 G sectors — about one 32-byte sector per request, where a warp's
   16-byte ``cp.async`` should make 128-byte ones; step 12, with the same 42.7 FLOP per byte of tile, ran at 39 %
   L2. Copying A by whole rows (``A_ROWS``) changed nothing (−2 to 0 %). Taking the tiles in step 10's grouped order
-  (``GROUP_M`` = 8; ``wgmma-swapped-grouped-nvidia-h100.json``, ``ncu-wgmma-swapped-grouped-nvidia-h100.txt``) halved
+  (``GROUP_M`` = 8; ``experiment-wgmma-swapped-grouped-nvidia-h100.json``, ``ncu-wgmma-swapped-grouped-nvidia-h100.txt``) halved
   the DRAM traffic (28 → 12 % of its bandwidth, L2 hit rate 73 → 91 %) but left L2 94 % busy and the speed within
   noise (+1–2 % TF32, −1 % 3xTF32): the prediction (+10–30 %) missed, DRAM was not the limit. What fills the L2 is
   the number of requests: at 8192³ (``ncu-steps-12-14-l2-nvidia-h100.txt``) step 12 makes 524 M L2 requests for

@@ -27,7 +27,7 @@ print(vectorized.doc)
 # Numba has no float4 type. `gemm_steps.toolkit.intrinsics` adds two tiny functions that emit a 128-bit load or store
 # directly as LLVM IR (`load_float4`, `store_float4`); on the simulator they are plain Python with the same meaning.
 # A 128-bit access must be 16-byte aligned, and would read past the edge of a partial tile, so from this step on
-# every step has **two kernels compiled from one kernel function** (`gemm_steps.toolkit.tiles`): a *fast* kernel for
+# every step has **two kernels compiled from one kernel function** (`gemm_steps.toolkit.kernel_builds`): a *fast* kernel for
 # the tiles that lie wholly inside C, with no bounds checks at all, and a guarded *edge* kernel for the rest. The
 # kernel says which lines belong to which with `if EDGE:` — a compile-time constant, so each of the two compiled
 # kernels keeps only its own branch.

@@ -13,7 +13,8 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import exercise_solutions, lesson, lesson_10
-from gemm_steps.toolkit.tiles import PersistentTiles, TiledKernels
+from gemm_steps.toolkit.persistent_tiles import PersistentTiles
+from gemm_steps.toolkit.tiles import TiledKernels
 
 warp_tiling, persistent = gemm_steps.get_step("warp_tiling"), gemm_steps.get_step("persistent")
 print(persistent.doc)

@@ -23,7 +23,7 @@ def compare(step: str, config: dict | None) -> dict:
 
     import gemm_steps
     from gemm_steps.toolkit import numba_patches
-    from gemm_steps.toolkit.tiles import TileConfig
+    from gemm_steps.toolkit.tile_config import TileConfig
 
     if config:
         built = importlib.import_module(f"gemm_steps.steps.{step}").build(TileConfig(**config))

@@ -70,7 +70,7 @@ for job in json.loads(sys.argv[1]):
         continue
     if job.startswith("warp_tiling:"):
         from gemm_steps.steps import warp_tiling
-        from gemm_steps.toolkit.tiles import TileConfig
+        from gemm_steps.toolkit.tile_config import TileConfig
 
         built = warp_tiling.build(TileConfig(**json.loads(job.split(":", 1)[1])))
         kernels = {"fast": (built.kernel("fast"), built.signature("fast"))}
@@ -144,7 +144,7 @@ def async_copy_variant_kernels() -> dict:
     """experiments/kernels/warp_tiling_async.py with both copies asynchronous, fast kernel, labelled ``fast``
     (tests/test_variants.py)."""
     from experiments.kernels import warp_tiling_async
-    from gemm_steps.toolkit.tiles import TileConfig
+    from gemm_steps.toolkit.tile_config import TileConfig
 
     kernels = warp_tiling_async.build(TileConfig(**ASYNC_VARIANT_CONFIG), async_a=True, async_b=True,
                                       name="variant_async_ptx")

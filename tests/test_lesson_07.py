@@ -42,7 +42,7 @@ def test_shipped_compile_times_read_the_file():
     from gemm_steps.course.timings import shipped_file
 
     found = lesson_07.shipped_compile_times()
-    data = json.loads(shipped_file("compile-times-h200.json").read_text())
+    data = json.loads(shipped_file("compile-times-nvidia-h200.json").read_text())
     rows = {r["step"]: r for r in found["table"].rows}
     assert list(rows) == list(data["compile_times"])
     assert rows["unrolled"]["first call, empty caches"] == data["compile_times"]["unrolled"]["cold_s"]

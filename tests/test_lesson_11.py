@@ -63,7 +63,7 @@ def test_the_verdict_and_the_kernel_cost_are_the_sweeps_numbers(sweep):
 
 
 def test_the_first_version_and_the_wait_argument(sweep):
-    forward = load_shipped("experiment-scheduling-forward-walk-h200.json", "test")
+    forward = load_shipped("experiment-scheduling-forward-walk-nvidia-h200.json", "test")
     if forward is None:
         pytest.fail("the shipped forward-walk sweep is missing (renamed?): lesson 11's deep dive reads it")
     found = lesson_11.forward_walk(sweep, forward)
@@ -74,7 +74,7 @@ def test_the_first_version_and_the_wait_argument(sweep):
 
 
 def test_the_reader_fence_run_is_read_per_shape():
-    run = load_shipped("stream-k-reader-fence-nvidia-h100.json", "test")
+    run = load_shipped("experiment-stream-k-reader-fence-nvidia-h100.json", "test")
     if run is None:
         pytest.fail("the shipped reader-fence run is missing (renamed?): lesson 11's fixup deep dive reads it")
     rows = lesson_11.reader_fence_table(run, ONE_BLOCK_PER_SM).rows

@@ -50,7 +50,7 @@ def test_every_build_constant_a_kernel_reads_is_one_of_its_parameters(step):
     """A name the build defines (``BLOCK_M``, ``GROUP_M``, ``EDGE``…) that the kernel reads must be a compile-time
     parameter of the kernel, not a module global that the build silently replaces at compile time."""
     tiled = step.tiled
-    function = tiled.generate.function
+    function = tiled.function
     constants = tiled.variant_constants("fast")
     read = {node.id for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function))))
             if isinstance(node, ast.Name)}

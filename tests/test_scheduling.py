@@ -21,7 +21,8 @@ import pytest
 import gemm_steps
 from gemm_steps.harness import api
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS, TileConfig
+from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
+from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.intrinsics import store_float4
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="counts stores through the simulator's Python kernels")

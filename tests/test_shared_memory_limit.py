@@ -1,4 +1,5 @@
-"""Shared memory above 48 KB per block: the one place that handles it (:mod:`gemm_steps.toolkit.tiles`) and its
+"""Shared memory above 48 KB per block: the one place that handles it (:mod:`gemm_steps.toolkit.kernel_builds`; the
+opt-in: :mod:`gemm_steps.toolkit.tiles`) and its
 checks.
 
 A tile configuration whose stages need more than ``STATIC_SHARED_LIMIT`` bytes gets one dynamic shared array
@@ -15,7 +16,8 @@ import functools
 import pytest
 
 import gemm_steps
-from gemm_steps.toolkit.tiles import STATIC_SHARED_LIMIT, TileConfig
+from gemm_steps.toolkit.kernel_builds import STATIC_SHARED_LIMIT
+from gemm_steps.toolkit.tile_config import TileConfig
 from helpers import assert_close, random_matrices, rng_for
 from ptx_jobs import warp_tiling_job
 

@@ -52,7 +52,8 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps import Step
-from gemm_steps.toolkit.tiles import PersistentTiles, TiledKernels
+from gemm_steps.toolkit.persistent_tiles import PersistentTiles
+from gemm_steps.toolkit.tiles import TiledKernels
 from helpers import assert_close, random_matrices, tile_geometry
 
 STEPS = gemm_steps.steps()

@@ -210,7 +210,7 @@ def _tiled(module, shipped: bool):
 def test_on_the_simulator_the_steps_run_small_tiles_of_the_same_kernel():
     for module in (tensor_cores, three_tf32):
         assert module.TILED.config == (SIMULATED if SIMULATOR else module.TILED.config)
-        assert _tiled(module, shipped=True).generate.function is module.TILED.generate.function
+        assert _tiled(module, shipped=True).function is module.TILED.function
 
 
 def _full_tiles(module, shipped=False):

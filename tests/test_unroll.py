@@ -23,7 +23,8 @@ import pytest
 from numba import cuda
 
 import gemm_steps
-from gemm_steps.toolkit.tiles import TileConfig, TiledKernels
+from gemm_steps.toolkit.tile_config import TileConfig
+from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.unroll import UnrollError, define, expand, registers, unroll
 from helpers import assert_close, random_matrices, rng_for
 
@@ -246,19 +247,17 @@ def test_the_plain_python_meaning_is_range_and_lists():
 SMALL = TileConfig(BLOCK_M=32, BLOCK_N=32, BLOCK_K=8, THREAD_M=4, THREAD_N=4)
 
 
-def unexpanded(function):
-    """A kernel generator that returns the kernel *as written*, only renamed (and its compile-time parameters read as
-    the globals they are given as): unroll loops stay ``range`` loops, register tiles stay lists, ``if EDGE:`` is
-    decided at run time from the constant."""
-    def generate(constants: dict) -> str:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+class Unexpanded(TiledKernels):
+    """A build that compiles the kernel *as written*, only renamed (and its compile-time parameters read as the globals
+    they are given as): unroll loops stay ``range`` loops, register tiles stay lists, ``if EDGE:`` is decided at run
+    time from the constant."""
+
+    def expand(self, constants: dict) -> str:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(self.function)))
         tree.body[0].name = constants["KERNEL_NAME"]
         tree.body[0].decorator_list = []
         tree.body[0].args.kwonlyargs, tree.body[0].args.kw_defaults = [], []
         return ast.unparse(tree) + "\n"
-
-    generate.function = function  # the kernel's module globals (unroll, registers, load_float4…)
-    return generate
 
 
 @pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="runs an unexpanded kernel, which only the simulator can")
@@ -266,7 +265,7 @@ def test_unexpanded_and_expanded_step_7_compute_the_same():
     from gemm_steps.steps import unrolled
 
     expanded = TiledKernels("unroll_check_expanded", unrolled.unrolled_kernel, SMALL)
-    plain = TiledKernels("unroll_check_plain", unexpanded(unrolled.unrolled_kernel), SMALL)
+    plain = Unexpanded("unroll_check_plain", unrolled.unrolled_kernel, SMALL)
     assert "unroll(" in plain.generated("fast") and "registers(" in plain.generated("fast")
     assert "unroll(" not in expanded.generated("fast") and "acc_3_3" in expanded.generated("fast")
     # Two full tiles (fast kernel) and a ragged row and column (edge kernel); then K off the fast path.

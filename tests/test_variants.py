@@ -27,7 +27,7 @@ import pytest
 import gemm_steps
 from gemm_steps.harness import api
 from gemm_steps.steps import warp_tiling
-from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tile_config import TileConfig
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

@@ -12,7 +12,8 @@ from numba import cuda, float32, uint32
 
 from gemm_steps.toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
-from gemm_steps.toolkit.tiles import TileConfig, TiledKernels
+from gemm_steps.toolkit.tile_config import TileConfig
+from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.unroll import registers, unroll
 
 

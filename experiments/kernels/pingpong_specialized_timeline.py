@@ -30,7 +30,7 @@ from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrie
                                              mbarrier_wait, named_barrier_arrive, named_barrier_sync,
                                              tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import to_tf32
-from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.timers import clock_cycles
 from gemm_steps.toolkit.tma_tiles import TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll

@@ -43,7 +43,8 @@ from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, ceil_div
 from gemm_steps.toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
                                                 mma_tf32, to_tf32)
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.toolkit.tiles import StreamKTiles, TileConfig
+from gemm_steps.toolkit.persistent_tiles import StreamKTiles
+from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.tuned import tuned_config
 from gemm_steps.toolkit.unroll import registers, unroll
 

@@ -19,7 +19,8 @@ from gemm_steps.steps import tensor_cores
 from gemm_steps.toolkit.intrinsics import copy_async, load_float4, store_float4, store_if_inside
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, split_tf32
-from gemm_steps.toolkit.tiles import TileConfig, TiledKernels
+from gemm_steps.toolkit.tile_config import TileConfig
+from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.unroll import registers, unroll
 
 from gemm_steps.toolkit.tensor_core_ops import load_matrix_x4

@@ -38,7 +38,7 @@ from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                              mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_scaled
-from gemm_steps.toolkit.tiles import TileConfig
+from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.timers import clock_cycles
 from gemm_steps.toolkit.tma_tiles import TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll

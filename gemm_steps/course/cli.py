@@ -536,7 +536,7 @@ def cmd_explain(args) -> int:
     elif here:
         print(f"  here: {here}")
     if step.tiled is not None:
-        from gemm_steps.toolkit.tiles import PersistentTiles
+        from gemm_steps.toolkit.persistent_tiles import PersistentTiles
 
         config = step.tiled.config
         tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)

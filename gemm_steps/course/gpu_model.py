@@ -5,8 +5,8 @@
 * :func:`hierarchy_figure`, :func:`memory_figure`, :func:`bank_figure` draw the grid/block/warp picture, the memory
   hierarchy with this GPU's measured sizes and bandwidths, and a bank conflict.
 * :func:`memory_levels` reads those sizes and bandwidths from one shipped file,
-  ``experiments/results/memory-bandwidth-<gpu>.json`` (``python -m experiments.memory_bandwidth``: bandwidths a plain
-  Numba kernel reaches, and the sizes the driver reports, in its environment).
+  ``experiments/results/experiment-memory-bandwidth-<gpu>.json`` (``python -m experiments.memory_bandwidth``:
+  bandwidths a plain Numba kernel reaches, and the sizes the driver reports, in its environment).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def hierarchy_figure(grid=(3, 2), block=(16, 4)):
 def memory_levels() -> dict:
     """Sizes and measured bandwidths of each level, for the picture: all of one GPU's, the one the bandwidths were
     measured on (the bandwidth file's environment), or the newest benchmark's sizes where there is no such file."""
-    found = results_files.newest_matching("memory-bandwidth-*.json")
+    found = results_files.newest_matching("experiment-memory-bandwidth-*.json")
     measured = found[1] if found else None  # the finders return (path, document): already read
     env = (measured or {}).get("environment") or {}
     if not env.get("sm_count"):

@@ -15,7 +15,8 @@ import numpy as np
 from .display import MarkdownTable
 from .profiles import base_units, read_metrics
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
-from .tensor_core_results import FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32, caption, find, load_run, read_text
+from .tensor_core_results import (FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32, caption, clock_table, find, load_run,
+                                  read_text)
 from .timings import size_label
 
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
@@ -241,19 +242,8 @@ def speed_rows(run: dict) -> dict:
 
 def speed_table(run: dict, kernels=None) -> MarkdownTable:
     """TFLOPS, share of cuBLAS TF32 and the SM clock (median, and the slowest launch's) of each kernel at each size."""
-    rows = speed_rows(run)
     chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
-    size_list = sizes(run)
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
-    for kernel, label, _ in chosen:
-        cells = []
-        for s in size_list:
-            q = rows[kernel].get(s)
-            cells.append("—" if q is None else f"**{q['tflops']:.1f}** ({q['of_cublas_tf32']:.0%} of TF32) · "
-                         f"{q['mhz']:.0f} ({q['mhz_min']:.0f}) MHz")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("TFLOPS (share of cuBLAS TF32) · SM clock, median (slowest launch):\n\n" + "\n".join(lines)
-                         + "\n\n" + caption(run))
+    return clock_table(run, chosen, sizes(run), "cublas_tf32", "{:.0%} of TF32", "share of cuBLAS TF32", measured)
 
 
 def speed_figure(run: dict, kernels=None):

@@ -240,7 +240,7 @@ def waiting(after) -> MarkdownTable | None:
 
 # -- the step-5 experiment: signed first attempt, strided variants ------------------------------------------------
 EXPERIMENT = "experiment-register-2d-unsigned-*.json"
-EARLIER = "experiment-register-2d-h200.json"
+EARLIER = "experiment-register-2d-nvidia-h200.json"
 
 
 def load_experiment() -> dict | None:

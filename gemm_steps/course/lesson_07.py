@@ -147,7 +147,7 @@ def compile_here(before: str, after: str) -> dict:
     and ``after``, plus ``after``'s fast kernel built without its occupancy hint (``<after>_fast_no_hint``); each
     entry also gets ``"local_ptxas"`` (registers from the ``ptxas`` on this machine)."""
     from gemm_steps.harness.ptx import compile_kernel_ptx, ptx_stats, ptxas_info
-    from gemm_steps.toolkit.tiles import TileConfig
+    from gemm_steps.toolkit.tile_config import TileConfig
 
     from .compiled import compile_here as compile_steps
 
@@ -192,7 +192,7 @@ def hint_registers(compiled: dict, after) -> dict:
 
 
 # -- compile time (deep dive; the compile profiler is gemm_steps/course/compile_profile.py) -------------------------
-FIRST_CALL_FILE = "first-call-nvidia-h100.json"
+FIRST_CALL_FILE = "experiment-first-call-nvidia-h100.json"
 _READY = re.compile(r"compiling the (\w+) (\w+) kernel.*?ready in ([\d.]+) s", re.S)
 
 
@@ -227,7 +227,7 @@ def first_call(step: str, name: str = FIRST_CALL_FILE) -> dict | None:
             "kernel compiled": ready and ready.group(2), "its compile (s)": ready and float(ready.group(3))}
 
 
-def shipped_compile_times(name: str = "compile-times-h200.json") -> dict | None:
+def shipped_compile_times(name: str = "compile-times-nvidia-h200.json") -> dict | None:
     """The older per-step first-call run (``scripts/compile_times.py``): every step in a fresh process at 256³ (fast
     kernel) and 257³ (edge kernel too), then with the cache (``table``); where and when (``measured``)."""
     path = shipped_file(name)

@@ -247,7 +247,7 @@ def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
 
 
 # -- the last 10 % ------------------------------------------------------------------------------------------------
-H200_NCU = "ncu-step9-pipelined-cublas-h200.txt"
+H200_NCU = "ncu-step9-pipelined-cublas-nvidia-h200.txt"
 
 
 def ncu_h200_kernels() -> list[dict]:
@@ -305,7 +305,7 @@ def ncu_h200_table(sass: dict) -> MarkdownTable | None:
 # -- the k-loop in SASS ------------------------------------------------------------------------------------------------
 #: Step 9's k-tile loop and its experiments' variants in SASS for sm_90, compiled on a CPU by
 #: ``python -m experiments.k_loop_sass`` (ptxas + nvdisasm); tests/test_lesson_09.py recomputes the shipped row.
-SASS_FILE = "k-loop-sass-sm90.json"
+SASS_FILE = "experiment-k-loop-sass-sm90.json"
 
 
 def k_loop_sass() -> dict | None:

@@ -12,8 +12,7 @@ import numpy as np
 from .display import MarkdownTable
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
-from .tensor_core_results import caption, find, load_run
-from .timings import size_label
+from .tensor_core_results import caption, clock_table, find, load_run
 
 #: The course benchmark with all 18 steps and both cuBLAS in one H200 run (step 18 as shipped: with split-K).
 BENCH_RUN = "bench-nvidia-h200-2026-11-26-3.json"
@@ -175,16 +174,7 @@ def model(step17, step18, run: dict) -> dict:
 # -- speed and verdict -------------------------------------------------------------------------------------------------
 def speed_table(run: dict, rows=ROWS) -> MarkdownTable:
     """TFLOPS, × cuBLAS SGEMM and the SM clock (median, slowest launch) of each row at 4096³ and 8192³."""
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in BIG) + " |", "|:--|" + "--:|" * len(BIG)]
-    for name, label in rows:
-        cells = []
-        for size in BIG:
-            r, sgemm = find(run, name, size), find(run, "cublas", size)
-            cells.append("—" if r is None else f"**{r['tflops']:.1f}** ({r['tflops'] / sgemm['tflops']:.2f}× SGEMM) "
-                         f"· {r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("TFLOPS (× cuBLAS SGEMM, same run) · SM clock, median (slowest launch):\n\n"
-                         + "\n".join(lines) + "\n\n" + caption(run))
+    return clock_table(run, rows, BIG, "cublas", "{:.2f}× SGEMM", "× cuBLAS SGEMM")
 
 
 def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
@@ -207,16 +197,8 @@ def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
 
 def builds_table(run: dict) -> MarkdownTable:
     """The experiment's builds: TFLOPS, × the step of the same run, and the SM clock at 4096³ and 8192³."""
-    lines = ["| build | " + " | ".join(size_label(s) for s in BIG) + " |", "|:--|" + "--:|" * len(BIG)]
-    for name, label in BUILDS:
-        cells = []
-        for size in BIG:
-            r, step = find(run, name, size), find(run, "warp_specialized_3xtf32", size)
-            cells.append("—" if r is None else f"**{r['tflops']:.1f}** ({r['tflops'] / step['tflops']:.2f}× the "
-                         f"step) · {r['sm_clock_mhz_median']:.0f} MHz")
-        lines.append(f"| `{name}`: {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("TFLOPS (× the step, same run) · median SM clock:\n\n" + "\n".join(lines) + "\n\n"
-                         + caption(run))
+    rows = [(name, f"`{name}`: {label}") for name, label in BUILDS]
+    return clock_table(run, rows, BIG, "warp_specialized_3xtf32", "{:.2f}× the step", "× the step")
 
 
 def build_ratios(run: dict) -> dict:

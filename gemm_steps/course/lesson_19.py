@@ -15,8 +15,7 @@ from .hopper import TIMELINE_RUN as STEP17_TIMELINE_RUN
 from .hopper import events as step17_events
 from .hopper import timeline_medians as step17_medians
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
-from .tensor_core_results import caption, find, load_run
-from .timings import size_label
+from .tensor_core_results import clock_table, find, load_run
 
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
 #: Step 17, its persistent form and step 19 beside both cuBLAS, one H100 run (experiments/pingpong_bench.py). Step 19
@@ -205,16 +204,7 @@ def model(step17, step19, run: dict, timeline17: dict) -> dict:
 # -- speed and verdict --------------------------------------------------------------------------------------------------
 def speed_table(run: dict) -> MarkdownTable:
     """TFLOPS, × step 17 and the SM clock (median, slowest launch) of each row at each size of the run."""
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in SIZES) + " |", "|:--|" + "--:|" * len(SIZES)]
-    for name, label in ROWS:
-        cells = []
-        for size in SIZES:
-            r, s17 = find(run, name, size), find(run, "warp_specialized", size)
-            cells.append("—" if r is None else f"**{r['tflops']:.1f}** ({r['tflops'] / s17['tflops']:.2f}× step "
-                         f"17) · {r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("TFLOPS (× step 17, same run) · SM clock, median (slowest launch):\n\n" + "\n".join(lines)
-                         + "\n\n" + caption(run))
+    return clock_table(run, ROWS, SIZES, "warp_specialized", "{:.2f}× step 17", "× step 17")
 
 
 def verdict(run: dict, prediction: dict) -> dict:

@@ -80,7 +80,7 @@ def roofline_figure(results: dict, size):
 
 
 # -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
-SUITE_BEFORE = "shapes-before-guarded-loops-nvidia-h100.json"
+SUITE_BEFORE = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
 
 
 def shape_suites() -> tuple[tuple, tuple] | None:
@@ -140,11 +140,11 @@ def suite_figure(before: dict, after: dict, step: str = "stream_k"):
 
 def call_overhead() -> dict | None:
     """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
-    call-overhead-*.json), or None if the files are missing."""
+    experiment-call-overhead-*.json), or None if the files are missing."""
     from gemm_steps.harness import results_files
     import json
 
-    paths = [results_files.find(f"call-overhead-nvidia-h100{suffix}.json") for suffix in ("-before", "")]
+    paths = [results_files.find(f"experiment-call-overhead{run}-nvidia-h100.json") for run in ("-before", "")]
     if None in paths:
         return None
     before, after = (json.loads(p.read_text())["rows"][0] for p in paths)

@@ -12,6 +12,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
+from .display import MarkdownTable
 from .profiles import kernel_sections, report_metrics
 from .targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM, TARGET_3XTF32_WIDE_ERROR_VS_SGEMM,
                       TARGET_TF32_TFLOPS)
@@ -19,26 +20,26 @@ from .timings import fp32_peak_tflops, record, size_label
 
 # -- the shipped files (results/ and experiments/results/) -------------------------------------------------------------
 #: Steps 12–13 in three tile configurations beside both cuBLAS, their ragged shapes and the 512×512×K accuracy sweep.
-TENSOR_CORES_RUN = "tensor-cores-nvidia-h100.json"
+TENSOR_CORES_RUN = "experiment-tensor-cores-nvidia-h100.json"
 #: The first 3xTF32, which kept its running sum in the mma accumulator.
-FIRST_TRY_RUN = "tensor-cores-first-try-nvidia-h100.json"
+FIRST_TRY_RUN = "experiment-tensor-cores-first-try-nvidia-h100.json"
 #: The TF32 rounding variants of steps 12–13 (deep dive 12).
-ROUNDING_RUN = "tf32-conversion-nvidia-h100.json"
+ROUNDING_RUN = "experiment-tf32-conversion-nvidia-h100.json"
 #: Nsight Compute, one 4096³ launch of steps 12 and 13.
 PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
 #: The course benchmark made with that profile (same H100, same kernels, same day): what a cross-check of the
 #: profile's counters against a timing must read — not the newest run, which may be another GPU or later kernels.
 PROFILED_RUN = "bench-nvidia-h100-80gb-hbm3-2026-11-25.json"
 #: The wgmma experiment (``experiments/wgmma_swapped.py``): the first run has every build, the second repeats some.
-SWAPPED_RUNS = ("wgmma-swapped-nvidia-h100.json", "wgmma-swapped-repeat-nvidia-h100.json")
+SWAPPED_RUNS = ("experiment-wgmma-swapped-nvidia-h100.json", "experiment-wgmma-swapped-repeat-nvidia-h100.json")
 #: The same experiment's run with A in the 128-byte swizzle layout: every build with and without it, same run.
-SWIZZLED_RUN = "wgmma-swapped-swizzled-nvidia-h100.json"
+SWIZZLED_RUN = "experiment-wgmma-swapped-swizzled-nvidia-h100.json"
 #: The 512×512×K accuracy sweep of the wgmma 3xTF32 builds beside step 13 and cuBLAS SGEMM.
-WGMMA_ACCURACY_RUN = "wgmma-3xtf32-accuracy-nvidia-h100.json"
+WGMMA_ACCURACY_RUN = "experiment-wgmma-3xtf32-accuracy-nvidia-h100.json"
 #: Steps 13 and 14 on wide-exponent inputs at 4096³ and 8192³ beside cuBLAS SGEMM.
-WIDE_RUN = "three-tf32-wide-nvidia-h100.json"
+WIDE_RUN = "experiment-three-tf32-wide-nvidia-h100.json"
 #: The run that measured step 15 (as an experiment kernel) beside step 12 and both cuBLAS.
-STEP15_RUN = "warpgroup-tf32-nvidia-h100.json"
+STEP15_RUN = "experiment-warpgroup-tf32-nvidia-h100.json"
 #: Nsight Compute on the wgmma experiment's builds at 8192³: the TF32 256×128 build before the swizzle (its L2
 #: requests by source, in lines prefixed with the build's name; and the plain report), and after it.
 REQUESTS_PROFILE = "ncu-l2-requests-by-source-nvidia-h100.txt"
@@ -231,6 +232,25 @@ def kernel_table(results: dict, rows, size_list: list, with_ratio: bool) -> str:
             cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def clock_table(run: dict, rows, size_list, against: str, ratio: str, heading: str, finder=None) -> MarkdownTable:
+    """The speed table of the Hopper lessons: TFLOPS, the ratio to the ``against`` record of the same run and size
+    (shown with the format ``ratio``: ``"{:.2f}× SGEMM"``, ``"{:.0%} of TF32"``) and the SM clock — median (slowest
+    launch) — of each of ``rows`` ((record name, label, …)) at each of ``size_list``; "—" where one is missing.
+    ``heading`` names the ratio above the table; ``finder(run, name, size)`` finds a record (default :func:`find`)."""
+    finder = finder or find
+    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
+    for name, label, *_ in rows:
+        cells = []
+        for size in size_list:
+            r, reference = finder(run, name, size), finder(run, against, size)
+            cells.append("—" if r is None or reference is None else
+                         f"**{r['tflops']:.1f}** ({ratio.format(r['tflops'] / reference['tflops'])}) · "
+                         f"{r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return MarkdownTable(f"TFLOPS ({heading}, same run) · SM clock, median (slowest launch):\n\n" + "\n".join(lines)
+                         + "\n\n" + caption(run))
 
 
 def speed_error_figure(results: dict, rows, size_list: list, draw_target, title: str):

@@ -121,7 +121,7 @@ def load_shipped(pattern: str, what: str) -> dict | None:
 
 
 def shipped_file(name: str) -> Path | None:
-    """A shipped file that is not a results document (``compile-times-h200.json``, an Nsight Compute text report),
+    """A shipped file that is not a results document (``compile-times-nvidia-h200.json``, an Nsight Compute text report),
     found by name in ``results/`` or ``experiments/results/``; if there is none, says so and returns ``None``."""
     path = results_files.find(name)
     if path is None:

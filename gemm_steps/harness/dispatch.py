@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..steps import COURSE
 from ..toolkit.kernel_tools import ceil_div
-from ..toolkit.tiles import TileConfig
+from ..toolkit.tile_config import TileConfig
 from ..toolkit.tuned import TunedKernels, current_gpu_name
 from .step import Step, all_steps
 
@@ -229,7 +229,7 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     if tiled is None or name in PADDED_VARIANTS:  # a padded candidate runs the fast kernel on every tile
         return 1.0
     from ..toolkit.backend import SIMULATOR
-    from ..toolkit.tiles import PersistentTiles
+    from ..toolkit.persistent_tiles import PersistentTiles
     from ..toolkit.tuned import default_config
 
     # The tiles a GPU runs (the table was measured on one), also where the simulator runs smaller ones

@@ -21,7 +21,7 @@ The rules:
   ``step#i``, and no experiment's variants), with a successful record of each step asked for and of cuBLAS.
 * :func:`newest_matching` — tuning sweeps and experiments by name: the results documents measured on a GPU whose
   file name matches a glob, in either folder.
-* :func:`find` — a file that is not a results document (``compile-times-h200.json``, ``ncu-….txt``), by name, in
+* :func:`find` — a file that is not a results document (``compile-times-nvidia-h200.json``, ``ncu-….txt``), by name, in
   either folder.
 
 "Newest" is the measurement date recorded in the file (a git checkout keeps no file times), then the file name.
@@ -113,7 +113,7 @@ def newest_matching(pattern: str) -> Found | None:
 
 
 def find(name: str) -> Path | None:
-    """A file by name (``"compile-times-h200.json"``) in ``results/`` or ``experiments/results/``; ``None`` if in
+    """A file by name (``"compile-times-nvidia-h200.json"``) in ``results/`` or ``experiments/results/``; ``None`` if in
     neither."""
     return next((folder / name for folder in folders() if (folder / name).is_file()), None)
 

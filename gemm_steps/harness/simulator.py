@@ -114,7 +114,7 @@ def launch_with_progress(step, a, b, c, stream) -> None:
     rows = max(ROW_SLICE_MULTIPLE, -(-m // SLICES) // ROW_SLICE_MULTIPLE * ROW_SLICE_MULTIPLE)
     # Steps 10 and 11 schedule the whole grid of tiles at once (the stream-K split depends on the tile count):
     # slices would each get a schedule of their own and never run the one the product gets. One launch, then.
-    from ..toolkit.tiles import PersistentTiles
+    from ..toolkit.persistent_tiles import PersistentTiles
 
     whole_grid = isinstance(getattr(step, "tiled", None), PersistentTiles)
     with summarised_float_warnings():

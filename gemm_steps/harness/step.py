@@ -128,7 +128,7 @@ class Step:
     def kernel_functions(self) -> list:
         """The Python functions of the step's kernels, as written (not the compiled dispatchers)."""
         if self.tiled is not None:
-            return [self.tiled.generate.function]
+            return [self.tiled.function]
         functions = []
         for dispatcher, _ in self.kernels().values():
             function = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)  # GPU / simulator

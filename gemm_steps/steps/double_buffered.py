@@ -18,7 +18,9 @@ from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.ptx_claims import unrolled_k_tile
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
@@ -144,4 +146,4 @@ def build(config: TileConfig) -> TiledKernels:
 TILED = TunedKernels(build, "double_buffered", SEARCH_SPACE)
 
 # Claims about the kernel for the course's tiles: double buffering, one barrier per k-tile.
-PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)
+PTX_EXPECT = unrolled_k_tile("double_buffered", default_config(SEARCH_SPACE), barriers=1)

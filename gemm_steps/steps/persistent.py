@@ -2,7 +2,7 @@
 
 Changed from step 9: the same warp-tiled, double-buffered tile computation, now inside a loop over tiles. The grid
 is ``SMs × resident blocks per SM`` (the occupancy the driver reports for this kernel: ``PersistentTiles`` in
-:mod:`gemm_steps.toolkit.tiles`), and block b computes tiles b, b + gridDim.x, … (grid-stride over tiles). Tiles are numbered by
+:mod:`gemm_steps.toolkit.persistent_tiles`), and block b computes tiles b, b + gridDim.x, … (grid-stride over tiles). Tiles are numbered by
 column within groups of GROUP_M tile-rows, column by column, so the tiles in flight together reuse the same
 rows of A and columns of B from L2 (GROUP_M = 1 is plain row-major order: swizzle off).
 Why it can be faster: no block launch/retire per tile, and a deliberate L2-friendly order. Why it may not be:
@@ -18,7 +18,9 @@ from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import PersistentTiles, TileConfig
+from ..toolkit.persistent_tiles import PersistentTiles
+from ..toolkit.ptx_claims import unrolled_k_tile
+from ..toolkit.tile_config import TileConfig
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import warp_tiling
@@ -145,4 +147,4 @@ def build(config: TileConfig, group_m: int = GROUP_M, overrides: dict | None = N
 #: launch, KERNELS, CONFIG: see harness/step.py
 TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
 
-PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)
+PTX_EXPECT = unrolled_k_tile("persistent", default_config(SEARCH_SPACE), barriers=1)

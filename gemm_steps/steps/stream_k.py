@@ -30,7 +30,9 @@ from numba import cuda, float32, uint32, uint64
 from ..toolkit.intrinsics import (load4_bypassing_l1, load_float4, load_or_zero, store4, store4_if_inside,
                                   store_float4)
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import StreamKTiles, TileConfig
+from ..toolkit.persistent_tiles import StreamKTiles
+from ..toolkit.ptx_claims import unrolled_k_tile
+from ..toolkit.tile_config import TileConfig
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import persistent, warp_tiling
@@ -238,5 +240,5 @@ TILED = TunedKernels(partial(build, data_parallel=persistent.TILED), "warp_tilin
 
 # The fixup adds barriers, and one scalar ld.global.cg per accumulator (reading another block's partial sums).
 _CLAIMED = default_config(SEARCH_SPACE)
-PTX_EXPECT = build(_CLAIMED).unrolled_ptx_claims()
+PTX_EXPECT = unrolled_k_tile("stream_k", _CLAIMED)
 PTX_EXPECT["stream_k_fast"]["ld.global.f32"] = _CLAIMED.THREAD_M * _CLAIMED.THREAD_N

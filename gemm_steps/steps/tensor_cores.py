@@ -39,7 +39,8 @@ from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
                                        mma_tf32, to_tf32)
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
@@ -186,7 +187,7 @@ def layout(config: TileConfig) -> dict:
             "B_STAGE_FLOATS": config.BLOCK_K * b_stride}
 
 
-#: First: the fastest on an H100 for both steps 12 and 13 (experiments/results/tensor-cores-nvidia-h100.json).
+#: First: the fastest on an H100 for both steps 12 and 13 (experiments/results/experiment-tensor-cores-nvidia-h100.json).
 SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1),

@@ -42,7 +42,8 @@ from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32,
                                        split_tf32_scaled)
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import tensor_cores

@@ -45,7 +45,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
-from ..toolkit.tiles import TileConfig
+from ..toolkit.tile_config import TileConfig
 from ..toolkit.tma_tiles import TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll

@@ -19,7 +19,9 @@ from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.ptx_claims import unrolled_k_tile
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
@@ -126,4 +128,4 @@ def build(config: TileConfig) -> TiledKernels:
 TILED = TunedKernels(build, "unrolled", SEARCH_SPACE)
 
 # Claims about the kernel for the course's tiles: an unrolled k-tile, two barriers per k-tile.
-PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=2)
+PTX_EXPECT = unrolled_k_tile("unrolled", default_config(SEARCH_SPACE), barriers=2)

@@ -15,14 +15,15 @@ Why faster: 4× fewer load and store instructions, and fewer shared-memory wavef
 A's fragment loads no longer conflict).
 Expect: ≈1.3× step 5 (measured on an H200: 46 % → 59 % of cuBLAS).
 Edges: the kernel is compiled twice, as a fast kernel for full tiles and a guarded edge kernel (its ``if EDGE:``
-branches, decided at compile time: :mod:`gemm_steps.toolkit.tiles`).
+branches, decided at compile time: :mod:`gemm_steps.toolkit.kernel_builds`).
 """
 
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 
 TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, flat arrays"
 SUMMARY = "Move 4 floats per load/store instruction with a small LLVM intrinsic; A transposed so its fragments load 4 at a time."

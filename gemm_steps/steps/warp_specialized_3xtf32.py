@@ -49,7 +49,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import split_tf32_scaled
-from ..toolkit.tiles import TileConfig
+from ..toolkit.tile_config import TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll

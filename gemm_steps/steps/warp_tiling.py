@@ -14,7 +14,7 @@ i and right to left for odd i, so every FMA shares an operand with the one befor
 877 of 1024 FMAs per k-tile carry a ``.reuse`` flag, against 837 in row order: lesson 9's deep dive counts them), so
 fewer operands are read from the register file, whose bank conflicts can stall an FMA (Hopper's banks are not
 documented). Measured in one run on the H200: +1.9 points of cuBLAS at 4096³ and +2.1 at 8192³
-(experiments/results/experiment-fma-order-h200.json).
+(experiments/results/experiment-fma-order-nvidia-h200.json).
 Why faster: shared-memory bandwidth and latency were the remaining limit of step 8's inner loop; after that, how
 fast the FMAs issue.
 Expect: a few percent over step 8; measured in results/.
@@ -24,7 +24,9 @@ from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tiles import TileConfig, TiledKernels
+from ..toolkit.ptx_claims import unrolled_k_tile
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 
@@ -164,7 +166,7 @@ SEARCH_SPACE = [
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=3),
     TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2),
     # Deep k-tiles: 2 stages × (128 + 256) × 32 floats = 96 KB of shared memory, over the 48 KB static limit, so
-    # this one runs on dynamic shared memory with the opt-in (tiling.STATIC_SHARED_LIMIT).
+    # this one runs on dynamic shared memory with the opt-in (kernel_builds.STATIC_SHARED_LIMIT).
     TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
 ]
 
@@ -178,4 +180,4 @@ def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
 TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
 
 
-PTX_EXPECT = build(default_config(SEARCH_SPACE)).unrolled_ptx_claims(barriers=1)
+PTX_EXPECT = unrolled_k_tile("warp_tiling", default_config(SEARCH_SPACE), barriers=1)

@@ -59,7 +59,7 @@ class DirectLaunch:
     ``cuda.core.launch`` (GPU only).
 
     A call through Numba's dispatcher types every argument, picks the compiled overload and marshals each array,
-    tens of µs of Python per launch (experiments/results/call-overhead-*.json), more than a small product takes on
+    tens of µs of Python per launch (experiments/results/experiment-call-overhead-*.json), more than a small product takes on
     the GPU. The launches ``matmul`` repeats are always the same kernels with the same configuration, so they are
     prepared once and called with the raw argument list (:func:`flat_array_arguments` for arrays,
     ``ctypes.c_uint32`` for sizes) — what Numba itself ends up passing to the driver."""

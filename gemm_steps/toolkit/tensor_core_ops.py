@@ -48,7 +48,7 @@ at most 22 significant bits, so it is exact in float32; the products are summed 
 **A cheaper split for 3xTF32.** Alone, ``cvt.rna.tf32.f32`` is three SASS instructions on an H100 (an inf/NaN
 test, a predicated add of half a TF32 unit to the bits, an AND that clears the 13 low bits). The tensor core ignores
 those 13 bits: one warp's mma gave bit-identical results on raw float32 operands and on the same operands with the
-low bits cleared (50 of 50 random tiles, experiments/results/tf32-conversion-first-nvidia-h100.json), and ptxas
+low bits cleared (50 of 50 random tiles, experiments/results/experiment-tf32-conversion-first-nvidia-h100.json), and ptxas
 knows it — before an mma it drops the AND, so step 12's roundings are two instructions each. 3xTF32 needs more:
 ``big`` must be an exact TF32 value, since ``small = x − big`` is computed from it, and ``small`` goes to the mma.
 ``split_tf32(x)`` does it in three instructions instead of seven: ``big`` = the bits plus half a TF32 unit, low 13

@@ -18,7 +18,8 @@ from numba import cuda
 from .backend import SIMULATOR
 from .kernel_tools import ceil_div, device_pointer
 from .mbarrier_ops import tensor_map_2d
-from .tiles import SIGNATURE, SIMULATED_RESIDENT_BLOCKS, TiledKernels
+from .kernel_builds import SIGNATURE
+from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels
 from .workspaces import Workspaces
 
 

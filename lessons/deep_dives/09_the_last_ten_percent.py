@@ -125,7 +125,7 @@ lesson.variants_table(pipelining) if pipelining else None
 # none of the other tile shapes brings it back. Step 8 gained under a point, too little to tell apart from the
 # variation between separate runs. The prediction was wrong in sign. Nsight Compute, on one launch of each at 4096³
 # (`ncu --clock-control none`, `experiments/pipelining.py --profile`, the report
-# `experiments/results/ncu-step9-pipelined-cublas-h200.txt`):
+# `experiments/results/ncu-step9-pipelined-cublas-nvidia-h200.txt`):
 
 # %%
 lesson.say(lesson_09.ncu_h200_table(sass))

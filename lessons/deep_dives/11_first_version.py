@@ -41,7 +41,7 @@ for label, backwards in (("forwards", False), ("backwards", True)):
 lesson.show_code(inspect.getsource(lesson_11.first_rule))
 compiled = lesson.compile_kernels([persistent, stream_k])
 sweep = lesson_11.load_sweep(compiled)
-forward = lesson.load_shipped("experiment-scheduling-forward-walk-h200.json", "the same sweep with the first "
+forward = lesson.load_shipped("experiment-scheduling-forward-walk-nvidia-h200.json", "the same sweep with the first "
                               "stream-K kernel, which walked each block's share forwards")
 
 # %% [markdown]

@@ -12,7 +12,8 @@ import inspect
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.toolkit.tiles import StreamKTiles, TiledKernels
+from gemm_steps.toolkit.persistent_tiles import StreamKTiles
+from gemm_steps.toolkit.tiles import TiledKernels
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 
@@ -66,7 +67,7 @@ print(lesson_11.fixup_ptx_outline(compiled["stream_k_fast"]["ptx"]))
 # records the earlier run, in another process):
 
 # %%
-fence_run = lesson.load_shipped("stream-k-reader-fence-nvidia-h100.json", "`gemm-steps bench --steps persistent "
+fence_run = lesson.load_shipped("experiment-stream-k-reader-fence-nvidia-h100.json", "`gemm-steps bench --steps persistent "
                                 "stream_k`, after the fixup's reader side gained its fence")
 if fence_run:
     lesson.say(lesson_11.reader_fence_table(fence_run, compiled))

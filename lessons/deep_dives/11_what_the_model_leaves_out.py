@@ -13,7 +13,7 @@ from gemm_steps.course import lesson, lesson_11
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 compiled = lesson.compile_kernels([persistent, stream_k])
 sweep = lesson_11.load_sweep(compiled)
-forward = lesson.load_shipped("experiment-scheduling-forward-walk-h200.json", "the same sweep with the first "
+forward = lesson.load_shipped("experiment-scheduling-forward-walk-nvidia-h200.json", "the same sweep with the first "
                               "stream-K kernel; here only its cuBLAS times are used")
 
 # %% [markdown]
@@ -91,7 +91,7 @@ if sweep:
 # but *without* the fallback — on full waves it then ran every tile data-parallel in its own kernel:
 
 # %%
-before_fallback = lesson.load_shipped("experiment-scheduling-stream-k-kernel-h200.json", "the same sweep with "
+before_fallback = lesson.load_shipped("experiment-scheduling-stream-k-kernel-nvidia-h200.json", "the same sweep with "
                                       "the backward-walk kernel, before step 11 fell back to step 10's kernel")
 if sweep and before_fallback:
     lesson.say(lesson_11.before_fallback(sweep, before_fallback)["table"])
