@@ -55,6 +55,19 @@ if nvvm_version() is None:
 
 import gemm_steps
 
+
+# What a kernel's PTX depends on: its generated source and constants (the file name carries their hash), the values
+# of the names it reads (a build's overrides), the signature and the jit options. Steps 16-18 take their edge
+# kernels from builds of steps 15 and 14 with the same tiles: those compile once.
+def identity(dispatcher, signature):
+    function = dispatcher.py_func
+    names = tuple(sorted((k, repr(v)) for k, v in function.__globals__.items()
+                         if not k.startswith("__") and k != function.__name__))  # not the kernel itself
+    return (function.__code__.co_filename, function.__name__, signature,
+            repr(sorted((getattr(dispatcher, "targetoptions", {}) or {}).items())), hash(names))
+
+
+compiled = {}  # identity → {"ptx": …, "ptxas": …}
 for job in json.loads(sys.argv[1]):
     if job.startswith("patches:"):
         from numba_patch_check import compare
@@ -90,11 +103,16 @@ for job in json.loads(sys.argv[1]):
     for label, (dispatcher, signature) in kernels.items():
         start = time.perf_counter()
         try:
-            ptx = compile_kernel_ptx(dispatcher, signature)
+            done = compiled.setdefault(identity(dispatcher, signature), {})
+            if "ptx" not in done:
+                done["ptx"] = compile_kernel_ptx(dispatcher, signature)
+            ptx = done["ptx"]
             stats = ptx_stats(ptx)
             stats["extern_shared"] = ".extern .shared" in ptx
             if label in assembled:  # the step makes claims about ptxas's register allocation: build it as on a GPU
-                stats["ptxas"] = kernel_ptxas_info(dispatcher, signature)
+                if "ptxas" not in done:
+                    done["ptxas"] = kernel_ptxas_info(dispatcher, signature)
+                stats["ptxas"] = done["ptxas"]
             if label in portable:
                 stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc)) for cc in CHECKED_COMPUTE_CAPABILITIES}
         except Exception as exc:  # reported per kernel: the test of that kernel fails with it
