@@ -32,6 +32,11 @@ SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint
 SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
 
 
+#: The toolkit modules of warp- and warpgroup-wide operations (steps 12–19's kernels import from them).
+WARP_WIDE_MODULES = ("gemm_steps.toolkit.tensor_core_ops", "gemm_steps.toolkit.warpgroup_ops",
+                     "gemm_steps.toolkit.mbarrier_ops")
+
+
 class KernelBuild:
     """A step's fast and edge kernels, compiled from its kernel ``function`` for one :class:`TileConfig`.
 
@@ -80,6 +85,10 @@ class KernelBuild:
         self.launch_bounds = (self.threads, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
         self._sources: dict[str, str] = {}
         self._kernels: dict[str, Any] = {}
+        #: Whether the kernel uses the toolkit's warp-wide operations (mma, wgmma, mbarriers, named barriers), whose
+        #: simulator twins make threads meet: its simulated launches run on one CPU (``kernel_tools.on_one_cpu``).
+        self.meets_in_warps = any(getattr(value, "__module__", None) in WARP_WIDE_MODULES
+                                  for value in function.__globals__.values())
 
     def variant_constants(self, variant: str) -> dict:
         return {**self.constants, "EDGE": variant == "edge", "KERNEL_NAME": f"{self.name}_{variant}_kernel"}

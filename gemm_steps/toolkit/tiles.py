@@ -21,6 +21,7 @@ records a shape's launches once as a :class:`~.launch_plans.LaunchPlan` that lat
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from numba import cuda
 from .backend import SIMULATOR
 from . import gpu_requirements
 from .kernel_builds import KernelBuild
-from .kernel_tools import ceil_div, device_pointer, quiet_small_grids
+from .kernel_tools import ceil_div, device_pointer, on_one_cpu, quiet_small_grids
 from .launch_plans import LaunchPlan
 from .tile_config import TileConfig
 
@@ -128,7 +129,8 @@ class TiledKernels(KernelBuild):
         addresses."""
         if SIMULATOR or self.overrides:
             self._refuse_other_gpus()
-            self.launch_through_numba(a, b, c, stream)
+            with on_one_cpu() if SIMULATOR and self.meets_in_warps else contextlib.nullcontext():
+                self.launch_through_numba(a, b, c, stream)
             return
         pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
         key = self.plan_key(a, b, pointers, stream)
