@@ -1,6 +1,7 @@
-"""On the simulator, a launch of a kernel whose threads meet in warp-wide operations (steps 12–19: mma, wgmma,
-mbarriers) runs its threads on one CPU (gemm_steps.toolkit.kernel_tools.on_one_cpu); the FP32 steps' launches do
-not; the caller gets its CPUs back afterwards."""
+"""The simulator's threads: a launch of a kernel whose threads meet in warp-wide operations (steps 12–19: mma, wgmma,
+mbarriers) runs them on one CPU (gemm_steps.toolkit.kernel_tools.on_one_cpu), the FP32 steps' launches do not, and the
+caller gets its CPUs back afterwards; ``syncthreads`` is a counting barrier (gemm_steps.toolkit.simulator_patches)
+that keeps the simulator's semantics."""
 
 import os
 import threading
@@ -10,11 +11,13 @@ import pytest
 
 import gemm_steps
 from gemm_steps.toolkit.kernel_tools import on_one_cpu
+from numba import cuda  # after gemm_steps: it chooses the backend (kernels below read `cuda` as a global)
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
-                                reason="needs Linux's CPU affinity and two CPUs")
+needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                                    reason="needs Linux's CPU affinity and two CPUs")
 
 
+@needs_two_cpus
 def test_threads_started_inside_run_on_the_callers_cpu_and_the_cpus_come_back():
     before = os.sched_getaffinity(0)
     seen = []
@@ -27,6 +30,7 @@ def test_threads_started_inside_run_on_the_callers_cpu_and_the_cpus_come_back():
     assert os.sched_getaffinity(0) == before
 
 
+@needs_two_cpus
 @pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the pinning is the simulator's")
 @pytest.mark.parametrize("name, pinned", [("tensor_cores", True), ("warp_specialized", True), ("warp_tiling", False)])
 def test_a_tensor_core_steps_simulated_launch_is_pinned_and_an_fp32_steps_is_not(name, pinned, monkeypatch):
@@ -44,3 +48,44 @@ def test_a_tensor_core_steps_simulated_launch_is_pinned_and_an_fp32_steps_is_not
     a, b = np.ones((5, 8), np.float32), np.ones((8, 6), np.float32)
     assert np.allclose(step(a, b), 8)
     assert seen == [1 if pinned else len(os.sched_getaffinity(0))]
+
+
+# -- syncthreads as a counting barrier (gemm_steps.toolkit.simulator_patches) ----------------------------------------
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="a fix of Numba's simulator")
+def test_syncthreads_waits_for_the_threads_still_running_and_counts():
+    from gemm_steps.toolkit import simulator_patches
+    from gemm_steps.toolkit.kernel_tools import kernel
+
+    assert simulator_patches._APPLIED
+
+    @kernel
+    def staged(out, counts):
+        tile = cuda.shared.array(64, dtype=np.float32)
+        t = cuda.threadIdx.x
+        if t >= 48:  # these threads finish before the barrier: the other 48 must still get through it
+            return
+        tile[t] = t
+        cuda.syncthreads()
+        out[t] = tile[47 - t]  # another thread's value: right only if every write came before the barrier
+        counts[t] = cuda.syncthreads_count(t % 2)
+
+    out, counts = np.zeros(48, np.float32), np.zeros(48, np.int32)
+    staged[2, 64](out, counts)
+    assert np.array_equal(out, np.arange(47, -1, -1, dtype=np.float32)) and set(counts) == {24}
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="a fix of Numba's simulator")
+def test_a_thread_that_raises_stops_the_block_and_the_launch_raises_it():
+    from gemm_steps.toolkit.kernel_tools import kernel
+
+    @kernel
+    def failing(out):
+        t = cuda.threadIdx.x
+        cuda.syncthreads()
+        if t == 5:
+            out[100] = 1.0  # out of bounds: IndexError on the simulator
+        cuda.syncthreads()  # the others wait here until the block is aborted
+        out[t] = 1.0
+
+    with pytest.raises(IndexError, match="tid=\\[5, 0, 0\\]"):
+        failing[1, 32](np.zeros(32, np.float32))

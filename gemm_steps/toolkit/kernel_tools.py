@@ -20,6 +20,11 @@ from numba import cuda
 
 from .backend import SIMULATOR
 
+if SIMULATOR:
+    from . import simulator_patches
+
+    simulator_patches.apply()  # syncthreads as a counting barrier (that module says why)
+
 SHARED_ALIGN = None if SIMULATOR else 16
 
 if not SIMULATOR:
