@@ -16,7 +16,7 @@ from numba import cuda
 from .backend import SIMULATOR
 from .kernel_builds import SIGNATURE_STREAM_K
 from .kernel_tools import ceil_div, quiet_small_grids
-from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels
+from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
 from .workspaces import Workspaces
 
 
@@ -35,9 +35,7 @@ class PersistentTiles(TiledKernels):
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
         cfg = self.config
-        m, k = a.shape
-        n = b.shape[1]
-        flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+        (m, n, k), flat = flat_operands(a, b, c)
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and self.fast_path_applies(a, b, c)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))

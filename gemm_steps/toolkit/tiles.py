@@ -43,6 +43,13 @@ def _aligned(*arrays: Any) -> bool:
     return all(device_pointer(x) % 16 == 0 for x in arrays)
 
 
+def flat_operands(a, b, c) -> tuple[tuple[int, int, int], tuple]:
+    """(M, N, K), and A, B and C as the flat arrays every tiled kernel takes."""
+    m, k = a.shape
+    n = b.shape[1]
+    return (m, n, k), (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+
+
 class TiledKernels(KernelBuild):
     """A step's fast and edge kernels (a :class:`~.kernel_builds.KernelBuild`), launched one block per tile.
 
@@ -164,9 +171,7 @@ class TiledKernels(KernelBuild):
     def launch_through_numba(self, a, b, c, stream=0) -> None:
         """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher."""
         cfg = self.config
-        m, k = a.shape
-        n = b.shape[1]
-        flat = (a.reshape(m * k), b.reshape(k * n), c.reshape(m * n))
+        (m, n, k), flat = flat_operands(a, b, c)
         grid_rows, grid_cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
@@ -181,4 +186,4 @@ class TiledKernels(KernelBuild):
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
 
 
-__all__ = ["SIMULATED_RESIDENT_BLOCKS", "TiledKernels"]
+__all__ = ["SIMULATED_RESIDENT_BLOCKS", "TiledKernels", "flat_operands"]
