@@ -49,12 +49,24 @@ if results:
 # sizes tell a different story, next.
 #
 # ## Why `matmul` on small shapes is not step 11's job
+#
+# At the smallest size the benchmark ran, count step 11's tiles, and its k-iterations (one `BLOCK_K`-deep slice of
+# one tile: the unit stream-K shares out), against the SMs that share them:
 
 # %%
 if results:
-    lesson.say(lesson_21.small_shape_text(results))
+    small = lesson_21.small_shape(results)
+    print(f"{small['size']}: {small['tiles']} tiles of {small['tile']} for {small['sms']} SMs, "
+          f"{small['k_iterations']} k-iterations = {small['k_iterations_per_sm']:.0f} per SM")
+    number, name, pct = small["best"]
+    print(f"step 11 there: {small['step11_pct']:.0f} % of cuBLAS; the fastest FP32 step there: step {number} "
+          f"({name}), {pct:.0f} %")
 
 # %% [markdown]
+# Few tiles and a few k-iterations per SM: each block gets little work for the fixup that sharing a tile costs, and a
+# kernel with smaller tiles has more of them to spread. (At sizes this small the benchmark's timer also counts part
+# of the host's launch work, [docs/measurement.md](../docs/measurement.md): the percentages are rough.)
+#
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
 # variants, different pipelines) and picks one per shape with a heuristic; Triton's autotuner does the same from a
 # list of configurations. `gemm_steps.matmul` picks too, by a rule you can read in one screen
@@ -75,7 +87,11 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # tile ran on step 9's guarded edge kernel, one block per tile, in partly empty waves, and skinny products had
 # almost no full tiles for stream-K to balance. Now steps 10–11 cover partial tiles themselves: their kernel's
 # guarded variant (`if EDGE:` — scalar loads zero-filled outside the matrices, stores only inside C) loops over
-# *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS:
+# *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS. And a small product is
+# a short kernel, so the host's share counts: under the figure, what one `matmul` call cost in Python before and
+# after launch plans (a shape's launches recorded once and replayed through `cuda.core`,
+# `toolkit/launch_plans.LaunchPlan`), each next to an empty kernel launched through Numba in the same run (the two
+# runs were on different machines, whose Python speeds differ; `experiments/call_overhead.py`):
 
 # %%
 suites = lesson_21.shape_suites()
@@ -84,9 +100,13 @@ if suites:
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
     lesson.show_figure(lesson_21.suite_figure(before, after))
 overhead = lesson_21.call_overhead()
-if overhead:
-    was, now = overhead["before"], overhead["after"]
-    lesson.say(lesson_21.call_overhead_text(overhead))
+for run, r in (overhead or {}).items():
+    if run in ("before", "after"):
+        print(f"{run:6} launch plans, {lesson.size_label(r['shape'])}: matmul {r['matmul_us']:.0f} µs a call = "
+              f"{r['matmul_us'] / r['empty_kernel_us']:.1f}× an empty Numba launch ({r['empty_kernel_us']:.0f} µs)"
+              + (f", {r['matmul_us'] / r['direct_empty_kernel_us']:.1f}× an empty launch through cuda.core "
+                 f"({r['direct_empty_kernel_us']:.0f} µs: the floor of any launch from Python)"
+                 if "direct_empty_kernel_us" in r else ""))
 
 # %% [markdown]
 # Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
@@ -103,7 +123,11 @@ if overhead:
 # %%
 held_out = lesson_21.held_out()
 if held_out:
-    lesson.say(lesson_21.held_out_table(held_out))
+    rows = lesson_21.held_out_rows(held_out)
+    lesson.say(lesson_21.held_out_table(rows))
+    print(f"{held_out['environment'].get('gpu')}, {str(held_out['environment'].get('date'))[:10]}, cuBLAS timed in "
+          f"the same run; matmul more than 3 % slower than step 11 alone: "
+          f"{', '.join(r['shape'] for r in rows if r['lost']) or 'nowhere'}")
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -142,11 +166,13 @@ if held_out:
 # [lesson 16](16_tma_pipeline.ipynb) fed it with the copy engine through an mbarrier ring and
 # [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own, and
 # [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design, and [lesson 19](19_pingpong.ipynb) made
-# step 17 persistent and ping-pong (slower, and why). Where steps 12–15 stand
-# against their targets, from the same results file:
+# step 17 persistent and ping-pong (slower, and why). Where steps 12–15 stand against the course's targets, from the
+# same results file (errors: sampled, relative to float64; a 3xTF32 step meets its target only at an error no
+# larger than cuBLAS SGEMM's):
+
 # %%
 if results:
-    lesson.say(lesson_21.tensor_core_summary(results))
+    lesson.say(lesson_21.target_table(lesson_21.target_rows(results)))
 
 # %% [markdown]
 # Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run

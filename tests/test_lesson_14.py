@@ -186,7 +186,7 @@ def test_without_step_14_there_is_no_verdict():
     assert not tcr.has_step(results, "warpgroup_mma") and tcr.target_check(results) is None
     assert lesson_14.verdict(results, [_run()]) is None and "| — |" in lesson_14.speed_table(results)
     assert lesson_14.speed_figure(results).axes
-    assert "not in this results file" in lesson_21.tensor_core_summary(results)
+    assert [r["met"] for r in lesson_21.target_rows(results) if r["step"].startswith("14")] == [None]
 
 
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
@@ -213,10 +213,17 @@ def test_the_accuracy_rule_is_lesson_13s_over_every_measurement():
     assert lesson_14.accuracy(results, sweep, None)["met"]
 
 
-def test_lesson_18_names_step_14_as_the_step_that_meets_the_target_only_when_it_does():
-    assert "the step that meets the 3xTF32 target" in lesson_21.tensor_core_summary(_results(step14=(1.35, 5e-7)))
-    text = lesson_21.tensor_core_summary(_results(step14=(1.1, 5e-7)))
-    assert "1.10×" in text and "not met" in text and "the step that meets" not in text
+def _step14_rows(results):
+    return [r for r in lesson_21.target_rows(results) if r["step"].startswith("14")]
+
+
+def test_lesson_21_says_step_14_meets_the_target_only_where_it_is_fast_and_accurate_enough():
+    met = _step14_rows(_results(step14=(1.35, 5e-7)))
+    assert len(met) == 2 and all(r["met"] for r in met) and met[0]["measured"] == "1.35× SGEMM"
+    slow = _step14_rows(_results(step14=(1.1, 5e-7)))
+    assert [r["met"] for r in slow] == [False, False] and slow[0]["measured"] == "1.10× SGEMM"
+    assert not any(r["met"] for r in _step14_rows(_results(step14=(1.35, 2e-6))))  # SGEMM's error is 1e-6
+    assert "| 1.35× SGEMM |" in lesson_21.target_table(lesson_21.target_rows(_results(step14=(1.35, 5e-7))))
 
 
 def test_what_is_left_compares_the_swizzled_tf32_build_with_step_12_and_the_hopper_target():

@@ -96,22 +96,26 @@ def test_the_lesson_keeps_to_25_cells():
     assert lesson_cells("15_warpgroup_tf32") <= MAX_CELLS
 
 
-def test_lesson_18_reports_step_15_against_the_tf32_target_only_when_it_is_there():
-    assert "not in this results file" in lesson_21.tf32_step_summary(_results())
-    assert "**290 TFLOPS**" in lesson_21.tf32_step_summary(_results(step15=290.0))
-    assert "met at both sizes" in lesson_21.tf32_step_summary(_results(step15=290.0))
-    assert "not met at both sizes" in lesson_21.tf32_step_summary(_results(step15={2048: 300.0, 4096: 140.0,
-                                                                                   8192: 300.0}))
+def _rows(results, step):
+    return [r for r in lesson_21.target_rows(results) if r["step"].startswith(step)]
+
+
+def test_lesson_21_reports_step_15_against_the_tf32_target_only_when_it_is_there():
+    assert [(r["measured"], r["met"]) for r in _rows(_results(), "15")] == [("not in this file", None)]
+    assert [(r["measured"], r["met"]) for r in _rows(_results(step15=290.0), "15")] == [("290 TFLOPS", True)] * 2
+    slow = _rows(_results(step15={2048: 300.0, 4096: 140.0, 8192: 300.0}), "15")
+    assert [r["met"] for r in slow] == [False, True] and slow[0]["measured"] == "140 TFLOPS"
 
 
 @pytest.mark.parametrize("step15", [None, 290.0])
-def test_lesson_18s_summary_keeps_step_12_and_adds_step_15(step15):
+def test_lesson_21s_targets_keep_steps_12_and_13_and_add_step_15(step15):
     results = _results(step15=step15)
     for r in list(results["records"]):
         if r["step"] == "tensor_cores":
             results["records"].append({**_record("three_tf32", r["M"], 60.0, 5e-7)})
-    text = lesson_21.tensor_core_summary(results)
-    assert "step 12 (TF32) **145 TFLOPS**" in text and "Step 15 (TF32 on `wgmma`)" in text
+    (t12,), (t13,) = _rows(results, "12"), _rows(results, "13")
+    assert t12["measured"] == "145 TFLOPS" and t13["measured"] == "1.20× SGEMM" and t13["error"] == 5e-7
+    assert t12["size"] == "8192³" and len(_rows(results, "15")) == (1 if step15 is None else 2)
 
 
 def test_lesson_18_quotes_the_sizes_of_the_steps_the_benchmark_has():

@@ -64,11 +64,6 @@ def label(entry: dict) -> str:
     return f"matmul {entry['precision']}" + (" (default)" if entry.get("default") else "")
 
 
-def three_tf32_steps(run: dict) -> list[str]:
-    """The 3xTF32 steps the run measured."""
-    return [e["name"] for e in entries(run, ("step",)) if e["arithmetic"] == "3xtf32"]
-
-
 # -- the contract's numbers -------------------------------------------------------------------------------------------
 def contract_numbers(run: dict) -> dict:
     """The bound's constants as the run recorded them: the factor, 9u (the worst single 3xTF32 product) and u."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import steps as course_steps
 from .tensor_core_results import tf32_peak_tflops
+from .display import MarkdownTable, table
 from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
 
 
@@ -159,48 +160,31 @@ def held_out() -> dict | None:
     return found[1] if found else None
 
 
-def held_out_table(results: dict) -> str:
-    """A Markdown table: per held-out shape, what matmul chose and its % of cuBLAS next to step 11's."""
-    rows = {}
+def held_out_rows(results: dict) -> list[dict]:
+    """Per held-out shape: what ``matmul`` chose, its % of cuBLAS next to step 11's, and whether ``matmul`` was
+    more than 3 % slower than step 11 alone (``lost``); shapes where either is missing are left out."""
+    by_shape = {}
     for r in results["records"]:
-        rows.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
-    lines = ["| shape | `matmul` ran | `matmul`, % of cuBLAS | step 11, % of cuBLAS |", "|:--|:--|--:|--:|"]
-    for shape, by_step in rows.items():
+        by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
+    rows = []
+    for shape, by_step in by_shape.items():
         chosen, step11 = by_step.get("matmul", {}), by_step.get("stream_k", {})
-        if "pct_of_cublas" not in chosen or "pct_of_cublas" not in step11:
-            continue
-        lines.append(f"| {size_label(shape)} | `{chosen.get('chose', '?')}` | {chosen['pct_of_cublas']:.0f} % | "
-                     f"{step11['pct_of_cublas']:.0f} % |")
-    env = results.get("environment", {})
-    lost = [shape for shape, by_step in rows.items() if "pct_of_cublas" in by_step.get("matmul", {})
-            and "pct_of_cublas" in by_step.get("stream_k", {})
-            and by_step["matmul"]["median_ms"] > by_step["stream_k"]["median_ms"] * 1.03]
-    verdict = ("\n\n`matmul`'s choice was at least as fast as step 11 alone (within 3 %) everywhere"
-               + (f" but {', '.join(size_label(s) for s in lost)}" if lost else "") + ".")
-    return ("\n".join(lines) + verdict + f" {env.get('gpu')}, {str(env.get('date'))[:10]}, cuBLAS timed in the same "
-            "run.")
+        if "pct_of_cublas" in chosen and "pct_of_cublas" in step11:
+            rows.append({"shape": size_label(shape), "`matmul` ran": f"`{chosen.get('chose', '?')}`",
+                         "`matmul`, % of cuBLAS": chosen["pct_of_cublas"], "step 11, % of cuBLAS":
+                         step11["pct_of_cublas"], "lost": chosen["median_ms"] > step11["median_ms"] * 1.03})
+    return rows
 
 
-def call_overhead_text(overhead: dict) -> str:
-    """The host cost of a matmul call, before and after launch plans, each against launches timed in its own run
-    (the two runs were on different machines, whose Python speeds differ)."""
-    was, now = overhead["before"], overhead["after"]
-    text = (f"And a small product is a short kernel, so the host's share counts. At "
-            f"{size_label(tuple(was['shape']))} on device arrays, one `matmul` call cost **{was['matmul_us']:.0f} µs** "
-            f"of Python, {was['matmul_us'] / was['empty_kernel_us']:.1f}× an empty kernel launched through Numba's "
-            f"dispatcher in the same run. Since a shape's launches are recorded once and replayed through "
-            f"`cuda.core` (`toolkit/launch_plans.LaunchPlan`): **{now['matmul_us']:.0f} µs**, "
-            f"{now['matmul_us'] / now['empty_kernel_us']:.1f}× an empty Numba launch timed in its own run (another "
-            f"machine: {now['empty_kernel_us']:.0f} µs)")
-    if "direct_empty_kernel_us" in now:
-        text += (f", and {now['matmul_us'] / now['direct_empty_kernel_us']:.1f}× the floor of any launch from Python "
-                 f"(the empty kernel through `cuda.core`, {now['direct_empty_kernel_us']:.0f} µs; the rest is checking "
-                 "the arguments and the layers between `matmul` and the launch)")
-    return text + " (`experiments/call_overhead.py`)."
+def held_out_table(rows: list[dict]) -> MarkdownTable:
+    """:func:`held_out_rows` as a Markdown table (``lost``: slower than step 11 alone by more than 3 %)."""
+    return table(rows, {"`matmul`, % of cuBLAS": "{:.0f} %", "step 11, % of cuBLAS": "{:.0f} %"})
 
 
-def small_shape_text(results: dict) -> str:
-    """Why the smallest benchmarked square is hard for step 11: its tiles and k-iterations per SM, computed."""
+def small_shape(results: dict) -> dict:
+    """Why the smallest benchmarked square is hard for step 11, computed: its size, step 11's tile, how many tiles
+    and k-iterations (one ``BLOCK_K``-deep slice of one tile) that makes, per SM, step 11's % of cuBLAS there, and
+    the FP32 step that was fastest at that size (number, name, % of cuBLAS)."""
     import gemm_steps
 
     from .timings import common_sizes
@@ -212,57 +196,50 @@ def small_shape_text(results: dict) -> str:
     sms = results["environment"].get("sm_count")
     steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
     best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
-    text = (f"At {size_label(small)}, step 11's {config.BLOCK_M}×{config.BLOCK_N} tiles make only **{tiles} tiles for "
-            f"{sms} SMs**. Stream-K shares their {iterations} k-iterations (one `BLOCK_K`-deep slice of one tile each) "
-            f"out over the SMs, about {iterations / sms:.0f} each: little work per block for the fixup it costs. Step 11 "
-            f"reaches {record(results, 'stream_k', small)['pct_of_cublas']:.0f} % of cuBLAS there")
-    if best.name != "stream_k":
-        text += (f"; the best step at that size is step {best.number}, `{best.name}`, at "
-                 f"{record(results, best.name, small)['pct_of_cublas']:.0f} %, with its smaller tiles")
-    return text + (". (At sizes this small the benchmark's timer also counts part of the host's launch work, "
-                   "docs/measurement.md; the percentages are rough.)")
+    return {"size": size_label(small), "tile": f"{config.BLOCK_M}×{config.BLOCK_N}", "tiles": tiles, "sms": sms,
+            "k_iterations": iterations, "k_iterations_per_sm": iterations / sms,
+            "step11_pct": record(results, "stream_k", small)["pct_of_cublas"],
+            "best": (best.number, best.name, record(results, best.name, small)["pct_of_cublas"])}
 
 
-def tensor_core_summary(results: dict) -> str:
-    """Steps 12–15 against the course's targets at the largest size they ran, from the benchmark; steps 14 (3xTF32
-    on ``wgmma``) and 15 (TF32 on ``wgmma``, :func:`tf32_step_summary`) only where the benchmark has them; step 14
-    judged by lesson 14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than
-    SGEMM's)."""
+def target_rows(results: dict) -> list[dict]:
+    """Steps 12–15 against the course's targets, from one benchmark: steps 12 (TF32) and 13 (3xTF32 on
+    ``mma.sync``) at the largest size where both and both cuBLAS modes ran; step 14 (3xTF32 on ``wgmma``) by lesson
+    14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than SGEMM's) and step 15
+    (TF32 on ``wgmma``) by lesson 15's (≥ the TF32 target at the two largest squares); a step the file lacks gets
+    one row with ``met`` None."""
     from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-    from .tensor_core_results import rec, sizes, target_check
+    from .tensor_core_results import rec, sizes, target_check, tf32_target_check
 
+    rows = []
+
+    def row(step, size, measured, target, met, error=None, sgemm_error=None):
+        rows.append({"step": step, "size": size_label(size) if size else "—", "measured": measured,
+                     "target": target, "error": error, "SGEMM's error": sgemm_error, "met": met})
+
+    tf32_target, x3_target = f"{TARGET_TF32_TFLOPS:.0f} TFLOPS", f"{TARGET_3XTF32_VS_SGEMM}× SGEMM"
     common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
-    if not common:
-        return "The benchmark has no size at which both tensor-core steps and both cuBLAS modes ran."
-    big = common[-1]
-    t12, t13, tf32 = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas_tf32"))
-    text = (f"At {size_label(big)}: step 12 (TF32) **{t12['tflops']:.0f} TFLOPS** (target {TARGET_TF32_TFLOPS:.0f}: "
-            + ("met" if t12["tflops"] >= TARGET_TF32_TFLOPS else "not met")
-            + f"; cuBLAS TF32 {tf32['tflops']:.0f}); step 13 (3xTF32) **{t13['pct_of_cublas'] / 100:.2f}× cuBLAS "
-            f"SGEMM** (target {TARGET_3XTF32_VS_SGEMM}×: "
-            + ("met" if t13["pct_of_cublas"] / 100 >= TARGET_3XTF32_VS_SGEMM else "not met")
-            + f"), at a sampled error of {t13['sampled_rel_error_fp64']:.1e} against SGEMM's "
-            f"{rec(results, 'cublas', big)['sampled_rel_error_fp64']:.1e}.")
+    if common:
+        big = common[-1]
+        t12, t13, sgemm = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas"))
+        row("12 TF32, `mma.sync`", big, f"{t12['tflops']:.0f} TFLOPS", tf32_target, t12["tflops"] >= TARGET_TF32_TFLOPS)
+        ratio = t13["pct_of_cublas"] / 100
+        row("13 3xTF32, `mma.sync`", big, f"{ratio:.2f}× SGEMM", x3_target, ratio >= TARGET_3XTF32_VS_SGEMM,
+            t13["sampled_rel_error_fp64"], sgemm["sampled_rel_error_fp64"])
     check = target_check(results, "warpgroup_mma")
+    for size, (ratio, error, sgemm_error) in (check or {"sizes": {}})["sizes"].items():
+        row("14 3xTF32, `wgmma`", size, f"{ratio:.2f}× SGEMM", x3_target,
+            ratio >= TARGET_3XTF32_VS_SGEMM and error <= sgemm_error, error, sgemm_error)
     if check is None:
-        text += " Step 14 (3xTF32 on `wgmma`) is not in this results file."
-    else:
-        parts = [f"{size_label(s)} **{ratio:.2f}×** cuBLAS SGEMM at an error of {err:.1e} (SGEMM {err_sgemm:.1e})"
-                 for s, (ratio, err, err_sgemm) in check["sizes"].items()]
-        text += (" Step 14 (3xTF32 on `wgmma`): " + "; ".join(parts) + " — "
-                 + ("**the step that meets the 3xTF32 target**." if check["met"] else "the 3xTF32 target is not met."))
-    return text + " " + tf32_step_summary(results)
-
-
-def tf32_step_summary(results: dict) -> str:
-    """Step 15 (TF32 on ``wgmma``) against the TF32 target at the two largest squares where it, step 12 and cuBLAS
-    TF32 ran (lesson 15's rule: ≥ the target at both), or a sentence saying the file has no step 15."""
-    from .targets import TARGET_TF32_TFLOPS
-    from .tensor_core_results import tf32_target_check as tf32_check
-
-    check = tf32_check(results)
+        row("14 3xTF32, `wgmma`", None, "not in this file", x3_target, None)
+    check = tf32_target_check(results)
+    for size, tflops in (check or {"sizes": {}})["sizes"].items():
+        row("15 TF32, `wgmma`", size, f"{tflops:.0f} TFLOPS", tf32_target, tflops >= TARGET_TF32_TFLOPS)
     if check is None:
-        return "Step 15 (TF32 on `wgmma`) is not in this results file."
-    parts = [f"{size_label(s)} **{t:.0f} TFLOPS**" for s, t in check["sizes"].items()]
-    return ("Step 15 (TF32 on `wgmma`): " + "; ".join(parts) + f" (target {TARGET_TF32_TFLOPS:.0f}: "
-            + ("met at both sizes" if check["met"] else "not met at both sizes") + ").")
+        row("15 TF32, `wgmma`", None, "not in this file", tf32_target, None)
+    return rows
+
+
+def target_table(rows: list[dict]) -> MarkdownTable:
+    """:func:`target_rows` as a Markdown table (errors: sampled relative error against float64)."""
+    return table(rows, {"error": "{:.1e}", "SGEMM's error": "{:.1e}"})
