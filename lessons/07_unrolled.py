@@ -163,7 +163,7 @@ lesson.say(lesson_07.hint_registers(compiled, unrolled)["table"])
 #
 # Unrolled code is long: the expanded source of this step is thousands of lines, and Numba type-infers and lowers
 # every one of them. A first call of step 7 therefore compiles for seconds, not for a fraction of one; Numba's
-# on-disk cache makes every later process start fast. How long, where the time goes, and the four patches to
+# on-disk cache makes every later process start fast. How long, where the time goes, and the patches to
 # Numba's passes that cut it (`gemm_steps/toolkit/numba_patches.py`) are in a deep dive, which profiles the compile
 # live:
 #

@@ -32,3 +32,56 @@ def test_a_changed_kernel_gives_different_ptx():
     assert _normalized(two_arrays) == _normalized(two_arrays.replace("_3", "_1").replace("_4", "_2"))
     assert _normalized(two_arrays) != _normalized(two_arrays.replace("_4", "_3"))  # one array where there were two
     assert _normalized(two_arrays) != _normalized(two_arrays.replace("%rd2", "%rd3"))
+
+
+def _random_flow(rng, blocks: int, names: int):
+    """A random control-flow graph (a chain with random forward and backward edges, so loops in loops) and random
+    variables used and defined in each block: what Numba's liveness analysis takes."""
+    from numba.cuda.core.controlflow import CFGraph
+
+    cfg = CFGraph()
+    for b in range(blocks):
+        cfg.add_node(b)
+    for b in range(blocks - 1):
+        cfg.add_edge(b, b + 1)
+    for _ in range(blocks):
+        cfg.add_edge(int(rng.integers(blocks)), int(rng.integers(blocks)))
+    cfg.set_entry_point(0)
+    cfg.process()
+    use = {b: {f"v{i}" for i in rng.choice(names, int(rng.integers(0, 6)), replace=False)} for b in range(blocks)}
+    define = {b: {f"v{i}" for i in rng.choice(names, int(rng.integers(0, 6)), replace=False)} for b in range(blocks)}
+    return cfg, dict.fromkeys(range(blocks)), use, define
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_liveness_patch_finds_numbas_live_sets(seed):
+    """The sparse liveness (numba_patches._compute_live_map_sparse) against numba-cuda's own compute_live_map on
+    random graphs: the same set for every block, in the same order."""
+    import numpy as np
+    from numba.cuda.core import analysis
+
+    from gemm_steps.toolkit import numba_patches
+
+    rng = np.random.default_rng(seed)
+    flow = _random_flow(rng, int(rng.integers(1, 40)), 30)
+    original = numba_patches._ORIGINALS.get("live_map", analysis.compute_live_map)
+    expected = original(*flow)
+    found = numba_patches._compute_live_map_sparse(*flow)
+    assert found == expected and list(found) == list(expected)
+
+
+def test_the_random_graphs_have_what_makes_liveness_hard():
+    """The graphs above are not trivial: they have loops, and live sets that grew past a block's own uses (what the
+    repeated sweeps of the original were for), so an analysis that skipped propagating would fail there."""
+    import numpy as np
+
+    from gemm_steps.toolkit import numba_patches
+
+    grown = loops = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        cfg, blocks, use, define = _random_flow(rng, int(rng.integers(1, 40)), 30)
+        live = numba_patches._compute_live_map_sparse(cfg, blocks, use, define)
+        grown += sum(live[b] != use[b] for b in blocks)
+        loops += bool(cfg.loops())
+    assert grown > 100 and loops > 10

@@ -78,7 +78,7 @@ def _timed_compile(dispatcher, signature: str) -> tuple[str, dict, float]:
 
 
 def profile_compile_here(step: str, variant: str = "fast") -> dict:
-    """In a GPU-mode process: one kernel compiled to PTX with the four patches and without, each pass timed;
+    """In a GPU-mode process: one kernel compiled to PTX with the patches and without, each pass timed;
     ``ptxas`` (nvJitLink) timed on the result; whether the two PTX are the same code."""
     from gemm_steps.harness.ptx import compile_kernel_ptx, ptxas_info
     from gemm_steps.toolkit import numba_patches
@@ -111,7 +111,7 @@ def compile_profile_table(profile: dict) -> MarkdownTable:
     """Seconds per group of passes, with the patches and without, each group's share of the patched compile, the
     totals, ``ptxas``; and whether the two PTX are the same code."""
     with_, without = profile["with"], profile["without"]
-    lines = ["| where the time goes | with the four patches | share | without them |", "|:--|--:|--:|--:|"]
+    lines = ["| where the time goes | with the patches | share | without them |", "|:--|--:|--:|--:|"]
     for group in GROUP_ORDER:
         a, b = with_["groups"].get(group), without["groups"].get(group)
         if a is not None or b is not None:

@@ -3,7 +3,7 @@
 #
 # [Lesson 7](../07_unrolled.ipynb) unrolls the k-loop before Numba compiles the kernel, so Numba compiles a few
 # thousand lines of straight-line Python instead of a loop. This notebook measures what that costs: the first call
-# on a GPU host, the compile to PTX on the CPU that built this notebook (profiled live, pass by pass), and the four
+# on a GPU host, the compile to PTX on the CPU that built this notebook (profiled live, pass by pass), and the
 # patches to Numba's passes in `gemm_steps/toolkit/numba_patches.py` that make it several times faster without
 # changing the code it produces.
 
@@ -20,8 +20,9 @@ lesson.facts({step.name: len(step.generated_source().splitlines()) for step in (
 # ## The first call on a GPU host
 #
 # What a learner waits for: a fresh Python process calls step 7 once. The course's first-call experiment
-# (`experiments/first_call.py`) ran on an H100 host with the four patches in place; the kernel it compiled and how
-# long that took come from the run's own log:
+# (`experiments/first_call.py`) ran on an H100 host with the first four patches in place (the fifth, liveness, came
+# later and does not change step 7's compile); the kernel it compiled and how long that took come from the run's own
+# log:
 
 # %%
 lesson.facts(lesson_07.first_call("unrolled") or {})
@@ -39,7 +40,7 @@ print("\n\n".join(numba_patches.__doc__.split("\n\n")[1:3]))
 
 # %% [markdown]
 # The next cell compiles step 7's fast kernel to PTX twice, in a separate Python process in GPU mode (no GPU
-# needed): with the four patches and with them removed. Each of Numba's passes is timed, grouped by what it does;
+# needed): with the patches and with them removed. Each of Numba's passes is timed, grouped by what it does;
 # NVVM (LLVM IR → PTX) and `ptxas` (PTX → machine code) are timed apart. Both PTX files are compared. The numbers are
 # this machine's, measured now, and vary with its load.
 
