@@ -47,6 +47,8 @@ SWITCH_INTERVAL_S = 0.001
 #: Under pytest-xdist, the folder where each worker writes the node ids of the PTX tests it collected, for the
 #: controller's scheduler (set by the controller, inherited by its workers).
 PTX_GROUP_DIR = "GEMM_STEPS_PTX_GROUP_DIR"
+#: Where gemm_steps keeps a user's files (gemm_steps.toolkit.backend.user_cache); a folder of the run in the tests.
+USER_CACHE = "GEMM_STEPS_CACHE"
 #: The test that executes a lesson on the simulator (tests/test_notebooks.py).
 LESSON_TEST = "test_lesson_runs_on_the_simulator"
 
@@ -65,6 +67,11 @@ def _order(item) -> int:
 
 def pytest_configure(config):
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        # The package's files for a user (tuned and dispatch tables, generated sources, compiled kernels' reports)
+        # go to a folder of this run, shared by its workers and the lessons they execute: a run starts as cold as on
+        # a fresh CI machine and leaves the user's ~/.cache/gemm-steps alone.
+        os.environ[USER_CACHE] = tempfile.mkdtemp(prefix="gemm-steps-test-cache-")
     if getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
         os.environ[PTX_GROUP_DIR] = tempfile.mkdtemp(prefix="gemm-steps-ptx-group-")
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
@@ -77,8 +84,10 @@ def pytest_report_header(config):
 
 
 def pytest_unconfigure(config):
-    if "PYTEST_XDIST_WORKER" not in os.environ and PTX_GROUP_DIR in os.environ:
-        shutil.rmtree(os.environ.pop(PTX_GROUP_DIR), ignore_errors=True)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        for name in (PTX_GROUP_DIR, USER_CACHE):
+            if name in os.environ:
+                shutil.rmtree(os.environ.pop(name), ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)

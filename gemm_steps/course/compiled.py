@@ -1,7 +1,8 @@
 """The compiled code of a step, read on a CPU: PTX instruction mix per FMA, registers, blocks per SM.
 
 * :func:`compile_kernels` — compile steps' kernels to PTX (NVVM) and ask ``ptxas`` for their registers, in a fresh
-  Python in GPU mode (:func:`gemm_steps.harness.ptx.in_gpu_mode`), since a notebook may be on the simulator.
+  Python in GPU mode (:func:`gemm_steps.harness.ptx.in_gpu_mode`), since a notebook may be on the simulator; the
+  answer is kept on disk, so the same kernels of the same code compile once (``remembered_in_gpu_mode``).
 * :func:`k_loop_mix` — PTX instructions per FMA, by kind, over one trip of a kernel's k-loop.
 * :func:`blocks_per_sm` — NVIDIA's occupancy rules: how many blocks fit on an SM, and what limits them.
 * :func:`compiled_table` — all of it, one row per kernel.
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import Iterable
 
 from gemm_steps.harness.step import get_step
-from gemm_steps.harness.ptx import DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info
+from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info,
+                                    remembered_in_gpu_mode)
 
 from . import profiles
 from .display import MarkdownTable, StepLike, as_step
@@ -42,11 +44,15 @@ def compile_kernels(steps: Iterable[StepLike], variant: str = "fast", lowering_c
     generation), "registers", "spill_bytes", "ptxas" (version), "shared_bytes"}}``; registers are ``None`` where
     nvJitLink is missing. With ``lowering_comparison``, each kernel is also compiled without the lowering workaround
     of :mod:`gemm_steps.toolkit.numba_patches` (``"seconds_without_workaround"``, ``"same_ptx_without_workaround"``).
+    Without it, a question asked before of the same code and compilers is answered from the disk
+    (:func:`gemm_steps.harness.ptx.remembered_in_gpu_mode`; its ``"seconds"`` are then that first compile's).
     """
     names = [as_step(s).name for s in steps]
     counter = [as_step(s).name for s in counter_examples]
-    return in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, lowering_comparison, counter,
-                       timeout=timeout)
+    if lowering_comparison:  # it times compiles: never an answer from before
+        return in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, True, counter, timeout=timeout)
+    return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, False, counter,
+                                  timeout=timeout)
 
 
 _SHARED_DECLARATION = r"^\s*(?:\.visible\s+|\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.b8\s+\w+\[(\d+)\]"
@@ -299,8 +305,8 @@ def compile_with_local_ptxas(names: list[str]) -> dict:
 
 def compile_with_registers(steps) -> dict:
     """:func:`compile_with_local_ptxas` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return in_gpu_mode("gemm_steps.course.compiled:compile_with_local_ptxas", [as_step(s).name for s in steps],
-                       timeout=900)
+    return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_with_local_ptxas",
+                                  [as_step(s).name for s in steps], timeout=900)
 
 
 def register_table(compiled: dict) -> MarkdownTable:

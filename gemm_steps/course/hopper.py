@@ -9,6 +9,7 @@ only: the words are the lessons'. A shared module like :mod:`.tensor_core_result
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -570,10 +571,17 @@ def ptxas_reports(kernel_sources: list[str]) -> dict:
     """For every kernel of each source — ``"step:NAME"`` (the step's fast kernel) or ``"MODULE:FUNCTION"`` (a
     function returning ``{label: (dispatcher, signature)}``) — what ptxas reports assembled as relocatable PTX
     (:func:`gemm_steps.harness.ptx.ptxas_info`) and linked whole with LTO (``kernel_ptxas_info``), and how many
-    ``setmaxnreg`` its PTX has. Compiled in a fresh Python in GPU mode (no GPU needed)."""
-    from gemm_steps.harness.ptx import in_gpu_mode
+    ``setmaxnreg`` its PTX has. Compiled in a fresh Python in GPU mode (no GPU needed), once for the same code and
+    compilers (``remembered_in_gpu_mode``: the folders of the modules named are part of its key)."""
+    import importlib.util
 
-    return in_gpu_mode("gemm_steps.course.hopper:ptxas_reports_here", list(kernel_sources))
+    from gemm_steps.harness.ptx import remembered_in_gpu_mode
+
+    specs = [importlib.util.find_spec(source.split(":")[0]) for source in kernel_sources
+             if not source.startswith("step:")]
+    folders = {Path(spec.origin).parent for spec in specs if spec and spec.origin}  # a missing one fails in the child
+    return remembered_in_gpu_mode("gemm_steps.course.hopper:ptxas_reports_here", list(kernel_sources),
+                                  also_hash=sorted(folders))
 
 
 def ptxas_reports_here(kernel_sources: list[str]) -> dict:

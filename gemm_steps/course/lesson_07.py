@@ -11,7 +11,7 @@ from dataclasses import asdict, replace
 
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
-from gemm_steps.harness.ptx import in_gpu_mode
+from gemm_steps.harness.ptx import remembered_in_gpu_mode
 from gemm_steps.harness.step import get_step
 
 from .compiled import MIX_CLASSES, blocks_per_sm, fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
@@ -167,8 +167,8 @@ def compile_here(before: str, after: str) -> dict:
 
 def compile_with_registers(before, after) -> dict:
     """:func:`compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return in_gpu_mode("gemm_steps.course.lesson_07:compile_here", as_step(before).name, as_step(after).name,
-                       timeout=900)
+    return remembered_in_gpu_mode("gemm_steps.course.lesson_07:compile_here", as_step(before).name,
+                                  as_step(after).name, timeout=900)
 
 
 def hint_registers(compiled: dict, after) -> dict:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..steps import COURSE
+from ..toolkit.backend import user_cache
 from ..toolkit.kernel_tools import ceil_div
 from ..toolkit.tile_config import TileConfig
 from ..toolkit.tuned import TunedKernels, current_gpu_name
@@ -153,7 +154,7 @@ def user_table() -> Path:
     explicit = os.environ.get("GEMM_STEPS_DISPATCH")
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "dispatch.json"
+    return user_cache() / "dispatch.json"
 
 
 def table_from_results(results: dict) -> dict:

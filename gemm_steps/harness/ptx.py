@@ -66,15 +66,19 @@ CPU, tests/test_gpu.py on the driver's own compile).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
+
+from ..toolkit.backend import user_cache
 
 #: Compute capability the reports compile for (Hopper: H100/H200, where the course's results were measured).
 DEFAULT_CC = (9, 0)
@@ -353,6 +357,57 @@ def in_gpu_mode(function: str, *args: Any, timeout: float = 1800) -> Any:
     raise PTXUnavailable(f"{function} in GPU mode (NUMBA_ENABLE_CUDASIM=0) failed (exit {done.returncode}). Compiling "
                          "needs NVVM, from the CUDA wheels (`pip install 'numba-cuda[cu13]'`), but no GPU. Its "
                          f"error:\n{done.stderr[-4000:]}")
+
+
+def remembered_in_gpu_mode(function: str, *args: Any, timeout: float = 1800,
+                           also_hash: Iterable[Path] = ()) -> Any:
+    """:func:`in_gpu_mode`, its answer kept on disk: the same question asked of the same code and the same compilers
+    gets the answer it got before, read back without starting a compiler (as Numba's ``cache=True`` does for a
+    kernel). The key (:func:`compile_key`) covers the function and its arguments, every source file of gemm_steps
+    and of the folders in ``also_hash``, and what compiles: Python, the Numba and CUDA packages, ``ptxas`` on the
+    ``PATH`` and the ``NUMBA_*`` settings. Edit a kernel, or upgrade numba-cuda, and it compiles again. Answers live
+    in ``compiled/`` of :func:`gemm_steps.toolkit.backend.user_cache`; delete the folder to forget them. For asking
+    what the compiler made — never for timing a compile."""
+    folder = user_cache() / "compiled"
+    path = folder / f"{compile_key(function, args, also_hash)}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    answer = in_gpu_mode(function, *args, timeout=timeout)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(answer))
+        os.replace(partial, path)  # whole or not at all, if two processes answer the same question at once
+    except OSError:
+        pass  # an unwritable cache only costs the next call a compile
+    return answer
+
+
+def compile_key(function: str, args, also_hash: Iterable[Path] = ()) -> str:
+    """The key of :func:`remembered_in_gpu_mode`'s answers: a SHA-256 of ``function``, ``args`` (as JSON), the
+    contents of every ``.py`` and ``.json`` file of the package and of ``also_hash``, and :func:`_compilers`."""
+    digest = hashlib.sha256(json.dumps([function, args, _compilers()], sort_keys=True, default=str).encode())
+    for root in (Path(__file__).resolve().parents[1], *map(Path, also_hash)):
+        for path in sorted(p for pattern in ("*.py", "*.json") for p in root.rglob(pattern)):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _compilers() -> dict:
+    """What the compiled code depends on besides the source: Python, the installed Numba/llvmlite/CUDA packages,
+    the ``ptxas`` on the ``PATH`` (the course also asks it for registers) and the ``NUMBA_*`` settings (but the
+    simulator switch, which the compiling child sets itself)."""
+    from importlib import metadata
+
+    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
+                      if (d.metadata["Name"] or "").lower().startswith(("numba", "llvmlite", "cuda-", "nvidia-")))
+    ptxas = shutil.which("ptxas")
+    stat = os.stat(ptxas) if ptxas else None
+    return {"python": sys.version, "packages": packages,
+            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": sorted((k, v) for k, v in os.environ.items()
+                               if k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM")}
 
 
 def _serve() -> int:

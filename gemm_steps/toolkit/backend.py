@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from pathlib import Path
 
 _REASON = ""
 
@@ -84,3 +85,9 @@ def describe() -> str:
     if SIMULATOR:
         return f"Numba's CUDA simulator: {_REASON}. It is slow: use small matrices (tens to a few hundred rows)."
     return f"CUDA GPU: {_REASON}."
+
+
+def user_cache() -> Path:
+    """The folder where the package keeps files for this user between runs (``$GEMM_STEPS_CACHE``, else
+    ``~/.cache/gemm-steps``): generated kernel sources, tuned and dispatch tables, compiled kernels' reports."""
+    return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps")

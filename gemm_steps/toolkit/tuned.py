@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .backend import SIMULATOR
+from .backend import SIMULATOR, user_cache
 
 
 def user_table() -> Path:
@@ -31,7 +31,7 @@ def user_table() -> Path:
     explicit = os.environ.get("GEMM_STEPS_TUNED")
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "tuned.json"
+    return user_cache() / "tuned.json"
 
 
 def current_gpu_name() -> str | None:

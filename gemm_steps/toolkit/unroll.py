@@ -43,6 +43,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
+from .backend import user_cache
+
 __all__ = ["unroll", "registers", "expand", "compile_time_parameters", "define", "cache_dir", "UnrollError"]
 
 
@@ -288,7 +290,7 @@ def expand(function: Callable, constants: dict[str, Any], name: str | None = Non
 
 def cache_dir() -> Path | None:
     """Where generated sources are written (``$GEMM_STEPS_CACHE``, else ``~/.cache/gemm-steps``); None if unwritable."""
-    root = Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps") / "generated"
+    root = user_cache() / "generated"
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError:
