@@ -40,3 +40,23 @@ def test_the_key_covers_the_source_the_compilers_and_their_settings(tmp_path, mo
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")
     assert ptx.compile_key("m:f", [1], [tmp_path]) == on_the_simulator == edited
     assert any(p.startswith("numba-cuda==") for p in ptx._compilers()["packages"])
+
+
+def test_steps_asked_before_are_not_compiled_again_when_asked_with_others(tmp_path, monkeypatch):
+    """What compile_kernels does (remembered_per_item): lesson 10 asks for steps 9 and 10, lesson 11 for steps 10
+    and 11; the second compiles step 11 only, and the answer keeps the order asked for."""
+    monkeypatch.setenv("GEMM_STEPS_CACHE", str(tmp_path))
+    asked = []
+
+    def compile_(function, names, variant, *rest, timeout):
+        asked.append(list(names))
+        return {f"{name}_{variant}": {"step": name, "registers": len(asked)} for name in names}
+
+    monkeypatch.setattr(ptx, "in_gpu_mode", compile_)
+    first = ptx.remembered_per_item("m:f", ["warp_tiling", "persistent"], "fast", item_of=lambda e: e["step"])
+    second = ptx.remembered_per_item("m:f", ["persistent", "stream_k"], "fast", item_of=lambda e: e["step"])
+    assert asked == [["warp_tiling", "persistent"], ["stream_k"]]
+    assert list(second) == ["persistent_fast", "stream_k_fast"]
+    assert second["persistent_fast"] == first["persistent_fast"] and second["stream_k_fast"]["registers"] == 2
+    assert ptx.remembered_per_item("m:f", ["persistent"], "edge", item_of=lambda e: e["step"]) == {
+        "persistent_edge": {"step": "persistent", "registers": 3}}  # other arguments: another key

@@ -2,7 +2,7 @@
 
 * :func:`compile_kernels` — compile steps' kernels to PTX (NVVM) and ask ``ptxas`` for their registers, in a fresh
   Python in GPU mode (:func:`gemm_steps.harness.ptx.in_gpu_mode`), since a notebook may be on the simulator; the
-  answer is kept on disk, so the same kernels of the same code compile once (``remembered_in_gpu_mode``).
+  answer is kept on disk, step by step, so the same kernel of the same code compiles once (``remembered_per_item``).
 * :func:`k_loop_mix` — PTX instructions per FMA, by kind, over one trip of a kernel's k-loop.
 * :func:`blocks_per_sm` — NVIDIA's occupancy rules: how many blocks fit on an SM, and what limits them.
 * :func:`compiled_table` — all of it, one row per kernel.
@@ -23,7 +23,7 @@ from typing import Iterable
 
 from gemm_steps.harness.step import get_step
 from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info,
-                                    remembered_in_gpu_mode)
+                                    remembered_in_gpu_mode, remembered_per_item)
 
 from . import profiles
 from .display import MarkdownTable, StepLike, as_step
@@ -44,15 +44,19 @@ def compile_kernels(steps: Iterable[StepLike], variant: str = "fast", lowering_c
     generation), "registers", "spill_bytes", "ptxas" (version), "shared_bytes"}}``; registers are ``None`` where
     nvJitLink is missing. With ``lowering_comparison``, each kernel is also compiled without the lowering workaround
     of :mod:`gemm_steps.toolkit.numba_patches` (``"seconds_without_workaround"``, ``"same_ptx_without_workaround"``).
-    Without it, a question asked before of the same code and compilers is answered from the disk
-    (:func:`gemm_steps.harness.ptx.remembered_in_gpu_mode`; its ``"seconds"`` are then that first compile's).
+    Without it, a step compiled before from the same code with the same compilers is answered from the disk, and only
+    the others compile (:func:`gemm_steps.harness.ptx.remembered_per_item`; ``"seconds"`` are then that first
+    compile's).
     """
     names = [as_step(s).name for s in steps]
     counter = [as_step(s).name for s in counter_examples]
     if lowering_comparison:  # it times compiles: never an answer from before
         return in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, True, counter, timeout=timeout)
-    return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, False, counter,
-                                  timeout=timeout)
+    if counter:
+        return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, False, counter,
+                                      timeout=timeout)
+    return remembered_per_item("gemm_steps.course.compiled:compile_here", names, variant, False, [],
+                               item_of=lambda entry: entry["step"], timeout=timeout)
 
 
 _SHARED_DECLARATION = r"^\s*(?:\.visible\s+|\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.b8\s+\w+\[(\d+)\]"
@@ -294,19 +298,13 @@ def local_ptxas(ptx: str, cc: tuple[int, int] = (9, 0)) -> dict:
     return out
 
 
-def compile_with_local_ptxas(names: list[str]) -> dict:
-    """In a GPU-mode process: :func:`compile_here` for the fast kernels of ``names``, each entry also with
-    ``"local_ptxas"`` (registers from the ``ptxas`` binary on this machine, :func:`local_ptxas`)."""
-    out = compile_here(names, "fast", False, [])
-    for entry in out.values():
-        entry["local_ptxas"] = local_ptxas(entry["ptx"])
-    return out
-
-
 def compile_with_registers(steps) -> dict:
-    """:func:`compile_with_local_ptxas` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_with_local_ptxas",
-                                  [as_step(s).name for s in steps], timeout=900)
+    """:func:`compile_kernels` for the fast kernels of ``steps``, each entry also with ``"local_ptxas"`` (registers
+    from the ``ptxas`` binary on this machine, :func:`local_ptxas`; ``{}`` where there is none)."""
+    compiled = compile_kernels(steps, "fast")
+    for entry in compiled.values():
+        entry["local_ptxas"] = local_ptxas(entry["ptx"])
+    return compiled
 
 
 def register_table(compiled: dict) -> MarkdownTable:

@@ -14,7 +14,8 @@ from gemm_steps.harness.environment import short_label
 from gemm_steps.harness.ptx import remembered_in_gpu_mode
 from gemm_steps.harness.step import get_step
 
-from .compiled import MIX_CLASSES, blocks_per_sm, fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
+from .compiled import MIX_CLASSES, blocks_per_sm, compile_with_registers as compile_steps, fmas_per_k_tile, k_loop_mix
+from .compiled import local_ptxas, threads_per_block
 from .display import MarkdownTable, as_step, facts, table
 from .sweeps import config_label, same_config, sweep_records
 from .timings import fp32_peak_tflops, headline_size, record, shipped_file, shown_path, size_label
@@ -142,33 +143,33 @@ def sweep_findings(sweep: dict, step) -> dict:
 
 
 # -- registers, by compiler ------------------------------------------------------------------------------------------
-def compile_here(before: str, after: str) -> dict:
-    """In a GPU-mode process: :func:`gemm_steps.course.compiled.compile_here` for the fast kernels of ``before``
-    and ``after``, plus ``after``'s fast kernel built without its occupancy hint (``<after>_fast_no_hint``); each
-    entry also gets ``"local_ptxas"`` (registers from the ``ptxas`` on this machine)."""
+def compile_without_hint(after: str) -> dict:
+    """In a GPU-mode process: ``after``'s fast kernel built without its occupancy hint, compiled as
+    :func:`gemm_steps.course.compiled.compile_here` compiles (``"shared_bytes"`` is the hinted kernel's: the hint
+    changes no array)."""
     from gemm_steps.harness.ptx import compile_kernel_ptx, ptx_stats, ptxas_info
     from gemm_steps.toolkit.tile_config import TileConfig
 
-    from .compiled import compile_here as compile_steps
-
-    out = compile_steps([before, after], "fast", False, [])
     step = get_step(after)
     fields = {key: value for key, value in step.config.items() if key in TileConfig.__dataclass_fields__}
     dispatcher, signature = step.module.build(replace(TileConfig(**fields), MIN_BLOCKS_PER_SM=0)).ptx_kernels()[
         f"{after}_fast"]
     ptx = compile_kernel_ptx(dispatcher, signature)
-    out[f"{after}_fast_no_hint"] = {"step": after, "ptx": ptx, "stats": ptx_stats(ptx), "registers": None,
-                                    "shared_bytes": out[f"{after}_fast"]["shared_bytes"], "spill_bytes": None,
-                                    "ptxas": None, **ptxas_info(ptx), "no_hint": True}
-    for entry in out.values():
-        entry["local_ptxas"] = local_ptxas(entry["ptx"])
-    return out
+    return {"step": after, "ptx": ptx, "stats": ptx_stats(ptx), "registers": None, "spill_bytes": None,
+            "ptxas": None, **ptxas_info(ptx), "no_hint": True}
 
 
 def compile_with_registers(before, after) -> dict:
-    """:func:`compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return remembered_in_gpu_mode("gemm_steps.course.lesson_07:compile_here", as_step(before).name,
-                                  as_step(after).name, timeout=900)
+    """The fast kernels of ``before`` and ``after`` (:func:`gemm_steps.course.compiled.compile_with_registers`), plus
+    ``after``'s built without its occupancy hint (``<after>_fast_no_hint``), each with ``"local_ptxas"``
+    (registers from the ``ptxas`` on this machine). Compiled in a GPU-mode child (no GPU needed), once for the same
+    code and compilers."""
+    after = as_step(after).name
+    out = compile_steps([before, after])
+    plain = remembered_in_gpu_mode("gemm_steps.course.lesson_07:compile_without_hint", after, timeout=900)
+    out[f"{after}_fast_no_hint"] = {**plain, "shared_bytes": out[f"{after}_fast"]["shared_bytes"],
+                                    "local_ptxas": local_ptxas(plain["ptx"])}
+    return out
 
 
 def hint_registers(compiled: dict, after) -> dict:

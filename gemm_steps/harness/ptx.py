@@ -76,7 +76,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..toolkit.backend import user_cache
 
@@ -368,31 +368,65 @@ def remembered_in_gpu_mode(function: str, *args: Any, timeout: float = 1800,
     ``PATH`` and the ``NUMBA_*`` settings. Edit a kernel, or upgrade numba-cuda, and it compiles again. Answers live
     in ``compiled/`` of :func:`gemm_steps.toolkit.backend.user_cache`; delete the folder to forget them. For asking
     what the compiler made — never for timing a compile."""
-    folder = user_cache() / "compiled"
-    path = folder / f"{compile_key(function, args, also_hash)}.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        pass
-    answer = in_gpu_mode(function, *args, timeout=timeout)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(answer))
-        os.replace(partial, path)  # whole or not at all, if two processes answer the same question at once
-    except OSError:
-        pass  # an unwritable cache only costs the next call a compile
+    key = compile_key(function, args, also_hash)
+    answer = _recall(key)
+    if answer is None:
+        answer = in_gpu_mode(function, *args, timeout=timeout)
+        _keep(key, answer)
     return answer
 
 
-def compile_key(function: str, args, also_hash: Iterable[Path] = ()) -> str:
+def remembered_per_item(function: str, items: list, *args: Any, item_of: Callable[[dict], Any],
+                        timeout: float = 1800) -> dict:
+    """``function(items, *args)`` in GPU mode — an answer ``{label: entry}`` in which ``item_of(entry)`` says which
+    item an entry belongs to — remembered item by item (as :func:`remembered_in_gpu_mode` remembers a whole answer):
+    a question that shares items with an earlier one compiles only the new items, in one child. The answer keeps the
+    order of ``items``."""
+    items = list(dict.fromkeys(items))
+    source = _source_digest(())
+    keys = {item: compile_key(function, [item, *args], source=source) for item in items}
+    answers = {item: _recall(key) for item, key in keys.items()}
+    missing = [item for item in items if answers[item] is None]
+    if missing:
+        fresh = in_gpu_mode(function, missing, *args, timeout=timeout)
+        for item in missing:
+            answers[item] = {label: entry for label, entry in fresh.items() if item_of(entry) == item}
+            _keep(keys[item], answers[item])
+    return {label: entry for item in items for label, entry in answers[item].items()}
+
+
+def _recall(key: str) -> Any:
+    try:
+        return json.loads((user_cache() / "compiled" / f"{key}.json").read_text())
+    except (OSError, ValueError):  # not asked before, or a broken file: compiled again, not believed
+        return None
+
+
+def _keep(key: str, answer: Any) -> None:
+    folder = user_cache() / "compiled"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{key}.{os.getpid()}.tmp"
+        partial.write_text(json.dumps(answer))
+        os.replace(partial, folder / f"{key}.json")  # whole or not at all, if two processes answer at once
+    except OSError:
+        pass  # an unwritable cache only costs the next call a compile
+
+
+def compile_key(function: str, args, also_hash: Iterable[Path] = (), source: str | None = None) -> str:
     """The key of :func:`remembered_in_gpu_mode`'s answers: a SHA-256 of ``function``, ``args`` (as JSON), the
-    contents of every ``.py`` and ``.json`` file of the package and of ``also_hash``, and :func:`_compilers`."""
-    digest = hashlib.sha256(json.dumps([function, args, _compilers()], sort_keys=True, default=str).encode())
+    contents of every ``.py`` and ``.json`` file of the package and of ``also_hash`` (``source``: that digest,
+    computed once for many keys) and :func:`_compilers`."""
+    text = json.dumps([function, args, _compilers(), source or _source_digest(also_hash)], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _source_digest(also_hash: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
     for root in (Path(__file__).resolve().parents[1], *map(Path, also_hash)):
         for path in sorted(p for pattern in ("*.py", "*.json") for p in root.rglob(pattern)):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:32]
+    return digest.hexdigest()
 
 
 def _compilers() -> dict:
