@@ -14,14 +14,10 @@ inputs, the reference and the tolerance.
   longer reads, so its ``xdist_group`` marks grouped nothing and each worker compiled everything.)
 * The slowest tests go first (the PTX group, then the lessons executed on the simulator), so that no worker is left
   with a long test when the other has finished.
-* Python switches threads every ``SWITCH_INTERVAL_S`` (1 ms) instead of every 5 ms: the simulator runs each GPU
-  thread as a Python thread, and when a warp- or warpgroup-wide operation (``mma``, ``wgmma``, an ``mbarrier``) wakes
-  its waiting threads, each waits for the GIL in turn. On 2026-11-26, on the 2-core machine, the simulator tests of
-  the Hopper toolkit and of steps 3, 9, 11 took 80 and 94 s with 1 ms against 100 and 252 s with 5 ms (CPU 41 and
-  71 s against 56 and 242 s); steps 14, 16–18 in tests/test_steps.py 30 s of CPU against 47 s. The lessons get the
-  same setting (tests/test_notebooks.py). What the tests check does not depend on it: a race-free kernel's output
-  does not depend on the order its threads run in, and the race check (gemm_steps.course.race_check) judges by
-  barrier interval, not by which thread ran first.
+* Python's thread switch interval stays at its default, 5 ms. (Until 2026-11-26 the tests set 1 ms, which helped
+  while the simulator's ``syncthreads`` polled every thread and the tensor-core steps' threads were spread over the
+  cores; with the counting barrier (gemm_steps/toolkit/simulator_patches.py) and one-CPU launches
+  (``kernel_tools.on_one_cpu``) 5 ms was 5-13 % faster a call, steps 3, 11, 13, 14, 17 and 19 on the 2-core machine.)
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.
@@ -31,7 +27,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -42,8 +37,6 @@ import pytest
 import helpers
 import ptx_jobs
 
-#: How often Python switches threads in the tests (module docstring); Python's default is 5 ms.
-SWITCH_INTERVAL_S = 0.001
 #: Under pytest-xdist, the folder where each worker writes the node ids of the PTX tests it collected, for the
 #: controller's scheduler (set by the controller, inherited by its workers).
 PTX_GROUP_DIR = "GEMM_STEPS_PTX_GROUP_DIR"
@@ -66,7 +59,6 @@ def _order(item) -> int:
 
 
 def pytest_configure(config):
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if "PYTEST_XDIST_WORKER" not in os.environ:
         # The package's files for a user (tuned and dispatch tables, generated sources, compiled kernels' reports)
         # go to a folder of this run, shared by its workers and the lessons they execute: a run starts as cold as on

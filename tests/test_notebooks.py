@@ -22,7 +22,6 @@ import pytest
 from gemm_steps import steps
 from gemm_steps.course import lesson
 from gemm_steps.harness import bench, results_files
-from conftest import SWITCH_INTERVAL_S
 from helpers import synthetic_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,10 +122,8 @@ SHIPPED = "shipped run from"
 @pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
 def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
     """The lesson, executed cell by cell in a fresh kernel on the simulator, against the shipped results if there are
-    any, else a synthetic file (a first cell points the results finder at it), so the timing cells run too. A first
-    cell sets the tests' thread switch interval (conftest.py), which speeds up the simulator."""
+    any, else a synthetic file (a first cell points the results finder at it), so the timing cells run too."""
     nb = build.read_lesson(path)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(f"import sys\nsys.setswitchinterval({SWITCH_INTERVAL_S})"))
     if lesson.load_results(steps=()) is None:  # a fresh fork: no shipped benchmark in results/
         (tmp_path / "synthetic.json").write_text(json.dumps(synthetic_results()))
         nb.cells.insert(0, nbformat.v4.new_code_cell(
