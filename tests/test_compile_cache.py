@@ -60,3 +60,16 @@ def test_steps_asked_before_are_not_compiled_again_when_asked_with_others(tmp_pa
     assert second["persistent_fast"] == first["persistent_fast"] and second["stream_k_fast"]["registers"] == 2
     assert ptx.remembered_per_item("m:f", ["persistent"], "edge", item_of=lambda e: e["step"]) == {
         "persistent_edge": {"step": "persistent", "registers": 3}}  # other arguments: another key
+
+
+def test_only_the_newest_answers_are_kept(tmp_path, monkeypatch):
+    """Every edit of the package makes new keys, so the folder would only grow: past KEPT_ANSWERS the oldest go."""
+    import os
+
+    monkeypatch.setenv("GEMM_STEPS_CACHE", str(tmp_path))
+    monkeypatch.setattr(ptx, "KEPT_ANSWERS", 3)
+    for i in range(5):
+        ptx._keep(f"key{i}", {"i": i})
+        os.utime(tmp_path / "compiled" / f"key{i}.json", (1000 + i, 1000 + i))
+    assert sorted(p.name for p in (tmp_path / "compiled").iterdir()) == ["key2.json", "key3.json", "key4.json"]
+    assert ptx._recall("key4") == {"i": 4} and ptx._recall("key0") is None

@@ -396,10 +396,17 @@ def remembered_per_item(function: str, items: list, *args: Any, item_of: Callabl
 
 
 def _recall(key: str) -> Any:
+    path = user_cache() / "compiled" / f"{key}.json"
     try:
-        return json.loads((user_cache() / "compiled" / f"{key}.json").read_text())
+        answer = json.loads(path.read_text())
+        os.utime(path)  # asked again: among the newest, kept longest
     except (OSError, ValueError):  # not asked before, or a broken file: compiled again, not believed
         return None
+    return answer
+
+
+#: How many answers :func:`remembered_in_gpu_mode` keeps (about 0.1 MB each); past it the oldest go.
+KEPT_ANSWERS = 200
 
 
 def _keep(key: str, answer: Any) -> None:
@@ -409,6 +416,9 @@ def _keep(key: str, answer: Any) -> None:
         partial = folder / f"{key}.{os.getpid()}.tmp"
         partial.write_text(json.dumps(answer))
         os.replace(partial, folder / f"{key}.json")  # whole or not at all, if two processes answer at once
+        kept = sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)
+        for old in kept[:-KEPT_ANSWERS]:  # every edit of the package makes new keys: the old ones are never asked
+            old.unlink(missing_ok=True)
     except OSError:
         pass  # an unwritable cache only costs the next call a compile
 
