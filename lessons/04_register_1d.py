@@ -160,8 +160,8 @@ lesson.show_profile("shared_memory", "register_1d")
 # with NVVM — which works on a CPU, no GPU needed (`gemm_steps.harness.ptx` wraps it). `ptxas`, the assembler that
 # turns PTX into the GPU's machine code, ships inside the `nvidia-nvjitlink` wheel and reports how many registers each
 # thread needs. `lesson.compile_kernels` does both in a separate Python process (this one may be running the
-# simulator, which compiles nothing), and `lesson.compiled_table` counts the instructions of the k-loop — one trip
-# per k-tile — per FMA:
+# simulator, which compiles nothing) and keeps the answer on disk, so a step compiles once until its code or the
+# compilers change; `lesson.compiled_table` counts the instructions of the k-loop — one trip per k-tile — per FMA:
 
 # %%
 compiled = lesson.compile_kernels([shared, register_1d])
