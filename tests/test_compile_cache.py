@@ -39,6 +39,8 @@ def test_the_key_covers_the_source_the_compilers_and_their_settings(tmp_path, mo
     on_the_simulator = ptx.compile_key("m:f", [1], [tmp_path])
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")
     assert ptx.compile_key("m:f", [1], [tmp_path]) == on_the_simulator == edited
+    monkeypatch.setenv("CUDA_HOME", "/opt/another-cuda")  # a toolkit whose NVVM Numba may use
+    assert ptx.compile_key("m:f", [1], [tmp_path]) != edited
     assert any(p.startswith("numba-cuda==") for p in ptx._compilers()["packages"])
 
 

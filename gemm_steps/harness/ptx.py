@@ -441,17 +441,19 @@ def _source_digest(also_hash: Iterable[Path]) -> str:
 
 def _compilers() -> dict:
     """What the compiled code depends on besides the source: Python, the installed Numba/llvmlite/CUDA packages,
-    the ``ptxas`` on the ``PATH`` (the course also asks it for registers) and the ``NUMBA_*`` settings (but the
-    simulator switch, which the compiling child sets itself)."""
+    the ``ptxas`` on the ``PATH`` (the course also asks it for registers), the ``NUMBA_*`` settings (but the
+    simulator switch, which the compiling child sets itself) and ``CUDA_HOME``/``CUDA_PATH`` (where Numba may find a
+    CUDA toolkit's NVVM instead of the wheels')."""
     from importlib import metadata
 
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
                       if (d.metadata["Name"] or "").lower().startswith(("numba", "llvmlite", "cuda-", "nvidia-")))
     ptxas = shutil.which("ptxas")
     stat = os.stat(ptxas) if ptxas else None
+    settings = sorted((k, v) for k, v in os.environ.items()
+                      if (k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM") or k in ("CUDA_HOME", "CUDA_PATH"))
     return {"python": sys.version, "packages": packages,
-            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": sorted((k, v) for k, v in os.environ.items()
-                               if k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM")}
+            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": settings}
 
 
 def _serve() -> int:
