@@ -580,9 +580,9 @@ def _on_the_simulator(step, m: int, n: int, k: int) -> str:
         limit = simulator.limit_seconds()
     except ValueError as exc:  # a GEMM_STEPS_SIMULATOR_LIMIT that is not a number
         raise UserError(str(exc)) from None
-    estimate = simulator.estimated_seconds(step.config, m, n, k)
+    estimate = simulator.estimated_seconds(step.config, m, n, k, simulator.products_of(step))
     if limit is not None and estimate > limit:
-        side = simulator.largest_square(step.config, limit)
+        side = simulator.largest_square(step.config, limit, simulator.products_of(step))
         return (f"no GPU, and the simulator would refuse this product: about {simulator._duration(estimate)} "
                 f"estimated, over the {simulator._duration(limit)} limit (products up to about {side}×{side}×{side} "
                 "fit; GEMM_STEPS_SIMULATOR_LIMIT sets the limit in seconds, 0 for none)")

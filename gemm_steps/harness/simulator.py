@@ -11,13 +11,12 @@ kernel code it passes through — a thousand lines for one small product — whe
 silently. :func:`summarised_float_warnings` counts them instead and warns once per launch.
 
 The cost model was fitted on a 2-core machine (the project's CI class) with numba-cuda 0.30's simulator: starting
-and synchronising a simulated thread costs ~0.2–0.8 ms, and each multiply-add it does ~1 µs. It is rough, and since
-the simulator itself got faster (tensor-core launches on one CPU, ``syncthreads`` as a counting barrier) it errs both
-ways. Re-measured on 2026-11-26 on that machine (one call after a warm-up, every step at one full tile and at a
-ragged shape of about 2 × 1 tiles, 0.2–9.7 s a call): steps 1–2, 4–13, 15–17 and 19 took 0.2–1.2× the estimate
-(steps 1, 2, 12 and 13 about a quarter to a third of it), but step 3 (1,024 threads meeting at every barrier) took
-1.0–2.2× and the 3xTF32 steps on ``wgmma`` (14 and 18: three products a k-step, priced as one) 1.6–2.1×. A product
-just under the limit may run about twice as long; one refused may have finished in a fifth of the estimate.
+and finishing a simulated thread costs ~0.6 ms, each multiply-add it does ~1 µs, each block barrier it meets ~0.1 ms
+(the barrier wakes every thread of the block), and a tensor-core ``mma`` ~0.25 ms a thread. It errs on the slow
+side. Measured on 2026-11-26 on that machine (one call after a warm-up, every step at one full tile and at a ragged
+shape of about 2 × 1 tiles, 0.2–9.7 s a call): every step took 0.2–1.05× the estimate — step 3 and the warpgroup
+steps (14–19) about 0.6–1.0×, steps 1, 2, 12 and 13 and the larger shapes of steps 7–11 a fifth to a third. A
+product just under the limit finishes in time; one refused may have finished in a fifth of the estimate.
 """
 
 from __future__ import annotations
@@ -33,6 +32,9 @@ from collections import Counter
 
 SECONDS_PER_THREAD = 6e-4
 SECONDS_PER_FMA = 1.2e-6
+#: Each thread's arrival at a block barrier (two a k-tile in every step that stages tiles in shared memory): the
+#: barrier wakes every thread of the block, one GIL hand-off each (fitted on steps 3–11, 2026-11-26).
+SECONDS_PER_BARRIER = 1.05e-4
 #: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: 0.1–0.2 ms per thread and call with the
 #: rest of a tensor-core kernel's work (fitted on steps 12–13 at their simulator tiles, 64×32×16 to 128×64×64).
 SECONDS_PER_MMA = 2.5e-4
@@ -52,24 +54,36 @@ def tile_geometry(config: dict) -> tuple[int, int, int, int]:
             int(config.get("THREAD_M", 1)), int(config.get("THREAD_N", 1)))
 
 
-def estimated_seconds(config: dict, m: int, n: int, k: int) -> float:
-    """The simulator's time for one product with a step of this config: threads launched × per-thread work."""
+def estimated_seconds(config: dict, m: int, n: int, k: int, products: int = 1) -> float:
+    """The simulator's time for one product with a step of this config: threads launched × per-thread work.
+    ``products``: tensor-core products a multiply-add (3 for 3xTF32 on ``wgmma``, which the config does not say:
+    :func:`products_of`)."""
     bm, bn, tm, tn = tile_geometry(config)
     threads = math.ceil(m / bm) * math.ceil(n / bn) * (bm * bn) // (tm * tn)
     if "MMA_TILES_M" in config:  # a tensor-core step: every thread takes part in each of its warp's mma calls
         calls = math.ceil(k / 8) * config["MMA_TILES_M"] * config["MMA_TILES_N"] * config.get("MMA_PRODUCTS", 1)
         return threads * (SECONDS_PER_THREAD + SECONDS_PER_MMA * calls)
-    return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn)
+    barriers = 2 * math.ceil(k / config["BLOCK_K"]) if "BLOCK_K" in config else 0
+    return threads * (SECONDS_PER_THREAD + SECONDS_PER_FMA * k * tm * tn * products + SECONDS_PER_BARRIER * barriers)
 
 
-def largest_square(config: dict, seconds: float) -> int:
+def products_of(step) -> int:
+    """The ``products`` of :func:`estimated_seconds` for a step: 3 for a 3xTF32 step whose config does not count
+    them (steps 14 and 18 on ``wgmma``; step 13's ``MMA_PRODUCTS`` does), else 1."""
+    return 3 if getattr(step, "arithmetic", "fp32") == "3xtf32" and "MMA_PRODUCTS" not in step.config else 1
+
+
+def largest_square(config: dict, seconds: float, products: int = 1) -> int:
     """The largest n for which an n×n×n product fits in ``seconds`` on the simulator (at least 1)."""
+    def fits(side: int) -> bool:
+        return estimated_seconds(config, side, side, side, products) <= seconds
+
     low, high = 1, 2
-    while estimated_seconds(config, high, high, high) <= seconds and high < 1 << 16:
+    while fits(high) and high < 1 << 16:
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (middle, high) if estimated_seconds(config, middle, middle, middle) <= seconds else (low, middle)
+        low, high = (middle, high) if fits(middle) else (low, middle)
     return low
 
 
@@ -87,10 +101,10 @@ def limit_seconds() -> float | None:
 
 def check(step, m: int, n: int, k: int) -> None:
     """Refuse (raise :class:`SimulatorTooSlow`) or announce a slow product on the simulator; nothing on a GPU."""
-    estimate = estimated_seconds(step.config, m, n, k)
+    estimate = estimated_seconds(step.config, m, n, k, products_of(step))
     limit = limit_seconds()
     if limit is not None and estimate > limit:
-        side = largest_square(step.config, limit)
+        side = largest_square(step.config, limit, products_of(step))
         raise SimulatorTooSlow(
             f"step {step.number} ({step.name}) on a {m}×{k} @ {k}×{n} product would take about {_duration(estimate)} "
             f"on Numba's CUDA simulator (there is no GPU here, and the simulator runs every GPU thread as a Python "
@@ -115,7 +129,7 @@ def launch_with_progress(step, a, b, c, stream) -> None:
 
     m, k = a.shape
     n = b.shape[1]
-    total = estimated_seconds(step.config, m, n, k)
+    total = estimated_seconds(step.config, m, n, k, products_of(step))
     rows = max(ROW_SLICE_MULTIPLE, -(-m // SLICES) // ROW_SLICE_MULTIPLE * ROW_SLICE_MULTIPLE)
     # Steps 10 and 11 schedule the whole grid of tiles at once (the stream-K split depends on the tile count):
     # slices would each get a schedule of their own and never run the one the product gets. One launch, then.
