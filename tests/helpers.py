@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from gemm_steps.harness.verify import relative_error, tolerance, tolerance_for  # noqa: F401  (re-exported for the tests)
-from gemm_steps.harness.simulator import estimated_seconds, tile_geometry  # noqa: F401  (re-exported)
+from gemm_steps.harness.simulator import tile_geometry  # noqa: F401  (re-exported)
 
 #: This checkout.
 REPO = Path(__file__).resolve().parent.parent
 
 __all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
-           "outputs_per_thread", "tile_geometry", "simulated_seconds"]
+           "outputs_per_thread", "tile_geometry"]
 
 
 def rng_for(name: str) -> np.random.Generator:
@@ -79,12 +79,6 @@ def assert_close(c, a: np.ndarray, b: np.ndarray, what: str = "", ref: np.ndarra
 def outputs_per_thread(config: dict) -> int:
     _, _, tm, tn = tile_geometry(config)
     return tm * tn
-
-
-def simulated_seconds(config: dict, m: int, n: int, k: int) -> float:
-    """Rough simulator time for one product with a step of this config: the cost model the API itself uses to
-    refuse products too big for the simulator (:mod:`gemm_steps.harness.simulator`)."""
-    return estimated_seconds(config, m, n, k)
 
 
 def synthetic_results(date="2026-01-01T00:00:00+00:00", gpu="NVIDIA H200 (synthetic test data)", names=None):

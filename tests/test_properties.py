@@ -16,9 +16,10 @@ Budget: the simulator runs every GPU thread as a Python thread, so a 129×129 pr
 8×8 results per thread and costly for one with 1 result per thread. Each drawn shape is scaled down (K first,
 then the larger of M and N) until the cost model (:func:`example_seconds`) predicts at most
 ``SECONDS_PER_EXAMPLE`` (1 s: enough for two k-tiles of step 9's 128×256 tile), so a step costs at most
-``MAX_EXAMPLES × SECONDS_PER_EXAMPLE`` by that model (plus the 1×1×1 example). (Until 2026-11-26 the model priced
-the warpgroup steps 14–18 as FMA steps, 3–6× too cheap, so their examples took several seconds each: steps 14–18
-were half of this file's time.) CI draws 4 examples per step (about 40 s for all steps on a 2-core machine; it drew
+``MAX_EXAMPLES × SECONDS_PER_EXAMPLE`` by that model (plus the 1×1×1 example). (Until 2026-11-26 the API's model
+priced the warpgroup steps 14–18 as FMA steps without barriers, 3–6× too cheap at the time, so this file kept a model
+of its own for them; the API's model now counts barriers and 3xTF32's three products, and errs on the slow side for
+every step: one model.) CI draws 4 examples per step (about 40 s for all steps on a 2-core machine; it drew
 6 until 2026-11-25, ~57 s): each run draws new ones (no example
 database), so the hunt goes on from run to run. The fixed shapes of tests/test_steps.py are the guaranteed coverage
 of every step; this file hunts around them. For a longer hunt:
@@ -27,7 +28,6 @@ of every step; this file hunts around them. For a longer hunt:
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 from numba import cuda
 
 import gemm_steps
-from gemm_steps.harness.simulator import SECONDS_PER_MMA, SECONDS_PER_THREAD
-from helpers import assert_close, simulated_seconds, tile_geometry
+from gemm_steps.harness.simulator import estimated_seconds, products_of
+from helpers import assert_close, tile_geometry
 
 STEPS = gemm_steps.steps()
 MAX_DIM = 150
@@ -78,19 +78,9 @@ def aligned_dimensions(step):
 
 
 def example_seconds(step, m: int, n: int, k: int) -> float:
-    """The simulator's time for one example: the API's cost model (``helpers.simulated_seconds``), with the warpgroup
-    steps' ``wgmma`` counted. Their configs have no ``MMA_TILES_M``, so that model prices them as FMA steps and
-    predicts 3–6× too little (steps 14–18 at 32×64×32 … 64×128×32 on one quiet core, 2026-11-26: 0.3–3.2 s measured,
-    0.16–0.62 s predicted); here each ``wgmma`` is a meeting of the warpgroup's 128 threads, priced like an ``mma``
-    (within 2× of those times), and a warp-specialized step's producer threads are counted too."""
-    config = step.config
-    if "K_STEPS" not in config or "MMA_TILES_M" in config:
-        return simulated_seconds(config, m, n, k)
-    bm, bn, _, _ = tile_geometry(config)
-    blocks = math.ceil(m / bm) * math.ceil(n / bn)
-    calls = math.ceil(k / 8) * (3 if step.arithmetic == "3xtf32" else 1)
-    consumers, producers = config["THREADS"], config.get("PRODUCER_THREADS", 0)
-    return blocks * ((consumers + producers) * SECONDS_PER_THREAD + consumers * SECONDS_PER_MMA * calls)
+    """The simulator's time for one example: the API's own cost model (``gemm_steps.harness.simulator``), with the
+    products a multiply-add of the 3xTF32 steps on ``wgmma``."""
+    return estimated_seconds(step.config, m, n, k, products_of(step))
 
 
 def fit_budget(step, m: int, n: int, k: int) -> tuple[int, int, int]:
