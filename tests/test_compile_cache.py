@@ -25,22 +25,30 @@ def test_the_same_question_is_answered_once(tmp_path, monkeypatch):
 
 
 def test_the_key_covers_the_source_the_compilers_and_their_settings(tmp_path, monkeypatch):
-    (tmp_path / "kernels.py").write_text("A = 1\n")
-    key = ptx.compile_key("m:f", [1], [tmp_path])
-    assert key == ptx.compile_key("m:f", [1], [tmp_path]) and len(key) == 32
-    assert key != ptx.compile_key("m:f", [2], [tmp_path]) and key != ptx.compile_key("m:g", [1], [tmp_path])
-    (tmp_path / "kernels.py").write_text("A = 2\n")
-    assert ptx.compile_key("m:f", [1], [tmp_path]) != key  # an edited kernel compiles again
-    edited = ptx.compile_key("m:f", [1], [tmp_path])
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "kernels.py").write_text("A = 1\n")
+    key = ptx.compile_key("m:f", [1], [source])
+    assert key == ptx.compile_key("m:f", [1], [source]) and len(key) == 32
+    assert key != ptx.compile_key("m:f", [2], [source]) and key != ptx.compile_key("m:g", [1], [source])
+    (source / "kernels.py").write_text("A = 2\n")
+    assert ptx.compile_key("m:f", [1], [source]) != key  # an edited kernel compiles again
+    edited = ptx.compile_key("m:f", [1], [source])
     monkeypatch.setenv("NUMBA_OPT", "0")
-    assert ptx.compile_key("m:f", [1], [tmp_path]) != edited
+    assert ptx.compile_key("m:f", [1], [source]) != edited
     monkeypatch.delenv("NUMBA_OPT")
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # the compiling child sets it itself: not part of the key
-    on_the_simulator = ptx.compile_key("m:f", [1], [tmp_path])
+    on_the_simulator = ptx.compile_key("m:f", [1], [source])
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")
-    assert ptx.compile_key("m:f", [1], [tmp_path]) == on_the_simulator == edited
+    assert ptx.compile_key("m:f", [1], [source]) == on_the_simulator == edited
     monkeypatch.setenv("CUDA_HOME", "/opt/another-cuda")  # a toolkit whose NVVM Numba may use
-    assert ptx.compile_key("m:f", [1], [tmp_path]) != edited
+    other_toolkit = ptx.compile_key("m:f", [1], [source])
+    assert other_toolkit != edited
+    table = tmp_path / "tuned.json"
+    monkeypatch.setenv("GEMM_STEPS_TUNED", str(table))
+    assert ptx.compile_key("m:f", [1], [source]) == other_toolkit  # no table yet
+    table.write_text('{"NVIDIA H100 80GB HBM3": {"warp_tiling": {"BLOCK_K": 32}}}')  # a tuned step: other tiles
+    assert ptx.compile_key("m:f", [1], [source]) != other_toolkit
     assert any(p.startswith("numba-cuda==") for p in ptx._compilers()["packages"])
 
 

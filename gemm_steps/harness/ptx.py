@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..toolkit.backend import user_cache
+from ..toolkit.tuned import user_table
 
 #: Compute capability the reports compile for (Hopper: H100/H200, where the course's results were measured).
 DEFAULT_CC = (9, 0)
@@ -365,7 +366,8 @@ def remembered_in_gpu_mode(function: str, *args: Any, timeout: float = 1800,
     gets the answer it got before, read back without starting a compiler (as Numba's ``cache=True`` does for a
     kernel). The key (:func:`compile_key`) covers the function and its arguments, every source file of gemm_steps
     and of the folders in ``also_hash``, and what compiles: Python, the Numba and CUDA packages, ``ptxas`` on the
-    ``PATH`` and the ``NUMBA_*`` settings. Edit a kernel, or upgrade numba-cuda, and it compiles again. Answers live
+    ``PATH``, the ``NUMBA_*`` settings and the user's tuning table (:func:`_compilers`). Edit a kernel, tune a step or
+    upgrade numba-cuda, and it compiles again. Answers live
     in ``compiled/`` of :func:`gemm_steps.toolkit.backend.user_cache`; delete the folder to forget them. For asking
     what the compiler made — never for timing a compile."""
     key = compile_key(function, args, also_hash)
@@ -442,8 +444,9 @@ def _source_digest(also_hash: Iterable[Path]) -> str:
 def _compilers() -> dict:
     """What the compiled code depends on besides the source: Python, the installed Numba/llvmlite/CUDA packages,
     the ``ptxas`` on the ``PATH`` (the course also asks it for registers), the ``NUMBA_*`` settings (but the
-    simulator switch, which the compiling child sets itself) and ``CUDA_HOME``/``CUDA_PATH`` (where Numba may find a
-    CUDA toolkit's NVVM instead of the wheels')."""
+    simulator switch, which the compiling child sets itself), ``CUDA_HOME``/``CUDA_PATH`` (where Numba may find a
+    CUDA toolkit's NVVM instead of the wheels') and the user's tuning table (on a GPU a step is built with the tiles
+    it records: :mod:`gemm_steps.toolkit.tuned`)."""
     from importlib import metadata
 
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
@@ -452,8 +455,10 @@ def _compilers() -> dict:
     stat = os.stat(ptxas) if ptxas else None
     settings = sorted((k, v) for k, v in os.environ.items()
                       if (k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM") or k in ("CUDA_HOME", "CUDA_PATH"))
+    tuned = user_table()  # on a GPU, a step is built with the tiles this table records for it
     return {"python": sys.version, "packages": packages,
-            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": settings}
+            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": settings,
+            "tuned": tuned.read_text() if tuned.is_file() else None}
 
 
 def _serve() -> int:
