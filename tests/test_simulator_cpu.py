@@ -11,7 +11,7 @@ import pytest
 
 import gemm_steps
 from gemm_steps.toolkit.kernel_tools import on_one_cpu
-from numba import cuda  # after gemm_steps: it chooses the backend (kernels below read `cuda` as a global)
+from numba import cuda, float32  # after gemm_steps: it chooses the backend (kernels read `cuda` as a global)
 
 needs_two_cpus = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                                     reason="needs Linux's CPU affinity and two CPUs")
@@ -89,3 +89,31 @@ def test_a_thread_that_raises_stops_the_block_and_the_launch_raises_it():
 
     with pytest.raises(IndexError, match="tid=\\[5, 0, 0\\]"):
         failing[1, 32](np.zeros(32, np.float32))
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="a fix of Numba's simulator")
+def test_a_blocks_static_shared_arrays_are_one_per_line_shared_by_its_threads():
+    """Static shared arrays are told apart by the line that declares them (simulator_patches: the calling frame, not
+    the whole stack): two declarations are two arrays, every thread of a block sees the same two, and a dynamic
+    array still aliases the launch's dynamic buffer."""
+    from gemm_steps.toolkit.kernel_tools import kernel
+
+    @kernel
+    def two_tiles(out):
+        first = cuda.shared.array(32, dtype=np.float32)
+        second = cuda.shared.array(32, dtype=np.float32)
+        dynamic = cuda.shared.array(0, dtype=float32)
+        t = cuda.threadIdx.x
+        first[t], second[t], dynamic[t] = t, 100 + t, 200 + t
+        cuda.syncthreads()
+        # another thread's values: right only if the block's threads share the arrays and the two lines differ
+        out[cuda.blockIdx.x, t, 0] = first[31 - t]
+        out[cuda.blockIdx.x, t, 1] = second[31 - t]
+        out[cuda.blockIdx.x, t, 2] = dynamic[31 - t]
+
+    out = np.zeros((2, 32, 3), np.float32)
+    two_tiles[2, 32, 0, 32 * 4](out)
+    expected = np.arange(31, -1, -1, dtype=np.float32)
+    for block in range(2):
+        assert np.array_equal(out[block, :, 0], expected) and np.array_equal(out[block, :, 1], 100 + expected)
+        assert np.array_equal(out[block, :, 2], 200 + expected)

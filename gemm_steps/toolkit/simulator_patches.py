@@ -1,4 +1,5 @@
-"""One run-time fix for Numba's CUDA simulator (numba-cuda 0.30): ``syncthreads`` without a polling coordinator.
+"""Two run-time fixes for Numba's CUDA simulator (numba-cuda 0.30): ``syncthreads`` without a polling coordinator,
+and static shared arrays found without walking the call stack (:func:`_shared_arrays_by_caller_line`).
 
 The simulator runs a block as one Python thread per GPU thread. Its ``BlockManager.run`` then loops, for the whole
 launch, over every live thread: blocked in ``syncthreads``? raised? alive? — and when all are blocked it sets each
@@ -112,4 +113,33 @@ def apply() -> None:
     sim.BlockThread.syncthreads = syncthreads
     sim.BlockThread.run = thread_run
     sim.BlockManager.run = manager_run
+    _shared_arrays_by_caller_line()
     _APPLIED = True
+
+
+def _shared_arrays_by_caller_line() -> None:
+    """``cuda.shared.array`` tells a block's static arrays apart by the file and line that asks for one; the
+    simulator found them with ``traceback.extract_stack``, which walks the whole call stack — through the harness,
+    pytest or a notebook — and has ``linecache`` check every file on it, at every call of every thread. The calling
+    frame alone gives the same (file, line)."""
+    import sys
+
+    import numpy as np
+    from numba.cuda.simulator import kernelapi
+
+    types, numpy_support = kernelapi.types, kernelapi.numpy_support  # the simulator's own, whichever they are
+
+    original = kernelapi.FakeCUDAShared.array
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:
+            return original(self, shape, dtype, alignment)  # the error, and the dynamic array, as before
+        frame = sys._getframe(1)
+        caller = (frame.f_code.co_filename, frame.f_lineno)
+        found = self._allocations.get(caller)
+        if found is None:  # every thread of the block runs the line: setdefault keeps the first array made
+            found = self._allocations.setdefault(caller, np.empty(
+                shape, numpy_support.as_dtype(dtype) if isinstance(dtype, types.Type) else dtype))
+        return found
+
+    kernelapi.FakeCUDAShared.array = array
