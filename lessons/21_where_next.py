@@ -63,9 +63,8 @@ if results:
           f"({name}), {pct:.0f} %")
 
 # %% [markdown]
-# Few tiles and a few k-iterations per SM: each block gets little work for the fixup that sharing a tile costs, and a
-# kernel with smaller tiles has more of them to spread. (At sizes this small the benchmark's timer also counts part
-# of the host's launch work, [docs/measurement.md](../docs/measurement.md): the percentages are rough.)
+# Fewer tiles than SMs and a few k-iterations per SM: each block gets little work for the fixup that sharing a tile
+# costs, and a kernel with smaller tiles has more of them to spread.
 #
 # A library does not run one kernel for every shape. cuBLAS keeps many kernels (tile shapes, split-K and stream-K
 # variants, different pipelines) and picks one per shape with a heuristic; Triton's autotuner does the same from a
@@ -89,9 +88,11 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # guarded variant (`if EDGE:` — scalar loads zero-filled outside the matrices, stores only inside C) loops over
 # *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS. And a small product is
 # a short kernel, so the host's share counts: under the figure, what one `matmul` call cost in Python before and
-# after launch plans (a shape's launches recorded once and replayed through `cuda.core`,
-# `toolkit/launch_plans.LaunchPlan`), each next to an empty kernel launched through Numba in the same run (the two
-# runs were on different machines, whose Python speeds differ; `experiments/call_overhead.py`):
+# after **launch plans** — a shape's launches recorded once and replayed through `cuda.core` (NVIDIA's Python API to
+# the CUDA driver, `toolkit/launch_plans.LaunchPlan`), which skips Numba's dispatcher. Each is next to an empty
+# kernel launched through Numba in the same run: the host was not equally fast in the two runs, so compare each call
+# with its own run's empty launch (`experiments/call_overhead.py`). A call with a plan costs less than an empty
+# launch through Numba; the floor is an empty launch through `cuda.core`:
 
 # %%
 suites = lesson_21.shape_suites()
@@ -116,9 +117,11 @@ for run, r in (overhead or {}).items():
 #
 # Small squares and skinny products were the weak classes: at 512³ step 11 makes 8 tiles of 128×256 for 132 SMs.
 # So the table also holds step 11's kernel built for **smaller tiles** (`dispatch.TILE_VARIANTS`: 128×128 and
-# 64×64), timed with the suite; where they win, `matmul` runs them (`gemm-steps explain 512 512 512`). Does the choice
+# 64×64), timed with the suite; where they win, `matmul` runs them (`gemm-steps explain 512 512 512 --precision ieee`:
+# among the FP32 kernels; by default, `tf32x3`, the 3xTF32 tensor-core steps compete too). Does the choice
 # hold on shapes the table never saw? `experiments/matmul_held_out.py` timed such shapes in one run, hand-picked ones
-# and, after them, shapes drawn at random (seeded, never tuned on):
+# and, after them, shapes drawn at random (seeded, never tuned on), `matmul` at its default precision — so its choice
+# may be a 3xTF32 tensor-core step (`+padded`: step 18's fast kernel on copies zero-padded to whole tiles):
 
 # %%
 held_out = lesson_21.held_out()
@@ -127,7 +130,7 @@ if held_out:
     lesson.say(lesson_21.held_out_table(rows))
     print(f"{held_out['environment'].get('gpu')}, {str(held_out['environment'].get('date'))[:10]}, cuBLAS timed in "
           f"the same run; matmul more than 3 % slower than step 11 alone: "
-          f"{', '.join(r['shape'] for r in rows if r['lost']) or 'nowhere'}")
+          f"{', '.join(r['shape'] for r in rows if r[lesson_21.SLOWER]) or 'nowhere'}")
 
 # %% [markdown]
 # ## What carries over to Triton and CUTLASS
@@ -199,8 +202,9 @@ if v18:
 # warpgroup MMA: 128 threads per instruction, one operand straight from shared memory, asynchronous), with A in
 # its 128-byte swizzle layout. Steps 16–17 feed it Hopper's way: the copy engine (TMA) fills a ring of stages
 # guarded by mbarriers, and in step 17 a producer warpgroup does nothing else, its registers handed to the consumers
-# with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. All of
-# them run on H100 and H200 only, with simulator twins. Step 19 tried the last piece of the design CUTLASS teaches, a
+# with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. Steps
+# 14–19 run on H100 and H200 only (steps 12–13 on any GPU from compute capability 8.0), all with simulator twins.
+# Step 19 tried the last piece of the design CUTLASS teaches, a
 # persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17: with B's fragments
 # loaded through registers, a main loop that runs alone stalls its own tensor core (lesson 19). What is left: a B
 # that the tensor core reads from shared memory (a K-major copy of B, or 16-bit inputs), a deeper pipeline than four

@@ -102,9 +102,9 @@ def _rows(results, step):
 
 def test_lesson_21_reports_step_15_against_the_tf32_target_only_when_it_is_there():
     assert [(r["measured"], r["met"]) for r in _rows(_results(), "15")] == [("not in this file", None)]
-    assert [(r["measured"], r["met"]) for r in _rows(_results(step15=290.0), "15")] == [("290 TFLOPS", True)] * 2
+    assert [(r["measured"], r["met"]) for r in _rows(_results(step15=290.0), "15")] == [("290.0 TFLOPS", True)] * 2
     slow = _rows(_results(step15={2048: 300.0, 4096: 140.0, 8192: 300.0}), "15")
-    assert [r["met"] for r in slow] == [False, True] and slow[0]["measured"] == "140 TFLOPS"
+    assert [r["met"] for r in slow] == [False, True] and slow[0]["measured"] == "140.0 TFLOPS"
 
 
 @pytest.mark.parametrize("step15", [None, 290.0])
@@ -114,7 +114,7 @@ def test_lesson_21s_targets_keep_steps_12_and_13_and_add_step_15(step15):
         if r["step"] == "tensor_cores":
             results["records"].append({**_record("three_tf32", r["M"], 60.0, 5e-7)})
     (t12,), (t13,) = _rows(results, "12"), _rows(results, "13")
-    assert t12["measured"] == "145 TFLOPS" and t13["measured"] == "1.20× SGEMM" and t13["error"] == 5e-7
+    assert t12["measured"] == "145.0 TFLOPS" and t13["measured"] == "1.20× SGEMM" and t13["error"] == 5e-7
     assert t12["size"] == "8192³" and len(_rows(results, "15")) == (1 if step15 is None else 2)
 
 
