@@ -83,10 +83,11 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 
 # %% [markdown]
 # Measuring those shapes showed where step 11 lost: on ragged shapes (no side a multiple of a tile, K odd) every
-# tile ran on step 9's guarded edge kernel, one block per tile, in partly empty waves, and skinny products had
-# almost no full tiles for stream-K to balance. Now steps 10–11 cover partial tiles themselves: their kernel's
-# guarded variant (`if EDGE:` — scalar loads zero-filled outside the matrices, stores only inside C) loops over
-# *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS. And a small product is
+# tile ran on step 9's guarded edge kernel, one block per tile, in partly empty waves, and skinny products narrower
+# than a tile had no full tiles for stream-K to balance. Now steps 10–11 cover partial tiles themselves: their
+# kernel's guarded variant (`if EDGE:` — scalar loads zero-filled outside the matrices, stores only inside C) loops over
+# *every* tile with the same stream-K schedule. Same GPU, each run against its own cuBLAS; under the figure, how much
+# faster step 11 and cuBLAS each ran in the second run. And a small product is
 # a short kernel, so the host's share counts: under the figure, what one `matmul` call cost in Python before and
 # after **launch plans** — a shape's launches recorded once and replayed through `cuda.core` (NVIDIA's Python API to
 # the CUDA driver, `toolkit/launch_plans.LaunchPlan`), which skips Numba's dispatcher. Each is next to an empty
@@ -100,6 +101,7 @@ if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
     lesson.show_figure(lesson_21.suite_figure(before, after))
+    lesson.say(lesson_21.suite_speedups(before, after))
 overhead = lesson_21.call_overhead()
 for run, r in (overhead or {}).items():
     if run in ("before", "after"):
@@ -110,10 +112,13 @@ for run, r in (overhead or {}).items():
                  if "direct_empty_kernel_us" in r else ""))
 
 # %% [markdown]
-# Read the bars with care where step 11 did not change — every tile full, as at 1024³, 2048³, 256³, 512³ and the
-# wave-boundary shapes: its own time stayed within a few percent there, and the bar moved because cuBLAS's time
-# moved between the two runs (at the small sizes by far more than a few percent). Where it did change — the ragged
-# and skinny shapes, and 640³ — step 11 itself got faster in TFLOPS, by the ratios of the figure's two runs.
+# Read the bars with the table: a bar is step 11's time against cuBLAS's in its own run, and the two runs timed
+# differently — in the first, the GPU could reach a launch's start event before the host had enqueued the kernel, so
+# part of the host's launch work was counted, which overstates the shortest launches, cuBLAS's most
+# ([docs/measurement.md](../docs/measurement.md): since 2026-11-25 a launch is queued behind a busy kernel). Where every tile is full, step 11's kernel did not change and its time moved a few percent at most;
+# a bar that moved there moved with cuBLAS's time. Where the kernel changed (the ragged shapes, the skinny ones
+# narrower than a tile, 640³), step 11 itself ran faster, by its column of the table — at 640³ cuBLAS's time fell
+# about as much, so the bar hardly moved.
 #
 # Small squares and skinny products were the weak classes: at 512³ step 11 makes 8 tiles of 128×256 for 132 SMs.
 # So the table also holds step 11's kernel built for **smaller tiles** (`dispatch.TILE_VARIANTS`: 128×128 and

@@ -11,3 +11,18 @@ def test_every_run_lesson_21_reads_is_found_in_the_checkout():
     assert overhead is not None, "experiments/results/experiment-call-overhead{-before,}-nvidia-h100.json missing"
     assert overhead["before"]["shape"] == overhead["after"]["shape"]
     assert lesson_21.held_out() is not None, "no experiments/results/experiment-matmul-held-out-*.json"
+
+
+def test_the_suite_table_says_which_time_moved():
+    """Under the before/after figure: step 11's and cuBLAS's own speed-ups per shape, from the two runs' times."""
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    shape = next(iter(SHAPE_CLASSES.values()))[0]
+
+    def run(step11_ms, cublas_ms):
+        return {"records": [{"step": "stream_k", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": step11_ms},
+                            {"step": "cublas", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": cublas_ms}]}
+
+    table = lesson_21.suite_speedups(run(3.0, 1.0), run(1.0, 0.5))
+    assert table.rows[0]["step 11 faster by"] == 3.0 and table.rows[0]["cuBLAS faster by"] == 2.0
+    assert "| 3.00× | 2.00× |" in table

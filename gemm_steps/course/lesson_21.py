@@ -139,6 +139,25 @@ def suite_figure(before: dict, after: dict, step: str = "stream_k"):
     return fig
 
 
+def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> MarkdownTable:
+    """Per suite shape measured in both runs: how much faster ``step`` and cuBLAS ran in the second (before's time ÷
+    after's): which bars of :func:`suite_figure` moved because the kernel changed, and which because cuBLAS's time
+    did."""
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    def times(doc, name):
+        return {(r["M"], r["N"], r["K"]): r["median_ms"] for r in doc["records"]
+                if r["step"] == name and "error" not in r}
+
+    was, now = times(before, step), times(after, step)
+    was_cublas, now_cublas = times(before, "cublas"), times(after, "cublas")
+    rows = [{"class": name, "shape": size_label(s), "step 11 faster by": was[s] / now[s],
+             "cuBLAS faster by": was_cublas[s] / now_cublas[s]}
+            for name, members in SHAPE_CLASSES.items() for s in members
+            if s in was and s in now and s in was_cublas and s in now_cublas]
+    return table(rows, {"step 11 faster by": "{:.2f}×", "cuBLAS faster by": "{:.2f}×"})
+
+
 def call_overhead() -> dict | None:
     """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
     experiment-call-overhead-*.json), or None if the files are missing."""
