@@ -62,6 +62,14 @@ def compile_kernels(steps: Iterable[StepLike], variant: str = "fast", lowering_c
 _SHARED_DECLARATION = r"^\s*(?:\.visible\s+|\.extern\s+)?\.shared\s+(?:\.align\s+\d+\s+)?\.b8\s+\w+\[(\d+)\]"
 
 
+def compiled_entry(step: str, ptx: str, **more) -> dict:
+    """One kernel's entry of :func:`compile_kernels`' answer, from its PTX: its instruction counts, the static shared
+    memory it declares, and what ``ptxas`` (nvJitLink) reports; ``more``: further fields, in order after ``ptx``."""
+    shared = sum(int(n) for n in re.findall(_SHARED_DECLARATION, ptx, re.MULTILINE))
+    return {"step": step, "ptx": ptx, "stats": ptx_stats(ptx), **more, "shared_bytes": shared, "registers": None,
+            "spill_bytes": None, "ptxas": None, **ptxas_info(ptx, DEFAULT_CC)}
+
+
 def compile_here(names: list[str], variant: str, comparison: bool, counter_examples: list[str]) -> dict:
     """:func:`compile_kernels` in this process, which must be in GPU mode (its child, through ``in_gpu_mode``)."""
     from numba.cuda import lowering
@@ -85,10 +93,7 @@ def compile_here(names: list[str], variant: str, comparison: bool, counter_examp
         numba_patches.apply()
         start = time.perf_counter()
         ptx = compile_kernel_ptx(dispatcher, signature)
-        seconds = time.perf_counter() - start
-        shared = sum(int(n) for n in re.findall(_SHARED_DECLARATION, ptx, re.MULTILINE))
-        entry = {"step": name, "ptx": ptx, "stats": ptx_stats(ptx), "seconds": seconds, "shared_bytes": shared,
-                 "registers": None, "spill_bytes": None, "ptxas": None, **ptxas_info(ptx, DEFAULT_CC)}
+        entry = compiled_entry(name, ptx, seconds=time.perf_counter() - start)
         if comparison:
             patched = lowering.Lower._find_singly_assigned_variable
             lowering.Lower._find_singly_assigned_variable = original

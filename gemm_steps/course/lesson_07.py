@@ -14,8 +14,8 @@ from gemm_steps.harness.environment import short_label
 from gemm_steps.harness.ptx import remembered_in_gpu_mode
 from gemm_steps.harness.step import get_step
 
-from .compiled import MIX_CLASSES, blocks_per_sm, compile_with_registers as compile_steps, fmas_per_k_tile, k_loop_mix
-from .compiled import local_ptxas, threads_per_block
+from .compiled import MIX_CLASSES, blocks_per_sm, compile_with_registers as compile_steps, compiled_entry
+from .compiled import fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
 from .display import MarkdownTable, as_step, facts, table
 from .sweeps import config_label, same_config, sweep_records
 from .timings import fp32_peak_tflops, headline_size, record, shipped_file, shown_path, size_label
@@ -144,19 +144,16 @@ def sweep_findings(sweep: dict, step) -> dict:
 
 # -- registers, by compiler ------------------------------------------------------------------------------------------
 def compile_without_hint(after: str) -> dict:
-    """In a GPU-mode process: ``after``'s fast kernel built without its occupancy hint, compiled as
-    :func:`gemm_steps.course.compiled.compile_here` compiles (``"shared_bytes"`` is the hinted kernel's: the hint
-    changes no array)."""
-    from gemm_steps.harness.ptx import compile_kernel_ptx, ptx_stats, ptxas_info
+    """In a GPU-mode process: ``after``'s fast kernel built without its occupancy hint, as
+    :func:`gemm_steps.course.compiled.compile_kernels` reports a kernel (:func:`~.compiled.compiled_entry`)."""
+    from gemm_steps.harness.ptx import compile_kernel_ptx
     from gemm_steps.toolkit.tile_config import TileConfig
 
     step = get_step(after)
     fields = {key: value for key, value in step.config.items() if key in TileConfig.__dataclass_fields__}
     dispatcher, signature = step.module.build(replace(TileConfig(**fields), MIN_BLOCKS_PER_SM=0)).ptx_kernels()[
         f"{after}_fast"]
-    ptx = compile_kernel_ptx(dispatcher, signature)
-    return {"step": after, "ptx": ptx, "stats": ptx_stats(ptx), "registers": None, "spill_bytes": None,
-            "ptxas": None, **ptxas_info(ptx), "no_hint": True}
+    return {**compiled_entry(after, compile_kernel_ptx(dispatcher, signature)), "no_hint": True}
 
 
 def compile_with_registers(before, after) -> dict:
@@ -167,8 +164,7 @@ def compile_with_registers(before, after) -> dict:
     after = as_step(after).name
     out = compile_steps([before, after])
     plain = remembered_in_gpu_mode("gemm_steps.course.lesson_07:compile_without_hint", after, timeout=900)
-    out[f"{after}_fast_no_hint"] = {**plain, "shared_bytes": out[f"{after}_fast"]["shared_bytes"],
-                                    "local_ptxas": local_ptxas(plain["ptx"])}
+    out[f"{after}_fast_no_hint"] = {**plain, "local_ptxas": local_ptxas(plain["ptx"])}
     return out
 
 

@@ -145,16 +145,14 @@ def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> Markdow
     did."""
     from gemm_steps.harness.shape_suite import SHAPE_CLASSES
 
-    def times(doc, name):
-        return {(r["M"], r["N"], r["K"]): r["median_ms"] for r in doc["records"]
-                if r["step"] == name and "error" not in r}
+    def faster(name, shape):  # before's time ÷ after's, or None where either run lacks it
+        was, now = record(before, name, shape), record(after, name, shape)
+        return was and now and was["median_ms"] / now["median_ms"]
 
-    was, now = times(before, step), times(after, step)
-    was_cublas, now_cublas = times(before, "cublas"), times(after, "cublas")
-    rows = [{"class": name, "shape": size_label(s), "step 11 faster by": was[s] / now[s],
-             "cuBLAS faster by": was_cublas[s] / now_cublas[s]}
-            for name, members in SHAPE_CLASSES.items() for s in members
-            if s in was and s in now and s in was_cublas and s in now_cublas]
+    rows = [{"class": name, "shape": size_label(s), "step 11 faster by": faster(step, s),
+             "cuBLAS faster by": faster("cublas", s)}
+            for name, members in SHAPE_CLASSES.items() for s in members]
+    rows = [row for row in rows if row["step 11 faster by"] and row["cuBLAS faster by"]]
     return table(rows, {"step 11 faster by": "{:.2f}×", "cuBLAS faster by": "{:.2f}×"})
 
 
@@ -186,13 +184,10 @@ SLOWER = "slower than step 11 alone (> 3 %)"
 def held_out_rows(results: dict) -> list[dict]:
     """Per held-out shape: what ``matmul`` chose, its % of cuBLAS next to step 11's, and whether ``matmul`` was
     more than 3 % slower than step 11 alone (:data:`SLOWER`); shapes where either is missing are left out."""
-    by_shape = {}
-    for r in results["records"]:
-        by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r
     rows = []
-    for shape, by_step in by_shape.items():
-        chosen, step11 = by_step.get("matmul", {}), by_step.get("stream_k", {})
-        if "pct_of_cublas" in chosen and "pct_of_cublas" in step11:
+    for shape in dict.fromkeys((r["M"], r["N"], r["K"]) for r in results["records"]):
+        chosen, step11 = record(results, "matmul", shape), record(results, "stream_k", shape)
+        if chosen and step11 and "pct_of_cublas" in chosen and "pct_of_cublas" in step11:
             rows.append({"shape": size_label(shape), "`matmul` ran": f"`{chosen.get('chose', '?')}`",
                          "`matmul`, % of cuBLAS": chosen["pct_of_cublas"], "step 11, % of cuBLAS":
                          step11["pct_of_cublas"], SLOWER: chosen["median_ms"] > step11["median_ms"] * 1.03})

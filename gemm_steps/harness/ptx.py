@@ -385,8 +385,8 @@ def remembered_per_item(function: str, items: list, *args: Any, item_of: Callabl
     a question that shares items with an earlier one compiles only the new items, in one child. The answer keeps the
     order of ``items``."""
     items = list(dict.fromkeys(items))
-    source = _source_digest(())
-    keys = {item: compile_key(function, [item, *args], source=source) for item in items}
+    fingerprint = _fingerprint(())
+    keys = {item: compile_key(function, [item, *args], fingerprint=fingerprint) for item in items}
     answers = {item: _recall(key) for item, key in keys.items()}
     missing = [item for item in items if answers[item] is None]
     if missing:
@@ -425,12 +425,17 @@ def _keep(key: str, answer: Any) -> None:
         pass  # an unwritable cache only costs the next call a compile
 
 
-def compile_key(function: str, args, also_hash: Iterable[Path] = (), source: str | None = None) -> str:
-    """The key of :func:`remembered_in_gpu_mode`'s answers: a SHA-256 of ``function``, ``args`` (as JSON), the
-    contents of every ``.py`` and ``.json`` file of the package and of ``also_hash`` (``source``: that digest,
-    computed once for many keys) and :func:`_compilers`."""
-    text = json.dumps([function, args, _compilers(), source or _source_digest(also_hash)], sort_keys=True, default=str)
+def compile_key(function: str, args, also_hash: Iterable[Path] = (), fingerprint: dict | None = None) -> str:
+    """The key of :func:`remembered_in_gpu_mode`'s answers: a SHA-256 of ``function``, ``args`` (as JSON) and
+    :func:`_fingerprint` (``fingerprint``: that, computed once for many keys)."""
+    text = json.dumps([function, args, fingerprint or _fingerprint(also_hash)], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _fingerprint(also_hash: Iterable[Path]) -> dict:
+    """What an answer depends on besides the question: the contents of every ``.py`` and ``.json`` file of the
+    package and of ``also_hash``, and :func:`_compilers`."""
+    return {"source": _source_digest(also_hash), "compilers": _compilers()}
 
 
 def _source_digest(also_hash: Iterable[Path]) -> str:

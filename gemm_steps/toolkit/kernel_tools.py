@@ -178,8 +178,9 @@ def on_one_cpu():
     ``threading.Condition``: spread over cores, every wake-up crosses to another core and waits for the GIL there.
     Measured on the 2-core CI machine (one call, after a warm-up, tiles plus a ragged edge): step 14 30.4 s → 2.0 s,
     steps 15–17 11 s → 1.0–1.2 s, step 19 15.9 s → 2.8 s, step 12 2.0 s → 0.8 s. Not for the FP32 steps: their
-    threads meet at ``syncthreads``, which the simulator's block thread releases one event at a time, and pinned they
-    were slower (step 3 2.5 s → 7.9 s, step 9 1.3 s → 1.9 s)."""
+    threads meet at ``syncthreads``, a barrier of the whole block, and pinned they were slower — with numba-cuda's
+    polling barrier (step 3 2.5 s → 7.9 s, step 9 1.3 s → 1.9 s) and still with the counting one of
+    :mod:`.simulator_patches` (step 3 at 64³ 2.9 s → 7.1 s, 2026-11-26)."""
     if not hasattr(os, "sched_setaffinity"):
         yield
         return

@@ -63,6 +63,7 @@ def apply() -> None:
     global _APPLIED
     if _APPLIED:
         return
+    import numpy as np
     from numba.cuda.simulator import kernel as sim
 
     def syncthreads(self):
@@ -81,8 +82,6 @@ def apply() -> None:
             self._block_barrier.finished(self)
 
     def manager_run(self, grid_point, *args):
-        import numpy as np
-
         def target():
             self._f(*args)
 
