@@ -1,5 +1,6 @@
 """Run in the PTX child process (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
-kernels compiled with and without :mod:`gemm_steps.toolkit.numba_patches`."""
+kernels compiled as the course compiles them (:func:`gemm_steps.harness.ptx.compile_kernel_ptx`: its one lowering,
+with :mod:`gemm_steps.toolkit.numba_patches`) and as numba-cuda alone does (``cuda.compile``, no patches)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ def _normalized(ptx: str) -> str:
 
 
 def compare(step: str, config: dict | None) -> dict:
-    """{kernel label: [same PTX?, seconds with the patches, seconds without]} for one step, built for ``config``
+    """{kernel label: [same PTX?, seconds the course's way, seconds numba-cuda's]} for one step, built for ``config``
     (a TileConfig's fields) when given, else the shipped build."""
     from numba import cuda
 
     import gemm_steps
+    from gemm_steps.harness.ptx import compile_kernel_ptx
     from gemm_steps.toolkit import numba_patches
     from gemm_steps.toolkit.tile_config import TileConfig
 
@@ -35,12 +37,14 @@ def compare(step: str, config: dict | None) -> dict:
         options = getattr(dispatcher, "targetoptions", {}) or {}
         extra = {key: options[key] for key in ("launch_bounds", "fastmath") if key in options}
         ptx, seconds = {}, {}
-        for patched in (True, False):
-            numba_patches.apply() if patched else numba_patches.remove()
-            start = time.perf_counter()
-            ptx[patched], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
-                                           output="ptx", **extra)
-            seconds[patched] = time.perf_counter() - start
+        start = time.perf_counter()
+        ptx[True] = compile_kernel_ptx(dispatcher, signature, (9, 0))  # applies the patches
+        seconds[True] = time.perf_counter() - start
+        numba_patches.remove()
+        start = time.perf_counter()
+        ptx[False], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
+                                     output="ptx", **extra)
+        seconds[False] = time.perf_counter() - start
         result[label] = [_normalized(ptx[True]) == _normalized(ptx[False]), seconds[True], seconds[False]]
     numba_patches.apply()
     return result

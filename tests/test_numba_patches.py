@@ -1,5 +1,6 @@
 """The compile-time patches (gemm_steps/toolkit/numba_patches.py) change how long Numba takes, never what it makes:
-kernels compiled with and without them give the same PTX. Small tiles keep the unpatched compiles short; they still
+kernels compiled with and without them give the same PTX. (The patched compile is the course's own,
+``harness.ptx.compile_kernel_ptx``, which lowers once for PTX and LTO-IR; the unpatched one is plain ``cuda.compile``.) Small tiles keep the unpatched compiles short; they still
 have what the patches deal with (unrolled register tiles reassigned in every k-step, branches, loops, phi nodes)."""
 
 import pytest
@@ -20,8 +21,8 @@ def test_the_patches_leave_the_ptx_unchanged(ptx, step, config):
     assert "error" not in compared, compared.get("error")
     assert compared, "no kernel was compiled"
     for label, (same, seconds_with, seconds_without) in compared.items():
-        assert same, f"{label}: the PTX differs with the compile-time patches ({seconds_with:.1f} s with, " \
-                     f"{seconds_without:.1f} s without)"
+        assert same, f"{label}: the course's compile (patched) and numba-cuda's cuda.compile differ " \
+                     f"({seconds_with:.1f} s and {seconds_without:.1f} s)"
 
 
 def test_a_changed_kernel_gives_different_ptx():

@@ -588,7 +588,7 @@ def ptxas_reports_here(kernel_sources: list[str]) -> dict:
     """:func:`ptxas_reports` in this process (GPU mode)."""
     import importlib
 
-    from gemm_steps.harness.ptx import compile_kernel_ptx, kernel_ptxas_info, ptx_stats, ptxas_info
+    from gemm_steps.harness.ptx import kernel_ptx_and_ptxas_info, ptx_stats, ptxas_info
     from gemm_steps.harness.step import get_step
 
     out = {}
@@ -599,9 +599,8 @@ def ptxas_reports_here(kernel_sources: list[str]) -> dict:
         else:
             kernels = getattr(importlib.import_module(where), name)()
         for label, (dispatcher, signature) in kernels.items():
-            ptx = compile_kernel_ptx(dispatcher, signature)
-            out[label] = {"setmaxnreg": ptx_stats(ptx)["setmaxnreg"], "relocatable": ptxas_info(ptx),
-                          "lto": kernel_ptxas_info(dispatcher, signature)}
+            ptx, lto = kernel_ptx_and_ptxas_info(dispatcher, signature)  # one lowering, NVVM twice
+            out[label] = {"setmaxnreg": ptx_stats(ptx)["setmaxnreg"], "relocatable": ptxas_info(ptx), "lto": lto}
     return out
 
 

@@ -212,22 +212,33 @@ def nvvm_version() -> tuple[int, ...] | None:
         return None
 
 
-def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str:
-    """PTX of one kernel (a ``cuda.jit`` dispatcher) for one signature, compiled by NVVM for ``cc``.
+def lowered_kernel(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> Any:
+    """Numba's lowering of one kernel (a ``cuda.jit`` dispatcher) for one signature: typing and LLVM IR, the slow half
+    of a compile (a Hopper step's fast kernel: ~2-4 s, then NVVM ~0.2-0.9 s per output on a CI core). NVVM makes of
+    it PTX (``.get_asm_str(cc=cc)``) or LTO-IR (``.get_ltoir(cc=cc)``), each as ``cuda.compile`` would with
+    ``output="ptx"`` or ``"ltoir"`` — so a kernel whose PTX and ptxas report are both wanted is lowered once.
 
-    Uses the dispatcher's own Python function and its compile options (``launch_bounds``, ``fastmath``, …), so
-    the PTX is the code the GPU would run. Needs GPU mode, not a GPU.
-    """
+    Uses the dispatcher's own Python function and its compile options (``launch_bounds``, ``fastmath``, …), so the
+    code is what the GPU would run, and the step's compile-time patches (:mod:`gemm_steps.toolkit.numba_patches`).
+    Calls numba-cuda 0.30's ``_compile_pyfunc_with_fixup``, the function ``cuda.compile`` itself calls (the version is
+    pinned; ``tests/test_ptx.py`` compares the two). Needs GPU mode, not a GPU."""
     _require_gpu_mode()
-    from numba import cuda
+    from numba.cuda import compiler
 
     from ..toolkit import numba_patches as _numba_patches
 
     _numba_patches.apply()  # the same lowering the steps compile with (see that module: output is identical)
     options = getattr(dispatcher, "targetoptions", {}) or {}
     kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
-    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ptx", **kwargs)
-    return ptx
+    library, _ = compiler._compile_pyfunc_with_fixup(dispatcher.py_func, signature, device=False, abi="numba", cc=cc,
+                                                     **kwargs)
+    return library
+
+
+def compile_kernel_ptx(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str:
+    """PTX of one kernel (a ``cuda.jit`` dispatcher) for one signature, compiled by NVVM for ``cc``
+    (:func:`lowered_kernel`). Needs GPU mode, not a GPU."""
+    return lowered_kernel(dispatcher, signature, cc).get_asm_str(cc=cc)
 
 
 def _chosen_steps(selection: Iterable[str] | None):
@@ -319,16 +330,17 @@ def kernel_ptxas_info(dispatcher: Any, signature: str, cc: tuple[int, int] = DEF
     installed (its default, and the course's): NVVM emits LTO-IR and nvJitLink links it with ``-lto`` into one
     whole program, so ptxas honours ``setmaxnreg`` (as relocatable PTX it would not: C7504). Needs GPU mode, not a
     GPU."""
-    _require_gpu_mode()
-    from numba import cuda
+    return _lto_ptxas_info(lowered_kernel(dispatcher, signature, cc), cc)
 
-    from ..toolkit import numba_patches as _numba_patches
 
-    _numba_patches.apply()
-    options = getattr(dispatcher, "targetoptions", {}) or {}
-    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
-    ltoir, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ltoir", **kwargs)
-    return _assemble("LTOIR", bytes(ltoir), cc, lto=True)
+def kernel_ptx_and_ptxas_info(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> tuple[str, dict]:
+    """:func:`compile_kernel_ptx` and :func:`kernel_ptxas_info` of one kernel, from one lowering."""
+    library = lowered_kernel(dispatcher, signature, cc)
+    return library.get_asm_str(cc=cc), _lto_ptxas_info(library, cc)
+
+
+def _lto_ptxas_info(library: Any, cc: tuple[int, int]) -> dict:
+    return _assemble("LTOIR", bytes(library.get_ltoir(cc=cc)), cc, lto=True)
 
 
 # -- compiling from a process on the simulator -------------------------------------------------------------------
