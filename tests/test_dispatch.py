@@ -187,6 +187,8 @@ def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes(
     names = {"warpgroup_mma", "stream_k"}
     ragged = dispatch.choose_from(table, 3000, 3000, 3000, names)
     assert ragged.step_name == "stream_k" and ragged.nearest == (4096, 4096, 4096)
+    assert ragged.judged == {"stream_k": ((4096, 4096, 4096), pytest.approx(90)),
+                             "warpgroup_mma": ((3001, 2999, 1531), pytest.approx(75))}
     assert dispatch.fast_share("warpgroup_mma", 3000, 3000, 3000) == 0.0
     assert dispatch.fast_share("warpgroup_mma", 4096, 4096, 4096) == 1.0
     assert dispatch.choose_from(table, 2048, 2048, 2048, names).step_name == "warpgroup_mma"
@@ -204,10 +206,31 @@ def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chos
         [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
     names = {"warp_specialized_3xtf32", "stream_k"}
     assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5000) == 0.0
-    assert dispatch.choose_from(table, 5000, 5000, 5000, names).step_name == "stream_k"
+    far_path = dispatch.choose_from(table, 5000, 5000, 5000, names)
+    assert far_path.step_name == "stream_k" and set(far_path.judged) == {"stream_k"}
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
     only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5000, {"warp_specialized_3xtf32"})
     assert "kernel path" in only_tensor_core.reason
+
+
+def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
+    """A step faster at the nearest measured shape but on another kernel path here is marked as not counted, with
+    where it was judged instead — else `explain` would call the slower step's number the fastest."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [4096, 4096, 4096, {"warpgroup_mma": 1.9, "warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7],
+        [3001, 2999, 1531, {"warpgroup_mma": 1.2, "stream_k": 1.0}, 0.9]]}
+    monkeypatch.setattr(dispatch, "table", lambda gpu: table)
+    dispatch._CHOICES.clear()
+    try:
+        assert cli.main(["explain", "3000", "3000", "3000"]) == 0
+    finally:
+        dispatch._CHOICES.clear()
+    measured = next(line for line in capsys.readouterr().out.splitlines() if "measured at" in line)
+    assert "stream_k 90 %," in measured or measured.endswith("stream_k 90 %")
+    assert "warpgroup_mma 142 % (not counted: here it takes another kernel path, the one it took at " \
+           "3001×2999×1531: 75 %)" in measured
+    assert "warp_specialized_3xtf32 225 % (not counted: here it takes another kernel path, measured at no shape " \
+           "near)" in measured
 
 
 def test_a_few_tiles_with_edges_count_as_the_edge_path():

@@ -497,6 +497,18 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def _judged_note(choice, name: str) -> str:
+    """Whether a step's number at the nearest measured shape counted: not where the step would take another kernel
+    path here (a tensor-core step's edge kernel, a padded copy) — then it was judged at another shape, or not at all."""
+    if choice.judged is None:
+        return ""
+    if name not in choice.judged:
+        return " (not counted: here it takes another kernel path, measured at no shape near)"
+    shape, pct = choice.judged[name]
+    return "" if shape == choice.nearest else \
+        f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"
+
+
 def cmd_explain(args) -> int:
     """What ``matmul`` would run for an M×N×K product, and why: the dispatch rule, the measured shape it rests on (and
     the file it was measured in), the chosen step's tiles and waves on this GPU, and, without a GPU, whether the
@@ -527,7 +539,8 @@ def cmd_explain(args) -> int:
     print(f"  why: {choice.reason}")
     print(f"  may choose: {precision_means(args.precision)}")
     if choice.pct_of_cublas:
-        measured = ", ".join(f"{name} {pct:.0f} %" for name, pct in choice.pct_of_cublas.items())
+        measured = ", ".join(f"{name} {pct:.0f} %{_judged_note(choice, name)}"
+                             for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
         print(f"  source: {_dispatch_source(gpu, choice.gpu)}")
     if too_big:

@@ -148,6 +148,9 @@ class Choice:
     nearest: tuple[int, int, int] | None = None  # the measured shape that decided, if one did
     pct_of_cublas: dict | None = None  # {step name: % of cuBLAS} at that shape
     gpu: str | None = None  # the GPU that shape was measured on
+    #: {step name: (shape, % of cuBLAS)}: where each step was judged — the nearest shape, or another one where its
+    #: kernel path was the one it takes here; a step of ``pct_of_cublas`` missing here was not judged at all
+    judged: dict | None = None
 
 
 def user_table() -> Path:
@@ -321,7 +324,7 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
             del judged[s], judged_at[s]  # step 18 to its edge kernel; its 4096³ time says nothing of that)
     if not judged:
         return Choice(last, f"no step was measured near {_label(here)} on the kernel path it would take: "
-                            f"{DEFAULT_REASON}", shape, pct, entry.get("gpu"))
+                            f"{DEFAULT_REASON}", shape, pct, entry.get("gpu"), {})
     best_pct = max(judged.values())
     # Within measurement noise of the fastest, the latest step wins: the most general kernel (stream-K balances
     # shapes the table did not measure), and no flip-flopping between steps on a 1 % difference.
@@ -331,7 +334,7 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     note = "" if at == shape else f" (judged at {_label(at)}, where its kernel path is the one it takes here)"
     return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at the "
                         f"nearest measured shape, {_label(shape)} on {where}{other}: {judged[best]:.0f} % of cuBLAS"
-                        + note, shape, pct, entry.get("gpu"))
+                        + note, shape, pct, entry.get("gpu"), {s: (judged_at[s], judged[s]) for s in judged})
 
 
 _CHOICES: dict = {}
