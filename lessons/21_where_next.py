@@ -183,13 +183,14 @@ if results:
     lesson.say(lesson_21.target_table(lesson_21.target_rows(results)))
 
 # %% [markdown]
-# Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run
-# that measured them beside step 15 and both cuBLAS (another GPU than the benchmark's above, maybe: the caption says
+# Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run that
+# measured them beside step 15 and both cuBLAS (another GPU than the benchmark's above, maybe: the caption says
 # which); step 18 against its target (a multiple of cuBLAS SGEMM at both sizes) from the benchmark above. Step 18's
 # target is higher than the 3xTF32 target of the table above: it was set for the chapter's final design (TMA, a
-# producer warpgroup), that one for steps 13–14, whose threads all copy and meet at a block barrier. Each cell of the table also gives the SM clock the
-# kernel ran at: at 8192³ the GPU ran some kernels below its top clock, each at its own, so a share there compares
-# kernels at different clocks ([lesson 17](17_warp_specialized.ipynb) works out step 17's share per clock).
+# producer warpgroup), that one for steps 13–14, whose threads all copy and meet at a block barrier. Each cell of the
+# table also gives the SM clock the kernel ran at: at 8192³ the GPU ran some kernels below its top clock, each at its
+# own, so a share there compares kernels at different clocks ([lesson 17](17_warp_specialized.ipynb) works out step
+# 17's share per clock).
 
 # %%
 hopper_run = hopper.producer_order_run()
