@@ -14,10 +14,11 @@ inputs, the reference and the tolerance.
   longer reads, so its ``xdist_group`` marks grouped nothing and each worker compiled everything.)
 * The slowest tests go first (the PTX group, then the lessons executed on the simulator), so that no worker is left
   with a long test when the other has finished.
-* Python's thread switch interval stays at its default, 5 ms. (Until 2026-11-26 the tests set 1 ms, which helped
-  while the simulator's ``syncthreads`` polled every thread and the tensor-core steps' threads were spread over the
-  cores; with the counting barrier (gemm_steps/toolkit/simulator_patches.py) and one-CPU launches
-  (``kernel_tools.on_one_cpu``) 5 ms was 5-13 % faster a call, steps 3, 11, 13, 14, 17 and 19 on the 2-core machine.)
+* Python's thread switch interval stays at its default, 5 ms; a simulated block raises it to 0.2 s while it runs
+  (``simulator_patches.LAUNCH_SWITCH_INTERVAL_S``, for learners too). (Until 2026-11-26 the tests set 1 ms, which
+  helped while the simulator's ``syncthreads`` polled every thread and the tensor-core steps' threads were spread
+  over the cores; with the counting barrier and one-CPU launches (``kernel_tools.on_one_cpu``) 5 ms was 5-13 %
+  faster a call, and 0.2 s faster still.)
 
 The helpers themselves live in ``tests/helpers.py`` (importable by test modules and by Hypothesis tests, which
 cannot use function-scoped fixtures); the fixtures below hand them to ordinary tests.

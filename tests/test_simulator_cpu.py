@@ -1,9 +1,10 @@
 """The simulator's threads: a launch of a kernel whose threads meet in warp-wide operations (steps 12–19: mma, wgmma,
 mbarriers) runs them on one CPU (gemm_steps.toolkit.kernel_tools.on_one_cpu), the FP32 steps' launches do not, and the
 caller gets its CPUs back afterwards; ``syncthreads`` is a counting barrier (gemm_steps.toolkit.simulator_patches)
-that keeps the simulator's semantics."""
+that keeps the simulator's semantics, and a block runs with a longer thread switch interval."""
 
 import os
+import sys
 import threading
 
 import numpy as np
@@ -117,3 +118,24 @@ def test_a_blocks_static_shared_arrays_are_one_per_line_shared_by_its_threads():
     for block in range(2):
         assert np.array_equal(out[block, :, 0], expected) and np.array_equal(out[block, :, 1], 100 + expected)
         assert np.array_equal(out[block, :, 2], 200 + expected)
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="a fix of Numba's simulator")
+def test_a_block_runs_with_the_longer_switch_interval_and_the_callers_comes_back():
+    from gemm_steps.toolkit.kernel_tools import kernel
+    from gemm_steps.toolkit.simulator_patches import LAUNCH_SWITCH_INTERVAL_S
+
+    seen = []
+
+    @kernel
+    def probe(out):
+        seen.append(sys.getswitchinterval())  # plain Python on the simulator
+        if cuda.threadIdx.x == 3 and out[0] == 1.0:
+            out[100] = 1.0  # out of bounds: the block raises
+
+    before = sys.getswitchinterval()
+    probe[2, 4](np.zeros(1, np.float32))
+    assert seen == pytest.approx([LAUNCH_SWITCH_INTERVAL_S] * 8) and sys.getswitchinterval() == before
+    with pytest.raises(IndexError):
+        probe[1, 4](np.ones(1, np.float32))
+    assert sys.getswitchinterval() == before, "a block that raised left the interval changed"
