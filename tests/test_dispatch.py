@@ -47,6 +47,7 @@ def test_a_suite_run_becomes_a_table_that_matmul_reads(tmp_path, monkeypatch):
     table = json.loads(path.read_text())
     assert table["null"]["shapes"] == [[64, 64, 64, {"shared_memory": 0.02, "stream_k": 0.05}, 0.01]]
     monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
+    monkeypatch.setattr(dispatch, "current_gpu_name", lambda: None)  # the run's GPU (on a GPU: not the shipped one's)
     dispatch._TABLE.clear()
     dispatch._CHOICES.clear()
     try:
@@ -149,6 +150,7 @@ def test_precision_decides_which_arithmetic_matmul_may_run(tmp_path, monkeypatch
     path = tmp_path / "t.json"
     path.write_text(json.dumps(table))
     monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
+    monkeypatch.setattr(dispatch, "current_gpu_name", lambda: "GPU A")  # on a GPU too: not the shipped table's GPU
     dispatch._TABLE.clear()
     dispatch._CHOICES.clear()
     try:
