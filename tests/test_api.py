@@ -168,8 +168,10 @@ BAD = {
     # layout → ValueError
     "device_a_strided": (lambda r: (dev(f32(r, 4, 6))[:, ::2], dev(f32(r, 3, 5)), None), ValueError,
                          "device array a is not C-contiguous"),
-    "device_b_transposed": (lambda r: (dev(f32(r, 4, 3)), dev(f32(r, 5, 3)).T, None), ValueError,
-                            "device array b is not C-contiguous"),
+    # every other column of a device array: a strided view (a device array's .T is one on the simulator, but on a
+    # GPU numba-cuda transposes into a new C-contiguous array, which is a fine input)
+    "device_b_strided": (lambda r: (dev(f32(r, 4, 3)), dev(f32(r, 3, 10))[:, ::2], None), ValueError,
+                         "device array b is not C-contiguous"),
     "device_out_strided": (lambda r: (dev(f32(r, 4, 3)), dev(f32(r, 3, 5)),
                                       dev(np.full((4, 10), 7.0, np.float32))[:, ::2]), ValueError, "C-contiguous"),
     "out_read_only": (_read_only_out, ValueError, "read-only"),
@@ -424,3 +426,15 @@ def test_tall_products_run_in_row_chunks(caller, rows_per_launch, rng, monkeypat
         launch_contract.clear()
         assert_close(call(caller, a, b), a, b, f"{caller_id(caller)} (host) in chunks of {rows_per_launch} rows")
         assert len(launch_contract) == -(-m // rows_per_launch), f"host launches: {launch_contract}"
+
+
+def test_host_inputs_reach_the_device_in_c_order_without_negative_strides():
+    """A 1×1 matrix or a one-row view taken backwards is C-contiguous to NumPy with a negative stride, and
+    np.ascontiguousarray keeps it so; numba-cuda's to_device fails on such an array on a GPU (api._c_order)."""
+    from gemm_steps.harness.api import _c_order
+
+    for view in (np.arange(1, dtype=np.float32).reshape(1, 1)[::-1, ::-1],
+                 np.arange(6, dtype=np.float32).reshape(1, 6)[::-1, :], np.arange(6, dtype=np.float32).reshape(2, 3).T):
+        assert min(np.ascontiguousarray(view).strides) < 0 or not view.flags.c_contiguous
+        fixed = _c_order(view)
+        assert fixed.flags.c_contiguous and min(fixed.strides) >= 0 and np.array_equal(fixed, view)

@@ -159,8 +159,8 @@ def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0,
     if k == 0:
         result[...] = 0.0
         return result
-    a_dev = cuda.to_device(np.ascontiguousarray(a), stream=stream)
-    b_dev = cuda.to_device(np.ascontiguousarray(b), stream=stream)
+    a_dev = cuda.to_device(_c_order(a), stream=stream)
+    b_dev = cuda.to_device(_c_order(b), stream=stream)
     c_dev = cuda.device_array((m, n), dtype=np.float32, stream=stream)
     _launch_in_row_chunks(launch, a_dev, b_dev, c_dev, stream)
     if result.flags.c_contiguous:
@@ -170,6 +170,15 @@ def run(launch: LaunchFn, a: Any, b: Any, out: Any = None, stream: Any = 0,
     if stream:
         stream.synchronize()
     return result
+
+
+def _c_order(x: np.ndarray) -> np.ndarray:
+    """``x`` in C order with no negative stride. NumPy calls a view taken backwards along a dimension of length 1
+    (a 1×1 matrix reversed, ``x[::-1]`` of one row) C-contiguous and ``np.ascontiguousarray`` returns it as it is;
+    numba-cuda's ``to_device`` then fails on a GPU ("incompatible shape: (0, 0) vs. (1, 1)", numba-cuda 0.30.4 on an
+    H100, 2026-11-26; the simulator copies it)."""
+    x = np.ascontiguousarray(x)
+    return x if min(x.strides, default=0) >= 0 else x.copy()
 
 
 def _fill_zero(c: Any, stream: Any) -> None:
