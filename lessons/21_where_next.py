@@ -103,13 +103,9 @@ if suites:
     lesson.show_figure(lesson_21.suite_figure(before, after))
     lesson.say(lesson_21.suite_speedups(before, after))
 overhead = lesson_21.call_overhead()
-for run, r in (overhead or {}).items():
-    if run in ("before", "after"):
-        print(f"{run:6} launch plans, {lesson.size_label(r['shape'])}: matmul {r['matmul_us']:.0f} µs a call = "
-              f"{r['matmul_us'] / r['empty_kernel_us']:.1f}× an empty Numba launch ({r['empty_kernel_us']:.0f} µs)"
-              + (f", {r['matmul_us'] / r['direct_empty_kernel_us']:.1f}× an empty launch through cuda.core "
-                 f"({r['direct_empty_kernel_us']:.0f} µs: the floor of any launch from Python)"
-                 if "direct_empty_kernel_us" in r else ""))
+if overhead:
+    print(f"one matmul call at {lesson.size_label(overhead['shape'])}, host time:")
+    lesson.say(lesson_21.call_overhead_table(overhead))
 
 # %% [markdown]
 # Read the bars with the table: a bar is step 11's time against cuBLAS's in its own run, and the two runs timed

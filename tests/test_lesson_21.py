@@ -26,3 +26,13 @@ def test_the_suite_table_says_which_time_moved():
     table = lesson_21.suite_speedups(run(3.0, 1.0), run(1.0, 0.5))
     assert table.rows[0]["step 11 faster by"] == 3.0 and table.rows[0]["cuBLAS faster by"] == 2.0
     assert "| 3.00× | 2.00× |" in table
+
+
+def test_the_call_overhead_table_divides_by_the_empty_launches():
+    run = {"shape": [64, 64, 64], "matmul_us": 30.0, "empty_kernel_us": 10.0}
+    table = lesson_21.call_overhead_table({"shape": [64, 64, 64], "before": run,
+                                           "after": {**run, "matmul_us": 12.0, "direct_empty_kernel_us": 4.0}})
+    before, after = table.rows
+    assert before["matmul ÷ empty Numba launch"] == 3.0 and before["matmul ÷ empty cuda.core launch"] is None
+    assert after["matmul ÷ empty Numba launch"] == 1.2 and after["matmul ÷ empty cuda.core launch"] == 3.0
+    assert "| after | 12 | 10 | 1.2× | 4 | 3.0× |" in table

@@ -169,6 +169,23 @@ def call_overhead() -> dict | None:
     return {"shape": before["shape"], "before": before, "after": after}
 
 
+def call_overhead_table(overhead: dict) -> MarkdownTable:
+    """:func:`call_overhead` as a table: one ``matmul`` call's host time before and after launch plans, against an
+    empty kernel launched through Numba and (where measured) through ``cuda.core``."""
+    rows = []
+    for run in ("before", "after"):
+        r = overhead[run]
+        direct = r.get("direct_empty_kernel_us")
+        rows.append({"launch plans": run, "matmul, µs a call": r["matmul_us"],
+                     "empty Numba launch, µs": r["empty_kernel_us"],
+                     "matmul ÷ empty Numba launch": r["matmul_us"] / r["empty_kernel_us"],
+                     "empty cuda.core launch, µs": direct,
+                     "matmul ÷ empty cuda.core launch": direct and r["matmul_us"] / direct})
+    return table(rows, {"matmul, µs a call": "{:.0f}", "empty Numba launch, µs": "{:.0f}",
+                        "matmul ÷ empty Numba launch": "{:.1f}×", "empty cuda.core launch, µs": "{:.0f}",
+                        "matmul ÷ empty cuda.core launch": "{:.1f}×"})
+
+
 def held_out() -> dict | None:
     """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
     from gemm_steps.harness import results_files
