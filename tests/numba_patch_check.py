@@ -23,7 +23,7 @@ def compare(step: str, config: dict | None) -> dict:
     from numba import cuda
 
     import gemm_steps
-    from gemm_steps.harness.ptx import compile_kernel_ptx
+    from gemm_steps.harness.ptx import compile_kernel_ptx, compile_options
     from gemm_steps.toolkit import numba_patches
     from gemm_steps.toolkit.tile_config import TileConfig
 
@@ -34,8 +34,6 @@ def compare(step: str, config: dict | None) -> dict:
         kernels = gemm_steps.get_step(step).kernels()
     result = {}
     for label, (dispatcher, signature) in kernels.items():
-        options = getattr(dispatcher, "targetoptions", {}) or {}
-        extra = {key: options[key] for key in ("launch_bounds", "fastmath") if key in options}
         ptx, seconds = {}, {}
         start = time.perf_counter()
         ptx[True] = compile_kernel_ptx(dispatcher, signature, (9, 0))  # applies the patches
@@ -43,7 +41,7 @@ def compare(step: str, config: dict | None) -> dict:
         numba_patches.remove()
         start = time.perf_counter()
         ptx[False], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
-                                     output="ptx", **extra)
+                                     output="ptx", **compile_options(dispatcher))
         seconds[False] = time.perf_counter() - start
         result[label] = [_normalized(ptx[True]) == _normalized(ptx[False]), seconds[True], seconds[False]]
     numba_patches.apply()

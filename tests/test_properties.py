@@ -15,7 +15,8 @@ What is drawn, per step:
 Budget: the simulator runs every GPU thread as a Python thread, so a 129×129 product is cheap for a step with
 8×8 results per thread and costly for one with 1 result per thread. Each drawn shape is scaled down (K first,
 then the larger of M and N) until the cost model (:func:`example_seconds`) predicts at most
-``SECONDS_PER_EXAMPLE`` (1 s: enough for two k-tiles of step 9's 128×256 tile), so a step costs at most
+``SECONDS_PER_EXAMPLE`` (1 s: enough for two k-tiles of step 9's 128×256 tile; on a GPU every drawn shape runs
+as drawn), so a step costs at most
 ``MAX_EXAMPLES × SECONDS_PER_EXAMPLE`` by that model (plus the 1×1×1 example). (Until 2026-11-26 the API's model
 priced the warpgroup steps 14–18 as FMA steps without barriers, 3–6× too cheap at the time, so this file kept a model
 of its own for them; the API's model now counts barriers and 3xTF32's three products, and errs on the slow side for

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from gemm_steps.harness.ptx import in_gpu_mode
+from gemm_steps.harness.ptx import compile_options, in_gpu_mode
 from gemm_steps.harness.step import get_step
 
 from .display import MarkdownTable, as_step
@@ -64,13 +64,11 @@ def _timed_compile(dispatcher, signature: str) -> tuple[str, dict, float]:
             if inside:  # NVVM ran inside a pass: count it once, as NVVM
                 spent[inside[0]] = spent.get(inside[0], 0.0) - seconds
 
-    options = getattr(dispatcher, "targetoptions", {}) or {}
-    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath") if key in options}
     compiler_machinery.PassManager._runPass, nvvm.compile_ir = run_pass, compile_ir
     try:
         start = time.perf_counter()
         ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0), output="ptx",
-                              **kwargs)
+                              **compile_options(dispatcher))
         total = time.perf_counter() - start
     finally:
         compiler_machinery.PassManager._runPass, nvvm.compile_ir = original_run, original_nvvm

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Iterable
 
 from gemm_steps.harness.step import get_step
-from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, in_gpu_mode, ptx_stats, ptxas_info,
-                                    remembered_in_gpu_mode, remembered_per_item)
+from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, compile_options, in_gpu_mode, ptx_stats,
+                                    ptxas_info, remembered_in_gpu_mode, remembered_per_item)
 
 from . import profiles
 from .display import MarkdownTable, StepLike, as_step
@@ -122,9 +122,8 @@ def _compile_unpatched(dispatcher, signature: str, cc: tuple[int, int]) -> str:
     """:func:`gemm_steps.harness.ptx.compile_kernel_ptx` without re-applying the lowering workaround."""
     from numba import cuda
 
-    options = getattr(dispatcher, "targetoptions", {}) or {}
-    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
-    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ptx", **kwargs)
+    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=cc, output="ptx",
+                          **compile_options(dispatcher))
     return ptx
 
 

@@ -212,6 +212,16 @@ def nvvm_version() -> tuple[int, ...] | None:
         return None
 
 
+#: The compile options of a ``cuda.jit`` dispatcher that ``cuda.compile`` takes too (:func:`compile_options`).
+COMPILE_OPTIONS = ("launch_bounds", "fastmath", "debug", "lineinfo", "opt")
+
+
+def compile_options(dispatcher: Any) -> dict:
+    """The dispatcher's own compile options, for ``cuda.compile``: what the GPU would build it with."""
+    options = getattr(dispatcher, "targetoptions", {}) or {}
+    return {key: options[key] for key in COMPILE_OPTIONS if key in options}
+
+
 def lowered_kernel(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> Any:
     """Numba's lowering of one kernel (a ``cuda.jit`` dispatcher) for one signature: typing and LLVM IR, the slow half
     of a compile (a Hopper step's fast kernel: ~2-4 s, then NVVM ~0.2-0.9 s per output on a CI core). NVVM makes of
@@ -221,17 +231,15 @@ def lowered_kernel(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAUL
     Uses the dispatcher's own Python function and its compile options (``launch_bounds``, ``fastmath``, …), so the
     code is what the GPU would run, and the step's compile-time patches (:mod:`gemm_steps.toolkit.numba_patches`).
     Calls numba-cuda 0.30's ``_compile_pyfunc_with_fixup``, the function ``cuda.compile`` itself calls (the version is
-    pinned; ``tests/test_ptx.py`` compares the two). Needs GPU mode, not a GPU."""
+    pinned; ``tests/test_numba_patches.py`` compares the two). Needs GPU mode, not a GPU."""
     _require_gpu_mode()
     from numba.cuda import compiler
 
     from ..toolkit import numba_patches as _numba_patches
 
     _numba_patches.apply()  # the same lowering the steps compile with (see that module: output is identical)
-    options = getattr(dispatcher, "targetoptions", {}) or {}
-    kwargs = {key: options[key] for key in ("launch_bounds", "fastmath", "debug", "lineinfo", "opt") if key in options}
     library, _ = compiler._compile_pyfunc_with_fixup(dispatcher.py_func, signature, device=False, abi="numba", cc=cc,
-                                                     **kwargs)
+                                                     **compile_options(dispatcher))
     return library
 
 

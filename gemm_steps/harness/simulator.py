@@ -16,7 +16,9 @@ and finishing a simulated thread costs ~0.6 ms, each multiply-add it does ~1 µs
 side. Measured on 2026-11-26 on that machine (one call after a warm-up, every step at one full tile and at a ragged
 shape of about 2 × 1 tiles, 0.2–9.7 s a call): every step took 0.2–1.05× the estimate — step 3 and the warpgroup
 steps (14–19) about 0.6–1.0×, steps 1, 2, 12 and 13 and the larger shapes of steps 7–11 a fifth to a third. A
-product just under the limit finishes in time; one refused may have finished in a fifth of the estimate.
+product just under the limit finishes in time; one refused may have finished in a fifth of the estimate. (Those
+times predate the longer thread switch interval of ``toolkit/simulator_patches.py``, which made calls up to ~30 %
+faster: the model errs further on the slow side now, not fitted again.)
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ most of its time starting them) within its noise, 2.5–3.3 s.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 _APPLIED = False
@@ -70,8 +71,6 @@ def apply() -> None:
     global _APPLIED
     if _APPLIED:
         return
-    import sys
-
     import numpy as np
     from numba.cuda.simulator import kernel as sim
 
@@ -138,8 +137,6 @@ def _shared_arrays_by_caller_line() -> None:
     simulator found them with ``traceback.extract_stack``, which walks the whole call stack — through the harness,
     pytest or a notebook — and has ``linecache`` check every file on it, at every call of every thread. The calling
     frame alone gives the same (file, line)."""
-    import sys
-
     import numpy as np
     from numba.cuda.simulator import kernelapi
 
