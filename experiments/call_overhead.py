@@ -105,16 +105,7 @@ def add(row: dict, name: str, call) -> None:
 def recorded_launches(tiled, a, b, c) -> list:
     """The launches a plan of ``tiled`` makes for these arrays, as Numba launches them: (dispatcher, signature, grid,
     threads, shared bytes, stream, arguments) each (what ``LaunchPlan.record`` writes down)."""
-    recorded: list = []
-    builds = list(tiled.builds())
-    for build in builds:
-        build.recording = recorded
-    try:
-        tiled.launch_through_numba(a, b, c, 0)
-    finally:
-        for build in builds:
-            build.recording = None
-    return recorded
+    return launch_plans.recorded_launches(tiled, a, b, c, 0)
 
 
 _EMPTY: dict = {}

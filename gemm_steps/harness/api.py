@@ -13,6 +13,7 @@ Rules (the same for every step, :func:`gemm_steps.matmul` and :func:`gemm_steps.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -186,13 +187,27 @@ def _fill_zero(c: Any, stream: Any) -> None:
     c.copy_to_device(zeros, stream=stream)
 
 
+#: Numba's simulator runs one kernel at a time in a process (it swaps the kernel module's ``cuda`` for a fake one and
+#: asserts "concurrent simulated kernel not supported"): host threads calling steps at once take turns here.
+_SIMULATED_LAUNCH = threading.Lock()
+
+
+def _simulated(step) -> LaunchFn:
+    """``launch_with_progress(step, …)``, one simulated launch at a time (:data:`_SIMULATED_LAUNCH`)."""
+    from .simulator import launch_with_progress
+
+    def launch(a, b, c, stream):
+        with _SIMULATED_LAUNCH:
+            launch_with_progress(step, a, b, c, stream)
+    return launch
+
+
 def run_step(step, a, b, out=None, stream=0):
     """``a @ b`` with one step; on the simulator, a product too large for it is refused up front."""
     if SIMULATOR:
-        from .simulator import check, launch_with_progress
+        from .simulator import check
 
-        return run(lambda a, b, c, stream: launch_with_progress(step, a, b, c, stream), a, b, out, stream,
-                   before_launch=lambda m, n, k: check(step, m, n, k))
+        return run(_simulated(step), a, b, out, stream, before_launch=lambda m, n, k: check(step, m, n, k))
     return run(step.launch, a, b, out, stream)
 
 
@@ -215,6 +230,8 @@ else:
         """``device_pointer(x)`` of a Numba device array, without the ``ctypes`` object its property makes."""
         return int(x.gpu_data.device_pointer)
 
+_thread = threading.get_ident
+
 #: Calls remembered at most; past that the memo is emptied (and refilled by the calls that follow).
 CALLS_KEPT = 256
 _CALLS: dict = {}
@@ -222,7 +239,8 @@ _CALLS: dict = {}
 
 def _call_key(a: Any, b: Any, out: Any, step: Any, precision: Any) -> tuple | None:
     """What validation and the step choice of ``matmul(a, b, step, out, precision)`` depend on, with the three
-    addresses; None for a call :func:`replay` never takes (not all device arrays of this class, or not float32).
+    addresses and the calling host thread (a remembered launch plan holds its thread's workspaces); None for a call
+    :func:`replay` never takes (not all device arrays of this class, or not float32).
     The dtype is compared by identity: NumPy's float32 is one object; an equal dtype that is another object
     (metadata, say) takes the full path."""
     device = _DeviceArray
@@ -234,7 +252,7 @@ def _call_key(a: Any, b: Any, out: Any, step: Any, precision: Any) -> tuple | No
         out_key = (out.shape, out.strides, _address(out))
     else:
         return None
-    return (a.shape, a.strides, _address(a), b.shape, b.strides, _address(b), out_key, step, precision)
+    return (a.shape, a.strides, _address(a), b.shape, b.strides, _address(b), out_key, step, precision, _thread())
 
 
 def replay(a: Any, b: Any, out: Any, step: Any, precision: Any):
@@ -285,7 +303,7 @@ def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice
     tiled = chosen.tiled
     if out is not None and not SIMULATOR and tiled is not None and _replays_plans(tiled):
         pointers = (key[2], key[5], key[6][2])
-        plan = tiled._plans.get(tiled.plan_key(a, b, pointers, 0))
+        plan = tiled.thread_plans().get(tiled.plan_key(a, b, pointers, 0))
     try:
         if len(_CALLS) >= CALLS_KEPT:
             _CALLS.clear()
@@ -297,11 +315,13 @@ def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice
 def _step_launch(step, m: int, n: int, k: int) -> LaunchFn:
     """What :func:`run_step` launches for ``step`` on validated arrays (the simulator's time check included)."""
     if SIMULATOR:
-        from .simulator import check, launch_with_progress
+        from .simulator import check
+
+        simulated = _simulated(step)
 
         def launch(a, b, c, stream):
             check(step, m, n, k)
-            launch_with_progress(step, a, b, c, stream)
+            simulated(a, b, c, stream)
         return launch
     return lambda a, b, c, stream: step.launch(a, b, c, stream)  # looked up at each call, as run_step does
 

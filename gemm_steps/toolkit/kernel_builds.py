@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -31,6 +32,10 @@ SIGNATURE = "void(float32[::1], float32[::1], float32[::1], uint32, uint32, uint
 #: … and the stream-K kernel's extra ones (workspace, flags, data-parallel and stream-K tile counts).
 SIGNATURE_STREAM_K = SIGNATURE[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
 
+
+#: Held while a kernel is generated or compiled: two host threads launching a step for the first time at once
+#: would each write its generated source file and compile it (Numba's compiles are serialized anyway).
+BUILD_LOCK = threading.RLock()
 
 #: The toolkit modules of warp- and warpgroup-wide operations (steps 12–19's kernels import from them).
 WARP_WIDE_MODULES = ("gemm_steps.toolkit.tensor_core_ops", "gemm_steps.toolkit.warpgroup_ops",
@@ -102,19 +107,27 @@ class KernelBuild:
         """The ``cuda.jit`` dispatcher of the fast or edge kernel (generated on first use)."""
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.kernel("edge")
-        if variant not in self._kernels:
-            constants = self.variant_constants(variant)
-            source = self.expand(constants)
-            # On a GPU, generated sources go to a cache folder so Numba can keep the compiled kernels on disk:
-            # the first call of a step compiles for seconds, later processes load it at once.
-            directory = None if (SIMULATOR or self.overrides) else unroll.cache_dir()
-            namespace = {**self.globals, **constants, **self.overrides}
-            unroll.define(source, constants["KERNEL_NAME"], namespace, key=repr(sorted(constants.items())),
-                          directory=directory)
-            self._sources[variant] = source
-            self._kernels[variant] = kernel(namespace[constants["KERNEL_NAME"]], launch_bounds=self.launch_bounds,
-                                            **({"cache": True} if directory else {}))
+        found = self._kernels.get(variant)
+        if found is not None:
+            return found
+        with BUILD_LOCK:
+            if variant not in self._kernels:
+                self._define(variant)
         return self._kernels[variant]
+
+    def _define(self, variant: str) -> None:
+        """Generate one variant's source and make its dispatcher (under ``BUILD_LOCK``)."""
+        constants = self.variant_constants(variant)
+        source = self.expand(constants)
+        # On a GPU, generated sources go to a cache folder so Numba can keep the compiled kernels on disk:
+        # the first call of a step compiles for seconds, later processes load it at once.
+        directory = None if (SIMULATOR or self.overrides) else unroll.cache_dir()
+        namespace = {**self.globals, **constants, **self.overrides}
+        unroll.define(source, constants["KERNEL_NAME"], namespace, key=repr(sorted(constants.items())),
+                      directory=directory)
+        self._sources[variant] = source
+        self._kernels[variant] = kernel(namespace[constants["KERNEL_NAME"]], launch_bounds=self.launch_bounds,
+                                        **({"cache": True} if directory else {}))
 
     def generated(self, variant: str) -> str:
         """The expanded source of one kernel (``fast`` or ``edge``): what Numba compiles."""
@@ -154,6 +167,11 @@ class KernelBuild:
         dispatcher = self.kernel(variant)
         if SIMULATOR or dispatcher.overloads:
             return
+        with BUILD_LOCK:
+            if not dispatcher.overloads:  # another thread may have compiled it while this one waited
+                self._compile_now(variant, dispatcher)
+
+    def _compile_now(self, variant: str, dispatcher) -> None:
         major, minor = cuda.get_current_device().compute_capability
         print(f"gemm-steps: compiling the {self.name} {variant} kernel for sm_{major}{minor} (first use in this "
               "process; cached on disk for later runs) …", file=sys.stderr, flush=True)
@@ -163,4 +181,4 @@ class KernelBuild:
               file=sys.stderr, flush=True)
 
 
-__all__ = ["KernelBuild", "SIGNATURE", "SIGNATURE_STREAM_K", "STATIC_SHARED_LIMIT"]
+__all__ = ["BUILD_LOCK", "KernelBuild", "SIGNATURE", "SIGNATURE_STREAM_K", "STATIC_SHARED_LIMIT"]

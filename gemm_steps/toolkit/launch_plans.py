@@ -2,13 +2,19 @@
 ``cuda.core`` (GPU only) — how ``matmul``'s repeated calls skip Numba's per-launch typing and marshalling.
 
 A :class:`~.tiles.TiledKernels` asks for a plan on the first launch of a shape (``TiledKernels.launch``) and replays
-it afterwards; while a plan is recorded, each build involved has a ``recording`` list, and its ``configured``
-writes launches there instead of making them.
+it afterwards; while a plan is recorded, :func:`recording` gives the recording thread its list, and a build's
+``configured`` writes launches there instead of making them.
+
+Several host threads may call ``matmul`` at once. So nothing a launch is recorded into lives on a shared object: the
+list is the recording thread's own (a ``threading.local``), and a plan, with the workspaces it holds, is kept per
+host thread (``TiledKernels.plan_key``, :class:`~.workspaces.Workspaces`): two threads never record into one list,
+nor replay launches that share scratch memory.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -19,6 +25,27 @@ from .kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
 #: ``cuda.core.launch`` (``DirectLaunch.bind``), which packs them at every call. Off until a GPU run shows it gives
 #: the same results, faster (experiments/call_overhead.py measures both, and compares their results bitwise).
 DRIVER_LAUNCHES = False
+
+_THREAD = threading.local()
+
+
+def recording() -> list | None:
+    """The list this host thread writes its launches into while it records a :class:`LaunchPlan`; None otherwise
+    (launches are made). Another thread recording at the same time has a list of its own."""
+    return getattr(_THREAD, "launches", None)
+
+
+def recorded_launches(tiles, a, b, c, stream) -> list:
+    """The launches ``tiles.launch_through_numba(a, b, c, stream)`` makes — through every build it may launch
+    through (itself, the build its edge kernel comes from, a data-parallel fallback) — written down instead of made:
+    (dispatcher, signature, grid, threads, shared bytes, stream, arguments) each."""
+    launches: list = []
+    _THREAD.launches = launches
+    try:
+        tiles.launch_through_numba(a, b, c, stream)
+    finally:
+        _THREAD.launches = None
+    return launches
 
 
 class LaunchPlan:
@@ -43,19 +70,10 @@ class LaunchPlan:
 
     @classmethod
     def record(cls, tiles, a, b, c, stream) -> "LaunchPlan":
-        """Run ``tiles.launch_through_numba`` with every build it may launch through (itself, the build its edge
-        kernel comes from, a data-parallel fallback: ``tiles.builds()``) writing its launches into one list."""
-        recorded: list = []
-        builds = list(tiles.builds())
-        for build in builds:
-            build.recording = recorded
-        try:
-            tiles.launch_through_numba(a, b, c, stream)
-        finally:
-            for build in builds:
-                build.recording = None
+        """The launches of ``tiles.launch_through_numba`` (:func:`recorded_launches`), made ready to replay."""
         launches = []
-        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded:
+        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded_launches(
+                tiles, a, b, c, stream):
             rest = []
             for argument in arguments[3:]:  # after A, B and C
                 if isinstance(argument, (int, np.integer)):

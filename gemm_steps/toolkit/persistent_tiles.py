@@ -75,11 +75,6 @@ class StreamKTiles(PersistentTiles):
             raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
         self.data_parallel_fallback = data_parallel_fallback
 
-    def builds(self):
-        yield from super().builds()
-        if self.data_parallel_fallback is not None:
-            yield from self.data_parallel_fallback.builds()
-
     def signature(self, variant: str) -> str:
         return SIGNATURE_STREAM_K  # both variants take the workspace, flags and split
 

@@ -22,6 +22,7 @@ records a shape's launches once as a :class:`~.launch_plans.LaunchPlan` that lat
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from .backend import SIMULATOR
 from . import gpu_requirements
 from .kernel_builds import KernelBuild
 from .kernel_tools import ceil_div, device_pointer, on_one_cpu, quiet_small_grids
-from .launch_plans import LaunchPlan
+from .launch_plans import LaunchPlan, recording
 from .tile_config import TileConfig
 
 #: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
@@ -69,8 +70,7 @@ class TiledKernels(KernelBuild):
         self.min_compute_capability = min_compute_capability
         self._opted_in: set = set()
         self._resident_blocks: dict[str, int] = {}
-        self._plans: dict = {}
-        self.recording: list | None = None  # while a LaunchPlan is recorded: where launches are written down
+        self._thread = threading.local()  # each host thread's launch plans (a plan holds its workspaces)
 
     def resident_blocks(self, variant: str = "fast") -> int:
         """How many blocks of one kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
@@ -111,10 +111,11 @@ class TiledKernels(KernelBuild):
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.configured("edge", grid, stream)
         self.compile(variant)
-        if self.recording is not None:
+        launches = recording()  # this thread's LaunchPlan being recorded, if any
+        if launches is not None:
             if self.dynamic_shared_bytes:
                 self._function(variant)  # the opt-in to the larger shared memory, once per context
-            return lambda *arguments: self.recording.append(
+            return lambda *arguments: launches.append(
                 (self.kernel(variant), self.signature(variant), grid, self.threads, self.dynamic_shared_bytes,
                  stream, arguments))
         if not self.dynamic_shared_bytes:
@@ -140,20 +141,24 @@ class TiledKernels(KernelBuild):
                 self.launch_through_numba(a, b, c, stream)
             return
         pointers = (device_pointer(a), device_pointer(b), device_pointer(c))
+        plans = self.thread_plans()
         key = self.plan_key(a, b, pointers, stream)
-        plan = self._plans.get(key)
+        plan = plans.get(key)
         if plan is None:
             self._refuse_other_gpus()  # once per shape, not on every replayed launch
-            if len(self._plans) >= LaunchPlan.KEPT:
-                self._plans.clear()
-            plan = self._plans[key] = LaunchPlan.record(self, a, b, c, stream)
+            if len(plans) >= LaunchPlan.KEPT:
+                plans.clear()
+            plan = plans[key] = LaunchPlan.record(self, a, b, c, stream)
         plan(*pointers)
 
-    def builds(self):
-        """This build and every other one a launch of it may go through (the build its edge kernel comes from)."""
-        yield self
-        if self.edge_source is not None:
-            yield from self.edge_source.builds()
+    def thread_plans(self) -> dict:
+        """This host thread's launch plans, by :meth:`plan_key`. Each thread records and replays its own: a plan
+        holds workspaces (stream-K partial sums, split-K slices), and two threads' launches on one stream interleave,
+        so a shared plan would let one thread's kernel overwrite the other's partial sums before they are read."""
+        plans = getattr(self._thread, "plans", None)
+        if plans is None:
+            plans = self._thread.plans = {}
+        return plans
 
     def plan_key(self, a, b, pointers: tuple[int, int, int], stream) -> tuple:
         """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds (from
@@ -177,12 +182,13 @@ class TiledKernels(KernelBuild):
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         with quiet_small_grids():  # an edge strip or a small product is a small grid on purpose
             if full_rows and full_cols:
-                self.launch_full_tiles(flat, sizes, full_rows, full_cols, stream)
+                self.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, (a, b))
             if full_rows * full_cols < grid_rows * grid_cols:
                 self.configured("edge", (grid_cols, grid_rows), stream)(*flat, *sizes)
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        """The fast kernel over the full tiles: one block per tile."""
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+        """The fast kernel over the full tiles: one block per tile. ``matrices``: A and B as 2-D arrays (a TMA
+        build makes its tensor maps from them)."""
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
 
 

@@ -19,6 +19,7 @@ from .backend import SIMULATOR
 from .kernel_tools import ceil_div, device_pointer
 from .mbarrier_ops import tensor_map_2d
 from .kernel_builds import SIGNATURE
+from .launch_plans import recording
 from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels
 from .workspaces import Workspaces
 
@@ -35,17 +36,12 @@ class TmaTiles(TiledKernels):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._maps: dict = {}
-        self._matrices = None
 
     def signature(self, variant: str) -> str:
         return self.signature_fast if variant == "fast" else SIGNATURE
 
     def plan_key(self, a, b, pointers, stream) -> tuple:
         return (*super().plan_key(a, b, pointers, stream), *pointers[:2])  # the plan holds A's and B's tensor maps
-
-    def launch_through_numba(self, a, b, c, stream=0) -> None:
-        self._matrices = (a, b)
-        super().launch_through_numba(a, b, c, stream)
 
     def tensor_maps(self, a, b) -> tuple:
         """A's and B's tensor maps (device arrays), made on first use for these buffers and shapes."""
@@ -58,17 +54,17 @@ class TmaTiles(TiledKernels):
                                tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"]))
         return self._maps[key]
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices))
 
 
 class PersistentTmaTiles(TmaTiles):
     """A TMA build whose fast kernel is persistent: a grid of as many blocks as the GPU holds at once (at most one per
     full tile), each walking tiles blockIdx.x, blockIdx.x + gridDim.x, … itself (step 19)."""
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         blocks = min(full_rows * full_cols, self.resident_blocks("fast"))
-        self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*self._matrices))
+        self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*matrices))
 
 
 class SplitKTmaTiles(TmaTiles):
@@ -105,12 +101,12 @@ class SplitKTmaTiles(TmaTiles):
         slices = max(1, int(self.slices(tiles, k // self.config.BLOCK_K, self.sm_count())))
         return slices if slices * m * n < 2 ** 32 else 1
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         m, n, k = (int(size) for size in sizes[:3])
         slices = self.slice_count(m, n, k, full_rows * full_cols)
         partials = self.workspace(slices * m * n if slices > 1 else 1, stream)
         self.configured("fast", (full_cols, full_rows, slices), stream)(*flat, *sizes,
-                                                                        *self.tensor_maps(*self._matrices), partials)
+                                                                        *self.tensor_maps(*matrices), partials)
         if slices > 1:
             rows, cols = full_rows * self.config.BLOCK_M, full_cols * self.config.BLOCK_N
             arguments = (*flat, *sizes[:3], np.uint32(rows), np.uint32(cols), partials)
@@ -118,10 +114,11 @@ class SplitKTmaTiles(TmaTiles):
 
     def launch_reduce(self, blocks: int, stream, arguments: tuple) -> None:
         """The reduction kernel over ``blocks`` blocks — written down instead while a launch plan is recorded."""
-        if self.recording is not None:
+        launches = recording()
+        if launches is not None:
             if not self.reduce.overloads:
                 self.reduce.compile(self.reduce_signature)
-            self.recording.append((self.reduce, self.reduce_signature, blocks, self.REDUCE_THREADS, 0, stream,
+            launches.append((self.reduce, self.reduce_signature, blocks, self.REDUCE_THREADS, 0, stream,
                                    arguments))
             return
         self.reduce[blocks, self.REDUCE_THREADS, stream](*arguments)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .backend import SIMULATOR, user_cache
+from .kernel_builds import BUILD_LOCK
 
 
 def user_table() -> Path:
@@ -99,7 +100,9 @@ class TunedKernels:
     def built(self):
         """The step's kernels (a ``TiledKernels``), built for :meth:`chosen_config` on first use."""
         if self._built is None:
-            self._built = self.build(self.chosen_config())
+            with BUILD_LOCK:  # two threads' first calls build one set of kernels, not two
+                if self._built is None:
+                    self._built = self.build(self.chosen_config())
         return self._built
 
     def __getattr__(self, name: str):

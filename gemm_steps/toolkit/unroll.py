@@ -40,6 +40,7 @@ import inspect
 import linecache
 import os
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -312,7 +313,7 @@ def define(source: str, name: str, namespace: dict[str, Any], key: str = "", dir
     if directory is not None:
         path = directory / f"{name}_{digest}.py"
         if not path.exists():
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
             temporary.write_text(source)
             os.replace(temporary, path)
         filename = str(path)
