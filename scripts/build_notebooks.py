@@ -90,8 +90,46 @@ def unexecuted(nb_path: Path) -> list[int]:
     return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count") is None]
 
 
+def kernel_environment() -> dict[str, str]:
+    """The environment a notebook's kernel starts with: this one, less any ``PYTHONPATH`` entry that is this checkout.
+
+    A learner opens a notebook from the installed package (``pip install -e .``) in the notebook's own folder, where
+    only ``gemm_steps`` is importable, not the checkout's ``experiments/`` or ``scripts/``: the notebooks are built
+    and tested the same way, so a lesson that imports anything else fails here as it would for the learner."""
+    env = dict(os.environ)
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+_INSTALLED: dict[str, str] = {}
+
+
+def installed_package(env: dict[str, str], cwd: Path) -> Path:
+    """Where a Python started like a notebook's kernel (``env``, in ``cwd``) finds ``gemm_steps``; raises if that is
+    not this checkout's (not installed, or installed from another checkout)."""
+    key = str(cwd)
+    if key not in _INSTALLED:
+        import subprocess
+
+        found = subprocess.run([sys.executable, "-c", "import importlib.util as u; s = u.find_spec('gemm_steps'); "
+                                "print(s.origin if s else '')"], cwd=cwd, env=env, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        _INSTALLED[key] = found
+    origin = _INSTALLED[key]
+    if not origin or Path(origin).resolve().parent != REPO / "gemm_steps":
+        raise RuntimeError(f"a notebook in {cwd} would import gemm_steps from {origin or 'nowhere'}, not from "
+                           f"{REPO / 'gemm_steps'}: install this checkout first (python -m pip install -e .)")
+    return Path(origin).parent
+
+
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600, progress=None) -> nbformat.NotebookNode:
-    """Run every cell in a fresh kernel started in ``cwd``, with this checkout importable as ``gemm_steps``.
+    """Run every cell in a fresh kernel started in ``cwd``, as a learner's would be: ``gemm_steps`` from the installed
+    package (this checkout, installed with ``pip install -e .``), and the checkout itself not on ``PYTHONPATH``
+    (:func:`kernel_environment`).
 
     ``progress(done, total)`` is called after each cell (the tests use it to say where a long lesson is)."""
     from nbclient import NotebookClient
@@ -104,18 +142,24 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 600, progress=N
         if progress is not None:
             progress(executed[0], total)
 
-    env_path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env_path] if env_path else []))
+    env = kernel_environment()
+    installed_package(env, cwd)
+    saved = os.environ.get("PYTHONPATH")
+    _set_pythonpath(env.get("PYTHONPATH"))  # the kernel inherits this process's environment
     try:
         NotebookClient(nb, timeout=timeout, kernel_name=KERNEL["name"], record_timing=False,
                        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its TCP-transport warning
                        resources={"metadata": {"path": str(cwd)}}, on_cell_executed=after_cell).execute()
     finally:
-        if env_path is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = env_path
+        _set_pythonpath(saved)
     return nb
+
+
+def _set_pythonpath(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = value
 
 
 def build(lesson: Path, timeout: int) -> float:

@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
+import os
 import re
 from pathlib import Path
 
@@ -130,9 +132,83 @@ def test_lesson_runs_on_the_simulator(path, tmp_path, monkeypatch):
             "import pathlib, gemm_steps.harness.results_files as results_files\n"
             f"results_files.RESULTS_DIR = pathlib.Path({str(tmp_path)!r})"))
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # the kernel's backend, on a GPU machine too
-    build.execute(nb, tmp_path, timeout=CELL_TIMEOUT_S)  # raises with the first failing cell's error
+    # As a learner runs it: in the notebook's own folder, gemm_steps from the installed package, the checkout not on
+    # PYTHONPATH (build.execute), so `experiments/` and `scripts/` cannot be imported.
+    folder = build.notebook_path(path).parent
+    before = _files_of(folder)
+    build.execute(nb, folder, timeout=CELL_TIMEOUT_S)  # raises with the first failing cell's error
+    assert _files_of(folder) <= before, f"{path.stem} left files in {folder.name}/: {_files_of(folder) - before}"
     if "measure_or_load" in path.read_text():
         assert SHIPPED in _text_outputs(nb), "the timing cells did not run against the results file"
+
+
+def _files_of(folder: Path) -> set[str]:
+    """The files a notebook run could leave in its folder (notebooks aside: another run may be rebuilding them)."""
+    return {p.name for p in folder.iterdir() if p.suffix != ".ipynb"}
+
+
+#: A module path in a string, as handed to importlib or to hopper.ptxas_reports ("experiments.kernels.x:ptx_kernels").
+_MODULE_PATH = re.compile(r"^(\w+)(\.\w+)*(:\w+)?$")
+
+
+def _imported_repo_folders(source: str, where: str) -> list[str]:
+    """Every import of, or module path string into, a folder that only a checkout has (experiments, scripts, tests,
+    lessons): a learner's installed course has none of them."""
+    repo_only = {"experiments", "scripts", "tests", "lessons"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_PATH.match(node.value) \
+                and "." in node.value:
+            names = [node.value]
+        found += [f"{where}:{node.lineno}: {name}" for name in names if name.split(".")[0] in repo_only]
+    return found
+
+
+def test_nothing_a_learner_runs_imports_the_checkouts_own_folders():
+    """Lessons, deep dives, the notebooks' code cells and the package import only the package (and what it needs):
+    deep dive 17 once asked for ``experiments.kernels.warpgroup_specialized`` and failed on a learner's machine."""
+    found = []
+    for path in LESSONS:
+        for i, (kind, source) in enumerate(build.cells(build.read_lesson(path))):
+            if kind == "code":
+                found += _imported_repo_folders(ipython_free(source), f"{build.name(path)} cell {i}")
+    for nb_path in sorted(build.NOTEBOOKS.rglob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(nb_path, as_version=4).cells):
+            if cell.cell_type == "code":
+                found += _imported_repo_folders(ipython_free(cell.source), f"{nb_path.name} cell {i}")
+    package = REPO / "gemm_steps"
+    for path in sorted(package.rglob("*.py")):
+        found += _imported_repo_folders(path.read_text(), str(path.relative_to(REPO)))
+    assert not found, "\n".join(found)
+
+
+def test_the_import_check_can_fail():
+    source = ('import experiments.kernels\nfrom scripts import build_notebooks\n'
+              'hopper.ptxas_reports(["step:x", "experiments.kernels.warpgroup_specialized:ptx_kernels"])\n'
+              'from gemm_steps.course import hopper\nprint("experiments/results is data")\n')
+    assert [line.split(": ")[1] for line in _imported_repo_folders(source, "cell")] == [
+        "experiments.kernels", "scripts", "experiments.kernels.warpgroup_specialized:ptx_kernels"]
+
+
+def ipython_free(source: str) -> str:
+    """A cell's source with IPython's magics and shell lines (``%time``, ``!ls``) blanked, so ``ast`` can read it."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def test_a_notebooks_kernel_does_not_see_the_checkout(monkeypatch, tmp_path):
+    """build.execute's kernel: the checkout's own PYTHONPATH entry is dropped, others kept; gemm_steps is this
+    checkout's installed package."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(tmp_path)]))
+    assert build.kernel_environment()["PYTHONPATH"] == str(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(REPO) + "/")
+    env = build.kernel_environment()
+    assert "PYTHONPATH" not in env
+    assert build.installed_package(env, tmp_path) == REPO / "gemm_steps"
 
 
 # -- the results finder and the helpers -----------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 # `setmaxnreg.inc`. For a long time the course believed that ptxas ignores the instruction in Numba's kernels: its
 # report said so. It did — in the way the course asked for the report. Here both ways, compiled on this CPU (NVVM
 # and nvJitLink from numba-cuda's CUDA wheels; no GPU needed), for step 17, step 16 (no hand-off) and the earlier
-# build whose producer was a ninth *warp* (`experiments/kernels/warpgroup_specialized.py`).
+# build whose producer was a ninth *warp* (`gemm_steps/course/ninth_warp.py`).
 
 # %%
 import gemm_steps
@@ -13,7 +13,7 @@ from gemm_steps.course import hopper, lesson
 
 budget = hopper.register_budget(gemm_steps.get_step("warp_specialized"))
 reports = hopper.ptxas_reports(["step:warp_specialized", "step:tma_pipeline",
-                                "experiments.kernels.warpgroup_specialized:ptx_kernels"])
+                                "gemm_steps.course.ninth_warp:ptx_kernels"])
 lesson.say(hopper.ptxas_table(reports))
 print(f"{budget['registers']:,} registers over {budget['threads']} threads: {budget['at_entry']} a thread at entry")
 
