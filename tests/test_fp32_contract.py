@@ -420,3 +420,70 @@ def test_the_docs_claim_about_cublas_and_the_simt_steps_matches_the_shipped_resu
     records = json.loads((Path(__file__).resolve().parent.parent / source).read_text())["records"]
     same = {(r["number"], r["M"]) for r in records if r["rel_error_vs_cublas"] == 0.0 and r["M"] == r["N"] == r["K"]}
     assert {(9, 1024), (10, 1024), (9, 8192), (10, 8192)} <= same
+
+
+# -- step 18's own paths on a GPU ----------------------------------------------------------------------------------
+#
+# The classes above run step 18 at 257 × 255: K = 1, 7 and 1000 are not multiples of its BLOCK_K, so those run step
+# 14's edge kernel; K = 64 is 2 × 1 full tiles; K = 16,384 splits K (few tiles, long K). So three of its paths need
+# shapes of their own: one slice over a long K (a large product: as many full tiles as SMs), the split-K reduction's
+# recompute of specials (add_slices_kernel), and B's big part past 2^117, where 2^11 · B overflows and the tile is
+# computed again by SGEMM's sum.
+
+def _step18_slices(m: int, n: int, k: int) -> int:
+    tiled = get_step(18).tiled
+    c = tiled.config
+    return tiled.slice_count(m, n, k, (m // c.BLOCK_M) * (n // c.BLOCK_N))
+
+
+@pytest.mark.gpu
+def test_gpu_step18_one_slice_over_a_long_k_keeps_the_contract():
+    """1280 × 1792 × 4096: 140 full tiles (at least one an SM), 128 k-tiles, one slice — the path of large squares.
+    Every finite class; the sequential sum is modelled on 48 sampled rows × 48 columns (the same sub-product)."""
+    m, n, k = 1280, 1792, 4096
+    assert _step18_slices(m, n, k) == 1, "this shape was meant to run unsplit"
+    rng = np.random.default_rng(18)
+    rows, cols = np.sort(rng.choice(m, 48, replace=False)), np.sort(rng.choice(n, 48, replace=False))
+    failures = []
+    for name, a, b in contract.input_classes(m, n, k, seed=18):
+        c = _run(18, a, b)[np.ix_(rows, cols)]
+        a_s, b_s = a[rows], b[:, cols]
+        exact = a_s.astype(np.float64) @ b_s.astype(np.float64)
+        reference = contract.normwise_error(contract.sgemm_model(a_s, b_s), a_s, b_s, exact)
+        error = contract.normwise_error(c, a_s, b_s, exact)
+        if not error <= contract.contract_bound(reference):
+            failures.append(f"{name}: {error:.2e} > {contract.contract_bound(reference):.2e}")
+    assert not failures, "step 18, one slice, K = 4096:\n" + "\n".join(failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_gpu_step18_split_k_recomputes_specials_like_sgemm():
+    """256 × 256 × 4096: 4 full tiles, 128 k-tiles — split into slices, and add_slices_kernel adds them; a sum that
+    comes out inf or NaN is computed again there as SGEMM does. Every special class: SGEMM's pattern exactly."""
+    m, n, k = 256, 256, 4096
+    assert _step18_slices(m, n, k) > 1, "this shape was meant to split K"
+    for name, a, b in contract.special_inputs(m, n, k, seed=4):
+        if name == "finite overflow":
+            b = np.abs(b) + 1
+        expected = contract.special_pattern(contract.sgemm_model(a, b))
+        got = contract.special_pattern(_run(18, a, b))
+        assert (got == expected).all(), f"step 18 split-K, {name}: {(got != expected).sum()} elements off the pattern"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [64, 4096], ids=["one slice", "split-K"])
+def test_gpu_step18_keeps_the_contract_where_b_passes_2_to_the_117(k):
+    """|b| ≥ 2^117 is finite and inside the contract's premise (here the sums stay near 2^110), but 2^11 · B's big
+    part overflows: the tile's sum comes out inf and the block (or the reduction) computes it again by SGEMM's
+    sequential sum — slow, and right. The result must keep the contract and hold no inf."""
+    m, n = 256, 256
+    rng = np.random.default_rng(117)
+    a = (rng.standard_normal((m, k)) * 2.0 ** -10).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    b[3, :] = np.float32(2.0 ** 118)  # one row of B past 2^117: every column's sum meets it
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    c = _run(18, a, b)
+    assert np.isfinite(c).all(), "a finite product inside the premise came out inf or NaN"
+    reference = contract.normwise_error(contract.sgemm_model(a, b), a, b, exact)
+    assert contract.normwise_error(c, a, b, exact) <= contract.contract_bound(reference)

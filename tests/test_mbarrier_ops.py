@@ -5,6 +5,7 @@ copied by the tensor-memory accelerator (plain and 128-byte swizzled, zeros past
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -113,11 +114,40 @@ GPU_DEADLOCK = textwrap.dedent("""
 @pytest.mark.skipif(SIMULATOR, reason="the GPU's trap (the simulator's: test_a_missed_arrival_raises_on_the_simulator)")
 def test_a_missed_arrival_fails_the_launch_instead_of_hanging():
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", GPU_DEADLOCK], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", GPU_DEADLOCK], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "GEMM_STEPS_MBARRIER_TIMEOUT_S": "2"})
     seconds = time.perf_counter() - start
     assert done.returncode != 0, "a wait that can never complete returned normally"
     assert "LAUNCH_FAILED" in done.stderr or "launch failed" in done.stderr.lower(), done.stderr[-2000:]
     assert seconds < 60, f"the trap came after {seconds:.0f} s"
+
+
+def test_the_wait_limit_is_a_setting():
+    """%globaltimer is wall-clock time (a debugger's pause and another process's time slice count), so the limit is
+    long by default and may be changed or switched off; nonsense is refused with the variable's name."""
+    assert mbarrier_ops.wait_limit_ns(None) == 30_000_000_000
+    assert mbarrier_ops.wait_limit_ns("2") == 2_000_000_000
+    assert mbarrier_ops.wait_limit_ns("0") == 0
+    for bad in ("-1", "soon", "nan", "inf"):
+        with pytest.raises(ValueError, match="GEMM_STEPS_MBARRIER_TIMEOUT_S"):
+            mbarrier_ops.wait_limit_ns(bad)
+
+
+def test_the_wait_limit_is_part_of_a_kept_kernels_key(tmp_path, monkeypatch):
+    """A kernel kept on disk (Numba's cache, keyed by its generated file) is compiled again when the limit changes."""
+    from gemm_steps.toolkit import unroll
+
+    names = []
+    monkeypatch.setattr(unroll, "define", lambda source, name, namespace, key="", directory=None: names.append(key)
+                        or namespace.__setitem__(name, lambda *a: None))
+    from gemm_steps.steps import warp_specialized
+    from gemm_steps.toolkit.tile_config import TileConfig
+
+    config = TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)
+    for limit in (2_000_000_000, 0):
+        monkeypatch.setattr(mbarrier_ops, "WAIT_LIMIT_NS", limit)
+        warp_specialized.build(config)._define("fast")
+    assert names[0] != names[1] and "wait_limit_ns=0" in names[1]
 
 
 # -- tiles by the tensor-memory accelerator -----------------------------------------------------------------------

@@ -179,6 +179,8 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "mbarrier.arrive.expect_tx": _count(ops, r"mbarrier\.arrive\.expect_tx(?:\.[A-Za-z0-9_:]+)*"),
         # … and the register hand-off between warpgroups (step 17).
         "setmaxnreg": _count(ops, r"setmaxnreg(?:\.[A-Za-z0-9_]+)*"),
+        "fence.proxy.tensormap.acquire.sys": ops["fence.proxy.tensormap::generic.acquire.sys"],
+        "fence.proxy.tensormap.acquire.gpu": ops["fence.proxy.tensormap::generic.acquire.gpu"],
         "cp.async.commit_group": ops["cp.async.commit_group"],
         "ld.local": _count(ops, r"ld\.local(?:\.[A-Za-z0-9_:]+)*"),
         "st.local": _count(ops, r"st\.local(?:\.[A-Za-z0-9_:]+)*"),
@@ -470,7 +472,8 @@ def _compilers() -> dict:
     """What the compiled code depends on besides the source: Python, the installed Numba/llvmlite/CUDA packages,
     the ``ptxas`` on the ``PATH`` (the course also asks it for registers), the ``NUMBA_*`` settings (but the
     simulator switch, which the compiling child sets itself), ``CUDA_HOME``/``CUDA_PATH`` (where Numba may find a
-    CUDA toolkit's NVVM instead of the wheels') and the user's tuning table (on a GPU a step is built with the tiles
+    CUDA toolkit's NVVM instead of the wheels'), the mbarrier wait limit compiled into the kernels
+    (``GEMM_STEPS_MBARRIER_TIMEOUT_S``) and the user's tuning table (on a GPU a step is built with the tiles
     it records: :mod:`gemm_steps.toolkit.tuned`)."""
     from importlib import metadata
 
@@ -479,7 +482,8 @@ def _compilers() -> dict:
     ptxas = shutil.which("ptxas")
     stat = os.stat(ptxas) if ptxas else None
     settings = sorted((k, v) for k, v in os.environ.items()
-                      if (k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM") or k in ("CUDA_HOME", "CUDA_PATH"))
+                      if (k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM")
+                      or k in ("CUDA_HOME", "CUDA_PATH", "GEMM_STEPS_MBARRIER_TIMEOUT_S"))
     tuned = user_table()  # on a GPU, a step is built with the tiles this table records for it
     return {"python": sys.version, "packages": packages,
             "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": settings,

@@ -14,9 +14,11 @@ issues the copies, and how the registers are shared.
 * **Registers handed over with ``setmaxnreg``.** The SM has 65,536 registers; 3 warpgroups launched together get
   65,536 / 384 ≈ 168 a thread — too few for a consumer's 128 accumulators and two fragment sets (186 in step 16):
   ptxas would spill and serialise the ``wgmma`` (C7512; a ninth producer *warp* instead of a warpgroup fared the
-  same, experiments/kernels/warpgroup_specialized.py — the hardware allocates registers per warpgroup). So the
-  producer lowers its registers to PRODUCER_REGISTERS (``setmaxnreg.dec``) and the consumers raise theirs to
-  CONSUMER_REGISTERS (``setmaxnreg.inc``). ptxas honours ``setmaxnreg`` only in a whole program: numba-cuda links
+  same, experiments/kernels/warpgroup_specialized.py. Two explanations fit that: each of the SM's four
+  sub-partitions has its own 16,384 registers and one of them holds three of the nine warps (16,384 / 96 → 168), or
+  registers come in whole warpgroups; no measurement here tells them apart). So the producer lowers its registers
+  to PRODUCER_REGISTERS (``setmaxnreg.dec``) and the consumers raise theirs to CONSUMER_REGISTERS
+  (``setmaxnreg.inc``), both drawn from the block's pool (below). ptxas honours ``setmaxnreg`` only in a whole program: numba-cuda links
   kernels with nvJitLink's LTO where it is installed (the course's set-up), which is one; relocatable PTX is not
   (C7504), which is why ``harness.ptx.kernel_ptxas_info`` builds kernels the LTO way.
 
@@ -39,10 +41,10 @@ from ..toolkit.tile_config import TileConfig
 from ..toolkit.tma_tiles import TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
-from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
-                                     registers_lower_to, registers_raise_to, shared_address, swizzled_descriptor,
-                                     warpgroup_commit, warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one,
-                                     wgmma_tf32, zero_accumulators)
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
+                                     operand_bits, registers_at_entry, registers_lower_to, registers_raise_to,
+                                     shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
+                                     warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32, zero_accumulators)
 from . import tma_pipeline, warpgroup_tf32
 
 TITLE = "Warp specialization: a producer warpgroup and setmaxnreg"
@@ -130,7 +132,8 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
 
 
 #: Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
-#: start with 65,536 / 384 → 168 each; 128 × 40 + 256 × 232 = 64,512 of the SM's 65,536 after it.
+#: start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
+#: fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
 
 
@@ -139,8 +142,9 @@ def layout(config: TileConfig, group_m: int = tma_pipeline.GROUP_M, producer_reg
     """Step 16's ring, a producer warpgroup beside the consumers, and the registers each role keeps."""
     constants = tma_pipeline.layout(config, group_m)
     consumers = config.THREADS // 128
-    if 128 * (producer_registers + consumers * consumer_registers) > 65536:
-        raise ValueError("the register file holds 65,536 registers: the roles ask for more")
+    threads = config.THREADS + 128
+    check_register_handoff(threads, [(128, producer_registers), (config.THREADS, consumer_registers)],
+                           registers_at_entry(threads, max(1, config.MIN_BLOCKS_PER_SM)))
     del constants["LOAD_AHEAD"]  # the producer runs as far ahead as the ring's empty barriers let it
     return {**constants, "CONSUMERS": consumers, "PRODUCER_THREADS": 128,
             "PRODUCER_REGISTERS": producer_registers, "CONSUMER_REGISTERS": consumer_registers}
@@ -160,12 +164,14 @@ TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATO
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
 #: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding
 #: per fragment element; the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
-#: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; no cp.async, no FP32 FMAs,
-#: no local memory, no wgmma operand written after its fence.
+#: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; the two tensor maps
+#: acquired at system scope (the host wrote them); no cp.async, no FP32 FMAs, no local memory, no wgmma operand
+#: written after its fence.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warp_specialized_fast": {
     "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
     "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 1,
+    "fence.proxy.tensormap.acquire.sys": 2, "fence.proxy.tensormap.acquire.gpu": 0,
     "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off: 168
 #: registers at entry (the cap for 384 threads), no spills, no wgmma serialised, no C7504.

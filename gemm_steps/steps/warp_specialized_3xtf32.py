@@ -21,8 +21,13 @@ idle in step 17 but for one thread, now does the part of it that needs shared me
   keeps them in TF32's normal range) and so does B's big part (``BIG_SCALE``; multiplying by a power of two is
   exact; the big·small products use B's big part as it is, so a consumer keeps it both ways). After each k-tile the
   fresh sum joins ``total`` with rounded float32 adds, as in step 14; ``total`` is 2^11·C and the store multiplies
-  by 2^-11 (``UNSCALE``). Two sets of 64 accumulators and 48 fragment registers fit the 232 a consumer gets. A sum whose scaled value overflows (|C| ≳ 2^117) leaves an inf, like an inf or NaN in A or B; the
-  block then recomputes its tile as cuBLAS SGEMM does (step 14's specials rule; docs/fp32_contract.md).
+  by 2^-11 (``UNSCALE``). Two sets of 64 accumulators and 48 fragment registers fit the 232 a consumer gets. A sum
+  whose scaled value overflows (|C| ≳ 2^117) leaves an inf, like an inf or NaN in A or B; the block then recomputes
+  its tile as cuBLAS SGEMM does (step 14's specials rule; docs/fp32_contract.md). **A cliff inside the contract:**
+  the same happens where B holds an element of 2^117 or more (2^11 · its big part overflows) even if every sum is
+  far from float32's range. The answer is still SGEMM's sequential sum (right, tested on a GPU in
+  tests/test_fp32_contract.py), but that tile then runs one float32 FMA per k per thread: orders of magnitude
+  slower.
 * **Split-K where tiles are few.** 768×768×16384 has 36 tiles of 128×128 for 132 SMs: one block a tile leaves
   most SMs idle for the whole long k-loop. There the launch gets a third grid dimension: slice z of K (``slices``:
   as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles, where K has MIN_SPLIT_K_TILES or more)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from numba import cuda
 
-from . import numba_patches, unroll
+from . import mbarrier_ops, numba_patches, unroll
 from .backend import SIMULATOR
 from .kernel_tools import kernel
 from .tile_config import TileConfig
@@ -123,8 +123,10 @@ class KernelBuild:
         # the first call of a step compiles for seconds, later processes load it at once.
         directory = None if (SIMULATOR or self.overrides) else unroll.cache_dir()
         namespace = {**self.globals, **constants, **self.overrides}
-        unroll.define(source, constants["KERNEL_NAME"], namespace, key=repr(sorted(constants.items())),
-                      directory=directory)
+        # The key names what the source does not show: the constants, and the mbarrier wait limit compiled into
+        # mbarrier_wait (GEMM_STEPS_MBARRIER_TIMEOUT_S), so a kernel kept on disk is not reused across either.
+        key = f"{sorted(constants.items())!r} wait_limit_ns={mbarrier_ops.WAIT_LIMIT_NS}"
+        unroll.define(source, constants["KERNEL_NAME"], namespace, key=key, directory=directory)
         self._sources[variant] = source
         self._kernels[variant] = kernel(namespace[constants["KERNEL_NAME"]], launch_bounds=self.launch_bounds,
                                         **({"cache": True} if directory else {}))

@@ -18,7 +18,7 @@ function                                   PTX                                  
 ``mbarrier_wait(bar, i, parity)``          ``try_wait`` in a loop, with a time limit (``%globaltimer``, ``trap``)
 ``copy_bulk(dst, j, src, k, n, bar, i)``   ``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``  ``UBLKCP``
 ``copy_tile(dst, j, map, r, c, bar, i)``   ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier…``       ``UTMALDG``
-``tensor_map_acquire(map)``                ``fence.proxy.tensormap::generic.acquire.gpu [map], 128``               ``FENCE``
+``tensor_map_acquire(map)``                ``fence.proxy.tensormap::generic.acquire.sys [map], 128``               ``FENCE``
 ``tensor_map_2d(x, rows, cols, swizzle)``  host: ``cuTensorMapEncodeTiled`` (cuda-bindings), the 128-byte map in global memory
 ``named_barrier_sync(id, count)``          ``bar.sync id, count``: arrive, wait for ``count`` threads             ``BAR.SYNC``
 ``named_barrier_arrive(id, count)``        ``bar.arrive id, count``: arrive, do not wait                          ``BAR.ARV``
@@ -46,7 +46,12 @@ so the k-th time a stage is filled its waiters use parity k % 2.
 
 **A missed arrival must not hang the machine.** ``mbarrier_wait`` gives up after :data:`WAIT_LIMIT_NS` of
 ``%globaltimer`` and executes ``trap``: the launch fails (``CUDA_ERROR_LAUNCH_FAILED``) instead of spinning forever.
-The twin raises :class:`MbarrierTimeout` after :data:`SIMULATOR_WAIT_LIMIT_S`, naming the barrier and the phase.
+``%globaltimer`` is wall-clock time — it runs on while a debugger holds the kernel or another process's work has the
+GPU (time-slicing), and no clock an SM reads pauses for those — so the limit is long (30 s; a real wait lasts
+microseconds) and a setting: ``GEMM_STEPS_MBARRIER_TIMEOUT_S`` (seconds; ``0``: no limit, for a debugger session),
+read when the toolkit is imported and compiled into the kernels (a kernel kept on disk is compiled again when it
+changes). The twin raises :class:`MbarrierTimeout` after :data:`SIMULATOR_WAIT_LIMIT_S`, naming the barrier and the
+phase.
 
 **Simulator twins.** A barrier is a Python object keyed by the shared array's buffer and the element index; the
 simulated threads of a block are real threads, so a wait blocks on a condition variable. ``copy_bulk`` copies at once
@@ -68,6 +73,7 @@ run on every GPU the course supports).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -78,11 +84,29 @@ from .backend import SIMULATOR
 
 __all__ = ["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
            "copy_bulk", "copy_tile", "tensor_map_acquire", "tensor_map_2d", "WAIT_LIMIT_NS", "SIMULATOR_WAIT_LIMIT_S",
-           "MbarrierTimeout", "named_barrier_sync", "named_barrier_arrive", "NAMED_BARRIERS"]
+           "MbarrierTimeout", "named_barrier_sync", "named_barrier_arrive", "NAMED_BARRIERS", "DEFAULT_WAIT_LIMIT_S",
+           "wait_limit_ns"]
 
-#: How long ``mbarrier_wait`` spins on a GPU before it traps: far beyond any real wait (microseconds), well inside
-#: what a test can afford.
-WAIT_LIMIT_NS = 2_000_000_000
+#: ``mbarrier_wait``'s limit on a GPU, unless ``GEMM_STEPS_MBARRIER_TIMEOUT_S`` says otherwise: far beyond any real
+#: wait (microseconds) and beyond a time slice of another process, short enough that a missed arrival ends a test.
+DEFAULT_WAIT_LIMIT_S = 30.0
+
+
+def wait_limit_ns(setting: str | None) -> int:
+    """The wait limit in nanoseconds for a ``GEMM_STEPS_MBARRIER_TIMEOUT_S`` value (None: the default; 0: none)."""
+    if setting is None or not setting.strip():
+        return int(DEFAULT_WAIT_LIMIT_S * 1e9)
+    try:
+        seconds = float(setting)
+    except ValueError:
+        raise ValueError(f"GEMM_STEPS_MBARRIER_TIMEOUT_S={setting!r}: give seconds (0 for no limit)") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"GEMM_STEPS_MBARRIER_TIMEOUT_S={setting!r}: give seconds >= 0 (0 for no limit)")
+    return int(seconds * 1e9)
+
+
+#: How long ``mbarrier_wait`` spins on a GPU before it traps, in ns of ``%globaltimer`` (0: no limit).
+WAIT_LIMIT_NS = wait_limit_ns(os.environ.get("GEMM_STEPS_MBARRIER_TIMEOUT_S"))
 #: How long the simulator's twin waits before it raises: its threads are slow — a waiting producer may wait for a
 #: consumer's several k-tiles of 128-thread wgmma twins, 20–40 s on a loaded 2-core machine — but not this slow.
 SIMULATOR_WAIT_LIMIT_S = 60.0
@@ -405,7 +429,11 @@ else:
                   f"setp.lt.u64 done, now, {WAIT_LIMIT_NS};\n\t"
                   "@done bra.uni WAIT_${:uid};\n\t"
                   "trap;\n"
-                  "DONE_${:uid}:\n\t}")
+                  "DONE_${:uid}:\n\t}") if WAIT_LIMIT_NS else (  # no limit: try until the phase completes
+                  "{\n\t.reg .pred done;\n"
+                  "WAIT_${:uid}:\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@!done bra.uni WAIT_${:uid};\n\t}")
 
     @intrinsic
     def mbarrier_wait(typingctx, array, index, parity):
@@ -472,15 +500,16 @@ else:
 
     @intrinsic
     def tensor_map_acquire(typingctx, tensor_map):
-        """``fence.proxy.tensormap::generic.acquire.gpu``: the map in global memory (written by the host), made
-        visible to the copy engine's tensor-map reads."""
+        """``fence.proxy.tensormap::generic.acquire.sys``: the map in global memory, made visible to the copy engine's
+        tensor-map reads. ``.sys``, not ``.gpu``: the map was written by the host (a copy from host memory), and the
+        CUDA Programming Guide's example for a map copied from the host acquires at system scope."""
         if not (isinstance(tensor_map, types.Array) and tensor_map.dtype == types.uint64):
             return None
 
         def codegen(context, builder, sig, args):
             address = _global_address(context, builder, sig.args[0], args[0], context.get_constant(types.intp, 0),
                                       types.intp)
-            _asm(builder, "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", "l,~{memory}", ir.VoidType(),
+            _asm(builder, "fence.proxy.tensormap::generic.acquire.sys [$0], 128;", "l,~{memory}", ir.VoidType(),
                  [address])
             return context.get_dummy_value()
 

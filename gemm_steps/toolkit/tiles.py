@@ -93,6 +93,8 @@ class TiledKernels(KernelBuild):
         compiled = self.kernel(variant).compile(self.signature(variant))
         function = compiled._codelibrary.get_cufunc()
         key = (variant, id(cuda.current_context()))
+        if key not in self._opted_in and "PRODUCER_REGISTERS" in self.constants:
+            self._check_register_handoff(function)
         if self.dynamic_shared_bytes and key not in self._opted_in:
             from numba.cuda.cudadrv.driver import binding, driver
 
@@ -104,6 +106,19 @@ class TiledKernels(KernelBuild):
             driver.cuKernelSetAttribute(attribute, self.dynamic_shared_bytes, function.handle, function.device.id)
             self._opted_in.add(key)
         return function
+
+    def _check_register_handoff(self, function) -> None:
+        """A kernel whose producer hands registers to its consumers (``setmaxnreg``): refuse to launch where the
+        roles ask for more than the pool this compiled kernel's block really gets (its registers at entry × threads),
+        where ``setmaxnreg.inc`` would wait forever (:func:`~.warpgroup_ops.check_register_handoff`)."""
+        from .warpgroup_ops import check_register_handoff
+
+        c = self.constants
+        try:
+            check_register_handoff(self.threads, [(c["PRODUCER_THREADS"], c["PRODUCER_REGISTERS"]),
+                                                  (self.config.THREADS, c["CONSUMER_REGISTERS"])], function.attrs.regs)
+        except ValueError as error:
+            raise RuntimeError(f"{self.name}, compiled to {function.attrs.regs} registers a thread: {error}") from None
 
     def configured(self, variant: str, grid, stream):
         """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed. While a

@@ -61,8 +61,11 @@ landed. ``accumulate`` = 0 starts it afresh (the instruction's ``scale-d`` false
   included), before the barrier that makes them visible;
 * the A fragment registers must not change until a wait has retired the ``wgmma`` reading them — and ptxas does
   not see to it: loading the next k-tile's fragments while this one's ``wgmma`` ran gave wrong results
-  (experiments/wgmma_swapped.py: the next ``LDS`` wrote the registers an in-flight ``HGMMA`` read). So the kernels
-  here wait for all their ``wgmma`` (``warpgroup_wait_all``) before loading new fragments.
+  (experiments/wgmma_swapped.py: the next ``LDS`` wrote the registers an in-flight ``HGMMA`` read). So a kernel
+  never loads into registers an unretired ``wgmma`` reads: steps 14–15 and 18 wait for all their ``wgmma``
+  (``warpgroup_wait_all``) before loading the next k-tile's fragments; steps 16, 17 and 19 keep two fragment sets,
+  load k-tile u into set u % 2 and, after issuing it, wait for all groups but the newest
+  (``warpgroup_wait_but_one``), which retires k-tile u − 1's ``wgmma`` before k-tile u + 1 loads into its set.
 
 **TF32.** The tensor core reads the top 19 bits of each float32 it is given (sign, exponent, 10 mantissa bits):
 truncation. The twin does the same (:func:`.tensor_core_ops.truncate_to_tf32`).
@@ -94,10 +97,42 @@ __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_
            "fence_proxy_async", "registers_raise_to", "registers_lower_to",
            "shared_address", "first_aligned", "operand_bits", "matrix_descriptor", "swizzled_descriptor",
            "swizzled_offset", "operand_byte", "zero_accumulators", "add_accumulators", "WARPGROUP_THREADS",
-           "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base"]
+           "SWIZZLE_ALIGN", "wgmma_tf32_reference", "simulated_shared_base", "check_register_handoff",
+           "registers_at_entry"]
 
 #: Threads in a warpgroup: four warps.
 WARPGROUP_THREADS = 128
+
+
+#: Registers an SM holds, and the granularity a thread's count comes in (a warp gets them in 256s).
+SM_REGISTERS, REGISTER_STEP = 65536, 8
+
+
+def registers_at_entry(threads: int, blocks_per_sm: int = 1) -> int:
+    """The registers per thread ptxas gives a kernel launched with ``launch_bounds(threads, blocks_per_sm)`` when
+    it uses ``setmaxnreg`` (the cap: 65,536 / 384 → 168 for three warpgroups; CUTLASS's and cuBLAS's warp-specialized
+    kernels show the same 168 at entry)."""
+    return min(255, SM_REGISTERS // (threads * blocks_per_sm) // REGISTER_STEP * REGISTER_STEP)
+
+
+def check_register_handoff(threads: int, roles: list[tuple[int, int]], at_entry: int) -> None:
+    """Raise unless the registers the roles ask for fit the block's pool.
+
+    ``setmaxnreg.inc`` draws from a pool kept *per CTA* — the block's ``threads × at_entry`` registers at launch, plus
+    what ``setmaxnreg.dec`` gave back — and "blocks the execution until enough registers are available in the CTA's
+    register pool" (PTX ISA, setmaxnreg). Asking for more than the pool holds is no error and no trap: the raising
+    warpgroups wait forever. So the check is against the pool the launch really gets, not the SM's 65,536: with 384
+    threads at 168 a thread the pool is 64,512, and 128 × 32 + 256 × 240 = 65,536 would hang. ``roles``: (threads,
+    registers per thread after the hand-off) for each role."""
+    pool = threads * at_entry
+    asked = sum(role_threads * registers for role_threads, registers in roles)
+    if sum(role_threads for role_threads, _ in roles) != threads:
+        raise ValueError(f"the roles have {sum(t for t, _ in roles)} threads, the block {threads}")
+    if asked > pool:
+        shares = " + ".join(f"{t} × {r}" for t, r in roles)
+        raise ValueError(f"setmaxnreg: the roles ask for {shares} = {asked:,} registers, but the block's pool holds "
+                         f"{threads} × {at_entry} = {pool:,} (registers at entry); setmaxnreg.inc would wait for the "
+                         f"missing {asked - pool:,} forever")
 
 
 def _check_register_count(count) -> None:
