@@ -139,3 +139,85 @@ def test_explain_says_when_matmul_refuses_a_matrix_too_large_to_index(capsys):
     assert status == 0, err
     refused = next(line for line in out.splitlines() if line.strip().startswith("refused:"))
     assert f"{2**31 - 1:,}" in refused
+
+
+def test_explain_without_a_gpu_says_which_machine_each_tile_line_describes(capsys):
+    """Without a GPU, the tiles, SMs and waves are the measured GPU's (its tiles, its SM count), under a line naming
+    it; the simulator's own smaller tiles get a line of their own. (Once the simulator's 32×64 tiles were printed with
+    an H100's 132 SMs, a machine that does not exist.)"""
+    from gemm_steps.toolkit.tuned import default_config
+
+    status, out, err = run(["explain", "4096", "4096", "4096"], capsys)
+    assert status == 0, err
+    choice = dispatch.choose(4096, 4096, 4096)
+    step = dispatch.candidate(choice.step_name)
+    lines = out.splitlines()
+    tiles = next(i for i, line in enumerate(lines) if line.strip().startswith("tiles:"))
+    if not gemm_steps.SIMULATOR:
+        assert f"{step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} →" in lines[tiles]
+        return
+    gpu_tiles, local = default_config(step.module.SEARCH_SPACE), step.tiled.config
+    assert local != gpu_tiles, "the check needs a step whose simulator tiles are not its GPU tiles"
+    measured_on = json.loads((Path(cli.REPO_ROOT) / "gemm_steps/harness/dispatch.json").read_text())
+    sms = {r["environment"]["gpu"]: r["environment"]["sm_count"] for r in (
+        json.loads(p.read_text()) for p in results_files.RESULTS_DIR.glob("*.json")) if "environment" in r
+        and r["environment"].get("sm_count")}
+    assert choice.gpu in measured_on and choice.gpu in sms
+    assert lines[tiles - 1].strip().startswith(f"on the {choice.gpu} it was measured on ({sms[choice.gpu]} SMs"), out
+    assert "no GPU here" in lines[tiles - 1]
+    assert f"tiles: {gpu_tiles.BLOCK_M}×{gpu_tiles.BLOCK_N} →" in lines[tiles], out
+    assert f"{sms[choice.gpu]} SMs ×" in lines[tiles]
+    here = next((line for line in lines if line.strip().startswith("here, on the simulator:")), "")
+    assert f"{local.BLOCK_M}×{local.BLOCK_N} →" in here and "SMs ×" not in here, out
+
+
+def _gemm_steps(*args: str, env: dict | None = None, **kwargs):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "gemm_steps", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, **kwargs)
+
+
+@pytest.mark.parametrize("argv", [["info"], ["explain", "4096", "4096", "4096"]], ids=" ".join)
+def test_a_reader_that_stops_early_gets_no_traceback(argv):
+    """``gemm-steps info | head -2``: the reader closes the pipe before the command has written; the command ends
+    quietly with 141 (128 + SIGPIPE, as a shell reports a Unix tool stopped by a closed pipe)."""
+    process = _gemm_steps(*argv)
+    process.stdout.close()  # the reader went away before the first line
+    _, err = process.communicate(timeout=120)
+    text = err.decode()
+    assert "Traceback" not in text and "BrokenPipeError" not in text and "Exception ignored" not in text, text
+    assert process.returncode == cli.BROKEN_PIPE, text
+
+
+def test_a_forced_gpu_that_is_not_there_is_one_sentence_not_a_traceback():
+    """``NUMBA_ENABLE_CUDASIM=0 gemm-steps info`` on a machine without a GPU: what is wrong and what to do."""
+    from gemm_steps.toolkit.backend import _driver_device_count
+
+    if _driver_device_count() > 0:
+        pytest.skip("this machine has a GPU: NUMBA_ENABLE_CUDASIM=0 finds it")
+    process = _gemm_steps("info", env={"NUMBA_ENABLE_CUDASIM": "0"})
+    out, err = (text.decode() for text in process.communicate(timeout=120))
+    assert process.returncode == 1, out + err
+    assert "Traceback" not in err, err
+    assert "no usable CUDA GPU or driver was found" in err and "NUMBA_ENABLE_CUDASIM=0 forces the GPU" in err, err
+
+
+def test_bench_without_a_gpu_says_what_it_checks_and_that_out_writes_nothing(capsys, monkeypatch, tmp_path):
+    """``bench --steps 5 9 --out FILE`` on the simulator: it names the two steps it checks (not "every step") and says
+    that --out writes nothing (there is no benchmark without a GPU) rather than ignoring it."""
+    if not gemm_steps.SIMULATOR:
+        pytest.skip("on a GPU, bench benchmarks and --out is its results file")
+    checked = []
+    monkeypatch.setattr(cli, "run_verify", lambda steps, shapes: checked.append(steps) or 0)
+    monkeypatch.setattr(cli, "newest_shipped_results", lambda: None)  # no plotting here
+    out_file = tmp_path / "mine.json"
+    status, out, err = run(["bench", "--steps", "5", "9", "--out", str(out_file)], capsys)
+    assert status == 0 and checked == [["5", "9"]], err
+    assert "every step" not in err and "checks steps 5 register_2d, 9 warp_tiling on" in err, err
+    assert f"--out given, but there is no benchmark without a GPU: nothing is written to {out_file}" in err
+    assert not out_file.exists()
+    status, out, err = run(["bench"], capsys)
+    assert "checks every step" in err and "--out" not in err

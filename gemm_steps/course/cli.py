@@ -8,14 +8,17 @@ results instead, naming the file they came from (the newest course benchmark in 
 simulator timings mean nothing; minutes). ``gemm-steps diff 8 9`` shows what changed in the kernel from one step to
 another.
 
-Exit status: 0 all good, 1 a check failed (a wrong or failed kernel), 2 a usage error (bad argument, missing file),
-reported as argparse reports one — the command's usage line, then the error on one line — never with a traceback.
+Exit status: 0 all good, 1 a check failed (a wrong or failed kernel) or the GPU that ``NUMBA_ENABLE_CUDASIM=0`` asks
+for is not there (said in a sentence), 2 a usage error (bad argument, missing file), reported as argparse reports one
+— the command's usage line, then the error on one line — never with a traceback; 141 when the reader of the output
+went away (``gemm-steps info | head -2``), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -424,15 +427,23 @@ def _unused(path: Path) -> Path:
 def bench_without_gpu(args) -> int:
     """Plot the shipped GPU results first (seconds), then check the steps on the simulator (minutes)."""
     plots = plots_module()
-    chosen_steps(args.steps)  # a bad step name fails now, before anything runs
+    steps = chosen_steps(args.steps)  # a bad step name fails now, before anything runs
 
     say("No CUDA GPU found: benchmarks need one, so this run")
     say("  1. plots the shipped GPU results from results/, then")
-    say("  2. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed; this takes "
-        "minutes: --steps checks fewer).")
+    if args.steps:
+        which = "step" + ("s " if len(steps) > 1 else " ") + ", ".join(f"{s.number} {s.name}" for s in steps)
+        say(f"  2. checks {which} on Numba's CUDA simulator at small shapes (correctness, not speed).")
+    else:
+        say("  2. checks every step on Numba's CUDA simulator at small shapes (correctness, not speed; this takes "
+            "minutes: --steps checks fewer).")
     if args.sizes or args.shapes or args.suite:
         say("  (--sizes/--shapes/--suite are benchmark sizes, far too large for the simulator: verifying at small "
             "shapes)")
+    if args.out or args.record:
+        say(f"  ({' and '.join(o for o, given in (('--out', args.out), ('--record', args.record)) if given)} "
+            "given, but there is no benchmark without a GPU: nothing is written"
+            + (f" to {args.out}" if args.out else "") + ".)")
     say("")
     shipped = newest_shipped_results()
     if shipped is None:
@@ -517,7 +528,6 @@ def cmd_explain(args) -> int:
     from gemm_steps.harness import dispatch
     from gemm_steps.harness.api import MAX_ELEMENTS
     from gemm_steps.toolkit.kernel_tools import ceil_div
-    from gemm_steps.steps.stream_k import stream_k_split
     from gemm_steps.toolkit.tuned import current_gpu_name
 
     m, n, k = args.m, args.n, args.k
@@ -548,41 +558,89 @@ def cmd_explain(args) -> int:
               f"{', '.join(too_big)} would have more")
     elif here:
         print(f"  here: {here}")
-    if step.tiled is not None:
-        from gemm_steps.toolkit.persistent_tiles import PersistentTiles
-
-        config = step.tiled.config
-        tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
-        tiles, full = tiles_m * tiles_n, (m // config.BLOCK_M) * (n // config.BLOCK_N)
-        fast_path = k % config.BLOCK_K == 0 and n % 4 == 0  # and 16-byte aligned arrays, as fresh ones are
-        sms = 132 if gpu is None else _sm_count()
-        per_sm = max(1, config.MIN_BLOCKS_PER_SM)
-        blocks = sms * per_sm
-        waves = ceil_div(tiles, blocks)
-        print(f"  tiles: {config.BLOCK_M}×{config.BLOCK_N} → {tiles_m}×{tiles_n} = {tiles} ({full} full); "
-              f"{sms} SMs{' (an H100 has 132; no GPU here)' if gpu is None else ''} × {per_sm} "
-              f"block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at "
-              f"once → {waves} wave{'s' if waves > 1 else ''} of tiles, the last "
-              f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full")
-        if getattr(step.tiled, "pads", False):
-            padded = step.tiled.padded_shape(m, n, k)
-            copied = [name for name, copies in zip("ABC", step.tiled.copies(m, n, k)) if copies]
-            print(f"  kernel: the fast kernel on all {ceil_div(padded[0], config.BLOCK_M) * tiles_n} tiles of "
-                  f"{_size_label(*padded)}" + (f", {' and '.join(copied)} copied into zero-padded buffers" if copied
-                                               else ", nothing copied: the product is whole tiles already"))
-        elif isinstance(step.tiled, PersistentTiles):
-            whole = full == tiles and fast_path
-            print(f"  kernel: the {'fast' if whole else 'guarded'} variant, over all {tiles} tiles"
-                  + ("" if whole else " (partial tiles, or K not a multiple of BLOCK_K, or N of 4)"))
-            if step.tiled.schedule == "stream-K":
-                data_parallel, streamed = stream_k_split(tiles, blocks)
-                print(f"  stream-K split: {data_parallel} tiles data-parallel, {streamed} shared out by k-iterations "
-                      f"({ceil_div(k, config.BLOCK_K)} per tile)"
-                      + (" — all data-parallel: step 10's kernel runs" if not streamed else ""))
-        else:
-            covered = full if fast_path else 0
-            print(f"  kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")
+    if step.tiled is None:
+        return 0
+    if gpu is None:  # the choice above was measured on a GPU; the simulator here runs its own, smaller tiles
+        config = gpu_config(step)
+        sms, counted = measured_sm_count(choice.gpu)
+        print(f"  on the {choice.gpu or 'GPU'} it was measured on ({counted}; no GPU here):")
+        for line in _tile_lines(step, config, sms, m, n, k):
+            print(f"    {line}")
+        if step.tiled.config != config:
+            local = step.tiled.config
+            tiles_m, tiles_n = ceil_div(m, local.BLOCK_M), ceil_div(n, local.BLOCK_N)
+            print(f"  here, on the simulator: the step's smaller simulator tiles, {local.BLOCK_M}×{local.BLOCK_N} → "
+                  f"{tiles_m}×{tiles_n} = {tiles_m * tiles_n} tiles, run one block at a time (no SMs, no waves)")
+    else:
+        for line in _tile_lines(step, step.tiled.config, _sm_count(), m, n, k):
+            print(f"  {line}")
     return 0
+
+
+def gpu_config(step):
+    """The tiles a step runs with on a GPU with no tuning table (its first ``SEARCH_SPACE`` entry; a tile variant's
+    own), whatever machine this is: what the dispatch table's numbers were measured with."""
+    from gemm_steps.harness import dispatch
+    from gemm_steps.toolkit.tuned import default_config
+
+    if step.name in dispatch.TILE_VARIANTS:
+        return dispatch.TILE_VARIANTS[step.name]
+    space = getattr(step.module, "SEARCH_SPACE", None)
+    return default_config(space) if space else step.tiled.config
+
+
+def measured_sm_count(gpu_name: str | None) -> tuple[int, str]:
+    """(SMs, how we know) of a GPU that is not here: from the environment of a shipped results file measured on it,
+    else an H100's 132 (said so)."""
+    from gemm_steps.harness import results_files
+
+    for folder in results_files.folders():
+        for path in sorted(Path(folder).glob("*.json"), reverse=True):
+            try:
+                env = json.loads(path.read_text()).get("environment", {})
+            except (OSError, ValueError, AttributeError):
+                continue
+            if gpu_name and env.get("gpu") == gpu_name and env.get("sm_count"):
+                return int(env["sm_count"]), f"{env['sm_count']} SMs, from {results_files.display_path(path)}"
+    return 132, "132 SMs as an H100 has: no results file says how many it has"
+
+
+def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
+    """The tiles, waves and kernels of ``step`` built with ``config`` on a GPU of ``sms`` SMs."""
+    from gemm_steps.steps.stream_k import stream_k_split
+    from gemm_steps.toolkit.kernel_tools import ceil_div
+    from gemm_steps.toolkit.padded_tiles import copies, padded_shape
+    from gemm_steps.toolkit.persistent_tiles import PersistentTiles
+
+    tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
+    tiles, full = tiles_m * tiles_n, (m // config.BLOCK_M) * (n // config.BLOCK_N)
+    fast_path = k % config.BLOCK_K == 0 and n % 4 == 0  # and 16-byte aligned arrays, as fresh ones are
+    per_sm = max(1, config.MIN_BLOCKS_PER_SM)
+    blocks = sms * per_sm
+    waves = ceil_div(tiles, blocks)
+    lines = [f"tiles: {config.BLOCK_M}×{config.BLOCK_N} → {tiles_m}×{tiles_n} = {tiles} ({full} full); {sms} SMs × "
+             f"{per_sm} block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at once → "
+             f"{waves} wave{'s' if waves > 1 else ''} of tiles, the last "
+             f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full"]
+    if getattr(step.tiled, "pads", False):
+        padded = padded_shape(config, m, n, k)
+        copied = [name for name, copy in zip("ABC", copies(config, m, n, k)) if copy]
+        lines.append(f"kernel: the fast kernel on all {ceil_div(padded[0], config.BLOCK_M) * tiles_n} tiles of "
+                     f"{_size_label(*padded)}" + (f", {' and '.join(copied)} copied into zero-padded buffers"
+                                                  if copied else ", nothing copied: the product is whole tiles already"))
+    elif isinstance(step.tiled, PersistentTiles):
+        whole = full == tiles and fast_path
+        lines.append(f"kernel: the {'fast' if whole else 'guarded'} variant, over all {tiles} tiles"
+                     + ("" if whole else " (partial tiles, or K not a multiple of BLOCK_K, or N of 4)"))
+        if step.tiled.schedule == "stream-K":
+            data_parallel, streamed = stream_k_split(tiles, blocks)
+            lines.append(f"stream-K split: {data_parallel} tiles data-parallel, {streamed} shared out by k-iterations "
+                         f"({ceil_div(k, config.BLOCK_K)} per tile)"
+                         + (" — all data-parallel: step 10's kernel runs" if not streamed else ""))
+    else:
+        covered = full if fast_path else 0
+        lines.append(f"kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")
+    return lines
 
 
 def _on_the_simulator(step, m: int, n: int, k: int) -> str:
@@ -747,12 +805,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The exit status when the reader of stdout went away (``gemm-steps info | head -2``): 128 + SIGPIPE, what a shell
+#: reports for a Unix tool that stopped on a closed pipe.
+BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     args, extra = parser().parse_known_args(argv)
     if extra:  # argparse would report them with the top-level usage; the command's own is the useful one
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # here, not at exit: a reader that went away is then caught below
+        return status
     except UserError as exc:  # as argparse reports a bad argument, without exiting (main returns the status)
         command = args.command_parser
         print(command.format_usage() + f"{command.prog}: error: {exc}", file=sys.stderr)
@@ -760,3 +825,32 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gemm-steps: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`gemm-steps explain … | head -1`): the rest is not wanted. Point stdout at
+        # /dev/null so that Python's own flush at exit does not fail again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    except Exception as exc:
+        reason = no_gpu_reason(exc)
+        if reason is None:
+            raise
+        print(f"gemm-steps: {reason}", file=sys.stderr)
+        return 1
+
+
+def no_gpu_reason(exc: BaseException) -> str | None:
+    """One paragraph for Numba's error when the GPU the backend chose cannot be used (no driver, no device); None for
+    any other error. Only ``NUMBA_ENABLE_CUDASIM=0`` gets there on a machine without a GPU: without it gemm_steps
+    picks the simulator (:mod:`gemm_steps.toolkit.backend`)."""
+    if "numba.cuda" not in sys.modules:
+        return None
+    from numba.cuda.cudadrv.error import CudaDriverError, CudaSupportError
+
+    if not isinstance(exc, (CudaSupportError, CudaDriverError)):
+        return None
+    numba_says = " ".join(str(exc).replace(":", " ").split())
+    forced = os.environ.get("NUMBA_ENABLE_CUDASIM") == "0"
+    return ("no usable CUDA GPU or driver was found"
+            + (", and NUMBA_ENABLE_CUDASIM=0 forces the GPU backend. Unset NUMBA_ENABLE_CUDASIM (gemm_steps then "
+               "chooses Numba's CUDA simulator on a machine without a GPU) or set it to 1." if forced else ".")
+            + f"\n(Numba: {numba_says})")
