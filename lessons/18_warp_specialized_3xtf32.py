@@ -9,7 +9,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_18, lesson_20
+from gemm_steps.course import lesson, lesson_18, lesson_20, predictions
 
 warp_specialized = gemm_steps.get_step("warp_specialized")
 step18 = gemm_steps.get_step("warp_specialized_3xtf32")
@@ -41,27 +41,26 @@ for b in lesson_18.barriers(step18):
 #
 # ## The prediction
 #
-# Written down before the run (`experiments/specialized_3xtf32_bench.py`'s docstring), from two counts. **The
-# tensor core**: a 3xTF32 k-tile is three TF32 k-tiles of work, so step 18 can run at most at step 17's TF32 speed
-# divided by three. **Shared memory**: per k-tile a block moves the copies, the split (read A, write both parts),
-# the consumers' B fragments and the three `wgmma` reads of A through shared memory, which serves 128 bytes a clock:
+# Written before the run in `experiments/specialized_3xtf32_bench.py`'s docstring, from the first build's timing
+# and two counts, and committed before every shipped run of the step (`predictions/18.json`; the commit that added
+# it also reports, in its message, a first H200 timing of the step that no shipped file holds):
 
 # %%
+p = predictions.get(18, "vector_split")
+lesson.say(predictions.quote(p))
+low, high = p.predicted["tflops"]
 model = lesson_18.model(warp_specialized, step18, run)
 for part, n in lesson_18.shared_bytes(step18)["parts"].items():
     print(f"{part}: {n:,} bytes")
 print(f"{model['shared_bytes']:,} bytes in the {model['tensor_clocks']:,.0f} clocks the tensor core needs: "
-      f"{model['shared_per_clock']:.0f} bytes a clock (the SM serves {model['shared_limit']})")
-for size, q in model["sizes"].items():
-    print(f"{lesson.size_label(size)}: step 17 {q['step17']:.1f} TFLOPS / 3 = {q['ceiling']:.1f} "
-          f"= {q['ceiling_vs_sgemm']:.2f}× cuBLAS SGEMM: the ceiling")
+      f"{model['shared_per_clock']:.0f} bytes a clock (the SM serves {model['shared_limit']}; the docstring counted "
+      f"≈ {p.model['shared_bytes_per_clock_at_full_rate']})")
 
 # %% [markdown]
-# Both counts put the limit in the same place: at the tensor core's full rate, shared memory would be busy every
-# clock.
-# Anything the consumers do not overlap — waiting for *ready*, adding the fresh sum to the total, loading and
-# splitting B's fragments — lands below the ceiling. The docstring expected 120–130 TFLOPS if the producer's split
-# stays off the critical path.
+# The shared-memory count above is the docstring's, redone from the step's constants (the copy engine writes B's
+# padded copy box, wider than the columns the consumers read): at the tensor core's full rate shared memory would
+# be busy every clock. The prediction itself is 120–130 TFLOPS if the producer's split stays off the critical path:
+# the tensor core's clocks a k-tile (above) plus the consumers' unoverlapped bookkeeping.
 #
 # ## The kernel
 #
@@ -144,30 +143,37 @@ print(f"step 18 kept the contract at {acc['kept']} of {acc['of']} (class, K) pai
 # ## The verdict
 #
 # Issue 24's target for 3xTF32 on the final design is a multiple of cuBLAS SGEMM at 4096³ and 8192³, same run.
-# Against it, against the prediction's ceiling, and with the SM clocks of the step and of SGEMM:
+# Against it, against the prediction, and with the SM clocks of the step and of SGEMM:
 
 # %%
 v = lesson_18.verdict(run)
 for size, q in v["sizes"].items():
-    print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_sgemm']:.2f}× cuBLAS SGEMM "
-          f"({'met' if q['met'] else 'not met'}), {q['vs_step14']:.2f}× step 14, {q['of_ceiling']:.0%} of the "
-          f"ceiling; SM clock {q['mhz']:.0f} MHz median, {q['mhz_min']:.0f} slowest launch (SGEMM "
-          f"{q['sgemm_mhz']:.0f})")
+    print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS (predicted {low}–{high}) = {q['vs_sgemm']:.2f}× cuBLAS "
+          f"SGEMM ({'met' if q['met'] else 'not met'}), {q['vs_step14']:.2f}× step 14; SM clock {q['mhz']:.0f} MHz "
+          f"median, {q['mhz_min']:.0f} slowest launch (SGEMM {q['sgemm_mhz']:.0f})")
 print(f"target {v['target']}× at both sizes: {'met' if v['met'] else 'not met'}")
+for b in lesson_18.step17_third_shares():
+    print(f"worked out after the run, {b['gpu']} ({b['file']}): step 18 / (step 17 / 3) = "
+          + ", ".join(f"{lesson.size_label(s)} {share:.1%}" for s, share in b["sizes"].items()))
 
 # %% [markdown]
-# The prediction held in kind: the step runs close under the tensor core's ceiling of step 17 / 3 at both sizes, and
-# below the docstring's 120–130 TFLOPS. At 4096³ it meets the target. At 8192³ it does not, and the clocks say why:
-# cuBLAS SGEMM runs on the FP32 units at full clock, while the tensor-core kernels at 8192³ run under the H200's
-# 700 W power limit at lower SM clocks (the slowest launch far lower still; step 17 and cuBLAS TF32 drop there too).
-# The target compares two kinds of unit, and the power limit takes its share from only one of them.
+# The step ran below the predicted 120–130 TFLOPS at both sizes. The last lines were worked out after the run: step
+# 17's TF32 speed / 3. A 3xTF32 k-tile is three TF32 k-tiles of the tensor core's work, so it is tempting to call
+# that a ceiling — an earlier version of this lesson did — but it is not one: step 17 does not keep its own tensor
+# cores busy every clock, so a third of its speed does not bound step 18, and on the H100 step 18 ran faster than
+# it at 4096³. At 4096³ the step meets the target. At 8192³ it does not, and the clocks say what changed: cuBLAS
+# SGEMM runs on the FP32 units at full clock, while the tensor-core kernels at 8192³ run under the H200's 700 W
+# power limit at lower SM clocks (the slowest launch far lower still; step 17 and cuBLAS TF32 drop there too).
 #
 # ## Where the time goes
 #
-# Which of the prediction's two counts holds the step? Neither, by Nsight Compute on an H100
-# (`experiments/results/ncu-steps-17-18-nvidia-h100.txt`, one 4096³ launch of steps 17 and 18): no unit of the SM
-# is saturated by step 18 — shared memory's load/store pipe, the L1 and the SM as a whole are all below their peaks.
-# So, as in lesson 17, the GPU's clock: a debug copy of the kernel (`experiments/kernels/
+# Which of the prediction's counts holds the step? Nsight Compute on an H100 (`experiments/results/
+# ncu-steps-17-18-nvidia-h100.txt`, one 4096³ launch of steps 17 and 18) cannot settle the shared-memory one: its
+# shared-memory metric, `l1tex__data_pipe_lsu_wavefronts_mem_shared`, counts the wavefronts of the load/store
+# unit's pipe — the threads' own shared loads and stores (the producer's split, the consumers' B fragments). The
+# `wgmma`'s reads of A and the copy engine's writes do not go through that pipe, and they are most of the bytes
+# counted above, so that metric below its peak does not show shared memory idle. So, as in lesson 17, the GPU's
+# clock: a debug copy of the kernel (`experiments/kernels/
 # warp_specialized_3xtf32_timeline.py`, step 18 before split-K — the consumers' loop in the shipped order — with
 # `%clock64` writes, six events per role and k-tile) records when each role reaches each point of its loop. Under
 # each consumer warpgroup its wgmma windows: from its fragments split (the first wgmma is issued next) to the
@@ -191,8 +197,8 @@ print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile
 # of its own wgmma in flight: adding the fresh sum to the total and releasing the stage, waiting for *ready*,
 # loading and splitting B's fragments — serial work of its own threads. Two consumers would hide each other's
 # serial stretches only if they alternated exactly; they do not, and for about a quarter of the time neither has
-# a wgmma in flight. The tensor core idles then, whatever shared memory could serve: that, not a saturated unit, is
-# the measured limit. Part of the wait for *ready* is the producer's own: it too waits for the bytes before it can
+# a wgmma in flight. The tensor core idles then, whatever shared memory could serve: that is the measured limit; the
+# timeline does not say whether shared memory would hold the step back once those stretches are gone. Part of the wait for *ready* is the producer's own: it too waits for the bytes before it can
 # split them.
 #
 # ## What is left
@@ -203,7 +209,7 @@ print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile
 #   fragments beside the two accumulator sets.
 # * **The producer splits B too**, into shared memory beside A's parts, so the consumers stop loading and splitting
 #   fragments and both wgmma operands come from shared memory. By the count above that adds bytes to a k-tile, and
-#   shared memory is the wall this design would meet at the tensor core's full rate.
+#   by that count shared memory is the wall this design would meet at the tensor core's full rate.
 # * **Ping-pong consumers**: order the two warpgroups with named barriers (or give each its own tile of a persistent
 #   grid, the issue's design) so that one issues its wgmma while the other does its serial work — the *neither*
 #   share is what that removes.

@@ -10,7 +10,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_19
+from gemm_steps.course import lesson, lesson_19, predictions
 
 step17 = gemm_steps.get_step("warp_specialized")
 step19 = gemm_steps.get_step(19)
@@ -73,6 +73,7 @@ print(f"without the order, at 4096³: consumer 1 starts at once on the block's t
 # the persistent build of the same run — if the 128×128 k-tile keeps step 17's rate per multiply-add:
 
 # %%
+lesson.say(predictions.quote(predictions.get(19, "pingpong_over_persistent")))
 m = lesson_19.model(step17, step19, run, timeline17)
 print(f"step 17's k-tile: {m['period17']:,.0f} clocks ({m['timeline_gpu']}); a 128×128 k-tile at the same rate per "
       f"multiply-add, one consumer at a time: {m['same_rate_period']:,.0f}; saved a 256×128 tile: "
@@ -164,9 +165,20 @@ print(f"step 19 gets {k['ratio']:.2f}× step 17's multiply-adds a clock by the t
 #
 # Why fragments at all? `wgmma` reads TF32 operands from shared memory only **K-major**: the PTX ISA offers its
 # transpose bits only for 16-bit types. B is row-major, so the course computes Cᵀ = Bᵀ·Aᵀ and feeds Bᵀ through
-# registers ([lesson 14](14_warpgroup_mma.ipynb)). CUTLASS's ping-pong feeds both operands from shared memory, and
-# its consumers have nothing to load: their main loop is wait, `wgmma`, release. The schedule is right; this
-# operand path is wrong for it.
+# registers ([lesson 14](14_warpgroup_mma.ipynb)). That operand path is not what sets ping-pong apart: the
+# references take it too. CUTLASS's sm90 collective builder chooses the register path (its `GMMA_TMA_WS_RS`
+# mainloop, A and B swapped) for any input that is not 16-bit and not K-major on both sides — the course's case —
+# under its cooperative and its ping-pong schedules alike (`is_use_rmem_A` and `is_swapAB` in
+# `cutlass/gemm/collective/builders/sm90_common.inl`); and cuBLAS's TF32 kernel on Hopper feeds one `wgmma` operand
+# from registers (issue 36 reports its SASS from Nsight Compute on an H200; the course has not shipped that
+# report yet).
+#
+# So why ping-pong lost is not explained yet. What was measured: a consumer's k-tile takes about as long as step
+# 17's, mostly its own serial work, and one main loop at a time leaves that work uncovered. But step 19 changed its
+# tile (128×128 a consumer, where step 17's two consumers share 256×128) together with the schedule, so no run
+# here separates the two: the smaller tile's extra bytes and fragment loads per multiply-add, or the schedule, or
+# both. A ping-pong build with step 17's tile, stages and register split — only the schedule changed — is the
+# experiment that would.
 #
 # What ping-pong does hide, it hides: the store.
 
@@ -186,14 +198,13 @@ print(f"the build's 'past the order barrier' mark: {alt['mark_after_turn']:,.0f}
 #
 # ## What is left
 #
-# * **Both operands from shared memory.** A producer pass that writes Bᵀ's k-tile K-major into shared memory (step
-#   18's producer already rewrites A's tile in place) would leave a consumer nothing to load; then ping-pong's one
-#   main loop at a time is a loop of waits and `wgmma`, as in CUTLASS.
+# * **One change at a time.** Ping-pong on step 17's tile, stages and register split, against the cooperative
+#   kernel in the same run: only the schedule changes. Then the tile alone.
 # * **More products in flight.** `wait_group 1` keeps one k-tile of products ahead of a consumer's serial work; a
 #   third fragment set would allow two, if the registers allow it.
-# * Until then the cooperative design — step 17, both consumers on one tile — is the faster one for this operand
-#   path. Step 19 runs only on compute capability 9.0 (and on the simulator), and `matmul` does not pick it by
-#   default: its accuracy is TF32's (with `precision="tf32"` a shape suite's table could choose it where it was
-#   measured fastest).
+# * Until then the cooperative design — step 17, both consumers on one tile — is the faster one measured. Step 19
+#   runs only on compute capability 9.0 (and on the simulator), and `matmul` does not pick it by default: its
+#   accuracy is TF32's (with `precision="tf32"` a shape suite's table could choose it where it was measured
+#   fastest).
 #
 # Next: [Lesson 20: the FP32 contract](20_fp32_contract.ipynb).

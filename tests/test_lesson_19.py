@@ -163,3 +163,20 @@ def test_a_consumers_k_tile_is_mostly_its_own_serial_work():
 
 def test_the_lesson_keeps_to_the_cell_rule():
     assert lesson_cells("19_pingpong") <= MAX_CELLS
+
+
+def test_the_lesson_does_not_blame_the_operand_path():
+    """Issue 36: CUTLASS's sm90 builder takes the register path (GMMA_TMA_WS_RS) for non-16-bit inputs not K-major
+    on both sides, under ping-pong too, and cuBLAS's TF32 kernel feeds one operand from registers: lessons 19 and
+    21 and docs/tensor_cores.md must not say the operand path is wrong for ping-pong, and must say the tile changed
+    with the schedule."""
+    for path in ("lessons/19_pingpong.py", "lessons/21_where_next.py", "docs/tensor_cores.md"):
+        text = " ".join((REPO / path).read_text().replace("#", " ").split())
+        assert "this operand path is wrong for it" not in text, path
+        assert "feeds both operands from shared memory" not in text, path
+        assert "a main loop that runs alone stalls its own tensor core" not in text, path
+        assert "not explained yet" in text, path
+    lesson = " ".join((REPO / "lessons/19_pingpong.py").read_text().replace("#", " ").split())
+    assert "GMMA_TMA_WS_RS" in lesson and "together with the schedule" in lesson
+    p = __import__("gemm_steps.course.predictions", fromlist=["get"]).get(19, "pingpong_over_persistent")
+    assert p.before_the_run and "+ 1 to 1.5 %" in p.text

@@ -1,7 +1,7 @@
 """What lessons 16–17 (and their deep dives, and lesson 18) read about Hopper's own GEMM design — steps 16
 (``tma_pipeline``: the copy engine, an mbarrier ring, a wgmma always in flight) and 17 (``warp_specialized``: a
-producer warpgroup and ``setmaxnreg``): the ring's schedule and its picture, the two models the lessons predict
-from, the speed table, figure and verdict from the run that measured both steps, the timelines from the GPU, the
+producer warpgroup and ``setmaxnreg``): the ring's schedule and its picture, the model lesson 16's after-the-run
+numbers come from, the speed table, figure and verdict from the run that measured both steps, the timelines from the GPU, the
 facts behind step 15's drop from 4096³ to 8192³, and what ptxas says of ``setmaxnreg``. Numbers, tables and figures
 only: the words are the lessons'. A shared module like :mod:`.tensor_core_results`, not a lesson's own helper.
 """
@@ -204,27 +204,6 @@ def pause_model(step, run: dict) -> dict:
     return out
 
 
-def specialization_model(step, timeline: dict, run: dict) -> dict:
-    """Lesson 17's prediction, from step 16's timeline: a warpgroup's k-tile takes ``period`` clocks, of which the
-    producer's work (waiting for an empty stage, issuing the copies) sits on warpgroup 0's path; with a producer of
-    its own a k-tile would take ``period − producer`` clocks, but not less than the tensor cores' ``tensor_clocks``.
-    Predicted TFLOPS per big square: step 16's × period / that."""
-    c = ring_constants(step)
-    t16 = timeline_medians(timeline, "tma_pipeline")
-    period = t16["period"]
-    producer = t16["producer"]["wait_empty"] + t16["producer"]["issue"]
-    tensor = tensor_clocks(c)
-    predicted = max(period - producer, tensor)
-    out = {"period": period, "producer": producer, "predicted_period": predicted, "tensor_clocks": tensor,
-           "gain": period / predicted - 1, "ceiling_gain": period / tensor - 1, "sizes": {}}
-    for size in BIG:
-        r16 = measured(run, "tma_pipeline", size)
-        if r16:
-            out["sizes"][size] = {"step16": r16["tflops"], "predicted": r16["tflops"] * period / predicted,
-                                  "ceiling": r16["tflops"] * period / tensor}
-    return out
-
-
 # -- speed: the run that measured steps 15–17 beside both cuBLAS ---------------------------------------------------
 def speed_rows(run: dict) -> dict:
     """{kernel: {size: {"tflops", "of_cublas_tf32", "vs_sgemm", "mhz", "mhz_min", "ms"}}} for :data:`ROWS`."""
@@ -282,15 +261,17 @@ def speed_figure(run: dict, kernels=None):
     return fig
 
 
-def verdict(run: dict, step: str) -> dict | None:
+def verdict(run: dict, step: str, records: dict = RECORDS) -> dict | None:
     """``step`` against the course's target (:data:`TARGET_HOPPER_TF32_PCT_OF_CUBLAS` % of cuBLAS TF32 at 4096³ and
     8192³, same run): per size its TFLOPS, share, × the previous step, the SM clocks of it and cuBLAS TF32 and the
     share per clock (``pct_per_clock``: the share if both had run at the same clock);
     ``met`` (at both), ``at_least_previous_at_8192`` (the issue's rule: each step at least as fast as the one
-    before it at 8192³); None without the step at both sizes."""
+    before it at 8192³); None without the step at both sizes. ``records``: the record name of each kernel in ``run``
+    (:data:`RECORDS` for :data:`PRODUCER_ORDER_RUN`; ``{}`` for a course benchmark, whose records are the steps'
+    names)."""
     out = {}
     for size in BIG:
-        r, tf32, before = (measured(run, k, size) for k in (step, "cublas_tf32", PREVIOUS[step]))
+        r, tf32, before = (find(run, records.get(k, k), size) for k in (step, "cublas_tf32", PREVIOUS[step]))
         if r is None or tf32 is None:
             return None
         out[size] = {"tflops": r["tflops"], "pct_of_cublas_tf32": 100 * r["tflops"] / tf32["tflops"],
@@ -303,6 +284,39 @@ def verdict(run: dict, step: str) -> dict | None:
     return {"sizes": out, "target_pct": TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
             "met": all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
             "at_least_previous_at_8192": last is not None and last >= 1.0}
+
+
+#: The course benchmarks with steps 16–18 beside both cuBLAS: one H100 run and one H200 run.
+BENCHMARKS = ("bench-nvidia-h100-80gb-hbm3-2026-11-26.json", "bench-nvidia-h200-2026-11-26-3.json")
+
+
+def benchmark_verdicts(step: str) -> list[dict]:
+    """:func:`verdict` of ``step`` in each of :data:`BENCHMARKS` that is shipped, with its GPU and file: whether the
+    course's target is met depends on the GPU."""
+    out = []
+    for name in BENCHMARKS:
+        run = load_run(name)
+        v = verdict(run, step, records={}) if run else None
+        if v:
+            out.append({**v, "gpu": run["environment"].get("gpu"), "file": name})
+    return out
+
+
+def clock_share(run: dict, step: str, size: tuple = BIG[1], records: dict = RECORDS) -> dict:
+    """At ``size``, ``step`` against cuBLAS TF32 in one run: both SM clocks (medians), the share of cuBLAS TF32's
+    throughput, the share per clock, and the energy per FLOP of the step over cuBLAS's *if both drew the same
+    power* (the board's limit): cuBLAS's TFLOPS over the step's."""
+    r, tf32 = find(run, records.get(step, step), size), find(run, "cublas_tf32", size)
+    share = r["tflops"] / tf32["tflops"]
+    mhz, tf32_mhz = r["sm_clock_mhz_median"], tf32["sm_clock_mhz_median"]
+    return {"mhz": mhz, "cublas_tf32_mhz": tf32_mhz, "share": share, "share_per_clock": share * tf32_mhz / mhz,
+            "energy_per_flop_at_equal_power": 1 / share}
+
+
+def clocks_under_load_power(clocks_run: dict, kernel: str = "cublas_tf32", size: int = 8192) -> float | None:
+    """The board power (median, W) while ``kernel`` ran back to back at ``size`` in :data:`CLOCKS_RUN`."""
+    got = [r["power_w_median"] for r in clocks_run["records"] if r["kernel"] == kernel and r["size"] == size]
+    return got[0] if got else None
 
 
 def ragged_same(run: dict, tolerance: float = 0.02) -> dict:

@@ -2,10 +2,12 @@
 
 Deep dive 17 (``lessons/deep_dives/17_setmaxnreg_and_lto.py``) compiles it beside steps 16 and 17 and reads what
 ptxas says of each (:func:`gemm_steps.course.hopper.ptxas_reports`, ``"gemm_steps.course.ninth_warp:ptx_kernels"``):
-it has no ``setmaxnreg``, so its 288 threads are capped as if they were 384 (the hardware allocates registers per
-warpgroup), and its ``wgmma`` are serialised for want of registers, assembled either way. That is why step 17's
-producer became a warpgroup that can give its registers back. It lives in the package so that the deep dive runs from
-an installed course; ``experiments/kernels/warpgroup_specialized.py`` (its history and its H100 timings, measured by
+it has no ``setmaxnreg``, so its 288 threads are capped as if they were 384 (registers allotted a warpgroup at a
+time, or a register file in four parts, one per scheduler, where the part with three warps sets the cap: for one
+block the two models give the same cap, lesson 17), and its ``wgmma`` are serialised for want of registers,
+assembled either way. That is why step 17's producer became a warpgroup that can give its registers back. It
+lives in the package so that the deep dive runs from an installed course;
+``experiments/kernels/warpgroup_specialized.py`` (its history and its H100 timings, measured by
 experiments/warpgroup_tma_bench.py) re-exports it.
 
 Changed from step 16's first build (step 15 fed by TMA through full/empty mbarriers, thread 0 also the producer):

@@ -29,9 +29,10 @@ print(f"{budget['registers']:,} registers over {budget['threads']} threads: {bud
 # caller and honours the hand-off: the entry count stays at the cap for the block's threads, nothing spills, no
 # `wgmma` is serialised.
 #
-# The ninth-warp build has no `setmaxnreg`: its 288 threads are capped as if they were 384 (the hardware allocates
-# registers per warpgroup), either way, and its `wgmma` are serialised either way — which is why the producer had
-# to become a warpgroup that can give its registers back. The course's PTX claims about registers
+# The ninth-warp build has no `setmaxnreg`: its 288 threads are capped as if they were 384 (registers allotted a
+# warpgroup at a time, or four register-file parts, one per scheduler, the part with three warps setting the cap:
+# for one block both give this cap, lesson 17), either way, and its `wgmma` are serialised either way — which is
+# why the producer had to become a warpgroup that can give its registers back. The course's PTX claims about registers
 # (`PTXAS_EXPECT` in each step, tests/test_ptx.py) use the LTO build; the portability checks still assemble the
 # relocatable PTX.
 #
