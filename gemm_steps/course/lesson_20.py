@@ -340,3 +340,34 @@ def cost_table(costs: dict) -> MarkdownTable:
             lines.append(f"| {step} | {m}×{n}×{k} | {c['old']:.1f} | {c['new']:.1f} | "
                          f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%} |")
     return MarkdownTable("\n".join(lines))
+
+
+# -- the sequential sum against cuBLAS SGEMM in the course benchmarks ---------------------------------------------------
+#: The steps that compute the sequential float32 FMA sum (one FMA at a time, in k order): 1–10. Step 11 (stream-K)
+#: splits K at some shapes and adds the parts.
+SEQUENTIAL_STEPS = ("naive", "coalesced", "shared_memory", "register_1d", "register_2d", "vectorized", "unrolled",
+                    "double_buffered", "warp_tiling", "persistent")
+
+
+def sgemm_against_sequential() -> dict:
+    """Every course benchmark in ``results/`` (``bench-*.json``): per square, the largest ``rel_error_vs_cublas`` of
+    the sequential-sum steps (:data:`SEQUENTIAL_STEPS`) and of step 11 over all the files — 0 where cuBLAS SGEMM's
+    results equal the sequential sum bit for bit in every file — and how many files. {} without any."""
+    sizes: dict = {}
+    files = sorted(results_files.RESULTS_DIR.glob("bench-*.json"))
+    used = 0
+    for path in files:
+        try:
+            doc = load_results_document(path)
+        except Exception:  # not a results document
+            continue
+        used += 1
+        for r in doc["records"]:
+            diff = r.get("rel_error_vs_cublas")
+            if diff is None or r["M"] != r["N"] or r["N"] != r["K"]:
+                continue
+            kind = "sequential" if r["step"] in SEQUENTIAL_STEPS else "stream_k" if r["step"] == "stream_k" else None
+            if kind:
+                q = sizes.setdefault(r["M"], {"sequential": 0.0, "stream_k": 0.0})
+                q[kind] = max(q[kind], diff)
+    return {"files": used, "sizes": dict(sorted(sizes.items()))} if used else {}
