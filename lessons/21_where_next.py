@@ -211,10 +211,11 @@ if v18:
 # with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. Steps
 # 14–19 run on H100 and H200 only (steps 12–13 on any GPU from compute capability 8.0), all with simulator twins.
 # Step 19 tried the last piece of the design CUTLASS teaches, a
-# persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17: with B's fragments
-# loaded through registers, a main loop that runs alone stalls its own tensor core (lesson 19). What is left: a B
-# that the tensor core reads from shared memory (a K-major copy of B, or 16-bit inputs), a deeper pipeline than four
-# stages of these tiles allow, and thread-block clusters ([docs/tensor_cores.md](../docs/tensor_cores.md)).
+# persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17. Why is not explained
+# yet: it changed its tile together with the schedule, and the operand path (B's fragments through registers) is
+# not the cause by itself, since CUTLASS's ping-pong and cuBLAS's TF32 kernel take it too (lesson 19). What is left:
+# ping-pong measured with only the schedule changed, a deeper pipeline than four stages of these tiles allow, and
+# thread-block clusters with TMA multicast ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
 #

@@ -47,3 +47,13 @@ def test_ci_runs_the_readme_test_command():
     ci_lines = [line.strip() for line in ci.splitlines() if not line.strip().startswith("#")]
     assert any(command in ci_lines for command in commands), (
         f"no README test command {commands} appears verbatim as a line of .ci/run")
+
+
+def test_the_tensor_core_docs_agree_with_lesson_18():
+    """Issue 36: docs/fp32_contract.md named the kernels that keep the contract without step 18, and
+    docs/tensor_cores.md called step 18 bound by shared memory where lesson 18's timeline says otherwise."""
+    contract = " ".join((REPO / "docs/fp32_contract.md").read_text().split())
+    assert "`warp_specialized_3xtf32`" in contract.split("## The contract")[0]
+    assert "12, 15 and on" not in contract
+    tensor = " ".join((REPO / "docs/tensor_cores.md").read_text().split())
+    assert "It is bound by shared memory" not in tensor
