@@ -333,3 +333,18 @@ def test_every_exercise_has_a_stub_that_names_its_command():
         assert f"gemm-steps exercise check {exercise.name}" in text
         assert f"def {exercise.kernel}(" in text
     assert "b + 3" not in exercises.get("persistent").file.read_text()  # the grid is not always 3 blocks
+
+
+def test_the_list_says_which_lesson_each_exercise_belongs_to(capsys):
+    """``gemm-steps exercise list``: after the name, the lesson (its file in lessons/ and notebooks/), the same lesson
+    the exercises README's table links to."""
+    repo = Path(__file__).resolve().parents[1]
+    readme = (repo / "exercises" / "README.md").read_text()
+    assert cli.main(["exercise", "list"]) == 0
+    lines = dict(zip((e.name for e in exercises.EXERCISES), capsys.readouterr().out.splitlines()))
+    for exercise in exercises.EXERCISES:
+        row = re.search(rf"^\| `{exercise.name}` \|.*\(\.\./lessons/(\w+)\.py\)", readme, re.M)
+        assert row, f"the exercises README's table has no row linking {exercise.name} to its lesson"
+        lesson = row.group(1)
+        assert (repo / "lessons" / f"{lesson}.py").is_file() and (repo / "notebooks" / f"{lesson}.ipynb").is_file()
+        assert lines[exercise.name].split()[1:3] == ["lesson", lesson], lines[exercise.name]

@@ -114,6 +114,17 @@ class Exercise:
     #: The idea checked on the simulator beyond the numbers: "coalesced", "reuse" (tiles in shared memory),
     #: "tiles" (the persistent loop's order).
     ideas: tuple[str, ...] = ()
+    #: The lesson whose idea it practises (None: the lesson of its step, lessons/NN_<step>.py for step NN).
+    lesson: int | None = None
+
+    @property
+    def lesson_name(self) -> str:
+        """The lesson's file name without its folder and suffix (``"10_persistent"``): ``lessons/`` and
+        ``notebooks/`` hold it, as ``.py`` and ``.ipynb``."""
+        from .. import get_step
+
+        number = self.lesson if self.lesson is not None else get_step(self.step).number
+        return f"{number:02d}_{get_step(number).name}"
 
     @property
     def file(self) -> Path:
@@ -933,10 +944,11 @@ def check(name: str, path: str | Path | None = None, say: Callable[[str], None] 
 
 
 def listing() -> str:
-    """One line per exercise, the name first."""
+    """One line per exercise, the name first, then the lesson it belongs to (its notebook) and the step it rebuilds."""
     width = max(len(e.name) for e in EXERCISES)
-    return "\n".join(f"{e.name:<{width}}  step {get_number(e.step):>2} — {e.title}  ({_shown(e.file)})"
-                     for e in EXERCISES)
+    lesson_width = max(len(e.lesson_name) for e in EXERCISES)
+    return "\n".join(f"{e.name:<{width}}  lesson {e.lesson_name:<{lesson_width}}  step {get_number(e.step):>2} — "
+                     f"{e.title}  ({_shown(e.file)})" for e in EXERCISES)
 
 
 def get_number(step_name: str) -> int:
