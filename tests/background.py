@@ -46,7 +46,8 @@ class BackgroundChild:
                                         stderr=self._stderr, text=True,
                                         start_new_session=True)  # its own group: close() ends its children too
         self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name=name, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name=name, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -96,4 +97,6 @@ class BackgroundChild:
             except ProcessLookupError:
                 pass
         self.process.wait()
+        self._reader.join(timeout=10)  # the child is gone, so its output ends: the reader stops reading
+        self.process.stdout.close()  # else the pipe is left open (an unclosed-file ResourceWarning)
         self._stderr.close()

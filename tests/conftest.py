@@ -31,7 +31,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import gemm_steps  # first: chooses GPU or simulator before anything imports Numba
+#: NUMBA_ENABLE_CUDASIM as the person running the tests left it ("" if unset), recorded by the run's first process:
+#: gemm_steps sets the variable when it chooses the backend itself, and pytest-xdist's workers inherit it, so a worker
+#: would report "NUMBA_ENABLE_CUDASIM=1 was set" when nobody set it.
+CUDASIM_AS_GIVEN = "GEMM_STEPS_TESTS_CUDASIM_AS_GIVEN"
+os.environ.setdefault(CUDASIM_AS_GIVEN, os.environ.get("NUMBA_ENABLE_CUDASIM", ""))
+
+import gemm_steps  # noqa: E402  first of the package: chooses GPU or simulator before anything imports Numba
 import numpy as np
 import pytest
 
@@ -70,6 +76,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped on the simulator)")
     config.addinivalue_line("markers", "slow: long simulator tests")
     config.addinivalue_line("markers", "ptx(*jobs): needs the PTX of these jobs (tests/ptx_jobs.py)")
+
+
+def simulator_reason() -> str:
+    """Why the kernels run on the simulator, true in every process of the run (see :data:`CUDASIM_AS_GIVEN`)."""
+    given = os.environ.get(CUDASIM_AS_GIVEN, "")
+    if given not in ("", "0"):
+        return f"NUMBA_ENABLE_CUDASIM={given} was set: the simulator runs the kernels"
+    return "no GPU: the simulator runs the kernels"
 
 
 def pytest_report_header(config):
@@ -116,7 +130,7 @@ def pytest_collection_modifyitems(config, items):
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
         return
-    skip = pytest.mark.skip(reason=f"needs a real CUDA GPU; kernels run on {gemm_steps.backend()}")
+    skip = pytest.mark.skip(reason=f"needs a real CUDA GPU; {simulator_reason()}")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

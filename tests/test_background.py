@@ -53,3 +53,12 @@ def test_a_slow_record_times_out():
     finally:
         slow.close()
     assert slow.process is None or slow.process.poll() is not None, "close() left the child running"
+
+
+def test_close_leaves_no_file_open():
+    """close() closes the child's output pipe and the stderr file too (an unclosed one is a ResourceWarning at the
+    end of the run), whether or not a test read the output to its end."""
+    for script in ("print('{}')", "import time; time.sleep(30)"):
+        child = BackgroundChild("files", script, [], child_env())
+        child.close()
+        assert child.process.stdout.closed and child._stderr.closed, script

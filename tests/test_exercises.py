@@ -348,3 +348,19 @@ def test_the_list_says_which_lesson_each_exercise_belongs_to(capsys):
         lesson = row.group(1)
         assert (repo / "lessons" / f"{lesson}.py").is_file() and (repo / "notebooks" / f"{lesson}.ipynb").is_file()
         assert lines[exercise.name].split()[1:3] == ["lesson", lesson], lines[exercise.name]
+
+
+def test_grading_leaves_no_process_running_and_no_file_open(tmp_path):
+    """The GPU-mode compile helper is stopped at exit, its pipes and log closed: once Python's exit found it running
+    ("ResourceWarning: subprocess … is still running", and three unclosed files) at the end of every test run."""
+    import subprocess
+    import sys
+
+    solution = tmp_path / "naive.py"
+    solution.write_text(_solution_source(exercises.get("naive")))
+    code = ("from gemm_steps.course import exercises\n"
+            f"print(exercises.check('naive', {str(solution)!r}, say=lambda line: None).passed)")
+    done = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c", code], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stdout + done.stderr
+    assert "ResourceWarning" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr

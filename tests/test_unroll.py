@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,7 +232,7 @@ def test_define_registers_the_source_for_inspect(tmp_path):
     assert inspect.getsource(namespace["generated_one_loop"]) == source
     assert namespace["generated_one_loop"].__code__.co_filename == filename
     on_disk = define(source, "generated_one_loop", namespace, directory=tmp_path)
-    assert open(on_disk).read() == source and inspect.getsource(namespace["generated_one_loop"]) == source
+    assert Path(on_disk).read_text() == source and inspect.getsource(namespace["generated_one_loop"]) == source
 
 
 def test_the_plain_python_meaning_is_range_and_lists():

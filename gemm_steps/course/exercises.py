@@ -27,6 +27,7 @@ checks that each grader passes its solution and valid variants, and fails its st
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import inspect
 import json
@@ -471,20 +472,34 @@ class _Compiler:
         self.process = None
         self.log = None
         self.lock = threading.Lock()
+        self._stopped_at_exit = False
 
     def _start(self):
         from ..harness.ptx import gpu_mode_env
 
+        self.stop()  # a helper that died: its pipes and log closed
         self.log = tempfile.TemporaryFile()
         command = [sys.executable, "-c", "from gemm_steps.course.exercises import _serve_compiles; _serve_compiles()"]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                         env=gpu_mode_env(), text=True, bufsize=1)
+        if not self._stopped_at_exit:  # else Python's exit finds it running, with its pipes and log open
+            atexit.register(self.stop)
+            self._stopped_at_exit = True
 
     def stop(self):
+        """End the helper (its input closed, it ends; killed if it has not within a second) and close its files."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=1)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+            self.process.stdout.close()
             self.process = None
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
     def request(self, request: dict, timeout: float) -> dict:
         import selectors
