@@ -72,6 +72,123 @@ def test_the_speedup_curves_have_both_panels_and_refuse_a_single_step():
         plots.plot_speedup_curves(synthetic_results(names=["naive"]))
 
 
+def _with_arithmetics() -> dict:
+    """Synthetic results of every step with its arithmetic, and cuBLAS TF32 at 8× cuBLAS SGEMM's speed."""
+    results = synthetic_results()
+    arithmetic = {step.name: step.arithmetic for step in gemm_steps.steps()}
+    for record in results["records"]:
+        record["arithmetic"] = arithmetic.get(record["step"], "fp32")
+    for record in [r for r in results["records"] if r["step"] == "cublas"]:
+        results["records"].append({**record, "step": "cublas_tf32", "arithmetic": "tf32",
+                                   "median_ms": record["median_ms"] / 8, "tflops": record["tflops"] * 8})
+    return results
+
+
+def _bar_labels(ax) -> list[str]:
+    return [text.get_text() for text in ax.texts if "%" in text.get_text() or "cuBLAS" in text.get_text()]
+
+
+def test_each_step_is_compared_with_the_cublas_of_its_arithmetic():
+    """The per-step plot: both cuBLAS drawn; each bar's % is of the cuBLAS of its arithmetic (SGEMM for FP32 and
+    3xTF32, TF32 for TF32); its × is over the previous step of the same arithmetic, and the first step of an
+    arithmetic says so instead (once: TF32 steps at 6× cuBLAS SGEMM with cuBLAS TF32 "not drawn", and "×0.3 over the
+    previous step" from a TF32 step to a 3xTF32 one)."""
+    results = _with_arithmetics()
+    fig = plots.plot_step_speedups(results, size=1024)
+    ax = fig.axes[0]
+    at = {r["step"]: r for r in results["records"] if r["M"] == 1024}
+    levels = sorted(line.get_ydata()[0] for line in ax.lines if len(set(line.get_ydata())) == 1)
+    assert levels == pytest.approx(sorted([at["cublas"]["tflops"], at["cublas_tf32"]["tflops"]]))
+    steps = gemm_steps.steps()
+    labels = dict(zip((s.name for s in steps), _bar_labels(ax)))
+    for i, step in enumerate(steps):
+        reference = at["cublas_tf32" if step.arithmetic == "tf32" else "cublas"]
+        pct = 100 * reference["median_ms"] / at[step.name]["median_ms"]
+        first = labels[step.name].split("\n")[0]
+        assert first == f"{pct:.0f} % {'TF32' if step.arithmetic == 'tf32' else 'SGEMM'}", (step.name, first)
+        earlier = [s for s in steps[:i] if s.arithmetic == step.arithmetic]
+        if i and not earlier:
+            assert "×" not in labels[step.name] and f"first {step.arithmetic.upper().replace('X', 'x')}" in \
+                labels[step.name], labels[step.name]
+        elif earlier:
+            ratio = at[earlier[-1].name]["median_ms"] / at[step.name]["median_ms"]
+            assert f"×{ratio:.1f}" in labels[step.name], (step.name, labels[step.name])
+            assert (f"vs {earlier[-1].number}" in labels[step.name]) == (earlier[-1] is not steps[i - 1])
+    tf32 = [s for s in steps if s.arithmetic == "tf32"]
+    assert tf32 and "first TF32" in labels[tf32[0].name]
+
+
+def _corners(label, renderer) -> np.ndarray:
+    """The four corners, in pixels, of a (rotated) tick label: its rectangle of width × height turned by its angle
+    fits its axis-aligned box exactly, which fixes where it lies inside it."""
+    from matplotlib.text import Text
+
+    flat = Text(text=label.get_text(), fontproperties=label.get_fontproperties())
+    flat.set_figure(label.get_figure())
+    w, h = flat.get_window_extent(renderer).size
+    box = label.get_window_extent(renderer)
+    angle = np.radians(label.get_rotation() % 180)
+    c, s = abs(np.cos(angle)), np.sin(angle)
+    if angle <= np.pi / 2:
+        corners = [(h * s, 0), (w * c + h * s, w * s), (w * c, w * s + h * c), (0, h * c)]
+    else:  # turned past the vertical: mirrored
+        corners = [(w * c, 0), (w * c + h * s, h * c), (h * s, w * s + h * c), (0, w * s)]
+    return np.array(corners) + [box.x0, box.y0]
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two convex polygons overlap (separating axis test), with a pixel of slack."""
+    for polygon in (a, b):
+        for i in range(len(polygon)):
+            edge = polygon[(i + 1) % len(polygon)] - polygon[i]
+            axis = np.array([-edge[1], edge[0]]) / np.hypot(*edge)
+            pa, pb = a @ axis, b @ axis
+            if pa.max() <= pb.min() + 1 or pb.max() <= pa.min() + 1:
+                return False
+    return True
+
+
+def _overlapping(labels, renderer) -> list[tuple[str, str]]:
+    shown = [label for label in labels if label.get_text()]
+    return [(a.get_text(), b.get_text()) for a, b in zip(shown, shown[1:])
+            if _overlap(_corners(a, renderer), _corners(b, renderer))]
+
+
+def test_every_step_label_is_readable():
+    """No two x labels of the per-step plot overlap (the last two did: "18 warp_specialized_3xtf32 [3xTF32]" ran
+    into "19 pingpong [TF32]"), nor those of the speed-up curves."""
+    for fig in (plots.plot_step_speedups(_with_arithmetics(), size=1024),
+                plots.plot_speedup_curves(_with_arithmetics())):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)  # the figure is closed in pyplot: draw it as gemm-steps saves it
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        for ax in fig.axes:
+            overlapping = _overlapping(ax.get_xticklabels(), renderer)
+            assert not overlapping, overlapping
+
+
+def test_the_speedup_curves_take_no_speedup_across_arithmetics():
+    """Left panel: no point for the first TF32 or 3xTF32 step (its step before computes differently); right panel:
+    a TF32 step's % is of cuBLAS TF32."""
+    results = _with_arithmetics()
+    fig = plots.plot_speedup_curves(results)
+    left, right = fig.axes[:2]
+    steps = {s.number: s for s in gemm_steps.steps()}
+    firsts = [n for n in steps if n > 1 and not any(steps[m].arithmetic == steps[n].arithmetic for m in steps
+                                                     if m < n)]
+    assert firsts, "the synthetic results need a step that starts an arithmetic"
+    curves = [line for line in left.lines if len(set(line.get_xdata())) > 1 and len(set(line.get_ydata())) > 1]
+    drawn = {int(x) for line in curves for x, y in zip(line.get_xdata(), line.get_ydata()) if np.isfinite(y)}
+    assert not drawn & set(firsts), sorted(drawn & set(firsts))
+    at = {(r["step"], r["M"]): r for r in results["records"]}
+    tf32 = next(s for s in steps.values() if s.arithmetic == "tf32")
+    want = 100 * at[("cublas_tf32", 1024)]["median_ms"] / at[(tf32.name, 1024)]["median_ms"]
+    got = [y for line in right.lines for x, y in zip(line.get_xdata(), line.get_ydata()) if x == tf32.number]
+    assert any(y == pytest.approx(want) for y in got), (want, got)
+
+
 def test_the_memory_levels_come_from_shipped_files():
     levels = gpu_model.memory_levels()
     assert levels["sm_count"] and levels["l2_bytes"]

@@ -2,9 +2,9 @@
 ``bench.load``).
 
 * :func:`plot_tflops_vs_size` — TFLOPS against matrix size, one line per step, cuBLAS dashed.
-* :func:`plot_step_speedups` — at one size, % of cuBLAS per step, each bar labelled with its speedup over the
-  step before.
-* :func:`plot_speedup_curves` — each step's speedup over the one before, and its % of cuBLAS, across sizes.
+* :func:`plot_step_speedups` — at one size, each step's TFLOPS beside both cuBLAS, each bar labelled with its % of
+  the cuBLAS of its arithmetic and its speedup over the previous step of that arithmetic.
+* :func:`plot_speedup_curves` — the same two numbers across sizes.
 * :func:`plot_shape_classes` — % of cuBLAS per shape of the shape suite (``gemm-steps bench --suite shapes``),
   grouped by class.
 * :func:`plot_results` — all of them that the results allow, written as PNGs.
@@ -12,7 +12,10 @@
 Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
 numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Steps that compute on the
 tensor cores say their arithmetic in their label (``[TF32]``, ``[3xTF32]``), draw dashed lines or hatched bars, and
-cuBLAS on the TF32 tensor cores is drawn dotted when a run has it; "% of cuBLAS" is always of cuBLAS SGEMM. Each step has one colour
+cuBLAS on the TF32 tensor cores is drawn dotted when a run has it. A step is compared with the cuBLAS of its own
+arithmetic (:data:`REFERENCE`: SGEMM for the FP32 and 3xTF32 steps, TF32 for the TF32 steps), and a speedup is never
+taken across arithmetics: where the arithmetic changes, the plot says so instead (the shape-class plot, of the shape
+suite, is of cuBLAS SGEMM). Each step has one colour
 in every plot (:data:`STEP_COLOURS`), and throughput is on a log axis so the first steps do not vanish. Records with an ``"error"`` are not drawn, but are listed under the plot.
 
 Each function returns its figure already closed in ``pyplot``. So a notebook shows it exactly once when it is the
@@ -181,48 +184,118 @@ def _pick_size(results: dict, size: int | Size | None) -> Size:
     return wanted
 
 
-def plot_step_speedups(results: dict, size: int | Size | None = None, path: str | Path | None = None) -> Figure:
-    """At one size (4096 if measured, else the largest), a bar per step: % of cuBLAS, and ×speedup over the last.
+#: The cuBLAS a step is compared with, by its arithmetic: the FP32 steps and the 3xTF32 steps (which keep the FP32
+#: contract, docs/fp32_contract.md) with cuBLAS SGEMM; the TF32 steps with cuBLAS on the TF32 tensor cores.
+REFERENCE = {"fp32": "cublas", "3xtf32": "cublas", "tf32": "cublas_tf32"}
+#: How a reference is named beside a percentage.
+REFERENCE_SHORT = {"cublas": "SGEMM", "cublas_tf32": "TF32"}
+#: Arithmetic names as the labels write them.
+ARITHMETIC_NAME = {"fp32": "FP32", "tf32": "TF32", "3xtf32": "3xTF32"}
 
-    % of cuBLAS is the ratio of the same run's cuBLAS median to the step's median (see docs/measurement.md); the
-    ×N.N above a bar is the previous step's median time divided by this one's.
+
+def _arithmetic(record: dict) -> str:
+    return record.get("arithmetic", "fp32")
+
+
+def _reference(results: dict, record: dict) -> dict | None:
+    """The same run's cuBLAS record of ``record``'s arithmetic at its size (:data:`REFERENCE`), if measured."""
+    name = REFERENCE[_arithmetic(record)]
+    return next((r for r in _ok(results) if r["step"] == name and _size(r) == _size(record)), None)
+
+
+def pct_of_own_cublas(results: dict, record: dict) -> float | None:
+    """% of the cuBLAS of the step's own arithmetic (:data:`REFERENCE`), same run and size; None if not measured."""
+    reference = _reference(results, record)
+    return None if reference is None else 100.0 * reference["median_ms"] / record["median_ms"]
+
+
+def _previous_of_same_arithmetic(arithmetic: dict[int, str], number: int) -> int | None:
+    """The nearest earlier step of ``arithmetic`` (step number → its arithmetic) that computes as step ``number``
+    does, or None (the first step of its arithmetic): a speed-up across arithmetics compares unlike things."""
+    earlier = [n for n in arithmetic if n < number and arithmetic[n] == arithmetic[number]]
+    return max(earlier) if earlier else None
+
+
+def _mark_arithmetic_changes(ax, arithmetics: list[str], xs: list[float], vertical: bool = False) -> None:
+    """A dotted line between neighbours computing differently, and the new arithmetic named at its top (along the
+    line when ``vertical``: where the steps stand close, two changes in a row would write over each other)."""
+    for i in range(1, len(arithmetics)):
+        if arithmetics[i] != arithmetics[i - 1]:
+            edge = (xs[i - 1] + xs[i]) / 2
+            ax.axvline(edge, color="0.45", linestyle=":", linewidth=1)
+            ax.text(edge, 0.99, f" → {ARITHMETIC_NAME[arithmetics[i]]} ", transform=ax.get_xaxis_transform(),
+                    ha="right" if vertical else "left", va="top", rotation=90 if vertical else 0, fontsize=7,
+                    color="0.3")
+
+
+def plot_step_speedups(results: dict, size: int | Size | None = None, path: str | Path | None = None) -> Figure:
+    """At one size (4096 if measured, else the largest), a bar per step: its TFLOPS (log axis), both cuBLAS as
+    lines, and above each bar its % of the cuBLAS of its own arithmetic and its speed-up over the previous step of
+    that arithmetic.
+
+    FP32 and 3xTF32 steps are compared with cuBLAS SGEMM, TF32 steps with cuBLAS TF32 (:data:`REFERENCE`); the ×N.N
+    is the previous step's median time over this one's, the previous step *of the same arithmetic* ("vs N" when that
+    is not the step just before): where the arithmetic changes, a dotted line says so instead of a speed-up.
     """
     size = _pick_size(results, size)
     rows = sorted((r for r in _steps_only(_ok(results)) if _size(r) == size), key=lambda r: r["number"])
-    if not rows or any("pct_of_cublas" not in r for r in rows):
+    references = {r["step"]: r for r in _ok(results) if is_baseline(r["step"]) and _size(r) == size}
+    if not rows or "cublas" not in references:
         raise ValueError(f"no % of cuBLAS at {_size_label(size)}: the results have no cuBLAS record there")
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 5), layout="constrained")
-    labels = [_label(r) for r in rows]
-    bars = ax.bar(labels, [r["pct_of_cublas"] for r in rows], color=[step_colour(r["number"]) for r in rows],
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(rows) + 2), 5.5), layout="constrained")
+    xs = list(range(len(rows)))
+    bars = ax.bar(xs, [r["tflops"] for r in rows], color=[step_colour(r["number"]) for r in rows],
                   hatch=["//" if _tensor_core(r) else "" for r in rows])
+    numbered = {r["number"]: r for r in rows}
+    arithmetic = {r["number"]: _arithmetic(r) for r in rows}
     for i, (bar, r) in enumerate(zip(bars, rows)):
-        text = f"{r['pct_of_cublas']:.1f}%"
-        if i > 0:  # speedup over the step before (named when a failed step left a gap)
-            before = rows[i - 1]
-            gap = "" if before["number"] == r["number"] - 1 else f" vs {before['number']}"
-            text += f"\n×{before['median_ms'] / r['median_ms']:.1f}{gap}"
+        pct = pct_of_own_cublas(results, r)
+        text = (f"{pct:.0f} % {REFERENCE_SHORT[REFERENCE[_arithmetic(r)]]}" if pct is not None
+                else f"no cuBLAS {ARITHMETIC_NAME[_arithmetic(r)]}")
+        before = _previous_of_same_arithmetic(arithmetic, r["number"])
+        if before is not None:  # named when it is not the bar just before (another arithmetic, or a failed step)
+            text += f"\n×{numbered[before]['median_ms'] / r['median_ms']:.1f}"
+            text += "" if before == rows[i - 1]["number"] else f" vs {before}"
+        elif i > 0:
+            text += f"\nfirst {ARITHMETIC_NAME[_arithmetic(r)]}"
         ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                    fontsize=8, xytext=(0, 2), textcoords="offset points")
-    ax.axhline(100, color="k", linestyle="--", linewidth=1, label="cuBLAS SGEMM = 100 %")
+                    fontsize=7, xytext=(0, 2), textcoords="offset points",
+                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85))
+    _mark_arithmetic_changes(ax, [_arithmetic(r) for r in rows], xs)
+    for name, style in (("cublas", "--"), ("cublas_tf32", ":")):
+        if name in references:
+            ax.axhline(references[name]["tflops"], color="k", linestyle=style, linewidth=1.2,
+                       label=f"{BASELINES[name]}: {references[name]['tflops']:.1f} TFLOPS")
     if any(_tensor_core(r) for r in rows):
         ax.bar([0], [0], color="white", edgecolor="k", hatch="//", label="hatched: on the tensor cores")
-    tf32 = next((r for r in _ok(results) if r["step"] == "cublas_tf32" and _size(r) == size), None)
-    if tf32 is not None and "pct_of_cublas" in tf32:  # said, not drawn: a bar that tall would flatten the others
-        ax.plot([], [], " ", label=f"cuBLAS TF32 (not drawn): {tf32['pct_of_cublas']:.0f} %")
-    ax.set_ylabel("% of cuBLAS (same run)")
-    ax.set_ylim(0, max(110.0, 1.15 * max(r["pct_of_cublas"] for r in rows)))
-    ax.tick_params(axis="x", labelrotation=30)
+    ax.plot([], [], " ", label="above a bar: % of the cuBLAS of its arithmetic (SGEMM for FP32 and 3xTF32,\n"
+                               "TF32 for TF32), × over the previous step of that arithmetic")
+    ax.set_yscale("log")
+    low = min(r["tflops"] for r in rows)
+    high = max([r["tflops"] for r in rows] + [r["tflops"] for r in references.values()])
+    ax.set_ylim(low / 2, high * 12)  # room above the tallest bar for its label and the legend
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_ylabel("TFLOPS (same run), log scale")
+    ax.set_xticks(xs, [_label(r) for r in rows], rotation=35, ha="right", rotation_mode="anchor", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
-    return _finish(fig, results, f"Each step at {_size_label(size)}: % of cuBLAS, ×speedup over the previous step",
-                   path, lambda r: _size(r) == size)
+    return _finish(fig, results, f"Each step at {_size_label(size)}: TFLOPS, % of the cuBLAS of its arithmetic, "
+                   "× over the previous step of that arithmetic", path, lambda r: _size(r) == size)
+
+
+#: Line styles by arithmetic in the speed-up curves (tensor-core steps dashed or dotted, as in the other plots).
+ARITHMETIC_STYLE = {"fp32": "-", "tf32": "--", "3xtf32": ":"}
 
 
 def plot_speedup_curves(results: dict, path: str | Path | None = None) -> Figure:
-    """Across sizes: each step's speedup over the step before it (left) and its % of cuBLAS (right), a line per size.
+    """Across sizes: each step's speedup over the previous step of its arithmetic (left) and its % of the cuBLAS of
+    its arithmetic (right), a colour per size and a line style per arithmetic.
 
     The course's promise, step by step: where a step pays off (speedup > 1) and at which sizes, and how close each
-    step gets to cuBLAS. Square sizes only; a step missing at a size leaves a gap.
+    step gets to the cuBLAS it competes with (SGEMM for the FP32 and 3xTF32 steps, TF32 for the TF32 steps:
+    :data:`REFERENCE`). A speed-up is never taken across arithmetics: the first TF32 and the first 3xTF32 step have
+    none, and a dotted line marks where the arithmetic changes. Square sizes only; a step missing at a size leaves a
+    gap.
     """
     rows = [r for r in _steps_only(_ok(results)) if r["M"] == r["N"] == r["K"]]
     sizes = sorted({r["M"] for r in rows})
@@ -230,26 +303,52 @@ def plot_speedup_curves(results: dict, path: str | Path | None = None) -> Figure
     if not rows or len(numbers) < 2:
         raise ValueError("no two steps at a square size to compare")
     by_key = {(r["number"], r["M"]): r for r in rows}
-    names = {r["number"]: r["step"] + ARITHMETIC_MARK.get(r.get("arithmetic", "fp32"), "") for r in rows}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    names = {r["number"]: r["step"] for r in rows}
+    arithmetic = {r["number"]: _arithmetic(r) for r in rows}
+    previous = {n: _previous_of_same_arithmetic(arithmetic, n) for n in numbers}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), layout="constrained")
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(sizes)))
+    kinds = [a for a in ARITHMETIC_STYLE if a in arithmetic.values()]
     for size, colour in zip(sizes, colours):
-        speedup = [by_key[(n - 1, size)]["median_ms"] / by_key[(n, size)]["median_ms"]
-                   if (n, size) in by_key and (n - 1, size) in by_key else np.nan for n in numbers[1:]]
-        left.plot(numbers[1:], speedup, "o-", color=colour, label=f"{size}³")
-        pct = [by_key[(n, size)].get("pct_of_cublas", np.nan) if (n, size) in by_key else np.nan for n in numbers]
-        right.plot(numbers, pct, "o-", color=colour, label=f"{size}³")
+        for kind in kinds:
+            mine = [n for n in numbers if arithmetic[n] == kind]
+            speedup = [by_key[(previous[n], size)]["median_ms"] / by_key[(n, size)]["median_ms"]
+                       if previous[n] is not None and (n, size) in by_key and (previous[n], size) in by_key
+                       else np.nan for n in mine]
+            left.plot(mine, speedup, "o" + ARITHMETIC_STYLE[kind], color=colour)
+            pct = [pct_of_own_cublas(results, by_key[(n, size)]) if (n, size) in by_key else None for n in mine]
+            right.plot(mine, [np.nan if p is None else p for p in pct], "o" + ARITHMETIC_STYLE[kind], color=colour)
+    for ax in (left, right):
+        _mark_arithmetic_changes(ax, [arithmetic[n] for n in numbers], numbers, vertical=True)
+    handles = [plt.Line2D([], [], color=colour, marker="o", linestyle="", label=f"{size}³")
+               for size, colour in zip(sizes, colours)]
+    handles += [plt.Line2D([], [], color="k", linestyle=ARITHMETIC_STYLE[kind], label=ARITHMETIC_NAME[kind])
+                for kind in kinds]
+    handles += [plt.Line2D([], [], linestyle="", label="right: % of the cuBLAS\nof its arithmetic —\nSGEMM for FP32 "
+                           "and\n3xTF32, TF32 for TF32")]
+    fig.legend(handles=handles, fontsize=8, title="size, arithmetic", loc="outside right upper")
+
+    def tick(n: int) -> str:
+        return f"{n} {names[n]}{ARITHMETIC_MARK.get(arithmetic[n], '')}"
+
+    later = numbers[1:]
     left.axhline(1, color="k", linewidth=1, linestyle=":")
-    left.set(yscale="log", xlabel="step", ylabel="× speedup over the step before (log)", xticks=numbers[1:],
-             xticklabels=[f"{n}\n{names[n]}" for n in numbers[1:]])
+    left.set(yscale="log", xlabel="step", ylabel="× over the previous step of its arithmetic (log)", xticks=later,
+             xticklabels=[tick(n) + (f" (first {ARITHMETIC_NAME[arithmetic[n]]})" if previous[n] is None
+                                     else "" if previous[n] == n - 1 else f" (vs {previous[n]})") for n in later])
+    left.yaxis.set_major_locator(FixedLocator([0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 20]))
+    left.yaxis.set_minor_locator(NullLocator())
+    left.yaxis.set_major_formatter(plt.FuncFormatter(lambda value, _: f"{value:g}"))
     right.axhline(100, color="k", linewidth=1, linestyle="--")
-    right.set(xlabel="step", ylabel="% of cuBLAS (same run)", xticks=numbers,
-              xticklabels=[f"{n}\n{names[n]}" for n in numbers])
+    right.set(xlabel="step", ylabel="% of its cuBLAS (same run)", xticks=numbers,
+              xticklabels=[tick(n) for n in numbers])
+    for ax, scale in ((left, 1.6), (right, 1.2)):  # room at the top for the names of the arithmetics
+        bottom, top = ax.get_ylim()
+        ax.set_ylim(bottom, top * scale)
     for ax in (left, right):
         ax.tick_params(axis="x", labelsize=7, labelrotation=90)
-        ax.legend(fontsize=8, title="size")
-    return _finish(fig, results, "Step by step across sizes: speedup over the previous step, and % of cuBLAS",
-                   path)
+    return _finish(fig, results, "Step by step across sizes: speedup over the previous step of the same arithmetic, "
+                   "and % of the cuBLAS of that arithmetic", path)
 
 
 def plot_shape_classes(results: dict, path: str | Path | None = None, steps=None) -> Figure:
