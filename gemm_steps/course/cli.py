@@ -764,7 +764,7 @@ def parser() -> argparse.ArgumentParser:
                    help="where the PNGs go (default: next to the JSON; without a GPU: ./plots)")
     b.set_defaults(run=cmd_bench)
 
-    pl = sub.add_parser("plot", help="plot a results JSON (TFLOPS vs size, %% of cuBLAS per step)")
+    pl = sub.add_parser("plot", help="plot a results JSON (TFLOPS vs size, %% of its own cuBLAS per step)")
     pl.add_argument("results", metavar="RESULTS.json")
     pl.add_argument("--out-dir", metavar="DIR", help="where the PNGs go (default: next to the JSON)")
     pl.set_defaults(run=cmd_plot)
