@@ -10,15 +10,17 @@ An inf or NaN in the input makes the simulator's float32 arithmetic (NumPy scala
 kernel code it passes through — a thousand lines for one small product — where a GPU computes the same values
 silently. :func:`summarised_float_warnings` counts them instead and warns once per launch.
 
-The cost model was fitted on a 2-core machine (the project's CI class) with numba-cuda 0.30's simulator: starting
-and finishing a simulated thread costs ~0.6 ms, each multiply-add it does ~1 µs, each block barrier it meets ~0.1 ms
-(the barrier wakes every thread of the block), and a tensor-core ``mma`` ~0.25 ms a thread. It errs on the slow
-side. Measured on 2026-11-26 on that machine (one call after a warm-up, every step at one full tile and at a ragged
-shape of about 2 × 1 tiles, 0.2–9.7 s a call): every step took 0.2–1.05× the estimate — step 3 and the warpgroup
-steps (14–19) about 0.6–1.0×, steps 1, 2, 12 and 13 and the larger shapes of steps 7–11 a fifth to a third. A
-product just under the limit finishes in time; one refused may have finished in a fifth of the estimate. (Those
-times predate the longer thread switch interval of ``toolkit/simulator_patches.py``, which made calls up to ~30 %
-faster: the model errs further on the slow side now, not fitted again.)
+The cost model is fitted by ``scripts/fit_simulator_cost_model.py`` on a 2-core machine (the project's CI class)
+with numba-cuda 0.30's simulator; the timings and the fit are in ``results/simulator-cost-model-<date>.json``
+(:data:`FITTED_ON`). Fitted on 2026-11-28 (steps 1, 3, 5, 7, 9, 11, 12, 13, 14, 16 and 18, one call of ``step(a, b)``
+after a warm-up, at one whole tile, at about 2 × 2 tiles and at 129×260×32, the largest shape ``verify`` checks:
+0.1–10 s a call; other work shared the 2 cores, load average 1.2 before and 6.3 after): starting and finishing a
+simulated thread costs ~0.4 ms, each multiply-add it does ~0.7 µs, each block barrier it meets ~60 µs, and a
+tensor-core ``mma`` ~70 µs a thread. The least-squares fit (on the relative error) is scaled up until no timed call
+took longer than its estimate: the model is a limit and a time budget (tests/test_properties.py), so it errs on the
+slow side. With the constants below every timed call took 0.33–1.0× its estimate (median 0.59), where the model before
+gave 0.12–0.58× (median 0.30; step 1 at 129×260×32: "about 29 s", 7.1 s). The model cannot tell the steps whose
+loops are unrolled (7 and 9: 0.33–0.43×) from step 5, whose loops are not (0.86–0.88×).
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ import threading
 import warnings
 from collections import Counter
 
-SECONDS_PER_THREAD = 6e-4
-SECONDS_PER_FMA = 1.2e-6
+#: The results file the coefficients below come from (``fitted``, rounded up to two digits; tests/test_first_hour.py
+#: compares them).
+FITTED_ON = "simulator-cost-model-2026-11-28.json"
+#: Starting and finishing one simulated thread (a Python thread).
+SECONDS_PER_THREAD = 3.6e-4
+#: One multiply-add of one thread.
+SECONDS_PER_FMA = 6.9e-7
 #: Each thread's arrival at a block barrier (two a k-tile in every step that stages tiles in shared memory): the
-#: barrier wakes every thread of the block, one GIL hand-off each (fitted on steps 3–11, 2026-11-26).
-SECONDS_PER_BARRIER = 1.05e-4
-#: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: 0.1–0.2 ms per thread and call with the
-#: rest of a tensor-core kernel's work (fitted on steps 12–13 at their simulator tiles, 64×32×16 to 128×64×64).
-SECONDS_PER_MMA = 2.5e-4
+#: barrier wakes every thread of the block, one GIL hand-off each.
+SECONDS_PER_BARRIER = 6.1e-5
+#: A tensor-core ``mma`` there is a meeting of the warp's 32 Python threads: per thread and call, with the rest of a
+#: tensor-core kernel's work.
+SECONDS_PER_MMA = 6.9e-5
 DEFAULT_LIMIT_S = 60.0
 #: Above this estimate an allowed product says how long it will take before it starts.
 ANNOUNCE_S = 10.0
