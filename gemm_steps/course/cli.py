@@ -571,6 +571,8 @@ def cmd_explain(args) -> int:
             tiles_m, tiles_n = ceil_div(m, local.BLOCK_M), ceil_div(n, local.BLOCK_N)
             print(f"  here, on the simulator: the step's smaller simulator tiles, {local.BLOCK_M}×{local.BLOCK_N} → "
                   f"{tiles_m}×{tiles_n} = {tiles_m * tiles_n} tiles, run one block at a time (no SMs, no waves)")
+        else:
+            print("  here, on the simulator: the same tiles, run one block at a time (no SMs, no waves)")
     else:
         for line in _tile_lines(step, step.tiled.config, _sm_count(), m, n, k):
             print(f"  {line}")
