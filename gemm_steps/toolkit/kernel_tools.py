@@ -24,6 +24,10 @@ if SIMULATOR:
     from . import simulator_patches
 
     simulator_patches.apply()  # syncthreads as a counting barrier (that module says why)
+else:
+    from . import driver_patches
+
+    driver_patches.apply()  # a kernel's module loaded by one host thread at a time (that module says why)
 
 SHARED_ALIGN = None if SIMULATOR else 16
 
