@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, predictions
+from gemm_steps.course import hopper, lesson, predictions, reference
 
 tma_pipeline = gemm_steps.get_step("tma_pipeline")
 warp_specialized = gemm_steps.get_step("warp_specialized")
@@ -163,10 +163,56 @@ print(f"8192³: step 17 at {e['mhz']:.0f} MHz, cuBLAS TF32 at {e['cublas_tf32_mh
       "back to back at 8192³ in the clocks-under-load run)")
 
 # %% [markdown]
-# So at 8192³ part of the gap to cuBLAS is energy the kernel spends per FLOP — more instructions or more bytes moved
-# per FLOP than cuBLAS's — which the power limit turns into a lower clock. (Lesson 19's step 19, whose tensor cores
-# idle more, ran at a higher clock than step 17 at 8192³ on the H100.) Which of the kernel's costs it is has not
-# been measured yet: the power of step 17 itself was not recorded.
+# So at 8192³ part of the gap to cuBLAS may be energy the kernel spends per FLOP, which the power limit turns into a
+# lower clock. That needs the kernels' own power and work, and before any "why we are slower" it needs a look at
+# what we are slower *than*.
+#
+# ## What cuBLAS runs
+#
+# `scripts/reference_kernels.py` dissects the reference on a GPU: Nsight Compute profiles one launch of cuBLAS TF32's
+# kernel (after a warm-up) at the course's products — its launch statistics and every SASS instruction — and the
+# Hopper steps' kernels the same way; then each kernel runs back to back for three seconds while the board's SM
+# clock and power are sampled. One run per GPU, every kernel in it (the caption names the file):
+
+# %%
+ref = reference.load("NVIDIA H200")
+hopper_kernels = ["cublas_tf32", "warpgroup_tf32", "tma_pipeline", "warp_specialized", "pingpong"]
+if ref is not None:
+    print(f"{ref.gpu}, {ref.date} ({ref.path.name}), 8192³:")
+    lesson.say(reference.launch_table(ref, 8192, hopper_kernels))
+
+# %% [markdown]
+# cuBLAS TF32's kernel is the design step 17 is heading for, with three things more. Like step 17 it has three
+# warpgroups (384 threads) with the `setmaxnreg` hand-off from 168 registers, and the same tensor-core instruction
+# fed the same way: `HGMMA.64x256x8` with operand A from registers — the course's own operand path. What it has
+# and step 17 has not: a **persistent** grid (one block an SM), **clusters of two blocks** whose tiles share an
+# operand, which the copy engine loads once and **multicasts** to both (`UTMALDG…MULTICAST`), and an epilogue that
+# writes C through shared memory and the copy engine (`UTMASTG`) instead of 128 `STG` from registers. Those are the
+# next steps of the course.
+#
+# Now the clocks. Every kernel here ran into the board's 700 W limit, so the SM clock each got is what its energy per
+# FLOP allows. Beside it, the work per FLOP of the profiled launch:
+
+# %%
+if ref is not None:
+    lesson.say(reference.energy_table(ref, 8192, hopper_kernels))
+    lesson.say(reference.instruction_mix_table(ref, 8192, ["cublas_tf32", "warp_specialized"], top=8))
+    for r in reference.load_all():
+        s17, cublas = r.kernel("warp_specialized", 8192), r.kernel("cublas_tf32", 8192)
+        print(f"{r.gpu}: step 17 at {s17.sm_clock_mhz:.0f} MHz, cuBLAS TF32 at {cublas.sm_clock_mhz:.0f} MHz "
+              f"({s17.sm_clock_mhz / cublas.sm_clock_mhz - 1:+.1%}) at {s17.power_w:.0f} / {cublas.power_w:.0f} W; "
+              f"{s17.warp_instructions_per_flop / cublas.warp_instructions_per_flop:.2f}× the warp instructions "
+              f"and {s17.l2_bytes_per_flop / cublas.l2_bytes_per_flop:.2f}× the L2 bytes per FLOP")
+
+# %% [markdown]
+# At the same board power step 17 runs at a lower clock, and the counters say why: it executes more warp
+# instructions and moves more L2 bytes per FLOP than cuBLAS TF32. The instruction mix shows where the instructions go.
+# Both load the same B fragments from shared memory (`LDS`, level), but for each one step 17 also executes a compare
+# and an add (`FSETP.GEU`, `IMAD.IADD`, one per element loaded): its rounding of B to TF32 (`cvt.rna.tf32.f32`,
+# which becomes these instructions on this GPU), which cuBLAS's kernel does not execute — the tensor core truncates
+# what it is given. And step 17 executes hundreds of times more 64-bit uniform arithmetic (`UIADD3.X`,
+# `USHF.R.U64`: address math) than cuBLAS's kernel. Those are costs of the kernel, not of the board. (The back-to-back TFLOPS here are the load run's,
+# with no L2 flush between launches; the course benchmark above is the timing of record.)
 #
 # ## What is left
 #

@@ -41,7 +41,7 @@ def kernel_regex(step_names: list[str]) -> str:
     """The ncu kernel-name filter that matches the kernels these steps (or ``cublas``) launch."""
     names = []
     for step_name in step_names:
-        if step_name == "cublas":
+        if step_name in ("cublas", "cublas_tf32"):
             names.append("sgemm|gemm|Kernel")  # cuBLAS's kernel names vary by GPU and version
             continue
         # Step 11 runs step 10's kernel where the split leaves nothing to stream-K: either may be the one launched.
@@ -52,9 +52,22 @@ def kernel_regex(step_names: list[str]) -> str:
     return "|".join(dict.fromkeys(names))
 
 
+def call_of(name: str, a, b, c):
+    """A call that computes C = A·B on device arrays: a step by name, ``cublas`` (SGEMM) or ``cublas_tf32``
+    (cublasGemmEx on the TF32 tensor cores, the Hopper steps' reference)."""
+    if name == "cublas":
+        return lambda: gemm_steps.cublas_matmul(a, b, out=c)
+    if name == "cublas_tf32":
+        from gemm_steps.harness.cublas import launch_cublas_tf32
+
+        return lambda: launch_cublas_tf32(a, b, c)
+    step = gemm_steps.get_step(name)
+    return lambda: step(a, b, out=c)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("steps", nargs="+", help="steps' names, or cublas")
+    parser.add_argument("steps", nargs="+", help="steps' names, or cublas (SGEMM), or cublas_tf32")
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--warmup", type=int, default=0, help="launches of each step before the profiled ones")
     parser.add_argument("--launches", type=int, default=1, help="profiled launches of each step")
@@ -73,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     a = cuda.to_device(rng.standard_normal((n, n), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((n, n), dtype=np.float32))
     c = cuda.device_array((n, n), dtype=np.float32)
-    calls = {name: (lambda: gemm_steps.cublas_matmul(a, b, out=c)) if name == "cublas"
-             else (lambda step=gemm_steps.get_step(name): step(a, b, out=c)) for name in args.steps}
+    calls = {name: call_of(name, a, b, c) for name in args.steps}
     for count in (args.warmup, args.launches):
         for call in calls.values():
             for _ in range(count):

@@ -21,6 +21,7 @@ The rules:
   ``step#i``, and no experiment's variants), with a successful record of each step asked for and of cuBLAS.
 * :func:`newest_matching` — tuning sweeps and experiments by name: the results documents measured on a GPU whose
   file name matches a glob, in either folder.
+* :func:`references` — the reference dissections (``reference-<gpu>-<date>.json``), newest first.
 * :func:`find` — a file that is not a results document (``compile-times-nvidia-h200.json``, ``ncu-….txt``), by name, in
   either folder.
 
@@ -30,6 +31,7 @@ Files that are not results documents (``tuned.json``, a broken file) are skipped
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterable
 
@@ -110,6 +112,20 @@ def newest_matching(pattern: str) -> Found | None:
     ``"tuning-unrolled-*.json"`` or ``"experiment-fma-order-*.json"``) in ``results/`` or ``experiments/results/``."""
     paths = [path for folder in folders() for path in sorted(folder.glob(pattern))]
     return _newest(_results_documents(paths))
+
+
+def references() -> list[Found]:
+    """The reference dissections in ``results/`` (``reference-<gpu>-<date>.json`` from
+    ``scripts/reference_kernels.py``: what cuBLAS and the Hopper steps run, read off the GPU), newest first."""
+    found = []
+    for path in sorted(Path(RESULTS_DIR).glob("reference-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (ValueError, OSError):
+            continue
+        if "kernels" in data and "environment" in data:
+            found.append((path, data))
+    return sorted(found, key=lambda item: (str(item[1]["environment"].get("date", "")), item[0].name), reverse=True)
 
 
 def find(name: str) -> Path | None:
