@@ -43,8 +43,12 @@ if results:
     lesson.show_figure(plots.plot_speedup_curves(results))
 
 # %% [markdown]
-# Left: how much each step gained over the one before (above the dotted line: faster; step 12's gain is a change of
-# arithmetic, TF32, not only of code). Right: how close each step came to cuBLAS SGEMM. The big wins are early and at large sizes; the late steps each add a few percent (lesson 11's
+# Left: how much each step gained over the previous step of the same arithmetic (above the dotted line: faster).
+# Where the arithmetic changes — step 12 to TF32, step 13 to 3xTF32, and back and forth in the Hopper chapter — a
+# dotted vertical line marks it and no speed-up is drawn across it: a TF32 step against an FP32 one compares two
+# contracts, not two kernels. Right: how close each step came to the cuBLAS of its own arithmetic — cuBLAS SGEMM for
+# the FP32 and 3xTF32 steps, cuBLAS TF32 for the TF32 steps. The big wins are early and at large sizes; the late
+# steps each add a few percent (lesson 11's
 # [deep dive: where the course ends](deep_dives/11_where_the_course_ends.ipynb) has the last table). And the small
 # sizes tell a different story, next.
 #
