@@ -75,8 +75,9 @@ if results:
 # list of configurations. `gemm_steps.matmul` picks too, by a rule you can read in one screen
 # (`gemm_steps/harness/dispatch.py`): it looks the shape up in a table of shapes **measured on the GPU**
 # (`gemm-steps bench --suite shapes`: square, ragged, wave-boundary, K-heavy, skinny and small shapes) and runs the
-# step that was fastest at the nearest one; far from every measured shape, step 11. `gemm-steps explain M N K`
-# says what it would run and why:
+# step that was fastest at the nearest one; beyond the table's large products (12000³, say: larger in every side
+# than 4096³) the step fastest at the nearest of them; far from every measured shape otherwise, step 11.
+# `gemm-steps explain M N K` says what it would run and why:
 
 # %%
 from gemm_steps.course import cli

@@ -248,3 +248,51 @@ def test_a_few_tiles_with_edges_count_as_the_edge_path():
     assert dispatch.choose_from(table, 700, 700, 12000, names).step_name == "stream_k"
     assert dispatch.choose_from(table, 768, 768, 12000, names).step_name == "warp_specialized_3xtf32"
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
+
+
+def test_beyond_the_tables_large_products_the_steps_keep_their_order():
+    """12000³ and 16384³ are far from every measured shape (log₂ distance 2.7 and 3.5 from 4096³), but larger in every
+    side than a large measured product: more of the same tiles on the same kernel paths. They are judged at 4096³ —
+    the 3xTF32 step that was fastest there runs, not the FP32 default (which had run at half its speed there, issue
+    37). A shape beyond only a small measured product, or not larger in every side, still gets the default."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [256, 256, 256, {"shared_memory": 0.03, "stream_k": 0.08}, 0.02],
+        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
+    names = {"warp_specialized_3xtf32", "stream_k", "shared_memory"}
+    for n in (12000, 16384):
+        choice = dispatch.choose_from(table, n, n, n, names)
+        assert choice.step_name == "warp_specialized_3xtf32" and "beyond the table" in choice.reason, choice.reason
+        assert choice.nearest == (4096, 4096, 4096)
+    assert "too far" in dispatch.choose_from(table, 65536, 4096, 1024, names).reason  # K smaller than measured
+    small_only = {"gpu": "GPU A", "date": "d", "shapes": [table["shapes"][0]]}
+    assert "too far" in dispatch.choose_from(small_only, 3000, 3000, 3000, names).reason  # 256³ is no large product
+    # where a step's kernel path changes beyond the table (K = 12001: its edge kernel), it is not judged by 4096³
+    ragged = dispatch.choose_from(table, 12000, 12000, 12001, names)
+    assert ragged.step_name == "stream_k" and "warp_specialized_3xtf32" not in ragged.judged
+
+
+def test_the_order_at_4096_holds_at_8192_in_the_course_benchmarks():
+    """dispatch.LARGE_C's claim: in every course benchmark in results/ the fastest step of each precision at 4096³ was
+    the fastest at 8192³ too, or within the tie (TIE) of it."""
+    from gemm_steps.harness import results_files
+
+    files = [(path, data) for path, data in results_files._results_documents(
+        sorted(results_files.RESULTS_DIR.glob("bench-*.json"))) if results_files.is_course_benchmark(data)]
+    if not files:
+        pytest.skip("no course benchmark in results/ (a checkout's results)")
+    arithmetic = {s.name: s.arithmetic for s in gemm_steps.steps()}
+    checked = 0
+    for path, data in files:
+        for precision, allowed in dispatch.PRECISIONS.items():
+            by_size = {}
+            for size in (4096, 8192):
+                records = {r["step"]: r["tflops"] for r in data["records"] if r.get("M") == r.get("N") == r.get("K")
+                           == size and arithmetic.get(r["step"], "") in allowed and r.get("tflops")}
+                by_size[size] = records
+            if not by_size[4096] or not by_size[8192]:
+                continue
+            best_4096 = max(by_size[4096], key=by_size[4096].get)
+            fastest_8192 = max(by_size[8192].values())
+            assert by_size[8192].get(best_4096, 0) >= fastest_8192 / (1 + dispatch.TIE), (path.name, precision)
+            checked += 1
+    assert checked >= 8

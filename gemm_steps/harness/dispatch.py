@@ -8,7 +8,10 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 1. Find the measured shape nearest to (M, N, K), by distance in log₂ of each side (2× off in one side = 1).
 2. If it is within :data:`NEAREST_WITHIN` (e.g. every side within about 2×), run the step that was fastest there
    (of the steps within :data:`TIE` of the fastest, the latest: the most general kernel).
-3. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
+3. Beyond the table's large products — a shape larger in every side than a measured product whose C holds at least
+   :data:`LARGE_C` elements (12000³ against 4096³) — the step fastest at the nearest such product: more of the same
+   tiles on the same kernel paths keep the steps' order.
+4. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
    of them on large squares.
 
 Which steps may be chosen depends on the **precision** asked for (the names of Triton's ``input_precision``):
@@ -305,18 +308,26 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     shape = tuple(nearest[:3])
     where = entry.get("gpu") or "an unnamed GPU"
     other = "" if gpu is None or gpu == entry.get("gpu") else f" (no table for {gpu}: {where}'s)"
-    pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1]) if s in steps}
     away = distance(here, shape)
+    within, beyond = NEAREST_WITHIN, None
     if away > NEAREST_WITHIN:
-        return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
-                            f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
-                      shape, pct, entry.get("gpu"))
+        beyond = _beyond_the_table(measured, here)
+        if beyond is None:
+            pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1])
+                   if s in steps}
+            return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
+                                f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
+                          shape, pct, entry.get("gpu"))
+        nearest, shape = beyond, tuple(beyond[:3])
+        within = distance(here, shape)  # the steps are judged among the large shapes no farther than it
+        measured = [row for row in measured if row[0] * row[1] >= LARGE_C]
+    pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1]) if s in steps}
     judged, judged_at = dict(pct), {s: shape for s in pct}
     for s in pct:
         if _same_path(s, here, shape):
             continue
         same = [row for row in measured if s in row[3] and _same_path(s, here, tuple(row[:3]))
-                and distance(here, tuple(row[:3])) <= NEAREST_WITHIN]
+                and distance(here, tuple(row[:3])) <= within]
         if same:  # judged where its kernel path is the one it would take here
             row = min(same, key=lambda r: distance(here, tuple(r[:3])))
             judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
@@ -332,9 +343,30 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
                key=lambda name: (_step_number(name), name not in TILE_VARIANTS, name not in PADDED_VARIANTS))  # win a tie
     at = judged_at[best]
     note = "" if at == shape else f" (judged at {_label(at)}, where its kernel path is the one it takes here)"
-    return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at the "
-                        f"nearest measured shape, {_label(shape)} on {where}{other}: {judged[best]:.0f} % of cuBLAS"
+    where_measured = (f"the nearest measured shape, {_label(shape)} on {where}{other}" if beyond is None else
+                      f"{_label(shape)} on {where}{other}, the nearest of the table's large products (every side "
+                      f"at most this shape's, C of at least {LARGE_C:,} elements: this shape is beyond the table, "
+                      f"log₂ distance {away:.1f}, and more of the same tiles on the same kernel paths keep the "
+                      f"steps' order)")
+    return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at "
+                        f"{where_measured}: {judged[best]:.0f} % of cuBLAS"
                         + note, shape, pct, entry.get("gpu"), {s: (judged_at[s], judged[s]) for s in judged})
+
+
+#: Beyond the table's large products. A product larger in every side than a measured one whose C holds at least this
+#: many elements — two waves of the largest tiles (256×128) on 132 SMs — is more of the same tiles on the same kernel
+#: paths, and the steps keep their order: in 7 of the 8 course benchmarks in results/ the fastest step of each
+#: precision at 4096³ was the fastest at 8192³ too, and in the eighth (H100, 2026-11-23) steps 9–11 swapped within
+#: 2 %, inside :data:`TIE` (tests/test_dispatch.py checks this against the files). A step whose path would change
+#: there is judged only where its path is the same (:func:`_same_path`).
+LARGE_C = 2 * 132 * 256 * 128
+
+
+def _beyond_the_table(measured: list, here: tuple[int, int, int]):
+    """The nearest measured row that ``here`` is beyond: every side at most ``here``'s, C at least :data:`LARGE_C`
+    elements; None if there is none (``here`` is not a larger product of a large measured one)."""
+    rows = [row for row in measured if row[0] * row[1] >= LARGE_C and all(x <= y for x, y in zip(row[:3], here))]
+    return min(rows, key=lambda row: distance(here, tuple(row[:3])), default=None)
 
 
 _CHOICES: dict = {}
