@@ -166,6 +166,12 @@ def test_a_missing_barrier_fails_as_a_race_naming_both_lines(name, barrier, tmp_
     graded = (source[:start] + source[end:]).splitlines()
     for number, statement in lines:  # each line number is that statement's line in the graded file
         assert graded[int(number) - 1].strip() == statement, (number, statement)
+    # Without the second barrier the two lines have a syncthreads between them in the text: the message says the race
+    # is between passes of the loop, and after how many barriers (issue 39: it said "no syncthreads between the two")
+    across = name == "shared_memory" and barrier == 1
+    assert ("different passes of the loop" in text and "second cuda.syncthreads() at the end of each pass" in text) == across, text
+    assert ("no cuda.syncthreads() between the two" in text) != across, text
+    assert re.search(r"after \d+ cuda\.syncthreads\(\) of the block|before the first cuda\.syncthreads\(\)", text), text
 
 
 @SIMULATOR_ONLY
@@ -364,3 +370,30 @@ def test_grading_leaves_no_process_running_and_no_file_open(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stdout + done.stderr
     assert "ResourceWarning" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
+@SIMULATOR_ONLY
+def test_an_early_return_before_a_barrier_is_named_as_such(tmp_path):
+    """Threads outside C that return before the loop's barriers: the grader names the early return and the barrier
+    the thread never reached (issue 39: it used to give the hint about zero-padding the tiles)."""
+    exercise = exercises.get("shared_memory")
+    source = _solution_source(exercise)
+    start = "    acc = float32(0.0)\n"
+    assert start in source
+    source = source.replace(start, "    if row >= m or col >= n:\n        return\n" + start, 1)
+    text = _grade_source(exercise, source, tmp_path).text()
+    assert "returned before the cuda.syncthreads() at" in text, text
+    line = re.search(r"line (\d+) of \w+\.py: (.*)", text)
+    assert line and line.group(2).startswith("cuda.syncthreads()"), text
+    assert source.splitlines()[int(line.group(1)) - 1].strip() == line.group(2), text
+    assert "Does every element the loop reads get written first" not in text, text
+
+
+@SIMULATOR_ONLY
+def test_the_persistent_stub_hears_about_tile_position_first(tmp_path):
+    """The stub says tile_position is checked first: the empty stub's first failure is about tile_position (it was
+    about shared memory, from the compile check)."""
+    exercise = exercises.get("persistent")
+    report = exercises.grade(exercise, exercises.load(exercises.EXERCISES_DIR / "persistent.py"))
+    assert not report.passed
+    assert "tile_position" in report.text() and "shared" not in report.text().split("FAIL", 1)[1], report.text()

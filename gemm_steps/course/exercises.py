@@ -117,6 +117,12 @@ class Exercise:
     ideas: tuple[str, ...] = ()
     #: The lesson whose idea it practises (None: the lesson of its step, lessons/NN_<step>.py for step NN).
     lesson: int | None = None
+    #: A module of this package that grades the exercise its own way — ``grade`` (as :func:`grade`), ``solution()``
+    #: and ``time_against_step`` — for kernels that are not one C = A·B over the grid (None: the checks below).
+    grader: str | None = None
+
+    def grader_module(self):
+        return importlib.import_module(f".{self.grader}", __package__)
 
     @property
     def lesson_name(self) -> str:
@@ -133,6 +139,8 @@ class Exercise:
 
     def solution(self):
         """The kernel (and the extras) that solve this exercise: the shipped step's own."""
+        if self.grader is not None:
+            return self.grader_module().solution()
         if self.name == "persistent":
             from . import exercise_solutions
 
@@ -847,6 +855,9 @@ def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] 
     """Grade the kernel ``module`` defines for ``exercise`` (module: the learner's file, or a solution).
 
     ``compile``: compile the kernel for a GPU first (leave it on: off only for tests of the other checks)."""
+    if exercise.grader is not None:
+        return exercise.grader_module().grade(exercise, module, seed=seed, say=say, time_limit=time_limit,
+                                              compile=compile)
     report = Report(exercise)
     kernel = getattr(module, exercise.kernel, None)
     if kernel is None:
@@ -854,13 +865,13 @@ def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] 
     problem = kernel_problem(kernel, exercise.kernel)
     if problem is not None:
         return report.fail(problem)
+    _check_extras(exercise, module, report)  # first, as the stubs say (tile_position): checked on its own
+    if not report.passed:
+        return report
     if compile:
         _check_compiles(exercise, module, report)
         if not report.passed:
             return report
-    _check_extras(exercise, module, report)
-    if not report.passed:
-        return report
     rng = np.random.default_rng(seed + 1)
     for case in cases(exercise, seed):
         if say is not None:

@@ -51,6 +51,10 @@ class UninitializedRead(SimulatorCheck):
     """A thread read a shared-memory element that no thread of its block had written."""
 
 
+class EarlyReturn(SimulatorCheck):
+    """A thread of a block finished while the rest of its block still had a ``syncthreads`` to reach."""
+
+
 class SharedArraysOnOneLine(SimulatorCheck):
     """Two ``cuda.shared.array`` calls on one line: the simulator would give them the same storage."""
 
@@ -122,6 +126,18 @@ def _caller(depth: int) -> tuple[str, int]:
     return frame.f_code.co_filename, frame.f_lineno
 
 
+_GERUND = {"wrote": "writing", "read": "reading"}
+
+
+def _barrier_between(filename: str, first: int, last: int) -> int | None:
+    """The number of a line strictly between ``first`` and ``last`` of the file that calls ``syncthreads``, if any."""
+    for line in range(first + 1, last):
+        code = code_at(filename, line)
+        if "syncthreads(" in code and not code.startswith("#"):
+            return line
+    return None
+
+
 class TrackedShared(np.ndarray):
     """A shared array that records who touched each element when (see the module docstring)."""
 
@@ -171,17 +187,31 @@ class TrackedShared(np.ndarray):
         return ", ".join(str(int(i)) for i in np.unravel_index(int(element), self.tracker["index"].shape))
 
     def _race(self, element, doing, thread, frame, done, other, there) -> None:
-        block_dim = threading.current_thread()._manager._block_dim
+        me = threading.current_thread()
+        block_dim = me._manager._block_dim
         here, there = (frame.f_code.co_filename, frame.f_lineno), (frame.f_code.co_filename, there)
         other_name = "another thread" if other == MANY_READERS else thread_name(int(other), block_dim)
+        barriers = me.race_interval % INTERVALS_PER_BLOCK  # the block's syncthreads both threads had passed
+        passed = f"after {barriers} cuda.syncthreads() of the block" if barriers else "before the first cuda.syncthreads()"
+        between = _barrier_between(here[0], min(here[1], there[1]), max(here[1], there[1]))
+        if between is not None:  # a barrier stands between the lines, yet both came in one interval: two passes
+            why = (f"        Both came {passed}, and line {between} between them is a cuda.syncthreads(): so the two "
+                   f"accesses were in different passes of the loop — one thread still in one pass, the other already "
+                   f"in the next. That barrier orders the two lines within one pass; nothing orders one pass's "
+                   f"{_GERUND[done if there[1] > here[1] else doing]} with the next pass's "
+                   f"{_GERUND[doing if there[1] > here[1] else done]}. A loop that refills a tile needs a second "
+                   f"cuda.syncthreads() at the end of each pass, after the last read of the tile and before the next "
+                   f"copy into it.")
+        else:
+            why = (f"        with no cuda.syncthreads() between the two ({passed} for both). On a GPU either access may "
+                   f"come first: every way from one of these lines to the other must pass a cuda.syncthreads() that "
+                   f"the whole block reaches.")
         raise SharedMemoryRace(
             f"shared-memory race on {self.tracker['name']}[{self._index(element)}] in block {_block_name()}: "
             f"{thread_name(int(thread), block_dim)} {doing} it at\n"
             f"            {source_line(here)}\n"
             f"        after {other_name} {done} it at\n"
-            f"            {source_line(there)}\n"
-            f"        with no cuda.syncthreads() between the two. On a GPU either access may come first: every way "
-            f"from one of these lines to the other must pass a cuda.syncthreads() that the whole block reaches.")
+            f"            {source_line(there)}\n" + why)
 
     def _uninitialized(self, element, thread, frame) -> str:
         """What a read of an element no thread of the block had written says (raised when the launch ends)."""
@@ -236,6 +266,17 @@ class Observed:
         self.shared_arrays: list[str] = []
 
 
+def _early_return(thread, gone, where: tuple[str, int]) -> str:
+    block_dim = thread._manager._block_dim
+    return (f"{thread_name(int(gone.thread_id), block_dim)} of block {_block_name()} returned before the "
+            f"cuda.syncthreads() at\n            {source_line(where)}\n"
+            f"        that {thread_name(int(thread.thread_id), block_dim)} of its block reached. On a GPU every thread of "
+            f"a block must reach every cuda.syncthreads(): a thread that has returned leaves the barrier waiting for "
+            f"it, or the block runs on with shared memory half written. Don't return early — a thread whose element "
+            f"of C lies outside the matrix still copies its part of the tiles (zero where a tile runs past A or B) "
+            f"and reaches every barrier; guard only its store to C with an if.")
+
+
 @contextmanager
 def detect_races(deadline: Deadline = NO_DEADLINE):
     """Within this block, simulator kernels raise a :class:`SimulatorCheck` at their first shared-memory race, read
@@ -279,6 +320,9 @@ def detect_races(deadline: Deadline = NO_DEADLINE):
 
     def syncthreads(self):
         deadline.check()
+        barrier = getattr(self, "_block_barrier", None)
+        if barrier is not None and barrier.gone:  # a thread of this block has returned: it never reaches this barrier
+            raise EarlyReturn(_early_return(self, barrier.gone[0], _caller(2)))  # the kernel's line
         original_sync(self)
         _where_am_i()  # (numbers the intervals if this thread has not touched shared memory yet)
         self.race_interval += 1
