@@ -7,8 +7,8 @@ it afterwards; while a plan is recorded, :func:`recording` gives the recording t
 
 Several host threads may call ``matmul`` at once. So nothing a launch is recorded into lives on a shared object: the
 list is the recording thread's own (a ``threading.local``), and a plan, with the workspaces it holds, is kept per
-host thread (``TiledKernels.plan_key``, :class:`~.workspaces.Workspaces`): two threads never record into one list,
-nor replay launches that share scratch memory.
+host thread (``TiledKernels.thread_plans``, :class:`~.workspaces.Workspaces`): two threads never record into one
+list, nor replay launches that share scratch memory.
 """
 
 from __future__ import annotations
