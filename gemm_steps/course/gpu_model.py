@@ -82,7 +82,7 @@ def hierarchy_figure(grid=(3, 2), block=(16, 4)):
 def memory_levels() -> dict:
     """Sizes and measured bandwidths of each level, for the picture: all of one GPU's, the one the bandwidths were
     measured on (the bandwidth file's environment), or the newest benchmark's sizes where there is no such file."""
-    found = results_files.newest_matching("experiment-memory-bandwidth-*.json")
+    found = results_files.newest_matching(results_files.EXPERIMENT_MEMORY_BANDWIDTH_ANY)
     measured = found[1] if found else None  # the finders return (path, document): already read
     env = (measured or {}).get("environment") or {}
     if not env.get("sm_count"):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gemm_steps.harness import results_files
+
 from .display import MarkdownTable
 from .profiles import base_units, read_metrics
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
@@ -23,15 +25,15 @@ from .timings import size_label
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
 #: Steps 15, 16 and 17 (and the late-producer experiment) beside cuBLAS SGEMM and TF32 in one H200 run
 #: (experiments/producer_order_bench.py), the SM clock recorded per record.
-PRODUCER_ORDER_RUN = "experiment-producer-order-nvidia-h200.json"
+PRODUCER_ORDER_RUN = results_files.EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200
 #: Steps 16 and 17's timelines from one H200 run (experiments/timeline.py).
-TIMELINE_RUN = "experiment-timeline-nvidia-h200.json"
+TIMELINE_RUN = results_files.EXPERIMENT_TIMELINE_NVIDIA_H200
 #: Step 16's kernel in row-major and grouped tile orders beside step 15 (experiments/warpgroup_order_bench.py), and
 #: Nsight Compute on two of them; the clocks under load; the benchmark's timing against queued launches.
-ORDER_RUN = "experiment-warpgroup-order-nvidia-h200.json"
-ORDER_PROFILE = "ncu-warpgroup-order-nvidia-h200.txt"
-CLOCKS_RUN = "experiment-clocks-under-load-nvidia-h200.json"
-TIMING_RUN = "experiment-timing-method-nvidia-h200.json"
+ORDER_RUN = results_files.EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200
+ORDER_PROFILE = results_files.NCU_WARPGROUP_ORDER_NVIDIA_H200_TXT
+CLOCKS_RUN = results_files.EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200
+TIMING_RUN = results_files.EXPERIMENT_TIMING_METHOD_NVIDIA_H200
 
 #: The record name of each kernel in :data:`PRODUCER_ORDER_RUN`. The run measured step 17 while it was still the
 #: experiment's build (``specialized_setmaxnreg``: the same kernel, experiments/producer_order_bench.py).
@@ -287,7 +289,7 @@ def verdict(run: dict, step: str, records: dict = RECORDS) -> dict | None:
 
 
 #: The course benchmarks with steps 16–18 beside both cuBLAS: one H100 run and one H200 run.
-BENCHMARKS = ("bench-nvidia-h100-80gb-hbm3-2026-11-26.json", "bench-nvidia-h200-2026-11-26-3.json")
+BENCHMARKS = (results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26, results_files.BENCH_NVIDIA_H200_2026_11_26_3)
 
 
 def benchmark_verdicts(step: str) -> list[dict]:
@@ -646,12 +648,12 @@ def shared_budget(step) -> dict:
 
 # -- how step 16 was found (H100 runs of experiments/warpgroup_tma_bench.py) ------------------------------------------
 #: The TMA builds before step 16, each in its own run beside step 15: (file, record, what changed).
-HISTORY = [("experiment-warpgroup-tma-bulk-rows-nvidia-h100.json", "warpgroup_tma", "B by 32 bulk row copies"),
-           ("experiment-warpgroup-tma-nvidia-h100.json", "warpgroup_tma",
+HISTORY = [(results_files.EXPERIMENT_WARPGROUP_TMA_BULK_ROWS_NVIDIA_H100, "warpgroup_tma", "B by 32 bulk row copies"),
+           (results_files.EXPERIMENT_WARPGROUP_TMA_NVIDIA_H100, "warpgroup_tma",
             "B by one tensor copy; ptxas serialised the wgmma around the wait's divergent branches (C7518)"),
-           ("experiment-warpgroup-tma-uniform-wait-nvidia-h100.json", "warpgroup_tma",
+           (results_files.EXPERIMENT_WARPGROUP_TMA_UNIFORM_WAIT_NVIDIA_H100, "warpgroup_tma",
             "the wait as uniform branches (bra.uni)"),
-           ("experiment-warpgroup-overlap-nvidia-h100.json", "warpgroup_overlap",
+           (results_files.EXPERIMENT_WARPGROUP_OVERLAP_NVIDIA_H100, "warpgroup_overlap",
             "two fragment register sets: a k-tile of wgmma in flight (step 16 but for the tile order)")]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from gemm_steps.toolkit.kernel_tools import ceil_div
+from gemm_steps.harness import results_files
 
 from . import profiles
 from .compiled import blocks_per_sm, compile_kernels, fmas_per_k_tile, k_loop_mix, threads_per_block
@@ -239,8 +240,8 @@ def waiting(after) -> MarkdownTable | None:
 
 
 # -- the step-5 experiment: signed first attempt, strided variants ------------------------------------------------
-EXPERIMENT = "experiment-register-2d-unsigned-*.json"
-EARLIER = "experiment-register-2d-nvidia-h200.json"
+EXPERIMENT = results_files.EXPERIMENT_REGISTER_2D_UNSIGNED_ANY
+EARLIER = results_files.EXPERIMENT_REGISTER_2D_NVIDIA_H200
 
 
 def load_experiment() -> dict | None:

@@ -13,6 +13,7 @@ from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
 from gemm_steps.harness.ptx import remembered_in_gpu_mode
 from gemm_steps.harness.step import get_step
+from gemm_steps.harness import results_files
 
 from .compiled import MIX_CLASSES, blocks_per_sm, compile_with_registers as compile_steps, compiled_entry
 from .compiled import fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
@@ -189,7 +190,7 @@ def hint_registers(compiled: dict, after) -> dict:
 
 
 # -- compile time (deep dive; the compile profiler is gemm_steps/course/compile_profile.py) -------------------------
-FIRST_CALL_FILE = "experiment-first-call-nvidia-h100.json"
+FIRST_CALL_FILE = results_files.EXPERIMENT_FIRST_CALL_NVIDIA_H100
 _READY = re.compile(r"compiling the (\w+) (\w+) kernel.*?ready in ([\d.]+) s", re.S)
 
 
@@ -224,7 +225,7 @@ def first_call(step: str, name: str = FIRST_CALL_FILE) -> dict | None:
             "kernel compiled": ready and ready.group(2), "its compile (s)": ready and float(ready.group(3))}
 
 
-def shipped_compile_times(name: str = "compile-times-nvidia-h200.json") -> dict | None:
+def shipped_compile_times(name: str = results_files.COMPILE_TIMES_NVIDIA_H200) -> dict | None:
     """The older per-step first-call run (``scripts/compile_times.py``): every step in a fresh process at 256³ (fast
     kernel) and 257³ (edge kernel too), then with the cache (``table``); where and when (``measured``)."""
     path = shipped_file(name)

@@ -5,6 +5,8 @@ the words are the lessons'."""
 
 from __future__ import annotations
 
+from gemm_steps.harness import results_files
+
 from . import profiles
 from .display import MarkdownTable, as_step, facts, table
 from .models import served
@@ -247,7 +249,7 @@ def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
 
 
 # -- the last 10 % ------------------------------------------------------------------------------------------------
-H200_NCU = "ncu-step9-pipelined-cublas-nvidia-h200.txt"
+H200_NCU = results_files.NCU_STEP9_PIPELINED_CUBLAS_NVIDIA_H200_TXT
 
 
 def ncu_h200_kernels() -> list[dict]:
@@ -305,7 +307,7 @@ def ncu_h200_table(sass: dict) -> MarkdownTable | None:
 # -- the k-loop in SASS ------------------------------------------------------------------------------------------------
 #: Step 9's k-tile loop and its experiments' variants in SASS for sm_90, compiled on a CPU by
 #: ``python -m experiments.k_loop_sass`` (ptxas + nvdisasm); tests/test_lesson_09.py recomputes the shipped row.
-SASS_FILE = "experiment-k-loop-sass-sm90.json"
+SASS_FILE = results_files.EXPERIMENT_K_LOOP_SASS_SM90
 
 
 def k_loop_sass() -> dict | None:

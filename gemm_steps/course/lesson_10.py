@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
+from gemm_steps.harness import results_files
 
 from . import profiles
 from .compiled import blocks_per_sm, threads_per_block
@@ -111,7 +112,7 @@ GROUPED = 8  # the GROUP_M of the experiment's grouped runs (as its records name
 NAMES = {"twin": "warp_tiling(same config)", "G8": f"persistent GROUP_M={GROUPED}", "G1": "persistent GROUP_M=1",
          "cuBLAS": "cublas"}
 #: The run lesson 10 reads, by its exact name (``experiment-persistent-*`` also matches step 17's persistent bench).
-PERSISTENCE_RUN = "experiment-persistent-nvidia-h200.json"
+PERSISTENCE_RUN = results_files.EXPERIMENT_PERSISTENT_NVIDIA_H200
 
 
 def load_experiment(blocks_per_sm: int) -> SimpleNamespace | None:
@@ -269,7 +270,7 @@ def worst_table(exp, count: int | None = None) -> MarkdownTable:
 def saw_tooth(blocks_per_sm: int) -> SimpleNamespace | None:
     """The K = 4096 wave-boundary family of the scheduling sweep (steps 9, 10 and cuBLAS): ``family`` (rows as
     :func:`_shapes`, with the wave model's TFLOPS), ``anchor`` (the one-wave row), the tiles and blocks; or None."""
-    doc = load_shipped("experiment-scheduling-nvidia-h200.json", "`experiments/scheduling.py`: steps 9 to 11 with the same "
+    doc = load_shipped(results_files.EXPERIMENT_SCHEDULING_NVIDIA_H200, "`experiments/scheduling.py`: steps 9 to 11 with the same "
                        "tiles, and cuBLAS, in one run over squares, wave-boundary, deep and tall shapes")
     if not doc:
         return None

@@ -14,6 +14,7 @@ import numpy as np
 
 from gemm_steps.steps.stream_k import WAVE_EFFICIENCY_FOR_DATA_PARALLEL, stream_k_split
 from gemm_steps.toolkit.tile_config import TileConfig
+from gemm_steps.harness import results_files
 
 from . import compiled as _compiled
 from .display import facts, table
@@ -151,7 +152,7 @@ def load_sweep(compiled: dict) -> Sweep | None:
     """The shipped sweep (saying where it comes from) on G = :func:`resident_grid` blocks and, per shape, fewest
     tiles first: tiles and k-tiles, tiles ÷ G (``x``), the share of block-slots busy one tile per block (``busy``),
     the hybrid split, the balance-only prediction, and each variant's record (:data:`VARIANTS`; ``None`` if none)."""
-    data = load_shipped("experiment-scheduling-nvidia-h200.json", "`experiments/scheduling.py`: step 9's data-parallel "
+    data = load_shipped(results_files.EXPERIMENT_SCHEDULING_NVIDIA_H200, "`experiments/scheduling.py`: step 9's data-parallel "
                         "grid, step 10, step 11, step 11's kernel without the fallback to step 10, and everything "
                         "stream-K, all with the same tiles, plus cuBLAS, in one run")
     if not data:

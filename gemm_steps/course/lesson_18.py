@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from gemm_steps.harness import results_files
+
 from .display import MarkdownTable
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .tensor_core_results import caption, clock_table, find, load_run
 
 #: The course benchmark with all 18 steps and both cuBLAS in one H200 run (step 18 as shipped: with split-K).
-BENCH_RUN = "bench-nvidia-h200-2026-11-26-3.json"
+BENCH_RUN = results_files.BENCH_NVIDIA_H200_2026_11_26_3
 #: The shape suite on the same H200 before split-K and after it (every step, both cuBLAS, each run).
-SHAPES_BEFORE, SHAPES_AFTER = "shapes-nvidia-h200-2026-11-26-2.json", "shapes-nvidia-h200-2026-11-26-3.json"
+SHAPES_BEFORE, SHAPES_AFTER = results_files.SHAPES_NVIDIA_H200_2026_11_26_2, results_files.SHAPES_NVIDIA_H200_2026_11_26_3
 #: Step 18's timeline (experiments/timeline.py --only warp_specialized_3xtf32: its kernel before split-K, with
 #: %clock64 writes; one launch at 4096³ on an H200).
-TIMELINE_RUN = "experiment-timeline-warp-specialized-3xtf32-nvidia-h200.json"
+TIMELINE_RUN = results_files.EXPERIMENT_TIMELINE_WARP_SPECIALIZED_3XTF32_NVIDIA_H200
 STEP = "warp_specialized_3xtf32"
 #: Step 18 and the builds it was chosen from, beside steps 14 and 17 and both cuBLAS (one H200 run).
-BUILDS_RUN = "experiment-specialized-3xtf32-nvidia-h200.json"
+BUILDS_RUN = results_files.EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200
 BIG = ((4096, 4096, 4096), (8192, 8192, 8192))
 #: The rows of the speed table: (record, label).
 ROWS = [("cublas", "cuBLAS SGEMM (FP32 units)"), ("cublas_tf32", "cuBLAS TF32"),
@@ -199,7 +201,7 @@ def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
 
 
 #: The course benchmarks with steps 17 and 18: one H100 run and one H200 run (the latter is :data:`BENCH_RUN`).
-BENCHMARKS = ("bench-nvidia-h100-80gb-hbm3-2026-11-26.json", BENCH_RUN)
+BENCHMARKS = (results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26, BENCH_RUN)
 
 
 def step17_third_shares() -> list[dict]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gemm_steps.harness import results_files
+
 from .display import MarkdownTable
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
 from .hopper import TIMELINE_RUN as STEP17_TIMELINE_RUN
@@ -20,10 +22,10 @@ from .tensor_core_results import clock_table, find, load_run
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
 #: Step 17, its persistent form and step 19 beside both cuBLAS, one H100 run (experiments/pingpong_bench.py). Step 19
 #: ran as the experiment's ordered build, ``pingpong_specialized`` (the same kernel).
-BENCH_RUN = "experiment-pingpong-nvidia-h100.json"
+BENCH_RUN = results_files.EXPERIMENT_PINGPONG_NVIDIA_H100
 #: Step 19's timeline: the same kernel with %clock64 writes, one launch at 4096³ on the same H100
 #: (experiments/kernels/pingpong_specialized_timeline.py).
-TIMELINE_RUN = "experiment-timeline-pingpong-specialized-nvidia-h100.json"
+TIMELINE_RUN = results_files.EXPERIMENT_TIMELINE_PINGPONG_SPECIALIZED_NVIDIA_H100
 TIMELINE_BUILD = "pingpong_specialized"
 #: Step 19's record in :data:`BENCH_RUN`.
 RECORD = "pingpong_specialized"

@@ -18,7 +18,7 @@ from .plots import step_colour
 from .tensor_core_results import CONTRACT_AB_RUN, contract_cost, load_run
 
 #: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
-RUN = "experiment-fp32-accuracy-nvidia-h200.json"
+RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200
 #: What produces it (said when it is missing).
 COMMAND = "python -m experiments.fp32_accuracy experiments/results/" + RUN
 
@@ -354,7 +354,7 @@ def sgemm_against_sequential() -> dict:
     the sequential-sum steps (:data:`SEQUENTIAL_STEPS`) and of step 11 over all the files — 0 where cuBLAS SGEMM's
     results equal the sequential sum bit for bit in every file — and how many files. {} without any."""
     sizes: dict = {}
-    files = sorted(results_files.RESULTS_DIR.glob("bench-*.json"))
+    files = sorted(results_files.RESULTS_DIR.glob(results_files.BENCH_ANY))
     used = 0
     for path in files:
         try:

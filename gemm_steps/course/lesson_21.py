@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gemm_steps.harness import results_files
+
 from .. import steps as course_steps
 from .tensor_core_results import tf32_peak_tflops
 from .display import MarkdownTable, table
@@ -81,7 +83,7 @@ def roofline_figure(results: dict, size):
 
 
 # -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
-SUITE_BEFORE = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
+SUITE_BEFORE = results_files.EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100
 
 
 def shape_suites() -> tuple[tuple, tuple] | None:
@@ -91,7 +93,6 @@ def shape_suites() -> tuple[tuple, tuple] | None:
     missing."""
     import json
 
-    from gemm_steps.harness import results_files
     from gemm_steps.harness.environment import file_slug
 
     before_path = results_files.find(SUITE_BEFORE)
@@ -159,7 +160,6 @@ def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> Markdow
 def call_overhead() -> dict | None:
     """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
     experiment-call-overhead-*.json), or None if the files are missing."""
-    from gemm_steps.harness import results_files
     import json
 
     paths = [results_files.find(f"experiment-call-overhead{run}-nvidia-h100.json") for run in ("-before", "")]
@@ -188,9 +188,8 @@ def call_overhead_table(overhead: dict) -> MarkdownTable:
 
 def held_out() -> dict | None:
     """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
-    from gemm_steps.harness import results_files
 
-    found = results_files.newest_matching("experiment-matmul-held-out-*.json")
+    found = results_files.newest_matching(results_files.EXPERIMENT_MATMUL_HELD_OUT_ANY)
     return found[1] if found else None
 
 

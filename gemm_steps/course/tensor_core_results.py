@@ -20,34 +20,34 @@ from .timings import fp32_peak_tflops, record, size_label
 
 # -- the shipped files (results/ and experiments/results/) -------------------------------------------------------------
 #: Steps 12–13 in three tile configurations beside both cuBLAS, their ragged shapes and the 512×512×K accuracy sweep.
-TENSOR_CORES_RUN = "experiment-tensor-cores-nvidia-h100.json"
+TENSOR_CORES_RUN = results_files.EXPERIMENT_TENSOR_CORES_NVIDIA_H100
 #: The first 3xTF32, which kept its running sum in the mma accumulator.
-FIRST_TRY_RUN = "experiment-tensor-cores-first-try-nvidia-h100.json"
+FIRST_TRY_RUN = results_files.EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100
 #: The TF32 rounding variants of steps 12–13 (deep dive 12).
-ROUNDING_RUN = "experiment-tf32-conversion-nvidia-h100.json"
+ROUNDING_RUN = results_files.EXPERIMENT_TF32_CONVERSION_NVIDIA_H100
 #: Nsight Compute, one 4096³ launch of steps 12 and 13.
-PROFILE_REPORT = "ncu-tensor-cores-nvidia-h100.txt"
+PROFILE_REPORT = results_files.NCU_TENSOR_CORES_NVIDIA_H100_TXT
 #: The course benchmark made with that profile (same H100, same kernels, same day): what a cross-check of the
 #: profile's counters against a timing must read — not the newest run, which may be another GPU or later kernels.
-PROFILED_RUN = "bench-nvidia-h100-80gb-hbm3-2026-11-25.json"
+PROFILED_RUN = results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_25
 #: The wgmma experiment (``experiments/wgmma_swapped.py``): the first run has every build, the second repeats some.
-SWAPPED_RUNS = ("experiment-wgmma-swapped-nvidia-h100.json", "experiment-wgmma-swapped-repeat-nvidia-h100.json")
+SWAPPED_RUNS = (results_files.EXPERIMENT_WGMMA_SWAPPED_NVIDIA_H100, results_files.EXPERIMENT_WGMMA_SWAPPED_REPEAT_NVIDIA_H100)
 #: The same experiment's run with A in the 128-byte swizzle layout: every build with and without it, same run.
-SWIZZLED_RUN = "experiment-wgmma-swapped-swizzled-nvidia-h100.json"
+SWIZZLED_RUN = results_files.EXPERIMENT_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100
 #: The 512×512×K accuracy sweep of the wgmma 3xTF32 builds beside step 13 and cuBLAS SGEMM.
-WGMMA_ACCURACY_RUN = "experiment-wgmma-3xtf32-accuracy-nvidia-h100.json"
+WGMMA_ACCURACY_RUN = results_files.EXPERIMENT_WGMMA_3XTF32_ACCURACY_NVIDIA_H100
 #: Steps 13 and 14 on wide-exponent inputs at 4096³ and 8192³ beside cuBLAS SGEMM.
-WIDE_RUN = "experiment-three-tf32-wide-nvidia-h100.json"
+WIDE_RUN = results_files.EXPERIMENT_THREE_TF32_WIDE_NVIDIA_H100
 #: The run that measured step 15 (as an experiment kernel) beside step 12 and both cuBLAS.
-STEP15_RUN = "experiment-warpgroup-tf32-nvidia-h100.json"
+STEP15_RUN = results_files.EXPERIMENT_WARPGROUP_TF32_NVIDIA_H100
 #: Nsight Compute on the wgmma experiment's builds at 8192³: the TF32 256×128 build before the swizzle (its L2
 #: requests by source, in lines prefixed with the build's name; and the plain report), and after it.
-REQUESTS_PROFILE = "ncu-l2-requests-by-source-nvidia-h100.txt"
-SWAPPED_PROFILE = "ncu-wgmma-swapped-nvidia-h100.txt"
-SWIZZLED_PROFILE = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+REQUESTS_PROFILE = results_files.NCU_L2_REQUESTS_BY_SOURCE_NVIDIA_H100_TXT
+SWAPPED_PROFILE = results_files.NCU_WGMMA_SWAPPED_NVIDIA_H100_TXT
+SWIZZLED_PROFILE = results_files.NCU_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100_TXT
 #: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
 #: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``.
-CONTRACT_AB_RUN = "experiment-before-after-fp32-contract-nvidia-h200.json"
+CONTRACT_AB_RUN = results_files.EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200
 
 # -- the experiment's builds -------------------------------------------------------------------------------------------
 #: Step 14 as the experiment built it (3xTF32, 128×128, big·big flushed per k-tile, A swizzled); before the swizzle;

@@ -144,3 +144,58 @@ def display_path(path: str | Path) -> str:
         except ValueError:
             continue
     return str(path)
+
+
+# -- the catalogue: every results file the package reads by name ------------------------------------------------------
+#
+# The one place a results file's name is written (tests/test_results_catalogue.py fails on one elsewhere in the
+# package): a lesson's helper reads ``results_files.EXPERIMENT_…``, and a new lesson's files are added here. Names
+# with ``*`` are globs (:func:`newest_matching`).
+
+BENCH_ANY = "bench-*.json"
+BENCH_NVIDIA_H100_80GB_HBM3_2026_11_25 = "bench-nvidia-h100-80gb-hbm3-2026-11-25.json"
+BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26 = "bench-nvidia-h100-80gb-hbm3-2026-11-26.json"
+BENCH_NVIDIA_H200_2026_11_26_3 = "bench-nvidia-h200-2026-11-26-3.json"
+COMPILE_TIMES_NVIDIA_H200 = "compile-times-nvidia-h200.json"
+EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200 = "experiment-before-after-fp32-contract-nvidia-h200.json"
+EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200 = "experiment-clocks-under-load-nvidia-h200.json"
+EXPERIMENT_FIRST_CALL_NVIDIA_H100 = "experiment-first-call-nvidia-h100.json"
+EXPERIMENT_FP32_ACCURACY_NVIDIA_H200 = "experiment-fp32-accuracy-nvidia-h200.json"
+EXPERIMENT_K_LOOP_SASS_SM90 = "experiment-k-loop-sass-sm90.json"
+EXPERIMENT_MATMUL_HELD_OUT_ANY = "experiment-matmul-held-out-*.json"
+EXPERIMENT_MEMORY_BANDWIDTH_ANY = "experiment-memory-bandwidth-*.json"
+EXPERIMENT_PERSISTENT_NVIDIA_H200 = "experiment-persistent-nvidia-h200.json"
+EXPERIMENT_PINGPONG_NVIDIA_H100 = "experiment-pingpong-nvidia-h100.json"
+EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200 = "experiment-producer-order-nvidia-h200.json"
+EXPERIMENT_REGISTER_2D_NVIDIA_H200 = "experiment-register-2d-nvidia-h200.json"
+EXPERIMENT_REGISTER_2D_UNSIGNED_ANY = "experiment-register-2d-unsigned-*.json"
+EXPERIMENT_SCHEDULING_NVIDIA_H200 = "experiment-scheduling-nvidia-h200.json"
+EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100 = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
+EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-specialized-3xtf32-nvidia-h200.json"
+EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100 = "experiment-tensor-cores-first-try-nvidia-h100.json"
+EXPERIMENT_TENSOR_CORES_NVIDIA_H100 = "experiment-tensor-cores-nvidia-h100.json"
+EXPERIMENT_TF32_CONVERSION_NVIDIA_H100 = "experiment-tf32-conversion-nvidia-h100.json"
+EXPERIMENT_THREE_TF32_WIDE_NVIDIA_H100 = "experiment-three-tf32-wide-nvidia-h100.json"
+EXPERIMENT_TIMELINE_NVIDIA_H200 = "experiment-timeline-nvidia-h200.json"
+EXPERIMENT_TIMELINE_PINGPONG_SPECIALIZED_NVIDIA_H100 = "experiment-timeline-pingpong-specialized-nvidia-h100.json"
+EXPERIMENT_TIMELINE_WARP_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-timeline-warp-specialized-3xtf32-nvidia-h200.json"
+EXPERIMENT_TIMING_METHOD_NVIDIA_H200 = "experiment-timing-method-nvidia-h200.json"
+EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200 = "experiment-warpgroup-order-nvidia-h200.json"
+EXPERIMENT_WARPGROUP_OVERLAP_NVIDIA_H100 = "experiment-warpgroup-overlap-nvidia-h100.json"
+EXPERIMENT_WARPGROUP_TF32_NVIDIA_H100 = "experiment-warpgroup-tf32-nvidia-h100.json"
+EXPERIMENT_WARPGROUP_TMA_BULK_ROWS_NVIDIA_H100 = "experiment-warpgroup-tma-bulk-rows-nvidia-h100.json"
+EXPERIMENT_WARPGROUP_TMA_NVIDIA_H100 = "experiment-warpgroup-tma-nvidia-h100.json"
+EXPERIMENT_WARPGROUP_TMA_UNIFORM_WAIT_NVIDIA_H100 = "experiment-warpgroup-tma-uniform-wait-nvidia-h100.json"
+EXPERIMENT_WGMMA_3XTF32_ACCURACY_NVIDIA_H100 = "experiment-wgmma-3xtf32-accuracy-nvidia-h100.json"
+EXPERIMENT_WGMMA_SWAPPED_NVIDIA_H100 = "experiment-wgmma-swapped-nvidia-h100.json"
+EXPERIMENT_WGMMA_SWAPPED_REPEAT_NVIDIA_H100 = "experiment-wgmma-swapped-repeat-nvidia-h100.json"
+EXPERIMENT_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100 = "experiment-wgmma-swapped-swizzled-nvidia-h100.json"
+NCU_L2_REQUESTS_BY_SOURCE_NVIDIA_H100_TXT = "ncu-l2-requests-by-source-nvidia-h100.txt"
+NCU_STEP9_PIPELINED_CUBLAS_NVIDIA_H200_TXT = "ncu-step9-pipelined-cublas-nvidia-h200.txt"
+NCU_TENSOR_CORES_NVIDIA_H100_TXT = "ncu-tensor-cores-nvidia-h100.txt"
+NCU_WARPGROUP_ORDER_NVIDIA_H200_TXT = "ncu-warpgroup-order-nvidia-h200.txt"
+NCU_WGMMA_SWAPPED_NVIDIA_H100_TXT = "ncu-wgmma-swapped-nvidia-h100.txt"
+NCU_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100_TXT = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+SHAPES_NVIDIA_H200_2026_11_26_2 = "shapes-nvidia-h200-2026-11-26-2.json"
+SHAPES_NVIDIA_H200_2026_11_26_3 = "shapes-nvidia-h200-2026-11-26-3.json"
+SIMULATOR_COST_MODEL_2026_11_28 = "simulator-cost-model-2026-11-28.json"

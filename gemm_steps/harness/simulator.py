@@ -33,10 +33,11 @@ import sys
 import threading
 import warnings
 from collections import Counter
+from . import results_files
 
 #: The results file the coefficients below come from (``fitted``, rounded up to two digits; tests/test_first_hour.py
 #: compares them).
-FITTED_ON = "simulator-cost-model-2026-11-28.json"
+FITTED_ON = results_files.SIMULATOR_COST_MODEL_2026_11_28
 #: Starting and finishing one simulated thread (a Python thread).
 SECONDS_PER_THREAD = 3.6e-4
 #: One multiply-add of one thread.
