@@ -216,4 +216,7 @@ lesson.timing_table(results, ["warp_tiling", "persistent", "stream_k"])
 # two largest squares, the course's target against cuBLAS, and what is left inside the tile are in the
 # [deep dive: where the course ends](deep_dives/11_where_the_course_ends.ipynb).
 #
+# Try it: the exercise `stream_k` (`gemm-steps exercise check stream_k`, `exercises/stream_k.py`) — write the even
+# split and the fix-up yourself; the grader names a partial sum read before its writer's release.
+#
 # Next: [Lesson 12: tensor cores](12_tensor_cores.ipynb), where the arithmetic itself changes.

@@ -120,6 +120,9 @@ class Exercise:
     #: A module of this package that grades the exercise its own way — ``grade`` (as :func:`grade`), ``solution()``
     #: and ``time_against_step`` — for kernels that are not one C = A·B over the grid (None: the checks below).
     grader: str | None = None
+    #: The kernel's argument types for the compile check, and the compute capability it is compiled for.
+    signature: str = SIGNATURE
+    compile_cc: tuple[int, int] = COMPILE_CC
 
     def grader_module(self):
         return importlib.import_module(f".{self.grader}", __package__)
@@ -161,6 +164,9 @@ EXERCISES = [
     Exercise("persistent", "a fixed grid of blocks looping over tiles in grouped order", "persistent",
              "persistent_kernel", _persistent_launch, (PERSISTENT_TILE, PERSISTENT_TILE), uses_shared=True,
              checks=("tile_position",), k_tile=PERSISTENT_TILE, ideas=("tiles", "reuse")),
+    Exercise("stream_k", "the tiles' k-iterations split evenly over the blocks, and fixed up", "stream_k",
+             "stream_k_kernel", None, (16, 16), grader="exercise_stream_k",
+             signature="void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[::1], int32[::1])"),
 ]
 
 
@@ -413,7 +419,8 @@ def _ptx_summary(ptx: str) -> dict:
             "instructions": sum(ops.values())}
 
 
-def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[int, int] = COMPILE_CC) -> dict:
+def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[int, int] = COMPILE_CC,
+                    signature: str = SIGNATURE) -> dict:
     """Compile ``module``'s kernel to PTX for compute capability ``cc`` (GPU mode, in this process): ``{"ok": True,
     "ptx": summary, "cc": cc}`` or ``{"ok": False, "error", "line", "code", "hint", "suspects", "cc"}`` or
     ``{"unavailable": why}``."""
@@ -432,7 +439,7 @@ def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[in
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ptx, _ = cuda.compile(kernel.py_func, SIGNATURE, device=False, abi="numba", cc=cc, output="ptx",
+            ptx, _ = cuda.compile(kernel.py_func, signature, device=False, abi="numba", cc=cc, output="ptx",
                                   **kwargs)
     except Exception as error:  # whatever the compiler says, in the learner's terms
         return {**_compile_failure(error, kernel, filename), "cc": list(cc)}
@@ -464,7 +471,8 @@ def _serve_compiles() -> None:
                 spec = importlib.util.spec_from_file_location(f"exercise_compile_{count}", filename)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
-            answer = compile_for_gpu(module, request["kernel"], filename)
+            answer = compile_for_gpu(module, request["kernel"], filename, tuple(request.get("cc", COMPILE_CC)),
+                                     request.get("signature", SIGNATURE))
         except BaseException as error:  # importing the file failed in GPU mode
             answer = {"ok": False, "error": f"importing it in GPU mode failed: {type(error).__name__}: {error}",
                       "line": None, "code": "", "hint": "", "suspects": []}
@@ -543,9 +551,10 @@ def _compile(exercise: Exercise, module) -> dict:
     if not SIMULATOR:  # on a GPU: for this GPU (its device functions are compiled for it too)
         from numba import cuda
 
-        return compile_for_gpu(module, exercise.kernel, filename, tuple(cuda.get_current_device().compute_capability))
+        return compile_for_gpu(module, exercise.kernel, filename, tuple(cuda.get_current_device().compute_capability),
+                               exercise.signature)
     name = getattr(module, "__name__", "")
-    request = {"kernel": exercise.kernel}
+    request = {"kernel": exercise.kernel, "signature": exercise.signature, "cc": list(exercise.compile_cc)}
     if name.startswith("gemm_steps."):  # a shipped solution: imported by name (it has relative imports)
         request["module"] = name
     elif filename is not None:

@@ -1,0 +1,125 @@
+"""The graders of the second half's pipeline exercises: ``stream_k`` (lesson 11) and ``mbarrier_ring`` (lesson 16).
+
+Each passes its shipped solution and fails its stub and planted mistakes with the message that names the mistake.
+A planted mistake is a whole file in tests/exercise_cases/ or the solution's source with one edit, graded like a
+learner's file (compiled for a GPU only where the test is about that: the compile check has its own tests).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from gemm_steps.course import exercises
+
+SIMULATOR_ONLY = pytest.mark.skipif(not exercises.SIMULATOR, reason="the ordering checks need the simulator")
+CASES = Path(__file__).parent / "exercise_cases"
+
+
+def _grade(name: str, source: str, tmp_path, **options):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    exercise = exercises.get(name)
+    return exercises.grade(exercise, exercises.load(path), say=None, **options)
+
+
+def _solution_source(name: str) -> str:
+    return "import gemm_steps  # noqa: F401\n" + inspect.getsource(exercises.get(name).solution())
+
+
+def _planted(name: str, tmp_path, *edits, **options):
+    source = _solution_source(name)
+    for old, new in edits:
+        assert source.count(old) == 1, f"the solution of {name} no longer contains {old!r} once"
+        source = source.replace(old, new)
+    return _grade(name, source, tmp_path, compile=False, **options)
+
+
+# -- stream_k ----------------------------------------------------------------------------------------------------------
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("case, says", [
+    # The race, named: reader, writer, the partial sum's slot, and the missing link.
+    ("stream_k_reads_before_the_flag.py", r"race: block 1 read block 0's partial sum workspace\[\d+\].*"
+                                          r"block 1 never waited for flags\[0\]"),
+    ("stream_k_flag_before_partial.py", r"race: block 1 read block 0's partial sum .*block 0 raised flags\[0\] at\n"
+                                        r".*\n\s+before its threadIdx=\(\d+, \d+\) wrote that partial sum"),
+    # A tile summed twice or never: by the k-iterations' owners, and by a fit of the tile against its products.
+    ("stream_k_pieces_overlap.py", r"k-iteration \d+ \(tile \d+ .*\) was computed by blocks \d+, \d+: that part of "
+                                   r"the tile is summed twice"),
+    ("stream_k_partial_added_twice.py", r"tile \(0, 1\) of C \(tile 1\) holds its k-iterations' products with "
+                                        r"k-iteration 5 \(block 0's\) twice"),
+    ("stream_k_nearest_only.py", r"tile \(0, 0\) of C \(tile 0\) holds its k-iterations' products with "
+                                 r"k-iterations 0–1 \(block 0's\) never"),
+    # A split that is not even: the function on its own, and what the kernel did.
+    ("stream_k_uneven_split.py", r"stream_k_share with 3 blocks and 20 k-iterations: the split is not even: block 2 "
+                                 r"gets 8 k-iterations and block 0 6(.|\n)*FAIL  .*the split is not even: block 2 "
+                                 r"computed 8 k-iterations and block 0 6"),
+])
+def test_a_stream_k_mistake_fails_with_its_message(case, says, tmp_path):
+    import re
+
+    report = _grade("stream_k", (CASES / case).read_text(), tmp_path, compile=False)
+    assert not report.passed
+    assert re.search(says, report.text(), re.S), report.text()
+    assert "every element right" not in report.text().split("FAIL", 1)[1], report.text()
+
+
+READER_SPIN = ("                        while cuda.atomic.add(flags, other, 0) == 0:\n"
+               "                            pass  # spin until block `other` has released its partial sums\n")
+READER_FENCE = "                        cuda.threadfence()  # acquire: the reads below see what was written before its flag\n"
+WRITER_FENCE = "            cuda.threadfence()  # our partial sum is visible GPU-wide before the flag is\n"
+READER_BARRIER = "                    cuda.syncthreads()  # the other threads read after thread 0's fence\n"
+
+
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("edits, says", [
+    ([(READER_FENCE, "")], r"race: block 1 read block 0's partial sum .*with no cuda.threadfence\(\) between that "
+                           r"read of the flag and this read"),
+    ([(WRITER_FENCE, "")], r"race: block 1 read block 0's partial sum .*and raised flags\[0\] at\n.*\n\s+with no "
+                           r"cuda.threadfence\(\) between the two"),
+    ([(READER_BARRIER, "")], r"race: block 1 read block 0's partial sum .*no cuda.syncthreads\(\) lies between that "
+                             r"wait and this read"),
+    ([(READER_SPIN, "                        while flags[other] == 0:\n                            pass\n")],
+     r"read flags\[0\] with a plain load"),
+    ([("                        flags[other] = 0  # reset for the next launch\n", "")],
+     r"after the launch flags\[0, 1\] are still raised"),
+    # An owner that waits for the block after it: on the simulator that block has not started; stopped at once.
+    ([("while cuda.atomic.add(flags, other, 0) == 0:", "while cuda.atomic.add(flags, block + 1, 0) == 0:")],
+     r"block 1's threadIdx=\(0, 0\) read flags\[2\] \d+ times and found it 0 every time(.|\n)*block 2 comes after "
+     r"block 1"),
+    # A writer that stores its partial sum to C as well: two blocks store the tile.
+    ([("            if thread == 0:\n                cuda.atomic.exch(flags, block, 1)\n",
+       "            if thread == 0:\n                cuda.atomic.exch(flags, block, 1)\n"
+       "            if row < m and col < n:\n                c[row, col] = acc\n")],
+     r"tile \(0, 1\) of C was stored by blocks 0, 1: only the block that computes a tile's last k-iteration"),
+], ids=["reader-no-fence", "writer-no-fence", "reader-no-barrier", "plain-spin", "flags-not-reset",
+        "waits-for-a-later-block", "writer-stores-c"])
+def test_a_planted_stream_k_mistake_fails_with_its_message(edits, says, tmp_path):
+    import re
+
+    report = _planted("stream_k", tmp_path, *edits)
+    assert not report.passed
+    assert re.search(says, report.text(), re.S), report.text()
+
+
+def test_stream_k_share_on_its_own():
+    from gemm_steps.course.exercise_stream_k import even_shares, share_problem
+
+    for blocks, iterations in ((3, 20), (5, 14), (7, 3), (1, 5)):
+        assert share_problem(even_shares(blocks, iterations), blocks, iterations) is None
+    assert "belong to no block" in share_problem([(0, 6), (7, 13), (13, 20)], 3, 20)
+    assert "belong to blocks 0 and 1" in share_problem([(0, 7), (6, 13), (13, 20)], 3, 20)
+    assert "not even" in share_problem([(0, 4), (4, 12), (12, 20)], 3, 20)
+    assert "belong to no block" in share_problem([(0, 6), (6, 13), (13, 19)], 3, 20)
+
+
+@pytest.mark.parametrize("name", ["stream_k"])
+def test_the_solution_passes_and_the_stub_fails(name):
+    exercise = exercises.get(name)
+    report = exercises.grade(exercise, exercise.solution())
+    assert report.passed, report.text()
+    assert sum("every element right" in line for line in report.lines) == 2, report.text()
+    stub = exercises.check(name, say=lambda line: None)
+    assert not stub.passed and "never written" in stub.text(), stub.text()
