@@ -51,7 +51,10 @@ from gemm_steps.toolkit.unroll import registers, unroll
 ARITHMETIC = "tf32"  # as step 12: inputs rounded to TF32, judged by harness.verify.tf32_tolerance
 
 
-def tensor_core_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp_tiles, sk_tiles):
+def tensor_core_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp_tiles, sk_tiles, *,
+                                BLOCK_M, BLOCK_N, BLOCK_K, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N, MMA_TILES_M,
+                                MMA_TILES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_STRIDE, B_STRIDE,
+                                STAGES, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, EDGE):
     """Tiles of C = A·B on the tensor cores (tile_cols per row of tiles): dp_tiles whole tiles, then sk_tiles shared
     out by k-iterations over the grid; a, b, c are flat row-major float32 arrays. The guarded variant (EDGE) covers
     partial tiles too."""

@@ -40,7 +40,11 @@ from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.tensor_core_ops import load_matrix_x4
 
 
-def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                               BLOCK_M, BLOCK_N, BLOCK_K, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N, MMA_TILES_M,
+                               MMA_TILES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_STRIDE, B_STRIDE,
+                               STAGES, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, EDGE, VECTOR_FRAGMENTS, ROUND_IN_SHARED,
+                               MATRIX_LOAD_A, ROUND_LATE):
     """One BLOCK_M×BLOCK_N tile of C = A·B on the tensor cores; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

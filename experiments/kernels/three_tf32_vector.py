@@ -15,7 +15,6 @@ piece row's A fragments are live).
 
 from numba import cuda, float32, uint32
 
-from gemm_steps.steps import tensor_cores
 from gemm_steps.toolkit.intrinsics import copy_async, load_float4, store_float4, store_if_inside
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, mma_tf32, split_tf32
@@ -28,7 +27,11 @@ from gemm_steps.toolkit.tensor_core_ops import load_matrix_x4
 from .tensor_cores_vector import layout
 
 
-def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def three_tf32_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                             BLOCK_M, BLOCK_N, BLOCK_K, THREADS, WARPS_N, WARP_TILE_M, WARP_TILE_N, MMA_TILES_M,
+                             MMA_TILES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW, A_STRIDE, B_STRIDE,
+                             STAGES, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, EDGE, VECTOR_FRAGMENTS, FLUSH_STEPS,
+                             MATRIX_LOAD_A):
     """One BLOCK_M×BLOCK_N tile of C = A·B, 3xTF32 on the tensor cores; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:

@@ -18,7 +18,10 @@ from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.unroll import registers, unroll
 
 
-def warp_tiling_pipelined_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks):
+def warp_tiling_pipelined_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, THREAD_M, THREAD_N, THREADS, WARPS_N, WARP_TILE_M,
+                                 WARP_TILE_N, LANES_N, A_LOADS, B_LOADS, A_VECTORS_PER_ROW, B_VECTORS_PER_ROW,
+                                 A_CHUNK_STRIDE, B_CHUNK_STRIDE, DYNAMIC_SHARED, B_BASE, EDGE):
     """One BLOCK_M×BLOCK_N tile of C = A·B; a, b, c are flat row-major float32 arrays."""
     if EDGE:
         if cuda.blockIdx.y < full_row_blocks and cuda.blockIdx.x < full_col_blocks:
