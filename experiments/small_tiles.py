@@ -9,7 +9,6 @@ Usage, on a GPU from the repository root: python -m experiments.small_tiles OUT.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from types import SimpleNamespace

@@ -319,7 +319,6 @@ def profile(size: int = 4096) -> None:
         --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
         --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \
         python -m experiments.wgmma_gemm --profile"""
-    import gemm_steps  # noqa: F401  (GPU or simulator first)
     from numba import cuda
 
     _, launch = build(128, 256, PIPELINED=True)

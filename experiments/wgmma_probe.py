@@ -130,7 +130,6 @@ M-adjacent 256 B apart, or 1 KiB and 128 B, each with the descriptor's offsets g
 
 def run_one(index: int) -> dict:
     """One combination, in this process (a wrong descriptor can fault and poison the context)."""
-    import gemm_steps  # noqa: F401  (GPU or simulator first)
     from numba import cuda
 
     from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32

@@ -357,7 +357,6 @@ def check(launch, a, b, round_b: bool = True) -> dict:
 
 def profile(name: str, size: int = 8192) -> None:
     """Two launches of one build at ``size``³, for Nsight Compute (``--profile NAME``)."""
-    import gemm_steps  # noqa: F401  (GPU or simulator first)
     from numba import cuda
 
     _, launch = build(**BUILDS[name])
@@ -374,7 +373,6 @@ def accuracy(path: str) -> None:
     """``--accuracy OUT.json``: the 3xTF32 builds' error against float64 beside cuBLAS SGEMM's and step 13's, as
     lesson 13 measures it — whole-product error at M = N = 512, K = 64 … 16384, on standard-normal inputs and on
     inputs scaled by 2^u (u uniform in −20 … 20), and the sampled error at 4096³ on the wide inputs."""
-    import gemm_steps  # noqa: F401  (GPU or simulator first)
     from gemm_steps.harness.bench import save
     from gemm_steps.harness.cublas import launch_cublas
     from gemm_steps.steps import three_tf32
