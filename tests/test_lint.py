@@ -1,5 +1,6 @@
-"""The package passes pyflakes with nothing ignored: no undefined name (a kernel's compile-time constants are its
-keyword-only parameters, so each one is defined where the kernel is), no unused import, no dead f-string.
+"""The package and experiments/ pass pyflakes with nothing ignored: no undefined name (a kernel's compile-time
+constants are its keyword-only parameters, so each one is defined where the kernel is), no unused import, no dead
+f-string.
 
 pyflakes honours no ``# noqa`` and no per-file ignores, so a step cannot opt out. It is in the dev extras.
 """
@@ -21,6 +22,8 @@ pyflakes_api = pytest.importorskip("pyflakes.api", reason="pyflakes is in the de
 from pyflakes.reporter import Reporter  # noqa: E402
 
 PACKAGE = Path(gemm_steps.__file__).resolve().parent
+#: The checkout's experiments (not installed with the package): their kernel variants follow the steps' convention.
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def pyflakes_messages(paths: list[Path]) -> list[str]:
@@ -31,6 +34,14 @@ def pyflakes_messages(paths: list[Path]) -> list[str]:
 
 def test_the_package_passes_pyflakes():
     messages = pyflakes_messages([PACKAGE])
+    assert not messages, "pyflakes:\n" + "\n".join(messages)
+
+
+def test_the_experiments_pass_pyflakes():
+    """experiments/, its kernel variants included: a variant reading a tile constant or a switch (``ASYNC_A``,
+    ``ORDER``) that is not one of its keyword-only parameters fails here, as a step would."""
+    assert (EXPERIMENTS / "kernels").is_dir(), f"{EXPERIMENTS} is missing: this test runs in the checkout"
+    messages = pyflakes_messages([EXPERIMENTS])
     assert not messages, "pyflakes:\n" + "\n".join(messages)
 
 
