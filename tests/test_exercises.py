@@ -63,7 +63,8 @@ def _planted(exercise, tmp_path, old: str, new: str, count: int = 1, **options):
 def test_the_solution_passes(exercise):
     report = exercises.grade(exercise, exercise.solution())
     assert report.passed, report.text()
-    assert sum("every element right" in line for line in report.lines) == 2
+    if exercise.grader is None:  # (an exercise with its own grader says what it checked its own way: its tests)
+        assert sum("every element right" in line for line in report.lines) == 2
     if exercises.SIMULATOR and not _needs_nvvm():
         assert "compiles for a GPU" in report.text(), report.text()
 
@@ -73,7 +74,8 @@ def test_the_stub_fails_and_says_nothing_was_written(exercise):
     report = exercises.check(exercise.name, say=lambda line: None)
     assert not report.passed
     text = report.text()
-    assert "never written" in text or "tile_position on a" in text or "never reads shared memory" in text, text
+    if exercise.grader is None:  # (an exercise with its own grader: its stub's message is in its tests)
+        assert "never written" in text or "tile_position on a" in text or "never reads shared memory" in text, text
 
 
 def test_the_shapes_make_k_partial_and_the_grid_vary():

@@ -98,6 +98,11 @@ def _persistent_launch(kernel, a, b, c, blocks=None):
     kernel[blocks or PERSISTENT_BLOCKS, (PERSISTENT_TILE, PERSISTENT_TILE)](a, b, c)
 
 
+def _one_warp_launch(kernel, a, b, c, blocks=None):
+    """grid = 1 block of 32 threads: one warp (the tensor-core exercises)"""
+    kernel[1, 32](a, b, c)
+
+
 @dataclass(frozen=True)
 class Exercise:
     name: str
@@ -167,6 +172,10 @@ EXERCISES = [
     Exercise("stream_k", "the tiles' k-iterations split evenly over the blocks, and fixed up", "stream_k",
              "stream_k_kernel", None, (16, 16), grader="exercise_stream_k",
              signature="void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[::1], int32[::1])"),
+    Exercise("tensor_cores", "one warp's 16×8×8 mma.sync, its fragments loaded and stored by the layout",
+             "tensor_cores", "mma_kernel", _one_warp_launch, (16, 8), grader="exercise_tensor_cores"),
+    Exercise("three_tf32", "3xTF32 on one warp: split into big + small, three products, one FP32 sum", "three_tf32",
+             "three_tf32_kernel", _one_warp_launch, (16, 8), checks=("split",), grader="exercise_three_tf32"),
 ]
 
 
@@ -932,6 +941,8 @@ def _what_was_checked(exercise: Exercise) -> str:
 
 def time_against_step(exercise: Exercise, module, size: int = 2048, repeats: int = 20) -> str:
     """On a GPU: the learner's kernel and the step's own, CUDA-event median of ``repeats`` at size³."""
+    if exercise.grader is not None:
+        return exercise.grader_module().time_against_step(exercise, module)
     from numba import cuda
 
     rng = np.random.default_rng(0)
