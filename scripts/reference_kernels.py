@@ -273,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         "counters": COUNTERS, "load": f"back-to-back launches for {LOAD_SECONDS} s a kernel, NVML every 20 ms, "
                                       f"median after {SETTLE_SECONDS} s"},
         "kernels": kernels, "under_load": load}
-    gpu = re.sub(r"[^a-z0-9]+", "-", str(env.get("gpu", "gpu")).lower()).strip("-")
-    out = args.out or REPO / "results" / f"reference-{gpu}-{time.strftime('%Y-%m-%d')}.json"
+    from gemm_steps.harness.environment import file_slug
+
+    out = args.out or REPO / "results" / f"reference-{file_slug(env.get('gpu', 'gpu'))}-{time.strftime('%Y-%m-%d')}.json"
     out.write_text(json.dumps(document, indent=1) + "\n")
     print(out)
     return 0
