@@ -192,4 +192,8 @@ if profiles and results:
 # rounding variants that were tried (and why step 12 keeps `cvt.rna`), and both profiles read in full: the
 # [deep dive: rounding and the profile](deep_dives/12_rounding_and_the_profile.ipynb).
 #
+# Try it: [`exercises/tensor_cores.py`](../exercises/tensor_cores.py) — one warp's mma, its fragments loaded and
+# stored by the layout (`gemm-steps exercise check tensor_cores` names any element a lane passed or stored out of
+# place).
+#
 # Next: [Lesson 13: 3xTF32](13_three_tf32.ipynb) — float32's accuracy back, from three TF32 products.

@@ -201,5 +201,8 @@ if results and experiment:
 # * **TF32**: three decimal digits are enough — neural-network training and inference, which PyTorch runs in TF32
 #   when allowed.
 #
+# Try it: [`exercises/three_tf32.py`](../exercises/three_tf32.py) — the split and the three products on one warp
+# (`gemm-steps exercise check three_tf32` measures your error against the FP32 contract).
+#
 # Next: [Lesson 14: warpgroup MMA](14_warpgroup_mma.ipynb) — the same three products on Hopper's `wgmma`, one
 # instruction for four warps.
