@@ -206,4 +206,7 @@ print(f"period {m['period']:,.0f} clocks a k-tile (tensor cores: {hopper.tensor_
 # order recovers) and the board's 700 W power limit (the rest), and a check that the benchmark's timing is not the
 # cause.
 #
+# Try it: the exercise `mbarrier_ring` (`gemm-steps exercise check mbarrier_ring`, `exercises/mbarrier_ring.py`) —
+# build a ring with full/empty barriers yourself; the grader draws the ring where a parity or an arrival goes wrong.
+#
 # Next: [Lesson 17: warp specialization](17_warp_specialized.ipynb).

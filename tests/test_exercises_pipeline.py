@@ -26,7 +26,8 @@ def _grade(name: str, source: str, tmp_path, **options):
 
 
 def _solution_source(name: str) -> str:
-    return "import gemm_steps  # noqa: F401\n" + inspect.getsource(exercises.get(name).solution())
+    source = inspect.getsource(exercises.get(name).solution())
+    return "import gemm_steps  # noqa: F401\n" + source.replace("from ..toolkit", "from gemm_steps.toolkit")
 
 
 def _planted(name: str, tmp_path, *edits, **options):
@@ -115,11 +116,49 @@ def test_stream_k_share_on_its_own():
     assert "belong to no block" in share_problem([(0, 6), (6, 13), (13, 19)], 3, 20)
 
 
-@pytest.mark.parametrize("name", ["stream_k"])
+@pytest.mark.parametrize("name", ["stream_k", "mbarrier_ring"])
 def test_the_solution_passes_and_the_stub_fails(name):
     exercise = exercises.get(name)
     report = exercises.grade(exercise, exercise.solution())
     assert report.passed, report.text()
-    assert sum("every element right" in line for line in report.lines) == 2, report.text()
+    assert sum("every element right" in line for line in report.lines) == (2 if exercises.SIMULATOR else 0), \
+        report.text()
     stub = exercises.check(name, say=lambda line: None)
-    assert not stub.passed and "never written" in stub.text(), stub.text()
+    assert not stub.passed and ("never written" in stub.text() or "never reads shared memory" in stub.text()), \
+        stub.text()
+
+
+# -- mbarrier_ring -----------------------------------------------------------------------------------------------------
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("case, says", [
+    # A wrong parity, with the ring drawn at that moment (one line per stage, the stage marked).
+    ("mbarrier_ring_consumer_parity.py", r"wrong parity: threadIdx.x=\d+ \(consumer warp [12]\) waited on full\[0\] "
+                                         r"with parity 1(.|\n)*that phase has parity 0(.|\n)*the ring then \(3 stages"
+                                         r"(.|\n)*stage 0: .*full\[0\]: .*◀ full\[0\] waited on with parity 1, "
+                                         r"needs 0\n\s+stage 1: (.|\n)*stage 2: "),
+    # A missing arrival: the deadlock detector's own message (short limit: no hang), and who never arrived.
+    ("mbarrier_ring_missing_arrival.py", r"a missing arrival — the deadlock detector: threadIdx.x=0 \(the producer\) "
+                                         r"waited on empty\[0\](.|\n)*and the twin said: mbarrier 0: phase of parity 0 "
+                                         r"did not complete in 5 s \(16 of 64 arrivals(.|\n)*never arrived on "
+                                         r"empty\[0\] in this phase: 56–63, 88–95"),
+    ("mbarrier_ring_frees_before_read.py", r"a consumer freed a stage before it read it: threadIdx.x=\d+ \(consumer "
+                                           r"warp [12]\) arrived on empty\[\d\] \(released k-tile \d+\) and then "
+                                           r"read stage \d"),
+    ("mbarrier_ring_expect_tx_bytes.py", r"expect_tx with the wrong byte count: for k-tile 7 \(fill 2 of stage 1\) the "
+                                         r"producer announced 768 bytes on full\[1\](.|\n)*and its copy moves 384"),
+])
+def test_an_mbarrier_ring_mistake_fails_with_its_message(case, says, tmp_path):
+    import re
+
+    report = _grade("mbarrier_ring", (CASES / case).read_text(), tmp_path, compile=False)
+    assert not report.passed
+    assert re.search(says, report.text()), report.text()
+
+
+@SIMULATOR_ONLY
+def test_the_producers_parity_is_checked_too(tmp_path):
+    report = _planted("mbarrier_ring", tmp_path, ("mbarrier_wait(empty, s, (t // STAGES - 1) % 2)",
+                                                  "mbarrier_wait(empty, s, t // STAGES % 2)"))
+    assert not report.passed
+    assert "wrong parity: threadIdx.x=0 (the producer) waited on empty[0] with parity 1" in report.text(), \
+        report.text()
