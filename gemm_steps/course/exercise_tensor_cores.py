@@ -217,10 +217,12 @@ def fragment_problems(lanes: list) -> tuple[str, list[str]] | None:
             continue
         letter = operand.upper()
         names = {key: got[key] for key in mine}
-        swapped = [f"{letter}[{c}][{row}]" for (o, l, q) in mine for row, c in [(a_element if o == "a" else b_element)(l, q)]]
+        element = a_element if operand == "a" else b_element
+        swapped = [f"{letter}[{element(l, q)[1]}][{element(l, q)[0]}]" for _, l, q in mine]
         if all(name == flipped for name, flipped in zip(names.values(), swapped)):
+            stored = "A is 16×8, a[row, k]" if operand == "a" else "B is K×N, b[k, n]: k = pair (+ 4), n = group"
             hints.append(f"every misplaced {letter} element is the transpose of the one wanted ({letter}[col][row] "
-                         f"for {letter}[row][col]): {'A is 16×8, a[row, k]' if operand == 'a' else 'B is K×N, b[k, n]: k = pair (+ 4), n = group'}")
+                         f"for {letter}[row][col]): {stored}")
             continue
         count = 4 if operand == "a" else 2
         lanes_wrong = sorted({l for _, l, _ in mine})
