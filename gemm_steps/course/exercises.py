@@ -179,6 +179,11 @@ EXERCISES = [
              "tensor_cores", "mma_kernel", _one_warp_launch, (16, 8), grader="exercise_tensor_cores"),
     Exercise("three_tf32", "3xTF32 on one warp: split into big + small, three products, one FP32 sum", "three_tf32",
              "three_tf32_kernel", _one_warp_launch, (16, 8), checks=("split",), grader="exercise_three_tf32"),
+    Exercise("wgmma", "one warpgroup's wgmma: B's shared-memory descriptor, the fence, the commit and the wait",
+             "warpgroup_mma", "wgmma_kernel", None, (64, 16), grader="exercise_wgmma", compile_cc=(9, 0)),
+    Exercise("warp_specialized", "a producer warpgroup and two consumers, registers handed over by setmaxnreg",
+             "warp_specialized", "warp_specialized_kernel", None, (128, 16), grader="exercise_warp_specialized",
+             signature="void(float32[:, ::1], float32[::1], float32[:, ::1])", compile_cc=(9, 0)),
 ]
 
 

@@ -1,0 +1,185 @@
+"""The graders of the warpgroup exercises: ``wgmma`` (lessons 14–15) and ``warp_specialized`` (lesson 17).
+
+Each passes its shipped solution and fails its stub and planted mistakes with the message that names the mistake.
+A planted mistake is a whole file in tests/exercise_cases/ or the solution's source with one edit, graded like a
+learner's file — on the simulator without the GPU-mode compile where the test is about what the watched twins saw,
+with it where the test is about the PTX (the wgmma rule the compiled code must keep).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from gemm_steps.course import exercises
+
+SIMULATOR_ONLY = pytest.mark.skipif(not exercises.SIMULATOR, reason="the watched twins are the simulator's")
+CASES = Path(__file__).parent / "exercise_cases"
+
+
+@functools.lru_cache(maxsize=None)
+def _needs_nvvm():
+    from gemm_steps.harness.ptx import in_gpu_mode
+
+    try:
+        return in_gpu_mode("gemm_steps.harness.ptx:nvvm_version") is None
+    except Exception:
+        return True
+
+
+NEEDS_NVVM = pytest.mark.skipif(not exercises.SIMULATOR or _needs_nvvm(),
+                                reason="compiling for a GPU from the simulator needs NVVM (numba-cuda[cu13])")
+
+
+def _grade_file(name: str, path: Path, **options):
+    return exercises.grade(exercises.get(name), exercises.load(path), say=None, **options)
+
+
+def _solution_source(name: str) -> str:
+    source = inspect.getsource(exercises.get(name).solution()).replace("from ..toolkit", "from gemm_steps.toolkit")
+    return "import gemm_steps  # noqa: F401\n" + source
+
+
+def _planted(name: str, tmp_path, *edits, **options):
+    source = _solution_source(name)
+    for old, new in edits:
+        assert source.count(old) == 1, f"the solution of {name} no longer contains {old!r} once"
+        source = source.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return _grade_file(name, path, **options)
+
+
+@pytest.mark.parametrize("name", ["wgmma", "warp_specialized"])
+def test_the_solution_passes_and_says_what_it_checked(name):
+    report = exercises.grade(exercises.get(name), exercises.get(name).solution())
+    assert report.passed, report.text()
+    assert "every element right" in report.text()
+    if exercises.SIMULATOR:
+        assert ("the descriptor's fields" if name == "wgmma" else "within the block's pool") in report.text()
+        if not _needs_nvvm():
+            assert "compiles for a GPU (NVVM, compute capability 9.0)" in report.text(), report.text()
+
+
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("name, says", [
+    ("wgmma", r"the warpgroup never called wgmma_tf32, and 1024 of 1024 elements of C were never written"),
+    ("warp_specialized", r"PRODUCER_REGISTERS = 0: setmaxnreg takes 24 to 256 registers a thread"),
+])
+def test_the_stub_fails_with_its_first_missing_piece(name, says):
+    report = exercises.grade(exercises.get(name), exercises.load(exercises.get(name).file), say=None, compile=False)
+    assert not report.passed
+    assert re.search(says, report.text()), report.text()
+
+
+# -- wgmma: the simulator's watched twins ---------------------------------------------------------------------------------
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("case, says", [
+    # A wrong stride: which field, what it holds, what the layout needs.
+    ("wgmma_swapped_strides.py", r"has its two strides swapped: leading byte offset \(LBO, bits 16–29\) 128 bytes and "
+                                 r"stride byte offset \(SBO, bits 32–45\) 256; this tile needs LBO = 256"),
+    ("wgmma_contiguous_lbo.py", r"has a leading byte offset \(LBO, bits 16–29\) of 128 bytes; this tile's layout needs "
+                                r"256: the distance between core matrices adjacent in K"),
+    ("wgmma_swizzled_descriptor.py", r"has layout type 1 \(128-byte swizzle, bits 62–63\); B's tile is stored with no "
+                                     r"swizzle \(type 0\)"),
+    # The fence: missing, or a register written after it.
+    ("wgmma_no_fence.py", r"thread 0 issued a wgmma with no warpgroup_fence\(\) before it, at\n.*line 6\d of "
+                          r"wgmma_no_fence.py: acc = wgmma_tf32.*\n\s+the wgmma.fence is missing"),
+    ("wgmma_write_after_fence.py", r"thread 0 wrote a register the wgmma reads \(operand_bits\) after the "
+                                   r"warpgroup_fence\(\) and before the wgmma, at\n.*a0, a1, a2, a3 = operand_bits"),
+    # The wait: none, too early, before the commit, its result not read.
+    ("wgmma_no_wait.py", r"read the accumulators of the wgmma at .*\n\s+before a wait retired it, at\n.*= acc\[v\]\n"
+                         r"\s+no wait comes between the wgmma and that read"),
+    ("wgmma_wait_too_early.py", r"no wait comes between the wgmma and that read: the last wait before it, at line \d+ "
+                                r"of wgmma_wait_too_early.py: acc = warpgroup_wait_all\(acc\)\n\s+comes before the "
+                                r"wgmma, with nothing to wait for yet"),
+    ("wgmma_wait_before_commit.py", r"comes before warpgroup_commit\(\) \(at line \d+ of wgmma_wait_before_commit.py: "
+                                    r"warpgroup_commit\(\)\): a wait counts committed groups"),
+    ("wgmma_wait_result_unused.py", r"retired it, but what was read is not what came back from the wait: acc = "
+                                    r"warpgroup_wait_all\(acc\)"),
+])
+def test_a_wgmma_mistake_fails_with_its_message(case, says):
+    report = _grade_file("wgmma", CASES / case, compile=False)
+    assert not report.passed
+    assert re.search(says, report.text()), report.text()
+
+
+@SIMULATOR_ONLY
+def test_wait_but_one_leaves_the_newest_group_running(tmp_path):
+    report = _planted("wgmma", tmp_path, ("acc = warpgroup_wait_all(acc)  # the product",
+                                          "acc = warpgroup_wait_but_one(acc)  # the product"),
+                      ("warpgroup_wait_all, wgmma_tf32,", "warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,"),
+                      compile=False)
+    assert not report.passed
+    assert "is warpgroup_wait_but_one: it leaves the newest group — this wgmma's — running" in report.text()
+
+
+@SIMULATOR_ONLY
+def test_the_twins_are_put_back_after_grading(tmp_path):
+    from gemm_steps.toolkit import mbarrier_ops, warpgroup_ops
+
+    module = exercises.load(CASES / "wgmma_no_wait.py")
+    before = (warpgroup_ops.wgmma_tf32, warpgroup_ops.warpgroup_fence, module.wgmma_tf32, mbarrier_ops.mbarrier_wait,
+              mbarrier_ops.SIMULATOR_WAIT_LIMIT_S)
+    assert not exercises.grade(exercises.get("wgmma"), module, compile=False).passed
+    assert not _planted("warp_specialized", tmp_path, ("registers_raise_to(CONSUMER_REGISTERS)",
+                                                      "registers_raise_to(240)"), compile=False).passed
+    assert (warpgroup_ops.wgmma_tf32, warpgroup_ops.warpgroup_fence, module.wgmma_tf32, mbarrier_ops.mbarrier_wait,
+            mbarrier_ops.SIMULATOR_WAIT_LIMIT_S) == before
+
+
+# -- wgmma: the PTX of the GPU-mode compile ------------------------------------------------------------------------------
+@NEEDS_NVVM
+@pytest.mark.parametrize("case, says", [
+    ("wgmma_no_fence.py", r"compiled code issues a wgmma with no wgmma.fence before it \(PTX line \d+: "
+                          r"wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 .*warpgroup_fence\(\) is missing"),
+    ("wgmma_write_after_fence.py", r"compiled code writes %r\d+, a register the wgmma reads, between the wgmma.fence "
+                                   r"and the wgmma \(PTX line \d+: mov.b32 %r\d+, %f\d+;\)"),
+])
+def test_the_compiled_code_keeps_the_wgmma_rule(case, says):
+    report = _grade_file("wgmma", CASES / case)
+    assert not report.passed
+    assert re.search(says, report.text()), report.text()
+
+
+@NEEDS_NVVM
+def test_zeros_made_before_the_fence_are_written_after_it(tmp_path):
+    """zero_accumulators gives constants, which the compiler writes where the wgmma uses them — after the fence."""
+    report = _planted("wgmma", tmp_path, ("    acc = fresh_accumulators()\n", "    acc = zero_accumulators(ACCUMULATORS)\n"))
+    assert not report.passed
+    assert "a register the wgmma reads, between the wgmma.fence and the wgmma" in report.text(), report.text()
+    assert "is a constant: the compiler writes a constant into a register where it is used" in report.text()
+
+
+# -- warp_specialized -----------------------------------------------------------------------------------------------------
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("case, says", [
+    ("warp_specialized_producer_multiplies.py", r"the producer warpgroup \(threads 256–383\) issued a wgmma \(thread "
+                                                r"\d+, at line \d+ of .*: acc = wgmma_tf32.*\): the producer also "
+                                                r"multiplies"),
+    ("warp_specialized_registers_overflow.py", r"PRODUCER_REGISTERS = 32, CONSUMER_REGISTERS = 240: setmaxnreg: the "
+                                               r"roles ask for 128 × 32 \+ 256 × 240 = 65,536 registers, but the "
+                                               r"block's pool holds 384 × 168 = 64,512"),
+    ("warp_specialized_consumer_waits_on_empty.py", r"consumer warpgroup 0 \(threads 0–127\) waited on empty\[0\] "
+                                                    r"with parity 0 \(thread 0, its wait number 1, at line \d+ .*\) — "
+                                                    r"and that wait never completed: before k-tile 0 a consumer waits "
+                                                    r"on full\[0\](.|\n)*MbarrierTimeout: .*did not complete in 6 s"),
+])
+def test_a_warp_specialized_mistake_fails_with_its_message(case, says):
+    report = _grade_file("warp_specialized", CASES / case, compile=False)
+    assert not report.passed
+    assert re.search(says, report.text()), report.text()
+
+
+@SIMULATOR_ONLY
+def test_the_counts_asked_at_run_time_are_checked_too(tmp_path):
+    """Constants that fit, a literal that does not: the grader checks what the warpgroups asked setmaxnreg for."""
+    report = _planted("warp_specialized", tmp_path, ("registers_raise_to(CONSUMER_REGISTERS)", "registers_raise_to(240)"),
+                      compile=False)
+    assert not report.passed
+    assert ("the warpgroups asked setmaxnreg for 40 (producer), 240 (consumer 0), 240 (consumer 1): setmaxnreg: the "
+            "roles ask for 128 × 40 + 128 × 240 + 128 × 240 = 66,560 registers") in report.text(), report.text()
