@@ -232,4 +232,8 @@ if swizzled and results:
 # tensor-core work were the limit (our reading). That TF32 build, with an edge kernel, is step 15. Step 14 runs only
 # on compute capability 9.0 (H100, H200) and on the simulator.
 #
+# Try it: [`exercises/wgmma.py`](../exercises/wgmma.py) — one warpgroup's `wgmma`: the descriptor's strides, the
+# fence, the commit and the wait (`gemm-steps exercise check wgmma` names a wrong field, a missing fence, a register
+# written after it, and a read of the accumulators before the wait).
+#
 # Next: [Lesson 15: TF32 on `wgmma`](15_warpgroup_tf32.ipynb).

@@ -139,4 +139,7 @@ print(f"inputs only, K = {check['k']}: A truncated {check['truncated']:.1e}, bot
 # with those pieces are in `experiments/`. Step 15 runs only on compute capability 9.0 (H100, H200) and on the
 # simulator, and `matmul` never picks it: its accuracy is TF32's.
 #
+# Try it: [`exercises/wgmma.py`](../exercises/wgmma.py) — the `wgmma` of steps 14 and 15 on one warpgroup, its
+# descriptor and its fences (`gemm-steps exercise check wgmma`).
+#
 # Next: [Lesson 16: the copy engine feeds the tensor cores](16_tma_pipeline.ipynb).

@@ -224,4 +224,7 @@ if ref is not None:
 #
 # Deep dive: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb).
 #
+# Try it: [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) — a producer warpgroup and two
+# consumers, the registers handed over within the block's pool (`gemm-steps exercise check warp_specialized`).
+#
 # Next: [Lesson 18: 3xTF32 on the warp-specialized design](18_warp_specialized_3xtf32.ipynb).

@@ -216,4 +216,7 @@ print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile
 #
 # `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
+# Try it: the producer/consumer split this step keeps, in
+# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) (`gemm-steps exercise check warp_specialized`).
+#
 # Next: [Lesson 19: persistent ping-pong](19_pingpong.ipynb).

@@ -207,4 +207,7 @@ print(f"the build's 'past the order barrier' mark: {alt['mark_after_turn']:,.0f}
 #   accuracy is TF32's (with `precision="tf32"` a shape suite's table could choose it where it was measured
 #   fastest).
 #
+# Try it: the producer/consumer split that ping-pong reorders, in
+# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) (`gemm-steps exercise check warp_specialized`).
+#
 # Next: [Lesson 20: the FP32 contract](20_fp32_contract.ipynb).
