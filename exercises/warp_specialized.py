@@ -41,6 +41,7 @@ Hints
 import gemm_steps  # noqa: F401  (first: it picks the GPU or the simulator)
 from numba import cuda, float32, uint64
 
+from gemm_steps.toolkit.kernel_tools import kernel
 from gemm_steps.toolkit.mbarrier_ops import (copy_bulk, mbarrier_arrive, mbarrier_arrive_expect_tx,  # noqa: F401
                                              mbarrier_init, mbarrier_wait)
 from gemm_steps.toolkit.warpgroup_ops import (fence_proxy_async, matrix_descriptor, operand_bits,  # noqa: F401
@@ -99,8 +100,8 @@ def store(c, acc, consumer, warp, lane):
         c[consumer * 64 + warp * 16 + lane // 4 + 8 * (v % 4 // 2), 8 * (v // 4) + 2 * (lane % 4) + v % 2] = acc[v]
 
 
-@cuda.jit
-def warp_specialized_kernel(a, b_tiles, c):
+@kernel(launch_bounds=(THREADS, 1))  # 384 threads, 1 block an SM: 168 registers at entry (no bounds on the
+def warp_specialized_kernel(a, b_tiles, c):  # simulator)
     barriers = cuda.shared.array(BARRIERS, uint64)
     tiles = cuda.shared.array(TILE_FLOATS, float32)
     tid = cuda.threadIdx.x

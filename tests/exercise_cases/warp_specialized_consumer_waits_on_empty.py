@@ -1,6 +1,7 @@
 """Wrong on purpose: consumers that wait on the empty barrier instead of the full one."""
 from numba import cuda, float32, uint64
 
+from gemm_steps.toolkit.kernel_tools import kernel
 from gemm_steps.toolkit.mbarrier_ops import copy_bulk, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait
 from gemm_steps.toolkit.warpgroup_ops import (fence_proxy_async, matrix_descriptor, operand_bits, registers_lower_to,
                                      registers_raise_to, shared_address, warpgroup_commit, warpgroup_fence,
@@ -58,7 +59,7 @@ def store(c, acc, consumer, warp, lane):
         c[consumer * 64 + warp * 16 + lane // 4 + 8 * (v % 4 // 2), 8 * (v // 4) + 2 * (lane % 4) + v % 2] = acc[v]
 
 
-@cuda.jit
+@kernel(launch_bounds=(THREADS, 1))
 def warp_specialized_kernel(a, b_tiles, c):
     barriers = cuda.shared.array(BARRIERS, uint64)
     tiles = cuda.shared.array(TILE_FLOATS, float32)
