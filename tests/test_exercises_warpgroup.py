@@ -76,16 +76,16 @@ def test_the_stub_fails_with_its_first_missing_piece(name, says):
     assert re.search(says, report.text()), report.text()
 
 
-# -- wgmma: the simulator's watched twins ---------------------------------------------------------------------------------
+# -- wgmma: the simulator's watched twins ------------------------------------------------------------------------------
 @SIMULATOR_ONLY
 @pytest.mark.parametrize("case, says", [
     # A wrong stride: which field, what it holds, what the layout needs.
-    ("wgmma_swapped_strides.py", r"has its two strides swapped: leading byte offset \(LBO, bits 16–29\) 128 bytes and "
-                                 r"stride byte offset \(SBO, bits 32–45\) 256; this tile needs LBO = 256"),
-    ("wgmma_contiguous_lbo.py", r"has a leading byte offset \(LBO, bits 16–29\) of 128 bytes; this tile's layout needs "
-                                r"256: the distance between core matrices adjacent in K"),
-    ("wgmma_swizzled_descriptor.py", r"has layout type 1 \(128-byte swizzle, bits 62–63\); B's tile is stored with no "
-                                     r"swizzle \(type 0\)"),
+    ("wgmma_swapped_strides.py", r"has its two strides swapped: leading byte offset \(LBO, bits 16–29\) 128 "
+                                 r"bytes and stride byte offset \(SBO, bits 32–45\) 256; this tile needs LBO = 256"),
+    ("wgmma_contiguous_lbo.py", r"has a leading byte offset \(LBO, bits 16–29\) of 128 bytes; this tile's "
+                                r"layout needs 256: the distance between core matrices adjacent in K"),
+    ("wgmma_swizzled_descriptor.py", r"has layout type 1 \(128-byte swizzle, bits 62–63\); B's tile is stored "
+                                     r"with no swizzle \(type 0\)"),
     # The fence: missing, or a register written after it.
     ("wgmma_no_fence.py", r"thread 0 issued a wgmma with no warpgroup_fence\(\) before it, at\n.*line 6\d of "
                           r"wgmma_no_fence.py: acc = wgmma_tf32.*\n\s+the wgmma.fence is missing"),
@@ -132,7 +132,7 @@ def test_the_twins_are_put_back_after_grading(tmp_path):
             mbarrier_ops.SIMULATOR_WAIT_LIMIT_S) == before
 
 
-# -- wgmma: the PTX of the GPU-mode compile ------------------------------------------------------------------------------
+# -- wgmma: the PTX of the GPU-mode compile ----------------------------------------------------------------------------
 @NEEDS_NVVM
 @pytest.mark.parametrize("case, says", [
     ("wgmma_no_fence.py", r"compiled code issues a wgmma with no wgmma.fence before it \(PTX line \d+: "
@@ -149,13 +149,14 @@ def test_the_compiled_code_keeps_the_wgmma_rule(case, says):
 @NEEDS_NVVM
 def test_zeros_made_before_the_fence_are_written_after_it(tmp_path):
     """zero_accumulators gives constants, which the compiler writes where the wgmma uses them — after the fence."""
-    report = _planted("wgmma", tmp_path, ("    acc = fresh_accumulators()\n", "    acc = zero_accumulators(ACCUMULATORS)\n"))
+    report = _planted("wgmma", tmp_path, ("    acc = fresh_accumulators()\n",
+                                          "    acc = zero_accumulators(ACCUMULATORS)\n"))
     assert not report.passed
     assert "a register the wgmma reads, between the wgmma.fence and the wgmma" in report.text(), report.text()
     assert "is a constant: the compiler writes a constant into a register where it is used" in report.text()
 
 
-# -- warp_specialized -----------------------------------------------------------------------------------------------------
+# -- warp_specialized --------------------------------------------------------------------------------------------------
 @SIMULATOR_ONLY
 @pytest.mark.parametrize("case, says", [
     ("warp_specialized_producer_multiplies.py", r"the producer warpgroup \(threads 256–383\) issued a wgmma \(thread "
@@ -165,9 +166,10 @@ def test_zeros_made_before_the_fence_are_written_after_it(tmp_path):
                                                r"roles ask for 128 × 32 \+ 256 × 240 = 65,536 registers, but the "
                                                r"block's pool holds 384 × 168 = 64,512"),
     ("warp_specialized_consumer_waits_on_empty.py", r"consumer warpgroup 0 \(threads 0–127\) waited on empty\[0\] "
-                                                    r"with parity 0 \(thread 0, its wait number 1, at line \d+ .*\) — "
-                                                    r"and that wait never completed: before k-tile 0 a consumer waits "
-                                                    r"on full\[0\](.|\n)*MbarrierTimeout: .*did not complete in 6 s"),
+                                                    r"with parity 0 \(thread 0, its wait number 1, at line \d+ "
+                                                    r".*\) — and that wait never completed: before k-tile 0 a "
+                                                    r"consumer waits on full\[0\](.|\n)*MbarrierTimeout: .*did not "
+                                                    r"complete in 6 s"),
 ])
 def test_a_warp_specialized_mistake_fails_with_its_message(case, says):
     report = _grade_file("warp_specialized", CASES / case, compile=False)
@@ -178,8 +180,21 @@ def test_a_warp_specialized_mistake_fails_with_its_message(case, says):
 @SIMULATOR_ONLY
 def test_the_counts_asked_at_run_time_are_checked_too(tmp_path):
     """Constants that fit, a literal that does not: the grader checks what the warpgroups asked setmaxnreg for."""
-    report = _planted("warp_specialized", tmp_path, ("registers_raise_to(CONSUMER_REGISTERS)", "registers_raise_to(240)"),
-                      compile=False)
+    report = _planted("warp_specialized", tmp_path,
+                      ("registers_raise_to(CONSUMER_REGISTERS)", "registers_raise_to(240)"), compile=False)
     assert not report.passed
     assert ("the warpgroups asked setmaxnreg for 40 (producer), 240 (consumer 0), 240 (consumer 1): setmaxnreg: the "
             "roles ask for 128 × 40 + 128 × 240 + 128 × 240 = 66,560 registers") in report.text(), report.text()
+
+
+@SIMULATOR_ONLY
+def test_a_wait_on_the_wrong_full_barrier_is_named_even_when_it_completes(tmp_path):
+    """full[1] instead of full[0]: that first wait completes (the producer fills stage 1 soon after; a later wait may
+    not, as the threads run), and the wrong barrier is named at it."""
+    report = _planted("warp_specialized", tmp_path,
+                      ("mbarrier_wait(barriers, FULL + t % STAGES, (t // STAGES) % 2)",
+                       "mbarrier_wait(barriers, FULL + (t + 1) % STAGES, (t // STAGES) % 2)"), compile=False)
+    assert not report.passed
+    assert "waited on full[1] with parity 0 (thread 0, its wait number 1" in report.text(), report.text()
+    assert "before k-tile 0 a consumer waits on full[0]" in report.text()
+    assert "never completed" not in report.text()
