@@ -121,7 +121,10 @@ def test_the_solution_passes_and_the_stub_fails(name):
     exercise = exercises.get(name)
     report = exercises.grade(exercise, exercise.solution())
     assert report.passed, report.text()
-    assert sum("every element right" in line for line in report.lines) == (2 if exercises.SIMULATOR else 0), \
+    # On a GPU stream_k checks the numbers (its protocol checks need the simulator); mbarrier_ring only compiles there
+    # (seen on an H200, 2026-11-28: stream_k's solution "every element right" at both shapes)
+    on_gpu = {"stream_k": 2, "mbarrier_ring": 0}[name]
+    assert sum("every element right" in line for line in report.lines) == (2 if exercises.SIMULATOR else on_gpu), \
         report.text()
     stub = exercises.check(name, say=lambda line: None)
     assert not stub.passed and ("never written" in stub.text() or "never reads shared memory" in stub.text()), \
