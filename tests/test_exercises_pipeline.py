@@ -141,7 +141,7 @@ def test_the_solution_passes_and_the_stub_fails(name):
                                          r"needs 0\n\s+stage 1: (.|\n)*stage 2: "),
     # A missing arrival: the deadlock detector's own message (short limit: no hang), and who never arrived.
     ("mbarrier_ring_missing_arrival.py", r"a missing arrival — the deadlock detector: threadIdx.x=0 \(the producer\) "
-                                         r"waited on empty\[0\](.|\n)*and the twin said: mbarrier 0: phase of parity 0 "
+                                         r"waited on empty\[0\](.|\n)*and the (twin said|deadlock detector found): mbarrier 0: phase of parity 0 "
                                          r"did not complete in 5 s \(16 of 64 arrivals(.|\n)*never arrived on "
                                          r"empty\[0\] in this phase: 56–63, 88–95"),
     ("mbarrier_ring_frees_before_read.py", r"a consumer freed a stage before it read it: threadIdx.x=\d+ \(consumer "
@@ -165,3 +165,29 @@ def test_the_producers_parity_is_checked_too(tmp_path):
     assert not report.passed
     assert "wrong parity: threadIdx.x=0 (the producer) waited on empty[0] with parity 1" in report.text(), \
         report.text()
+
+
+def test_a_missing_arrival_is_reported_at_its_root_whichever_wait_times_out_first(monkeypatch):
+    """The producer waits on empty[0] (consumers skipped their arrival); the consumers wait on full[0] for the fill it
+    never makes. Under load the consumer's wait may time out first (a clean-clone CI run, 2026-11-28, reported
+    'consumer warp 2 waited on full[0]'): the report still names the producer's wait on empty[0] and its missing
+    arrivals."""
+    import threading
+    from types import SimpleNamespace
+
+    from gemm_steps.course import exercise_mbarrier_ring as ring
+
+    monkeypatch.setattr(threading, "current_thread", lambda: SimpleNamespace(blockIdx=SimpleNamespace(x=0),
+                                                                             thread_id=91))
+    watch = ring.Watch(kernel_file=__file__)
+    watch.barriers[("empty", 0)] = SimpleNamespace(completed=0, pending=16, expected=64, bytes_pending=0)
+    watch.barriers[("full", 0)] = SimpleNamespace(completed=1, pending=1, expected=1, bytes_pending=0)
+    watch.consumers |= set(range(32, 96))
+    watch.arrived[(0, "empty", 0, 0)] = set(range(32, 56)) | set(range(64, 88))
+    watch.waiting[(0, 0)] = ("empty", 0, 0, 1)  # the producer, stuck
+    watch.waiting[(0, 91)] = ("full", 0, 1, 1)
+    ring._deadlock(watch, "full", 0, 91, 1, 1, "mbarrier 0: phase of parity 1 did not complete in 5 s (…)")
+    text = watch.violations[0].text
+    assert "threadIdx.x=0 (the producer) waited on empty[0] with parity 0" in text, text
+    assert "deadlock detector found: mbarrier 0: phase of parity 0" in text and "16 of 64 arrivals" in text, text
+    assert "never arrived on empty[0] in this phase: 56–63, 88–95" in text, text

@@ -83,6 +83,7 @@ class Watch:
     names: dict = field(default_factory=dict)  # id(base buffer) → "full" / "empty" / "stages"
     barriers: dict = field(default_factory=dict)  # (name, index) → the twin
     waits: dict = field(default_factory=dict)  # (thread, name, index) → waits so far
+    waiting: dict = field(default_factory=dict)  # (block, thread) → (name, index, parity, line) while it waits
     arrivals: dict = field(default_factory=dict)  # (thread, name, index) → arrivals so far
     arrived: dict = field(default_factory=dict)  # (block, name, index, phase) → threads that arrived in that phase
     fills: dict = field(default_factory=dict)  # stage → k-tiles copied into it, in order
@@ -222,11 +223,14 @@ def _wrappers(watch: Watch, ops):
                        "the r-th time a stage is filled completes phase r of its full barrier: the consumer of k-tile "
                        "t waits on full[t % STAGES] with parity (t // STAGES) % 2, the producer before refilling it "
                        "on empty[t % STAGES] with parity (t // STAGES − 1) % 2 (lesson 16, 'The ring')")
+        watch.waiting[(_block(), me)] = (name, s, parity, line)
         try:
             twins.mbarrier_wait(array, index, parity)
         except ops.MbarrierTimeout as timeout:
             _deadlock(watch, name, s, me, line, parity, timeout)
             raise
+        finally:
+            watch.waiting.pop((_block(), me), None)
 
     return {"mbarrier_init": mbarrier_init, "mbarrier_arrive": mbarrier_arrive,
             "mbarrier_arrive_expect_tx": mbarrier_arrive_expect_tx, "copy_bulk": copy_bulk,
@@ -253,6 +257,22 @@ def _check_bytes(watch: Watch, s: int) -> None:
 
 
 def _deadlock(watch: Watch, name: str, s: int, me: int, line: int, parity: int, timeout) -> None:
+    from gemm_steps.toolkit import mbarrier_ops
+
+    said = f"the twin said: {timeout}"
+    if name == "full":
+        # A consumer that waits for a fill the producer never made: if the producer is itself stuck on an empty
+        # barrier, that is where an arrival is missing. Whichever of the two waits timed out first (the simulator's
+        # schedule decides), the report names the root: the producer's wait and the arrivals its barrier lacks.
+        stuck = [(thread, waiting) for (block, thread), waiting in list(watch.waiting.items())
+                 if block == _block() and waiting[0] == "empty"]
+        if stuck:
+            me, (name, s, parity, line) = stuck[0]
+            twin = watch.barriers.get((name, s))
+            said = (f"the deadlock detector found: mbarrier {s}: phase of parity {parity} did not complete in "
+                    f"{mbarrier_ops.SIMULATOR_WAIT_LIMIT_S:g} s ({getattr(twin, 'pending', '?')} of "
+                    f"{getattr(twin, 'expected', '?')} arrivals and {getattr(twin, 'bytes_pending', '?')} bytes still "
+                    "missing), and the consumers wait for the fill that comes after it")
     twin = watch.barriers.get((name, s))
     phase = getattr(twin, "completed", 0)
     arrived = watch.arrived.get((_block(), name, s, phase), set())
@@ -262,10 +282,10 @@ def _deadlock(watch: Watch, name: str, s: int, me: int, line: int, parity: int, 
         who = (f"consumer threads that never arrived on empty[{s}] in this phase: "
                f"{_ranges(missing)}" if missing else "")
     else:
-        who = ("the producer's arrive_expect_tx on full[{s}] never came" if not arrived else
+        who = (f"the producer's arrive_expect_tx on full[{s}] never came" if not arrived else
                f"the producer arrived; {twin.bytes_pending if twin else '?'} bytes it announced never landed")
     watch.fail(f"a missing arrival — the deadlock detector: {_thread_name(me)} waited on {name}[{s}] with parity "
-               f"{parity} at\n            {watch.code(line)}\n        and the twin said: {timeout}\n"
+               f"{parity} at\n            {watch.code(line)}\n        and {said}\n"
                f"        {who}\n        {watch.picture((name, s), f'{_thread_name(me)} waits here')}",
                "every phase needs all its arrivals: full[s] one (the producer's arrive_expect_tx) and the bytes it "
                f"announced; empty[s] one from each of the {CONSUMERS} consumer threads, after it read the stage — "

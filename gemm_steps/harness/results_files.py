@@ -35,7 +35,6 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from . import bench
 
 #: The repository root, when this package runs from a checkout.
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +56,8 @@ Found = tuple[Path, dict]
 
 def _results_documents(paths: Iterable[Path]) -> list[Found]:
     """(path, document) of each path that is a results document measured on a GPU."""
+    from . import bench  # here, not at import: calling a step (the simulator's cost model reads the catalogue) must
+    #                      not load the benchmark (tests/test_readable_kernels.py)
     found = []
     for path in paths:
         try:
