@@ -208,11 +208,12 @@ if ref is not None:
 # At the same board power step 17 runs at a lower clock, and the counters say why: it executes more warp
 # instructions and moves more L2 bytes per FLOP than cuBLAS TF32. The instruction mix shows where the instructions go.
 # Both load the same B fragments from shared memory (`LDS`, level), but for each one step 17 also executes a compare
-# and an add (`FSETP.GEU`, `IMAD.IADD`, one per element loaded): its rounding of B to TF32 (`cvt.rna.tf32.f32`,
-# which becomes these instructions on this GPU), which cuBLAS's kernel does not execute — the tensor core truncates
-# what it is given. And step 17 executes hundreds of times more 64-bit uniform arithmetic (`UIADD3.X`,
-# `USHF.R.U64`: address math) than cuBLAS's kernel. Those are costs of the kernel, not of the board. (The back-to-back TFLOPS here are the load run's,
-# with no L2 flush between launches; the course benchmark above is the timing of record.)
+# and an add (`FSETP.GEU`, `IMAD.IADD`: exactly as many of each as `LDS`) — its rounding of B to TF32
+# (`cvt.rna.tf32.f32`), which cuBLAS's kernel does not execute: it lets the tensor core truncate what it is given.
+# And step 17 executes hundreds of times more 64-bit arithmetic on the uniform datapath (`UIADD3.X`, `USHF.R.U64`,
+# most likely its 64-bit index and address computations) than cuBLAS's kernel. Those are costs of the kernel, not
+# of the board. (The back-to-back TFLOPS here are the load run's, with no L2 flush between launches; the course
+# benchmark above is the timing of record.)
 #
 # ## What is left
 #

@@ -170,8 +170,10 @@ print(f"step 19 gets {k['ratio']:.2f}× step 17's multiply-adds a clock by the t
 # mainloop, A and B swapped) for any input that is not 16-bit and not K-major on both sides — the course's case —
 # under its cooperative and its ping-pong schedules alike (`is_use_rmem_A` and `is_swapAB` in
 # `cutlass/gemm/collective/builders/sm90_common.inl`); and cuBLAS's TF32 kernel on Hopper feeds one `wgmma` operand
-# from registers (issue 36 reports its SASS from Nsight Compute on an H200; the course has not shipped that
-# report yet).
+# from registers (`HGMMA.64x256x8.F32.TF32` with A in registers, in the reference dissection lesson 17 reads:
+# `results/reference-nvidia-h200-2026-11-28.json` and its H100 twin). There, step 19 also ran at a *higher* SM clock
+# than step 17 and cuBLAS TF32 under the same power limit, while executing more warp instructions per FLOP than
+# either: its tensor cores wait more.
 #
 # So why ping-pong lost is not explained yet. What was measured: a consumer's k-tile takes about as long as step
 # 17's, mostly its own serial work, and one main loop at a time leaves that work uncovered. But step 19 changed its

@@ -105,3 +105,13 @@ def test_the_tables_render():
     rows = reference.energy_table(ref, 8192, names).rows
     assert rows[0]["energy / FLOP vs cuBLAS TF32"] == 1.0 and rows[1]["energy / FLOP vs cuBLAS TF32"] > 1.0
     assert reference.instruction_mix_table(ref, 8192, names).rows
+
+
+@needs_files
+@pytest.mark.parametrize("ref", references, ids=[r.gpu for r in references])
+def test_what_lesson_19_says_about_step_19s_clock(ref):
+    """Lesson 19: under the same power limit step 19 ran at a higher SM clock than step 17 and cuBLAS TF32 at 8192³,
+    while executing more warp instructions per FLOP than either."""
+    s19, s17, cublas = (ref.kernel(t, 8192) for t in ("pingpong", "warp_specialized", "cublas_tf32"))
+    assert s19.sm_clock_mhz > max(s17.sm_clock_mhz, cublas.sm_clock_mhz)
+    assert s19.warp_instructions_per_flop > max(s17.warp_instructions_per_flop, cublas.warp_instructions_per_flop)

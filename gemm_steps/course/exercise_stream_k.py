@@ -623,16 +623,11 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
 
     time_limit = exercises.LAUNCH_SECONDS if time_limit is None else time_limit
     report = exercises.Report(exercise)
-    kernel = getattr(module, exercise.kernel, None)
+    kernel = exercises.kernel_or_failure(exercise, module, report)
     if kernel is None:
-        return report.fail(f"{exercise.kernel} is not defined in the file")
-    problem = exercises.kernel_problem(kernel, exercise.kernel)
-    if problem is not None:
-        return report.fail(problem)
-    if compile:
-        exercises._check_compiles(exercise, module, report)
-        if not report.passed:
-            return report
+        return report
+    if compile and not exercises.compiles(exercise, module, report):
+        return report
     check_share(module, report)  # on its own first; the kernel runs even if it fails (it says more)
     rng = np.random.default_rng(seed + 1)
     for case in cases(seed):

@@ -286,16 +286,11 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_
     from . import exercises
 
     report = exercises.Report(exercise)
-    kernel = getattr(module, exercise.kernel, None)
+    kernel = exercises.kernel_or_failure(exercise, module, report)
     if kernel is None:
-        return report.fail(f"{exercise.kernel} is not defined in the file")
-    problem = exercises.kernel_problem(kernel, exercise.kernel)
-    if problem is not None:
-        return report.fail(problem)
-    if compile:
-        exercises._check_compiles(exercise, module, report)
-        if not report.passed:
-            return report
+        return report
+    if compile and not exercises.compiles(exercise, module, report):
+        return report
     time_limit = min(time_limit, LAUNCH_SECONDS)
     if SIMULATOR:
         if say is not None:

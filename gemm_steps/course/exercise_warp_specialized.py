@@ -247,19 +247,14 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_
     from . import exercises
 
     report = exercises.Report(exercise)
-    kernel = getattr(module, exercise.kernel, None)
+    kernel = exercises.kernel_or_failure(exercise, module, report)
     if kernel is None:
-        return report.fail(f"{exercise.kernel} is not defined in the file")
-    problem = exercises.kernel_problem(kernel, exercise.kernel)
-    if problem is not None:
-        return report.fail(problem)
+        return report
     found = constants_problem(module)
     if found is not None:
         return report.fail(*found[:1], *found[1])
-    if compile:
-        wg_grader.check_compiles(exercise, module, report)
-        if not report.passed:
-            return report
+    if compile and not exercises.compiles(exercise, module, report, wg_grader.check_compiles):
+        return report
     exercise = dataclasses.replace(exercise, launch=launch)
     rng = np.random.default_rng(seed + 1)
     a = rng.standard_normal((M, K), dtype=np.float32)

@@ -500,16 +500,11 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_
     from . import exercises
 
     report = exercises.Report(exercise)
-    kernel = getattr(module, exercise.kernel, None)
+    kernel = exercises.kernel_or_failure(exercise, module, report)
     if kernel is None:
-        return report.fail(f"{exercise.kernel} is not defined in the file")
-    problem = exercises.kernel_problem(kernel, exercise.kernel)
-    if problem is not None:
-        return report.fail(problem)
-    if compile:
-        check_compiles(exercise, module, report)
-        if not report.passed:
-            return report
+        return report
+    if compile and not exercises.compiles(exercise, module, report, check_compiles):
+        return report
     exercise = dataclasses.replace(exercise, launch=launch)
     time_limit = min(time_limit, LAUNCH_SECONDS)
     rng = np.random.default_rng(seed + 1)

@@ -876,6 +876,27 @@ def _check_extras(exercise: Exercise, module, report: Report) -> None:
                   f"{PERSISTENT_GROUP_M} tile-rows")
 
 
+def kernel_or_failure(exercise: Exercise, module, report: Report):
+    """The exercise's kernel from the learner's module; None, with ``report`` failed, if it is not defined or not a
+    kernel the grader can run (:func:`kernel_problem`). Every grader starts here."""
+    kernel = getattr(module, exercise.kernel, None)
+    if kernel is None:
+        report.fail(f"{exercise.kernel} is not defined in the file")
+        return None
+    problem = kernel_problem(kernel, exercise.kernel)
+    if problem is not None:
+        report.fail(problem)
+        return None
+    return kernel
+
+
+def compiles(exercise: Exercise, module, report: Report, check: Callable | None = None) -> bool:
+    """Whether the learner's kernel compiles for a GPU (``check``: a grader's own compile check, default
+    :func:`_check_compiles`), the report saying so either way."""
+    (check or _check_compiles)(exercise, module, report)
+    return report.passed
+
+
 def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] | None = None,
           time_limit: float = LAUNCH_SECONDS, compile: bool = True) -> Report:
     """Grade the kernel ``module`` defines for ``exercise`` (module: the learner's file, or a solution).
@@ -885,19 +906,14 @@ def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] 
         return exercise.grader_module().grade(exercise, module, seed=seed, say=say, time_limit=time_limit,
                                               compile=compile)
     report = Report(exercise)
-    kernel = getattr(module, exercise.kernel, None)
+    kernel = kernel_or_failure(exercise, module, report)
     if kernel is None:
-        return report.fail(f"{exercise.kernel} is not defined in the file")
-    problem = kernel_problem(kernel, exercise.kernel)
-    if problem is not None:
-        return report.fail(problem)
+        return report
     _check_extras(exercise, module, report)  # first, as the stubs say (tile_position): checked on its own
     if not report.passed:
         return report
-    if compile:
-        _check_compiles(exercise, module, report)
-        if not report.passed:
-            return report
+    if compile and not compiles(exercise, module, report):
+        return report
     rng = np.random.default_rng(seed + 1)
     for case in cases(exercise, seed):
         if say is not None:
