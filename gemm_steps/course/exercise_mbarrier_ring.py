@@ -418,11 +418,8 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     from . import exercises
 
     time_limit = exercises.LAUNCH_SECONDS if time_limit is None else time_limit
-    report = exercises.Report(exercise)
-    kernel = exercises.kernel_or_failure(exercise, module, report)
+    report, kernel = exercises.opening_checks(exercise, module, compile)
     if kernel is None:
-        return report
-    if compile and not exercises.compiles(exercise, module, report):
         return report
     if not exercises.SIMULATOR:
         report.skip("the ring is checked on the simulator (its mbarriers are twins there): NUMBA_ENABLE_CUDASIM=1 "

@@ -622,11 +622,8 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     from . import exercises
 
     time_limit = exercises.LAUNCH_SECONDS if time_limit is None else time_limit
-    report = exercises.Report(exercise)
-    kernel = exercises.kernel_or_failure(exercise, module, report)
+    report, kernel = exercises.opening_checks(exercise, module, compile)
     if kernel is None:
-        return report
-    if compile and not exercises.compiles(exercise, module, report):
         return report
     check_share(module, report)  # on its own first; the kernel runs even if it fails (it says more)
     rng = np.random.default_rng(seed + 1)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..toolkit.backend import SIMULATOR
 from ..toolkit.tensor_core_ops import mma_tf32_reference, round_to_tf32, truncate_to_tf32
+from .race_check import abort_after
 from .tensor_core_results import a_element, b_element, c_element
 
 WARP = 32
@@ -111,29 +112,6 @@ def watched_mma(answer=None):
         tc._warp_mma, tc._exchange = compute, exchange
 
 
-@contextmanager
-def _abort_after(seconds: float):
-    """After ``seconds``, set the simulator's abort flag on every simulated thread: a lane waiting in a warp operation
-    for lanes that never come then stops (``mma_tf32``'s twin checks the flag while it waits)."""
-    done = threading.Event()
-
-    def watch():
-        if done.wait(seconds):
-            return
-        from numba.cuda.simulator.kernel import BlockThread
-
-        for thread in threading.enumerate():
-            if isinstance(thread, BlockThread):
-                thread.abort = True
-
-    watchdog = threading.Thread(target=watch, daemon=True)
-    watchdog.start()
-    try:
-        yield
-    finally:
-        done.set()
-
-
 def _ranges(lanes: list[int]) -> str:
     """``[0, 1, 2, 3, 8]`` → ``"0–3, 8"``."""
     parts, start = [], None
@@ -154,7 +132,7 @@ def run_one_warp(exercise, kernel, a, b, c, answer=None, time_limit: float = LAU
     if not SIMULATOR:
         failure, observed = exercises._launch(exercise, kernel, a, b, c, None, time_limit)
         return failure, observed, None
-    with watched_mma(answer) as record, _abort_after(time_limit):
+    with watched_mma(answer) as record, abort_after(time_limit):
         failure, observed = exercises._launch(exercise, kernel, a, b, c, None, time_limit + 10)
     if failure is not None:
         waiting = record.waiting()
@@ -285,11 +263,8 @@ def _coded_answer(slots) -> list:
 def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_SECONDS, compile: bool = True):
     from . import exercises
 
-    report = exercises.Report(exercise)
-    kernel = exercises.kernel_or_failure(exercise, module, report)
+    report, kernel = exercises.opening_checks(exercise, module, compile)
     if kernel is None:
-        return report
-    if compile and not exercises.compiles(exercise, module, report):
         return report
     time_limit = min(time_limit, LAUNCH_SECONDS)
     if SIMULATOR:

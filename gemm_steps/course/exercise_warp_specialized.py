@@ -30,6 +30,7 @@ import numpy as np
 
 from ..toolkit.backend import SIMULATOR
 from . import exercise_wgmma as wg_grader
+from .race_check import abort_after
 
 CONSUMERS, STAGES, BLOCK_K = 2, 2, 8
 THREADS = 128 * (CONSUMERS + 1)
@@ -269,7 +270,7 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_
             return report.fail(failure)
     else:
         with wg_grader.watched(module, _mbarrier_stand_ins) as watch, _short_waits(WAIT_LIMIT_S), \
-                wg_grader.abort_after(time_limit):
+                abort_after(time_limit):
             failure, observed = exercises._launch(exercise, kernel, a, b_tiles(b), c, None, time_limit + 10)
         found = (setmaxnreg_problem(watch) or roles_problem(watch, observed) or barrier_problem(watch, failure)
                  or (wg_grader.protocol_problem(watch, range(THREADS)) if failure is None else None))

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..toolkit.backend import SIMULATOR
 from ..toolkit.tensor_core_ops import truncate_to_tf32
+from .race_check import abort_after
 
 WARPGROUP = 128
 M, N, K = 64, 16, 8
@@ -311,29 +312,6 @@ def watched(module, extra: dict | None = None):
             space[key] = value
 
 
-@contextmanager
-def abort_after(seconds: float):
-    """After ``seconds``, set the simulator's abort flag on every simulated thread: threads waiting in a warpgroup
-    operation for threads that never come then stop (the twins check the flag while they wait)."""
-    done = threading.Event()
-
-    def watch():
-        if done.wait(seconds):
-            return
-        from numba.cuda.simulator.kernel import BlockThread
-
-        for thread in threading.enumerate():
-            if isinstance(thread, BlockThread):
-                thread.abort = True
-
-    watchdog = threading.Thread(target=watch, daemon=True)
-    watchdog.start()
-    try:
-        yield
-    finally:
-        done.set()
-
-
 def ranges(numbers) -> str:
     """``[0, 1, 2, 3, 8]`` → ``"0–3, 8"``."""
     numbers, parts, start = sorted(numbers), [], None
@@ -499,11 +477,8 @@ def numbers_problem(c: np.ndarray, a: np.ndarray, b: np.ndarray, observed,
 def grade(exercise, module, seed: int = 0, say=None, time_limit: float = LAUNCH_SECONDS, compile: bool = True):
     from . import exercises
 
-    report = exercises.Report(exercise)
-    kernel = exercises.kernel_or_failure(exercise, module, report)
+    report, kernel = exercises.opening_checks(exercise, module, compile, check=check_compiles)
     if kernel is None:
-        return report
-    if compile and not exercises.compiles(exercise, module, report, check_compiles):
         return report
     exercise = dataclasses.replace(exercise, launch=launch)
     time_limit = min(time_limit, LAUNCH_SECONDS)

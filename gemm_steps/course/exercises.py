@@ -897,6 +897,16 @@ def compiles(exercise: Exercise, module, report: Report, check: Callable | None 
     return report.passed
 
 
+def opening_checks(exercise: Exercise, module, compile: bool = True, check: Callable | None = None):
+    """A new report and the exercise's kernel after the checks a grader opens with (:func:`kernel_or_failure`, then
+    :func:`compiles` unless ``compile`` is off); the kernel is None where one failed, the report saying why."""
+    report = Report(exercise)
+    kernel = kernel_or_failure(exercise, module, report)
+    if kernel is not None and compile and not compiles(exercise, module, report, check):
+        kernel = None
+    return report, kernel
+
+
 def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] | None = None,
           time_limit: float = LAUNCH_SECONDS, compile: bool = True) -> Report:
     """Grade the kernel ``module`` defines for ``exercise`` (module: the learner's file, or a solution).
