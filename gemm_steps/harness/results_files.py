@@ -69,10 +69,13 @@ def _results_documents(paths: Iterable[Path]) -> list[Found]:
     return found
 
 
+def _age(item: Found) -> tuple[str, str]:
+    """What "newest" compares: the measurement date recorded in the file, then the file name."""
+    return str(item[1]["environment"].get("date", "")), item[0].name
+
+
 def _newest(found: list[Found]) -> Found | None:
-    if not found:
-        return None
-    return max(found, key=lambda item: (str(item[1]["environment"].get("date", "")), item[0].name))
+    return max(found, key=_age) if found else None
 
 
 def _ok(record: dict) -> bool:
@@ -126,7 +129,7 @@ def references() -> list[Found]:
             continue
         if "kernels" in data and "environment" in data:
             found.append((path, data))
-    return sorted(found, key=lambda item: (str(item[1]["environment"].get("date", "")), item[0].name), reverse=True)
+    return sorted(found, key=_age, reverse=True)
 
 
 def find(name: str) -> Path | None:
