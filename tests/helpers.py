@@ -31,6 +31,7 @@ from gemm_steps.harness.simulator import tile_geometry  # noqa: F401  (re-export
 REPO = Path(__file__).resolve().parent.parent
 
 __all__ = ["tolerance", "relative_error", "rel_error", "reference", "random_matrices", "rng_for", "assert_close",
+           "solution_source", "planted_source",
            "outputs_per_thread", "tile_geometry"]
 
 
@@ -117,3 +118,28 @@ def parse_expectation(spec) -> tuple[str, int]:
     if not match:
         raise ValueError(f"bad PTX_EXPECT value {spec!r}: use an int or a string like '>=4'")
     return match.group(1), int(match.group(2))
+
+
+# -- exercises: a solution as a learner's file, and wrong solutions planted in it -----------------------------------
+
+def solution_source(name: str) -> str:
+    """Exercise ``name``'s shipped solution as a learner's file: gemm_steps imported first, the package's relative
+    imports made absolute (the file is loaded from outside the package)."""
+    import inspect
+
+    from gemm_steps.course import exercises
+
+    source = inspect.getsource(exercises.get(name).solution()).replace("from ..toolkit", "from gemm_steps.toolkit")
+    return "import gemm_steps  # noqa: F401\n" + source
+
+
+def planted_source(name: str, edits, docstring: str | None = None) -> str:
+    """A wrong solution of one kind: exercise ``name``'s solution (:func:`solution_source`) with each ``(old, new)``
+    edit of ``edits`` made, each ``old`` found exactly once; ``docstring`` replaces the module's (what is wrong)."""
+    source = solution_source(name)
+    if docstring is not None:
+        source = re.sub(r'""".*?"""', lambda _: f'"""{docstring}"""', source, count=1, flags=re.S)
+    for old, new in edits:
+        assert source.count(old) == 1, f"the solution of {name} no longer contains {old!r} once"
+        source = source.replace(old, new)
+    return source
