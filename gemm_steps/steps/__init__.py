@@ -26,4 +26,5 @@ COURSE = [
     "warp_specialized",
     "warp_specialized_3xtf32",
     "pingpong",
+    "cluster_multicast",
 ]

@@ -77,13 +77,21 @@ class DirectLaunch:
     prepared once and called with the raw argument list (:func:`flat_array_arguments` for arrays,
     ``ctypes.c_uint32`` for sizes) — what Numba itself ends up passing to the driver."""
 
-    def __init__(self, dispatcher, signature: str, grid, block, shared_bytes: int, stream):
+    def __init__(self, dispatcher, signature: str, grid, block, shared_bytes: int, stream, cluster=None):
         from cuda.core import LaunchConfig, launch
         from numba.cuda.cudadrv import driver
 
         compiled = dispatcher.compile(signature)
         self._kernel = compiled._codelibrary.get_cufunc().kernel
-        self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+        if cluster is None:
+            self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+        else:  # ``grid`` counts blocks, as CUDA's launch does; cuda.core's LaunchConfig counts clusters
+            grid, cluster = _three(grid), _three(cluster)
+            if any(g % c for g, c in zip(grid, cluster)):
+                raise ValueError(f"a grid of {grid} blocks is not a whole number of clusters of {cluster}")
+            self._config = LaunchConfig(grid=tuple(g // c for g, c in zip(grid, cluster)), cluster=cluster,
+                                        block=block, shmem_size=shared_bytes)
+        self._cluster = cluster
         self._stream = driver._to_core_stream(stream)
         self._numba_stream = stream  # kept alive: the driver stream must outlive this launch
         self._launch = launch
@@ -101,6 +109,8 @@ class DirectLaunch:
         """Like :meth:`bind`, but the callable is one call of the driver's ``cuLaunchKernel`` on a parameter array
         packed here, once (:class:`DriverLaunch`) — ``cuda.core.launch`` packs the arguments again at every call."""
         grid, block, shared_bytes = self._dims
+        if self._cluster is not None:
+            raise ValueError("a cluster launch goes through cuda.core (cuLaunchKernelEx), not cuLaunchKernel")
         return DriverLaunch(int(self._kernel.handle), (*_three(grid), *_three(block), int(shared_bytes)),
                             int(self._stream.handle), arguments)
 

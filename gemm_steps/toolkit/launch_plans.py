@@ -35,10 +35,23 @@ def recording() -> list | None:
     return getattr(_THREAD, "launches", None)
 
 
+def direct_arguments(arguments) -> list:
+    """Kernel arguments as Numba passes them to the driver: an integer as a ``uint32`` (the kernels' sizes), a 1-D
+    device array as its struct's fields (:func:`~.kernel_tools.flat_array_arguments`)."""
+    packed = []
+    for argument in arguments:
+        if isinstance(argument, (int, np.integer)):
+            packed.append(ctypes.c_uint32(int(argument)))
+        else:
+            packed.extend(flat_array_arguments(device_pointer(argument), argument.size, argument.dtype.itemsize))
+    return packed
+
+
 def recorded_launches(tiles, a, b, c, stream) -> list:
     """The launches ``tiles.launch_through_numba(a, b, c, stream)`` makes — through every build it may launch
     through (itself, the build its edge kernel comes from, a data-parallel fallback) — written down instead of made:
-    (dispatcher, signature, grid, threads, shared bytes, stream, arguments) each."""
+    (dispatcher, signature, grid, threads, shared bytes, stream, arguments, cluster) each (cluster: None, or the
+    blocks per cluster of a cluster launch)."""
     launches: list = []
     _THREAD.launches = launches
     try:
@@ -72,17 +85,11 @@ class LaunchPlan:
     def record(cls, tiles, a, b, c, stream) -> "LaunchPlan":
         """The launches of ``tiles.launch_through_numba`` (:func:`recorded_launches`), made ready to replay."""
         launches = []
-        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments in recorded_launches(
-                tiles, a, b, c, stream):
-            rest = []
-            for argument in arguments[3:]:  # after A, B and C
-                if isinstance(argument, (int, np.integer)):
-                    rest.append(ctypes.c_uint32(int(argument)))
-                else:  # a device array of the stream-K workspace
-                    rest.extend(flat_array_arguments(device_pointer(argument), argument.size,
-                                                     argument.dtype.itemsize))
-            launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream),
-                             tuple(rest), arguments))
+        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments, cluster in (
+                recorded_launches(tiles, a, b, c, stream)):
+            rest = direct_arguments(arguments[3:])  # after A, B and C
+            launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream,
+                                          cluster=cluster), tuple(rest), arguments))
         m, k = a.shape
         return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
 

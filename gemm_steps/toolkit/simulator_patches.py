@@ -1,6 +1,7 @@
 """Three run-time fixes for Numba's CUDA simulator (numba-cuda 0.30): ``syncthreads`` without a polling coordinator,
 static shared arrays found without walking the call stack (:func:`_shared_arrays_by_caller_line`), and a longer
-thread switch interval while a block runs (:data:`LAUNCH_SWITCH_INTERVAL_S`).
+thread switch interval while a block runs (:data:`LAUNCH_SWITCH_INTERVAL_S`) — and one addition: thread-block
+clusters (:class:`simulated_cluster`).
 
 The simulator runs a block as one Python thread per GPU thread. Its ``BlockManager.run`` then loops, for the whole
 launch, over every live thread: blocked in ``syncthreads``? raised? alive? — and when all are blocked it sets each
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 _APPLIED = False
 #: Python's thread switch interval while a simulated block runs (default 0.005 s). A block's threads mostly give up
@@ -91,15 +93,28 @@ def apply() -> None:
             original_thread_run(self)  # sets self.exception if the kernel raised
         finally:
             self._block_barrier.finished(self)
+            cluster = getattr(self, "_cluster", None)
+            if cluster is not None:
+                cluster.barrier.finished(self)
 
     def manager_run(self, grid_point, *args):
         def target():
             self._f(*args)
 
+        cluster = getattr(_LAUNCH, "cluster", None)
+        if cluster is not None:  # a cluster launch: keep the block, run whole clusters once the grid is walked
+            pending = _LAUNCH.pending
+            pending.append((self, grid_point, target))
+            if tuple(grid_point) != tuple(d - 1 for d in self._grid_dim):
+                return
+            _LAUNCH.pending = []
+            run = lambda: _run_clusters(pending, cluster, sim)  # noqa: E731
+        else:
+            run = lambda: run_block(self, grid_point, target)  # noqa: E731
         previous = sys.getswitchinterval()
         sys.setswitchinterval(max(previous, LAUNCH_SWITCH_INTERVAL_S))
         try:
-            run_block(self, grid_point, target)
+            run()
         finally:
             sys.setswitchinterval(previous)
 
@@ -132,6 +147,7 @@ def apply() -> None:
     sim.BlockThread.run = thread_run
     sim.BlockManager.run = manager_run
     _shared_arrays_by_caller_line()
+    _shared_memory_per_block()
     _APPLIED = True
 
 
@@ -159,3 +175,169 @@ def _shared_arrays_by_caller_line() -> None:
         return found
 
     kernelapi.FakeCUDAShared.array = array
+
+
+# --- Thread-block clusters -----------------------------------------------------------------------------------------
+#
+# On a GPU the blocks of a cluster run at the same time on SMs of one GPC; each has its own shared memory, and each can
+# reach the others' (distributed shared memory: ``mapa``, a remote mbarrier arrival, a TMA multicast). The simulator
+# runs one block at a time with one shared memory for the whole launch, so a block that waits for its peer would wait
+# forever. Inside ``with simulated_cluster((2, 1, 1)):`` a launch instead keeps every block until the grid is walked,
+# then runs the blocks of one cluster together — each with its own shared memory, each thread knowing its cluster
+# (``thread._cluster``: the blocks' shared memories by rank, and the cluster-wide barrier) and its rank in it — and
+# the clusters one after another. The twins in :mod:`~gemm_steps.toolkit.cluster_ops` read these.
+
+_LAUNCH = threading.local()  # the launching thread's cluster shape while it launches in a simulated_cluster
+
+
+class simulated_cluster:
+    """``with simulated_cluster((x, y, z)):`` — simulated launches in the block are cluster launches of that shape
+    (blocks per cluster along each grid dimension; the grid must be a whole number of clusters)."""
+
+    def __init__(self, shape):
+        shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        self.shape = shape + (1,) * (3 - len(shape))
+        if min(self.shape) < 1:
+            raise ValueError(f"cluster shape {shape}: every side at least 1")
+
+    def __enter__(self):
+        self._saved = getattr(_LAUNCH, "cluster", None), getattr(_LAUNCH, "pending", None)
+        _LAUNCH.cluster, _LAUNCH.pending = self.shape, []
+        return self
+
+    def __exit__(self, *exc):
+        _LAUNCH.cluster, _LAUNCH.pending = self._saved
+        return False
+
+
+class _ClusterBarrier:
+    """``barrier.cluster.arrive`` + ``wait`` of every thread of a cluster; a thread that finished counts as gone."""
+
+    def __init__(self, threads: int):
+        self.changed = threading.Condition()
+        self.live = threads
+        self.waiting = 0
+        self.generation = 0
+
+    def wait(self, thread, limit_s: float) -> None:
+        with self.changed:
+            self.waiting += 1
+            if self.waiting == self.live:
+                self.waiting = 0
+                self.generation += 1
+                self.changed.notify_all()
+                return
+            generation, deadline = self.generation, time.monotonic() + limit_s
+            while self.generation == generation:
+                if thread.abort:
+                    raise RuntimeError("a simulated thread of the cluster failed while this one waited at the "
+                                       "cluster barrier")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    arrived, live = self.waiting, self.live
+                    self.waiting -= 1
+                    raise TimeoutError(f"cluster barrier: {arrived} of {live} threads of the cluster arrived in "
+                                       f"{limit_s:g} s — a thread that skips cluster_sync(), or one that waits for "
+                                       "something only a later phase gives")
+                self.changed.wait(min(left, 0.2))
+
+    def finished(self, thread) -> None:
+        with self.changed:
+            self.live -= 1
+            if self.waiting and self.waiting == self.live:
+                self.waiting = 0
+                self.generation += 1
+            self.changed.notify_all()
+
+
+class _Cluster:
+    """One running cluster: its shape, its blocks' shared memories by rank (made on first use), its barrier."""
+
+    def __init__(self, shape, threads: int):
+        self.shape = shape
+        self.size = shape[0] * shape[1] * shape[2]
+        self.shared_memories: dict = {}
+        self.lock = threading.Lock()
+        self.barrier = _ClusterBarrier(threads)
+
+    def shared_memory(self, rank: int, make):
+        with self.lock:
+            found = self.shared_memories.get(rank)
+            if found is None:
+                found = self.shared_memories[rank] = make()
+            return found
+
+
+def cluster_rank_of(block, shape) -> int:
+    """The rank of block index ``block`` (x, y, z) in its cluster of ``shape``: x fastest, as ``%cluster_ctarank``."""
+    x, y, z = (int(v) % int(s) for v, s in zip(block, shape))
+    return x + shape[0] * (y + shape[1] * z)
+
+
+def _run_clusters(pending: list, shape, sim) -> None:
+    """Run the kept blocks of a launch cluster by cluster, the blocks of a cluster at the same time."""
+    grid = pending[0][0]._grid_dim
+    if any(int(g) % s for g, s in zip(grid, shape)):
+        raise ValueError(f"a cluster launch of grid {tuple(grid)} in clusters of {shape}: each grid side must be a "
+                         "multiple of the cluster's")
+    clusters: dict = {}
+    for manager, grid_point, target in pending:
+        key = tuple(int(v) // s for v, s in zip(grid_point, shape))
+        clusters.setdefault(key, []).append((manager, grid_point, target))
+    for key in sorted(clusters, key=lambda k: (k[2], k[1], k[0])):
+        _run_one_cluster(clusters[key], shape, sim)
+
+
+def _run_one_cluster(blocks: list, shape, sim) -> None:
+    import numpy as np
+
+    threads_per_block = int(np.prod(blocks[0][0]._block_dim))
+    cluster = _Cluster(shape, threads_per_block * len(blocks))
+    threads, barriers = [], []
+    for manager, grid_point, target in blocks:
+        barrier = _BlockBarrier(threads_per_block)
+        barriers.append(barrier)
+        rank = cluster_rank_of(grid_point, shape)
+        for block_point in np.ndindex(*manager._block_dim):
+            t = sim.BlockThread(target, manager, grid_point, block_point, manager._debug)
+            t._block_barrier, t._cluster, t._cluster_rank = barrier, cluster, rank
+            threads.append(t)
+    for t in threads:
+        t.start()
+    failed = None
+    while failed is None and any(b.live for b in barriers):
+        for b in barriers:
+            with b.changed:
+                if b.failed is not None:
+                    failed = b.failed
+                    break
+                if b.live:
+                    b.changed.wait(0.05)
+    if failed is not None:  # abort every thread of the cluster, do not join them (as a block's launch does)
+        for t in threads:
+            t.abort = True
+        for b in barriers:
+            with b.changed:
+                b.changed.notify_all()
+        with cluster.barrier.changed:
+            cluster.barrier.changed.notify_all()
+        raise failed.exception[0].with_traceback(failed.exception[1])
+    for t in threads:
+        t.join()
+        if t.exception:
+            raise t.exception[0].with_traceback(t.exception[1])
+
+
+def _shared_memory_per_block() -> None:
+    """``cuda.shared`` of a thread in a cluster launch is its own block's (the simulator's is one per launch)."""
+    from numba.cuda.simulator import kernelapi
+
+    def shared(self):
+        thread = threading.current_thread()
+        cluster = getattr(thread, "_cluster", None)
+        if cluster is None:
+            return self._shared
+        return cluster.shared_memory(thread._cluster_rank,
+                                     lambda: kernelapi.FakeCUDAShared(self._shared._dynshared_size))
+
+    kernelapi.FakeCUDAModule.shared = property(shared)

@@ -60,6 +60,10 @@ class TiledKernels(KernelBuild):
     """
 
     schedule = "one block per tile"
+    #: Blocks per cluster of the fast kernel's launch (None: no cluster); its grid's full tile-columns are a multiple
+    #: of :attr:`full_cols_multiple` (a last, odd one runs on the edge kernel).
+    cluster: tuple | None = None
+    full_cols_multiple = 1
 
     def __init__(self, name: str, function, config: TileConfig, extra_constants: dict | None = None,
                  overrides: dict | None = None, edge: "TiledKernels | None" = None,
@@ -122,17 +126,28 @@ class TiledKernels(KernelBuild):
 
     def configured(self, variant: str, grid, stream):
         """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed. While a
-        launch plan is being recorded (:class:`LaunchPlan`), the launch is written down instead of made."""
+        launch plan is being recorded (:class:`LaunchPlan`), the launch is written down instead of made. A build
+        whose fast kernel runs in clusters (``cluster``, blocks per cluster) launches it with
+        :func:`~.cluster_ops.launch_cluster`."""
         if variant == "edge" and self.edge_source is not None:
             return self.edge_source.configured("edge", grid, stream)
         self.compile(variant)
+        cluster = self.cluster if variant == "fast" else None
         launches = recording()  # this thread's LaunchPlan being recorded, if any
+        if cluster is not None and launches is None:
+            from .cluster_ops import launch_cluster
+
+            if not SIMULATOR:
+                self._function(variant)
+            return lambda *arguments: launch_cluster(self.kernel(variant), self.signature(variant), grid,
+                                                     self.threads, self.dynamic_shared_bytes, stream, cluster,
+                                                     arguments)
         if launches is not None:
             if self.dynamic_shared_bytes:
                 self._function(variant)  # the opt-in to the larger shared memory, once per context
             return lambda *arguments: launches.append(
                 (self.kernel(variant), self.signature(variant), grid, self.threads, self.dynamic_shared_bytes,
-                 stream, arguments))
+                 stream, arguments, cluster))
         if not self.dynamic_shared_bytes:
             return self.kernel(variant)[grid, self.threads, stream]
         if not SIMULATOR:
@@ -194,6 +209,7 @@ class TiledKernels(KernelBuild):
         (m, n, k), flat = flat_operands(a, b, c)
         grid_rows, grid_cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         full_rows, full_cols = (m // cfg.BLOCK_M, n // cfg.BLOCK_N) if self.fast_path_applies(a, b, c) else (0, 0)
+        full_cols -= full_cols % self.full_cols_multiple
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         with quiet_small_grids():  # an edge strip or a small product is a small grid on purpose
             if full_rows and full_cols:

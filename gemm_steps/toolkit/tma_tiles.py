@@ -50,7 +50,8 @@ class TmaTiles(TiledKernels):
             if len(self._maps) >= self.MAPS_KEPT:
                 self._maps.clear()
             config = self.config
-            self._maps[key] = (tensor_map_2d(a, config.BLOCK_M, config.BLOCK_K, swizzle_128=True),
+            a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
+            self._maps[key] = (tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True),
                                tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"]))
         return self._maps[key]
 
@@ -65,6 +66,18 @@ class PersistentTmaTiles(TmaTiles):
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         blocks = min(full_rows * full_cols, self.resident_blocks("fast"))
         self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*matrices))
+
+
+class ClusterTmaTiles(TmaTiles):
+    """A TMA build whose fast kernel runs in clusters of ``CLUSTER`` blocks along the grid's columns (step 20): the
+    blocks of a cluster compute tiles side by side in one tile-row, each loads ``A_BOX_ROWS`` rows of the A tile they
+    share and multicasts them to all. Full tile-columns come in whole clusters; a last odd one runs on the edge
+    kernel."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cluster = (self.constants["CLUSTER"], 1, 1)
+        self.full_cols_multiple = self.constants["CLUSTER"]
 
 
 class SplitKTmaTiles(TmaTiles):
@@ -119,9 +132,9 @@ class SplitKTmaTiles(TmaTiles):
             if not self.reduce.overloads:
                 self.reduce.compile(self.reduce_signature)
             launches.append((self.reduce, self.reduce_signature, blocks, self.REDUCE_THREADS, 0, stream,
-                                   arguments))
+                             arguments, None))
             return
         self.reduce[blocks, self.REDUCE_THREADS, stream](*arguments)
 
 
-__all__ = ["PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles"]
+__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles"]

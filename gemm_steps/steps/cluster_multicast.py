@@ -1,0 +1,181 @@
+"""Step 20 — a cluster of two blocks shares A's tile: each loads half and the copy engine multicasts it to both.
+
+Changed from step 17 (same producer warpgroup, ring of full/empty mbarriers, ``wgmma``, register hand-off, tile and
+arithmetic): the blocks are launched in **clusters of CLUSTER = 2** side by side in one tile-row, and A's k-tiles,
+which both need, are read from L2 once per cluster instead of once per block.
+
+* **Who loads what.** The two blocks of a cluster compute the tiles (row, 2j) and (row, 2j + 1): the same BLOCK_M
+  rows of A, different columns of B. For each k-tile, block r (its rank in the cluster, ``cluster_rank()``) loads
+  rows r·A_HALF_ROWS … of A's tile and *multicasts* them (``copy_tile_multicast``, mask 0b11): the copy engine
+  writes them into both blocks' shared memory at the same offset and completes their bytes on both blocks' full
+  barrier. Each block loads its own B tile as before. So a block's full barrier still waits for STAGE_BYTES — half
+  of A from itself, half from its peer, all of B from itself — and L2 sends (A_STAGE + 2·B_STAGE) bytes per cluster
+  and k-tile instead of 2·(A_STAGE + B_STAGE): 33 KB a block instead of 49 KB with step 17's tile.
+* **Who frees a stage.** Block r's multicast writes into its peer's stage too, so a producer may refill stage s only
+  when the consumers of *both* blocks are done with it: an empty barrier counts CLUSTER × WARPS arrivals, and a
+  consumer warp arrives on the empty barrier of every block of its cluster (``mbarrier_arrive_cluster``: ``mapa`` to
+  the peer's barrier, a remote arrival).
+* **Start and end together.** The peer may multicast into this block and arrive on its barriers as soon as it runs:
+  the barriers are initialised, fenced for the cluster (``fence_mbarrier_init``), and then the two blocks meet at a
+  cluster barrier (``cluster_sync``) before any copy. At the end each block waits at a second ``cluster_sync`` until
+  its peer has made its last arrival: a block's shared memory must outlive every access from the cluster.
+
+Why faster: the same tiles and the same wgmma, fewer bytes from L2 per FLOP — results/reference-*.json measured step
+17 reading 1.28× (H200) / 1.46× (H100) the L2 bytes per FLOP of cuBLAS's TF32 kernel, which multicasts (cluster of
+2). Expect: predictions/20.json, written before the first GPU run.
+
+Fast kernel only: full tiles in whole clusters (a last odd tile-column, and every ragged edge, runs on step 15's edge
+kernel), K a multiple of 32, N of 4, 16-byte-aligned matrices. Compute capability 9.0 only; runs on the simulator,
+the two blocks of a cluster at the same time with their own shared memory (``toolkit/cluster_ops.py``).
+"""
+
+from numba import cuda, float32, uint32, uint64
+
+from ..toolkit.cluster_ops import cluster_rank, cluster_sync, copy_tile_multicast, fence_mbarrier_init, \
+    mbarrier_arrive_cluster
+from ..toolkit.intrinsics import divide_u32
+from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.mbarrier_ops import copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, \
+    tensor_map_acquire
+from ..toolkit.tensor_core_ops import to_tf32
+from ..toolkit.tile_config import TileConfig
+from ..toolkit.tma_tiles import ClusterTmaTiles
+from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.unroll import registers, unroll
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, registers_lower_to,
+                                     registers_raise_to, shared_address, swizzled_descriptor, warpgroup_commit,
+                                     warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
+                                     zero_accumulators)
+from . import warp_specialized, warpgroup_tf32
+
+TITLE = "Clusters and TMA multicast: two blocks share A's tile"
+SUMMARY = ("Two blocks of a cluster compute neighbouring tiles of one tile-row; each loads half of the A tile they "
+           "share and the copy engine multicasts it to both, so A crosses L2 once per cluster.")
+ARITHMETIC = "tf32"  # step 17's
+#: wgmma, clusters and TMA multicast: compute capability 9.0 only (H100, H200).
+REQUIRES_COMPUTE_CAPABILITY = (9, 0)
+
+
+def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+                             BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
+                             A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
+                             PRODUCER_REGISTERS, CONSUMER_REGISTERS, CLUSTER, A_HALF_ROWS, CLUSTER_MASK):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``, in a cluster of CLUSTER blocks sharing A's tile."""
+    barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
+    tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
+    tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
+    n, k = uint32(n), uint32(k)
+    tid = uint32(cuda.threadIdx.x)
+    warpgroup = tid // 128
+    warp = tid % 128 // 32
+    lane = tid % 32
+    rank = cluster_rank()  # this block's place in its cluster: blockIdx.x % CLUSTER
+    # Cluster j takes pair j of tiles in grouped order (step 16's, over pairs); block r of it the pair's r-th column.
+    tile_rows, pair_cols = uint32(cuda.gridDim.y), uint32(cuda.gridDim.x) // CLUSTER
+    cluster_index = uint32(cuda.blockIdx.y) * pair_cols + uint32(cuda.blockIdx.x) // CLUSTER
+    first_row = uint32(cuda.blockIdx.y) // GROUP_M * GROUP_M  # the group's first tile-row
+    rows_in_group = uint32(min(tile_rows - first_row, uint32(GROUP_M)))  # the last group may be shorter
+    in_group = cluster_index - first_row * pair_cols
+    across = divide_u32(in_group, rows_in_group)  # a 32-bit division: a 64-bit one would serialise every wgmma
+    block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M  # down the group's rows…
+    block_col = (across * CLUSTER + rank) * BLOCK_N  # …then on to the next pair of columns
+    k_tiles = k // BLOCK_K
+    if tid == 0:
+        for s in unroll(STAGES):
+            mbarrier_init(barriers, s, 1)  # full: this block's producer arrives once; both blocks' bytes land
+            mbarrier_init(barriers, STAGES + s, CLUSTER * WARPS)  # empty: every consumer warp of the cluster
+        tensor_map_acquire(a_map)
+        tensor_map_acquire(b_map)
+        fence_mbarrier_init()  # the initialised barriers → visible to the peer block's arrivals and copies
+    fence_proxy_async()  # … and to the copy engine
+    cluster_sync()  # both blocks' barriers are ready before either block's copies or arrivals reach them
+
+    if warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
+        registers_lower_to(PRODUCER_REGISTERS)
+        if tid == CONSUMERS * 128:
+            for t in range(k_tiles):
+                stage = t % STAGES
+                if t >= STAGES:  # refill: wait until every consumer warp of *both* blocks released the stage
+                    mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+                mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)  # all of A (two halves) and B land here
+                copy_tile_multicast(tiles, stage * A_STAGE_FLOATS + rank * A_HALF_ROWS * BLOCK_K, a_map,
+                                    block_row + rank * A_HALF_ROWS, t * BLOCK_K, barriers, stage, CLUSTER_MASK)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+    else:  # a consumer warpgroup: takes the registers; only waits for data, multiplies and releases stages
+        registers_raise_to(CONSUMER_REGISTERS)
+        base = shared_address(tiles, 0)
+        fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+        acc = zero_accumulators(ACCUMULATORS)
+        b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
+        for pair in range(0, k_tiles, 2):  # two k-tiles a pass: the register set is known when compiling
+            for half in unroll(2):
+                u = pair + half
+                if u < k_tiles:
+                    stage = u % STAGES
+                    stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
+                    mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # both halves of A and B have landed
+                    for s in unroll(K_STEPS):
+                        for q in unroll(4):
+                            x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                            b_frag[half][s][q] = operand_bits(to_tf32(x))
+                    warpgroup_fence()
+                    for s in unroll(K_STEPS):
+                        a_tile = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                        acc = wgmma_tf32(tiles, b_frag[half][s][0], b_frag[half][s][1], b_frag[half][s][2],
+                                         b_frag[half][s][3], a_tile, acc, 1)
+                    warpgroup_commit()
+                    acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
+                    if u > 0 and lane == 0:
+                        for r in unroll(CLUSTER):  # … here and in the peer, whose producer multicasts into it too
+                            mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, r)
+        acc = warpgroup_wait_all(acc)
+
+        for v in unroll(ACCUMULATORS):
+            row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
+            col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
+            c[row * n + col] = acc[v]
+    cluster_sync()  # the peer's last arrivals on this block's barriers are in: its shared memory may go
+
+
+#: Blocks per cluster. Two, as cuBLAS's TF32 kernel (results/reference-*.json: cluster 2 × 1 × 1).
+CLUSTER = 2
+
+
+def layout(config: TileConfig, cluster: int = CLUSTER) -> dict:
+    """Step 17's layout, and the cluster: its size, the rows of A's tile each block loads, the multicast mask."""
+    constants = warp_specialized.layout(config)
+    half_rows = config.BLOCK_M // cluster
+    if half_rows * cluster != config.BLOCK_M or half_rows % 8:
+        raise ValueError(f"BLOCK_M = {config.BLOCK_M} split over a cluster of {cluster}: each block's rows must be a "
+                         "multiple of 8 (the 128-byte swizzle repeats every 8 rows, 1,024 bytes)")
+    return {**constants, "CLUSTER": cluster, "A_HALF_ROWS": half_rows, "A_BOX_ROWS": half_rows,
+            "CLUSTER_MASK": (1 << cluster) - 1}
+
+
+SEARCH_SPACE = warp_specialized.SEARCH_SPACE
+SIMULATOR_CONFIG = warp_specialized.SIMULATOR_CONFIG
+
+
+def build(config: TileConfig, **options) -> ClusterTmaTiles:
+    return ClusterTmaTiles("cluster_multicast", cluster_multicast_kernel, config, layout(config, **options),
+                           edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+
+
+TILED = TunedKernels(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+
+#: What the fast kernel's PTX must show (tests/test_ptx.py): step 17's (a wgmma per k-step, the waits, a TF32
+#: rounding per fragment element, one setmaxnreg each way, the maps acquired at system scope), and the cluster's:
+#: A's copies multicast, B's not; a remote arrival per block of the cluster per k-tile; the barriers' init fenced for
+#: the cluster; two cluster barriers; no block-wide bar.sync left.
+_GPU = default_config(SEARCH_SPACE)
+PTX_EXPECT = {"cluster_multicast_fast": {
+    "cp.async.bulk.tensor.multicast": ">=1", "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1",
+    "mbarrier.arrive.remote": 2 * CLUSTER, "mapa.shared::cluster": 2 * CLUSTER,
+    "fence.mbarrier_init": 1, "barrier.cluster.arrive": 2, "barrier.cluster.wait": 2,
+    "%cluster_ctarank": 1, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8, "wgmma.wait_group": 2 + 1,
+    "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 0,
+    "fence.proxy.tensormap.acquire.sys": 2, "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0,
+    "wgmma.written_after_fence": 0}}
+#: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off as in
+#: step 17: at most 168 registers at entry, no spills, no wgmma serialised.
+PTXAS_EXPECT = {"cluster_multicast_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}
