@@ -76,7 +76,8 @@ if results:
 # (`gemm_steps/harness/dispatch.py`): it looks the shape up in a table of shapes **measured on the GPU**
 # (`gemm-steps bench --suite shapes`: square, ragged, wave-boundary, K-heavy, skinny and small shapes) and runs the
 # step that was fastest at the nearest one; beyond the table's large products (12000³, say: larger in every side
-# than 4096³) the step fastest at the nearest of them; far from every measured shape otherwise, step 11.
+# than 4096³) the step fastest at the nearest of them; far from every measured shape otherwise, the tensor-core step
+# that the rest of the table measured faster than the FP32 units on the kernel path it would take, else step 11.
 # `gemm-steps explain M N K` says what it would run and why:
 
 # %%

@@ -11,7 +11,11 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 3. Beyond the table's large products — a shape larger in every side than a measured product whose C holds at least
    :data:`LARGE_C` elements (12000³ against 4096³) — the step fastest at the nearest such product: more of the same
    tiles on the same kernel paths keep the steps' order.
-4. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
+4. Otherwise — no measured shape within reach, or the tensor-core steps measured near only on another kernel path
+   than the one they would take here (their edge kernel, or copies to whole tiles) — the rest of the table decides:
+   the tensor-core step that ran fastest against the FP32 units where the table measured it on that path, at
+   products of this size (:func:`_tensor_core_evidence`), if it ran faster than them there.
+5. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
    of them on large squares.
 
 Which steps may be chosen depends on the **precision** asked for (the names of Triton's ``input_precision``):
@@ -296,11 +300,15 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     where its path is the same, if one is within :data:`NEAREST_WITHIN` — step 14 measured at 4096³ says nothing
     of 3000³, where K = 3000 sends every tile to its edge kernel (it ran 76 % of cuBLAS there against step 11's 90 %
     on an H200, experiments/results/experiment-matmul-held-out-nvidia-h200.json); its time at 3001×2999×1531 does.
-    Steps are then compared by % of cuBLAS, each at the shape that represents it."""
+    Steps are then compared by % of cuBLAS, each at the shape that represents it.
+
+    And where that leaves an FP32 step — no measured shape within reach, or none of the tensor-core steps measured
+    near on the kernel path it would take — the tensor cores are not given up: :func:`_tensor_core_evidence`."""
     last = max(steps, key=lambda name: (_step_arithmetic(name) == "fp32", _step_number(name), name not in TILE_VARIANTS))
     if not entry or not entry.get("shapes"):
         return Choice(last, f"no dispatch table: {DEFAULT_REASON}")
     measured = [row for row in entry["shapes"] if set(row[3]) & steps]
+    every_measured = measured
     here = (m, n, k)
     nearest = min(measured, key=lambda row: distance(here, tuple(row[:3])), default=None)
     if nearest is None:
@@ -310,14 +318,18 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     other = "" if gpu is None or gpu == entry.get("gpu") else f" (no table for {gpu}: {where}'s)"
     away = distance(here, shape)
     within, beyond = NEAREST_WITHIN, None
+    tensor_cores = {s for s in steps if _step_arithmetic(s) != "fp32"}
     if away > NEAREST_WITHIN:
         beyond = _beyond_the_table(measured, here)
         if beyond is None:
             pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1])
                    if s in steps}
-            return Choice(last, f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far "
-                                f"(log₂ distance {away:.1f} > {NEAREST_WITHIN:.1f}): {DEFAULT_REASON}",
-                          shape, pct, entry.get("gpu"))
+            too_far = (f"the nearest measured shape, {_label(shape)} on {where}{other}, is too far (log₂ distance "
+                       f"{away:.1f} > {NEAREST_WITHIN:.1f})")
+            evidence = _tensor_core_evidence(measured, here, tensor_cores, steps)
+            if evidence is not None:
+                return Choice(evidence.name, f"{too_far}; {evidence.reason}", shape, pct, entry.get("gpu"))
+            return Choice(last, f"{too_far}: {DEFAULT_REASON}", shape, pct, entry.get("gpu"))
         nearest, shape = beyond, tuple(beyond[:3])
         within = distance(here, shape)  # the steps are judged among the large shapes no farther than it
         measured = [row for row in measured if row[0] * row[1] >= LARGE_C]
@@ -333,7 +345,12 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
             judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
         else:  # no measurement of the path it would take here: not judged at all (5000³ sends every tile of
             del judged[s], judged_at[s]  # step 18 to its edge kernel; its 4096³ time says nothing of that)
+    unjudged = {s for s in pct if s not in judged} & tensor_cores
     if not judged:
+        evidence = _tensor_core_evidence(every_measured, here, unjudged, steps)
+        if evidence is not None:
+            return Choice(evidence.name, f"no step was measured near {_label(here)} on the kernel path it would "
+                                         f"take; {evidence.reason}", shape, pct, entry.get("gpu"), {})
         return Choice(last, f"no step was measured near {_label(here)} on the kernel path it would take: "
                             f"{DEFAULT_REASON}", shape, pct, entry.get("gpu"), {})
     best_pct = max(judged.values())
@@ -348,9 +365,77 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
                       f"at most this shape's, C of at least {LARGE_C:,} elements: this shape is beyond the table, "
                       f"log₂ distance {away:.1f}, and more of the same tiles on the same kernel paths keep the "
                       f"steps' order)")
-    return Choice(best, f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at "
-                        f"{where_measured}: {judged[best]:.0f} % of cuBLAS"
-                        + note, shape, pct, entry.get("gpu"), {s: (judged_at[s], judged[s]) for s in judged})
+    reason = (f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at "
+              f"{where_measured}: {judged[best]:.0f} % of cuBLAS" + note)
+    judgements = {s: (judged_at[s], judged[s]) for s in judged}
+    if _step_arithmetic(best) == "fp32":  # the FP32 units won only among the steps measured near on their path
+        evidence = _tensor_core_evidence(every_measured, here, unjudged, steps)
+        if evidence is not None:
+            return Choice(evidence.name, f"{best} was the fastest step measured near on the kernel path it takes "
+                                         f"({reason}), but no tensor-core step was measured near on the path it "
+                                         f"takes here; {evidence.reason}",
+                          shape, pct, entry.get("gpu"), judgements)
+    return Choice(best, reason, shape, pct, entry.get("gpu"), judgements)
+
+
+#: From this M·N·K on a product counts as large (the issue-37 targets split the held-out set here). A tensor-core
+#: step chosen on evidence from afar (:func:`_tensor_core_evidence`) is judged at the table's products of the same
+#: size as the one asked: at 256³ a 3xTF32 step runs 1.1× the fastest FP32 step, at 2048³ 2.3× (H100 table).
+LARGE_PRODUCT = 2**30
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a tensor-core step runs where no measured shape near decided: how much faster than the FP32 units it ran
+    where the table measured it on the kernel path it takes here."""
+    name: str
+    speedup: float  # over the fastest FP32 step of the same row, geometric mean over ``shapes``
+    shapes: tuple  # the measured shapes it rests on
+    reason: str
+
+
+def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates: set[str], steps: set[str]):
+    """The tensor-core step (of ``candidates``) to run at ``here`` where no measured shape near decided, or None.
+
+    Far from every measured shape, or where the tensor-core steps were measured near only on another kernel path
+    (9001×3003×5001: K = 5001 sends every tile to the edge kernel or makes the padded steps copy, as at no measured
+    shape within reach), the nearest shape says nothing of them — but the rest of the table does. For each
+    candidate, the table's products of here's size (:data:`LARGE_PRODUCT`: large or not) where it took the kernel
+    path it takes here (:func:`_same_path`), and at each its speed-up over the fastest FP32 step of ``steps``
+    measured there; the candidate with the largest geometric mean runs, if that is above 1 + :data:`TIE` — the FP32
+    units run only where the table says they are as fast. On an H100 the TF32 steps ran 2–7× the FP32 units'
+    speed at every measured shape, on their edge kernels too (issue 37: step 11 at 10–13 % of cuBLAS TF32 where a
+    tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to the tensor cores; at the default precision a
+    3xTF32 step runs where the table measured it faster on products of this size."""
+    fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
+    large = math.prod(here) >= LARGE_PRODUCT
+    rows = [row for row in measured if (math.prod(row[:3]) >= LARGE_PRODUCT) == large and fp32 & set(row[3])]
+    found = []
+    for name in sorted(candidates):
+        speedups = [(tuple(row[:3]), min(row[3][s] for s in fp32 if s in row[3]) / row[3][name]) for row in rows
+                    if name in row[3] and _same_path(name, here, tuple(row[:3]))]
+        if speedups:
+            mean = math.exp(sum(math.log(x) for _, x in speedups) / len(speedups))
+            found.append((mean, _step_number(name), name, tuple(shape for shape, _ in speedups)))
+    if not found:
+        return None
+    speedup, _, name, shapes = max(found)
+    if speedup <= 1 + TIE:
+        return None
+    size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
+    listed = ", ".join(_label(shape) for shape in shapes[:4]) + (", …" if len(shapes) > 4 else "")
+    reason = (f"where the table measured {name} on the kernel path it takes here ({_path_words(name, *here)}), at "
+              f"{len(shapes)} of its {size}: {listed}, it ran {speedup:.1f}× the fastest FP32 step there (geometric "
+              f"mean): the tensor cores run")
+    return Evidence(name, speedup, shapes, reason)
+
+
+def _path_words(name: str, m: int, n: int, k: int) -> str:
+    """The kernel path a tensor-core candidate takes at M×N×K, in words."""
+    if name in PADDED_VARIANTS:
+        return "its fast kernel on copies padded to whole tiles" if _copies(name, m, n, k) else \
+            "its fast kernel, no copies"
+    return "mostly its fast kernel" if _mostly_fast(name, m, n, k) else "its edge kernel"
 
 
 #: Beyond the table's large products. A product larger in every side than a measured one whose C holds at least this
