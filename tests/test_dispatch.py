@@ -349,13 +349,21 @@ def test_the_default_precision_runs_3xtf32_outside_the_table_where_the_table_mea
 
 
 def test_the_evidence_from_afar_is_read_at_products_of_the_same_size():
-    """A small product is judged by the table's small products only: there the 3xTF32 step ran no faster than the
-    FP32 units, whatever it did on large ones."""
+    """A small product is judged by the table's small products where any was measured on the path: there the 3xTF32
+    step ran slower than the FP32 units, whatever it did on large ones."""
     table = {"gpu": "GPU A", "date": "d", "shapes": AN_H100_TABLE["shapes"] + [
         _row((600, 600, 600), {"warp_specialized_3xtf32+padded": 80, "stream_k@64x64": 87, "stream_k": 46})]}
     names = {"stream_k", "stream_k@64x64", "warp_specialized_3xtf32+padded"}
     assert dispatch.choose_from(table, 300, 200, 3000, names).step_name == "stream_k"  # 1.8e8: small, too far
     assert dispatch.choose_from(table, 300, 200, 30000, names).step_name == "warp_specialized_3xtf32+padded"
+    # within the tie of the FP32 units the tensor-core step wins, as the later step does at a measured shape
+    tied = {"gpu": "GPU A", "date": "d", "shapes": AN_H100_TABLE["shapes"] + [
+        _row((600, 600, 600), {"warp_specialized_3xtf32+padded": 86, "stream_k@64x64": 87, "stream_k": 46})]}
+    assert dispatch.choose_from(tied, 300, 200, 3000, names).step_name == "warp_specialized_3xtf32+padded"
+    # with no small product measured on its path, the large ones decide, and the reason says so
+    untested = dispatch.choose_from(AN_H100_TABLE, 300, 200, 3000, names)
+    assert untested.step_name == "warp_specialized_3xtf32+padded"
+    assert "none of them products smaller than 2³⁰ on this path" in untested.reason
 
 
 @pytest.mark.parametrize("gpu", ["NVIDIA H100 80GB HBM3", "NVIDIA H200"])

@@ -14,7 +14,7 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 4. Otherwise — no measured shape within reach, or the tensor-core steps measured near only on another kernel path
    than the one they would take here (their edge kernel, or copies to whole tiles) — the rest of the table decides:
    the tensor-core step that ran fastest against the FP32 units where the table measured it on that path, at
-   products of this size (:func:`_tensor_core_evidence`), if it ran faster than them there.
+   products of this size (:func:`_tensor_core_evidence`), unless it ran slower than them there.
 5. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
    of them on large squares.
 
@@ -401,15 +401,36 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     (9001×3003×5001: K = 5001 sends every tile to the edge kernel or makes the padded steps copy, as at no measured
     shape within reach), the nearest shape says nothing of them — but the rest of the table does. For each
     candidate, the table's products of here's size (:data:`LARGE_PRODUCT`: large or not) where it took the kernel
-    path it takes here (:func:`_same_path`), and at each its speed-up over the fastest FP32 step of ``steps``
-    measured there; the candidate with the largest geometric mean runs, if that is above 1 + :data:`TIE` — the FP32
-    units run only where the table says they are as fast. On an H100 the TF32 steps ran 2–7× the FP32 units'
-    speed at every measured shape, on their edge kernels too (issue 37: step 11 at 10–13 % of cuBLAS TF32 where a
-    tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to the tensor cores; at the default precision a
-    3xTF32 step runs where the table measured it faster on products of this size."""
+    path it takes here (:func:`_same_path`) — products of any size where no candidate was measured on its path at
+    products of this size — and at each its speed-up over the fastest FP32 step of ``steps`` measured there; the
+    candidate with the largest geometric mean runs unless it is more than :data:`TIE` below 1 — the FP32 units run
+    only where the table says they are faster (within the tie the later step wins, as at a measured shape). On an H100 the TF32 steps ran 2–7× the FP32 units' speed at most measured
+    shapes, on their edge kernels too (issue 37: step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4×
+    faster), so ``precision="tf32"`` keeps to the tensor cores; at the default precision a 3xTF32 step runs where the
+    table measured it faster on products of this size."""
     fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
     large = math.prod(here) >= LARGE_PRODUCT
-    rows = [row for row in measured if (math.prod(row[:3]) >= LARGE_PRODUCT) == large and fp32 & set(row[3])]
+    rows = [row for row in measured if fp32 & set(row[3])]
+    same_size = [row for row in rows if (math.prod(row[:3]) >= LARGE_PRODUCT) == large]
+    found = _speedups(same_size, here, candidates, fp32)
+    size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
+    if not found:  # no candidate measured on its path at products of this size: the table's other products say
+        found, size = _speedups(rows, here, candidates, fp32), f"products (none of them {size} on this path)"
+    if not found:
+        return None
+    speedup, _, name, shapes = max(found)
+    if speedup < 1 / (1 + TIE):
+        return None
+    listed = ", ".join(_label(shape) for shape in shapes[:4]) + (", …" if len(shapes) > 4 else "")
+    reason = (f"where the table measured {name} on the kernel path it takes here ({_path_words(name, *here)}), at "
+              f"{len(shapes)} of its {size}: {listed}, it ran {speedup:.1f}× the fastest FP32 step there (geometric "
+              f"mean): the tensor cores run")
+    return Evidence(name, speedup, shapes, reason)
+
+
+def _speedups(rows: list, here: tuple[int, int, int], candidates: set[str], fp32: set[str]) -> list:
+    """(geometric-mean speed-up over the fastest FP32 step, step number, name, shapes) of each candidate measured in
+    ``rows`` on the kernel path it takes at ``here``."""
     found = []
     for name in sorted(candidates):
         speedups = [(tuple(row[:3]), min(row[3][s] for s in fp32 if s in row[3]) / row[3][name]) for row in rows
@@ -417,17 +438,7 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
         if speedups:
             mean = math.exp(sum(math.log(x) for _, x in speedups) / len(speedups))
             found.append((mean, _step_number(name), name, tuple(shape for shape, _ in speedups)))
-    if not found:
-        return None
-    speedup, _, name, shapes = max(found)
-    if speedup <= 1 + TIE:
-        return None
-    size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
-    listed = ", ".join(_label(shape) for shape in shapes[:4]) + (", …" if len(shapes) > 4 else "")
-    reason = (f"where the table measured {name} on the kernel path it takes here ({_path_words(name, *here)}), at "
-              f"{len(shapes)} of its {size}: {listed}, it ran {speedup:.1f}× the fastest FP32 step there (geometric "
-              f"mean): the tensor cores run")
-    return Evidence(name, speedup, shapes, reason)
+    return found
 
 
 def _path_words(name: str, m: int, n: int, k: int) -> str:
