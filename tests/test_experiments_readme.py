@@ -66,12 +66,15 @@ def test_the_scripts_default_file_follows_the_rule():
 
 
 #: results/README.md's rule: ``<kind>-<gpu>-<date>[-N][-<figure>]`` for benchmark and shape-suite runs and the
-#: reference dissections (``reference``), ``tuning-<step>-<gpu>``, ``compile-times-<gpu>`` and ``numerics-<gpu>``, and
+#: reference dissections (``reference``), runs of the held-out set (``held-out``, ``-quick`` for a shortened one),
+#: ``tuning-<step>-<gpu>``, ``compile-times-<gpu>`` and ``numerics-<gpu>``, and
 #: ``simulator-cost-model-<date>`` (measured on this project's CPU machine, not a GPU); ``<gpu>`` is
 #: ``environment.file_slug`` of the GPU's whole name (``nvidia-h100-80gb-hbm3``), as ``gemm-steps bench`` and ``tune``
 #: write it.
 RESULTS_RULE = re.compile(r"^((bench|shapes|reference)-nvidia-[a-z0-9-]+-\d{4}-\d\d-\d\d(-\d+)?"
-                          r"(-(tflops|steps|curves|shapes))?\.(json|png)|tuning-[a-z0-9_]+-nvidia-[a-z0-9-]+\.json"
+                          r"(-(tflops|steps|curves|shapes))?\.(json|png)"
+                          r"|held-out-nvidia-[a-z0-9-]+-\d{4}-\d\d-\d\d(-\d+)?(-quick)?\.json"
+                          r"|tuning-[a-z0-9_]+-nvidia-[a-z0-9-]+\.json"
                           r"|(compile-times|numerics)-nvidia-[a-z0-9-]+\.json|simulator-cost-model-\d{4}-\d\d-\d\d\.json"
                           r"|README\.md)$")
 

@@ -20,9 +20,11 @@ them, and the set must be drawn again with a new seed (and said so).
 from __future__ import annotations
 
 import math
+import statistics
+from collections import Counter
 from dataclasses import dataclass
 
-#: The draw's seed (the date it was drawn, 2026-11-29) and how many shapes it makes.
+#: The draw's seed (a number fixed before the draw; the set was drawn and committed on 2026-11-28) and its size.
 SEED = 20261129
 DRAWN = 24
 #: Each side log-uniform in [SIDE_MIN, SIDE_MAX].
@@ -88,3 +90,97 @@ def shapes() -> list[HeldOutShape]:
     """The whole held-out set: the drawn shapes, then the hand-named ones class by class."""
     return ([HeldOutShape(*shape, "drawn") for shape in drawn()]
             + [HeldOutShape(*shape, kind) for kind, named in CLASS_SHAPES.items() for shape in named])
+
+
+# -- what a run of the set is judged by (scripts/held_out.py times it) ------------------------------------------------
+
+#: The baseline each precision of ``matmul`` is compared with in the same run (a bench record's name).
+BASELINE = {"tf32": "cublas_tf32", "tf32x3": "cublas"}
+#: From this M·N·K on, a product is "large" for the targets.
+LARGE_PRODUCT = 2**30
+
+
+@dataclass(frozen=True)
+class Target:
+    """One performance target of issue 37: ``statistic`` ("median" or "min") of ``matmul``'s speed over its
+    baseline (:data:`BASELINE`: cuBLAS TF32 for ``"tf32"``, cuBLAS SGEMM for the default ``"tf32x3"``), over the
+    shapes of ``size`` ("large": M·N·K ≥ :data:`LARGE_PRODUCT`, or "small"), at least ``threshold``."""
+    precision: str
+    size: str
+    statistic: str
+    threshold: float
+
+
+TARGETS = (Target("tf32", "large", "median", 0.90), Target("tf32", "large", "min", 0.70),
+           Target("tf32x3", "large", "min", 1.0), Target("tf32x3", "large", "median", 1.5),
+           Target("tf32x3", "small", "min", 0.8))
+
+
+@dataclass(frozen=True)
+class Group:
+    """``matmul``'s speed over its baseline on some of the shapes (ratios > 1: faster than the baseline)."""
+    precision: str
+    name: str  # "large", "small", or a kind ("drawn", "ragged", …)
+    count: int
+    failed: int  # shapes without a time or with a wrong result: counted as ratio 0
+    median: float | None
+    minimum: float | None
+    slowest: tuple[int, int, int] | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: Target
+    value: float | None
+    met: bool
+
+
+@dataclass(frozen=True)
+class Summary:
+    groups: list[Group]
+    verdicts: list[Verdict]
+    chosen: dict  # {precision: {candidate name: how many shapes}}
+
+    def group(self, precision: str, name: str) -> Group | None:
+        return next((g for g in self.groups if g.precision == precision and g.name == name), None)
+
+
+def size_of(row: dict) -> str:
+    return "large" if row["M"] * row["N"] * row["K"] >= LARGE_PRODUCT else "small"
+
+
+def ratio(row: dict, precision: str) -> float:
+    """``matmul``'s speed over its baseline at one shape of a run: baseline time / ``matmul``'s time; 0 where either
+    has no time or ``matmul``'s result was wrong (a failure counts against the targets, never for them)."""
+    timed = row.get(precision) or {}
+    if timed.get("wrong") or not timed.get("ms") or not timed.get("baseline_ms"):
+        return 0.0
+    return timed["baseline_ms"] / timed["ms"]
+
+
+def _group(rows: list[dict], precision: str, name: str) -> Group:
+    ratios = [(ratio(row, precision), (row["M"], row["N"], row["K"])) for row in rows]
+    median = statistics.median(r for r, _ in ratios) if ratios else None
+    slowest = min(ratios, default=(None, None))
+    return Group(precision, name, len(rows), sum(r == 0 for r, _ in ratios), median, slowest[0], slowest[1])
+
+
+def summarize(rows: list[dict]) -> Summary:
+    """The run's rows (one per shape: ``M``, ``N``, ``K``, ``kind`` and, per precision, ``step``, ``ms``,
+    ``baseline_ms``, ``wrong``) by size and by kind, and each of :data:`TARGETS` met or not."""
+    groups = []
+    for precision in BASELINE:
+        for name in ("large", "small"):
+            chosen = [row for row in rows if size_of(row) == name]
+            if chosen:
+                groups.append(_group(chosen, precision, name))
+        for kind in dict.fromkeys(row["kind"] for row in rows):
+            groups.append(_group([row for row in rows if row["kind"] == kind], precision, kind))
+    verdicts = []
+    for target in TARGETS:
+        group = next((g for g in groups if g.precision == target.precision and g.name == target.size), None)
+        value = None if group is None else (group.median if target.statistic == "median" else group.minimum)
+        verdicts.append(Verdict(target, value, value is not None and value >= target.threshold))
+    chosen = {precision: dict(Counter(row.get(precision, {}).get("step") for row in rows).most_common())
+              for precision in BASELINE}
+    return Summary(groups, verdicts, chosen)

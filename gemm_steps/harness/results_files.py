@@ -138,6 +138,15 @@ def find(name: str) -> Path | None:
     return next((folder / name for folder in folders() if (folder / name).is_file()), None)
 
 
+def held_out_name(gpu: str, date: str, run: int = 1, quick: bool = False) -> str:
+    """The file a run of the held-out set writes (``scripts/held_out.py``): ``held-out-<gpu>-<date>.json`` in
+    ``results/``, ``-2``, ``-3``… for a later ``run`` the same day, ``-quick`` for a shortened run; the GPU as in the
+    other results files' names."""
+    from .environment import file_slug
+
+    return HELD_OUT.replace("*", f"{file_slug(gpu)}-{date}{f'-{run}' if run > 1 else ''}{'-quick' if quick else ''}")
+
+
 def display_path(path: str | Path) -> str:
     """``path`` as a reader finds it: relative to the repository if inside it, else to the current directory if
     inside that, else as given."""
@@ -194,6 +203,7 @@ EXPERIMENT_WGMMA_3XTF32_ACCURACY_NVIDIA_H100 = "experiment-wgmma-3xtf32-accuracy
 EXPERIMENT_WGMMA_SWAPPED_NVIDIA_H100 = "experiment-wgmma-swapped-nvidia-h100.json"
 EXPERIMENT_WGMMA_SWAPPED_REPEAT_NVIDIA_H100 = "experiment-wgmma-swapped-repeat-nvidia-h100.json"
 EXPERIMENT_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100 = "experiment-wgmma-swapped-swizzled-nvidia-h100.json"
+HELD_OUT = "held-out-*.json"  # runs of the held-out set (issue 37): held_out_name
 NCU_L2_REQUESTS_BY_SOURCE_NVIDIA_H100_TXT = "ncu-l2-requests-by-source-nvidia-h100.txt"
 NCU_STEP9_PIPELINED_CUBLAS_NVIDIA_H200_TXT = "ncu-step9-pipelined-cublas-nvidia-h200.txt"
 NCU_TENSOR_CORES_NVIDIA_H100_TXT = "ncu-tensor-cores-nvidia-h100.txt"
