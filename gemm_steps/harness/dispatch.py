@@ -404,10 +404,11 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     path it takes here (:func:`_same_path`) — products of any size where no candidate was measured on its path at
     products of this size — and at each its speed-up over the fastest FP32 step of ``steps`` measured there; the
     candidate with the largest geometric mean runs unless it is more than :data:`TIE` below 1 — the FP32 units run
-    only where the table says they are faster (within the tie the later step wins, as at a measured shape). On an H100 the TF32 steps ran 2–7× the FP32 units' speed at most measured
-    shapes, on their edge kernels too (issue 37: step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4×
-    faster), so ``precision="tf32"`` keeps to the tensor cores; at the default precision a 3xTF32 step runs where the
-    table measured it faster on products of this size."""
+    only where the table says they are faster (within the tie the later step wins, as at a measured shape). On an
+    H100 the TF32 steps ran 2–7× the FP32 units' speed at most measured shapes, on their edge kernels too (issue 37:
+    step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to
+    the tensor cores; at the default precision a 3xTF32 step runs where the table measured it faster on products of
+    this size."""
     fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
     large = math.prod(here) >= LARGE_PRODUCT
     rows = [row for row in measured if fp32 & set(row[3])]
