@@ -360,10 +360,12 @@ def test_the_evidence_from_afar_is_read_at_products_of_the_same_size():
     tied = {"gpu": "GPU A", "date": "d", "shapes": AN_H100_TABLE["shapes"] + [
         _row((600, 600, 600), {"warp_specialized_3xtf32+padded": 86, "stream_k@64x64": 87, "stream_k": 46})]}
     assert dispatch.choose_from(tied, 300, 200, 3000, names).step_name == "warp_specialized_3xtf32+padded"
-    # with no small product measured on its path, the large ones decide, and the reason says so
-    untested = dispatch.choose_from(AN_H100_TABLE, 300, 200, 3000, names)
-    assert untested.step_name == "warp_specialized_3xtf32+padded"
+    # with no small product measured on its path, the large ones decide for a TF32 step (the reason says so), never
+    # for a 3xTF32 one: copies to whole tiles cost a small product more
+    untested = dispatch.choose_from(AN_H100_TABLE, 300, 200, 3000, names | {"warp_specialized+padded"})
+    assert untested.step_name == "warp_specialized+padded"
     assert "none of them products smaller than 2³⁰ on this path" in untested.reason
+    assert dispatch.choose_from(AN_H100_TABLE, 300, 200, 3000, names).step_name == "stream_k"
 
 
 @pytest.mark.parametrize("gpu", ["NVIDIA H100 80GB HBM3", "NVIDIA H200"])

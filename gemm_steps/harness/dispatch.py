@@ -401,22 +401,23 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     (9001×3003×5001: K = 5001 sends every tile to the edge kernel or makes the padded steps copy, as at no measured
     shape within reach), the nearest shape says nothing of them — but the rest of the table does. For each
     candidate, the table's products of here's size (:data:`LARGE_PRODUCT`: large or not) where it took the kernel
-    path it takes here (:func:`_same_path`) — products of any size where no candidate was measured on its path at
-    products of this size — and at each its speed-up over the fastest FP32 step of ``steps`` measured there; the
+    path it takes here (:func:`_same_path`) — for a TF32 step, products of any size where no candidate was measured
+    on its path at products of this size — and at each its speed-up over the fastest FP32 step of ``steps`` there; the
     candidate with the largest geometric mean runs unless it is more than :data:`TIE` below 1 — the FP32 units run
     only where the table says they are faster (within the tie the later step wins, as at a measured shape). On an
     H100 the TF32 steps ran 2–7× the FP32 units' speed at most measured shapes, on their edge kernels too (issue 37:
     step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to
-    the tensor cores; at the default precision a 3xTF32 step runs where the table measured it faster on products of
-    this size."""
+    the tensor cores; at the default precision a 3xTF32 step runs only where the table measured it faster on products
+    of this size (its padded copies cost a small product more: 257×384×384 stays on the FP32 units)."""
     fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
     large = math.prod(here) >= LARGE_PRODUCT
     rows = [row for row in measured if fp32 & set(row[3])]
     same_size = [row for row in rows if (math.prod(row[:3]) >= LARGE_PRODUCT) == large]
     found = _speedups(same_size, here, candidates, fp32)
     size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
-    if not found:  # no candidate measured on its path at products of this size: the table's other products say
-        found, size = _speedups(rows, here, candidates, fp32), f"products (none of them {size} on this path)"
+    if not found:  # no candidate measured on its path at products of this size: for a TF32 step (never a 3xTF32
+        tf32 = {name for name in candidates if _step_arithmetic(name) == "tf32"}  # one) the other products say
+        found, size = _speedups(rows, here, tf32, fp32), f"products (none of them {size} on this path)"
     if not found:
         return None
     speedup, _, name, shapes = max(found)
