@@ -204,7 +204,7 @@ def test_pipelined_fragments_alternate():
 
 
 # -- the experiment scripts still build their variants -----------------------------------------------------------
-SCRIPTS = ["async_copy", "code_shapes", "fma_order", "persistent", "pipelining", "register_2d", "scheduling"]
+SCRIPTS = ["async_copy", "cluster_arrive_scope", "code_shapes", "fma_order", "persistent", "pipelining", "register_2d", "scheduling"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

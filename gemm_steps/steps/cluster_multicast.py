@@ -60,7 +60,7 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
                              BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                              A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                              PRODUCER_REGISTERS, CONSUMER_REGISTERS, CLUSTER, A_HALF_ROWS, CLUSTER_MASK):
-    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``, in a cluster of CLUSTER blocks sharing A's tile."""
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``; CLUSTER blocks side by side share A's tile."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle

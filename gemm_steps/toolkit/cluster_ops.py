@@ -4,24 +4,23 @@ A **cluster** is a group of blocks (here 2) that the GPU runs at the same time o
 cluster can reach each other's shared memory (*distributed shared memory*), arrive on each other's mbarriers, and
 wait for each other at one barrier. What the course uses it for is **TMA multicast**: one copy-engine load, issued
 by one block, that writes the same box into the shared memory of several blocks of its cluster and completes its
-bytes on the mbarrier at the same offset in each. Two blocks that need the same tile of B each load half of it and
-multicast it: B is read from L2 once per cluster instead of once per block. cuBLAS's TF32 kernel on Hopper does
-this (``UTMALDG.4D.MULTICAST``, cluster of 2: results/reference-*.json, lesson 17's "What cuBLAS runs").
+bytes on the mbarrier at the same offset in each. Two blocks that need the same tile each load half of it and
+multicast it: that tile is read from L2 once per cluster instead of once per block (step 20 shares A's). cuBLAS's
+TF32 kernel on Hopper does this (``UTMALDG.4D.MULTICAST``, cluster of 2: results/reference-*.json, lesson 17's
+"What cuBLAS runs").
 
-=============================================  ========================================================  ===============
-function                                       PTX                                                       SASS
-=============================================  ========================================================  ===============
-``cluster_rank()``                             ``mov.u32 r, %cluster_ctarank``                           ``S2UR``
-``cluster_sync()``                             ``barrier.cluster.arrive.release.aligned`` then           ``UCGABAR_ARV``,
-                                               ``barrier.cluster.wait.acquire.aligned``                  ``UCGABAR_WAIT``
-``fence_mbarrier_init()``                      ``fence.mbarrier_init.release.cluster``                   ``FENCE``
-``mbarrier_arrive_cluster(bar, i, rank)``      ``mapa.shared::cluster.u32 a, &bar[i], rank``;            ``SYNCS.ARRIVE…``
-                                               ``mbarrier.arrive.release.cluster.shared::cluster.b64 _,
-                                               [a]``
-``copy_tile_multicast(dst, j, map, r, c,       ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.    ``UTMALDG…
-bar, i, mask)``                                mbarrier::complete_tx::bytes.multicast::cluster``         MULTICAST``
-                                               ``[&dst[j]], [map, {c, r}], [&bar[i]], mask``
-=============================================  ========================================================  ===============
+==========================================  ======================================================================
+function                                    PTX
+==========================================  ======================================================================
+``cluster_rank()``                          ``mov.u32 r, %cluster_ctarank``
+``cluster_sync()``                          ``barrier.cluster.arrive.release``, ``barrier.cluster.wait.acquire``
+``fence_mbarrier_init()``                   ``fence.mbarrier_init.release.cluster``
+``mbarrier_arrive_cluster(bar, i, rank)``   ``mapa.shared::cluster.u32 a, &bar[i], rank``, then
+                                            ``mbarrier.arrive.shared::cluster.b64 _, [a]``
+``copy_tile_multicast(dst, j, map, r, c,    ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::``
+bar, i, mask)``                             ``complete_tx::bytes.multicast::cluster [&dst[j]], [map, {c, r}],``
+                                            ``[&bar[i]], mask``
+==========================================  ======================================================================
 
 **The rules** (the PTX ISA's): a block's rank in its cluster is ``%cluster_ctarank`` (0 … size − 1; for a cluster
 along x, ``blockIdx.x % size``). A multicast writes the box at the *same shared-memory offset* in every block whose
@@ -31,7 +30,22 @@ address of a variable in this block's shared memory into the address of the same
 block may not read or write another's shared memory before that block has started (a ``cluster_sync()`` after the
 barriers are initialised, with ``fence_mbarrier_init()`` before it), nor after it has ended: a block whose peers may
 still arrive on its barriers or multicast into it waits at a last ``cluster_sync()`` before it exits. Every thread of
-both blocks must execute each ``cluster_sync()`` (``.aligned``: the whole warp together).
+every block must execute each ``cluster_sync()``.
+
+**A remote arrival without a cluster-scope release.** ``mbarrier.arrive`` takes a memory order and a scope; the
+default is ``.release`` at ``.cta`` scope, and that is what ``mbarrier_arrive_cluster`` uses, as CUTLASS's
+``ClusterBarrier::arrive(cta_id)`` does. A consumer arrives on an *empty* barrier to say "my wgmma have read this
+stage" — the ``wgmma.wait_group`` before the arrival already says the reads are done; no data of the consumer's is
+published by it. Written with ``.release.cluster``, the arrival asked for every earlier memory access of the thread to
+be visible across the cluster first, and step 20 ran at 211 TFLOPS instead of 371 at 4096³ on an H200 (same run,
+experiments/cluster_arrive_scope.py).
+
+**Not ``.aligned``.** ``barrier.cluster`` (like ``bar.sync``) has an ``.aligned`` form that promises every thread of
+a warp executes it together, at the same instruction. A warp-specialized kernel breaks that promise at its end: one
+lane of the producer warp is still issuing copies when its 31 idle lanes reach the last barrier. On an H200 step 20
+with ``.aligned`` cluster barriers hung at that last barrier (cluster of 1 and of 2 alike, and with ``bar.sync``
+there too); without ``.aligned`` it completed (its first GPU runs, 2026-11-28). So ``cluster_sync`` uses the
+unaligned form, which lets each thread arrive when it gets there.
 
 **The launch.** Numba's ``kernel[grid, block, stream, shared]`` has no cluster: :func:`launch_cluster` launches
 through ``cuda.core`` (``LaunchConfig(cluster=…)``, the driver's ``cuLaunchKernelEx`` with a cluster-dimension
@@ -176,10 +190,10 @@ else:
 
     @intrinsic
     def cluster_sync(typingctx):
-        """``barrier.cluster.arrive.release.aligned`` and ``barrier.cluster.wait.acquire.aligned``: every thread of
-        every block of the cluster meets here (no time limit)."""
+        """``barrier.cluster.arrive.release`` and ``barrier.cluster.wait.acquire``: every thread of every block of
+        the cluster meets here (no time limit). Not ``.aligned``: a thread may come alone (the module says why)."""
         def codegen(context, builder, sig, args):
-            _asm(builder, "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;",
+            _asm(builder, "barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;",
                  "~{memory}", ir.VoidType(), [])
             return context.get_dummy_value()
 
@@ -196,8 +210,8 @@ else:
 
     @intrinsic
     def mbarrier_arrive_cluster(typingctx, array, index, rank):
-        """``mapa`` + ``mbarrier.arrive.release.cluster.shared::cluster.b64``: one arrival on barrier ``array[index]``
-        of block ``rank`` of this cluster."""
+        """``mapa`` + ``mbarrier.arrive.shared::cluster.b64`` (release at CTA scope, the default: the module says
+        why): one arrival on barrier ``array[index]`` of block ``rank`` of this cluster."""
         if not (_barrier_ok(array, index) and isinstance(rank, types.Integer)):
             return None
 
@@ -205,7 +219,7 @@ else:
             address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
             peer = context.cast(builder, args[2], sig.args[2], types.uint32)
             _asm(builder, "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, $0, $1;\n\t"
-                          "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}",
+                          "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}",
                  "r,r,~{memory}", ir.VoidType(), [address, peer])
             return context.get_dummy_value()
 
