@@ -212,4 +212,5 @@ print(f"the build's 'past the order barrier' mark: {alt['mark_after_turn']:,.0f}
 # Try it: the producer/consumer split that ping-pong reorders, in
 # [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) (`gemm-steps exercise check warp_specialized`).
 #
-# Next: [Lesson 20: the FP32 contract](20_fp32_contract.ipynb).
+# Next: [Lesson 20: a cluster of two blocks that share A's tile](20_cluster_multicast.ipynb) (step 20), then
+# [Lesson 21: the FP32 contract](21_fp32_contract.ipynb).

@@ -168,9 +168,9 @@ def test_the_lesson_keeps_to_the_cell_rule():
 def test_the_lesson_does_not_blame_the_operand_path():
     """Issue 36: CUTLASS's sm90 builder takes the register path (GMMA_TMA_WS_RS) for non-16-bit inputs not K-major
     on both sides, under ping-pong too, and cuBLAS's TF32 kernel feeds one operand from registers: lessons 19 and
-    21 and docs/tensor_cores.md must not say the operand path is wrong for ping-pong, and must say the tile changed
+    22 and docs/tensor_cores.md must not say the operand path is wrong for ping-pong, and must say the tile changed
     with the schedule."""
-    for path in ("lessons/19_pingpong.py", "lessons/21_where_next.py", "docs/tensor_cores.md"):
+    for path in ("lessons/19_pingpong.py", "lessons/22_where_next.py", "docs/tensor_cores.md"):
         text = " ".join((REPO / path).read_text().replace("#", " ").split())
         assert "this operand path is wrong for it" not in text, path
         assert "feeds both operands from shared memory" not in text, path

@@ -1,279 +1,373 @@
-"""Lesson 21's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–19, under a
-second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock at the run's maximum SM clock).
-
-Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
-tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
-its intensity is 2·BM·BN / (4·(BM + BN)) = BM·BN / (2·(BM + BN)) FLOP per byte. Steps 1–2 tile nothing (two loads
-per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its measured TFLOPS.
-"""
+"""The FP32-contract lesson's helpers: read the accuracy run (``python -m experiments.fp32_accuracy`` on a GPU) and
+turn it into tables, a figure and verdict values; the input classes' ranges; NumPy models of the 3xTF32 arithmetic
+before each fix (:func:`gemm_steps.harness.fp32_contract.three_tf32_model`); the fixes' speed cost from the A/B run.
+Numbers, tables and figures only: the words are the lesson's."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from gemm_steps.harness import results_files
+from ..harness import fp32_contract as contract
+from ..harness import results_files
+from ..harness.bench import load as load_results_document
+from ..harness.environment import short_label
+from .display import MarkdownTable
+from .plots import step_colour
+from .tensor_core_results import CONTRACT_AB_RUN, contract_cost, load_run
 
-from .. import steps as course_steps
-from .tensor_core_results import tf32_peak_tflops
-from .display import MarkdownTable, table
-from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
-
-
-def steps_in(results: dict) -> list[str]:
-    """The names of the course's steps that have a successful record in ``results`` (a benchmark measured before a
-    step existed lacks it: the lesson then quotes the sizes the others share)."""
-    present = {r["step"] for r in results["records"] if "error" not in r}
-    return [s.name for s in course_steps() if s.name in present]
-
-
-def tiling_intensity(step, config: dict | None = None) -> float:
-    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring).
-    ``config``: the tiles that ran (a benchmark record's ``config``); by default the step's own, which on the
-    simulator may be a smaller simulator configuration (steps 12–15)."""
-    config = (config if config is not None else step.config) or {}
-    if "BLOCK_M" not in config:
-        return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
-    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
-    return bm * bn / (2 * (bm + bn))
+#: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
+RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200
+#: What produces it (said when it is missing).
+COMMAND = "python -m experiments.fp32_accuracy experiments/results/" + RUN
 
 
-def tensor_core_step(step) -> bool:
-    """Whether a step computes on the tensor cores (its module says ``ARITHMETIC`` other than fp32)."""
-    return getattr(step.module, "ARITHMETIC", "fp32") != "fp32"
+def load(name: str = RUN) -> dict:
+    """The accuracy run, from results/ or experiments/results/ — or an error saying how to make it. Never a silent
+    skip: a lesson about measured accuracy without the measurement must not build."""
+    path = results_files.find(name)
+    if path is None:
+        raise FileNotFoundError(f"{name} is in neither results/ nor experiments/results/: run `{COMMAND}` on a GPU "
+                                "(the lesson reads the measured errors from it)")
+    run = load_results_document(path)
+    run["path"] = results_files.display_path(path)
+    return run
 
 
-def roofline_figure(results: dict, size):
-    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS; steps that
-    compute on the tensor cores (``ARITHMETIC`` not fp32) as squares under a second roof, the TF32 peak."""
-    from matplotlib.figure import Figure
+def where(run: dict) -> str:
+    """Where and at what size the run was measured (GPU, versions, date; M × N; the K swept)."""
+    return (f"{short_label(run['environment'])} · M × N = {run['M']} × {run['N']}, "
+            f"K = {', '.join(str(k) for k in run['ks'])}")
 
-    from ..harness.environment import short_label
-    from .plots import step_colour
 
-    peak, bandwidth = fp32_peak_tflops(results), datasheet_bandwidth_tbs(results)
-    intensity = np.logspace(-1.2, 2.5, 300)
-    fig = Figure(figsize=(9, 5), layout="constrained")
-    ax = fig.subplots()
-    ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
-    tf32_peak = tf32_peak_tflops(results)
-    tensor = [s.number for s in course_steps() if tensor_core_step(s)]
-    ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
-              label=f"TF32 tensor-core roof: 8× FP32 at the run's max SM clock "
-                    f"({results['environment'].get('sm_clock_max_mhz', 0):.0f} MHz), {tf32_peak:.0f} TFLOPS "
-                    f"(steps {min(tensor)}–{max(tensor)})")
-    for step in course_steps():
-        measured = record(results, step.name, size)
-        if measured is None:
+# -- the entries ------------------------------------------------------------------------------------------------------
+def entries(run: dict, kinds=("cublas", "model", "step", "matmul")) -> list[dict]:
+    """The run's entries that ran, of ``kinds``, in the run's order."""
+    return [e for e in run["entries"] if e["kind"] in kinds and "unavailable" not in e]
+
+
+def unavailable(run: dict) -> dict:
+    """{entry name: why it did not run} (cuBLAS on the simulator, a step this GPU cannot run)."""
+    return {e["name"]: e["unavailable"] for e in run["entries"] if "unavailable" in e}
+
+
+def label(entry: dict) -> str:
+    """A column or legend name: ``cuBLAS SGEMM``, ``sequential FMA sum``, ``13 three_tf32 (3xtf32)``,
+    ``matmul tf32x3 (default)``."""
+    if entry["kind"] == "cublas":
+        return "cuBLAS SGEMM"
+    if entry["kind"] == "model":
+        return "sequential FMA sum"
+    if entry["kind"] == "step":
+        return f"{entry['number']} {entry['name']} ({entry['arithmetic']})"
+    return f"matmul {entry['precision']}" + (" (default)" if entry.get("default") else "")
+
+
+# -- the contract's numbers -------------------------------------------------------------------------------------------
+def contract_numbers(run: dict) -> dict:
+    """The bound's constants as the run recorded them: the factor, 9u (the worst single 3xTF32 product) and u."""
+    c = run["contract"]
+    return {"factor": c["factor"], "one_product": c["one_product"], "one_product_in_u": c["one_product"] / c["u"],
+            "u": c["u"]}
+
+
+def class_ranges(m: int = 16, n: int = 16, k: int = 256) -> MarkdownTable:
+    """Each finite class at M × N × K (:func:`contract.input_classes`): the binades its nonzero elements span in A
+    and in B (log2 of the smallest and largest |x|), and how much of the sum's size is left after cancellation,
+    ‖A·B‖_F / ‖|A|·|B|‖_F (1: no cancellation)."""
+    lines = ["| class | log2 \\|a\\| from … to | log2 \\|b\\| from … to | ‖A·B‖ / ‖\\|A\\|·\\|B\\|‖ |",
+             "|:--|:-:|:-:|--:|"]
+
+    def span(x):
+        x = np.abs(x[x != 0].astype(np.float64))
+        return f"{round(math.log2(x.min()))} … {round(math.log2(x.max()))}"
+
+    for name, a, b in contract.input_classes(m, n, k, seed=k):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        left = np.linalg.norm(a64 @ b64) / np.linalg.norm(np.abs(a64) @ np.abs(b64))
+        lines.append(f"| {name} | {span(a)} | {span(b)} | {left:.1e} |")
+    return MarkdownTable("\n".join(lines))
+
+
+# -- what broke: the split of a special value, and the models of the arithmetic before each fix -----------------------
+def special_split(partner: float = 1.0) -> MarkdownTable:
+    """A few values split as the 3xTF32 steps split them (big, small·2^11), and the three products they feed with a
+    TF32-exact partner b (whose small part is 0): big·big + big·small_b + small·big_b, summed in float32."""
+    lines = ["| x | big | small·2^11 | big·b | big·small_b | small·big_b | sum | x·b (IEEE) |",
+             "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    b_big, b_small = contract.split(np.float32(partner))
+    for x in (1.5 + 2.0 ** -15, np.inf, -np.inf, np.nan):
+        big, small = contract.split(np.float32(x))
+        with np.errstate(all="ignore"):
+            terms = [big * b_big, big * b_small, small * b_big / np.float32(contract.SMALL_SCALE)]
+            total = np.float32(terms[0] + terms[1] + terms[2])
+            ieee = np.float32(x) * np.float32(partner)
+        lines.append(f"| {np.float32(x):.9g} | {float(big):.9g} | {float(small):.6g} | "
+                     + " | ".join(f"{float(t):.9g}" for t in terms) + f" | {float(total):.9g} | {float(ieee):.9g} |")
+    return MarkdownTable("\n".join(lines))
+
+
+#: The arithmetic of step 14 before and after its fixes, as :func:`contract.three_tf32_model` options (the tensor
+#: core's accumulator truncating, as the hardware's does). ``block_k=None``: the big products summed in the tensor
+#: core over all of K (the first 3xTF32 try), instead of afresh every 32 k.
+MODELS = {
+    "first version: A truncated, small parts unscaled": {"rounding": "truncate_a", "scaled": False},
+    "small parts unscaled": {"scaled": False},
+    "A truncated": {"rounding": "truncate_a"},
+    "all of K in the tensor core": {"block_k": None},
+    "fixed": {},
+}
+
+
+def model_errors(cases, m: int = 16, n: int = 16) -> list[dict]:
+    """For each (class, K) of ``cases``: the sequential sum's error, the bound, and each of :data:`MODELS`' errors as
+    a multiple of the bound (above 1: the contract is broken)."""
+    rows = []
+    for name, k in cases:
+        a, b = next((a, b) for c, a, b in contract.input_classes(m, n, k, seed=k) if c == name)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        bound = contract.contract_bound(contract.normwise_error(contract.sgemm_model(a, b), a, b, exact))
+        row = {"class": name, "K": k, "bound": bound, "of_bound": {}}
+        for model, options in MODELS.items():
+            options = dict(step=14, accumulator="truncate", **options)
+            if options.get("block_k", 32) is None:
+                options["block_k"] = -(-k // 8) * 8
+            got = contract.three_tf32_model(a, b, **options)
+            row["of_bound"][model] = contract.normwise_error(got, a, b, exact) / bound
+        rows.append(row)
+    return rows
+
+
+def model_table(rows: list[dict]) -> MarkdownTable:
+    """:func:`model_errors` as a table: error / bound per model (bold where above 1)."""
+    models = list(MODELS)
+    lines = ["| class | K | bound | " + " | ".join(models) + " |", "|:--|--:|--:|" + "--:|" * len(models)]
+    for row in rows:
+        cells = [(f"**{v:.2g}**" if v > 1 else f"{v:.2g}") for v in (row["of_bound"][mo] for mo in models)]
+        lines.append(f"| {row['class']} | {row['K']:,} | {row['bound']:.1e} | " + " | ".join(cells) + " |")
+    return MarkdownTable("\n".join(lines))
+
+
+def read_errors(seed: int = 0, count: int = 100_000) -> dict:
+    """The largest |x − x as the tensor core reads it| / |x| (big + small, each truncated to TF32 as read) over
+    standard-normal x, with big rounded to nearest (the fix) and truncated (step 14's A before it): log2 of each."""
+    x = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
+    big, small = contract.split(x)
+    rounded = big.astype(np.float64) + contract.truncate_to_tf32(small).astype(np.float64) / contract.SMALL_SCALE
+    cut = contract.truncate_to_tf32(x)
+    truncated = cut.astype(np.float64) + contract.truncate_to_tf32((x - cut).astype(np.float32)).astype(np.float64)
+    x64 = x.astype(np.float64)
+    return {"rounded": math.log2(float(np.max(np.abs(rounded - x64) / np.abs(x64)))),
+            "truncated": math.log2(float(np.max(np.abs(truncated - x64) / np.abs(x64))))}
+
+
+# -- the measured run -------------------------------------------------------------------------------------------------
+def worst(run: dict) -> dict:
+    """{(class, entry): the worst record over K} — the largest error / bound (NaN counts as worst)."""
+    out = {}
+    for r in run["records"]:
+        ratio = r["error"] / r["bound"] if r["error"] == r["error"] else math.inf
+        key = (r["inputs"], r["step"])
+        if key not in out or ratio > out[key]["of_bound"]:
+            out[key] = {"of_bound": ratio, "K": r["K"], "kept": all(
+                q["kept"] for q in run["records"] if (q["inputs"], q["step"]) == key)}
+    return out
+
+
+def _cell(w: dict | None) -> str:
+    if w is None:
+        return "—"
+    value = "nan" if math.isinf(w["of_bound"]) else f"{w['of_bound']:.2g}"
+    return f"✓ {value}" if w["kept"] else f"**✗ {value}**"
+
+
+def accuracy_table(run: dict, kinds=("cublas", "model", "step", "matmul")) -> MarkdownTable:
+    """Classes × entries: the worst error / bound over the run's K, ✓ where every K kept the contract, ✗ where one did
+    not. A last row: the specials (✓ where every special input gave cuBLAS SGEMM's inf/NaN pattern, or the
+    sequential sum's where cuBLAS did not run)."""
+    shown = entries(run, kinds)
+    w = worst(run)
+    lines = ["| class | " + " | ".join(label(e) for e in shown) + " |", "|:--|" + ":-:|" * len(shown)]
+    for name in run["classes"]:
+        lines.append(f"| {name} | " + " | ".join(_cell(w.get((name, e["name"]))) for e in shown) + " |")
+    if run["specials"]:
+        same = specials_kept(run)
+        lines.append("| *specials: inf/NaN pattern* | " + " | ".join(
+            "—" if e["name"] not in same else ("✓" if same[e["name"]]["kept"] else f"**✗ {same[e['name']]['off']}**")
+            for e in shown) + " |")
+    return MarkdownTable("\n".join(lines))
+
+
+def verdicts(run: dict) -> dict:
+    """Per entry: how many (class, K) records kept the contract of how many, the worst error / bound and where."""
+    out = {}
+    for e in entries(run):
+        mine = [r for r in run["records"] if r["step"] == e["name"]]
+        if not mine:
             continue
-        x = tiling_intensity(step, measured.get("config"))
-        tensor = tensor_core_step(step)
-        ax.plot(x, measured["tflops"], "s" if tensor else "o", ms=8, color=step_colour(step.number),
-                label=f"{step.number} {step.name}" + (f" [{measured.get('arithmetic', '').upper().replace('X', 'x')}]"
-                                                      if tensor else ""))
-        # Steps with the same tile share an x: their numbers go left and right by turns, so none hides another.
-        ax.annotate(str(step.number), (x, measured["tflops"]), fontsize=8, xytext=(7 if step.number % 2 else -13, -3),
-                    textcoords="offset points")
-    cublas = record(results, "cublas", size)
-    ax.axhline(cublas["tflops"], color="tab:red", ls="--", lw=1, label=f"cuBLAS at {size_label(size)}")
-    ax.set(xlabel="FLOP per DRAM byte that the block tile guarantees (no cache)", ylabel="TFLOPS",
-           title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
-    ax.title.set_fontsize(9)
-    ax.legend(loc="lower right", fontsize=7, ncols=2)
-    return fig
+        bad = max(mine, key=lambda r: r["error"] / r["bound"] if r["error"] == r["error"] else math.inf)
+        ratio = bad["error"] / bad["bound"] if bad["error"] == bad["error"] else math.inf
+        out[e["name"]] = {"label": label(e), "kept": sum(r["kept"] for r in mine), "of": len(mine),
+                          "worst": ratio, "worst_class": bad["inputs"], "worst_K": bad["K"]}
+    return out
 
 
-# -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
-SUITE_BEFORE = results_files.EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100
+def chosen_steps(run: dict) -> dict:
+    """{matmul precision: the steps it chose over the run's shapes, in step order}."""
+    out = {}
+    for e in entries(run, ("matmul",)):
+        out[e["precision"]] = sorted({r["chosen"] for r in run["records"] + run["specials"] if r["step"] == e["name"]})
+    return out
 
 
-def shape_suites() -> tuple[tuple, tuple] | None:
-    """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
-    themselves (``experiments/results/``) and the newest run on the same GPU (``results/``; a GPU's name in the file
-    name, as ``shapes-<gpu>-<date>.json``), so the two bars of a shape differ by the kernels only; None if either is
-    missing."""
-    import json
-
-    from gemm_steps.harness.environment import file_slug
-
-    before_path = results_files.find(SUITE_BEFORE)
-    if before_path is None:
-        return None
-    before = json.loads(before_path.read_text())
-    after = results_files.newest_matching(f"shapes-{file_slug(before['environment']['gpu'])}-20*.json")
-    if after is None:
-        return None
-    return (before_path, before), after
+def specials_kept(run: dict) -> dict:
+    """Per entry: whether every special input gave SGEMM's pattern (cuBLAS's, where it ran, else the sequential
+    sum's), how many inputs did not (``off``), and which pattern it was compared with."""
+    cublas_ran = any(r["same_as_cublas"] is not None for r in run["specials"])
+    against = "same_as_cublas" if cublas_ran else "same_as_sequential"
+    out = {}
+    for r in run["specials"]:
+        e = out.setdefault(r["step"], {"kept": True, "off": 0, "against": against})
+        if not r[against]:
+            e["kept"], e["off"] = False, e["off"] + 1
+    return out
 
 
-def suite_figure(before: dict, after: dict, step: str = "stream_k"):
-    """% of cuBLAS (each run against its own cuBLAS) of one step on every suite shape, before and after, grouped
-    by shape class."""
+def specials_table(run: dict, kinds=("cublas", "step")) -> MarkdownTable:
+    """Special inputs × entries: ✓ where C's NaN / +inf / −inf pattern is SGEMM's (cuBLAS's where it ran, else the
+    sequential sum's), ✗ and the number of elements off the sequential sum's pattern where it is not."""
+    shown = entries(run, kinds)
+    against = specials_kept(run)
+    key = next(iter(against.values()))["against"] if against else "same_as_sequential"
+    lines = ["| input | " + " | ".join(label(e) for e in shown) + " |", "|:--|" + ":-:|" * len(shown)]
+    for name in dict.fromkeys(r["inputs"] for r in run["specials"]):
+        by = {r["step"]: r for r in run["specials"] if r["inputs"] == name}
+        cells = ["—" if e["name"] not in by else ("✓" if by[e["name"]][key] else
+                                                    f"**✗ {by[e['name']]['elements_off_sequential']}**") for e in shown]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return MarkdownTable("\n".join(lines))
+
+
+def against_reference(run: dict) -> dict:
+    """At the run's largest K, per entry (cuBLAS and the steps): the median over the classes of its error / the
+    sequential sum's (below 1: fewer or better-placed roundings than the sequential order)."""
+    k = max(run["ks"])
+    out = {}
+    for e in entries(run, ("cublas", "step")):
+        ratios = [r["error"] / r["reference_error"] for r in run["records"]
+                  if r["step"] == e["name"] and r["K"] == k and r["reference_error"] > 0]
+        if ratios:
+            out[label(e)] = float(np.median(ratios))
+    return out
+
+
+def tf32_over_3xtf32(run: dict) -> tuple[float, float] | None:
+    """The smallest and largest ratio, over every (class, K), of a TF32 step's error to a 3xTF32 step's on the same
+    inputs; None if the run lacks either kind."""
+    kind = {e["name"]: e["arithmetic"] for e in entries(run, ("step",))}
+    by = {}
+    for r in run["records"]:
+        if r["step"] in kind:
+            by.setdefault((r["inputs"], r["K"]), {}).setdefault(kind[r["step"]], []).append(r["error"])
+    ratios = [t / x for both in by.values() if {"tf32", "3xtf32"} <= set(both)
+              for t in both["tf32"] for x in both["3xtf32"] if x > 0]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def error_figure(run: dict, classes: list[str]):
+    """Error against K, one panel per class: every step and cuBLAS SGEMM, the sequential sum (dotted) and the
+    contract's bound (the grey region above it is outside the contract)."""
     import matplotlib.pyplot as plt
 
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
-
-    def pct(doc):
-        return {(r["M"], r["N"], r["K"]): r.get("pct_of_cublas") for r in doc["records"]
-                if r["step"] == step and "error" not in r}
-
-    was, now = pct(before), pct(after)
-    shapes = [(name, s) for name, members in SHAPE_CLASSES.items() for s in members if s in was and s in now]
-    x = np.arange(len(shapes))
-    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
-    ax.bar(x - 0.2, [was[s] for _, s in shapes], 0.4, color="0.7", label="before (edge tiles on step 9's kernel)")
-    ax.bar(x + 0.2, [now[s] for _, s in shapes], 0.4, color="#000080", label="after (guarded variant, stream-K)")
-    ax.axhline(100, color="k", linestyle="--", linewidth=1)
-    ax.set_xticks(x, [size_label(s) for _, s in shapes], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel(f"step 11 ({step}), % of cuBLAS")
-    for i in range(1, len(shapes)):
-        if shapes[i][0] != shapes[i - 1][0]:
-            ax.axvline(i - 0.5, color="0.6", linewidth=0.8)
-    for name in dict.fromkeys(n for n, _ in shapes):
-        where = [i for i, (n, _) in enumerate(shapes) if n == name]
-        ax.text(sum(where) / len(where), 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top",
-                fontsize=9, fontweight="bold")
-    ax.set_ylim(0, max(max(was.values()), max(now.values()), 110) * 1.15)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("The shapes people use: step 11 before and after it covered partial tiles itself "
-                 f"({after['environment'].get('gpu')})", fontsize=10)
+    shown = entries(run, ("cublas", "model", "step"))
+    top = max([1e-2] + [3 * r["error"] for r in run["records"] if r["inputs"] in classes and math.isfinite(r["error"])])
+    fig, axes = plt.subplots(1, len(classes), figsize=(4.2 * len(classes), 4.2), sharey=True, layout="constrained")
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, classes):
+        mine = [r for r in run["records"] if r["inputs"] == name]
+        ks = sorted({r["K"] for r in mine})
+        bound = [next(r["bound"] for r in mine if r["K"] == k) for k in ks]
+        ax.fill_between(ks, bound, top, color="0.9", label="outside the contract")
+        ax.plot(ks, bound, color="0.4", lw=2, label="the contract's bound")
+        for e in shown:
+            points = sorted((r["K"], r["error"]) for r in mine if r["step"] == e["name"])
+            if not points:
+                continue
+            style = {"cublas": dict(color="black", lw=1.5), "model": dict(color="black", ls=":", lw=2)}.get(
+                e["kind"], dict(color=step_colour(e.get("number", 1)), marker="o", ms=3,
+                                ls="-" if e["arithmetic"] == "3xtf32" else "--"))
+            ax.plot(*zip(*points), label=label(e), **style)
+        ax.set(xscale="log", yscale="log", xlabel="K", title=name)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("‖C − A·B‖ / ‖|A|·|B|‖")
+    axes[0].set_ylim(top=top)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(f"Error against K, M × N = {run['M']} × {run['N']}\n{short_label(run['environment'])}", fontsize=10)
     plt.close(fig)
     return fig
 
 
-def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> MarkdownTable:
-    """Per suite shape measured in both runs: how much faster ``step`` and cuBLAS ran in the second (before's time ÷
-    after's): which bars of :func:`suite_figure` moved because the kernel changed, and which because cuBLAS's time
-    did."""
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
-
-    def faster(name, shape):  # before's time ÷ after's, or None where either run lacks it
-        was, now = record(before, name, shape), record(after, name, shape)
-        return was and now and was["median_ms"] / now["median_ms"]
-
-    rows = [{"class": name, "shape": size_label(s), "step 11 faster by": faster(step, s),
-             "cuBLAS faster by": faster("cublas", s)}
-            for name, members in SHAPE_CLASSES.items() for s in members]
-    rows = [row for row in rows if row["step 11 faster by"] and row["cuBLAS faster by"]]
-    return table(rows, {"step 11 faster by": "{:.2f}×", "cuBLAS faster by": "{:.2f}×"})
+# -- what the fixes cost ----------------------------------------------------------------------------------------------
+def fix_costs() -> dict:
+    """{step: {size: {"old", "new" TFLOPS, "cost": (smallest, largest) speed lost over the passes}}} for every step
+    the same-run A/B of the FP32-contract fixes timed (:data:`CONTRACT_AB_RUN`); and the run's GPU (``"gpu"``)."""
+    run = load_run(CONTRACT_AB_RUN)
+    if run is None:
+        raise FileNotFoundError(f"{CONTRACT_AB_RUN} is missing from experiments/results/")
+    steps = sorted({r["step"][:-len(" (new)")] for r in run["records"] if r["step"].endswith(" (new)")},
+                   key=lambda s: next(r["number"] for r in run["records"] if r["step"] == f"{s} (new)"))
+    return {"gpu": run["environment"]["gpu"], "file": CONTRACT_AB_RUN,
+            "steps": {s: contract_cost(run, s) for s in steps}}
 
 
-def call_overhead() -> dict | None:
-    """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
-    experiment-call-overhead-*.json), or None if the files are missing."""
-    import json
-
-    paths = [results_files.find(f"experiment-call-overhead{run}-nvidia-h100.json") for run in ("-before", "")]
-    if None in paths:
-        return None
-    before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
-    return {"shape": before["shape"], "before": before, "after": after}
-
-
-def call_overhead_table(overhead: dict) -> MarkdownTable:
-    """:func:`call_overhead` as a table: one ``matmul`` call's host time before and after launch plans, against an
-    empty kernel launched through Numba and (where measured) through ``cuda.core``."""
-    rows = []
-    for run in ("before", "after"):
-        r = overhead[run]
-        direct = r.get("direct_empty_kernel_us")
-        rows.append({"launch plans": run, "matmul, µs a call": r["matmul_us"],
-                     "empty Numba launch, µs": r["empty_kernel_us"],
-                     "matmul ÷ empty Numba launch": r["matmul_us"] / r["empty_kernel_us"],
-                     "empty cuda.core launch, µs": direct,
-                     "matmul ÷ empty cuda.core launch": direct and r["matmul_us"] / direct})
-    return table(rows, {"matmul, µs a call": "{:.0f}", "empty Numba launch, µs": "{:.0f}",
-                        "matmul ÷ empty Numba launch": "{:.1f}×", "empty cuda.core launch, µs": "{:.0f}",
-                        "matmul ÷ empty cuda.core launch": "{:.1f}×"})
+def largest_cost(costs: dict) -> dict:
+    """The largest speed lost in :func:`fix_costs` (the larger of a size's two passes) and the smallest (the smaller
+    of its passes): step, size, cost."""
+    found = [(c["cost"], step, size) for step, sizes in costs["steps"].items() for size, c in sizes.items()]
+    high, step_high, size_high = max(found, key=lambda f: max(f[0]))
+    low, step_low, size_low = min(found, key=lambda f: min(f[0]))
+    high, low = max(high), min(low)
+    return {"largest": high, "largest_step": step_high, "largest_size": size_high,
+            "smallest": low, "smallest_step": step_low, "smallest_size": size_low}
 
 
-def held_out() -> dict | None:
-    """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
-
-    found = results_files.newest_matching(results_files.EXPERIMENT_MATMUL_HELD_OUT_ANY)
-    return found[1] if found else None
-
-
-#: The held-out table's column: ``matmul``'s choice took more than 3 % longer than step 11 alone.
-SLOWER = "slower than step 11 alone (> 3 %)"
-
-
-def held_out_rows(results: dict) -> list[dict]:
-    """Per held-out shape: what ``matmul`` chose, its % of cuBLAS next to step 11's, and whether ``matmul`` was
-    more than 3 % slower than step 11 alone (:data:`SLOWER`); shapes where either is missing are left out."""
-    rows = []
-    for shape in dict.fromkeys((r["M"], r["N"], r["K"]) for r in results["records"]):
-        chosen, step11 = record(results, "matmul", shape), record(results, "stream_k", shape)
-        if chosen and step11 and "pct_of_cublas" in chosen and "pct_of_cublas" in step11:
-            rows.append({"shape": size_label(shape), "`matmul` ran": f"`{chosen.get('chose', '?')}`",
-                         "`matmul`, % of cuBLAS": chosen["pct_of_cublas"], "step 11, % of cuBLAS":
-                         step11["pct_of_cublas"], SLOWER: chosen["median_ms"] > step11["median_ms"] * 1.03})
-    return rows
+def cost_table(costs: dict) -> MarkdownTable:
+    """:func:`fix_costs` as a table: TFLOPS before → after, and the speed lost (smallest … largest over the passes)."""
+    lines = ["| step | M × N × K | before (TFLOPS) | after | speed lost |", "|:--|:--|--:|--:|--:|"]
+    for step, sizes in costs["steps"].items():
+        for (m, n, k), c in sizes.items():
+            lines.append(f"| {step} | {m}×{n}×{k} | {c['old']:.1f} | {c['new']:.1f} | "
+                         f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%} |")
+    return MarkdownTable("\n".join(lines))
 
 
-def held_out_table(rows: list[dict]) -> MarkdownTable:
-    """:func:`held_out_rows` as a Markdown table."""
-    return table(rows, {"`matmul`, % of cuBLAS": "{:.0f} %", "step 11, % of cuBLAS": "{:.0f} %"})
+# -- the sequential sum against cuBLAS SGEMM in the course benchmarks ---------------------------------------------------
+#: The steps that compute the sequential float32 FMA sum (one FMA at a time, in k order): 1–10. Step 11 (stream-K)
+#: splits K at some shapes and adds the parts.
+SEQUENTIAL_STEPS = ("naive", "coalesced", "shared_memory", "register_1d", "register_2d", "vectorized", "unrolled",
+                    "double_buffered", "warp_tiling", "persistent")
 
 
-def small_shape(results: dict) -> dict:
-    """Why the smallest benchmarked square is hard for step 11, computed: its size, step 11's tile, how many tiles
-    and k-iterations (one ``BLOCK_K``-deep slice of one tile) that makes, per SM, step 11's % of cuBLAS there, and
-    the FP32 step that was fastest at that size (number, name, % of cuBLAS)."""
-    import gemm_steps
-
-    from .timings import common_sizes
-
-    small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
-    config = gemm_steps.get_step("stream_k").tiled.config
-    tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
-    iterations = tiles * -(-small[2] // config.BLOCK_K)
-    sms = results["environment"].get("sm_count")
-    steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
-    best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
-    return {"size": size_label(small), "tile": f"{config.BLOCK_M}×{config.BLOCK_N}", "tiles": tiles, "sms": sms,
-            "k_iterations": iterations, "k_iterations_per_sm": iterations / sms,
-            "step11_pct": record(results, "stream_k", small)["pct_of_cublas"],
-            "best": (best.number, best.name, record(results, best.name, small)["pct_of_cublas"])}
-
-
-def target_rows(results: dict) -> list[dict]:
-    """Steps 12–15 against the course's targets, from one benchmark: steps 12 (TF32) and 13 (3xTF32 on
-    ``mma.sync``) at the largest size where both and both cuBLAS modes ran; step 14 (3xTF32 on ``wgmma``) by lesson
-    14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than SGEMM's) and step 15
-    (TF32 on ``wgmma``) by lesson 15's (≥ the TF32 target at the two largest squares); a step the file lacks gets
-    one row with ``met`` None."""
-    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-    from .tensor_core_results import rec, sizes, target_check, tf32_target_check
-
-    rows = []
-
-    def row(step, size, measured, target, met, error=None, sgemm_error=None):
-        rows.append({"step": step, "size": size_label(size) if size else "—", "measured": measured,
-                     "target": target, "error": error, "SGEMM's error": sgemm_error, "met": met})
-
-    tf32_target, x3_target = f"{TARGET_TF32_TFLOPS:.0f} TFLOPS", f"{TARGET_3XTF32_VS_SGEMM}× SGEMM"
-    common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
-    if common:
-        big = common[-1]
-        t12, t13, sgemm = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas"))
-        row("12 TF32, `mma.sync`", big, f"{t12['tflops']:.1f} TFLOPS", tf32_target, t12["tflops"] >= TARGET_TF32_TFLOPS)
-        ratio = t13["pct_of_cublas"] / 100
-        row("13 3xTF32, `mma.sync`", big, f"{ratio:.2f}× SGEMM", x3_target, ratio >= TARGET_3XTF32_VS_SGEMM,
-            t13["sampled_rel_error_fp64"], sgemm["sampled_rel_error_fp64"])
-    check = target_check(results, "warpgroup_mma")
-    for size, (ratio, error, sgemm_error) in (check or {"sizes": {}})["sizes"].items():
-        row("14 3xTF32, `wgmma`", size, f"{ratio:.2f}× SGEMM", x3_target,
-            ratio >= TARGET_3XTF32_VS_SGEMM and error <= sgemm_error, error, sgemm_error)
-    if check is None:
-        row("14 3xTF32, `wgmma`", None, "not in this file", x3_target, None)
-    check = tf32_target_check(results)
-    for size, tflops in (check or {"sizes": {}})["sizes"].items():
-        row("15 TF32, `wgmma`", size, f"{tflops:.1f} TFLOPS", tf32_target, tflops >= TARGET_TF32_TFLOPS)
-    if check is None:
-        row("15 TF32, `wgmma`", None, "not in this file", tf32_target, None)
-    return rows
-
-
-def target_table(rows: list[dict]) -> MarkdownTable:
-    """:func:`target_rows` as a Markdown table (errors: sampled relative error against float64)."""
-    return table(rows, {"error": "{:.1e}", "SGEMM's error": "{:.1e}"})
+def sgemm_against_sequential() -> dict:
+    """Every course benchmark in ``results/`` (``bench-*.json``): per square, the largest ``rel_error_vs_cublas`` of
+    the sequential-sum steps (:data:`SEQUENTIAL_STEPS`) and of step 11 over all the files — 0 where cuBLAS SGEMM's
+    results equal the sequential sum bit for bit in every file — and how many files. {} without any."""
+    sizes: dict = {}
+    files = sorted(results_files.RESULTS_DIR.glob(results_files.BENCH_ANY))
+    used = 0
+    for path in files:
+        try:
+            doc = load_results_document(path)
+        except Exception:  # not a results document
+            continue
+        used += 1
+        for r in doc["records"]:
+            diff = r.get("rel_error_vs_cublas")
+            if diff is None or r["M"] != r["N"] or r["N"] != r["K"]:
+                continue
+            kind = "sequential" if r["step"] in SEQUENTIAL_STEPS else "stream_k" if r["step"] == "stream_k" else None
+            if kind:
+                q = sizes.setdefault(r["M"], {"sequential": 0.0, "stream_k": 0.0})
+                q[kind] = max(q[kind], diff)
+    return {"files": used, "sizes": dict(sorted(sizes.items()))} if used else {}

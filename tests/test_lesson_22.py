@@ -1,0 +1,38 @@
+"""Lesson 22 reads shipped runs by name, and shows nothing where one is missing (as in a wheel install, which has no
+experiments/). In the checkout every one of them must be found: a renamed file fails here instead of leaving the
+lesson's section quietly empty."""
+
+from gemm_steps.course import lesson_22
+
+
+def test_every_run_lesson_22_reads_is_found_in_the_checkout():
+    assert lesson_22.shape_suites() is not None, "no two shape-suite runs of one GPU in results/"
+    overhead = lesson_22.call_overhead()
+    assert overhead is not None, "experiments/results/experiment-call-overhead{-before,}-nvidia-h100.json missing"
+    assert overhead["before"]["shape"] == overhead["after"]["shape"]
+    assert lesson_22.held_out() is not None, "no experiments/results/experiment-matmul-held-out-*.json"
+
+
+def test_the_suite_table_says_which_time_moved():
+    """Under the before/after figure: step 11's and cuBLAS's own speed-ups per shape, from the two runs' times."""
+    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+
+    shape = next(iter(SHAPE_CLASSES.values()))[0]
+
+    def run(step11_ms, cublas_ms):
+        return {"records": [{"step": "stream_k", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": step11_ms},
+                            {"step": "cublas", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": cublas_ms}]}
+
+    table = lesson_22.suite_speedups(run(3.0, 1.0), run(1.0, 0.5))
+    assert table.rows[0]["step 11 faster by"] == 3.0 and table.rows[0]["cuBLAS faster by"] == 2.0
+    assert "| 3.00× | 2.00× |" in table
+
+
+def test_the_call_overhead_table_divides_by_the_empty_launches():
+    run = {"shape": [64, 64, 64], "matmul_us": 30.0, "empty_kernel_us": 10.0}
+    table = lesson_22.call_overhead_table({"shape": [64, 64, 64], "before": run,
+                                           "after": {**run, "matmul_us": 12.0, "direct_empty_kernel_us": 4.0}})
+    before, after = table.rows
+    assert before["matmul ÷ empty Numba launch"] == 3.0 and before["matmul ÷ empty cuda.core launch"] is None
+    assert after["matmul ÷ empty Numba launch"] == 1.2 and after["matmul ÷ empty cuda.core launch"] == 3.0
+    assert "| after | 12 | 10 | 1.2× | 4 | 3.0× |" in table
