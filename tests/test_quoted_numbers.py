@@ -1,5 +1,5 @@
 """Numbers that docs quote come from the files they cite (issue 26, claim 12; STYLE.md: "where a docstring quotes
-one, a test compares it with its source"). The step docstrings of steps 12-19 and docs/tensor_cores.md quote the
+one, a test compares it with its source"). The step docstrings of steps 12-20 and docs/tensor_cores.md quote the
 course benchmark in one sentence each, which this test rebuilds from the shipped file; any other measured-looking
 number (TFLOPS, ×, %, an error like 3.2e-7) in them fails the test, so a hand-typed number cannot drift unseen."""
 
@@ -23,18 +23,19 @@ MEASURED = re.compile(r"\d+(?:\.\d+)?\s*(?:TFLOPS|%|×(?!\s*[\dA-Z_]))|\d\.\d+e-
 FACTS = ("8× more multiply-adds", "8× the FP32", "64 ``mma.sync``'s worth")
 #: The steps whose docstrings quote the course benchmark: every tensor-core step.
 TENSOR_CORE_STEPS = ["tensor_cores", "three_tf32", "warpgroup_mma", "warpgroup_tf32", "tma_pipeline",
-                     "warp_specialized", "warp_specialized_3xtf32", "pingpong"]
-#: A TF32 step on wgmma is compared with the TF32 step before it: step 15 with step 12, 16 with 15, 17 with 16, 19 with
-#: 17.
+                     "warp_specialized", "warp_specialized_3xtf32", "pingpong", "cluster_multicast"]
+#: A TF32 step on wgmma is compared with the TF32 step before it: step 15 with step 12, 16 with 15, 17 with 16, 19 and
+#: 20 with 17.
 COMPARED_WITH = {"warpgroup_tf32": "tensor_cores", "tma_pipeline": "warpgroup_tf32",
-                 "warp_specialized": "tma_pipeline", "pingpong": "warp_specialized"}
+                 "warp_specialized": "tma_pipeline", "pingpong": "warp_specialized",
+                 "cluster_multicast": "warp_specialized"}
 
 
 @pytest.fixture(scope="module")
 def bench():
     found = lesson.load_results(TENSOR_CORE_STEPS)
     if found is None:
-        pytest.fail("no shipped course benchmark with steps 12-19 (renamed?)")
+        pytest.fail("no shipped course benchmark with steps 12-20 (renamed?)")
     return found
 
 
@@ -85,7 +86,8 @@ def docs_table(bench: dict) -> str:
             ("warpgroup_tf32", "step 15, TF32 (`wgmma`)"), ("tma_pipeline", "step 16, TF32 (TMA, mbarrier ring)"),
             ("warp_specialized", "step 17, TF32 (producer warpgroup, `setmaxnreg`)"),
             ("warp_specialized_3xtf32", "step 18, 3xTF32 (producer warpgroup splits A)"),
-            ("pingpong", "step 19, TF32 (persistent ping-pong)")]
+            ("pingpong", "step 19, TF32 (persistent ping-pong)"),
+            ("cluster_multicast", "step 20, TF32 (cluster of 2, A multicast)")]
     sizes = (2048, 4096, 8192)
     lines = ["| | " + " | ".join(f"{s}³" for s in sizes) + " | error at " + " / ".join(f"{s}³" for s in sizes) + " |",
              "|:--|" + "--:|" * (len(sizes) + 1)]

@@ -18,20 +18,19 @@ experiments/tf32_conversion.py.)
 
 Also new: copies from global to shared memory go through ``cp.async`` (no registers on the way) in a STAGES-deep
 pipeline — tile t + STAGES - 1 is in flight while tile t is computed — with one barrier per k-tile. Shared tiles are
-padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32 fragment reads fall in 32
-different banks. A's four fragment values of a piece come from one ``load_matrix_x4`` (PTX ``ldmatrix``: each lane
-names one 16-byte row of the piece, and the warp gets back exactly a0 … a3 per lane) instead of four scalar loads;
-B's stay scalar (its fragments run down a column of the [k][col] tile, which ``ldmatrix`` cannot read for 32-bit
-values). Each thread works out where its copies come from and go once, before the k-loop, in 32-bit
-arithmetic, and moves them on by one k-tile per copy; stages are counted with two small counters. (Recomputed every
-k-tile from the tile number — 64-bit index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and
-``uint32`` products — they were a quarter of the instructions a warp issued per k-tile, and this step ran slower:
-experiments/tensor_core_speed.py and its results.)
-Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
-Expect: several times step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof
-and an instruction budget. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-26.json): 144.8 TFLOPS at 4096³ and 150.4 at 8192³. Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync``
-occupies the tensor pipe longer per HMMA than the dense TF32 rate allows.
-"""
+padded (A rows of BLOCK_K + 4 floats, B rows of BLOCK_N + 8) so that a warp's 32 fragment reads fall in 32 different
+banks. A's four fragment values of a piece come from one ``load_matrix_x4`` (PTX ``ldmatrix``: each lane names one
+16-byte row of the piece, and the warp gets back exactly a0 … a3 per lane) instead of four scalar loads; B's stay scalar
+(its fragments run down a column of the [k][col] tile, which ``ldmatrix`` cannot read for 32-bit values). Each thread
+works out where its copies come from and go once, before the k-loop, in 32-bit arithmetic, and moves them on by one
+k-tile per copy; stages are counted with two small counters. (Recomputed every k-tile from the tile number — 64-bit
+index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and ``uint32`` products — they were a
+quarter of the instructions a warp issued per k-tile, and this step ran slower: experiments/tensor_core_speed.py and its
+results.) Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units. Expect: several times
+step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof and an instruction budget.
+Measured (results/bench-nvidia-h200-2026-11-28.json): 144.4 TFLOPS at 4096³ and 149.9 at 8192³. Lesson 12 reads its
+Nsight Compute profile: the kernel is latency-bound, and ``mma.sync`` occupies the tensor pipe longer per HMMA than the
+dense TF32 rate allows."""
 
 from numba import cuda, float32, uint32
 

@@ -22,8 +22,10 @@ issues the copies, and how the registers are shared.
   kernels with nvJitLink's LTO where it is installed (the course's set-up), which is one; relocatable PTX is not
   (C7504), which is why ``harness.ptx.kernel_ptxas_info`` builds kernels the LTO way.
 
-Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
-Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured (results/bench-nvidia-h100-80gb-hbm3-2026-11-26.json): 335.5 TFLOPS at 4096³ and 335.1 at 8192³: 1.06× and 1.08× step 16, 85 % and 83 % of cuBLAS TF32.
+Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2. Expect:
+lesson 17 writes the prediction down from step 16's timeline before the run. Measured
+(results/bench-nvidia-h200-2026-11-28.json): 374.1 TFLOPS at 4096³ and 368.4 at 8192³: 1.13× and 1.14× step 16, 92 % and
+88 % of cuBLAS TF32.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles the fast kernel
 skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op

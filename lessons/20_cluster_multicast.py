@@ -1,0 +1,154 @@
+# %% [markdown]
+# # Lesson 20 — Two blocks, one load: clusters and TMA multicast
+#
+# Step 17 (lesson 17) reads every k-tile of A and B from L2 once per block. The two blocks that compute neighbouring
+# tiles of one tile-row read the *same* A tile. cuBLAS's TF32 kernel on Hopper does not: lesson 17's "What cuBLAS
+# runs" found it launched in **clusters of 2** with loads in the **multicast** form (`UTMALDG…MULTICAST`), and step 17
+# moving more L2 bytes per FLOP than it. Step 20 is step 17 in clusters of two blocks that share A's tile. The timings come from one run on an **H200** and one on an **H100**, each with step 17 and cuBLAS;
+# the counters from Nsight Compute on the H200 (the captions name the files).
+
+# %%
+import gemm_steps
+from gemm_steps.course import lesson, lesson_20, predictions
+
+step = gemm_steps.get_step("cluster_multicast")
+runs, reference = lesson_20.runs(), lesson_20.reference()
+print(step.doc.splitlines()[0])
+
+# %% [markdown]
+# ## Four words first
+#
+# * A **cluster** is a group of blocks (here 2) that the GPU promises to run *at the same time*, on SMs of one GPC
+#   (a group of SMs that share a part of the chip). It is asked for at launch (`cuLaunchKernelEx` with a cluster
+#   attribute; in Python, `cuda.core`'s `LaunchConfig(cluster=…)`: `toolkit/cluster_ops.launch_cluster`). A block's
+#   place in its cluster is its **rank** (`%cluster_ctarank`; here `blockIdx.x % 2`).
+# * **Distributed shared memory**: a block of a cluster can reach the shared memory of the others. `mapa` turns the
+#   address of a variable in my shared memory into the address of the same variable in block r's; an mbarrier there
+#   can then be arrived on (a **remote arrival**).
+# * A **multicast** copy: one `cp.async.bulk.tensor … .multicast::cluster` instruction, issued by one block, makes the
+#   copy engine write the same box into the shared memory of every block named in a 16-bit mask, at the same offset,
+#   and complete its bytes on the mbarrier at the same offset in each.
+# * The **cluster barrier** (`barrier.cluster.arrive` / `wait`): every thread of every block of the cluster meets
+#   there — before anyone touches a peer's barriers (they must be initialised) and before a block exits (its shared
+#   memory must outlive its peer's last arrival).
+#
+# ## Who loads what, who arrives where
+#
+# The two blocks of a cluster compute tiles (row, 2j) and (row, 2j + 1). For each k-tile, rank r loads half the rows
+# of A's tile and multicasts them to both; each loads its own B tile. So each block's *full* barrier still waits for
+# the whole stage — half of A from itself, half from its peer, B from itself. And since rank r's multicast writes into
+# its peer's stage too, a producer may refill stage s only when the consumers of *both* blocks are done with it: the
+# *empty* barrier counts the consumer warps of the whole cluster, and each consumer warp arrives on both blocks'.
+# Drawn from the step's constants:
+
+# %%
+lesson.show_figure(lesson_20.cluster_figure(step))
+
+# %% [markdown]
+# ## The prediction
+#
+# Written, and committed, before step 20 first ran on a GPU (`predictions/20-before-run.md`); the lesson quotes it
+# from `predictions/20.json`, and `tests/test_predictions.py` checks against git that it is older than the runs it
+# is compared with below. Bytes a block asks of L2 per k-tile go from 49 KB to 33 KB; whether that buys time depends on
+# whether step 17 waits for L2 — and, at 8192³, on the board's power limit:
+
+# %%
+p = predictions.get(20, "multicast_over_step17_h200")
+lesson.say(predictions.quote(p))
+
+# %% [markdown]
+# ## The kernel
+#
+# Step 17's kernel with the cluster's changes: the rank picks the half of A this block loads (the producer's branch),
+# and a consumer warp releases a stage in every block of its cluster. The whole kernel: `step.source()`, or
+# `gemm-steps diff 17 20`.
+
+# %%
+lesson.show_kernel(step, start="if warpgroup == CONSUMERS:", stop="acc = warpgroup_wait_all(acc)")
+
+# %% [markdown]
+# ## Is it right?
+#
+# On the simulator the two blocks of a cluster run at the same time, each with its own shared memory
+# (`toolkit/simulator_patches.simulated_cluster`), and the twins of `mapa`, the remote arrival and the multicast write
+# into the peer's (`tests/test_cluster_ops.py` checks each, and that a missing arrival ends in a message). With the
+# simulator's 32 × 64 tiles, the first shape below has two clusters per tile-row and eight k-tiles; the second is
+# ragged and runs on step 15's edge kernel:
+
+# %%
+lesson.check_against_numpy(step, [(64, 256, 256), (45, 70, 20)])
+
+# %% [markdown]
+# ## How fast
+#
+# Step 20 beside step 17 and cuBLAS TF32 in one run per GPU (`experiments/cluster_arrive_scope.py`), with two
+# variants that each change one thing: the remote arrivals written with a *cluster-scope* release (how step 20 first
+# ran), and step 20 in clusters of **one** block (every cluster instruction, no peer, no sharing):
+
+# %%
+for gpu, run in runs.items():
+    lesson.say(f"**{gpu}**\n\n" + lesson_20.speed_table(run))
+
+# %% [markdown]
+# Two findings before the verdict:
+#
+# * **The arrival's memory order is not a detail.** A consumer's arrival on the empty barrier says "my `wgmma` have
+#   read this stage"; the `wgmma.wait_group` before it already guarantees the reads are done, and the arrival
+#   publishes no data. Step 20 was first written with `mbarrier.arrive.release.cluster` — a release at cluster scope,
+#   making every earlier memory access of the thread visible to the cluster first — and ran at about half of step 17.
+#   The default (`.release` at CTA scope, what CUTLASS's `ClusterBarrier::arrive(cta_id)` issues) is the shipped one.
+# * **The machinery costs, the sharing pays.** Clusters of one block run the same instructions without a peer and are
+#   slower than step 17 on both GPUs; two blocks sharing A win that back on the H200 and more than that on the H100.
+#
+# ## The verdict
+
+# %%
+for gpu, run in runs.items():
+    p = predictions.get(20, f"multicast_over_step17_{gpu.lower()}")
+    for v in lesson_20.verdicts(run, p):
+        print(f"{gpu} {lesson.size_label(v.size)}: step 20 / step 17 = {v.ratio:.3f} (predicted {v.low:.2f}–"
+              f"{v.high:.2f}: {v.where})")
+
+# %% [markdown]
+# Two of the four are inside the predicted range, one above (the H100 at 4096³) and one below (the H200 at 8192³).
+# The model said the gain would come at 8192³ through the clock; the H100 gained at both sizes, the H200 at neither.
+#
+# ## What moved
+#
+# Nsight Compute on one launch of each kernel, and the SM clock and board power while each runs back to back
+# (`scripts/reference_kernels.py`, the H200):
+
+# %%
+lesson.say(lesson_20.counters_table(reference))
+for size in (4096, 8192):
+    print(f"{size}³, step 20 / step 17: L2 bytes per FLOP {lesson_20.change(reference, 'l2_bytes_per_flop', size):.2f}× "
+          f"({lesson_20.over_cublas(reference, 'l2_bytes_per_flop', 'cluster_multicast', size):.2f}× cuBLAS's), warp "
+          f"instructions {lesson_20.change(reference, 'instructions_per_kflop', size):.2f}×, cycles of one launch "
+          f"{lesson_20.change(reference, 'cycles', size):.2f}×; clock under load against cuBLAS's: step 17 "
+          f"{lesson_20.clock_gap(reference, 'warp_specialized', size):+.1%}, step 20 "
+          f"{lesson_20.clock_gap(reference, 'cluster_multicast', size):+.1%}")
+print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(reference)}")
+
+# %% [markdown]
+# What the counters say, on the H200: the multicast did what it was for — L2 bytes per FLOP fell by about a quarter,
+# close to cuBLAS's, and DRAM bytes with them; under the 700 W limit the SM clock rose, closer to cuBLAS's. But one
+# launch took more *cycles*, with more warp instructions per FLOP (two arrivals per consumer warp and k-tile instead
+# of one, the cluster barriers), and a block now waits at its empty barrier for the slower of two blocks. On the H200
+# the higher clock and the extra cycles cancel; on the H100 — the GPU where lesson 17 found step 17 furthest from
+# cuBLAS's L2 bytes per FLOP — the sharing wins. Which of the extra cycles come from the coupling of the two blocks
+# and which from the extra instructions is not measured here: a timeline of step 20 (as lesson 16's of step 16) would
+# tell.
+#
+# One more thing the GPU taught: `barrier.cluster` has an `.aligned` form that promises the whole warp executes it
+# together. At the kernel's end one lane of the producer warp is still issuing copies while its 31 idle lanes reach
+# the last barrier; with `.aligned` the kernel hung there (so did `bar.sync` in its place). `cluster_sync` uses the
+# unaligned form.
+#
+# ## What is left
+#
+# cuBLAS's kernel still does three things step 20 does not (lesson 17's "What cuBLAS runs"): it is persistent (132
+# blocks walk the tiles), its tile is 128 × 256 with `HGMMA.64x256x8`, and its epilogue stores C through shared
+# memory with the copy engine (`UTMASTG`). Those, and step 20's 3xTF32 build, are the next steps.
+#
+# Next: [Lesson 21: the FP32 contract](21_fp32_contract.ipynb), what "FP32" promises; then
+# [Lesson 22: where next](22_where_next.ipynb).
