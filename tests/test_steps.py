@@ -72,6 +72,8 @@ def runs_fast_kernel(step: Step, shape: str) -> bool:
     over all tiles)."""
     if isinstance(step.tiled, PersistentTiles):
         return shape in {"one_tile", "2x2_tiles"}
+    if getattr(step.tiled, "full_cols_multiple", 1) > 1:  # clusters along a tile-row (step 20): whole pairs only
+        return shape in {"2x2_tiles", "2x2_tiles_plus_edge"}
     return shape in {"one_tile", "tile_plus_edges"}
 
 
@@ -79,8 +81,8 @@ def shapes_for(step: Step) -> list:
     shapes = [*FIXED_SHAPES, "one_tile"]
     if step.tiled is not None:  # a fast path with conditions: the fast and edge kernels together, and K off BLOCK_K
         shapes += ["tile_plus_edges", "k_not_multiple"]
-    if isinstance(step.tiled, PersistentTiles):  # kernels that loop over tiles: more tiles than blocks
-        shapes += ["2x2_tiles", "2x2_tiles_plus_edge"]
+    if isinstance(step.tiled, PersistentTiles) or getattr(step.tiled, "full_cols_multiple", 1) > 1:
+        shapes += ["2x2_tiles", "2x2_tiles_plus_edge"]  # more tiles than blocks, or whole clusters of tiles
     return shapes
 
 
@@ -186,7 +188,10 @@ def test_docstring_says_what_changed(step):
     if step.number > 1:
         match = re.search(r"[Cc]hanged from step (\d+)", doc)
         assert match, f"{step.module.__name__}'s docstring should say 'Changed from step {step.number - 1}: …'"
-        assert int(match.group(1)) == step.number - 1, (
+        # a step that builds on an earlier one than the step before says which (BUILDS_ON), and its docstring agrees
+        builds_on = getattr(step.module, "BUILDS_ON", None)
+        expected = gemm_steps.get_step(builds_on).number if builds_on else step.number - 1
+        assert int(match.group(1)) == expected, (
             f"{step.name} is step {step.number} but its docstring says it changed from step {match.group(1)}")
 
 
@@ -281,7 +286,7 @@ def test_matmul_default_is_the_last_fp32_step(launches, random_matrices):
     last_fp32 = [s for s in STEPS if s.arithmetic == "fp32"][-1]
     assert gemm_steps.fastest_step() is last_fp32
     assert [s.arithmetic for s in STEPS[last_fp32.number:]] == ["tf32", "3xtf32", "3xtf32", "tf32", "tf32", "tf32",
-                                                                "3xtf32", "tf32"]  # 12–19
+                                                                "3xtf32", "tf32", "tf32"]  # 12–20
     assert_close(gemm_steps.matmul(a, b), a, b, "matmul")
     assert launches == [last_fp32.name]
 

@@ -15,7 +15,7 @@ from .timings import size_label
 
 #: The runs of experiments/cluster_arrive_scope.py: step 17, step 20 as shipped, the two variants, both cuBLAS.
 RUNS = {"H200": results_files.EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200,
-        "H100": results_files.EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H100_80GB_HBM3}
+        "H100": results_files.EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H100}
 #: scripts/reference_kernels.py on step 17, step 20 and both cuBLAS (H200): launch, counters, SASS, clock under load.
 REFERENCE = results_files.EXPERIMENT_REFERENCE_STEPS_17_20_NVIDIA_H200
 BIG = ((4096, 4096, 4096), (8192, 8192, 8192))

@@ -53,6 +53,8 @@ TITLE = "Clusters and TMA multicast: two blocks share A's tile"
 SUMMARY = ("Two blocks of a cluster compute neighbouring tiles of one tile-row; each loads half of the A tile they "
            "share and the copy engine multicasts it to both, so A crosses L2 once per cluster.")
 ARITHMETIC = "tf32"  # step 17's
+#: The step this one changes (not step 19, the step before it: ping-pong is a side road; `gemm-steps diff 17 20`).
+BUILDS_ON = "warp_specialized"
 #: wgmma, clusters and TMA multicast: compute capability 9.0 only (H100, H200).
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
