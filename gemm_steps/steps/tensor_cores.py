@@ -26,11 +26,13 @@ works out where its copies come from and go once, before the k-loop, in 32-bit a
 k-tile per copy; stages are counted with two small counters. (Recomputed every k-tile from the tile number — 64-bit
 index arithmetic and a division by STAGES, as Numba compiles ``t % STAGES`` and ``uint32`` products — they were a
 quarter of the instructions a warp issued per k-tile, and this step ran slower: experiments/tensor_core_speed.py and its
-results.) Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units. Expect: several times
-step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof and an instruction budget.
-Measured (results/bench-nvidia-h200-2026-11-28.json): 144.4 TFLOPS at 4096³ and 149.9 at 8192³. Lesson 12 reads its
-Nsight Compute profile: the kernel is latency-bound, and ``mma.sync`` occupies the tensor pipe longer per HMMA than the
-dense TF32 rate allows."""
+results.)
+Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
+Expect: several times step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof and an
+instruction budget. Measured (results/bench-nvidia-h200-2026-11-28.json): 144.4 TFLOPS at 4096³ and 149.9 at 8192³.
+Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync`` occupies the tensor pipe
+longer per HMMA than the dense TF32 rate allows.
+"""
 
 from numba import cuda, float32, uint32
 

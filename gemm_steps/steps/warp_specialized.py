@@ -22,8 +22,8 @@ issues the copies, and how the registers are shared.
   kernels with nvJitLink's LTO where it is installed (the course's set-up), which is one; relocatable PTX is not
   (C7504), which is why ``harness.ptx.kernel_ptxas_info`` builds kernels the LTO way.
 
-Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2. Expect:
-lesson 17 writes the prediction down from step 16's timeline before the run. Measured
+Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
+Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
 (results/bench-nvidia-h200-2026-11-28.json): 374.1 TFLOPS at 4096³ and 368.4 at 8192³: 1.13× and 1.14× step 16, 92 % and
 88 % of cuBLAS TF32.
 

@@ -13,13 +13,14 @@ ahead in a 4-stage ``cp.async`` pipeline, Cᵀ = Bᵀ·Aᵀ with Bᵀ's fragment
 * no small parts: no second shared buffer, one barrier per k-tile.
 
 Edge tiles as in step 14 (``EDGE``: 4-byte zero-filling copies, stores only inside C). Its accuracy is TF32's: verify's
-TF32 tolerance, and ``matmul`` never picks it. Runs on compute capability 9.0 only, and on the simulator. Why faster: a
-``wgmma`` does 64·256·8 multiply-adds per instruction, so far fewer instructions feed the tensor cores than step 12's
-``mma.sync`` chain; the swizzled whole-line copies keep the L2 from becoming the limit (the no-swizzle layout held the
-same kernel below step 12: experiments/wgmma_swapped.py). Expect: the experiment's swizzled TF32 build's ratio to step
-12 (lesson 15), at an error above cuBLAS TF32's, as it rounds A where the tensor core here truncates it. Measured
-(results/bench-nvidia-h200-2026-11-28.json): 305.0 TFLOPS at 4096³ and 293.2 at 8192³: 2.11× and 1.96× step 12, 75 % and
-70 % of cuBLAS TF32."""
+TF32 tolerance, and ``matmul`` never picks it. Runs on compute capability 9.0 only, and on the simulator.
+Why faster: a ``wgmma`` does 64·256·8 multiply-adds per instruction, so far fewer instructions feed the tensor cores
+than step 12's ``mma.sync`` chain; the swizzled whole-line copies keep the L2 from becoming the limit (the no-swizzle
+layout held the same kernel below step 12: experiments/wgmma_swapped.py).
+Expect: the experiment's swizzled TF32 build's ratio to step 12 (lesson 15), at an error above cuBLAS TF32's, as it
+rounds A where the tensor core here truncates it. Measured (results/bench-nvidia-h200-2026-11-28.json): 305.0 TFLOPS at
+4096³ and 293.2 at 8192³: 2.11× and 1.96× step 12, 75 % and 70 % of cuBLAS TF32.
+"""
 
 from numba import cuda, float32, uint32
 
