@@ -7,8 +7,9 @@ inputs, the reference and the tolerance.
 * Everything else runs anywhere; on the simulator it is what CI runs (see ``.ci/run``): ``python -m pytest -n auto``,
   one pytest-xdist worker a core, each taking the next test when it is free. Without ``-n`` the same tests run one
   after the other in this process.
-* ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture: one child process compiles the
-  jobs of all selected tests, started by the first test that asks (``tests/ptx_jobs.py``). Under pytest-xdist they
+* ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture: the package's GPU-mode worker
+  (:mod:`gemm_steps.harness.gpu_mode`, a child process; ``tests/`` is on its path) compiles the jobs of all selected
+  tests, queued by the first test that asks (``tests/ptx_jobs.py``). Under pytest-xdist they
   are one unit of work (:func:`pytest_xdist_make_scheduler`), so one worker runs them all and the compile happens
   once. (Not ``--dist loadgroup``: pytest-xdist 3.8 groups by rewriting ``item._nodeid``, which pytest 9.2 no
   longer reads, so its ``xdist_group`` marks grouped nothing and each worker compiled everything.)
@@ -36,6 +37,10 @@ from pathlib import Path
 #: would report "NUMBA_ENABLE_CUDASIM=1 was set" when nobody set it.
 CUDASIM_AS_GIVEN = "GEMM_STEPS_TESTS_CUDASIM_AS_GIVEN"
 os.environ.setdefault(CUDASIM_AS_GIVEN, os.environ.get("NUMBA_ENABLE_CUDASIM", ""))
+#: tests/ on the path of every child Python (the GPU-mode worker imports ptx_jobs and numba_patch_check from it).
+TESTS = str(Path(__file__).resolve().parent)
+if TESTS not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join([TESTS, *filter(None, [os.environ.get("PYTHONPATH")])])
 
 import gemm_steps  # noqa: E402  first of the package: chooses GPU or simulator before anything imports Numba
 import numpy as np
@@ -58,7 +63,8 @@ def _ptx_jobs(item) -> list[str]:
 
 
 def _order(item) -> int:
-    """0: a PTX test; 1: a compile-time patch comparison (the PTX child does those last); 2: a lesson; 3: the rest."""
+    """0: a PTX test; 1: a compile-time patch comparison (the GPU-mode worker does those last); 2: a lesson; 3: the
+    rest."""
     jobs = _ptx_jobs(item)
     if jobs:
         return 1 if any(job.startswith("patches:") for job in jobs) else 0

@@ -1,4 +1,4 @@
-"""Run in the PTX child process (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
+"""Run in the GPU-mode worker (tests/ptx_jobs.py, jobs ``"patches:<step>:<config>"``): the PTX of some
 kernels compiled as the course compiles them (:func:`gemm_steps.harness.ptx.compile_kernel_ptx`: its one lowering,
 with :mod:`gemm_steps.toolkit.numba_patches`) and as numba-cuda alone does (``cuda.compile``, no patches)."""
 
@@ -39,10 +39,12 @@ def compare(step: str, config: dict | None) -> dict:
         ptx[True] = compile_kernel_ptx(dispatcher, signature, (9, 0))  # applies the patches
         seconds[True] = time.perf_counter() - start
         numba_patches.remove()
-        start = time.perf_counter()
-        ptx[False], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
-                                     output="ptx", **compile_options(dispatcher))
-        seconds[False] = time.perf_counter() - start
+        try:
+            start = time.perf_counter()
+            ptx[False], _ = cuda.compile(dispatcher.py_func, signature, device=False, abi="numba", cc=(9, 0),
+                                         output="ptx", **compile_options(dispatcher))
+            seconds[False] = time.perf_counter() - start
+        finally:  # the GPU-mode worker compiles on for other callers: with the patches
+            numba_patches.apply()
         result[label] = [_normalized(ptx[True]) == _normalized(ptx[False]), seconds[True], seconds[False]]
-    numba_patches.apply()
     return result

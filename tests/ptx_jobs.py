@@ -1,12 +1,13 @@
-"""PTX for the tests, compiled by NVVM in one child process.
+"""PTX for the tests, compiled by NVVM in the GPU-mode worker (gemm_steps.harness.gpu_mode).
 
 Compiling every kernel of the course to PTX takes minutes on a CI machine (the unrolled kernels of steps 7–11 are
 thousands of lines each), and Numba must run in GPU mode to do it (``NUMBA_ENABLE_CUDASIM=0``; no GPU needed), which
-a simulator test process cannot switch to. So the ``ptx`` fixture (``conftest.py``) starts one child, the first time
-a test asks for PTX, that compiles the jobs of every selected test (they carry ``@pytest.mark.ptx(job, …)``),
-kernel by kernel, printing one JSON line per kernel as it finishes. A test asks :meth:`PTXJobs.stats` for its
-kernel and waits only for that one. Under pytest-xdist the PTX tests are one unit of work (``conftest.py``), so one
-worker runs them all and the compile happens once; the other worker runs other tests meanwhile.
+a simulator test process cannot switch to. So the ``ptx`` fixture (``conftest.py``), the first time a test asks for
+PTX, queues the jobs of every selected test (they carry ``@pytest.mark.ptx(job, …)``) on the package's GPU-mode
+worker — the child process that also compiles for the exercise grader and the lessons — one call of
+:func:`compile_job` a job, in order. A test asks :meth:`PTXJobs.stats` for its kernel and waits only for its job.
+Under pytest-xdist the PTX tests are one unit of work (``conftest.py``), so one worker runs them all and the compile
+happens once; the other worker runs other tests meanwhile.
 
 Jobs (strings, so they can be marker arguments):
 
@@ -28,39 +29,23 @@ numba-cuda builds it on a GPU), or ``{"error": …}`` if it failed to compile.
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import Future
 from dataclasses import asdict
 
 import pytest
 
-from background import BackgroundChild, child_env
+from gemm_steps.harness import gpu_mode
 
-#: How long a test waits for its kernel before it fails (the whole compile takes ~4 minutes on a CI core).
-TIMEOUT_S = 1200
-
-CHILD = r"""
-import json, sys, time
-
-from gemm_steps.harness.ptx import (compile_kernel_ptx, kernel_ptx_and_ptxas_info, kernel_ptxas_info, nvvm_version,
-                                   ptx_stats, ptxas_info)
-from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES
+#: How long one job may compile in the worker before its tests fail (the whole compile takes ~4 minutes on a CI core).
+TIMEOUT_S = 600
 
 
-def emit(**record):
-    print(json.dumps(record), flush=True)
-
-
-if nvvm_version() is None:
-    emit(unavailable="NVVM unavailable: libNVVM cannot be loaded, so no kernel compiles to PTX "
-                     "(pip install 'numba-cuda[cu13]')")
-    sys.exit(0)
-
-import gemm_steps
-
-
-# What a kernel's PTX depends on: its generated source and constants (the file name carries their hash), the values
-# of the names it reads (a build's overrides), the signature and the jit options. Steps 16-18 take their edge
-# kernels from builds of steps 15 and 14 with the same tiles: those compile once.
+# -- in the GPU-mode worker -----------------------------------------------------------------------------------------
 def identity(dispatcher, signature):
+    """What a kernel's PTX depends on: its generated source and constants (the file name carries their hash), the
+    values of the names it reads (a build's overrides), the signature and the jit options. Steps 16-18 take their
+    edge kernels from builds of steps 15 and 14 with the same tiles: those compile once."""
     function = dispatcher.py_func
     names = tuple(sorted((k, repr(v)) for k, v in function.__globals__.items()
                          if not k.startswith("__") and k != function.__name__))  # not the kernel itself
@@ -68,8 +53,22 @@ def identity(dispatcher, signature):
             repr(sorted((getattr(dispatcher, "targetoptions", {}) or {}).items())), hash(names))
 
 
-compiled = {}  # identity → {"ptx": …, "ptxas": …}
-for job in json.loads(sys.argv[1]):
+#: identity → {"ptx": …, "ptxas": …}: what the worker has compiled for earlier jobs.
+_COMPILED: dict = {}
+
+
+def compile_job(job: str) -> dict:
+    """One job, compiled in this process (GPU mode): ``{"kernels": {label: stats}}``, or ``{"unavailable": why}``
+    where NVVM cannot be loaded. A kernel that fails to compile gets ``{"error": …}`` as its stats."""
+    from gemm_steps.harness.ptx import (compile_kernel_ptx, kernel_ptx_and_ptxas_info, kernel_ptxas_info,
+                                        nvvm_version, ptx_stats, ptxas_info)
+    from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES
+
+    if nvvm_version() is None:
+        return {"unavailable": "NVVM unavailable: libNVVM cannot be loaded, so no kernel compiles to PTX "
+                               "(pip install 'numba-cuda[cu13]')"}
+    import gemm_steps
+
     if job.startswith("patches:"):
         from numba_patch_check import compare
 
@@ -79,9 +78,7 @@ for job in json.loads(sys.argv[1]):
             stats = compare(step, json.loads(config))
         except Exception as exc:  # reported: the test of that job fails with it
             stats = {"error": f"{type(exc).__name__}: {exc}"}
-        emit(key=json.dumps([job, "patches"]), stats=stats, seconds=round(time.perf_counter() - start, 1))
-        emit(progress=f"compared {step} with and without the compile-time patches")
-        continue
+        return {"kernels": {"patches": stats}, "seconds": round(time.perf_counter() - start, 1)}
     if job.startswith("warp_tiling:"):
         from gemm_steps.steps import warp_tiling
         from gemm_steps.toolkit.tile_config import TileConfig
@@ -101,10 +98,10 @@ for job in json.loads(sys.argv[1]):
     # same instructions): NVVM's PTX, its .target set to each compute capability, through nvJitLink's ptxas
     portable = {label for label in kernels if ":" not in job and (label.endswith("_fast")
                                                                   or gemm_steps.get_step(job).tiled is None)}
+    found = {}
     for label, (dispatcher, signature) in kernels.items():
-        start = time.perf_counter()
         try:
-            done = compiled.setdefault(identity(dispatcher, signature), {})
+            done = _COMPILED.setdefault(identity(dispatcher, signature), {})
             # the step makes claims about ptxas's register allocation: build it as on a GPU, from the same lowering
             if label in assembled and "ptx" not in done:
                 done["ptx"], done["ptxas"] = kernel_ptx_and_ptxas_info(dispatcher, signature)
@@ -118,15 +115,15 @@ for job in json.loads(sys.argv[1]):
             if label in assembled:
                 stats["ptxas"] = done["ptxas"]
             if label in portable:
-                stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc)) for cc in CHECKED_COMPUTE_CAPABILITIES}
+                stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc))
+                                      for cc in CHECKED_COMPUTE_CAPABILITIES}
         except Exception as exc:  # reported per kernel: the test of that kernel fails with it
             stats = {"error": f"{type(exc).__name__}: {exc}"}
-        emit(key=json.dumps([job, label]), stats=stats, seconds=round(time.perf_counter() - start, 1))
-        emit(progress=f"compiled {label} of {job}")
-
-"""
+        found[label] = stats
+    return {"kernels": found}
 
 
+# -- in the test process --------------------------------------------------------------------------------------------
 def coalesced_kernels() -> dict:
     """Step 2's kernels, for the test of ``kernels:`` jobs (tests/test_ptx.py)."""
     import gemm_steps
@@ -144,18 +141,32 @@ def patches_job(step: str, config: dict | None) -> str:
     return f"patches:{step}:{json.dumps(config, sort_keys=True)}"
 
 
-class PTXJobs(BackgroundChild):
-    """The compile of some jobs, in one child process; :meth:`stats` waits for one kernel."""
+class PTXJobs:
+    """Some jobs, queued on the GPU-mode worker in order (the comparisons last); :meth:`stats` waits for one."""
 
     def __init__(self, jobs: list[str]):
         self.jobs = sorted(jobs, key=lambda job: job.startswith("patches:"))  # stable: the comparisons come last
-        super().__init__("ptx", CHILD, [json.dumps(self.jobs)], child_env(NUMBA_ENABLE_CUDASIM="0"))
+        self.answers: dict[str, Future] = {job: gpu_mode.submit("ptx_jobs:compile_job", job, timeout=TIMEOUT_S)
+                                           for job in self.jobs}
 
     def stats(self, job: str, label: str) -> dict:
         """The PTX stats of one kernel of a job, once compiled (skips the test if NVVM is unavailable)."""
-        if job not in self.jobs:
+        if job not in self.answers:
             pytest.fail(f"PTX job {job!r} was not started: mark the test with @pytest.mark.ptx({job!r})")
-        return self.wait_for(json.dumps([job, label]), TIMEOUT_S)["stats"]
+        try:
+            answer = self.answers[job].result()
+        except gpu_mode.GPUModeError as error:
+            pytest.fail(f"[ptx] job {job} failed: {error}")
+        if "unavailable" in answer:
+            pytest.skip(answer["unavailable"])
+        if label not in answer["kernels"]:
+            pytest.fail(f"[ptx] job {job} has no kernel {label!r} (it has {sorted(answer['kernels'])})")
+        return answer["kernels"][label]
+
+    def close(self) -> None:
+        """Cancel the jobs not started yet (a run stopped early)."""
+        for answer in self.answers.values():
+            answer.cancel()
 
 
 #: The tile configuration of the cp.async variant's PTX check (tests/test_variants.py's SMALL).

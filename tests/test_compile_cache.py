@@ -14,7 +14,7 @@ def test_the_same_question_is_answered_once(tmp_path, monkeypatch):
         asked.append((function, args))
         return {"registers": 40 + len(asked)}
 
-    monkeypatch.setattr(ptx, "in_gpu_mode", compile_)
+    monkeypatch.setattr(ptx.gpu_mode, "call", compile_)
     first = ptx.remembered_in_gpu_mode("m:f", ["persistent"], "fast")
     assert ptx.remembered_in_gpu_mode("m:f", ["persistent"], "fast") == first == {"registers": 41}
     assert len(asked) == 1 and len(list((tmp_path / "compiled").iterdir())) == 1
@@ -62,7 +62,7 @@ def test_steps_asked_before_are_not_compiled_again_when_asked_with_others(tmp_pa
         asked.append(list(names))
         return {f"{name}_{variant}": {"step": name, "registers": len(asked)} for name in names}
 
-    monkeypatch.setattr(ptx, "in_gpu_mode", compile_)
+    monkeypatch.setattr(ptx.gpu_mode, "call", compile_)
     first = ptx.remembered_per_item("m:f", ["warp_tiling", "persistent"], "fast", item_of=lambda e: e["step"])
     second = ptx.remembered_per_item("m:f", ["persistent", "stream_k"], "fast", item_of=lambda e: e["step"])
     assert asked == [["warp_tiling", "persistent"], ["stream_k"]]

@@ -81,14 +81,14 @@ def test_the_shipped_sass_is_what_ptxas_and_nvdisasm_give_here():
 
     from gemm_steps.course import sass
     from gemm_steps.course.compiled import LOCAL_PTXAS
-    from gemm_steps.harness.ptx import PTXUnavailable, in_gpu_mode
+    from gemm_steps.harness import gpu_mode
 
     if sass.nvdisasm_binary() is None or not (shutil.which("ptxas") or Path(LOCAL_PTXAS).exists()):
         pytest.skip("no nvdisasm or ptxas here")
     shipped = lesson_09.k_loop_sass()
     try:
-        found = in_gpu_mode("gemm_steps.course.sass:step_k_loop", "warp_tiling", timeout=600)
-    except PTXUnavailable as exc:
+        found = gpu_mode.call("gemm_steps.course.sass:step_k_loop", "warp_tiling", timeout=600)
+    except gpu_mode.GPUModeError as exc:
         pytest.skip(f"NVVM cannot compile here: {exc}")
     if found["tools"]["ptxas"] != shipped["tools"]["ptxas"]:
         pytest.skip(f"another ptxas here ({found['tools']['ptxas']}; the file's: {shipped['tools']['ptxas']})")

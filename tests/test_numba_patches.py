@@ -12,7 +12,7 @@ CASES = [("register_2d", None), ("warp_tiling", {**SMALL_TILES, "BLOCK_K": 16, "
          ("stream_k", SMALL_TILES)]
 
 
-#: The comparisons compile in the PTX child process (tests/ptx_jobs.py), after the PTX the other tests need;
+#: The comparisons compile in the GPU-mode worker (tests/ptx_jobs.py), after the PTX the other tests need;
 #: these tests run late (conftest.py), so this process does not wait for them.
 @pytest.mark.parametrize("step, config", [pytest.param(step, config, id=step, marks=pytest.mark.ptx(patches_job(step, config)))
                                           for step, config in CASES])

@@ -2,10 +2,10 @@
 instructions its lesson claims.
 
 Runs on a CPU-only machine: the kernels are compiled by NVVM (the ``nvidia-nvvm`` wheel that
-``numba-cuda[cu13]`` installs) in a process started with ``NUMBA_ENABLE_CUDASIM=0`` — Numba in GPU mode, no GPU
-needed. That process starts when collection ends and compiles kernel after kernel while the simulator tests run
-(``tests/ptx_jobs.py``); each test here waits only for its own kernel. One test also runs the package's own
-entry point, :func:`gemm_steps.harness.ptx.report_in_subprocess`, for a small step.
+``numba-cuda[cu13]`` installs) in the package's GPU-mode worker, a process started with ``NUMBA_ENABLE_CUDASIM=0``
+— Numba in GPU mode, no GPU needed (:mod:`gemm_steps.harness.gpu_mode`). The first PTX test queues every job, and the
+worker compiles job after job (``tests/ptx_jobs.py``); each test here waits only for its own step's. One test also
+runs the package's own entry point, :func:`gemm_steps.harness.ptx.report_in_subprocess`, for a small step.
 
 A step states what its PTX must contain with ``PTX_EXPECT`` in its module, checked here for every label::
 
@@ -21,7 +21,8 @@ import pytest
 
 import gemm_steps
 from helpers import COMPARE as _COMPARE, parse_expectation
-from gemm_steps.harness.ptx import PTXUnavailable, ptx_stats, report_in_subprocess, wgmma_fence_violations
+from gemm_steps.harness import gpu_mode
+from gemm_steps.harness.ptx import ptx_stats, report_in_subprocess, wgmma_fence_violations
 
 STEPS = gemm_steps.steps()
 
@@ -85,11 +86,11 @@ def test_a_kernels_job_compiles_what_its_function_returns(ptx):
 
 def test_report_in_subprocess_runs_the_package_entry_point():
     """The package's own way to get a report from a simulator process (``python -m gemm_steps.harness.ptx`` in
-    GPU mode) works, and counts what the PTX child process (tests/ptx_jobs.py) counts."""
+    GPU mode) works, and counts what the PTX jobs (tests/ptx_jobs.py) count."""
     step = STEPS[0]
     try:
         report = report_in_subprocess(steps=[step.name], timeout=600)
-    except PTXUnavailable as exc:  # only a missing NVVM skips; any other failure fails
+    except gpu_mode.GPUModeError as exc:  # only a missing NVVM skips; any other failure fails
         if "NVVM unavailable" in str(exc):
             pytest.skip(str(exc).strip().splitlines()[-1])
         raise

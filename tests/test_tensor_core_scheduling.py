@@ -14,7 +14,7 @@ and checked, not assumed:
 * the experiment script builds its three entries, and its predictions name exactly the shapes that step 11's
   split gives stream-K tiles on an H100 (128×256 tiles, 132 blocks);
 * the PTX of both kernels for the GPU's tiles: step 12's tensor-core k-tile, the fixup's loads, no local memory
-  (compiled by the PTX child process, tests/ptx_jobs.py).
+  (compiled by the GPU-mode worker, tests/ptx_jobs.py).
 
 Every product is checked against float64 with the TF32 tolerance (``tolerance_for``: the module says
 ``ARITHMETIC = "tf32"``) and, sharper, against float64 on TF32-rounded inputs with the float32 tolerance: a dropped or

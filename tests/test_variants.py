@@ -7,7 +7,7 @@ orders (``warp_tiling_fma_order``) and step 5 with a strided thread map (``regis
 must stay reproducible, so the variants are tested like steps: against float64 on the simulator, on a small tile
 configuration so it stays fast, with shapes that run the fast kernel alone and the fast and edge kernels together;
 the FMA orders bit for bit against step 9; and the ``cp.async`` variant's PTX on a CPU (compiled by the
-PTX child process, tests/ptx_jobs.py).
+GPU-mode worker, tests/ptx_jobs.py).
 
 ``experiments`` is a package of the checkout, not installed with ``gemm_steps``: this file puts the repository root
 on ``sys.path`` (as ``python -m pytest`` from the root, and ``python -m experiments.<topic>``, already do).
@@ -217,7 +217,7 @@ def test_experiment_script_builds_its_variants(script):
     assert callable(module.main)
 
 
-# -- the cp.async variant's PTX, compiled on a CPU (in the PTX child process, tests/ptx_jobs.py) ------------------
+# -- the cp.async variant's PTX, compiled on a CPU (in the GPU-mode worker, tests/ptx_jobs.py) --------------------
 ASYNC_VARIANT_JOB = "kernels:ptx_jobs:async_copy_variant_kernels"
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from gemm_steps.harness.ptx import compile_options, in_gpu_mode
+from gemm_steps.harness import gpu_mode
+from gemm_steps.harness.ptx import compile_options
 from gemm_steps.harness.step import get_step
 
 from .display import MarkdownTable, as_step
@@ -101,8 +102,10 @@ def profile_compile_here(step: str, variant: str = "fast") -> dict:
 
 
 def profile_compile(step, variant: str = "fast") -> dict:
-    """:func:`profile_compile_here` from any process (a GPU-mode child compiles; no GPU needed)."""
-    return in_gpu_mode("gemm_steps.course.compile_profile:profile_compile_here", as_step(step).name, variant, timeout=1200)
+    """:func:`profile_compile_here` from any process (a fresh GPU-mode child compiles, so nothing compiled before
+    helps; no GPU needed)."""
+    return gpu_mode.call("gemm_steps.course.compile_profile:profile_compile_here", as_step(step).name, variant,
+                         timeout=1200, fresh=True)
 
 
 def compile_profile_table(profile: dict) -> MarkdownTable:

@@ -1,7 +1,7 @@
 """The compiled code of a step, read on a CPU: PTX instruction mix per FMA, registers, blocks per SM.
 
 * :func:`compile_kernels` — compile steps' kernels to PTX (NVVM) and ask ``ptxas`` for their registers, in a fresh
-  Python in GPU mode (:func:`gemm_steps.harness.ptx.in_gpu_mode`), since a notebook may be on the simulator; the
+  Python in GPU mode (:func:`gemm_steps.harness.gpu_mode.call`), since a notebook may be on the simulator; the
   answer is kept on disk, step by step, so the same kernel of the same code compiles once (``remembered_per_item``).
 * :func:`k_loop_mix` — PTX instructions per FMA, by kind, over one trip of a kernel's k-loop.
 * :func:`blocks_per_sm` — NVIDIA's occupancy rules: how many blocks fit on an SM, and what limits them.
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Iterable
 
 from gemm_steps.harness.step import get_step
-from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, compile_options, in_gpu_mode, ptx_stats,
-                                    ptxas_info, remembered_in_gpu_mode, remembered_per_item)
+from gemm_steps.harness import gpu_mode
+from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, compile_options, ptx_stats, ptxas_info,
+                                    remembered_in_gpu_mode, remembered_per_item)
 
 from . import profiles
 from .display import MarkdownTable, StepLike, as_step
@@ -50,8 +51,9 @@ def compile_kernels(steps: Iterable[StepLike], variant: str = "fast", lowering_c
     """
     names = [as_step(s).name for s in steps]
     counter = [as_step(s).name for s in counter_examples]
-    if lowering_comparison:  # it times compiles: never an answer from before
-        return in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, True, counter, timeout=timeout)
+    if lowering_comparison:  # it times compiles: never an answer from before, in a fresh child
+        return gpu_mode.call("gemm_steps.course.compiled:compile_here", names, variant, True, counter, timeout=timeout,
+                             fresh=True)
     if counter:
         return remembered_in_gpu_mode("gemm_steps.course.compiled:compile_here", names, variant, False, counter,
                                       timeout=timeout)
@@ -71,7 +73,8 @@ def compiled_entry(step: str, ptx: str, **more) -> dict:
 
 
 def compile_here(names: list[str], variant: str, comparison: bool, counter_examples: list[str]) -> dict:
-    """:func:`compile_kernels` in this process, which must be in GPU mode (its child, through ``in_gpu_mode``)."""
+    """:func:`compile_kernels` in this process, which must be in GPU mode (the GPU-mode worker's, through
+    ``gpu_mode.call``)."""
     from numba.cuda import lowering
 
     from gemm_steps.toolkit import numba_patches

@@ -4,7 +4,7 @@ watched ``mma_tf32``).
 
 ``exercises.py`` registers the exercise (``Exercise.grader``) and calls :func:`grade`. The checks, on the simulator:
 
-* **it compiles for a GPU** (``exercises._check_compiles``: NVVM in the GPU-mode helper process);
+* **it compiles for a GPU** (``exercises._check_compiles``: NVVM in the GPU-mode worker);
 * **the fragments, lane by lane**: A and B hold their own index as their value (``A[i][k] = 1 + 8i + k``,
   ``B[k][n] = 129 + 8k + n``: every value exact in TF32), and the simulator's ``mma_tf32`` is watched — each lane's
   ten operands are recorded, and instead of D each lane gets back a code of its own (``lane``, ``r``). So the grader

@@ -26,12 +26,9 @@ On a GPU only the compile check and the numbers run (the watched twins are the s
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import re
-import subprocess
 import sys
-import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -85,53 +82,13 @@ def ptx_facts(ptx: str) -> dict:
             "setmaxnreg": sum(n for op, n in ops.items() if op.startswith("setmaxnreg"))}
 
 
-def _serve_compiles() -> None:
-    """exercises' compile helper, in GPU mode, whose PTX summary also holds :func:`ptx_facts`."""
-    from . import exercises
-
-    summary = exercises._ptx_summary
-    exercises._ptx_summary = lambda ptx: {**summary(ptx), **ptx_facts(ptx)}
-    exercises._serve_compiles()
-
-
-def _compiler():
-    from . import exercises
-
-    class Compiler(exercises._Compiler):
-        def _start(self):
-            from ..harness.ptx import gpu_mode_env
-
-            self.stop()
-            self.log = tempfile.TemporaryFile()
-            command = [sys.executable, "-c",
-                       "from gemm_steps.course.exercise_wgmma import _serve_compiles; _serve_compiles()"]
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                            env=gpu_mode_env(), text=True, bufsize=1)
-            if not self._stopped_at_exit:
-                atexit.register(self.stop)
-                self._stopped_at_exit = True
-
-    return Compiler()
-
-
-_COMPILER = None
-_COMPILER_LOCK = threading.Lock()
-
-
 def check_compiles(exercise, module, report) -> dict | None:
-    """exercises' compile check (NVVM, the exercise's compute capability) through the helper that reads the PTX's
-    wgmma facts; fails the report where the PTX breaks the wgmma rules. The answer, or None where not checked."""
+    """exercises' compile check (NVVM, the exercise's compute capability), its PTX summary holding :func:`ptx_facts`
+    (from the simulator); fails the report where the PTX breaks the wgmma rules. The answer, or None where not
+    checked."""
     from . import exercises
 
-    global _COMPILER
-    with _COMPILER_LOCK:
-        if _COMPILER is None:
-            _COMPILER = _compiler()
-        shared, exercises._COMPILER = exercises._COMPILER, _COMPILER  # exercises._compile asks its _COMPILER
-        try:
-            answer = exercises._check_compiles(exercise, module, report)
-        finally:
-            exercises._COMPILER = shared
+    answer = exercises._check_compiles(exercise, module, report, facts="gemm_steps.course.exercise_wgmma:ptx_facts")
     if not report.passed or not answer or not answer.get("ok") or "wgmma_violations" not in answer["ptx"]:
         return answer
     violations = answer["ptx"]["wgmma_violations"]

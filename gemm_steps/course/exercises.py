@@ -5,9 +5,10 @@ Each exercise is a file in ``exercises/`` holding a stub: the kernel's signature
 launched, and hints. ``gemm-steps exercise check NAME`` loads the file and grades it:
 
 * **it compiles for a GPU**: the kernel is compiled to PTX by NVVM for a real target (compute capability 8.0; no GPU
-  needed — from the simulator, in a helper process in GPU mode), so code only the simulator runs (NumPy calls, a
-  generator expression, a shared array whose shape is not a constant, a plain Python function called as a device
-  function, a host object) fails here with the learner's line; an exercise about shared memory must read it;
+  needed — from the simulator, in the GPU-mode worker of :mod:`gemm_steps.harness.gpu_mode`), so code only the
+  simulator runs (NumPy calls, a generator expression, a shared array whose shape is not a constant, a plain Python
+  function called as a device function, a host object) fails here with the learner's line; an exercise about shared
+  memory must read it;
 * **the numbers**, on Numba's CUDA simulator: random ragged shapes (no side a multiple of the tile; K less than one
   k-tile, then over one and not a multiple), fresh standard-normal inputs, C poisoned with NaN, shared and local
   arrays filled with NaN; every element of C compared with float64 NumPy. The report names the shape, the first
@@ -27,17 +28,14 @@ checks that each grader passes its solution and valid variants, and fails its st
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import inspect
-import json
+import itertools
 import linecache
 import math
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import threading
 import traceback
 import warnings
@@ -48,6 +46,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..harness import gpu_mode
 from ..toolkit.backend import SIMULATOR
 from ..toolkit.kernel_tools import ceil_div
 
@@ -437,10 +436,10 @@ def _ptx_summary(ptx: str) -> dict:
 
 
 def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[int, int] = COMPILE_CC,
-                    signature: str = SIGNATURE) -> dict:
+                    signature: str = SIGNATURE, facts: Callable[[str], dict] | None = None) -> dict:
     """Compile ``module``'s kernel to PTX for compute capability ``cc`` (GPU mode, in this process): ``{"ok": True,
     "ptx": summary, "cc": cc}`` or ``{"ok": False, "error", "line", "code", "hint", "suspects", "cc"}`` or
-    ``{"unavailable": why}``."""
+    ``{"unavailable": why}``. ``facts(ptx)``: more entries of the summary (a grader's own reading of the PTX)."""
     from numba import cuda
 
     from ..harness.ptx import nvvm_version
@@ -460,110 +459,48 @@ def compile_for_gpu(module, kernel_name: str, filename: str | None, cc: tuple[in
                                   **kwargs)
     except Exception as error:  # whatever the compiler says, in the learner's terms
         return {**_compile_failure(error, kernel, filename), "cc": list(cc)}
-    return {"ok": True, "ptx": _ptx_summary(ptx), "cc": list(cc)}
+    return {"ok": True, "ptx": {**_ptx_summary(ptx), **(facts(ptx) if facts else {})}, "cc": list(cc)}
 
 
-def _serve_compiles() -> None:
-    """The helper process (GPU mode, no GPU needed): one JSON request per line on stdin — ``{"file": path}`` or
-    ``{"module": name}``, and ``"kernel"`` — one JSON answer per line."""
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # whatever the learner's file prints goes to stderr, never into an answer
+_REQUESTS = itertools.count(1)
+
+
+def compile_request(request: dict) -> dict:
+    """Run in the GPU-mode worker (:mod:`gemm_steps.harness.gpu_mode`; no GPU needed): import the learner's file
+    (``{"file": path}``) or a shipped solution (``{"module": name}``) and :func:`compile_for_gpu` its ``"kernel"``
+    (with ``"cc"``, ``"signature"``, and ``"facts"``: a ``"module:function"`` adding to the PTX summary)."""
     import numba.cuda.dispatcher as dispatcher
 
     class _Target:  # device functions are compiled for "the current device": there is none here
         compute_capability = COMPILE_CC
 
+    linecache.checkcache()  # the learner may have edited the file since the last request
+    current_device = dispatcher.get_current_device
     dispatcher.get_current_device = lambda: _Target()
-    count = 0
-    for request in sys.stdin:
-        request = json.loads(request)
-        count += 1
-        linecache.checkcache()  # the learner may have edited the file since the last request
-        try:
-            if request.get("module"):
-                module = importlib.import_module(request["module"])
-                filename = getattr(module, "__file__", None)
-            else:
-                filename = request["file"]
-                spec = importlib.util.spec_from_file_location(f"exercise_compile_{count}", filename)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-            answer = compile_for_gpu(module, request["kernel"], filename, tuple(request.get("cc", COMPILE_CC)),
-                                     request.get("signature", SIGNATURE))
-        except BaseException as error:  # importing the file failed in GPU mode
-            answer = {"ok": False, "error": f"importing it in GPU mode failed: {type(error).__name__}: {error}",
-                      "line": None, "code": "", "hint": "", "suspects": []}
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()
+    try:
+        if request.get("module"):
+            module = importlib.import_module(request["module"])
+            filename = getattr(module, "__file__", None)
+        else:
+            filename = request["file"]
+            spec = importlib.util.spec_from_file_location(f"exercise_compile_{next(_REQUESTS)}", filename)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        facts = None
+        if request.get("facts"):
+            facts_module, facts_name = request["facts"].split(":")
+            facts = getattr(importlib.import_module(facts_module), facts_name)
+        return compile_for_gpu(module, request["kernel"], filename, tuple(request.get("cc", COMPILE_CC)),
+                               request.get("signature", SIGNATURE), facts)
+    except BaseException as error:  # importing the file failed in GPU mode
+        return {"ok": False, "error": f"importing it in GPU mode failed: {type(error).__name__}: {error}",
+                "line": None, "code": "", "hint": "", "suspects": []}
+    finally:
+        dispatcher.get_current_device = current_device
 
 
-class _Compiler:
-    """One helper process in GPU mode, started at the first request and kept for the next ones (a Python that has
-    imported Numba on the simulator cannot compile)."""
-
-    def __init__(self):
-        self.process = None
-        self.log = None
-        self.lock = threading.Lock()
-        self._stopped_at_exit = False
-
-    def _start(self):
-        from ..harness.ptx import gpu_mode_env
-
-        self.stop()  # a helper that died: its pipes and log closed
-        self.log = tempfile.TemporaryFile()
-        command = [sys.executable, "-c", "from gemm_steps.course.exercises import _serve_compiles; _serve_compiles()"]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                        env=gpu_mode_env(), text=True, bufsize=1)
-        if not self._stopped_at_exit:  # else Python's exit finds it running, with its pipes and log open
-            atexit.register(self.stop)
-            self._stopped_at_exit = True
-
-    def stop(self):
-        """End the helper (its input closed, it ends; killed if it has not within a second) and close its files."""
-        if self.process is not None:
-            try:
-                self.process.stdin.close()
-                self.process.wait(timeout=1)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
-            self.process.stdout.close()
-            self.process = None
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-    def request(self, request: dict, timeout: float) -> dict:
-        import selectors
-
-        with self.lock:
-            if self.process is None or self.process.poll() is not None:
-                self._start()
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            selector = selectors.DefaultSelector()
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            ready = selector.select(timeout)
-            selector.close()
-            answer = self.process.stdout.readline() if ready else ""
-            if answer:
-                return json.loads(answer)
-            died = self.process.poll()
-            self.log.seek(0)
-            log = self.log.read().decode(errors="replace")[-2000:]
-            self.stop()
-            if died is None:
-                return {"ok": False, "error": f"importing and compiling it took more than {timeout:.0f} s (does the "
-                        "file run something endless when it is imported?)", "line": None, "code": "", "hint": "",
-                        "suspects": []}
-            return {"unavailable": f"the compiler's process ended (exit {died}): {log}"}
-
-
-_COMPILER = _Compiler()
-
-
-def _compile(exercise: Exercise, module) -> dict:
+def _compile(exercise: Exercise, module, facts: str | None = None) -> dict:
+    """The kernel compiled for a GPU: here on a GPU, else by :func:`compile_request` in the GPU-mode worker."""
     filename = getattr(module, "__file__", None)
     if not SIMULATOR:  # on a GPU: for this GPU (its device functions are compiled for it too)
         from numba import cuda
@@ -578,7 +515,16 @@ def _compile(exercise: Exercise, module) -> dict:
         request["file"] = filename
     else:
         return {"unavailable": "the module has no file to compile"}
-    return _COMPILER.request(request, COMPILE_SECONDS)
+    if facts:
+        request["facts"] = facts
+    try:
+        return gpu_mode.call("gemm_steps.course.exercises:compile_request", request, timeout=COMPILE_SECONDS)
+    except gpu_mode.GPUModeTimeout:
+        return {"ok": False, "error": f"importing and compiling it took more than {COMPILE_SECONDS:.0f} s (does the "
+                "file run something endless when it is imported?)", "line": None, "code": "", "hint": "",
+                "suspects": []}
+    except gpu_mode.GPUModeError as error:  # the compiler's process ended, or could not start
+        return {"unavailable": str(error)}
 
 
 def _target(answer: dict) -> str:
@@ -586,9 +532,10 @@ def _target(answer: dict) -> str:
     return f" (NVVM, compute capability {cc[0]}.{cc[1]})" if cc else ""
 
 
-def _check_compiles(exercise: Exercise, module, report: Report) -> dict | None:
-    """Compile the kernel for a GPU; fail the report where it does not compile, or lacks shared memory it needs."""
-    answer = _compile(exercise, module)
+def _check_compiles(exercise: Exercise, module, report: Report, facts: str | None = None) -> dict | None:
+    """Compile the kernel for a GPU; fail the report where it does not compile, or lacks shared memory it needs.
+    ``facts``: a ``"module:function"`` whose reading of the PTX joins the summary, from the simulator."""
+    answer = _compile(exercise, module, facts)
     if "unavailable" in answer:
         report.skip(f"compiling for a GPU: not checked here — {answer['unavailable']}")
         return None

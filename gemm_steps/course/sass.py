@@ -107,7 +107,7 @@ def k_loop_counts(kernels: dict, cc: tuple[int, int] = (9, 0)) -> dict | None:
 
 def step_k_loop(name: str) -> dict | None:
     """In a GPU-mode process: :func:`k_loop_counts` of a shipped tiled step, as built (run it from any process with
-    ``in_gpu_mode("gemm_steps.course.sass:step_k_loop", name)``)."""
+    ``gpu_mode.call("gemm_steps.course.sass:step_k_loop", name)``)."""
     from gemm_steps.harness.step import get_step
 
     step = get_step(name)

@@ -11,13 +11,14 @@ In a process in GPU mode::
     dispatcher, signature = gemm_steps.get_step("vectorized").kernels()["vectorized_fast"]
     ptx_stats(compile_kernel_ptx(dispatcher, signature))["ld.global.v4.f32"]     # 128-bit global loads
 
-From a process on the simulator (a notebook, the tests), :func:`in_gpu_mode` runs a function in a fresh Python in
-GPU mode and returns its result — the one way this package compiles from the simulator::
+From a process on the simulator (a notebook, the tests), :func:`gemm_steps.harness.gpu_mode.call` runs a function in
+the GPU-mode worker (a child Python in GPU mode, kept for the next call) and returns its result — the one way this
+package compiles from the simulator::
 
     from gemm_steps.harness.ptx import report_in_subprocess
     report_in_subprocess(["vectorized"])["vectorized"]["vectorized_fast"]["ld.global.v4.f32"]
 
-From the command line (re-runs itself in GPU mode when gemm-steps would pick the simulator)::
+From the command line (compiles in the GPU-mode worker when gemm-steps would pick the simulator)::
 
     python -m gemm_steps.harness.ptx                 # a JSON report: {step: {kernel label: stats}}
     python -m gemm_steps.harness.ptx --steps 6 7     # some steps only (names or numbers)
@@ -67,18 +68,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..toolkit.backend import user_cache
+from . import gpu_mode
 from ..toolkit.tuned import user_table
 
 #: Compute capability the reports compile for (Hopper: H100/H200, where the course's results were measured).
@@ -207,8 +207,8 @@ def _require_gpu_mode() -> None:
         raise PTXUnavailable(
             "gemm-steps is running on Numba's CUDA simulator, which does not compile kernels. Compile in a process "
             "started with NUMBA_ENABLE_CUDASIM=0 (no GPU needed: NVVM compiles on the CPU), e.g. "
-            "`NUMBA_ENABLE_CUDASIM=0 python -m gemm_steps.harness.ptx`, or call in_gpu_mode() or "
-            "report_in_subprocess()."
+            "`NUMBA_ENABLE_CUDASIM=0 python -m gemm_steps.harness.ptx`, or call gemm_steps.harness.gpu_mode.call() "
+            "or report_in_subprocess()."
         )
 
 
@@ -361,49 +361,21 @@ def _lto_ptxas_info(library: Any, cc: tuple[int, int]) -> dict:
     return _assemble("LTOIR", bytes(library.get_ltoir(cc=cc)), cc, lto=True)
 
 
-# -- compiling from a process on the simulator -------------------------------------------------------------------
-def gpu_mode_env() -> dict[str, str]:
-    """This process's environment with Numba in GPU mode (``NUMBA_ENABLE_CUDASIM=0``) and this copy of gemm_steps
-    first on ``PYTHONPATH``, for a child Python that compiles."""
-    package_parent = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join([package_parent] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    return {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": path}
-
-
-def in_gpu_mode(function: str, *args: Any, timeout: float = 1800) -> Any:
-    """``function(*args)`` run in a fresh Python in GPU mode; returns its result.
-
-    ``function`` is ``"module:name"``; the arguments and the result travel as JSON. Numba's mode is fixed when it is
-    first imported, so a process on the simulator (which compiles nothing) cannot compile; NVVM compiles to PTX on
-    the CPU in the child, no GPU needed. Raises :class:`PTXUnavailable` with the child's error if it fails.
-    """
-    command = [sys.executable, "-c", "import sys; from gemm_steps.harness.ptx import _serve; sys.exit(_serve())",
-               function, json.dumps(args)]
-    done = subprocess.run(command, env=gpu_mode_env(), capture_output=True, text=True, timeout=timeout)
-    if done.returncode == 0:
-        try:
-            return json.loads(done.stdout)
-        except json.JSONDecodeError:
-            pass
-    raise PTXUnavailable(f"{function} in GPU mode (NUMBA_ENABLE_CUDASIM=0) failed (exit {done.returncode}). Compiling "
-                         "needs NVVM, from the CUDA wheels (`pip install 'numba-cuda[cu13]'`), but no GPU. Its "
-                         f"error:\n{done.stderr[-4000:]}")
-
-
+# -- compiling from a process on the simulator: in the GPU-mode worker, its answers kept ------------------------------
 def remembered_in_gpu_mode(function: str, *args: Any, timeout: float = 1800,
                            also_hash: Iterable[Path] = ()) -> Any:
-    """:func:`in_gpu_mode`, its answer kept on disk: the same question asked of the same code and the same compilers
-    gets the answer it got before, read back without starting a compiler (as Numba's ``cache=True`` does for a
-    kernel). The key (:func:`compile_key`) covers the function and its arguments, every source file of gemm_steps
-    and of the folders in ``also_hash``, and what compiles: Python, the Numba and CUDA packages, ``ptxas`` on the
-    ``PATH``, the ``NUMBA_*`` settings and the user's tuning table (:func:`_compilers`). Edit a kernel, tune a step or
-    upgrade numba-cuda, and it compiles again. Answers live
-    in ``compiled/`` of :func:`gemm_steps.toolkit.backend.user_cache`; delete the folder to forget them. For asking
-    what the compiler made — never for timing a compile."""
+    """:func:`gemm_steps.harness.gpu_mode.call`, its answer kept on disk: the same question asked of the same code
+    and the same compilers gets the answer it got before, read back without asking a compiler (as Numba's
+    ``cache=True`` does for a kernel). The key (:func:`compile_key`) covers the function and its arguments, every
+    source file of gemm_steps and of the folders in ``also_hash``, and what compiles: Python, the Numba and CUDA
+    packages, ``ptxas`` on the ``PATH``, the ``NUMBA_*`` settings and the user's tuning table (:func:`_compilers`).
+    Edit a kernel, tune a step or upgrade numba-cuda, and it compiles again. Answers live in ``compiled/`` of
+    :func:`gemm_steps.toolkit.backend.user_cache`; delete the folder to forget them. For asking what the compiler
+    made — never for timing a compile."""
     key = compile_key(function, args, also_hash)
     answer = _recall(key)
     if answer is None:
-        answer = in_gpu_mode(function, *args, timeout=timeout)
+        answer = gpu_mode.call(function, *args, timeout=timeout)
         _keep(key, answer)
     return answer
 
@@ -420,7 +392,7 @@ def remembered_per_item(function: str, items: list, *args: Any, item_of: Callabl
     answers = {item: _recall(key) for item, key in keys.items()}
     missing = [item for item in items if answers[item] is None]
     if missing:
-        fresh = in_gpu_mode(function, missing, *args, timeout=timeout)
+        fresh = gpu_mode.call(function, missing, *args, timeout=timeout)
         for item in missing:
             answers[item] = {label: entry for label, entry in fresh.items() if item_of(entry) == item}
             _keep(keys[item], answers[item])
@@ -498,23 +470,10 @@ def _compilers() -> dict:
             "tuned": tuned.read_text() if tuned.is_file() else None}
 
 
-def _serve() -> int:
-    """The child of :func:`in_gpu_mode`: call ``argv[1]`` with the JSON arguments ``argv[2]``, print the result."""
-    module, name = sys.argv[1].split(":")
-    answer = sys.stdout
-    sys.stdout = sys.stderr  # whatever the function prints must not mix with its result
-    try:
-        result = getattr(importlib.import_module(module), name)(*json.loads(sys.argv[2]))
-    finally:
-        sys.stdout = answer
-    json.dump(result, sys.stdout)
-    return 0
-
-
 def report_in_subprocess(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,
                          timeout: float = 1800) -> dict:
-    """:func:`report`, computed in a fresh Python started in GPU mode (works from a simulator process)."""
-    return in_gpu_mode("gemm_steps.harness.ptx:report", [str(s) for s in steps] if steps else None, list(cc),
+    """:func:`report`, computed in the GPU-mode worker (works from a simulator process)."""
+    return gpu_mode.call("gemm_steps.harness.ptx:report", [str(s) for s in steps] if steps else None, list(cc),
                        timeout=timeout)
 
 
@@ -530,12 +489,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..toolkit.backend import SIMULATOR
 
-    if SIMULATOR:  # re-run in GPU mode: Numba's mode is fixed once it is imported
-        return subprocess.call([sys.executable, "-m", "gemm_steps.harness.ptx",
-                                *(argv if argv is not None else sys.argv[1:])], env=gpu_mode_env())
+    dump = str(Path(args.dump).resolve()) if args.dump else None
     try:
-        data = report(args.steps, cc, args.dump)
-    except PTXUnavailable as exc:
+        if SIMULATOR:  # in the GPU-mode worker: Numba's mode is fixed once it is imported
+            data = gpu_mode.call("gemm_steps.harness.ptx:report", args.steps, list(cc), dump)
+        else:
+            data = report(args.steps, cc, dump)
+    except (PTXUnavailable, gpu_mode.GPUModeError) as exc:
         print(exc, file=sys.stderr)
         return 3
     if args.no_opcodes:
