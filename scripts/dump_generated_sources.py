@@ -1,6 +1,7 @@
 """Dump what every register-tiled step compiles, for every configuration it may be built with, into a folder.
 
     python scripts/dump_generated_sources.py OUT [STEP …]
+    python scripts/dump_generated_sources.py --compare BEFORE AFTER
 
 For each step 6–20 and each configuration in its ``SEARCH_SPACE``, its ``SIMULATOR_CONFIG`` and (step 6) its one
 configuration, and for each kernel variant (fast, edge), it writes
@@ -14,6 +15,8 @@ configuration, and for each kernel variant (fast, edge), it writes
 
 Run it before and after a change of how steps assemble their constants, then ``diff -r``: identical sources and
 identical values of every name they read give identical PTX. Nothing is compiled (runs on the simulator, no GPU).
+``--compare`` does that diff: every file byte for byte, except ``all_constants``, where it lists names that came or
+went (a value that changed is a difference).
 """
 
 from __future__ import annotations
@@ -89,7 +92,40 @@ def dump_variant(build, variant: str) -> tuple[str, dict]:
     return source, record
 
 
+def compare(before: Path, after: Path) -> int:
+    """Print every difference between two dumps; the number of sources compared on the last line."""
+    names = sorted({p.relative_to(before) for p in before.rglob("*") if p.is_file()}
+                   | {p.relative_to(after) for p in after.rglob("*") if p.is_file()})
+    differences, sources, notes = 0, 0, set()
+    for name in names:
+        old, new = before / name, after / name
+        if not old.exists() or not new.exists():
+            print(f"only in {'after' if new.exists() else 'before'}: {name}")
+            differences += 1
+            continue
+        sources += name.suffix == ".py"
+        if name.suffix == ".json" and name.name != "PTX_EXPECT.json":
+            a, b = json.loads(old.read_text()), json.loads(new.read_text())
+            ca, cb = a.pop("all_constants"), b.pop("all_constants")
+            changed = [key for key in ca.keys() & cb.keys() if ca[key] != cb[key]]
+            for key in changed:
+                print(f"{name}: all_constants[{key!r}] {ca[key]!r} -> {cb[key]!r}")
+            notes |= {f"+{key}" for key in cb.keys() - ca.keys()} | {f"-{key}" for key in ca.keys() - cb.keys()}
+            if a != b:
+                print(f"{name}: differs: {sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))}")
+            differences += bool(changed) + (a != b)
+        elif old.read_bytes() != new.read_bytes():
+            print(f"{name}: differs")
+            differences += 1
+    if notes:
+        print("names that came or went in all_constants (read by no generated source):", " ".join(sorted(notes)))
+    print(f"{differences} differences; {sources} generated sources compared")
+    return 1 if differences else 0
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--compare":
+        return compare(Path(argv[1]), Path(argv[2]))
     out = Path(argv[0])
     wanted = argv[1:] or COURSE[5:]
     count = 0

@@ -25,7 +25,7 @@ def test_sweep_findings_compare_block_k_and_the_hint_with_everything_else_equal(
     assert found["**the rule picks**"] == lesson_07.config_label(tuning.choose_best(records)["config"])
     first = gemm_steps.get_step("unrolled").module.SEARCH_SPACE[0]
     assert found["the search space's first is the rule's pick"] == lesson_07.same_config(
-        lesson_07.asdict(first), tuning.choose_best(records)["config"])
+        lesson_07.tile_fields(first), tuning.choose_best(records)["config"])
     assert f"{k8['median_ms']:.2f}" in found["table"]
 
 

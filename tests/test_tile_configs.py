@@ -123,13 +123,13 @@ def test_importing_the_steps_asks_no_gpu_the_first_use_does():
 def test_the_search_spaces_first_is_the_course_sweeps_pick(name):
     """No table ships with the package: a step's first configuration is its sweep's winner under the rule."""
     import importlib
-    from dataclasses import asdict
 
     from gemm_steps.harness.tuning import choose_best
     from gemm_steps.course.sweeps import sweep_records
+    from gemm_steps.toolkit.tile_config import tile_fields
 
     sweeps = sorted((ROOT / "results").glob(f"tuning-{name}-*.json"))
     assert sweeps, f"no results/tuning-{name}-*.json"
     space = importlib.import_module(f"gemm_steps.steps.{name}").SEARCH_SPACE
     for sweep in sweeps:
-        assert choose_best(sweep_records(json.loads(sweep.read_text())))["config"] == asdict(space[0]), sweep.name
+        assert choose_best(sweep_records(json.loads(sweep.read_text())))["config"] == tile_fields(space[0]), sweep.name

@@ -135,7 +135,7 @@ def cluster_multicast_release_kernel(a, b, c, m, n, k, full_row_blocks, full_col
     cluster_sync()  # the peer's last arrivals on this block's barriers are in: its shared memory may go
 
 
-def build(config: TileConfig, cluster: int = cluster_multicast.CLUSTER) -> ClusterTmaTiles:
+def build(config: TileConfig, cluster: int = cluster_multicast.Config.CLUSTER) -> ClusterTmaTiles:
     return ClusterTmaTiles("cluster_multicast_release", cluster_multicast_release_kernel, config,
                            cluster_multicast.layout(config, cluster), edge=warpgroup_tf32.build(config),
                            requires_compute_capability=cluster_multicast.REQUIRES_COMPUTE_CAPABILITY)

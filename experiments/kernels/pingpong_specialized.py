@@ -197,9 +197,9 @@ SHARED_BYTES_PER_BLOCK = 232_448
 ORDER_BARRIER = 1
 
 
-def layout(config: TileConfig, stages: int | None = None, ordered: bool = True, group_m: int = tma_pipeline.GROUP_M,
-           producer_registers: int = warp_specialized.PRODUCER_REGISTERS,
-           consumer_registers: int = warp_specialized.CONSUMER_REGISTERS) -> dict:
+def layout(config: TileConfig, stages: int | None = None, ordered: bool = True, group_m: int = tma_pipeline.Config.GROUP_M,
+           producer_registers: int = warp_specialized.Config.PRODUCER_REGISTERS,
+           consumer_registers: int = warp_specialized.Config.CONSUMER_REGISTERS) -> dict:
     """Step 17's stage shapes for a 128-column tile, a consumer's warps per empty barrier, as many stages as fit a
     block's shared memory (or ``stages``), and the ping-pong switch."""
     if config.BLOCK_N != 128 or config.THREADS != 256 or config.BLOCK_M > 128:

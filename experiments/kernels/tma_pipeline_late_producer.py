@@ -103,7 +103,7 @@ def tma_pipeline_late_producer_kernel(a, b, c, m, n, k, full_row_blocks, full_co
         c[row * n + col] = acc[v]
 
 
-def build(config: TileConfig, group_m: int = tma_pipeline.GROUP_M) -> TmaTiles:
+def build(config: TileConfig, group_m: int = tma_pipeline.Config.GROUP_M) -> TmaTiles:
     return TmaTiles("tma_pipeline_late_producer", tma_pipeline_late_producer_kernel, config,
                     tma_pipeline.layout(config, group_m), edge=warpgroup_tf32.build(config),
                     requires_compute_capability=(9, 0))

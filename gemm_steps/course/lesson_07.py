@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
 from gemm_steps.harness.ptx import remembered_in_gpu_mode
 from gemm_steps.harness.step import get_step
 from gemm_steps.harness import results_files
+from gemm_steps.toolkit.tile_config import tile_fields
 
 from .compiled import MIX_CLASSES, blocks_per_sm, compile_with_registers as compile_steps, compiled_entry
 from .compiled import fmas_per_k_tile, k_loop_mix, local_ptxas, threads_per_block
@@ -124,7 +125,7 @@ def sweep_findings(sweep: dict, step) -> dict:
     records = sweep_records(sweep)
     best, fastest = tuning.choose_best(records), min(records, key=lambda r: r["median_ms"])
     base = {key: step.config[key] for key in ("BLOCK_M", "BLOCK_N", "THREAD_M", "THREAD_N")}
-    hint, first = step.config.get("MIN_BLOCKS_PER_SM", 0), asdict(step.module.SEARCH_SPACE[0])
+    hint, first = step.config.get("MIN_BLOCKS_PER_SM", 0), tile_fields(step.module.SEARCH_SPACE[0])
     k8, k16 = (_find(records, **base, BLOCK_K=k, MIN_BLOCKS_PER_SM=0) for k in (8, 16))
     hinted = _find(records, **base, BLOCK_K=16, MIN_BLOCKS_PER_SM=hint) if hint else None
     gain = k16["median_ms"] / hinted["median_ms"] - 1 if k16 and hinted else None

@@ -6,7 +6,6 @@ Numbers, tables and figures; the words are the lessons'."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from types import SimpleNamespace
 
 from matplotlib.figure import Figure
@@ -14,6 +13,7 @@ from matplotlib.figure import Figure
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
 from gemm_steps.harness import results_files
+from gemm_steps.toolkit.tile_config import tile_fields
 
 from . import profiles
 from .compiled import blocks_per_sm, threads_per_block
@@ -126,7 +126,7 @@ def load_experiment(blocks_per_sm: int) -> SimpleNamespace | None:
         return None
     from gemm_steps.steps import persistent
 
-    config, per_wave = asdict(persistent.SEARCH_SPACE[0]), doc["environment"]["sm_count"] * blocks_per_sm
+    config, per_wave = tile_fields(persistent.SEARCH_SPACE[0]), doc["environment"]["sm_count"] * blocks_per_sm
     rows = _shapes(doc, NAMES, config["BLOCK_M"], config["BLOCK_N"], per_wave)
     return SimpleNamespace(doc=doc, env=doc["environment"], BM=config["BLOCK_M"], BN=config["BLOCK_N"],
                            per_wave=per_wave, bandwidth_tbs=datasheet_bandwidth_tbs(doc), rows=rows,

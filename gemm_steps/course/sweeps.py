@@ -31,11 +31,10 @@ def sweep_table(sweep: dict, step: StepLike) -> MarkdownTable:
     """A tuning sweep as a table: each configuration's time, % of cuBLAS and first call (compile + one run), the
     one :func:`gemm_steps.harness.tuning.choose_best` picks, and where it stands in the step's ``SEARCH_SPACE``
     today."""
-    from dataclasses import asdict
-
     from gemm_steps.harness.tuning import choose_best
+    from gemm_steps.toolkit.tile_config import tile_fields
 
-    space = [asdict(config) for config in getattr(as_step(step).module, "SEARCH_SPACE", [])]
+    space = [tile_fields(config) for config in getattr(as_step(step).module, "SEARCH_SPACE", [])]
     records = sweep_records(sweep)
     best = choose_best(records) if records else None
     lines = ["| sweep # | block tile M×N×K, per thread, occupancy hint | median ms | % of cuBLAS | first call s "

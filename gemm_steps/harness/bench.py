@@ -247,14 +247,15 @@ def time_variants(variants: Iterable[tuple[str, object]], sizes: Iterable[int], 
     """Time named variants of a generated kernel (``(label, TiledKernels)`` pairs) and cuBLAS in one run, as the
     ``scripts/experiment_*.py`` comparisons do: say each fast kernel's registers, time every variant at each square
     size, save the results document to ``path`` and say one line per record."""
-    from dataclasses import asdict
     from types import SimpleNamespace
+
+    from ..toolkit.tile_config import tile_fields
 
     steps = []
     for number, (label, tiled) in enumerate(variants, 1):
         compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
         say(f"{label:32s} registers {compiled.regs_per_thread}")
-        steps.append(SimpleNamespace(name=label, number=number, launch=tiled.launch, config=asdict(tiled.config)))
+        steps.append(SimpleNamespace(name=label, number=number, launch=tiled.launch, config=tile_fields(tiled.config)))
     results = run_benchmark(steps, [(size,) * 3 for size in sizes], repeats=repeats, progress=lambda message: None)
     save(results, path)
     for r in results["records"]:

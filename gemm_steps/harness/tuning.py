@@ -11,9 +11,9 @@ first in the step's ``SEARCH_SPACE``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
+from ..toolkit.tile_config import tile_fields
 from ..toolkit.tuned import current_gpu_name, user_table
 
 
@@ -21,7 +21,7 @@ def record_best(step_name: str, gpu: str, config, evidence: dict, table: Path | 
     """Write the winner into a tuning table (default: the user's); return the table's path."""
     table = table or user_table()
     tuned = json.loads(table.read_text()) if table.exists() else {}
-    tuned.setdefault(gpu, {})[step_name] = {"config": asdict(config), **evidence}
+    tuned.setdefault(gpu, {})[step_name] = {"config": tile_fields(config), **evidence}
     table.parent.mkdir(parents=True, exist_ok=True)
     table.write_text(json.dumps(tuned, indent=1, sort_keys=True) + "\n")
     return table
@@ -63,7 +63,7 @@ def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None, out
     valid = []
     for record in results["records"]:
         if record["step"] in by_name:
-            record["config"] = asdict(by_name[record["step"]].config)
+            record["config"] = tile_fields(by_name[record["step"]].config)
             if "error" not in record and record["unwritten"] == 0 and record["rel_error_vs_cublas"] < 1e-4:
                 valid.append(record)
     if not valid:

@@ -30,6 +30,8 @@ kernel), K a multiple of 32, N of 4, 16-byte-aligned matrices. Compute capabilit
 the two blocks of a cluster at the same time with their own shared memory (``toolkit/cluster_ops.py``).
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.cluster_ops import cluster_rank, cluster_sync, copy_tile_multicast, fence_mbarrier_init, \
@@ -39,7 +41,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, \
     tensor_map_acquire
 from ..toolkit.tensor_core_ops import to_tf32
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import ClusterTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -47,7 +49,8 @@ from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_ali
                                      registers_raise_to, shared_address, swizzled_descriptor, warpgroup_commit,
                                      warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
                                      zero_accumulators)
-from . import warp_specialized, warpgroup_tf32
+from ..toolkit.warpgroup_ops import check_register_handoff, registers_at_entry
+from . import warpgroup_tf32
 
 TITLE = "Clusters and TMA multicast: two blocks share A's tile"
 SUMMARY = ("Two blocks of a cluster compute neighbouring tiles of one tile-row; each loads half of the A tile they "
@@ -140,28 +143,152 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
     cluster_sync()  # the peer's last arrivals on this block's barriers are in: its shared memory may go
 
 
-#: Blocks per cluster. Two, as cuBLAS's TF32 kernel (results/reference-*.json: cluster 2 × 1 × 1).
-CLUSTER = 2
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 256  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 16  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 4  # four k-tiles in flight (step 17's)
+    GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
+    PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
+    # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
+    # start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
+    # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
+    PRODUCER_REGISTERS: int = 40
+    CONSUMER_REGISTERS: int = 232
+    CLUSTER: int = 2  # blocks per cluster. Two, as cuBLAS's TF32 kernel (results/reference-*.json: cluster 2 × 1 × 1)
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
 
 
-def layout(config: TileConfig, cluster: int = CLUSTER) -> dict:
-    """Step 17's layout, and the cluster: its size, the rows of A's tile each block loads, the multicast mask."""
-    constants = warp_specialized.layout(config)
-    half_rows = config.BLOCK_M // cluster
-    if half_rows * cluster != config.BLOCK_M or half_rows % 8:
-        raise ValueError(f"BLOCK_M = {config.BLOCK_M} split over a cluster of {cluster}: each block's rows must be a "
-                         "multiple of 8 (the 128-byte swizzle repeats every 8 rows, 1,024 bytes)")
-    return {**constants, "CLUSTER": cluster, "A_HALF_ROWS": half_rows, "A_BOX_ROWS": half_rows,
-            "CLUSTER_MASK": (1 << cluster) - 1}
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a consumer thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
+
+    @property
+    def BARRIERS(self) -> int:
+        return 2 * self.STAGES  # a full and an empty barrier per stage
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # first_aligned's slack (the swizzled stages start 1,024-byte aligned)
+        return SWIZZLE_ALIGN // 4
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    @property
+    def WARPS(self) -> int:  # warps of the consumers
+        return self.THREADS // 32
+
+    @property
+    def CONSUMERS(self) -> int:  # consumer warpgroups
+        return self.THREADS // 128
+
+    @property
+    def A_HALF_ROWS(self) -> int:  # rows of the shared A tile each block of the cluster loads and multicasts …
+        return self.BLOCK_M // self.CLUSTER
+
+    @property
+    def A_BOX_ROWS(self) -> int:  # … so A's tensor map copies boxes of that many rows
+        return self.A_HALF_ROWS
+
+    @property
+    def CLUSTER_MASK(self) -> int:  # the multicast reaches every block of the cluster
+        return (1 << self.CLUSTER) - 1
+
+    def problems(self) -> list[str]:
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                    "BLOCK_K = 32"]
+        threads = self.THREADS + self.PRODUCER_THREADS
+        try:
+            check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
+                                             (self.THREADS, self.CONSUMER_REGISTERS)],
+                                   registers_at_entry(threads, max(1, self.MIN_BLOCKS_PER_SM)))
+        except ValueError as error:
+            return [str(error)]
+        if self.A_HALF_ROWS * self.CLUSTER != self.BLOCK_M or self.A_HALF_ROWS % 8:
+            return [f"BLOCK_M = {self.BLOCK_M} split over a cluster of {self.CLUSTER}: each block's rows must be a "
+                    "multiple of 8 (the 128-byte swizzle repeats every 8 rows, 1,024 bytes)"]
+        return []
 
 
-SEARCH_SPACE = warp_specialized.SEARCH_SPACE
-SIMULATOR_CONFIG = warp_specialized.SIMULATOR_CONFIG
+def layout(config: Config | TileConfig, cluster: int | None = None) -> dict:
+    """The constants of this step's kernel for a configuration's tiles (and another cluster size), as a dict
+    (lessons and experiments)."""
+    return Config.of(config, **({} if cluster is None else {"CLUSTER": cluster})).check().constants()
 
 
-def build(config: TileConfig, **options) -> ClusterTmaTiles:
-    return ClusterTmaTiles("cluster_multicast", cluster_multicast_kernel, config, layout(config, **options),
-                           edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+#: Step 17's tile: 256 rows × 2 consumer warpgroups and a producer, a block of a cluster of two.
+SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+#: On the simulator: one consumer warpgroup on a 32×64 tile, as steps 14–17.
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
+def build(config: Config | TileConfig, cluster: int | None = None) -> ClusterTmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    config = Config.of(config, **({} if cluster is None else {"CLUSTER": cluster}))
+    return ClusterTmaTiles("cluster_multicast", cluster_multicast_kernel, config, edge=warpgroup_tf32.build(config),
+                           requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
@@ -173,7 +300,7 @@ TILED = TunedKernels(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULAT
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"cluster_multicast_fast": {
     "cp.async.bulk.tensor.multicast": ">=1", "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1",
-    "mbarrier.arrive.remote": 2 * CLUSTER, "mapa.shared::cluster": 2 * CLUSTER,
+    "mbarrier.arrive.remote": 2 * _GPU.CLUSTER, "mapa.shared::cluster": 2 * _GPU.CLUSTER,
     "fence.mbarrier_init": 1, "barrier.cluster.arrive": 2, "barrier.cluster.wait": 2,
     "%cluster_ctarank": 1, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8, "wgmma.wait_group": 2 + 1,
     "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 0,

@@ -14,12 +14,15 @@ Step 9 changes only which elements of C a thread owns (``gemm-steps diff 8 9``).
 H200 — fragments double-buffered in registers, ``cp.async`` copies — are in ``experiments/`` (lesson 9).
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
+from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -124,21 +127,80 @@ def double_buffered_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *
                              acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 16  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 2  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 2  # two copies of each tile: k-tile t + 1 is stored while k-tile t is computed
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # one stage of A's tile in shared memory …
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:  # … and of B's
+        return self.BLOCK_K * self.BLOCK_N
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # over the 48 KB static limit: one dynamic array, sized at launch
+        return self.SHARED_BYTES > STATIC_SHARED_LIMIT
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in the dynamic array (0: A and B in two static arrays)
+        return self.STAGES * self.A_STAGE_FLOATS if self.DYNAMIC_SHARED else 0
+
+
 #: Configurations ``gemm-steps tune double_buffered`` tries. The first is what a GPU without a tuning table of its own
 #: runs: the rule's pick of the course's sweep (results/tuning-double_buffered-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=128, BLOCK_N=64, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=3),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=128, BLOCK_N=64, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=3),
     # 8×16 per thread on a 128×256 tile (the shape step 9 makes conflict-free), here with the contiguous map.
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
 ]
 
 
-def build(config: TileConfig) -> TiledKernels:
-    return TiledKernels("double_buffered", double_buffered_kernel, config, {"STAGES": 2})
+def build(config: Config | TileConfig) -> TiledKernels:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    return TiledKernels("double_buffered", double_buffered_kernel, Config.of(config))
 
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,

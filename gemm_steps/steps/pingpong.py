@@ -35,6 +35,8 @@ barriers and mbarriers have twins that time out instead of hanging — on a GPU 
 arrivals hangs the launch, an mbarrier wait traps after 2 s).
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
@@ -42,7 +44,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, named_barrier_arrive, named_barrier_sync, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import PersistentTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -50,7 +52,8 @@ from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_ali
                                      registers_lower_to, registers_raise_to, shared_address, swizzled_descriptor,
                                      warpgroup_commit, warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one,
                                      wgmma_tf32, zero_accumulators)
-from . import tma_pipeline, warp_specialized, warpgroup_tf32
+from ..toolkit.warpgroup_ops import check_register_handoff, registers_at_entry
+from . import warpgroup_tf32
 
 TITLE = "Persistent ping-pong: consumers on alternate tiles"
 SUMMARY = ("A persistent grid whose two consumer warpgroups each own whole tiles and take turns in the main loop "
@@ -175,34 +178,158 @@ def pingpong_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b
 
 #: The shared memory a block of an H100 or H200 may opt in to (cudaDevAttrMaxSharedMemoryPerBlockOptin).
 SHARED_BYTES_PER_BLOCK = 232_448
-#: Hardware barrier 0 is ``cuda.syncthreads()``'s; the order barriers are 1 (consumer 0 waits on it) and 2.
-ORDER_BARRIER = 1
 
 
-def layout(config: TileConfig, stages: int | None = None, group_m: int = tma_pipeline.GROUP_M) -> dict:
-    """Step 17's stage shapes for a 128-column tile, one consumer's warps per empty barrier, and as many stages as
-    fit a block's shared memory (or ``stages``)."""
-    if config.BLOCK_N != 128 or config.THREADS != 256 or config.BLOCK_M > 128:
-        raise ValueError("a consumer owns a whole tile of two 64-column halves: BLOCK_N = 128, 256 threads (two "
-                         "consumer warpgroups) and BLOCK_M <= 128 (BLOCK_M accumulators a thread)")
-    constants = warp_specialized.layout(config, group_m)
-    stage_bytes = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
-    fitting = (SHARED_BYTES_PER_BLOCK - constants["EXTRA_SHARED_FLOATS"] * 4) // (stage_bytes + 16)  # + 2 barriers
-    stages = fitting if stages is None else stages
-    if not 2 <= stages <= fitting:
-        raise ValueError(f"{stages} stages: 2 to {fitting} fit a block's shared memory")
-    return {**constants, "STAGES": stages, "BARRIERS": 2 * stages, "WARPS": 4, "ORDER_BARRIER": ORDER_BARRIER}
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int | None = None  # None: as many as fit a block's shared memory (fitting_stages; 6 on the GPU tile)
+    GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
+    PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
+    # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
+    # start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
+    # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
+    PRODUCER_REGISTERS: int = 40
+    CONSUMER_REGISTERS: int = 232
+    ORDER_BARRIER: int = 1  # hardware barrier 0 is cuda.syncthreads()'s; the order barriers are 1 (consumer 0 waits on it) and 2
+
+
+    def __post_init__(self):
+        if self.STAGES is None:
+            object.__setattr__(self, "STAGES", self.fitting_stages())
+
+    def fitting_stages(self) -> int:
+        """How many stages fit a block's shared memory, each with its two barriers (16 bytes)."""
+        stage_bytes = (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+        return (SHARED_BYTES_PER_BLOCK - self.EXTRA_SHARED_FLOATS * 4) // (stage_bytes + 16)
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a consumer thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
+
+    @property
+    def BARRIERS(self) -> int:
+        return 2 * self.STAGES  # a full and an empty barrier per stage
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # first_aligned's slack (the swizzled stages start 1,024-byte aligned)
+        return SWIZZLE_ALIGN // 4
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    @property
+    def WARPS(self) -> int:  # one consumer's warps: each empty barrier counts the warps of the consumer on its tile
+        return 4
+
+    @property
+    def CONSUMERS(self) -> int:  # consumer warpgroups
+        return self.THREADS // 128
+
+    def problems(self) -> list[str]:
+        if self.BLOCK_N != 128 or self.THREADS != 256 or self.BLOCK_M > 128:
+            return ["a consumer owns a whole tile of two 64-column halves: BLOCK_N = 128, 256 threads (two consumer "
+                    "warpgroups) and BLOCK_M <= 128 (BLOCK_M accumulators a thread)"]
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                    "BLOCK_K = 32"]
+        threads = self.THREADS + self.PRODUCER_THREADS
+        try:
+            check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
+                                             (self.THREADS, self.CONSUMER_REGISTERS)],
+                                   registers_at_entry(threads, max(1, self.MIN_BLOCKS_PER_SM)))
+        except ValueError as error:
+            return [str(error)]
+        fitting = self.fitting_stages()
+        if not 2 <= self.STAGES <= fitting:
+            return [f"{self.STAGES} stages: 2 to {fitting} fit a block's shared memory"]
+        return []
+
+
+def layout(config: Config | TileConfig, stages: int | None = None, group_m: int | None = None) -> dict:
+    """The constants of this step's kernel for a configuration's tiles (and other values of some fields), as a dict
+    (lessons and experiments)."""
+    return Config.of(config, **_fields(STAGES=stages, GROUP_M=group_m)).check().constants()
+
+
+def _fields(**values) -> dict:
+    return {name: value for name, value in values.items() if value is not None}
 
 
 #: On an H100/H200: 128×128 tiles (wgmma N = 128 rows of C, two 64-column halves), two consumers and a producer.
-SEARCH_SPACE = [TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+SEARCH_SPACE = [Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: 32×128 tiles (wgmma N = 32), the same two halves and roles.
-SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=128, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=128, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
-def build(config: TileConfig, stages: int | None = None) -> PersistentTmaTiles:
-    return PersistentTmaTiles("pingpong", pingpong_kernel, config, layout(config, stages),
-                              edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+def build(config: Config | TileConfig, stages: int | None = None) -> PersistentTmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    config = Config.of(config, **_fields(STAGES=stages))
+    return PersistentTmaTiles("pingpong", pingpong_kernel, config, edge=warpgroup_tf32.build(config),
+                              requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "pingpong", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

@@ -23,16 +23,18 @@ Expect: ≈ step 10 where tiles fill whole waves; up to (waves rounded up)/(wave
 K-heavy shapes (few tiles, long k-loops), minus the fixup traffic.
 """
 
+from dataclasses import dataclass
 from functools import partial
 
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import (load4_bypassing_l1, load_float4, load_or_zero, store4, store4_if_inside,
                                   store_float4)
+from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.persistent_tiles import StreamKTiles
 from ..toolkit.ptx_claims import unrolled_k_tile
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from . import persistent, warp_tiling
@@ -202,7 +204,95 @@ def stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, workspace, flags, dp
                                  acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
-SEARCH_SPACE = warp_tiling.SEARCH_SPACE
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 256  # columns of C per thread block
+    BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 16  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 2  # two copies of each tile: k-tile t + 1 is stored while k-tile t is computed (step 9's)
+    LANES_M: int = 8  # a warp's 32 lanes as an 8×4 grid …
+    LANES_N: int = 4
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # one stage of A's tile in shared memory …
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:  # … and of B's
+        return self.BLOCK_K * self.BLOCK_N
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # over the 48 KB static limit: one dynamic array, sized at launch
+        return self.SHARED_BYTES > STATIC_SHARED_LIMIT
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in the dynamic array (0: A and B in two static arrays)
+        return self.STAGES * self.A_STAGE_FLOATS if self.DYNAMIC_SHARED else 0
+
+    @property
+    def WARP_TILE_M(self) -> int:  # a warp's tile: 8 lanes × (THREAD_M / 4 sub-blocks of 4 rows) …
+        return self.LANES_M * self.THREAD_M
+
+    @property
+    def WARP_TILE_N(self) -> int:  # … 4 lanes × (THREAD_N / 4 sub-blocks of 4 columns)
+        return self.LANES_N * self.THREAD_N
+
+    @property
+    def WARPS_N(self) -> int:  # warps along a row of the block tile
+        return self.BLOCK_N // self.WARP_TILE_N
+
+    @property
+    def A_CHUNK_STRIDE(self) -> int:  # rows between a lane's 4×4 sub-blocks …
+        return self.LANES_M * 4
+
+    @property
+    def B_CHUNK_STRIDE(self) -> int:  # … and columns
+        return self.LANES_N * 4
+
+    def problems(self) -> list[str]:
+        warps_m = self.BLOCK_M // self.WARP_TILE_M
+        if (warps_m * self.WARP_TILE_M != self.BLOCK_M or self.WARPS_N * self.WARP_TILE_N != self.BLOCK_N
+                or warps_m * self.WARPS_N * 32 != self.THREADS):
+            return [f"warp tiling needs BLOCK_M, BLOCK_N to split into {self.WARP_TILE_M}×{self.WARP_TILE_N} warp tiles"]
+        return []
+
+
+#: Step 9's candidates (``gemm-steps tune warp_tiling`` decides for steps 9–11: their tiles are the same).
+SEARCH_SPACE = [Config.of(tiles) for tiles in warp_tiling.SEARCH_SPACE]
 
 
 #: Below this fraction of busy block-slots in a tile-per-block schedule, this step splits work by k-iterations.
@@ -227,11 +317,11 @@ def stream_k_split(tiles: int, blocks: int) -> tuple[int, int]:
     return data_parallel, tiles - data_parallel
 
 
-def build(config: TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
-    """Step 11 for a tile configuration. ``data_parallel``: the kernels to run where the split leaves nothing to
-    stream-K (step 10's). Partial tiles run on the guarded variant, with the same schedule."""
-    return StreamKTiles("stream_k", stream_k_kernel, config, warp_tiling.layout(config), overrides,
-                        split=stream_k_split, data_parallel_fallback=data_parallel)
+def build(config: Config | TileConfig, overrides: dict | None = None, data_parallel=None) -> StreamKTiles:
+    """Step 11 for a configuration, or another's tiles. ``data_parallel``: the kernels to run where the split leaves
+    nothing to stream-K (step 10's). Partial tiles run on the guarded variant, with the same schedule."""
+    return StreamKTiles("stream_k", stream_k_kernel, Config.of(config), overrides=overrides, split=stream_k_split,
+                        data_parallel_fallback=data_parallel)
 
 
 # The step as it runs, on step 9's tiles like step 10 (step 9's table entry decides: toolkit/tuned.py), built on

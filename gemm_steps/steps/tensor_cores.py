@@ -34,13 +34,15 @@ Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``m
 longer per HMMA than the dense TF32 rate allows.
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, copy_async_wait, load_matrix_x4,
                                        mma_tf32, to_tf32)
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -170,39 +172,126 @@ def tensor_core_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                     c[row * n + col] = acc[i][j][r]
 
 
-def layout(config: TileConfig) -> dict:
-    """Warp tiles, mma pieces per warp, padded shared-memory rows and the pipeline depth for a configuration."""
-    warp_tile_m, warp_tile_n = 8 * config.THREAD_M, 4 * config.THREAD_N  # a lane: 2 rows × 2 columns per piece
-    warps_m, warps_n = config.BLOCK_M // warp_tile_m, config.BLOCK_N // warp_tile_n
-    if (warps_m * warp_tile_m != config.BLOCK_M or warps_n * warp_tile_n != config.BLOCK_N
-            or config.THREAD_M % 2 or config.THREAD_N % 2 or config.BLOCK_K % 8):
-        raise ValueError(f"tensor-core tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp "
-                         "tiles, even THREAD_M and THREAD_N, and BLOCK_K a multiple of 8")
-    stages = 3
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 256  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 16  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 3  # k-tiles in the cp.async pipeline: tile t + 2 is in flight while tile t is computed
+    MMA_PRODUCTS: int = 1  # mma.sync products per piece and k-step (step 13: 3)
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+
+    @property
+    def WARP_TILE_M(self) -> int:  # a warp's tile: a lane holds 2 rows × 2 columns of each 16×8 piece
+        return 8 * self.THREAD_M
+
+    @property
+    def WARP_TILE_N(self) -> int:
+        return 4 * self.THREAD_N
+
+    @property
+    def WARPS_N(self) -> int:  # warps along a row of the block tile
+        return self.BLOCK_N // self.WARP_TILE_N
+
+    @property
+    def MMA_TILES_M(self) -> int:  # 16×8 mma pieces of C per warp tile, down …
+        return self.WARP_TILE_M // 16
+
+    @property
+    def MMA_TILES_N(self) -> int:  # … and across
+        return self.WARP_TILE_N // 8
+
     # Padding, so that a warp's 32 fragment reads hit 32 different banks: rows `group` of A start 4 banks apart
     # (A_STRIDE ≡ 4 mod 32), rows `pair` of B start 8 banks apart (B_STRIDE ≡ 8 mod 32).
-    a_stride, b_stride = config.BLOCK_K + 4, config.BLOCK_N + 8
-    return {"STAGES": stages, "DYNAMIC_SHARED": True, "WARP_TILE_M": warp_tile_m, "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n,
-            "MMA_TILES_M": warp_tile_m // 16, "MMA_TILES_N": warp_tile_n // 8, "MMA_PRODUCTS": 1,
-            "A_STRIDE": a_stride, "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * a_stride,
-            "B_STAGE_FLOATS": config.BLOCK_K * b_stride}
+    @property
+    def A_STRIDE(self) -> int:  # floats per row of a stage of A ([row][k])
+        return self.BLOCK_K + 4
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B ([k][col])
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_M * self.A_STRIDE
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    def problems(self) -> list[str]:
+        warps_m = self.BLOCK_M // self.WARP_TILE_M
+        if (warps_m * self.WARP_TILE_M != self.BLOCK_M or self.WARPS_N * self.WARP_TILE_N != self.BLOCK_N
+                or self.THREAD_M % 2 or self.THREAD_N % 2 or self.BLOCK_K % 8):
+            return [f"tensor-core tiling needs BLOCK_M, BLOCK_N to split into {self.WARP_TILE_M}×{self.WARP_TILE_N} "
+                    "warp tiles, even THREAD_M and THREAD_N, and BLOCK_K a multiple of 8"]
+        return []
+
+
+def layout(config: Config | TileConfig) -> dict:
+    """The constants of this step's kernel for a configuration's tiles, as a dict (experiments build variants of
+    the kernel with it; :func:`ptx_claims` counts with it)."""
+    return Config.of(config).check().constants()
 
 
 #: First: the fastest on an H100 for both steps 12 and 13 (experiments/results/experiment-tensor-cores-nvidia-h100.json).
 SEARCH_SPACE = [
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
 ]
 
 
 #: On Numba's simulator (no GPU): the same kernel on smaller tiles, 4 warps of 32×16 (the shipped 128×256 tiles take
 #: about a minute per product there, where every mma is a meeting of 32 Python threads).
-SIMULATOR_CONFIG = TileConfig(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+SIMULATOR_CONFIG = Config(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
-def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("tensor_cores", tensor_core_kernel, config, layout(config), overrides,
+def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKernels:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    return TiledKernels("tensor_cores", tensor_core_kernel, Config.of(config), overrides=overrides,
                         min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 

@@ -40,6 +40,8 @@ skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the sim
 the mbarriers are Python twins (``toolkit/mbarrier_ops.py``) and a missed arrival raises instead of hanging.
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
@@ -47,7 +49,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -135,30 +137,127 @@ def tma_pipeline_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_ma
         c[row * n + col] = acc[v]
 
 
-#: Tile-rows per group in the tile order (1 = row-major). On an H200 at 8192³: 1 → 281.7, 4 → 290.7, 8 → 294.0,
-#: 16 → 291.7 TFLOPS (experiments/results/experiment-warpgroup-order-nvidia-h200.json).
-GROUP_M = 8
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 256  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 16  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 4  # four k-tiles in the ring of shared-memory stages: two copied ahead while one is computed (step 15's)
+    # Tile-rows per group in the tile order (1 = row-major). On an H200 at 8192³: 1 → 281.7, 4 → 290.7, 8 → 294.0,
+    # 16 → 291.7 TFLOPS (experiments/results/experiment-warpgroup-order-nvidia-h200.json).
+    GROUP_M: int = 8
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
 
 
-def layout(config: TileConfig, group_m: int = GROUP_M) -> dict:
-    """Step 15's stages (same shapes, same padding), the ring's barriers, the bytes one stage waits for."""
-    constants = warpgroup_tf32.layout(config)
-    if constants["LOAD_AHEAD"] % 2:
-        raise ValueError("the register set of k-tile t − LOAD_AHEAD is t's parity only if LOAD_AHEAD is even")
-    constants["BARRIERS"] = 2 * constants["STAGES"]  # a full and an empty barrier per stage
-    constants["WARPS"] = config.THREADS // 32
-    constants["STAGE_BYTES"] = (config.BLOCK_M + constants["B_STRIDE"]) * config.BLOCK_K * 4  # both boxes, whole
-    constants["GROUP_M"] = group_m
-    return constants
+    @property
+    def LOAD_AHEAD(self) -> int:  # k-tiles in flight ahead of the one computed
+        return self.STAGES - 2
+
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a consumer thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
+
+    @property
+    def BARRIERS(self) -> int:
+        return 2 * self.STAGES  # a full and an empty barrier per stage
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # first_aligned's slack (the swizzled stages start 1,024-byte aligned)
+        return SWIZZLE_ALIGN // 4
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    @property
+    def WARPS(self) -> int:  # warps of the block (the consumers' named barrier counts them)
+        return self.THREADS // 32
+
+    def problems(self) -> list[str]:
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                    "BLOCK_K = 32"]
+        if self.LOAD_AHEAD % 2:
+            return ["the register set of k-tile t − LOAD_AHEAD is t's parity only if LOAD_AHEAD is even"]
+        return []
 
 
-SEARCH_SPACE = warpgroup_tf32.SEARCH_SPACE
-SIMULATOR_CONFIG = warpgroup_tf32.SIMULATOR_CONFIG
+def layout(config: Config | TileConfig, group_m: int | None = None) -> dict:
+    """The constants of this step's kernel for a configuration's tiles (and another ``GROUP_M``), as a dict (lessons
+    and experiments)."""
+    return Config.of(config, **({} if group_m is None else {"GROUP_M": group_m})).check().constants()
 
 
-def build(config: TileConfig, group_m: int = GROUP_M) -> TmaTiles:
-    return TmaTiles("tma_pipeline", tma_pipeline_kernel, config, layout(config, group_m),
-                    edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+#: Step 15's tile: 256 rows (wgmma N = 256) × 2 consumer warpgroups.
+SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+#: On the simulator: one warpgroup on a 32×64 tile, as steps 14 and 15.
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
+def build(config: Config | TileConfig, group_m: int | None = None) -> TmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    config = Config.of(config, **({} if group_m is None else {"GROUP_M": group_m}))
+    return TmaTiles("tma_pipeline", tma_pipeline_kernel, config, edge=warpgroup_tf32.build(config),
+                    requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "tma_pipeline", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

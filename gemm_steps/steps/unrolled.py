@@ -15,12 +15,15 @@ Tile sizes: ``gemm-steps tune unrolled`` times a set of configurations on your G
 (:mod:`gemm_steps.harness.tuning`); the default below is the best measured on an H200.
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store_float4, store_if_inside
+from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -103,24 +106,89 @@ def unrolled_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                              acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 16  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 2  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 1  # one copy of each tile in shared memory: load, barrier, compute, barrier
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # one stage of A's tile in shared memory …
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:  # … and of B's
+        return self.BLOCK_K * self.BLOCK_N
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # over the 48 KB static limit: one dynamic array, sized at launch
+        return self.SHARED_BYTES > STATIC_SHARED_LIMIT
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in the dynamic array (0: A and B in two static arrays)
+        return self.STAGES * self.A_STAGE_FLOATS if self.DYNAMIC_SHARED else 0
+
+    def problems(self) -> list[str]:
+        if self.DYNAMIC_SHARED:
+            return [f"{self.SHARED_BYTES} bytes of shared memory, over the {STATIC_SHARED_LIMIT}-byte static limit, "
+                    "and this step's kernel has no dynamic shared-memory variant (steps 8 onward have one)"]
+        return []
+
+
 #: Configurations ``gemm-steps tune unrolled`` tries. The first is what a GPU without a tuning table of its own
 #: runs: the rule's pick of the course's sweep (results/tuning-unrolled-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=128, BLOCK_N=64, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=64, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
-    TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=128, BLOCK_N=64, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=64, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
+    Config(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=0),
     # 8×16 per thread on a 128×256 tile (the shape step 9 makes conflict-free), here with the contiguous map.
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
 ]
 
 
-def build(config: TileConfig) -> TiledKernels:
-    return TiledKernels("unrolled", unrolled_kernel, config)
+def build(config: Config | TileConfig) -> TiledKernels:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    return TiledKernels("unrolled", unrolled_kernel, Config.of(config))
 
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,

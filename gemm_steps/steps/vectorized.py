@@ -18,11 +18,14 @@ Edges: the kernel is compiled twice, as a fast kernel for full tiles and a guard
 branches, decided at compile time: :mod:`gemm_steps.toolkit.kernel_builds`).
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, store_float4
+from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig
 from ..toolkit.tiles import TiledKernels
 
 TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, flat arrays"
@@ -113,7 +116,71 @@ def vectorized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                              acc[i, q + 3])
 
 
-DEFAULT_CONFIG = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8)
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 0  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 1  # one copy of each tile in shared memory: load, barrier, compute, barrier
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # one stage of A's tile in shared memory …
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:  # … and of B's
+        return self.BLOCK_K * self.BLOCK_N
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # over the 48 KB static limit: one dynamic array, sized at launch
+        return self.SHARED_BYTES > STATIC_SHARED_LIMIT
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in the dynamic array (0: A and B in two static arrays)
+        return self.STAGES * self.A_STAGE_FLOATS if self.DYNAMIC_SHARED else 0
+
+    def problems(self) -> list[str]:
+        if self.DYNAMIC_SHARED:
+            return [f"{self.SHARED_BYTES} bytes of shared memory, over the {STATIC_SHARED_LIMIT}-byte static limit, "
+                    "and this step's kernel has no dynamic shared-memory variant (steps 8 onward have one)"]
+        return []
+
+
+DEFAULT_CONFIG = Config()  # step 5's tiles: 128×128×8, 8×8 per thread
 TILED = TiledKernels("vectorized", vectorized_kernel, DEFAULT_CONFIG)  # launch, KERNELS, CONFIG: see harness/step.py
 
 #: The compiled code this lesson claims (tests/test_ptx.py): 128-bit global loads, shared loads and C stores, no

@@ -32,6 +32,8 @@ skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the sim
 there).
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
@@ -39,7 +41,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -47,7 +49,7 @@ from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fenc
                                      operand_bits, registers_at_entry, registers_lower_to, registers_raise_to,
                                      shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                      warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32, zero_accumulators)
-from . import tma_pipeline, warpgroup_tf32
+from . import warpgroup_tf32
 
 TITLE = "Warp specialization: a producer warpgroup and setmaxnreg"
 SUMMARY = ("A third warpgroup only issues the copy engine's copies and gives its registers to the two consumer "
@@ -133,32 +135,144 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
             c[row * n + col] = acc[v]
 
 
-#: Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
-#: start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
-#: fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 256  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 16  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 4  # four k-tiles in flight: the producer runs as far ahead as the ring's empty barriers let it
+    GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
+    PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
+    # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
+    # start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
+    # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
+    PRODUCER_REGISTERS: int = 40
+    CONSUMER_REGISTERS: int = 232
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
 
 
-def layout(config: TileConfig, group_m: int = tma_pipeline.GROUP_M, producer_registers: int = PRODUCER_REGISTERS,
-           consumer_registers: int = CONSUMER_REGISTERS) -> dict:
-    """Step 16's ring, a producer warpgroup beside the consumers, and the registers each role keeps."""
-    constants = tma_pipeline.layout(config, group_m)
-    consumers = config.THREADS // 128
-    threads = config.THREADS + 128
-    check_register_handoff(threads, [(128, producer_registers), (config.THREADS, consumer_registers)],
-                           registers_at_entry(threads, max(1, config.MIN_BLOCKS_PER_SM)))
-    del constants["LOAD_AHEAD"]  # the producer runs as far ahead as the ring's empty barriers let it
-    return {**constants, "CONSUMERS": consumers, "PRODUCER_THREADS": 128,
-            "PRODUCER_REGISTERS": producer_registers, "CONSUMER_REGISTERS": consumer_registers}
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a consumer thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
+
+    @property
+    def BARRIERS(self) -> int:
+        return 2 * self.STAGES  # a full and an empty barrier per stage
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # first_aligned's slack (the swizzled stages start 1,024-byte aligned)
+        return SWIZZLE_ALIGN // 4
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    @property
+    def WARPS(self) -> int:  # warps of the consumers
+        return self.THREADS // 32
+
+    @property
+    def CONSUMERS(self) -> int:  # consumer warpgroups
+        return self.THREADS // 128
+
+    def problems(self) -> list[str]:
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                    "BLOCK_K = 32"]
+        threads = self.THREADS + self.PRODUCER_THREADS
+        try:
+            check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
+                                             (self.THREADS, self.CONSUMER_REGISTERS)],
+                                   registers_at_entry(threads, max(1, self.MIN_BLOCKS_PER_SM)))
+        except ValueError as error:
+            return [str(error)]
+        return []
 
 
-SEARCH_SPACE = tma_pipeline.SEARCH_SPACE
-SIMULATOR_CONFIG = tma_pipeline.SIMULATOR_CONFIG
+def layout(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
+           consumer_registers: int | None = None) -> dict:
+    """The constants of this step's kernel for a configuration's tiles (and other values of some fields), as a dict
+    (lessons and experiments)."""
+    return Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
+                                       CONSUMER_REGISTERS=consumer_registers)).check().constants()
 
 
-def build(config: TileConfig, **options) -> TmaTiles:
-    return TmaTiles("warp_specialized", warp_specialized_kernel, config, layout(config, **options),
-                    edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+def _fields(**values) -> dict:
+    return {name: value for name, value in values.items() if value is not None}
+
+
+#: Step 15's tile: 256 rows (wgmma N = 256) × 2 consumer warpgroups, and a producer warpgroup.
+SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+#: On the simulator: one consumer warpgroup on a 32×64 tile, as steps 14–16.
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+
+
+def build(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
+          consumer_registers: int | None = None) -> TmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
+                                         CONSUMER_REGISTERS=consumer_registers))
+    return TmaTiles("warp_specialized", warp_specialized_kernel, config, edge=warpgroup_tf32.build(config),
+                    requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

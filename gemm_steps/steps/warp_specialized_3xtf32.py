@@ -49,6 +49,8 @@ step 14's edge kernel (3xTF32, the same contract). Compute capability 9.0 only; 
 
 import math
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32, load_float4, store_float4
@@ -56,7 +58,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import split_tf32_scaled
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -64,7 +66,8 @@ from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_prox
                                      operand_bits, registers_lower_to, registers_raise_to, shared_address,
                                      swizzled_descriptor, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
                                      wgmma_tf32, zero_accumulators)
-from . import tma_pipeline, warp_specialized, warpgroup_mma
+from ..toolkit.warpgroup_ops import check_register_handoff, registers_at_entry
+from . import warpgroup_mma
 
 TITLE = "3xTF32 on the warp-specialized design: the producer splits A"
 SUMMARY = ("Step 17's producer and consumers with step 14's float32-accurate arithmetic: the producer warpgroup "
@@ -242,35 +245,153 @@ def slices(tiles: int, k_tiles: int, sms: int) -> int:
     return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
 
 
-#: Registers a thread keeps in each role after the hand-off: step 17's.
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = warp_specialized.PRODUCER_REGISTERS, warp_specialized.CONSUMER_REGISTERS
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 4  # four k-tiles in flight (step 17's)
+    GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
+    PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
+    # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
+    # start with 65,536 / 384 → 168 each: the block's pool is 384 × 168 = 64,512, and 128 × 40 + 256 × 232 = 64,512
+    # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
+    PRODUCER_REGISTERS: int = 40
+    CONSUMER_REGISTERS: int = 232
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
 
 
-def layout(config: TileConfig) -> dict:
-    """Step 17's roles and ring, a buffer of A's small parts per stage, and a ready barrier per stage."""
-    constants = warp_specialized.layout(config)
-    stages, a_stage = constants["STAGES"], constants["A_STAGE_FLOATS"]
-    # Every buffer of A's small parts starts 1,024-byte aligned (the swizzle's period), like A's stages.
-    small_base = stages * (a_stage + constants["B_STAGE_FLOATS"])
-    if (small_base * 4) % SWIZZLE_ALIGN or (a_stage * 4) % SWIZZLE_ALIGN:
-        raise ValueError("A's small parts must start 1,024-byte aligned for the 128-byte swizzle")
-    producers = constants["PRODUCER_THREADS"]
-    if a_stage % (4 * producers):
-        raise ValueError("the producer's threads split A's stage in 16-byte vectors, evenly: BLOCK_M·BLOCK_K must "
-                         "be a multiple of 512")
-    return {**constants, "BARRIERS": 3 * stages, "SMALL_BASE": small_base, "SPLIT_BEHIND": stages - 2,
-            "SPLIT_VECTORS": a_stage // 4 // producers,  # 16-byte vectors a producer thread splits per k-tile
-            "EXTRA_SHARED_FLOATS": stages * a_stage + SWIZZLE_ALIGN // 4}  # the small parts + first_aligned's slack
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a consumer thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
+
+    @property
+    def BARRIERS(self) -> int:
+        return 3 * self.STAGES  # full[s], ready[s] (A's small parts split) and empty[s]
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # a buffer of A's small parts per stage + first_aligned's slack
+        return self.STAGES * self.A_STAGE_FLOATS + SWIZZLE_ALIGN // 4
+
+    @property
+    def SMALL_BASE(self) -> int:  # where the small parts' buffers start: after the stages, 1,024-byte aligned
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS)
+
+    @property
+    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies
+        return self.STAGES - 2
+
+    @property
+    def SPLIT_VECTORS(self) -> int:  # 16-byte vectors a producer thread splits per k-tile
+        return self.A_STAGE_FLOATS // 4 // self.PRODUCER_THREADS
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    @property
+    def WARPS(self) -> int:  # warps of the consumers
+        return self.THREADS // 32
+
+    @property
+    def CONSUMERS(self) -> int:  # consumer warpgroups
+        return self.THREADS // 128
+
+    def problems(self) -> list[str]:
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                    "BLOCK_K = 32"]
+        threads = self.THREADS + self.PRODUCER_THREADS
+        try:
+            check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
+                                             (self.THREADS, self.CONSUMER_REGISTERS)],
+                                   registers_at_entry(threads, max(1, self.MIN_BLOCKS_PER_SM)))
+        except ValueError as error:
+            return [str(error)]
+        # Every buffer of A's small parts starts 1,024-byte aligned (the swizzle's period), like A's stages.
+        if (self.SMALL_BASE * 4) % SWIZZLE_ALIGN or (self.A_STAGE_FLOATS * 4) % SWIZZLE_ALIGN:
+            return ["A's small parts must start 1,024-byte aligned for the 128-byte swizzle"]
+        if self.A_STAGE_FLOATS % (4 * self.PRODUCER_THREADS):
+            return ["the producer's threads split A's stage in 16-byte vectors, evenly: BLOCK_M·BLOCK_K must be a "
+                    "multiple of 512"]
+        return []
+
+
+def layout(config: Config | TileConfig) -> dict:
+    """The constants of this step's kernel for a configuration's tiles, as a dict (lessons and experiments)."""
+    return Config.of(config).check().constants()
 
 
 #: Step 14's tile (128×128, two consumer warpgroups of 64 columns): three products a k-step make each k-tile three
 #: times a TF32 one's work, so the copies of a 128-row tile keep up; 256 rows would need 256 accumulators a thread.
-SEARCH_SPACE = warpgroup_mma.SEARCH_SPACE
-SIMULATOR_CONFIG = tma_pipeline.SIMULATOR_CONFIG
+SEARCH_SPACE = [Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+#: On the simulator: one consumer warpgroup on a 32×64 tile, as steps 14–17.
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
-def build(config: TileConfig, slices=slices) -> SplitKTmaTiles:
-    return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config, layout(config),
+def build(config: Config | TileConfig, slices=slices) -> SplitKTmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    config = Config.of(config)
+    return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config,
                           edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
                           slices=slices, reduce=add_slices_kernel)
 

@@ -20,12 +20,15 @@ fast the FMAs issue.
 Expect: a few percent over step 8; measured in results/.
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import load_float4, load_or_zero, store4_if_inside, store_float4
+from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -137,42 +140,121 @@ def warp_tiling_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
                              acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3])
 
 
-LANES_M, LANES_N = 8, 4  # a warp's 32 lanes as an 8×4 grid
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 128  # rows of C per thread block
+    BLOCK_N: int = 256  # columns of C per thread block
+    BLOCK_K: int = 8  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 8  # rows of C per thread
+    THREAD_N: int = 16  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 2  # two copies of each tile: k-tile t + 1 is stored while k-tile t is computed
+    LANES_M: int = 8  # a warp's 32 lanes as an 8×4 grid …
+    LANES_N: int = 4
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # one stage of A's tile in shared memory …
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:  # … and of B's
+        return self.BLOCK_K * self.BLOCK_N
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # over the 48 KB static limit: one dynamic array, sized at launch
+        return self.SHARED_BYTES > STATIC_SHARED_LIMIT
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in the dynamic array (0: A and B in two static arrays)
+        return self.STAGES * self.A_STAGE_FLOATS if self.DYNAMIC_SHARED else 0
+
+    @property
+    def WARP_TILE_M(self) -> int:  # a warp's tile: 8 lanes × (THREAD_M / 4 sub-blocks of 4 rows) …
+        return self.LANES_M * self.THREAD_M
+
+    @property
+    def WARP_TILE_N(self) -> int:  # … 4 lanes × (THREAD_N / 4 sub-blocks of 4 columns)
+        return self.LANES_N * self.THREAD_N
+
+    @property
+    def WARPS_N(self) -> int:  # warps along a row of the block tile
+        return self.BLOCK_N // self.WARP_TILE_N
+
+    @property
+    def A_CHUNK_STRIDE(self) -> int:  # rows between a lane's 4×4 sub-blocks …
+        return self.LANES_M * 4
+
+    @property
+    def B_CHUNK_STRIDE(self) -> int:  # … and columns
+        return self.LANES_N * 4
+
+    def problems(self) -> list[str]:
+        warps_m = self.BLOCK_M // self.WARP_TILE_M
+        if (warps_m * self.WARP_TILE_M != self.BLOCK_M or self.WARPS_N * self.WARP_TILE_N != self.BLOCK_N
+                or warps_m * self.WARPS_N * 32 != self.THREADS):
+            return [f"warp tiling needs BLOCK_M, BLOCK_N to split into {self.WARP_TILE_M}×{self.WARP_TILE_N} warp tiles"]
+        return []
 
 
-def layout(config: TileConfig) -> dict:
-    """The warp-tile constants for a configuration: warp tile shape, warps per block, sub-block strides."""
-    warp_tile_m = LANES_M * config.THREAD_M  # 8 lanes × (THREAD_M/4 sub-blocks of 4 rows)
-    warp_tile_n = LANES_N * config.THREAD_N
-    warps_m, warps_n = config.BLOCK_M // warp_tile_m, config.BLOCK_N // warp_tile_n
-    if warps_m * warp_tile_m != config.BLOCK_M or warps_n * warp_tile_n != config.BLOCK_N or \
-            warps_m * warps_n * 32 != config.THREADS:
-        raise ValueError(f"warp tiling needs BLOCK_M, BLOCK_N to split into {warp_tile_m}×{warp_tile_n} warp tiles")
-    return {"STAGES": 2, "LANES_M": LANES_M, "LANES_N": LANES_N, "WARP_TILE_M": warp_tile_m,
-            "WARP_TILE_N": warp_tile_n, "WARPS_N": warps_n, "A_CHUNK_STRIDE": LANES_M * 4, "B_CHUNK_STRIDE": LANES_N * 4}
+def layout(config: Config | TileConfig) -> dict:
+    """The constants of this step's kernel for a configuration's tiles, as a dict (experiments build variants of
+    the kernel with it)."""
+    return Config.of(config).check().constants()
 
 
 #: Configurations ``gemm-steps tune warp_tiling`` tries. The first is what a GPU without a tuning table of its own
 #: runs: the rule's pick of the course's sweep (results/tuning-warp_tiling-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=8, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=8, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=0),
     # 8×16 per thread on a 128×128 tile: 128 threads (2×2 warps), and two or three blocks per SM.
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=3),
-    TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=3),
+    Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2),
     # Deep k-tiles: 2 stages × (128 + 256) × 32 floats = 96 KB of shared memory, over the 48 KB static limit, so
     # this one runs on dynamic shared memory with the opt-in (kernel_builds.STATIC_SHARED_LIMIT).
-    TileConfig(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
+    Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
 ]
 
 
-def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("warp_tiling", warp_tiling_kernel, config, layout(config), overrides)
+def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKernels:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    return TiledKernels("warp_tiling", warp_tiling_kernel, Config.of(config), overrides=overrides)
 
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,

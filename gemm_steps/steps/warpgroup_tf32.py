@@ -22,12 +22,14 @@ rounds A where the tensor core here truncates it. Measured (results/bench-nvidia
 4096³ and 293.2 at 8192³: 2.11× and 1.96× step 12, 75 % and 70 % of cuBLAS TF32.
 """
 
+from dataclasses import dataclass
+
 from numba import cuda, float32, uint32
 
 from ..toolkit.intrinsics import copy_async, store_if_inside
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, to_tf32
-from ..toolkit.tile_config import TileConfig
+from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
@@ -121,27 +123,107 @@ def warpgroup_tf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, *,
             c[row * n + col] = acc[v]
 
 
-def layout(config: TileConfig) -> dict:
-    """Step 14's staging without the small parts: 4 stages, A swizzled (BLOCK_K = 32), B rows padded by 8."""
-    warpgroups = config.BLOCK_N // 64
-    if (warpgroups * 64 != config.BLOCK_N or config.THREADS != 128 * warpgroups or config.BLOCK_M % 8
-            or not 8 <= config.BLOCK_M <= 256 or config.BLOCK_K != 32):
-        raise ValueError("needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
-                         "BLOCK_K = 32")
-    stages, b_stride = 4, config.BLOCK_N + 8
-    return {"STAGES": stages, "LOAD_AHEAD": stages - 2, "DYNAMIC_SHARED": True, "K_STEPS": config.BLOCK_K // 8,
-            "ACCUMULATORS": config.BLOCK_M // 2, "B_STRIDE": b_stride, "A_STAGE_FLOATS": config.BLOCK_M * 32,
-            "B_STAGE_FLOATS": 32 * b_stride, "EXTRA_SHARED_FLOATS": SWIZZLE_ALIGN // 4}  # first_aligned's slack
+@dataclass(frozen=True)
+class Config(StepConfig):
+    """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
+    ``SEARCH_SPACE``, the tuning table and ``SIMULATOR_CONFIG`` override the tile fields (the first six)."""
+
+    BLOCK_M: int = 256  # rows of C per thread block
+    BLOCK_N: int = 128  # columns of C per thread block
+    BLOCK_K: int = 32  # depth of the A and B tiles staged in shared memory per iteration
+    THREAD_M: int = 16  # rows of C per thread
+    THREAD_N: int = 8  # columns of C per thread
+    MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
+    STAGES: int = 4  # four k-tiles in shared memory: two copied ahead (cp.async) while one is computed and one drains (step 14's)
+
+    @property
+    def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
+        return (self.BLOCK_M // self.THREAD_M) * (self.BLOCK_N // self.THREAD_N)
+
+    @property
+    def THREADS_N(self) -> int:  # threads along a row of the block tile
+        return self.BLOCK_N // self.THREAD_N
+
+    @property
+    def A_LOADS(self) -> int:  # 128-bit loads of A per thread per tile …
+        return self.BLOCK_M * self.BLOCK_K // 4 // self.THREADS
+
+    @property
+    def B_LOADS(self) -> int:  # … and of B
+        return self.BLOCK_K * self.BLOCK_N // 4 // self.THREADS
+
+    @property
+    def A_VECTORS_PER_ROW(self) -> int:  # 128-bit vectors in a row of A's tile …
+        return self.BLOCK_K // 4
+
+    @property
+    def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
+        return self.BLOCK_N // 4
+
+
+    @property
+    def LOAD_AHEAD(self) -> int:  # k-tiles copied ahead of the one computed
+        return self.STAGES - 2
+
+    @property
+    def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
+        return self.BLOCK_K // 8
+
+    @property
+    def ACCUMULATORS(self) -> int:  # results of C a thread holds: Cᵀ is BLOCK_N × BLOCK_M, 64 rows a warpgroup
+        return self.BLOCK_M // 2
+
+    @property
+    def B_STRIDE(self) -> int:  # floats per row of a stage of B: rows 8 banks apart
+        return self.BLOCK_N + 8
+
+    @property
+    def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
+        return self.BLOCK_M * self.BLOCK_K
+
+    @property
+    def B_STAGE_FLOATS(self) -> int:
+        return self.BLOCK_K * self.B_STRIDE
+
+    @property
+    def EXTRA_SHARED_FLOATS(self) -> int:  # first_aligned's slack (the swizzled stages start 1,024-byte aligned)
+        return SWIZZLE_ALIGN // 4
+
+    @property
+    def SHARED_BYTES(self) -> int:
+        return (self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS) + self.EXTRA_SHARED_FLOATS) * 4
+
+    @property
+    def DYNAMIC_SHARED(self) -> bool:  # the stages always live in one dynamic array, whatever its size
+        return True
+
+    @property
+    def B_BASE(self) -> int:  # where B's stages start in it
+        return self.STAGES * self.A_STAGE_FLOATS
+
+    def problems(self) -> list[str]:
+        warpgroups = self.BLOCK_N // 64
+        if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
+                or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
+            return [("needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
+                     "BLOCK_K = 32")]
+        return []
+
+
+def layout(config: Config | TileConfig) -> dict:
+    """The constants of this step's kernel for a configuration's tiles, as a dict (lessons and experiments)."""
+    return Config.of(config).check().constants()
 
 
 #: The fastest TF32 tile of experiments/wgmma_swapped.py on an H100: 256 rows (wgmma N = 256) × 2 warpgroups.
-SEARCH_SPACE = [TileConfig(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
+SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: one warpgroup on a 32×64 tile, as step 14.
-SIMULATOR_CONFIG = TileConfig(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
+SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
-def build(config: TileConfig, overrides: dict | None = None) -> TiledKernels:
-    return TiledKernels("warpgroup_tf32", warpgroup_tf32_kernel, config, layout(config), overrides,
+def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKernels:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    return TiledKernels("warpgroup_tf32", warpgroup_tf32_kernel, Config.of(config), overrides=overrides,
                         requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 

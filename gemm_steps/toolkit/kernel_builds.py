@@ -20,7 +20,7 @@ from numba import cuda
 from . import mbarrier_ops, numba_patches, unroll
 from .backend import SIMULATOR
 from .kernel_tools import kernel
-from .tile_config import TileConfig
+from .tile_config import StepConfig, TileConfig
 
 #: Static shared memory per block is capped at 48 KB. A configuration that needs more gets one *dynamic* shared
 #: array instead (compile-time ``DYNAMIC_SHARED = True``), sized at launch, and its kernels are opted in to the larger
@@ -42,12 +42,36 @@ WARP_WIDE_MODULES = ("gemm_steps.toolkit.tensor_core_ops", "gemm_steps.toolkit.w
                      "gemm_steps.toolkit.mbarrier_ops")
 
 
-class KernelBuild:
-    """A step's fast and edge kernels, compiled from its kernel ``function`` for one :class:`TileConfig`.
+def shared_memory_layout(config: TileConfig, extra_constants: dict) -> tuple[dict, bool]:
+    """The constants of a build from tiles (or a step's Config) and a layout dict that adds or changes some (an
+    experiment's variant; a step's own build takes its ``Config``'s as they are), with the shared-memory layout
+    worked out for the result, and whether the layout asked for dynamic shared memory whatever its size."""
+    constants = {**config.constants(), **extra_constants}
+    constants.setdefault("STAGES", 1)
+    # Shared memory: STAGES copies of the A and B tiles (a kernel that pads its tiles says how many floats a
+    # stage of each takes). Over the static limit → one dynamic array (see above).
+    a_stage = constants.setdefault("A_STAGE_FLOATS", config.BLOCK_M * config.BLOCK_K)
+    b_stage = constants.setdefault("B_STAGE_FLOATS", config.BLOCK_K * config.BLOCK_N)
+    # … plus what else a kernel keeps there (EXTRA_SHARED_FLOATS: the warpgroup step's small parts of A).
+    shared_bytes = (constants["STAGES"] * (a_stage + b_stage) + constants.get("EXTRA_SHARED_FLOATS", 0)) * 4
+    # A kernel whose tiles always live in one dynamic array says so with DYNAMIC_SHARED = True in its layout.
+    always_dynamic = constants.get("DYNAMIC_SHARED", False)
+    dynamic = always_dynamic or shared_bytes > STATIC_SHARED_LIMIT
+    constants["DYNAMIC_SHARED"] = dynamic
+    constants["B_BASE"] = constants["STAGES"] * a_stage if dynamic else 0
+    constants["SHARED_BYTES"] = shared_bytes
+    return constants, always_dynamic
 
-    The kernel sees its module's globals plus its compile-time parameters: the tile constants, the step's
-    ``extra_constants`` (its ``layout``), ``DYNAMIC_SHARED``/``B_BASE`` (below) and ``EDGE``; ``overrides`` replaces
-    names (tests count stores with it). ``edge`` takes the edge kernel from another build instead of compiling this
+
+class KernelBuild:
+    """A step's fast and edge kernels, compiled from its kernel ``function`` for one configuration.
+
+    ``config``: the step's ``Config`` (a :class:`~.tile_config.StepConfig`), whose :meth:`~.tile_config.StepConfig.constants`
+    are the kernel's compile-time parameters (the shared-memory layout's ``SHARED_BYTES``, ``DYNAMIC_SHARED`` and
+    ``B_BASE`` included), plus ``EDGE``, which says which variant; or, for an experiment's variant, a
+    :class:`TileConfig` and its ``extra_constants`` (a layout dict), from which :func:`shared_memory_layout` works out
+    the rest. The kernel sees its module's globals plus these; ``overrides`` replaces names (tests count stores with
+    it). ``edge`` takes the edge kernel from another build instead of compiling this
     kernel with ``EDGE = True`` (the TMA steps: their kernel has no guarded variant).
     """
 
@@ -63,18 +87,14 @@ class KernelBuild:
         self.function = function
         self.globals = function.__globals__  # what the kernel sees: its module's names
         self.config = config.check()
-        constants = {**config.constants(), "STAGES": 1, **(extra_constants or {})}
-        # Shared memory: STAGES copies of the A and B tiles (a kernel that pads its tiles says how many floats a
-        # stage of each takes). Over the static limit → one dynamic array (see above).
-        a_stage = constants.setdefault("A_STAGE_FLOATS", config.BLOCK_M * config.BLOCK_K)
-        b_stage = constants.setdefault("B_STAGE_FLOATS", config.BLOCK_K * config.BLOCK_N)
-        # … plus what else a kernel keeps there (EXTRA_SHARED_FLOATS: the warpgroup step's small parts of A).
-        self.shared_bytes = (constants["STAGES"] * (a_stage + b_stage) + constants.get("EXTRA_SHARED_FLOATS", 0)) * 4
-        # A kernel whose tiles always live in one dynamic array says so with DYNAMIC_SHARED = True in its layout.
-        always_dynamic = constants.get("DYNAMIC_SHARED", False)
-        dynamic = always_dynamic or self.shared_bytes > STATIC_SHARED_LIMIT
-        constants["DYNAMIC_SHARED"] = dynamic
-        constants["B_BASE"] = constants["STAGES"] * a_stage if dynamic else 0
+        if isinstance(config, StepConfig) and not extra_constants:
+            # A step's Config: every constant, the shared-memory layout's included. (A step whose kernel has no
+            # dynamic shared-memory variant refuses larger tiles in its Config.problems.)
+            constants, always_dynamic = config.constants(), True
+        else:  # tiles (or a Config) and a layout dict (an experiment's variant): the shared memory worked out here
+            constants, always_dynamic = shared_memory_layout(config, extra_constants or {})
+        self.shared_bytes = constants["SHARED_BYTES"]
+        dynamic = constants["DYNAMIC_SHARED"]
         self.dynamic_shared_bytes = self.shared_bytes if dynamic else 0
         self.constants = constants
         self.overrides = overrides or {}
@@ -86,7 +106,7 @@ class KernelBuild:
                              f"shared-memory variant (steps 8 onward have one)")
         # A kernel with warps beside the tile's threads (a producer warp that only issues copies) says how many
         # threads they add with PRODUCER_THREADS in its layout; blocks are launched that much larger.
-        self.threads = config.THREADS + constants.get("PRODUCER_THREADS", 0)
+        self.threads = constants["THREADS"] + constants.get("PRODUCER_THREADS", 0)
         self.launch_bounds = (self.threads, config.MIN_BLOCKS_PER_SM) if config.MIN_BLOCKS_PER_SM else None
         self._sources: dict[str, str] = {}
         self._kernels: dict[str, Any] = {}
@@ -183,4 +203,4 @@ class KernelBuild:
               file=sys.stderr, flush=True)
 
 
-__all__ = ["BUILD_LOCK", "KernelBuild", "SIGNATURE", "SIGNATURE_STREAM_K", "STATIC_SHARED_LIMIT"]
+__all__ = ["BUILD_LOCK", "KernelBuild", "shared_memory_layout", "SIGNATURE", "SIGNATURE_STREAM_K", "STATIC_SHARED_LIMIT"]

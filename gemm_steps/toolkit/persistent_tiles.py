@@ -16,6 +16,7 @@ from numba import cuda
 from .backend import SIMULATOR
 from .kernel_builds import SIGNATURE_STREAM_K
 from .kernel_tools import ceil_div, quiet_small_grids
+from .tile_config import tile_fields
 from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
 from .workspaces import Workspaces
 
@@ -71,7 +72,7 @@ class StreamKTiles(PersistentTiles):
         #: (``steps.stream_k.stream_k_split``), or another (an experiment's "all stream-K").
         self.split = split
         self._workspaces = Workspaces()
-        if data_parallel_fallback is not None and data_parallel_fallback.config != self.config:
+        if data_parallel_fallback is not None and tile_fields(data_parallel_fallback.config) != tile_fields(self.config):
             raise ValueError("the data-parallel fallback must use the same tile configuration (it covers the same tiles)")
         self.data_parallel_fallback = data_parallel_fallback
 
