@@ -67,7 +67,9 @@ def default_config(search_space: list):
 
 def tuned_config(step_name: str, search_space: list, simulator=None):
     """The configuration this machine builds a step with (the rule of the module docstring). ``step_name``: the
-    step whose table entry decides (steps 10 and 11 take step 9's tiles)."""
+    step whose table entry decides (steps 10 and 11 take step 9's tiles). A table entry records the tile fields
+    (``tile_config.TILE_FIELDS``): the result is the step's own ``Config`` with those tiles, every other field as the
+    step's file declares it."""
     if SIMULATOR and simulator is not None:
         return simulator.check()
     gpu = current_gpu_name()
