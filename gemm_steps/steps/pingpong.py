@@ -201,7 +201,6 @@ class Config(StepConfig):
     CONSUMER_REGISTERS: int = 232
     ORDER_BARRIER: int = 1  # hardware barrier 0 is cuda.syncthreads()'s; the order barriers are 1 (consumer 0 waits on it) and 2
 
-
     def __post_init__(self):
         if self.STAGES is None:
             object.__setattr__(self, "STAGES", self.fitting_stages())
@@ -233,7 +232,6 @@ class Config(StepConfig):
     @property
     def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
         return self.BLOCK_N // 4
-
 
     @property
     def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile

@@ -243,7 +243,6 @@ class Config(StepConfig):
     def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
         return self.BLOCK_N // 4
 
-
     @property
     def WARP_TILE_M(self) -> int:  # a warp's tile: a lane holds 2 rows × 2 columns of each 16×8 piece
         return 8 * self.THREAD_M

@@ -177,7 +177,6 @@ class Config(StepConfig):
     def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
         return self.BLOCK_N // 4
 
-
     @property
     def LOAD_AHEAD(self) -> int:  # k-tiles in flight ahead of the one computed
         return self.STAGES - 2

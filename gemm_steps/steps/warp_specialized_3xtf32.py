@@ -289,7 +289,6 @@ class Config(StepConfig):
     def B_VECTORS_PER_ROW(self) -> int:  # … and of B's
         return self.BLOCK_N // 4
 
-
     @property
     def K_STEPS(self) -> int:  # wgmma k-steps (k = 8) per k-tile
         return self.BLOCK_K // 8
