@@ -154,7 +154,7 @@ class Config(StepConfig):
     THREAD_M: int = 16  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
-    STAGES: int = 4  # four k-tiles in flight (step 17's)
+    STAGES: int = 4  # four k-tiles in flight, the most that fit at these tiles (step 17's: 4 × 50,176 bytes)
     GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
     PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
     # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups

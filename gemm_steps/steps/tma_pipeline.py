@@ -148,7 +148,9 @@ class Config(StepConfig):
     THREAD_M: int = 16  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
-    STAGES: int = 4  # four k-tiles in the ring of shared-memory stages: two copied ahead while one is computed (step 15's)
+    # Four k-tiles in the ring (step 15's): LOAD_AHEAD = 2 copied ahead while one is computed and one is released;
+    # a stage is 50,176 bytes (STAGE_BYTES) at these tiles, four take 200,704 of a block's 232,448.
+    STAGES: int = 4
     # Tile-rows per group in the tile order (1 = row-major). On an H200 at 8192³: 1 → 281.7, 4 → 290.7, 8 → 294.0,
     # 16 → 291.7 TFLOPS (experiments/results/experiment-warpgroup-order-nvidia-h200.json).
     GROUP_M: int = 8

@@ -146,7 +146,10 @@ class Config(StepConfig):
     THREAD_M: int = 16  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
-    STAGES: int = 4  # four k-tiles in flight: the producer runs as far ahead as the ring's empty barriers let it
+    # Four k-tiles in flight: the producer runs up to STAGES k-tiles ahead of the slowest consumer, as far as the
+    # ring's empty barriers let it. Four is the most that fit at these tiles: a stage is (BLOCK_M + B_STRIDE) ·
+    # BLOCK_K · 4 = 50,176 bytes (STAGE_BYTES), four take 200,704, five would pass a block's 232,448.
+    STAGES: int = 4
     GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
     PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
     # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups

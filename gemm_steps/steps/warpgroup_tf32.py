@@ -134,7 +134,9 @@ class Config(StepConfig):
     THREAD_M: int = 16  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
-    STAGES: int = 4  # four k-tiles in shared memory: two copied ahead (cp.async) while one is computed and one drains (step 14's)
+    # Four k-tiles in shared memory (step 14's): LOAD_AHEAD = 2 copied ahead (cp.async) while one is computed and
+    # one drains.
+    STAGES: int = 4
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
