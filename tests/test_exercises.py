@@ -360,8 +360,9 @@ def test_the_list_says_which_lesson_each_exercise_belongs_to(capsys):
 
 
 def test_grading_leaves_no_process_running_and_no_file_open(tmp_path):
-    """The GPU-mode compile helper is stopped at exit, its pipes and log closed: once Python's exit found it running
-    ("ResourceWarning: subprocess … is still running", and three unclosed files) at the end of every test run."""
+    """The GPU-mode worker is stopped at exit, its pipes and log closed: once Python's exit found the grader's compile
+    helper running ("ResourceWarning: subprocess … is still running", and three unclosed files) at the end of every
+    test run."""
     import subprocess
     import sys
 

@@ -587,8 +587,9 @@ def ptxas_reports(kernel_sources: list[str]) -> dict:
     """For every kernel of each source — ``"step:NAME"`` (the step's fast kernel) or ``"MODULE:FUNCTION"`` (a
     function returning ``{label: (dispatcher, signature)}``) — what ptxas reports assembled as relocatable PTX
     (:func:`gemm_steps.harness.ptx.ptxas_info`) and linked whole with LTO (``kernel_ptxas_info``), and how many
-    ``setmaxnreg`` its PTX has. Compiled in a fresh Python in GPU mode (no GPU needed), once for the same code and
-    compilers (``remembered_in_gpu_mode``: the folders of the modules named are part of its key)."""
+    ``setmaxnreg`` its PTX has. Compiled in the GPU-mode worker (:mod:`gemm_steps.harness.gpu_mode`; no GPU needed),
+    once for the same code and compilers (``remembered_in_gpu_mode``: the folders of the modules named are part of its
+    key)."""
     import importlib.util
 
     from gemm_steps.harness.ptx import remembered_in_gpu_mode
