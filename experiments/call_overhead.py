@@ -187,14 +187,14 @@ def measure_row(m: int, n: int, k: int, step, rng) -> tuple[dict, dict]:
 
     def matmul():
         gemm_steps.matmul(a_dev, b_dev, step=step, out=c_dev)  # step=None: matmul's own choice
-    row["remembered"] = api._call_key(a_dev, b_dev, c_dev, step, dispatch.DEFAULT_PRECISION) in api._CALLS
+    row["remembered"] = api.is_remembered(a_dev, b_dev, c_dev, step, dispatch.DEFAULT_PRECISION)
     add(row, "matmul", matmul)
     add(row, "matmul_checked", lambda: (api.forget_calls(), matmul()))
     add(row, "matmul_new_out", lambda: gemm_steps.matmul(a_dev, b_dev, step=step))
     add(row, "step_launch", lambda: chosen.launch(a_dev, b_dev, c_dev, 0))
     tiled = chosen.tiled
     pointers = (device_pointer(a_dev), device_pointer(b_dev), device_pointer(c_dev))
-    plan = tiled._plans.get(tiled.plan_key(a_dev, b_dev, pointers, 0)) if tiled is not None else None
+    plan = tiled.thread_plans().get(tiled.plan_key(a_dev, b_dev, pointers, 0)) if tiled is not None else None
     extra = {"a": a, "b": b, "a_dev": a_dev, "b_dev": b_dev, "c_dev": c_dev, "matmul": matmul, "result": result}
     if plan is None:
         row["plan"] = None

@@ -7,7 +7,7 @@ an end event. The two fills run on the GPU while the host prepares the launch; i
 do, the GPU waits for the kernel *between the events*, and the time includes the host's work. Here, for step 15, the
 overlap build (grouped order) and cuBLAS TF32 at 4096³ and 8192³, three timings of the same launches:
 
-* ``bench``: the benchmark's own loop (``_Timer.time``), median of 20;
+* ``bench``: the benchmark's own loop (``Timer.time``), median of 20;
 * ``queued``: the same, with a kernel that spins 2 ms on the GPU enqueued before the fills, so that by the time the
   GPU reaches the start event the launch is long queued — no host time between the events;
 * ``host_launch_us``: the host's time inside ``launch()`` (no synchronisation), median of 20.
@@ -43,7 +43,7 @@ def main(argv: list[str] = sys.argv) -> None:
     import numpy as np
     from numba import cuda
 
-    from gemm_steps.harness.bench import _Timer
+    from gemm_steps.harness.bench import Timer
     from gemm_steps.harness.environment import environment
     from gemm_steps.harness.gpu_clock import hold_gpu
 
@@ -51,7 +51,7 @@ def main(argv: list[str] = sys.argv) -> None:
 
     out = output_path("timing-method", argv[1] if len(argv) > 1 else None)
     stream = cuda.default_stream()
-    timer = _Timer(stream)
+    timer = Timer(stream)
     kernels = drop_kernels()
     records = []
     for size in (4096, 8192):
@@ -64,8 +64,8 @@ def main(argv: list[str] = sys.argv) -> None:
             start, end = cuda.event(), cuda.event()
             for _ in range(20):
                 hold_gpu(stream, 2_000_000)  # the 2 ms head start (harness/gpu_clock.py's kernel)
-                timer._poison(c)
-                timer._flush_l2()
+                timer.poison(c)
+                timer.flush_l2()
                 start.record(stream)
                 t0 = time.perf_counter()
                 run()

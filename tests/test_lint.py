@@ -67,3 +67,38 @@ def test_every_build_constant_a_kernel_reads_is_one_of_its_parameters(step):
             if isinstance(node, ast.Name)}
     shadowed = sorted((read & set(constants)) - set(compile_time_parameters(function)))
     assert not shadowed, f"{step.name}: reads {shadowed}, which the build sets, without declaring them after `*`"
+
+
+# -- experiments reach the package through its public names only (issue 38, deliverable 5) ----------------------------
+#: Private attributes of other libraries' objects an experiment may read: Numba's compiled kernel's code library (how
+#: the toolkit itself gets a driver function) and the simulator's array behind a device array.
+FOREIGN_PRIVATE = {"_codelibrary", "_ary"}
+
+
+def private_reaches(source: str, where: str) -> list[str]:
+    """``from gemm_steps… import _name`` and ``obj._name`` (not ``self``/``cls``, not a dunder, not one of
+    :data:`FOREIGN_PRIVATE`) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gemm_steps"):
+            found += [f"{where}:{node.lineno}: from {node.module} import {a.name}" for a in node.names
+                      if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            if base not in ("self", "cls") and node.attr not in FOREIGN_PRIVATE:
+                found.append(f"{where}:{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_experiments_use_only_the_packages_public_names():
+    found = []
+    for path in sorted(EXPERIMENTS.rglob("*.py")):
+        found += private_reaches(path.read_text(), str(path.relative_to(EXPERIMENTS.parent)))
+    assert not found, "experiments reach into the package's private names:\n" + "\n".join(found)
+
+
+def test_the_private_name_check_can_fail():
+    planted = ("from gemm_steps.harness.bench import _Timer\nplan = tiled._plans.get(key)\n"
+               "self._x = 1\nf = kernel.compile(s)._codelibrary\nname = type(x).__name__\n")
+    assert [line.split(": ", 1)[1] for line in private_reaches(planted, "e")] == [
+        "from gemm_steps.harness.bench import _Timer", "._plans"]

@@ -206,3 +206,16 @@ def test_driver_launches_give_what_cuda_core_launches_give(name, shape, rng, mon
     for key, result in results.items():
         assert np.array_equal(result.view(np.uint32), results[False, "same"].view(np.uint32)), \
             f"{name} at {m}×{n}×{k}, {key}: {int((result != results[False, 'same']).sum())} elements differ"
+
+
+def test_is_remembered_says_whether_a_call_would_be_replayed(rng):
+    """The public question experiments/call_overhead.py asks of the memo (it read the private dict before)."""
+    a, b = (cuda.to_device(rng.standard_normal((8, 8)).astype(np.float32)) for _ in range(2))
+    c = cuda.device_array((8, 8), np.float32)
+    api.forget_calls()
+    assert not api.is_remembered(a, b, c, None, dispatch.DEFAULT_PRECISION)
+    gemm_steps.matmul(a, b, out=c)
+    assert api.is_remembered(a, b, c, None, dispatch.DEFAULT_PRECISION)
+    assert not api.is_remembered(a, b, c, None, "tf32") and not api.is_remembered(a, b, None, None, "tf32x3")
+    api.forget_calls()
+    assert not api.is_remembered(a, b, c, None, dispatch.DEFAULT_PRECISION)

@@ -255,6 +255,13 @@ def _call_key(a: Any, b: Any, out: Any, step: Any, precision: Any) -> tuple | No
     return (a.shape, a.strides, _address(a), b.shape, b.strides, _address(b), out_key, step, precision, _thread())
 
 
+def is_remembered(a: Any, b: Any, out: Any, step: Any, precision: Any) -> bool:
+    """Whether ``matmul(a, b, step, out, precision)`` from this thread would be replayed from the call memo (without
+    its checks): experiments/call_overhead.py records it beside each timing."""
+    key = _call_key(a, b, out, step, precision)
+    return key is not None and key in _CALLS
+
+
 def replay(a: Any, b: Any, out: Any, step: Any, precision: Any):
     """The result of ``matmul(a, b, step, out, precision)`` if an earlier successful call agreed with this one in
     everything its checks and its step choice depend on (:func:`remember`): launched without checking again. None

@@ -51,7 +51,7 @@ def flops(m: int, n: int, k: int) -> float:
     return 2.0 * m * n * k
 
 
-class _Timer:
+class Timer:
     """CUDA-event timing with NaN poisoning and an L2 flush before every timed launch."""
 
     def __init__(self, stream):
@@ -64,12 +64,12 @@ class _Timer:
         self.flush_bytes = self.flush_buffer.nbytes
         self._nan_cache: dict = {}
 
-    def _poison(self, c) -> None:
+    def poison(self, c) -> None:
         from .poison import fill
 
         fill(c, math.nan, self.stream)
 
-    def _flush_l2(self) -> None:
+    def flush_l2(self) -> None:
         from .poison import fill
 
         fill(self.flush_buffer, 1.0, self.stream)
@@ -89,8 +89,8 @@ class _Timer:
         budget_end = time.perf_counter() + max_seconds
         while len(times) < repeats or (time.perf_counter() < budget_end and len(times) < 4 * repeats):
             hold_gpu(self.stream)  # the GPU is busy while the host prepares the launch below
-            self._poison(c)
-            self._flush_l2()
+            self.poison(c)
+            self.flush_l2()
             start.record(self.stream)
             launch()
             end.record(self.stream)
@@ -167,7 +167,7 @@ def run_benchmark(
         include_cublas_tf32 = include_cublas and any(arithmetic[s.name] != "fp32" for s in steps)
     sizes = [tuple(int(x) for x in s) for s in sizes]
     stream = cuda.stream()
-    timer = _Timer(stream)
+    timer = Timer(stream)
     rng = np.random.default_rng(seed)
     records: list[dict] = []
     total = len(sizes) * (len(steps) + int(include_cublas) + int(include_cublas_tf32))
