@@ -73,8 +73,8 @@ if earlier and experiment:
 #
 # Compile both kernels, and step 4 for comparison, and look. `lesson.compile_kernels` compiles a step's kernels,
 # and the versions a step keeps to show what not to do (its `COUNTER_EXAMPLES`, here the first attempt). It runs
-# NVVM on the CPU, in a fresh Python in GPU mode, since this one may be running the simulator. Then count the
-# sign-bit tests in the PTX:
+# NVVM on the CPU, in a Python of its own in GPU mode (the GPU-mode worker), since this one may be running the
+# simulator. Then count the sign-bit tests in the PTX:
 
 # %%
 compiled = lesson_05.compile_step_5(register_1d, register_2d)
