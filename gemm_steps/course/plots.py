@@ -209,9 +209,23 @@ def pct_of_own_cublas(results: dict, record: dict) -> float | None:
     return None if reference is None else 100.0 * reference["median_ms"] / record["median_ms"]
 
 
+def _declared_base(number: int) -> int | None:
+    """The step that step ``number`` says it changes (its module's ``BUILDS_ON``, as step 20 names step 17), if any."""
+    from gemm_steps.harness.step import all_steps
+
+    steps = {s.number: s for s in all_steps()}
+    base = getattr(steps[number].module, "BUILDS_ON", None) if number in steps else None
+    named = [s.number for s in steps.values() if s.name == base]
+    return named[0] if named else None
+
+
 def _previous_of_same_arithmetic(arithmetic: dict[int, str], number: int) -> int | None:
-    """The nearest earlier step of ``arithmetic`` (step number → its arithmetic) that computes as step ``number``
-    does, or None (the first step of its arithmetic): a speed-up across arithmetics compares unlike things."""
+    """The step that step ``number`` is compared with: the one it says it changes (``BUILDS_ON``) where that computes
+    as it does and was measured, else the nearest earlier step of the same arithmetic (step number → arithmetic in
+    ``arithmetic``), or None (the first step of its arithmetic): a speed-up across arithmetics compares unlike things."""
+    base = _declared_base(number)
+    if base is not None and arithmetic.get(base) == arithmetic[number]:
+        return base
     earlier = [n for n in arithmetic if n < number and arithmetic[n] == arithmetic[number]]
     return max(earlier) if earlier else None
 
