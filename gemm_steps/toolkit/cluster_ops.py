@@ -22,6 +22,11 @@ bar, i, mask)``                             ``complete_tx::bytes.multicast::clus
                                             ``[&bar[i]], mask``
 ==========================================  ======================================================================
 
+**In SASS** (Nsight Compute's source page of step 20 on an H200,
+experiments/results/experiment-reference-steps-17-20-nvidia-h200.json, against step 17's): the multicast copies are
+``UTMALDG`` in their ``MULTICAST`` form (5 in the code, 0 in step 17), and the cluster barriers ``UCGABAR`` instructions
+(10, 0 in step 17); the other rows' SASS is not checked here.
+
 **The rules** (the PTX ISA's): a block's rank in its cluster is ``%cluster_ctarank`` (0 … size − 1; for a cluster
 along x, ``blockIdx.x % size``). A multicast writes the box at the *same shared-memory offset* in every block whose
 bit is set in the 16-bit ``mask`` (bit r: rank r), and completes the box's bytes on the mbarrier at the same offset
