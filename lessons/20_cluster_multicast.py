@@ -1,11 +1,12 @@
 # %% [markdown]
 # # Lesson 20 — Two blocks, one load: clusters and TMA multicast
 #
-# Step 17 (lesson 17) reads every k-tile of A and B from L2 once per block. The two blocks that compute neighbouring
-# tiles of one tile-row read the *same* A tile. cuBLAS's TF32 kernel on Hopper does not: lesson 17's "What cuBLAS
-# runs" found it launched in **clusters of 2** with loads in the **multicast** form (`UTMALDG…MULTICAST`), and step 17
-# moving more L2 bytes per FLOP than it. Step 20 is step 17 in clusters of two blocks that share A's tile. The timings come from one run on an **H200** and one on an **H100**, each with step 17 and cuBLAS;
-# the counters from Nsight Compute on the H200 (the captions name the files).
+# Step 17 (lesson 17) reads every k-tile of A and B from L2 once per block, so the two blocks that compute neighbouring
+# tiles of one tile-row both read the *same* A tile. cuBLAS's TF32 kernel on Hopper avoids that: lesson 17's "What
+# cuBLAS runs" found it launched in **clusters of 2** with loads in the **multicast** form (`UTMALDG…MULTICAST`), and
+# step 17 moving more L2 bytes per FLOP than it. Step 20 is step 17 in clusters of two blocks that share A's tile. The
+# timings come from one run on an **H200** and one on an **H100**, each with step 17 and cuBLAS; the counters from
+# Nsight Compute on the H200 (the captions name the files).
 
 # %%
 import gemm_steps
@@ -59,12 +60,13 @@ lesson.say(predictions.quote(p))
 # %% [markdown]
 # ## The kernel
 #
-# Step 17's kernel with the cluster's changes: the rank picks the half of A this block loads (the producer's branch),
-# and a consumer warp releases a stage in every block of its cluster. The whole kernel: `step.source()`, or
-# `gemm-steps diff 17 20`.
+# Step 17's kernel with the cluster's changes, from the rank on: the rank picks this block's tile of the pair and the
+# half of A it loads; the empty barriers count the whole cluster's consumer warps; the two blocks meet at the cluster
+# barrier before any copy; the producer multicasts its half of A; a consumer warp releases a stage in every block of
+# its cluster. The whole kernel: `step.source()`, or `gemm-steps diff 17 20`.
 
 # %%
-lesson.show_kernel(step, start="if warpgroup == CONSUMERS:", stop="acc = warpgroup_wait_all(acc)")
+lesson.show_kernel(step, start="rank = cluster_rank()", stop="acc = warpgroup_wait_all(acc)")
 
 # %% [markdown]
 # ## Is it right?
@@ -148,7 +150,8 @@ print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(ref
 #
 # cuBLAS's kernel still does three things step 20 does not (lesson 17's "What cuBLAS runs"): it is persistent (132
 # blocks walk the tiles), its tile is 128 × 256 with `HGMMA.64x256x8`, and its epilogue stores C through shared
-# memory with the copy engine (`UTMASTG`). Those, and step 20's 3xTF32 build, are the next steps.
+# memory with the copy engine (`UTMASTG`; the store is in the toolkit now, `toolkit/tma_store_ops.py`, not yet in a
+# step). Those, and step 20's 3xTF32 build, are the next steps.
 #
 # Next: [Lesson 21: the FP32 contract](21_fp32_contract.ipynb), what "FP32" promises; then
 # [Lesson 22: where next](22_where_next.ipynb).
