@@ -153,5 +153,9 @@ print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(ref
 # memory with the copy engine (`UTMASTG`; the store is in the toolkit now, `toolkit/tma_store_ops.py`, not yet in a
 # step). Those, and step 20's 3xTF32 build, are the next steps.
 #
+# Try it: step 20 has no exercise of its own yet. Its ring is lesson 16's and its roles lesson 17's:
+# [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and
+# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) practise both, on the simulator.
+#
 # Next: [Lesson 21: the FP32 contract](21_fp32_contract.ipynb), what "FP32" promises; then
 # [Lesson 22: where next](22_where_next.ipynb).
