@@ -119,29 +119,13 @@ def apply() -> None:
             sys.setswitchinterval(previous)
 
     def run_block(self, grid_point, target):
-        blocks = list(np.ndindex(*self._block_dim))
-        barrier = _BlockBarrier(len(blocks))
+        barrier = _BlockBarrier(int(np.prod(self._block_dim)))
         threads = []
-        for block_point in blocks:
+        for block_point in np.ndindex(*self._block_dim):
             t = sim.BlockThread(target, self, grid_point, block_point, self._debug)
             t._block_barrier = barrier
             threads.append(t)
-        for t in threads:
-            t.start()
-        with barrier.changed:
-            while barrier.live and barrier.failed is None:
-                barrier.changed.wait()
-            failed = barrier.failed
-            if failed is not None:  # abort the others, do not join them (as the original: easier debugging)
-                for t in threads:
-                    t.abort = True
-                barrier.changed.notify_all()
-        if failed is not None:
-            raise failed.exception[0].with_traceback(failed.exception[1])
-        for t in threads:
-            t.join()
-            if t.exception:
-                raise t.exception[0].with_traceback(t.exception[1])
+        _run_threads(threads, [barrier])
 
     sim.BlockThread.syncthreads = syncthreads
     sim.BlockThread.run = thread_run
@@ -302,8 +286,17 @@ def _run_one_cluster(blocks: list, shape, sim) -> None:
             t = sim.BlockThread(target, manager, grid_point, block_point, manager._debug)
             t._block_barrier, t._cluster, t._cluster_rank = barrier, cluster, rank
             threads.append(t)
+    _run_threads(threads, barriers, cluster.barrier)
+
+
+def _run_threads(threads: list, barriers: list, cluster_barrier: "_ClusterBarrier | None" = None) -> None:
+    """Start the simulated threads of one block, or of the blocks of one cluster (``barriers``: each block's), and
+    wait until every block has ended or a thread has raised; on a raise, abort the others (their next barrier
+    raises), do not join them (as the original launch: easier debugging), and re-raise the first exception."""
     for t in threads:
         t.start()
+    # one block: wait to be told (a thread's end notifies); several: look at each block in turn
+    timeout = None if len(barriers) == 1 else 0.05
     failed = None
     while failed is None and any(b.live for b in barriers):
         for b in barriers:
@@ -312,15 +305,15 @@ def _run_one_cluster(blocks: list, shape, sim) -> None:
                     failed = b.failed
                     break
                 if b.live:
-                    b.changed.wait(0.05)
-    if failed is not None:  # abort every thread of the cluster, do not join them (as a block's launch does)
+                    b.changed.wait(timeout)
+    if failed is None:  # the last thread to end may be one that raised
+        failed = next((b.failed for b in barriers if b.failed is not None), None)
+    if failed is not None:
         for t in threads:
             t.abort = True
-        for b in barriers:
-            with b.changed:
-                b.changed.notify_all()
-        with cluster.barrier.changed:
-            cluster.barrier.changed.notify_all()
+        for condition in [b.changed for b in barriers] + ([cluster_barrier.changed] if cluster_barrier else []):
+            with condition:
+                condition.notify_all()
         raise failed.exception[0].with_traceback(failed.exception[1])
     for t in threads:
         t.join()
