@@ -314,23 +314,41 @@ if SIMULATOR:
                         f"{SIMULATOR_WAIT_LIMIT_S:g} s — a missed bar.arrive/bar.sync or a wrong count")
                 barrier.changed.wait(min(left, 0.2))
 
+    def tensor_map_box(tensor_map):
+        """What the simulator's ``tensor_map`` describes: (the matrix as a NumPy array, box rows, box columns,
+        whether the box is 128-byte-swizzled in shared memory)."""
+        matrix, box_rows, box_cols, swizzle_128 = _TENSOR_MAPS[int(np.asarray(tensor_map)[0])]
+        return np.asarray(matrix._ary if hasattr(matrix, "_ary") else matrix), box_rows, box_cols, swizzle_128
+
+    def box_in_shared(shared, to, elements, swizzle_128):
+        """The indices into ``shared`` of a box's ``elements`` floats, row-major, from ``shared[to]`` on — through
+        the 128-byte swizzle by shared address if asked (address bits 4–6 XOR bits 7–9): where the copy engine writes
+        a loaded box and reads a stored one."""
+        from .warpgroup_ops import shared_address
+
+        start = int(shared_address(shared, 0))
+        linear = int(shared_address(shared, to)) + np.arange(elements) * 4  # each float's address, row-major
+        if swizzle_128:
+            linear = linear ^ (((linear >> 7) & 7) << 4)
+        return (linear - start) // 4
+
+    def box_inside(row, col, box_rows, box_cols, shape):
+        """The part of the box at (``row``, ``col``) that lies inside a matrix of ``shape``: (its rows and columns
+        in the matrix, the same in the box), as slices (empty where nothing is inside)."""
+        r0, c0 = int(row), int(col)
+        rows = slice(max(r0, 0), max(max(r0, 0), min(r0 + box_rows, shape[0])))
+        cols = slice(max(c0, 0), max(max(c0, 0), min(c0 + box_cols, shape[1])))
+        return (rows, cols), (slice(rows.start - r0, rows.stop - r0), slice(cols.start - c0, cols.stop - c0))
+
     def copy_tile(destination, to, tensor_map, row, col, array, index):
         """Copy the box at (``row``, ``col``) of the matrix behind ``tensor_map`` to ``destination[to:]`` — zeros
         outside the matrix, 128-byte-swizzled by shared address if the map says so — and complete its bytes on
         barrier ``array[index]`` (simulator: at once)."""
-        from .warpgroup_ops import shared_address
-
-        matrix, box_rows, box_cols, swizzle_128 = _TENSOR_MAPS[int(np.asarray(tensor_map)[0])]
-        source = np.asarray(matrix._ary if hasattr(matrix, "_ary") else matrix)
+        source, box_rows, box_cols, swizzle_128 = tensor_map_box(tensor_map)
         box = np.zeros((box_rows, box_cols), np.float32)
-        r0, c0 = int(row), int(col)
-        inside = source[max(r0, 0): r0 + box_rows, max(c0, 0): c0 + box_cols]
-        box[max(-r0, 0): max(-r0, 0) + inside.shape[0], max(-c0, 0): max(-c0, 0) + inside.shape[1]] = inside
-        start = int(shared_address(destination, 0))
-        linear = int(shared_address(destination, to)) + np.arange(box.size) * 4  # each float's address, row-major
-        if swizzle_128:
-            linear = linear ^ (((linear >> 7) & 7) << 4)
-        np.asarray(destination)[(linear - start) // 4] = box.ravel()
+        in_matrix, in_box = box_inside(row, col, box_rows, box_cols, source.shape)
+        box[in_box] = source[in_matrix]
+        np.asarray(destination)[box_in_shared(destination, to, box.size, swizzle_128)] = box.ravel()
         _barrier(array, index).complete_bytes(box.size * 4)
 
 else:

@@ -49,20 +49,10 @@ if SIMULATOR:
     def store_tile(tensor_map, row, col, source, start):
         """Write the box at (``row``, ``col``) of the matrix behind ``tensor_map`` from ``source[start:]`` (shared),
         only where the box lies inside the matrix (simulator: at once)."""
-        from .warpgroup_ops import shared_address
-
-        matrix, box_rows, box_cols, swizzle_128 = mbarrier_ops._TENSOR_MAPS[int(np.asarray(tensor_map)[0])]
-        target = np.asarray(matrix._ary if hasattr(matrix, "_ary") else matrix)
-        begin = int(shared_address(source, 0))
-        linear = int(shared_address(source, start)) + np.arange(box_rows * box_cols) * 4
-        if swizzle_128:
-            linear = linear ^ (((linear >> 7) & 7) << 4)
-        box = np.asarray(source)[(linear - begin) // 4].reshape(box_rows, box_cols)
-        r0, c0 = int(row), int(col)
-        rows = slice(max(r0, 0), min(r0 + box_rows, target.shape[0]))
-        cols = slice(max(c0, 0), min(c0 + box_cols, target.shape[1]))
-        if rows.start < rows.stop and cols.start < cols.stop:
-            target[rows, cols] = box[rows.start - r0: rows.stop - r0, cols.start - c0: cols.stop - c0]
+        target, box_rows, box_cols, swizzle_128 = mbarrier_ops.tensor_map_box(tensor_map)
+        box = np.asarray(source)[mbarrier_ops.box_in_shared(source, start, box_rows * box_cols, swizzle_128)]
+        in_matrix, in_box = mbarrier_ops.box_inside(row, col, box_rows, box_cols, target.shape)
+        target[in_matrix] = box.reshape(box_rows, box_cols)[in_box]
 
     def store_commit():
         """Close this thread's stores into a bulk async-group (simulator: they are done)."""
