@@ -55,7 +55,7 @@ from gemm_steps.harness import api, dispatch
 from gemm_steps.harness.environment import environment
 from gemm_steps.harness.gpu_clock import hold_gpu
 from gemm_steps.toolkit import launch_plans
-from gemm_steps.toolkit.kernel_tools import DirectLaunch, device_pointer, flat_array_arguments, quiet_small_grids
+from gemm_steps.toolkit.kernel_tools import DirectLaunch, device_pointer, quiet_small_grids
 from numba import cuda
 
 CALLS, HOST_CALLS, ROUNDS, WARMUP = 500, 200, 7, 20
@@ -104,7 +104,7 @@ def add(row: dict, name: str, call) -> None:
 
 def recorded_launches(tiled, a, b, c) -> list:
     """The launches a plan of ``tiled`` makes for these arrays, as Numba launches them: (dispatcher, signature, grid,
-    threads, shared bytes, stream, arguments) each (what ``LaunchPlan.record`` writes down)."""
+    threads, shared bytes, stream, arguments, cluster) each (what ``LaunchPlan.record`` writes down)."""
     return launch_plans.recorded_launches(tiled, a, b, c, 0)
 
 
@@ -120,19 +120,6 @@ def empty_twin(dispatcher, signature: str):
         exec(f"def empty({', '.join(names)}):\n    pass\n", namespace)
         _EMPTY[signature] = cuda.jit(signature)(namespace["empty"])
     return _EMPTY[signature]
-
-
-def driver_arguments(arguments) -> tuple:
-    """Numba's launch arguments (device arrays, NumPy integers) as a plan passes them (LaunchPlan.record)."""
-    import ctypes
-
-    flat = []
-    for argument in arguments:
-        if isinstance(argument, (int, np.integer)):
-            flat.append(ctypes.c_uint32(int(argument)))
-        else:
-            flat.extend(flat_array_arguments(device_pointer(argument), argument.size, argument.dtype.itemsize))
-    return tuple(flat)
 
 
 def relative_error(c, a, b) -> float:
@@ -220,7 +207,7 @@ def measure_row(m: int, n: int, k: int, step, rng) -> tuple[dict, dict]:
                 kernel(*args)
     add(row, "empty_kernel", empty_through_numba)
     direct = [DirectLaunch(kernel, signature, 1, 32, 0, 0) for kernel, signature, _ in twins]
-    bound = [launch.bind(*driver_arguments(args)) for launch, (_, _, args) in zip(direct, twins)]
+    bound = [launch.bind(*launch_plans.direct_arguments(args)) for launch, (_, _, args) in zip(direct, twins)]
 
     def empty_direct():
         for launch in bound:
@@ -234,8 +221,8 @@ def driver_pass(row: dict, extra: dict) -> None:
     """The driver's cuLaunchKernel: empty kernels, then matmul's replays with DRIVER_LAUNCHES on (checked bitwise
     against the cuda.core replay's result)."""
     if "direct" in extra:
-        bound = [launch.bind_driver(*driver_arguments(args)) for launch, (_, _, args) in zip(extra["direct"],
-                                                                                          extra["twins"])]
+        bound = [launch.bind_driver(*launch_plans.direct_arguments(args))
+                 for launch, (_, _, args) in zip(extra["direct"], extra["twins"])]
 
         def empty_driver():
             for launch in bound:

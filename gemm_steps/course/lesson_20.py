@@ -165,6 +165,11 @@ def counters(ref: dict) -> list[Counters]:
     return out
 
 
+def _counters_by(ref: dict) -> dict:
+    """:func:`counters` by (kernel, size)."""
+    return {(q.kernel, q.size): q for q in counters(ref)}
+
+
 def counters_table(ref: dict) -> MarkdownTable:
     rows = [{"kernel": KERNELS[q.kernel], "size": f"{q.size}³", "grid": q.grid, "cluster": q.cluster,
              "L2 bytes / FLOP": q.l2_bytes_per_flop, "DRAM bytes / FLOP": q.dram_bytes_per_flop,
@@ -177,7 +182,7 @@ def counters_table(ref: dict) -> MarkdownTable:
 
 def change(ref: dict, field: str, size: int) -> float:
     """Step 20's ``field`` over step 17's at ``size`` (a ratio)."""
-    by = {(q.kernel, q.size): q for q in counters(ref)}
+    by = _counters_by(ref)
     return getattr(by[("cluster_multicast", size)], field) / getattr(by[("warp_specialized", size)], field)
 
 
@@ -188,11 +193,11 @@ def multicast_loads(ref: dict, kernel: str = "cluster_multicast", size: str = "4
 
 def clock_gap(ref: dict, kernel: str, size: int) -> float:
     """A kernel's SM clock under load over cuBLAS TF32's at ``size``, minus 1 (−0.05: 5 % slower)."""
-    by = {(q.kernel, q.size): q for q in counters(ref)}
+    by = _counters_by(ref)
     return by[(kernel, size)].mhz_under_load / by[("cublas_tf32", size)].mhz_under_load - 1
 
 
 def over_cublas(ref: dict, field: str, kernel: str, size: int) -> float:
     """A kernel's ``field`` over cuBLAS TF32's at ``size`` (a ratio)."""
-    by = {(q.kernel, q.size): q for q in counters(ref)}
+    by = _counters_by(ref)
     return getattr(by[(kernel, size)], field) / getattr(by[("cublas_tf32", size)], field)

@@ -174,7 +174,6 @@ EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200 = "experiment-before-after-fp3
 EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200 = "experiment-clocks-under-load-nvidia-h200.json"
 EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H100 = "experiment-cluster-arrive-scope-nvidia-h100.json"
 EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200 = "experiment-cluster-arrive-scope-nvidia-h200.json"
-EXPERIMENT_CLUSTER_FIRST_RUN_NVIDIA_H200 = "experiment-cluster-first-run-nvidia-h200.json"
 EXPERIMENT_FIRST_CALL_NVIDIA_H100 = "experiment-first-call-nvidia-h100.json"
 EXPERIMENT_FP32_ACCURACY_NVIDIA_H200 = "experiment-fp32-accuracy-nvidia-h200.json"
 EXPERIMENT_K_LOOP_SASS_SM90 = "experiment-k-loop-sass-sm90.json"
