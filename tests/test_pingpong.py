@@ -9,9 +9,15 @@ stage of the ring is filled, waited for and released in the right phase across a
 runs over the block's tiles in turn, so a consumer's k-tiles sit where the other consumer's tiles end — and every
 named-barrier wait meets its arrival (a missed one ends in the twin's timeout, not a wrong answer). Its compiled code
 is checked with every step's (tests/test_ptx.py: the step's PTX_EXPECT and PTXAS_EXPECT). On an H100/H200
-experiments/pingpong_bench.py measures it."""
+experiments/pingpong_bench.py measures it.
+
+The same for the fair control, step 19's schedule with step 17's 256×64 tile a consumer
+(experiments/kernels/pingpong_wide.py, measured by experiments/pingpong_fair.py): its product on the simulator (64×64
+tiles) and a GPU, its stage counts, and its PTX and ptxas report compiled here."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,7 +32,7 @@ from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
 from gemm_steps.steps import pingpong
 
-from experiments.kernels import pingpong_specialized
+from experiments.kernels import pingpong_specialized, pingpong_wide
 
 
 def _wgmma_here() -> bool:
@@ -57,7 +63,7 @@ def _tiles_of_blocks(tiles: int, blocks: int) -> list[int]:
 
 
 #: (tile rows, tile columns, k-tiles, ring stages, ordered) on the simulator's 3 blocks; on a GPU the tiles are
-#: 128×128, the grid one block an SM (or a tile), the ring 6 stages, and the 8-tile cases become 24×24 tiles.
+#: 128×128, the grid one block an SM (or a tile), the ring 4 stages, and the 8-tile cases become 24×24 tiles.
 #: * 4×2 tiles: blocks walk 3, 3, 2 tiles — block 0's consumer 0 takes two (its tiles 0 and 2), consumer 1 one (an
 #:   odd count), block 2's one each; 2 k-tiles a tile through 3 stages, so tiles straddle the ring's wrap and a
 #:   consumer's k-tiles start where the other's end (global k-tile 2j·2 + …), both phases of every barrier.
@@ -99,10 +105,12 @@ def test_a_ragged_shape_runs_its_border_on_the_edge_kernel():
 
 def test_the_layout_fits_the_ring_in_shared_memory():
     """6 stages of 33,792 bytes (A 128×32, B 32×136 floats) and the 1,024-byte alignment slack fit the 232,448 bytes a
-    block may have; 7 do not, and asking for them is refused. A consumer's tile must be 128 columns (two halves) and
-    at most 128 rows (step 17's 256×128 tile would be 256 accumulators a thread)."""
+    block may have; 7 do not, and asking for them is refused. The step keeps 4 (they ran faster than 6). A consumer's
+    tile must be 128 columns (two halves) and at most 128 rows (step 17's 256×128 tile would be 256 accumulators a
+    thread)."""
     gpu_config = pingpong.SEARCH_SPACE[0]
-    constants = pingpong.layout(gpu_config)
+    assert pingpong.layout(gpu_config)["STAGES"] == 4 and pingpong.Config.of(gpu_config).fitting_stages() == 6
+    constants = pingpong.layout(gpu_config, stages=6)
     assert constants["STAGES"] == 6 and constants["WARPS"] == 4 and constants["BARRIERS"] == 12
     stage = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
     assert stage == 33_792
@@ -113,6 +121,99 @@ def test_the_layout_fits_the_ring_in_shared_memory():
     for other in (warp_specialized.SEARCH_SPACE[0], warpgroup_tf32.SIMULATOR_CONFIG):  # 256×128; 32×64
         with pytest.raises(ValueError, match="BLOCK_N = 128"):
             pingpong.layout(other)
+
+
+# -- the fair control: step 19's schedule, step 17's tile per consumer (experiments/kernels/pingpong_wide.py) --------
+WIDE_CONFIG = pingpong_wide.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else pingpong_wide.CONFIG
+
+#: (tile rows, tile columns, k-tiles, ring stages, GROUP_M) on the simulator's 3 blocks of 64×64 tiles (wgmma N = 64,
+#: 256 consumer threads and a producer warpgroup); on a GPU 256×64 tiles, one block an SM, 4 stages and 5.
+#: * 7×2 tiles: blocks walk 5, 5, 4 tiles — every consumer takes at least two (block 0's consumer 0 three: the order
+#:   barrier used both ways and reused), 5 k-tiles a tile through 3 stages, so a tile's k-tiles wrap the ring and a
+#:   block's 25 k-tiles run 8 laps of it (both phases of every barrier, many times), an odd k-tile count (the loop's
+#:   last pass half empty); groups of 4 tile-rows, the last one 3 (grouped_tile's shorter group).
+#: * 2×2 tiles, 3 k-tiles, 2 stages: blocks walk 2, 1, 1 tiles — the second and third blocks' consumer 1 has none
+#:   (no order arrival may be left waiting for it).
+WIDE_CASES = [pytest.param(7, 2, 5, 3, 4, id="14tiles-3blocks-8laps"),
+              pytest.param(2, 2, 3, 2, 8, id="4tiles-3blocks-idle-consumer")]
+
+
+@wgmma_only
+@pytest.mark.parametrize("rows,cols,k_tiles,stages,group_m", WIDE_CASES)
+def test_the_wide_pingpong_multiplies_with_each_consumer_on_whole_256_row_tiles(rows, cols, k_tiles, stages, group_m):
+    """The fair ping-pong control on the simulator (and on a GPU: 12×48 tiles of 256×64, 4–5 a block on 132 SMs,
+    16 k-tiles, 4 stages — the experiment's build — and the idle-consumer case with as many stages as fit)."""
+    config = replace(WIDE_CONFIG, GROUP_M=group_m)
+    if not gemm_steps.SIMULATOR:
+        stages = 4 if rows * cols > 4 else None
+        if rows * cols > 4:
+            rows, cols, k_tiles = 12, 48, 16
+    kernels = pingpong_wide.build(config, stages)
+    assert kernels.threads == 384 and kernels.constants["ACCUMULATORS"] == config.BLOCK_M // 2
+    blocks = min(rows * cols, kernels.resident_blocks("fast"))
+    walks = _tiles_of_blocks(rows * cols, blocks)
+    if rows * cols > 4:
+        assert min(walks) >= 4 and min(walks) < max(walks), walks  # each consumer two tiles or more, uneven
+    else:
+        assert max(walks) <= 2 and min(walks) == 1, walks  # a consumer 1 with no tile
+    _check_product(kernels, rows * config.BLOCK_M, cols * config.BLOCK_N, k_tiles * config.BLOCK_K)
+
+
+@wgmma_only
+def test_the_wide_pingpong_runs_a_ragged_border_on_step_15s_edge_kernel():
+    """The full tiles on the fast kernel, the border on step 15's edge kernel built for the same tile with one
+    warpgroup (on the simulator 150×140×96: 2×2 full 64×64 tiles, 3 k-tiles; on a GPU 1000×1100×512: 3×17 full
+    256×64 tiles, K a multiple of 32 so that the fast path applies)."""
+    shape = (150, 140, 96) if gemm_steps.SIMULATOR else (1000, 1100, 512)
+    _check_product(pingpong_wide.build(WIDE_CONFIG, 3 if gemm_steps.SIMULATOR else 4), *shape)
+
+
+def test_the_wide_pingpong_fits_4_or_5_stages_and_refuses_6():
+    """A stage of the 256×64 tile is A 256×32 + B 32×72 floats = 41,984 bytes: 5 (and their barriers, and the
+    1,024-byte alignment slack) fit the 232,448 bytes a block may have, 6 do not and are refused with the range. The
+    consumer's work is step 17's consumer's: 128 accumulators (one m64n256k8 a k-step), B_STRIDE 72; 4 stages
+    (step 17's count) on request. Step 19's tile (two 64-column halves a consumer) is refused."""
+    constants = pingpong_wide.layout()
+    assert constants["STAGES"] == 5 and constants["ACCUMULATORS"] == 128 and constants["B_STRIDE"] == 72
+    assert constants["THREADS"] == 256 and constants["CONSUMERS"] == 2 and constants["WARPS"] == 4
+    assert constants["PRODUCER_REGISTERS"] == 40 and constants["CONSUMER_REGISTERS"] == 232
+    assert constants["ORDER_BARRIER"] == pingpong.Config.ORDER_BARRIER and constants["GROUP_M"] == 8
+    stage = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
+    assert stage == constants["STAGE_BYTES"] == 41_984
+    used = constants["STAGES"] * (stage + 16) + constants["EXTRA_SHARED_FLOATS"] * 4
+    assert used <= pingpong.SHARED_BYTES_PER_BLOCK < used + stage + 16
+    assert pingpong_wide.layout(stages=4)["STAGES"] == 4 and pingpong_wide.build(stages=4).config.STAGES == 4
+    with pytest.raises(ValueError, match="6 stages: 2 to 5 fit"):
+        pingpong_wide.build(stages=6)
+    with pytest.raises(ValueError, match="BLOCK_N = 64"):
+        pingpong_wide.layout(pingpong.SEARCH_SPACE[0])  # 128×128
+    edge = pingpong_wide.build().edge_source  # step 15 on the same 256×64 tile, one warpgroup
+    assert (edge.config.BLOCK_M, edge.config.BLOCK_N, edge.threads) == (256, 64, 128)
+
+
+WIDE_PTX_JOB = "kernels:experiments.kernels.pingpong_wide:ptx_kernels"
+
+
+@pytest.mark.ptx(WIDE_PTX_JOB)
+def test_the_wide_pingpong_compiles_to_one_n256_wgmma_a_k_step(ptx):
+    """Compiled for the GPU's tile (sm_90a, 4 stages): per pass of a consumer's loop (two k-tiles) 2 × BLOCK_K / 8
+    wgmma, every one m64n256k8 (step 19: twice as many m64n128k8); a wait for all groups but the newest per k-tile and
+    one for all after the tile; a TF32 rounding per fragment element; setmaxnreg once each way; two bar.sync
+    (cuda.syncthreads() and the order's wait) and one bar.arrive (the order's hand-over); the copy engine's copies;
+    no local memory, no FP32 FMA, no wgmma operand written after its fence. ptxas (nvJitLink, LTO): no spills, no
+    wgmma serialised, at most 168 registers at entry (the cap for 384 threads)."""
+    stats = ptx.stats(WIDE_PTX_JOB, "pingpong_wide_fast")
+    assert "error" not in stats, stats.get("error")
+    opcodes, k_steps = stats["opcodes"], pingpong_wide.CONFIG.BLOCK_K // 8
+    assert stats["wgmma.mma_async.tf32"] == 2 * k_steps
+    assert opcodes.get("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32") == 2 * k_steps
+    assert stats["wgmma.wait_group"] == 2 + 1 and stats["cvt.rna.tf32.f32"] == 2 * k_steps * 4
+    assert stats["setmaxnreg"] == 2 and stats["bar.sync"] == 2 and opcodes.get("bar.arrive") == 1
+    assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
+    assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0
+    info = stats.get("ptxas") or {}
+    assert info.get("wgmma_serialized") is not None, f"ptxas did not answer ({info})"
+    assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info
 
 
 # -- the named-barrier twins ---------------------------------------------------------------------------------------
@@ -186,6 +287,37 @@ def test_the_bench_summary_divides_each_build_by_its_baselines():
     assert row["over_persistent_specialized"]["pingpong_specialized"] is None
     assert row["over_warp_specialized"]["persistent_specialized"] is None
     assert summary["4096x4096x2048"]["over_persistent_specialized"]["warp_specialized"] is None
+
+
+def test_the_fair_bench_summary_divides_each_build_by_its_baselines_and_pairs():
+    """experiments/pingpong_fair.py's stored ratios, on made-up records: each build over persistent_specialized, step
+    17 and cuBLAS TF32, and the docstring's pairs (the schedule: pingpong_wide_4 / persistent_specialized; …); None
+    where a record is missing or failed. Its builds are the six it names, the wide ones at 4 and 5 stages."""
+    from experiments import pingpong_fair
+
+    def rec(step, tflops, k=4096):
+        return {"step": step, "M": 4096, "N": 4096, "K": k, **({"tflops": tflops} if tflops else {})}
+
+    records = [rec("warp_specialized", 360.0), rec("persistent_specialized", 350.0), rec("pingpong_wide_4", 315.0),
+               rec("pingpong_wide_max", None), rec("pingpong", 210.0), rec("pingpong_6", 200.0),
+               rec("cublas_tf32", 400.0), rec("warp_specialized", 300.0, k=2048)]
+    summary = pingpong_fair.summary({"records": records})
+    row = summary["4096x4096x4096"]
+    assert row["tflops"]["pingpong_wide_max"] is None and row["tflops"]["cublas"] is None
+    assert row["over_persistent_specialized"]["pingpong_wide_4"] == pytest.approx(0.9)
+    assert row["over_warp_specialized"]["pingpong"] == pytest.approx(210 / 360)
+    assert row["over_cublas_tf32"]["warp_specialized"] == pytest.approx(0.9)
+    assert row["over_persistent_specialized"]["pingpong_wide_max"] is None
+    assert row["pairs"]["schedule"] == pytest.approx(0.9)
+    assert row["pairs"]["tile_per_consumer"] == pytest.approx(210 / 315)
+    assert row["pairs"]["stages_step_19"] == pytest.approx(200 / 210) and row["pairs"]["stages_wide"] is None
+    assert summary["4096x4096x2048"]["over_warp_specialized"]["pingpong"] is None
+    assert pingpong_fair.BUILDS == ["warp_specialized", "persistent_specialized", "pingpong_wide_4",
+                                    "pingpong_wide_max", "pingpong", "pingpong_6"]
+    assert {x for pair in pingpong_fair.PAIRS.values() for x in pair} <= set(pingpong_fair.BUILDS)
+    built = pingpong_fair.builds()
+    assert [built[name].config.STAGES for name in ("pingpong_wide_4", "pingpong_wide_max", "pingpong_6")] == [4, 5, 6]
+    assert built["persistent_specialized"].constants["STAGES"] == 4
 
 
 @wgmma_only

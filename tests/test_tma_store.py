@@ -55,7 +55,9 @@ def _expected(shape, row, col):
     return out
 
 
-CASES = [((40, 64), 8, 16), ((40, 64), 30, 48), ((20, 36), 10, 20), ((40, 64), -4, -8)]
+#: Inside C, and past its last rows and columns. A box starting before row or column 0 stopped the kernel with an
+#: illegal instruction on an H200 (2026-11-28): the twin refuses it (test below).
+CASES = [((40, 64), 8, 16), ((40, 64), 30, 48), ((20, 36), 10, 20)]
 
 
 @pytest.mark.skipif(not SIMULATOR, reason="the simulator's twin (the GPU's: test_the_store_on_a_gpu)")
@@ -71,3 +73,12 @@ def test_the_tile_lands_inside_c_and_nowhere_else(shape, row, col, swizzled):
 @pytest.mark.parametrize("shape, row, col", CASES)
 def test_the_store_on_a_gpu(shape, row, col, swizzled):
     assert np.array_equal(_stored(shape, row, col, swizzled), _expected(shape, row, col))
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the simulator's twin")
+@pytest.mark.parametrize("row, col", [(-4, 8), (8, -8)])
+def test_a_store_before_row_or_column_zero_is_refused(row, col):
+    """On an H200 a TMA store whose box starts at a negative coordinate stopped the kernel (CUDA_ERROR_ILLEGAL_
+    INSTRUCTION), where a load there is zero-filled: the twin refuses it with a message instead of clipping."""
+    with pytest.raises(Exception, match="must start inside the matrix"):
+        _stored((40, 64), row, col, False)

@@ -12,7 +12,8 @@ fragments in registers and A's swizzled tile in shared memory; what changes:
 * **A tile per consumer.** In step 17 both consumers share every 256×128 tile. Here a tile is 128×128 and belongs to
   one consumer: two m64n128k8 a k-step (C's columns 0–63 and 64–127, 64 accumulators each), B's fragments for both
   halves. The block's tiles 0, 2, 4, … go to consumer 0 and 1, 3, 5, … to consumer 1; a stage is read by one
-  consumer, so its empty barrier counts that consumer's 4 warps. A stage (one k-tile of one tile) is 33 KB: 6 fit.
+  consumer, so its empty barrier counts that consumer's 4 warps. A stage (one k-tile of one tile) is 33 KB: 6 fit,
+  and 4 are kept in flight, which ran faster (``Config.STAGES``).
 * **Ping-pong.** Before its main loop a consumer waits at a *named barrier* (``bar.sync ORDER_BARRIER + itself,
   256``) until the other consumer has issued the last products of the block's previous tile (``bar.arrive``): the
   main loops take turns, and each consumer's store of C overlaps the other's main loop (CUTLASS's
@@ -75,6 +76,17 @@ def grouped_tile(tile, tile_rows, tiles_per_group, group_m):
     return first_row + (in_group - across * rows_in_group), across
 
 
+@cuda.jit(device=True, inline=True)
+def ring_place(g, stages):
+    """(stage, lap) of the ring's k-tile number ``g``: ``g % stages`` and ``g // stages`` from one 32-bit division.
+    Written ``g % STAGES``, Numba computes in 64 bits, and with a stage count that is not a power of two (6, the
+    most that fit) every use becomes a 64-bit multiply-high sequence inside the k-loop: the 6-stage build ran 0.85×
+    the 4-stage build so, 0.93× / 0.88× with this function (4096³ / 8192³; experiments/results/
+    experiment-pingpong-fair-nvidia-h200.json, then -2.json)."""
+    lap = divide_u32(g, stages)
+    return uint32(g - lap * stages), lap
+
+
 def pingpong_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
                     BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS, A_STAGE_FLOATS,
                     B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS, PRODUCER_REGISTERS, CONSUMER_REGISTERS,
@@ -111,9 +123,9 @@ def pingpong_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b
             while tile < tile_count:
                 tile_row, tile_col = grouped_tile(tile, tile_rows, tiles_per_group, GROUP_M)
                 for t in range(k_tiles):
-                    stage = g % STAGES
-                    if g >= STAGES:  # the stage's (g // STAGES)-th fill: wait until the consumer's warps released it
-                        mbarrier_wait(barriers, STAGES + stage, uint32((g // STAGES - 1) % 2))
+                    stage, lap = ring_place(g, STAGES)
+                    if g >= STAGES:  # the stage's lap-th fill: wait until the consumer's warps released it
+                        mbarrier_wait(barriers, STAGES + stage, uint32((lap - 1) % 2))
                     mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
                     copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, tile_row * BLOCK_M, t * BLOCK_K, barriers, stage)
                     copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, tile_col * BLOCK_N,
@@ -139,9 +151,9 @@ def pingpong_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b
                     u = pair + odd
                     if u < k_tiles:
                         g = g0 + u
-                        stage = g % STAGES
+                        stage, lap = ring_place(g, STAGES)
                         stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
-                        mbarrier_wait(barriers, stage, uint32(g // STAGES % 2))  # its bytes have landed
+                        mbarrier_wait(barriers, stage, uint32(lap % 2))  # its bytes have landed
                         for h in unroll(2):
                             for s in unroll(K_STEPS):
                                 for q in unroll(4):
@@ -159,13 +171,13 @@ def pingpong_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b
                         left = warpgroup_wait_but_one(left)  # k-tile u − 1's wgmma are done: its stage is free
                         right = warpgroup_wait_but_one(right)
                         if u > 0 and lane == 0:
-                            mbarrier_arrive(barriers, STAGES + (g - 1) % STAGES)
+                            mbarrier_arrive(barriers, STAGES + ring_place(g - 1, STAGES)[0])
             if tile + stride < tile_count:  # the block has a next tile, the other consumer's: its turn
                 named_barrier_arrive(ORDER_BARRIER + (1 - warpgroup), 256)
             left = warpgroup_wait_all(left)
             right = warpgroup_wait_all(right)
             if lane == 0:  # the tile's last k-tile is done too: release its stage
-                mbarrier_arrive(barriers, STAGES + (g0 + k_tiles - 1) % STAGES)
+                mbarrier_arrive(barriers, STAGES + ring_place(g0 + k_tiles - 1, STAGES)[0])
 
             for v in unroll(ACCUMULATORS):  # the store: overlaps the other consumer's main loop
                 row = tile_row * BLOCK_M + lane % 4 * 2 + (v // 4 * 8 + v % 2)
@@ -191,7 +203,9 @@ class Config(StepConfig):
     THREAD_M: int = 8  # rows of C per thread
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
-    STAGES: int | None = None  # None: as many as fit a block's shared memory (fitting_stages; 6 on the GPU tile)
+    # k-tiles in flight. 6 fit the GPU tile (fitting_stages), but 4 ran faster: 1.07× / 1.13× the 6-stage build at
+    # 4096³ / 8192³ in one run (experiment-pingpong-fair-nvidia-h200-2.json). None: as many as fit.
+    STAGES: int | None = 4
     GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
     PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
     # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups

@@ -6,7 +6,10 @@ write that tile into C as a box of the tensor map — the epilogue cuBLAS's TF32
 results/reference-*.json, lesson 17's "What cuBLAS runs"). Two things come with it:
 
 * **Clipping.** The copy engine writes only the part of the box that lies inside the matrix: a tile at C's ragged edge
-  needs no bounds check in the kernel (issue 37's "a TMA store that clips").
+  needs no bounds check in the kernel (issue 37's "a TMA store that clips"). That holds past the matrix's last row
+  and column; a box that starts *before* row or column 0 is another matter: on an H200 the first such store (box at
+  (−4, −8), plain and swizzled) stopped the kernel with ``CUDA_ERROR_ILLEGAL_INSTRUCTION`` (2026-11-28), where a load
+  there is zero-filled. The twin refuses negative coordinates; a kernel's tiles never start there.
 * **No mbarrier.** A store is tracked by *bulk async-groups*, as ``cp.async`` copies are by their groups: the thread
   that issued stores commits them as a group, and waits — until the copy engine has *read* the shared tile (then the
   tile may be written again) or until the writes to global memory are done.
@@ -30,8 +33,9 @@ address is 128-byte aligned (1,024 for the swizzle), as for a load.
 **Simulator twins.** ``store_tile`` writes the box's inside part into the matrix at once (un-swizzling if the map
 says so); the group operations have nothing to wait for.
 
-Needs compute capability 9.0. Not yet used by a step: the next Hopper step's epilogue (issue 36). Its PTX assembles
-for sm_90a (nvJitLink, on a CPU); it has not run on a GPU yet (tests/test_tma_store.py's ``gpu`` tests).
+Needs compute capability 9.0. Not yet used by a step: experiments/kernels/cluster_multicast_tma_store.py (step 20
+with this epilogue) uses it. On an H200 (2026-11-28) tests/test_tma_store.py's ``gpu`` tests pass for boxes inside C
+and past its far edges, plain and swizzled, and the experiment's product is right.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ if SIMULATOR:
     def store_tile(tensor_map, row, col, source, start):
         """Write the box at (``row``, ``col``) of the matrix behind ``tensor_map`` from ``source[start:]`` (shared),
         only where the box lies inside the matrix (simulator: at once)."""
+        if row < 0 or col < 0:
+            raise ValueError(f"store_tile at ({row}, {col}): a TMA store box must start inside the matrix (row and "
+                             "column ≥ 0); on an H200 one at a negative coordinate stopped the kernel with an illegal "
+                             "instruction")
         target, box_rows, box_cols, swizzle_128 = mbarrier_ops.tensor_map_box(tensor_map)
         box = np.asarray(source)[mbarrier_ops.box_in_shared(source, start, box_rows * box_cols, swizzle_128)]
         in_matrix, in_box = mbarrier_ops.box_inside(row, col, box_rows, box_cols, target.shape)
