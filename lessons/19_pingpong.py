@@ -5,8 +5,9 @@
 # the block ends. Outside the k-loop the SM's tensor cores wait: for the block's start, and for the store of C.
 # CUTLASS's answer on Hopper is the **ping-pong** schedule: a persistent block walks many tiles, each consumer owns
 # whole tiles, and the two take turns in the main loop — one stores its tile while the other multiplies. Step 19
-# builds it. The timings come from one H100 run of `experiments/pingpong_bench.py` (step 17, its persistent form,
-# step 19, both cuBLAS), the timeline from the same H100; each table and figure names its file.
+# builds it. The first timings come from one H100 run of `experiments/pingpong_bench.py` (step 17, its persistent
+# form, step 19 as it was then, both cuBLAS), the timeline from the same H100; the controlled runs that explain the
+# result, from an H200. Each table and figure names its file.
 
 # %%
 import gemm_steps
@@ -53,7 +54,7 @@ print(f"main loops overlap by at most {alt['overlap']:,.0f} clocks (negative: ne
 
 # %%
 lesson.show_figure(lesson_19.ring_figure(step19))
-u = lesson_19.unordered_start(step19, 4096)
+u = lesson_19.unordered_start(step19, 4096, lesson_19.RUN_STAGES)  # the H100 run's build: 6 stages
 print(f"without the order, at 4096³: consumer 1 starts at once on the block's tile 1, ring k-tile g = {u['g']}, "
       f"stage {u['stage']} of {u['stages']}, fill {u['fill']} (parity {u['fill'] % 2}), while that stage is in "
       f"phase {u['phase']}: the wait {'returns at once' if u['at_once'] else 'blocks'}; right: {u['right']}")
@@ -115,8 +116,8 @@ lesson.check_against_numpy(step19, [(64, 256, 64)])
 # %% [markdown]
 # ## How fast
 #
-# Step 19 beside step 17, step 17's persistent form (the same kernel walking tiles, no ping-pong) and both cuBLAS,
-# one run, with each record's SM clock:
+# Step 19 as it was then (6 stages, its ring in 64-bit arithmetic: see below) beside step 17, step 17's persistent
+# form (the same kernel walking tiles, no ping-pong) and both cuBLAS, one run, with each record's SM clock:
 
 # %%
 lesson.say(lesson_19.speed_table(run))
@@ -158,9 +159,8 @@ print(f"step 19 gets {k['ratio']:.2f}× step 17's multiply-adds a clock by the t
 # A consumer's k-tile takes about as long in step 19 as in step 17, and in both it is about three times the
 # tensor core's share: most of it is the consumer's own serial work — waiting for its data, loading B's fragments
 # from shared memory and rounding them to TF32, the loop. Step 17 runs two such loops at once, and one's serial work
-# hides behind the other's products. Ping-pong runs one at a time *by design*, so a consumer's own fragment loads
-# stall the tensor core every k-tile, and each k-tile needs twice step 17's fragments per multiply-add besides (two
-# 64-column halves). (The timelines ran on different GPUs, with clock writes in the loop; their ratio is lower than
+# hides behind the other's products. Ping-pong runs one at a time *by design*, so nothing covers a consumer's
+# serial work, and each k-tile needs twice step 17's fragments per multiply-add besides (two 64-column halves). (The timelines ran on different GPUs, with clock writes in the loop; their ratio is lower than
 # the benchmark's, which compares the shipped kernels in one run. Both put step 19 far below step 17.)
 #
 # Why fragments at all? `wgmma` reads TF32 operands from shared memory only **K-major**: the PTX ISA offers its
@@ -175,12 +175,54 @@ print(f"step 19 gets {k['ratio']:.2f}× step 17's multiply-adds a clock by the t
 # than step 17 and cuBLAS TF32 under the same power limit, while executing more warp instructions per FLOP than
 # either: its tensor cores wait more.
 #
-# So why ping-pong lost is not explained yet. What was measured: a consumer's k-tile takes about as long as step
-# 17's, mostly its own serial work, and one main loop at a time leaves that work uncovered. But step 19 changed its
-# tile (128×128 a consumer, where step 17's two consumers share 256×128) together with the schedule, so no run
-# here separates the two: the smaller tile's extra bytes and fragment loads per multiply-add, or the schedule, or
-# both. A ping-pong build with step 17's tile, stages and register split — only the schedule changed — is the
-# experiment that would.
+# So the operand path does not set ping-pong apart. But step 19 changed its tile (128×128 a consumer, where step
+# 17's two consumers share 256×128) together with the schedule, so nothing above separates the two.
+#
+# ## Ping-pong, fairly
+#
+# `experiments/pingpong_fair.py` does, on an H200, every build in one run, twice. Step 17 persistent (both consumers
+# on each 256×128 tile) against a ping-pong build whose consumer owns a whole 256×64 tile — exactly the share a
+# step-17 consumer computes: the same `m64n256k8`, the same fragment loads per multiply-add, 4 stages, registers
+# 40 / 232 (`experiments/kernels/pingpong_wide.py`). Only who owns a tile changes. Beside them, step 19's 128×128
+# tile at 4 and 6 stages. The prediction, committed before the first run:
+
+# %%
+lesson.say(predictions.quote(predictions.get(19, "pingpong_fair_schedule")))
+fair = lesson_19.fair_runs()
+lesson.say(lesson_19.fair_table(fair))
+for (i, size), q in lesson_19.fair_numbers(fair).items():
+    print(f"run {i + 1}, {lesson.size_label(size)}: the schedule alone {q['schedule']:.2f}×; step 19's tile over the "
+          f"wide one (4 stages each) {q['tile']:.2f}×; step 19 with 6 stages over 4: {q['six_over_four']:.2f}×")
+
+# %% [markdown]
+# Inside the prediction: with step 17's products, fragments and stages, the schedule alone costs about a third.
+# Where it goes, by Nsight Compute on the first run's builds (one launch each at 4096³):
+
+# %%
+counters = lesson_19.fair_counters()
+lesson.say(lesson_19.counters_table(counters))
+bt = lesson_19.bytes_and_time(counters)
+print(f"the wide ping-pong over step 17 persistent: {bt['bytes']:.2f}× the L2 bytes, {bt['cycles']:.2f}× the cycles, "
+      f"at {bt['rate_wide']:.1f} against {bt['rate_coop']:.1f} TB/s")
+for size, q in lesson_19.step19_before_after().items():
+    print(f"step 19 in the course benchmark, {lesson.size_label(size)}: {q['before']:.2f}× step 17 before (6 stages, "
+          f"64-bit ring), {q['after']:.2f}× after (4 stages, 32-bit ring)")
+
+# %% [markdown]
+# **A consumer that owns its tile must bring its own A.** Step 17's two consumers read one A k-tile together; the
+# wide ping-pong's each read their own, so it asks L2 for about 1.44× the bytes per FLOP — and takes 1.44× the
+# cycles, at the same L2 rate as step 17 persistent, the highest any build here drew. On this tile the schedule's
+# price is L2 bandwidth, not the operand path (the two builds share it). Step 19's narrower tile moves fewer bytes
+# (its L2 runs well below that rate) and pays in instructions instead: twice the fragments and roundings per FLOP.
+# cuBLAS's choice fits: its TF32 kernel on this GPU runs two consumer warpgroups on one 128×256 tile (its name says
+# `tilesize128x256x32_warpgroupsize2x1x1`: the cooperative schedule) and multicasts in a cluster of two (lesson 20)
+# to cut the bytes further.
+#
+# And a surprise in step 19's own numbers: 6 stages ran *slower* than 4. Numba computed the ring's `g % STAGES` and
+# `g // STAGES` in 64 bits (a uint32 counter meets an integer constant), a multiply-high sequence for 6 and a mask
+# for 4. `ring_place` does it with one 32-bit division; predicted before its run to close the gap
+# (`predictions/pingpong-ring-before-run.md`, 0.97–1.05), it closed part: 6 stages still ran slower, for a reason
+# not found yet. Step 19 now keeps 4 stages with the 32-bit ring — the benchmark lines above.
 #
 # What ping-pong does hide, it hides: the store.
 
@@ -200,8 +242,10 @@ print(f"the build's 'past the order barrier' mark: {alt['mark_after_turn']:,.0f}
 #
 # ## What is left
 #
-# * **One change at a time.** Ping-pong on step 17's tile, stages and register split, against the cooperative
-#   kernel in the same run: only the schedule changes. Then the tile alone.
+# * **Ping-pong on the cluster design.** Multicast halves the A bytes a block asks of L2 (lesson 20): the wide
+#   ping-pong's limit. Whether a cluster of two ping-pong blocks, each consumer's A shared with its peer's, gets
+#   back to step 17 is the next run.
+# * **Why 6 stages still lose to 4** with the 32-bit ring (a timeline of both builds would show where).
 # * **More products in flight.** `wait_group 1` keeps one k-tile of products ahead of a consumer's serial work; a
 #   third fragment set would allow two, if the registers allow it.
 # * Until then the cooperative design — step 17, both consumers on one tile — is the faster one measured. Step 19

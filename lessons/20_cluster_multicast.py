@@ -150,8 +150,21 @@ print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(ref
 #
 # cuBLAS's kernel still does three things step 20 does not (lesson 17's "What cuBLAS runs"): it is persistent (132
 # blocks walk the tiles), its tile is 128 × 256 with `HGMMA.64x256x8`, and its epilogue stores C through shared
-# memory with the copy engine (`UTMASTG`; the store is in the toolkit now, `toolkit/tma_store_ops.py`, not yet in a
-# step). Those, and step 20's 3xTF32 build, are the next steps.
+# memory with the copy engine (`UTMASTG`). The store is in the toolkit (`toolkit/tma_store_ops.py`), and one
+# experiment tried it alone on step 20 (`experiments/kernels/cluster_multicast_tma_store.py`: the consumers write C
+# into the freed stages, 128-byte swizzled, and one thread a warpgroup issues the copies). The prediction, written
+# before the run, and the run (H200, with step 17 and cuBLAS):
+
+# %%
+lesson.say(predictions.quote(predictions.get(20, "tma_store_over_step20_h200")))
+for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items():
+    print(f"{lesson.size_label(size)}: step 20 with the TMA-store epilogue / step 20 = {ratio:.3f}")
+
+# %% [markdown]
+# No gain, and at 4096³ a small loss below the predicted range: a block of step 20 has one tile, so nothing runs
+# while its store drains, and the epilogue adds a meeting of the two consumers and the copy's wait. The store pays where the next
+# tile's main loop can run under it — a persistent kernel, as cuBLAS's. That, the 128 × 256 tile, and step 20's 3xTF32
+# build are the next steps.
 #
 # Try it: step 20 has no exercise of its own yet. Its ring is lesson 16's and its roles lesson 17's:
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and

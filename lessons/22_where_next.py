@@ -217,11 +217,13 @@ if v18:
 # with `setmaxnreg`; step 18 runs 3xTF32 on that design, its producer warpgroup splitting A in shared memory. Steps
 # 14–19 run on H100 and H200 only (steps 12–13 on any GPU from compute capability 8.0), all with simulator twins.
 # Step 19 tried the last piece of the design CUTLASS teaches, a
-# persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17. Why is not explained
-# yet: it changed its tile together with the schedule, and the operand path (B's fragments through registers) is
-# not the cause by itself, since CUTLASS's ping-pong and cuBLAS's TF32 kernel take it too (lesson 19). What is left:
-# ping-pong measured with only the schedule changed, a deeper pipeline than four stages of these tiles allow, and
-# thread-block clusters with TMA multicast ([docs/tensor_cores.md](../docs/tensor_cores.md)).
+# persistent grid with ping-pong consumers ordered by named barriers, and lost to step 17. A controlled run
+# (`experiments/pingpong_fair.py`, lesson 19) says why: with step 17's work per consumer and only the schedule
+# changed, ping-pong still ran about a third slower, because a consumer that owns its tile loads its own A — more
+# L2 bytes per FLOP, at the highest L2 rate any build drew. Not the operand path: CUTLASS's ping-pong and cuBLAS's
+# TF32 kernel take it too. Step 20 puts two blocks in a cluster that share A's tile by TMA multicast (lesson 20);
+# what is left is ping-pong on that design, and a persistent step with a TMA-store epilogue
+# ([docs/tensor_cores.md](../docs/tensor_cores.md)).
 #
 # ## Your turn
 #

@@ -72,3 +72,14 @@ def test_the_counters_say_the_multicast_cut_l2_bytes():
 
 def test_the_lesson_keeps_to_its_main_path():
     assert lesson_cells(LESSON) <= MAX_CELLS
+
+
+def test_the_tma_store_alone_gains_nothing_and_misses_low_at_4096():
+    """Lesson 20's "What is left": "No gain, and at 4096³ a small loss below the predicted range"."""
+    from gemm_steps.course import predictions
+
+    p = predictions.get(20, "tma_store_over_step20_h200")
+    ratios = lesson_20.tma_store_ratios(lesson_20.tma_store_run())
+    assert all(r <= 1.01 for r in ratios.values()), ratios
+    assert ratios[4096] < predictions.ratio_range(p, 4096)[0] <= ratios[4096] + 0.02
+    assert predictions.ratio_range(p, 8192)[0] <= ratios[8192] <= predictions.ratio_range(p, 8192)[1]

@@ -18,6 +18,7 @@ from .hopper import events as step17_events
 from .hopper import timeline_medians as step17_medians
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .tensor_core_results import clock_table, find, load_run
+from .timings import size_label
 
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
 #: Step 17, its persistent form and step 19 beside both cuBLAS, one H100 run (experiments/pingpong_bench.py). Step 19
@@ -85,14 +86,18 @@ def parity_wait(fill: int, phase: int) -> dict:
             "landed": phase > fill, "right": phase in (fill, fill + 1)}
 
 
-def unordered_start(step, k: int) -> dict:
+#: The stage count of the builds the H100 run timed (the most that fit, then): step 19 keeps 4 since the fair run.
+RUN_STAGES = 6
+
+
+def unordered_start(step, k: int, stages: int | None = None) -> dict:
     """What consumer 1 would wait for first without the order: the ring's k-tile g = k_tiles (the block's second tile
     starts there), its stage and fill, and the wait's answer while that stage is still in phase 0 (nothing landed:
-    its earlier fills are consumer 0's, which has only just started)."""
+    its earlier fills are consumer 0's, which has only just started). ``stages``: the ring's (default: the step's)."""
     c = ring_constants(step)
+    stages = stages or c["STAGES"]
     g = k // c["BLOCK_K"]
-    return {"k_tiles": g, "g": g, "stage": g % c["STAGES"], "stages": c["STAGES"],
-            **parity_wait(g // c["STAGES"], 0)}
+    return {"k_tiles": g, "g": g, "stage": g % stages, "stages": stages, **parity_wait(g // stages, 0)}
 
 
 STATE_COLOURS = {0: "tab:blue", 1: "tab:orange"}
@@ -449,3 +454,93 @@ def store_numbers(step19, timeline19: dict) -> dict:
     alt = alternation(timeline19)["blocks"][0]
     return {"bytes": b, "estimate": tuple(b / r for r in STORE_BYTES_PER_CLOCK), "store": alt["store"],
             "covered": alt["store_covered"], "handoff": alt["handoff"]}
+
+
+# -- ping-pong, fairly: the schedule alone (experiments/pingpong_fair.py, two H200 runs) -----------------------------
+#: The two runs: step 19's ring in 64-bit arithmetic in the first, in 32-bit (``ring_place``) in the second. In both,
+#: ``pingpong`` is step 19 with 6 stages (then shipped) and ``pingpong_4`` with 4 (shipped since).
+FAIR_RUNS = (results_files.EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200, results_files.EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200_2)
+#: Nsight Compute on the same builds, one launch each at 4096³, with the first run's kernels.
+FAIR_COUNTERS = results_files.EXPERIMENT_PINGPONG_FAIR_NCU_NVIDIA_H200
+#: The course benchmarks before and after step 19's ring and stage count changed (H200, one run each).
+BENCH_BEFORE, BENCH_AFTER = results_files.BENCH_NVIDIA_H200_2026_11_28, results_files.BENCH_NVIDIA_H200_2026_11_28_2
+FAIR_SIZES = ((4096, 4096, 4096), (8192, 8192, 8192))
+#: The builds, in the order of the table: (record, what it is).
+FAIR_ROWS = [("warp_specialized", "step 17: both consumers on a 256×128 tile, a block a tile"),
+             ("persistent_specialized", "step 17 persistent: one block an SM walks the tiles"),
+             ("pingpong_wide_4", "ping-pong, a consumer a whole 256×64 tile (only the schedule differs)"),
+             ("pingpong_4", "step 19's tile, 128×128 a consumer, 4 stages"),
+             ("pingpong", "step 19's tile, 6 stages")]
+
+
+def fair_runs() -> list[dict]:
+    return [run for run in (load_run(name) for name in FAIR_RUNS) if run is not None]
+
+
+def fair_counters() -> dict | None:
+    return load_run(FAIR_COUNTERS)
+
+
+def fair_table(runs: list[dict]) -> MarkdownTable:
+    """Each build's TFLOPS over step 17 persistent's, at each size, in each run (and cuBLAS TF32's TFLOPS)."""
+    heads = [f"{size_label(s)} run {i + 1}" for i in range(len(runs)) for s in FAIR_SIZES]
+    lines = ["| build | " + " | ".join(heads) + " |", "|:--|" + "--:|" * len(heads)]
+    for name, label in [("cublas_tf32", "cuBLAS TF32 (TFLOPS)")] + FAIR_ROWS:
+        cells = []
+        for run in runs:
+            for s in FAIR_SIZES:
+                r, base = find(run, name, s), find(run, "persistent_specialized", s)
+                cells.append(f"{r['tflops']:.0f}" if name == "cublas_tf32" else
+                             f"{r['tflops'] / base['tflops']:.2f}×")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return MarkdownTable("\n".join(lines))
+
+
+def fair_numbers(runs: list[dict]) -> dict:
+    """The pairs the lesson reads, per run and size: the schedule alone (wide ping-pong over step 17 persistent), the
+    tile under ping-pong (step 19's tile over the wide one, 4 stages each), and step 19's 6 stages over 4."""
+    out = {}
+    for i, run in enumerate(runs):
+        for s in FAIR_SIZES:
+            t = {name: find(run, name, s)["tflops"] for name, _ in FAIR_ROWS}
+            out[(i, s[0])] = {"schedule": t["pingpong_wide_4"] / t["persistent_specialized"],
+                              "tile": t["pingpong_4"] / t["pingpong_wide_4"],
+                              "six_over_four": t["pingpong"] / t["pingpong_4"],
+                              "best_over_step17": max(t["pingpong_wide_4"], t["pingpong_4"]) / t["warp_specialized"]}
+    return out
+
+
+def counters_table(counters: dict) -> MarkdownTable:
+    """Nsight Compute's counts per build at 4096³: L2 bytes per 1,000 FLOP, the L2's bytes a second and its share of
+    peak, warp instructions per MFLOP, and cycles over step 17's."""
+    builds = counters["builds"]
+    c17 = builds["warp_specialized"]["cycles"]
+    lines = ["| build | L2 bytes / 1,000 FLOP | L2 TB/s | L2 % of peak | warp instructions / MFLOP | cycles ÷ step 17 |",
+             "|:--|--:|--:|--:|--:|--:|"]
+    for name, label in FAIR_ROWS:
+        b = builds[name]
+        lines.append(f"| {label} | {b['l2_bytes_per_kflop']:.1f} | {b['l2_tb_per_s']:.1f} | "
+                     f"{b['l2_throughput_pct_of_peak']:.0f} % | {b['warp_instructions_per_mflop']:.0f} | "
+                     f"{b['cycles'] / c17:.2f} |")
+    return MarkdownTable("\n".join(lines))
+
+
+def bytes_and_time(counters: dict) -> dict:
+    """The wide ping-pong against step 17 persistent: how many times the L2 bytes, and how many times the cycles."""
+    wide, coop = counters["builds"]["pingpong_wide_4"], counters["builds"]["persistent_specialized"]
+    return {"bytes": wide["l2_bytes"] / coop["l2_bytes"], "cycles": wide["cycles"] / coop["cycles"],
+            "rate_wide": wide["l2_tb_per_s"], "rate_coop": coop["l2_tb_per_s"]}
+
+
+def step19_before_after() -> dict | None:
+    """Step 19 in the course benchmark before (6 stages, 64-bit ring) and after (4 stages, 32-bit ring), each over
+    step 17 in its own run."""
+    before, after = load_run(BENCH_BEFORE), load_run(BENCH_AFTER)
+    if before is None or after is None:
+        return None
+    out = {}
+    for s in FAIR_SIZES:
+        b, a = (find(run, "pingpong", s)["tflops"] / find(run, "warp_specialized", s)["tflops"]
+                for run in (before, after))
+        out[s[0]] = {"before": b, "after": a}
+    return out

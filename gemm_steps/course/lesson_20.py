@@ -201,3 +201,18 @@ def over_cublas(ref: dict, field: str, kernel: str, size: int) -> float:
     """A kernel's ``field`` over cuBLAS TF32's at ``size`` (a ratio)."""
     by = _counters_by(ref)
     return getattr(by[(kernel, size)], field) / getattr(by[("cublas_tf32", size)], field)
+
+
+# -- the TMA-store epilogue, alone (experiments/tma_store_epilogue.py, H200) -------------------------------------------
+#: Step 17, step 20 and step 20 with a TMA-store epilogue (experiments/kernels/cluster_multicast_tma_store.py), one run.
+TMA_STORE_RUN = results_files.EXPERIMENT_TMA_STORE_EPILOGUE_NVIDIA_H200
+
+
+def tma_store_run() -> dict | None:
+    return load_run(TMA_STORE_RUN)
+
+
+def tma_store_ratios(run: dict) -> dict[int, float]:
+    """{size: the variant's TFLOPS over step 20's} at 4096³ and 8192³."""
+    return {s[0]: find(run, "cluster_multicast_tma_store", s)["tflops"] / find(run, "cluster_multicast", s)["tflops"]
+            for s in BIG}

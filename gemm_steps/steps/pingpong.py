@@ -25,10 +25,12 @@ fragments in registers and A's swizzled tile in shared memory; what changes:
 Why it should be faster: step 17 pays per tile, outside its k-loop, a block's start and a store of C; here the
 persistent ring hides the start and the other consumer's main loop hides the store. Expect: lesson 19 states the
 prediction (made before the run, from step 17's timeline) and the measurement against it — ping-pong ran slower than
-step 17 (experiments/results/experiment-pingpong-nvidia-h100.json): one main loop at a time must hide its own fragment
-loads, which step 17's two concurrent consumers hide for each other. Measured
-(results/bench-nvidia-h200-2026-11-28.json): 219.7 TFLOPS at 4096³ and 224.4 at 8192³: 0.59× and 0.61× step 17, 54 % and
-54 % of cuBLAS TF32.
+step 17 (experiments/results/experiment-pingpong-nvidia-h100.json). A controlled run says why
+(experiments/pingpong_fair.py): with step 17's work per consumer, the schedule alone still loses, because a consumer
+that owns its tile loads its own A k-tile (more L2 bytes per FLOP); this step's narrower tile loads fewer bytes and
+twice the B fragments per FLOP instead. Measured
+(results/bench-nvidia-h200-2026-11-28-2.json): 266.7 TFLOPS at 4096³ and 273.0 at 8192³: 0.72× and 0.74× step 17, 66 %
+and 66 % of cuBLAS TF32.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices; the rest runs on step 15's edge
 kernel (as step 17). Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there; the named

@@ -24,8 +24,8 @@ issues the copies, and how the registers are shared.
 
 Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
 Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
-(results/bench-nvidia-h200-2026-11-28.json): 374.1 TFLOPS at 4096³ and 368.4 at 8192³: 1.13× and 1.14× step 16, 92 % and
-88 % of cuBLAS TF32.
+(results/bench-nvidia-h200-2026-11-28-2.json): 371.4 TFLOPS at 4096³ and 368.7 at 8192³: 1.13× and 1.15× step 16, 92 %
+and 90 % of cuBLAS TF32.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles the fast kernel
 skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op
