@@ -1,0 +1,231 @@
+"""Step 17's kernel over every tile of C in one launch, the copy engine's out-of-bounds zeros standing for the border
+(experiments/kernels/warp_specialized_tma_edges.py; timed by experiments/tma_edges.py).
+
+On the simulator (the copy engine's twin fills zeros outside the matrix and completes the whole box's bytes; one
+consumer warpgroup on step 17's 32 × 64 simulator tile): on ragged shapes — M and N not multiples of the tile, K a
+multiple of 4 but not of 32 (one, two, four and ten k-tiles, the last partial; ten wrap the ring of four stages),
+shapes smaller than one tile — and on full tiles, the product equals float64 on the inputs the tensor core reads (A
+truncated to TF32, B rounded) to float32 rounding and meets the TF32 tolerance; ONE launch made it (the fast kernel,
+on a grid of every tile); nothing around C was written (C sits in a NaN buffer with a margin on either side); on full
+tiles the bits are step 17's. Shapes the copy engine cannot read (N or K not a multiple of 4, A not 16-byte aligned)
+run wholly on step 15's edge kernel, as step 17 runs them, and are right. The fast kernel's PTX at the GPU's tiles
+(compiled on a CPU): step 17's wgmma count, no local memory, and ptxas keeps step 17's register hand-off (≤ 168
+registers at entry, no spills, no serialised wgmma). The bench's summary on made-up records.
+
+On a GPU of compute capability 9.0 the same tests run the GPU's tiles (256 × 128, two consumer warpgroups) on shapes
+ragged against them: ``python -m pytest tests/test_tma_edges.py`` there checks the variant before it is timed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness.verify import relative_error, tf32_tolerance
+from gemm_steps.steps import warp_specialized
+from gemm_steps.toolkit.kernel_tools import ceil_div
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from gemm_steps.toolkit.tiles import TiledKernels
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from experiments.kernels import warp_specialized_tma_edges as variant  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
+    reason="wgmma and the copy engine need compute capability 9.0")
+
+CONFIG = variant.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else variant.CONFIG
+PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
+
+
+def _inputs(m: int, n: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+
+
+def _padded_c(m: int, n: int):
+    """C (m × n, NaN) as a view into a device buffer with PAD NaN floats on either side: (buffer, C)."""
+    buffer = cuda.to_device(np.full(m * n + 2 * PAD, np.nan, np.float32))
+    return buffer, buffer[PAD: PAD + m * n].reshape(m, n)
+
+
+def _spy(monkeypatch, kernels) -> list:
+    """Record each launch ``kernels`` configures: (variant, grid). (Its "edge" launch is configured by the build its
+    edge kernel comes from, step 15's, through the same method: that inner call is not a second launch.)"""
+    launched: list = []
+    original = TiledKernels.configured
+
+    def spy(self, which, grid, stream):
+        if self is kernels:
+            launched.append((which, grid))
+        return original(self, which, grid, stream)
+
+    monkeypatch.setattr(TiledKernels, "configured", spy)
+    return launched
+
+
+def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    m, n, k = a.shape[0], b.shape[1], a.shape[1]
+    assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
+    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max(), f"{m}×{n}×{k}: not the TF32 inputs' product"
+    assert relative_error(got, a, b) <= tf32_tolerance(k)
+
+
+def _run(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C = A·B into a NaN-poisoned C inside a NaN margin; checks that nothing outside C was written; returns C."""
+    m, n = a.shape[0], b.shape[1]
+    buffer, c = _padded_c(m, n)
+    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    everything = buffer.copy_to_host()
+    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
+    return everything[PAD:-PAD].reshape(m, n)
+
+
+#: (M, N, K) on the simulator's 32 × 64 tile, and on the GPU's 256 × 128 tile.
+#: * ragged M and N, one partial k-tile (K = 20): 2 × 2 tiles, three of them partial;
+#: * two k-tiles, the second with 4 of 32 columns (K = 36);
+#: * four k-tiles (K = 100), N below one tile-column (one tile-column, partial), M just past one tile-row;
+#: * ten k-tiles (K = 292; the ring of 4 stages wraps twice, both phases of every barrier; the consumers' last pass
+#:   of two k-tiles full), the last k-tile 4 columns, one partial tile;
+#: * smaller than a tile in every dimension (5 × 12 × 8): one block, a box mostly zeros;
+#: * a full-tile shape whose B box reads past N at its last tile-column (B_STRIDE = BLOCK_N + 8): zeros there too.
+RAGGED = [pytest.param((45, 68, 20), (300, 200, 20), id="2x2_tiles-K20"),
+          pytest.param((40, 100, 36), (500, 300, 36), id="2x2_tiles-K36"),
+          pytest.param((33, 60, 100), (260, 100, 100), id="2x1_tiles-K100"),
+          pytest.param((20, 40, 292), (100, 100, 292), id="1_tile-K292-ring_wraps"),
+          pytest.param((5, 12, 8), (5, 12, 8), id="tiny-5x12x8")]
+
+
+@pytest.mark.parametrize("sim_shape, gpu_shape", RAGGED)
+def test_a_ragged_shape_takes_one_launch_and_writes_only_c(sim_shape, gpu_shape, monkeypatch):
+    """The fast kernel alone, on a grid of ⌈N / BLOCK_N⌉ × ⌈M / BLOCK_M⌉ tiles: the product right (float64 on the
+    TF32 inputs, and the TF32 tolerance), every element of C written, nothing around it."""
+    m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
+    assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
+    a, b = _inputs(m, n, k, seed=m * n + k)
+    kernels = variant.build(CONFIG)
+    launched = _spy(monkeypatch, kernels)
+    got = _run(kernels, a, b)
+    assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
+    _check_product(got, a, b)
+
+
+def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
+    """2 × 2 full tiles over 3 k-tiles (K a multiple of 32): one launch, nothing around C written, and the same bits
+    as step 17 (the same main loop and the same boxes; only the store's guard, always true here, differs). The second
+    tile-column's B box reads B_STRIDE − BLOCK_N = 8 columns past N: zeros, as in step 17."""
+    m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
+    a, b = _inputs(m, n, k, seed=17)
+    kernels = variant.build(CONFIG)
+    launched = _spy(monkeypatch, kernels)
+    got = _run(kernels, a, b)
+    assert launched == [("fast", (2, 2))], launched
+    _check_product(got, a, b)
+    step_17 = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    warp_specialized.build(CONFIG).launch(cuda.to_device(a), cuda.to_device(b), step_17)
+    differ = got.view(np.uint32) != step_17.copy_to_host().view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ from step 17's"
+
+
+#: Shapes the copy engine cannot read: N or K not a multiple of 4 (a row pitch not a multiple of 16 bytes), and A
+#: one float off 16-byte alignment. Step 17 runs them wholly on step 15's edge kernel; so does the variant.
+FALLBACK = [pytest.param((20, 30, 20), False, id="N30"), pytest.param((20, 24, 18), False, id="K18"),
+            pytest.param((20, 24, 20), True, id="A_misaligned")]
+
+
+@pytest.mark.parametrize("shape, misaligned", FALLBACK)
+def test_a_shape_the_copy_engine_cannot_read_runs_on_the_edge_kernel(shape, misaligned, monkeypatch):
+    m, n, k = shape
+    a, b = _inputs(m, n, k, seed=m + n + k)
+    kernels = variant.build(CONFIG)
+    if misaligned:
+        a_buffer = cuda.to_device(np.concatenate([np.zeros(1, np.float32), a.ravel()]))
+        a_dev = a_buffer[1:].reshape(m, k)
+    else:
+        a_dev = cuda.to_device(a)
+    b_dev = cuda.to_device(b)
+    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    assert not kernels.fast_path_applies(a_dev, b_dev, c)
+    launched = _spy(monkeypatch, kernels)
+    kernels.launch(a_dev, b_dev, c)
+    assert [which for which, _ in launched] == ["edge"], launched
+    _check_product(c.copy_to_host(), a, b)
+
+
+def test_the_fast_path_rule_is_the_copy_engines():
+    """K % 4, N % 4, A's and B's addresses: nothing about M, N or K against the tile, nor C's alignment."""
+    kernels = variant.build(CONFIG)
+    zeros = lambda rows, cols: cuda.to_device(np.zeros((rows, cols), np.float32))  # noqa: E731
+    assert kernels.fast_path_applies(zeros(5, 8), zeros(8, 12), zeros(5, 12))
+    assert kernels.fast_path_applies(zeros(33, 36), zeros(36, 4), zeros(33, 4))
+    c_buffer = cuda.to_device(np.zeros(5 * 12 + 1, np.float32))
+    assert kernels.fast_path_applies(zeros(5, 8), zeros(8, 12), c_buffer[1:].reshape(5, 12))  # C: scalar stores
+    assert not kernels.fast_path_applies(zeros(5, 6), zeros(6, 12), zeros(5, 12))
+    assert not kernels.fast_path_applies(zeros(5, 8), zeros(8, 10), zeros(5, 10))
+    b_buffer = cuda.to_device(np.zeros(8 * 12 + 1, np.float32))
+    assert not kernels.fast_path_applies(zeros(5, 8), b_buffer[1:].reshape(8, 12), zeros(5, 12))
+
+
+PTX_JOB = "kernels:experiments.kernels.warp_specialized_tma_edges:ptx_kernels"
+LABEL = "warp_specialized_tma_edges_fast"
+
+
+@pytest.mark.ptx(PTX_JOB)
+def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
+    """At the GPU's tiles (256 × 128, two consumer warpgroups), compiled for sm_90a on a CPU: step 17's wgmma count
+    (one per k-step, two k-tiles a pass) and waits, its TF32 roundings, its tensor copies and one block-wide barrier;
+    one scalar store an accumulator (now guarded); no local memory; ptxas (nvJitLink, LTO) keeps step 17's hand-off:
+    ≤ 168 registers at entry, no spills, no wgmma serialised (step 17's PTXAS_EXPECT)."""
+    stats = ptx.stats(PTX_JOB, LABEL)
+    assert "error" not in stats, stats.get("error")
+    expect = warp_specialized.PTX_EXPECT["warp_specialized_fast"]
+    for name in ("wgmma.mma_async.tf32", "wgmma.wait_group", "cvt.rna.tf32.f32", "setmaxnreg", "bar.sync",
+                 "fence.proxy.tensormap.acquire.sys"):
+        assert stats[name] == expect[name], (name, stats[name], expect[name])
+    assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
+    assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0
+    assert stats["st.global.f32"] == variant.CONFIG.BLOCK_M // 2  # one guarded scalar store an accumulator, as step 17
+    info = stats.get("ptxas") or {}
+    assert info.get("wgmma_serialized") is not None, f"ptxas did not answer ({info})"
+    assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info
+
+
+def test_the_bench_summary_divides_the_variant_by_step_17_and_cublas_tf32():
+    """experiments/tma_edges.py's stored ratios, on made-up records (None where a record is missing or failed), and
+    its shapes: the ragged ones are one launch for the variant (K % 4 = N % 4 = 0) and all edge kernel for step 17
+    (K % 32 ≠ 0); the control is full tiles for both."""
+    from experiments import tma_edges
+
+    def rec(step, tflops, shape=(3001, 3000, 1532)):
+        return {"step": step, "M": shape[0], "N": shape[1], "K": shape[2], **({"tflops": tflops} if tflops else {})}
+
+    full = (4096, 4096, 4096)
+    records = [rec("warp_specialized", 100.0), rec(tma_edges.VARIANT, 300.0), rec("cublas_tf32", 400.0),
+               rec("warp_specialized", 360.0, full), rec(tma_edges.VARIANT, None, full)]
+    summary = tma_edges.summary({"records": records})
+    row = summary["3001x3000x1532"]
+    assert row["tflops"]["cublas"] is None and row["tflops"][tma_edges.VARIANT] == 300.0
+    assert row["variant_over_step_17"] == pytest.approx(3.0)
+    assert row["variant_over_cublas_tf32"] == pytest.approx(0.75)
+    assert row["step_17_over_cublas_tf32"] == pytest.approx(0.25)
+    assert row["step_17_launches"] == ["edge"]
+    control = summary["4096x4096x4096"]
+    assert control["variant_over_step_17"] is None and control["step_17_over_cublas_tf32"] is None
+    assert control["step_17_launches"] == ["fast"]
+    assert tma_edges.step_17_launches(1000, 1100, 512) == ["fast", "edge"]
+    *ragged, control_shape = tma_edges.SIZES
+    assert control_shape == full and len(ragged) == 7
+    for m, n, k in ragged:  # the variant's one launch; step 17: the border on the edge kernel, or all of it
+        assert k % 4 == 0 and n % 4 == 0 and (m % 256 or n % 128 or k % 32)
+        assert tma_edges.step_17_launches(m, n, k) == (["edge"] if k % 32 else ["fast", "edge"]), (m, n, k)
+    gpu = variant.CONFIG
+    assert (tma_edges.BLOCK_M, tma_edges.BLOCK_N, tma_edges.BLOCK_K) == (gpu.BLOCK_M, gpu.BLOCK_N, gpu.BLOCK_K)
