@@ -20,6 +20,10 @@ variant over step 17 and over cuBLAS TF32, step 17 over cuBLAS TF32, and which k
 
 Prediction: predictions/tma-edges-before-run.md (written before the run).
 
+Measured (experiment-tma-edges-nvidia-h200.json, one H200 run): the variant ran 1.6–4.2× step 17 on the seven
+ragged shapes and 0.83–1.06× cuBLAS TF32 on six of them; at 896 × 640 × 14336 (20 tiles: one wave on 20 SMs) 0.27×;
+on full tiles 0.98× step 17. Its tests (tests/test_tma_edges.py) pass on the H200 at the GPU's tiles.
+
     python -m experiments.tma_edges [OUT.json]   # default experiments/results/experiment-tma-edges-<gpu>.json
 """
 
