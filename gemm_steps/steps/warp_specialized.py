@@ -27,12 +27,15 @@ Expect: lesson 17 writes the prediction down from step 16's timeline before the 
 (results/bench-nvidia-h200-2026-11-28-2.json): 371.4 TFLOPS at 4096³ and 368.7 at 8192³: 1.13× and 1.15× step 16, 92 %
 and 90 % of cuBLAS TF32.
 
-Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles the fast kernel
-skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op
-there).
+Shapes: the fast kernel runs whole products of full tiles (M a multiple of 256, N of 128, K of 32, 16-byte-aligned
+matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES: one
+launch over every tile and every k-tile, the copy engine zero-filling what of a box lies outside A or B, the store
+keeping to C — wherever the copy engine can read A and B (K and N multiples of 4, A and B 16-byte aligned:
+experiments/tma_edges.py measured it against the old way, the border on the edge kernel). The rest runs on step 15's
+edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from numba import cuda, float32, uint32, uint64
 
@@ -42,7 +45,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import TmaTiles
+from ..toolkit.tma_tiles import PartialTmaTiles, TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -62,8 +65,9 @@ REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
                            BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                            A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
-                           PRODUCER_REGISTERS, CONSUMER_REGISTERS):
-    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces."""
+                           PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too (see the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
@@ -81,7 +85,10 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     across = divide_u32(in_group, rows_in_group)  # a 32-bit division: a 64-bit one would serialise every wgmma
     block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M  # down the group's rows…
     block_col = across * BLOCK_N  # …then on to the next column
-    k_tiles = k // BLOCK_K
+    if PARTIAL_TILES:  # every k-tile, the last one partial: A's columns and B's rows past K arrive as zeros
+        k_tiles = (k + uint32(BLOCK_K - 1)) // BLOCK_K
+    else:
+        k_tiles = k // BLOCK_K
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
@@ -132,7 +139,11 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
-            c[row * n + col] = acc[v]
+            if PARTIAL_TILES:
+                if row < m and col < n:  # a partial tile: only what lies inside C
+                    c[row * n + col] = acc[v]
+            else:
+                c[row * n + col] = acc[v]
 
 
 @dataclass(frozen=True)
@@ -157,6 +168,10 @@ class Config(StepConfig):
     # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
     PRODUCER_REGISTERS: int = 40
     CONSUMER_REGISTERS: int = 232
+    # The build for shapes with partial tiles or a partial last k-tile: its grid covers every tile and its k-loop
+    # every k-tile, the copy engine filling with zeros whatever of a box lies outside A or B, and its store keeps to
+    # C. build() makes it beside the full-tile build (False), which is the one the benchmark's squares run.
+    PARTIAL_TILES: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -273,8 +288,11 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
     """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
     config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
                                          CONSUMER_REGISTERS=consumer_registers))
-    return TmaTiles("warp_specialized", warp_specialized_kernel, config, edge=warpgroup_tf32.build(config),
-                    requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+    edge = warpgroup_tf32.build(config)
+    partial = TmaTiles("warp_specialized_partial", warp_specialized_kernel, replace(config, PARTIAL_TILES=True),
+                       edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+    return PartialTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
+                           edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

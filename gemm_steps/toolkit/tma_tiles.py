@@ -16,11 +16,11 @@ import numpy as np
 from numba import cuda
 
 from .backend import SIMULATOR
-from .kernel_tools import ceil_div, device_pointer
+from .kernel_tools import ceil_div, device_pointer, quiet_small_grids
 from .mbarrier_ops import tensor_map_2d
 from .kernel_builds import SIGNATURE
 from .launch_plans import recording
-from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels
+from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
 from .workspaces import Workspaces
 
 
@@ -57,6 +57,37 @@ class TmaTiles(TiledKernels):
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices))
+
+
+class PartialTmaTiles(TmaTiles):
+    """A TMA build with a second build of its kernel for shapes that are not whole tiles (``partial``: its grid covers
+    every tile, partial ones included, and its k-loop every k-tile; the copy engine fills with zeros whatever of a box
+    lies outside A or B, and its store keeps to C). A product of whole tiles runs as :class:`TmaTiles` runs it; any
+    other that the copy engine can read — row pitches of A and B multiples of 16 bytes (K and N multiples of 4), A
+    and B 16-byte aligned — runs on ``partial`` in one launch; the rest on the edge kernel (step 17)."""
+
+    def __init__(self, *args, partial: TmaTiles, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.partial = partial
+
+    def partial_applies(self, a, b, c) -> bool:
+        m, k = a.shape
+        n = b.shape[1]
+        cfg = self.config
+        whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and k % cfg.BLOCK_K == 0
+        return (not whole and m > 0 and n > 0 and k > 0 and k % 4 == 0 and n % 4 == 0
+                and device_pointer(a) % 16 == 0 and device_pointer(b) % 16 == 0)
+
+    def launch_through_numba(self, a, b, c, stream=0) -> None:
+        if not self.partial_applies(a, b, c):
+            super().launch_through_numba(a, b, c, stream)
+            return
+        cfg = self.partial.config
+        (m, n, k), flat = flat_operands(a, b, c)
+        rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
+        sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
+        with quiet_small_grids():  # a small product is a small grid on purpose
+            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (a, b))
 
 
 class PersistentTmaTiles(TmaTiles):
