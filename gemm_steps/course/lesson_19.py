@@ -11,7 +11,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
 from .hopper import TIMELINE_RUN as STEP17_TIMELINE_RUN
 from .hopper import events as step17_events
@@ -483,17 +483,16 @@ def fair_counters() -> dict | None:
 
 def fair_table(runs: list[dict]) -> MarkdownTable:
     """Each build's TFLOPS over step 17 persistent's, at each size, in each run (and cuBLAS TF32's TFLOPS)."""
-    heads = [f"{size_label(s)} run {i + 1}" for i in range(len(runs)) for s in FAIR_SIZES]
-    lines = ["| build | " + " | ".join(heads) + " |", "|:--|" + "--:|" * len(heads)]
+    rows = []
     for name, label in [("cublas_tf32", "cuBLAS TF32 (TFLOPS)")] + FAIR_ROWS:
-        cells = []
-        for run in runs:
+        row = {"build": label}
+        for i, run in enumerate(runs):
             for s in FAIR_SIZES:
                 r, base = find(run, name, s), find(run, "persistent_specialized", s)
-                cells.append(f"{r['tflops']:.0f}" if name == "cublas_tf32" else
-                             f"{r['tflops'] / base['tflops']:.2f}×")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("\n".join(lines))
+                row[f"{size_label(s)} run {i + 1}"] = (f"{r['tflops']:.0f}" if name == "cublas_tf32" else
+                                                       f"{r['tflops'] / base['tflops']:.2f}×")
+        rows.append(row)
+    return table(rows)
 
 
 def fair_numbers(runs: list[dict]) -> dict:
@@ -515,14 +514,12 @@ def counters_table(counters: dict) -> MarkdownTable:
     peak, warp instructions per MFLOP, and cycles over step 17's."""
     builds = counters["builds"]
     c17 = builds["warp_specialized"]["cycles"]
-    lines = ["| build | L2 bytes / 1,000 FLOP | L2 TB/s | L2 % of peak | warp instructions / MFLOP | cycles ÷ step 17 |",
-             "|:--|--:|--:|--:|--:|--:|"]
-    for name, label in FAIR_ROWS:
-        b = builds[name]
-        lines.append(f"| {label} | {b['l2_bytes_per_kflop']:.1f} | {b['l2_tb_per_s']:.1f} | "
-                     f"{b['l2_throughput_pct_of_peak']:.0f} % | {b['warp_instructions_per_mflop']:.0f} | "
-                     f"{b['cycles'] / c17:.2f} |")
-    return MarkdownTable("\n".join(lines))
+    return table([{"build": label, "L2 bytes / 1,000 FLOP": b["l2_bytes_per_kflop"], "L2 TB/s": b["l2_tb_per_s"],
+                   "L2 % of peak": b["l2_throughput_pct_of_peak"],
+                   "warp instructions / MFLOP": b["warp_instructions_per_mflop"], "cycles ÷ step 17": b["cycles"] / c17}
+                  for name, label in FAIR_ROWS for b in [builds[name]]],
+                 {"L2 bytes / 1,000 FLOP": "{:.1f}", "L2 TB/s": "{:.1f}", "L2 % of peak": "{:.0f} %",
+                  "warp instructions / MFLOP": "{:.0f}", "cycles ÷ step 17": "{:.2f}"})
 
 
 def bytes_and_time(counters: dict) -> dict:
