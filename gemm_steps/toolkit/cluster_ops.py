@@ -58,9 +58,9 @@ attribute) on a GPU, and inside :class:`~.simulator_patches.simulated_cluster` o
 
 **A missing arrival.** A missing arrival on an mbarrier ends as every mbarrier wait does (``mbarrier_wait``'s time
 limit and ``trap`` on a GPU, :class:`~.mbarrier_ops.MbarrierTimeout` on the simulator). ``barrier.cluster.wait`` has
-no time limit on a GPU: a thread that skips a ``cluster_sync()`` hangs the launch there; the twin raises after
-:data:`~.mbarrier_ops.SIMULATOR_WAIT_LIMIT_S` with the count of threads that arrived — test a kernel's cluster
-barriers on the simulator first.
+no time limit on a GPU: a thread that skips a ``cluster_sync()`` hangs the launch there; the twin raises after twice
+:data:`~.mbarrier_ops.SIMULATOR_WAIT_LIMIT_S` with the count of threads that arrived (twice: a thread stuck on an
+mbarrier names its missing arrival first) — test a kernel's cluster barriers on the simulator first.
 
 **Simulator twins.** The blocks of a cluster run together, each with its own shared memory
 (:class:`~.simulator_patches.simulated_cluster`); ``mapa``'s twin, :func:`peer_array`, finds the same array in the
@@ -112,15 +112,16 @@ if SIMULATOR:
 
     def cluster_sync():
         """Every thread of every block of the cluster arrives, then waits for all (simulator: a barrier of the
-        cluster's threads that raises with a count after SIMULATOR_WAIT_LIMIT_S; a block barrier outside a
-        cluster launch, where the cluster is the block)."""
+        cluster's threads that raises with a count after twice SIMULATOR_WAIT_LIMIT_S — a thread the barrier waits
+        for may itself be stuck on an mbarrier, whose own timeout names the missing arrival, the better message, so
+        it gets to speak first; a block barrier outside a cluster launch, where the cluster is the block)."""
         thread = _thread()
         cluster = getattr(thread, "_cluster", None)
         if cluster is None:
             thread.syncthreads()
             return
         try:
-            cluster.barrier.wait(thread, mbarrier_ops.SIMULATOR_WAIT_LIMIT_S)
+            cluster.barrier.wait(thread, 2 * mbarrier_ops.SIMULATOR_WAIT_LIMIT_S)
         except TimeoutError as error:
             raise mbarrier_ops.MbarrierTimeout(str(error)) from None
 
