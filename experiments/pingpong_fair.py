@@ -34,6 +34,11 @@ What each pair isolates:
 
 Prediction: predictions/pingpong-fair-before-run.md (written before the run).
 
+Measured (two H200 runs, experiment-pingpong-fair-nvidia-h200.json and -2.json; Nsight Compute in
+experiment-pingpong-fair-ncu-nvidia-h200.json): the schedule alone 0.63 / 0.68 and 0.62 / 0.65 of step 17
+persistent at 4096³ / 8192³, the wide ping-pong asking 1.44× the L2 bytes per FLOP and taking 1.44× the cycles at
+the same L2 rate; lesson 19 reads both runs.
+
 The run's ratios are stored with it (``summary``: at each shape every build's TFLOPS, its ratio over
 persistent_specialized's, over step 17's and over cuBLAS TF32's, and the pairs above as named ratios) and printed;
 ``builds`` records each build's tile, stages and registers.

@@ -18,7 +18,9 @@ wholly on the edge kernel) — and 4096³ (full tiles, K a multiple of 32: both 
 store is the difference). The run's ratios are stored with it (``summary``: per shape each build's TFLOPS, the
 variant over step 17 and over cuBLAS TF32, step 17 over cuBLAS TF32, and which kernels step 17 launched) and printed.
 
-Prediction: predictions/tma-edges-before-run.md (written before the run).
+Prediction: predictions/tma-edges-before-run.md (written before the run). This ran before step 17 took the
+variant's kernel as its partial-tile build (2035c7a): in the record, ``warp_specialized`` is the old path; run
+again now, both builds run the same kernel on these shapes.
 
 Measured (experiment-tma-edges-nvidia-h200.json, one H200 run): the variant ran 1.6–4.2× step 17 on the seven
 ragged shapes and 0.83–1.06× cuBLAS TF32 on six of them; at 896 × 640 × 14336 (20 tiles: one wave on 20 SMs) 0.27×;
@@ -55,8 +57,9 @@ def variants() -> list:
 
 
 def step_17_launches(m: int, n: int, k: int) -> list[str]:
-    """The kernels step 17 launches for a shape (its rule, ``TiledKernels.launch_through_numba``, for aligned
-    matrices): ``fast`` on the full tiles where K % 32 == 0 and N % 4 == 0, ``edge`` where any tile is left."""
+    """The kernels step 17 launched for a shape when this ran, before it had a partial-tile build (2035c7a; its rule,
+    ``TiledKernels.launch_through_numba``, for aligned matrices): ``fast`` on the full tiles where K % 32 == 0 and
+    N % 4 == 0, ``edge`` where any tile is left."""
     fast = k % BLOCK_K == 0 and n % 4 == 0 and m >= BLOCK_M and n >= BLOCK_N
     whole = fast and m % BLOCK_M == 0 and n % BLOCK_N == 0
     return (["fast"] if fast else []) + ([] if whole else ["edge"])

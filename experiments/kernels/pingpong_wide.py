@@ -18,7 +18,8 @@ Changed from ``gemm_steps/steps/pingpong.py`` (step 19; copied, the right half r
   column-block of 64.
 * **The ring's stage**: one k-tile of one tile, A 256×32 + B 32×(64 + 8) floats = 41,984 bytes (step 17: 50,176 —
   its B box is 136 wide; step 19: 33,792). STAGES is the build's parameter: 4 (step 17's count) or at most 5, the
-  most that fit the 232,448 bytes a block may have (``Config.fitting_stages``); None: as many as fit, as in step 19.
+  most that fit the 232,448 bytes a block may have (``Config.fitting_stages``); None: as many as fit (step 19's
+  default until it moved to 4).
 
 Everything else is step 19's, unchanged: the producer warpgroup and its copies (two per k-tile, one full-barrier
 arrival with the stage's bytes), one ring counter g over the block's tiles in the block's order (stage g % STAGES,
