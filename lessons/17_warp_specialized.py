@@ -219,8 +219,9 @@ if ref is not None:
 #
 # ## What is left
 #
-# The issue that set the chapter's targets asks for more than this: a persistent grid with two consumer warpgroups
-# taking alternate tiles (ping-pong, so one's epilogue overlaps the other's main loop), and 3xTF32 on this design.
+# The next lessons build on this design: 3xTF32 on it (step 18, lesson 18), two consumer warpgroups on alternate tiles
+# of a persistent grid (ping-pong, step 19, lesson 19) and clusters of two blocks sharing A's tile by multicast (step
+# 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet.
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
 # runs it only when asked for TF32: `gemm-steps explain 4096 4096 4096 --precision tf32` picks step 17 (from the H100
 # shape table); at the default precision `matmul` never does.
