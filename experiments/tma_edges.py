@@ -1,14 +1,17 @@
 """Ragged shapes on step 17's fast kernel through the copy engine's out-of-bounds zeros: one change, timed in one run
 with step 17 and cuBLAS (issue 37, Deliver 1).
 
-Step 17 (gemm_steps/steps/warp_specialized.py) runs its fast kernel on full 256 × 128 tiles only, and only where K
-is a multiple of 32; the border tiles — and, where K % 32 ≠ 0, the whole product — run on step 15's edge kernel. The
+Step 17 (gemm_steps/steps/warp_specialized.py) ran its fast kernel on full 256 × 128 tiles only, and only where K
+is a multiple of 32; the border tiles — and, where K % 32 ≠ 0, the whole product — ran on step 15's edge kernel. The
 builds, at step 17's tile:
 
-* ``warp_specialized``: step 17 as shipped (fast kernel on the full tiles + step 15's edge kernel on the rest);
+* ``warp_specialized``: step 17 as it was — its full-tile build, step 15's edge kernel on the rest
+  (:func:`step_17_before`);
 * ``warp_specialized_tma_edges``: step 17's kernel over every tile of C and ⌈K / 32⌉ k-tiles in one launch, the
-  copy engine filling whatever of a box lies outside A or B with zeros, the store guarded by row < M and column < N
-  (experiments/kernels/warp_specialized_tma_edges.py, whose docstring says what changed and why).
+  copy engine filling whatever of a box lies outside A or B with zeros, the store guarded by row < M and column < N.
+  It ran as a copy of step 17's kernel (experiments/kernels/warp_specialized_tma_edges.py at 6108cad, which the
+  record below timed); step 17 took it as its ``PARTIAL_TILES`` build (2035c7a), and the copy was retired: this is
+  step 17 as shipped now.
 
 cuBLAS SGEMM and cuBLAS TF32 are timed in the same run (``run_benchmark`` adds TF32 for TF32 entries). Shapes: four
 seven ragged ones on which the variant takes one launch (K and N multiples of 4): three with M or N ragged and K a
@@ -18,9 +21,7 @@ wholly on the edge kernel) — and 4096³ (full tiles, K a multiple of 32: both 
 store is the difference). The run's ratios are stored with it (``summary``: per shape each build's TFLOPS, the
 variant over step 17 and over cuBLAS TF32, step 17 over cuBLAS TF32, and which kernels step 17 launched) and printed.
 
-Prediction: predictions/tma-edges-before-run.md (written before the run). This ran before step 17 took the
-variant's kernel as its partial-tile build (2035c7a): in the record, ``warp_specialized`` is the old path; run
-again now, both builds run the same kernel on these shapes.
+Prediction: predictions/tma-edges-before-run.md (written before the run).
 
 Measured (experiment-tma-edges-nvidia-h200.json, one H200 run): the variant ran 1.6–4.2× step 17 on the seven
 ragged shapes and 0.83–1.06× cuBLAS TF32 on six of them; at 896 × 640 × 14336 (20 tiles: one wave on 20 SMs) 0.27×;
@@ -46,18 +47,33 @@ BUILDS = ["warp_specialized", VARIANT]
 BLOCK_M, BLOCK_N, BLOCK_K = 256, 128, 32
 
 
-def variants() -> list:
-    """(label, build) of the variant at step 17's default tile (step 17 is timed as the step)."""
+def step_17_before():
+    """Step 17 as it was before its partial-tile build: the same kernel built for full tiles (``PARTIAL_TILES``
+    False), step 15's edge kernel for every other tile."""
+    from dataclasses import replace
+
+    from gemm_steps.steps import warp_specialized, warpgroup_tf32
+    from gemm_steps.toolkit.tma_tiles import TmaTiles
+    from gemm_steps.toolkit.tuned import default_config
+
+    config = replace(warp_specialized.Config.of(default_config(warp_specialized.SEARCH_SPACE)), PARTIAL_TILES=False)
+    return TmaTiles("warp_specialized", warp_specialized.warp_specialized_kernel, config,
+                    edge=warpgroup_tf32.build(config),
+                    requires_compute_capability=warp_specialized.REQUIRES_COMPUTE_CAPABILITY)
+
+
+def ptx_kernels() -> dict:
+    """Step 17's partial-tile build's kernel at the GPU's tiles (tests/test_tma_edges.py compiles it to PTX and
+    through ptxas)."""
     from gemm_steps.steps import warp_specialized
     from gemm_steps.toolkit.tuned import default_config
 
-    from experiments.kernels import warp_specialized_tma_edges
-
-    return [(VARIANT, warp_specialized_tma_edges.build(default_config(warp_specialized.SEARCH_SPACE)))]
+    built = warp_specialized.build(default_config(warp_specialized.SEARCH_SPACE)).partial
+    return {"warp_specialized_partial_fast": (built.kernel("fast"), built.signature("fast"))}
 
 
 def step_17_launches(m: int, n: int, k: int) -> list[str]:
-    """The kernels step 17 launched for a shape when this ran, before it had a partial-tile build (2035c7a; its rule,
+    """The kernels step 17 before its partial-tile build (:func:`step_17_before`) launches for a shape (its rule,
     ``TiledKernels.launch_through_numba``, for aligned matrices): ``fast`` on the full tiles where K % 32 == 0 and
     N % 4 == 0, ``edge`` where any tile is left."""
     fast = k % BLOCK_K == 0 and n % 4 == 0 and m >= BLOCK_M and n >= BLOCK_N
@@ -91,9 +107,9 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.harness.bench import run_benchmark, save
 
     out = output_path("tma-edges", argv[1] if len(argv) > 1 else None)
-    entries = [gemm_steps.get_step("warp_specialized")]
-    entries += [SimpleNamespace(name=label, number=17, arithmetic="tf32", launch=tiles.launch)
-                for label, tiles in variants()]
+    entries = [SimpleNamespace(name="warp_specialized", number=17, arithmetic="tf32", launch=step_17_before().launch),
+               SimpleNamespace(name=VARIANT, number=17, arithmetic="tf32",
+                               launch=gemm_steps.get_step("warp_specialized").launch)]
     assert [entry.name for entry in entries] == BUILDS
     results = run_benchmark(entries, SIZES, repeats=20, progress=lambda message: print(message, flush=True))
     results["experiment"] = ("step 17's fast kernel over every tile of C and a partial last k-tile (the copy "

@@ -1,5 +1,6 @@
-"""Step 17's kernel over every tile of C in one launch, the copy engine's out-of-bounds zeros standing for the border
-(experiments/kernels/warp_specialized_tma_edges.py; timed by experiments/tma_edges.py).
+"""Step 17's partial-tile build: its kernel over every tile of C in one launch, the copy engine's out-of-bounds zeros
+standing for the border (``PARTIAL_TILES``, ``toolkit/tma_tiles.PartialTmaTiles``; timed by experiments/tma_edges.py,
+first as a copy of step 17's kernel, experiments/kernels/warp_specialized_tma_edges.py at 6108cad).
 
 On the simulator (the copy engine's twin fills zeros outside the matrix and completes the whole box's bytes; one
 consumer warpgroup on step 17's 32 × 64 simulator tile): on ragged shapes — M and N not multiples of the tile, K a
@@ -13,13 +14,10 @@ run wholly on step 15's edge kernel, as step 17 runs them, and are right. The fa
 registers at entry, no spills, no serialised wgmma). The bench's summary on made-up records.
 
 On a GPU of compute capability 9.0 the same tests run the GPU's tiles (256 × 128, two consumer warpgroups) on shapes
-ragged against them: ``python -m pytest tests/test_tma_edges.py`` there checks the variant before it is timed.
+ragged against them: ``python -m pytest tests/test_tma_edges.py`` there checks the build before it is timed.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,18 +29,14 @@ from gemm_steps.steps import warp_specialized
 from gemm_steps.toolkit.kernel_tools import ceil_div
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tiles import TiledKernels
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from experiments.kernels import warp_specialized_tma_edges as variant  # noqa: E402
+from gemm_steps.toolkit.tuned import default_config
 
 pytestmark = pytest.mark.skipif(
     not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
     reason="wgmma and the copy engine need compute capability 9.0")
 
-CONFIG = variant.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else variant.CONFIG
+GPU_CONFIG = default_config(warp_specialized.SEARCH_SPACE)
+CONFIG = warp_specialized.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else GPU_CONFIG
 PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
 
 
@@ -58,13 +52,15 @@ def _padded_c(m: int, n: int):
 
 
 def _spy(monkeypatch, kernels) -> list:
-    """Record each launch ``kernels`` configures: (variant, grid). (Its "edge" launch is configured by the build its
-    edge kernel comes from, step 15's, through the same method: that inner call is not a second launch.)"""
+    """Record each launch ``kernels`` (step 17's build, or one of its builds) configures, its partial-tile build's
+    included: (variant, grid). (Its "edge" launch is configured by the build its edge kernel comes from, step 15's,
+    through the same method: that inner call is not a second launch.)"""
     launched: list = []
     original = TiledKernels.configured
+    ours = (kernels, getattr(kernels, "partial", kernels))
 
     def spy(self, which, grid, stream):
-        if self is kernels:
+        if any(self is built for built in ours):
             launched.append((which, grid))
         return original(self, which, grid, stream)
 
@@ -112,7 +108,7 @@ def test_a_ragged_shape_takes_one_launch_and_writes_only_c(sim_shape, gpu_shape,
     m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
     assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
     a, b = _inputs(m, n, k, seed=m * n + k)
-    kernels = variant.build(CONFIG)
+    kernels = warp_specialized.build(CONFIG)
     launched = _spy(monkeypatch, kernels)
     got = _run(kernels, a, b)
     assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
@@ -120,12 +116,13 @@ def test_a_ragged_shape_takes_one_launch_and_writes_only_c(sim_shape, gpu_shape,
 
 
 def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
-    """2 × 2 full tiles over 3 k-tiles (K a multiple of 32): one launch, nothing around C written, and the same bits
-    as step 17 (the same main loop and the same boxes; only the store's guard, always true here, differs). The second
-    tile-column's B box reads B_STRIDE − BLOCK_N = 8 columns past N: zeros, as in step 17."""
+    """The partial-tile build on 2 × 2 full tiles over 3 k-tiles (K a multiple of 32): one launch, nothing around C
+    written, and the same bits as step 17's full-tile build, which step 17 runs such shapes on (the same main loop
+    and the same boxes; only the store's guard, always true here, differs). The second tile-column's B box reads
+    B_STRIDE − BLOCK_N = 8 columns past N: zeros, as in the full-tile build."""
     m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
     a, b = _inputs(m, n, k, seed=17)
-    kernels = variant.build(CONFIG)
+    kernels = warp_specialized.build(CONFIG).partial
     launched = _spy(monkeypatch, kernels)
     got = _run(kernels, a, b)
     assert launched == [("fast", (2, 2))], launched
@@ -137,7 +134,7 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
 
 
 #: Shapes the copy engine cannot read: N or K not a multiple of 4 (a row pitch not a multiple of 16 bytes), and A
-#: one float off 16-byte alignment. Step 17 runs them wholly on step 15's edge kernel; so does the variant.
+#: one float off 16-byte alignment. Step 17 runs them wholly on step 15's edge kernel.
 FALLBACK = [pytest.param((20, 30, 20), False, id="N30"), pytest.param((20, 24, 18), False, id="K18"),
             pytest.param((20, 24, 20), True, id="A_misaligned")]
 
@@ -146,7 +143,7 @@ FALLBACK = [pytest.param((20, 30, 20), False, id="N30"), pytest.param((20, 24, 1
 def test_a_shape_the_copy_engine_cannot_read_runs_on_the_edge_kernel(shape, misaligned, monkeypatch):
     m, n, k = shape
     a, b = _inputs(m, n, k, seed=m + n + k)
-    kernels = variant.build(CONFIG)
+    kernels = warp_specialized.build(CONFIG)
     if misaligned:
         a_buffer = cuda.to_device(np.concatenate([np.zeros(1, np.float32), a.ravel()]))
         a_dev = a_buffer[1:].reshape(m, k)
@@ -154,29 +151,30 @@ def test_a_shape_the_copy_engine_cannot_read_runs_on_the_edge_kernel(shape, misa
         a_dev = cuda.to_device(a)
     b_dev = cuda.to_device(b)
     c = cuda.to_device(np.full((m, n), np.nan, np.float32))
-    assert not kernels.fast_path_applies(a_dev, b_dev, c)
+    assert not kernels.partial_applies(a_dev, b_dev, c)
     launched = _spy(monkeypatch, kernels)
     kernels.launch(a_dev, b_dev, c)
     assert [which for which, _ in launched] == ["edge"], launched
     _check_product(c.copy_to_host(), a, b)
 
 
-def test_the_fast_path_rule_is_the_copy_engines():
-    """K % 4, N % 4, A's and B's addresses: nothing about M, N or K against the tile, nor C's alignment."""
-    kernels = variant.build(CONFIG)
+def test_the_partial_build_rule_is_the_copy_engines():
+    """K % 4, N % 4, A's and B's addresses: nothing about M, N or K against the tile, nor C's alignment (for a shape
+    that is not whole tiles)."""
+    kernels = warp_specialized.build(CONFIG)
     zeros = lambda rows, cols: cuda.to_device(np.zeros((rows, cols), np.float32))  # noqa: E731
-    assert kernels.fast_path_applies(zeros(5, 8), zeros(8, 12), zeros(5, 12))
-    assert kernels.fast_path_applies(zeros(33, 36), zeros(36, 4), zeros(33, 4))
+    assert kernels.partial_applies(zeros(5, 8), zeros(8, 12), zeros(5, 12))
+    assert kernels.partial_applies(zeros(33, 36), zeros(36, 4), zeros(33, 4))
     c_buffer = cuda.to_device(np.zeros(5 * 12 + 1, np.float32))
-    assert kernels.fast_path_applies(zeros(5, 8), zeros(8, 12), c_buffer[1:].reshape(5, 12))  # C: scalar stores
-    assert not kernels.fast_path_applies(zeros(5, 6), zeros(6, 12), zeros(5, 12))
-    assert not kernels.fast_path_applies(zeros(5, 8), zeros(8, 10), zeros(5, 10))
+    assert kernels.partial_applies(zeros(5, 8), zeros(8, 12), c_buffer[1:].reshape(5, 12))  # C: scalar stores
+    assert not kernels.partial_applies(zeros(5, 6), zeros(6, 12), zeros(5, 12))
+    assert not kernels.partial_applies(zeros(5, 8), zeros(8, 10), zeros(5, 10))
     b_buffer = cuda.to_device(np.zeros(8 * 12 + 1, np.float32))
-    assert not kernels.fast_path_applies(zeros(5, 8), b_buffer[1:].reshape(8, 12), zeros(5, 12))
+    assert not kernels.partial_applies(zeros(5, 8), b_buffer[1:].reshape(8, 12), zeros(5, 12))
 
 
-PTX_JOB = "kernels:experiments.kernels.warp_specialized_tma_edges:ptx_kernels"
-LABEL = "warp_specialized_tma_edges_fast"
+PTX_JOB = "kernels:experiments.tma_edges:ptx_kernels"
+LABEL = "warp_specialized_partial_fast"
 
 
 @pytest.mark.ptx(PTX_JOB)
@@ -193,7 +191,7 @@ def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
         assert stats[name] == expect[name], (name, stats[name], expect[name])
     assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
     assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0
-    assert stats["st.global.f32"] == variant.CONFIG.BLOCK_M // 2  # one guarded scalar store an accumulator, as step 17
+    assert stats["st.global.f32"] == GPU_CONFIG.BLOCK_M // 2  # one guarded scalar store an accumulator, as step 17
     info = stats.get("ptxas") or {}
     assert info.get("wgmma_serialized") is not None, f"ptxas did not answer ({info})"
     assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info
@@ -227,5 +225,5 @@ def test_the_bench_summary_divides_the_variant_by_step_17_and_cublas_tf32():
     for m, n, k in ragged:  # the variant's one launch; step 17: the border on the edge kernel, or all of it
         assert k % 4 == 0 and n % 4 == 0 and (m % 256 or n % 128 or k % 32)
         assert tma_edges.step_17_launches(m, n, k) == (["edge"] if k % 32 else ["fast", "edge"]), (m, n, k)
-    gpu = variant.CONFIG
+    gpu = GPU_CONFIG
     assert (tma_edges.BLOCK_M, tma_edges.BLOCK_N, tma_edges.BLOCK_K) == (gpu.BLOCK_M, gpu.BLOCK_N, gpu.BLOCK_K)
