@@ -121,8 +121,9 @@ def test_explain_at_a_size_the_simulator_refuses_says_so_and_names_its_files(cap
             assert shipped[0].name in source, "a percentage from another run than the README's must say so"
     if gemm_steps.SIMULATOR:
         step = dispatch.candidate(choice.step_name)
-        side = simulator.largest_square(step.config, simulator.limit_seconds())
-        assert simulator.estimated_seconds(step.config, 1000, 1000, 1000) > simulator.limit_seconds()
+        products = simulator.products_of(step)
+        side = simulator.largest_square(step.config, simulator.limit_seconds(), products)
+        assert simulator.estimated_seconds(step.config, 1000, 1000, 1000, products) > simulator.limit_seconds()
         assert re.search(rf"refuse.*\b{side}×{side}×{side}\b", out), out
 
 
@@ -221,3 +222,18 @@ def test_bench_without_a_gpu_says_what_it_checks_and_that_out_writes_nothing(cap
     assert not out_file.exists()
     status, out, err = run(["bench"], capsys)
     assert "checks every step" in err and "--out" not in err
+
+
+def test_explain_names_the_partial_tile_build_where_a_step_runs_it():
+    """Steps 17 and 18 run a shape that is not whole tiles on their partial-tile build where K and N are multiples of
+    4 (one launch over every tile); else on full tiles and the edge kernel, as the other tiled steps."""
+    from gemm_steps.toolkit.tuned import default_config
+
+    step = gemm_steps.get_step("warp_specialized_3xtf32")
+    config = default_config(step.module.SEARCH_SPACE)
+    ragged = cli._tile_lines(step, config, 132, 1000, 1000, 1000)
+    assert ragged[-1].startswith("kernel: the fast kernel's partial-tile build over all 64 tiles"), ragged
+    assert cli._tile_lines(step, config, 132, 1000, 1000, 1001)[-1] == \
+        "kernels: the fast kernel on 0 full tiles, the guarded edge kernel on 64"
+    assert cli._tile_lines(step, config, 132, 1024, 1024, 1024)[-1] == \
+        "kernels: the fast kernel on 64 full tiles, the guarded edge kernel on 0"

@@ -201,18 +201,22 @@ def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes(
 
 
 def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chosen():
-    """At 5000³ (K = 5000: every tile of a 3xTF32 wgmma step on its edge kernel) the only measurement within reach
-    is 4096³, on the fast kernel: the step is not judged by it and an FP32 step runs. With a measurement of the edge
-    path within reach, it is judged there (the test above)."""
+    """At 5000×5000×5001 (K = 5001: no tensor map of A, every tile of step 18 on its edge kernel) the only
+    measurement within reach is 4096³, on the fast kernel: the step is not judged by it and an FP32 step runs. With a
+    measurement of the edge path within reach, it is judged there (the test above). At 5000³ the copy engine reads A
+    and B: step 18 runs every tile on its fast kernel's loop (its partial-tile build) and 4096³ judges it."""
     table = {"gpu": "GPU A", "date": "d", "shapes": [
         [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
     names = {"warp_specialized_3xtf32", "stream_k"}
-    assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5000) == 0.0
-    far_path = dispatch.choose_from(table, 5000, 5000, 5000, names)
+    assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5001) == 0.0
+    far_path = dispatch.choose_from(table, 5000, 5000, 5001, names)
     assert far_path.step_name == "stream_k" and set(far_path.judged) == {"stream_k"}
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
-    only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5000, {"warp_specialized_3xtf32"})
+    only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5001, {"warp_specialized_3xtf32"})
     assert "kernel path" in only_tensor_core.reason
+    assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5000) == 1.0
+    partial = dispatch.choose_from(table, 5000, 5000, 5000, names)
+    assert partial.step_name == "warp_specialized_3xtf32" and set(partial.judged) == set(names), partial.reason
 
 
 def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
@@ -224,7 +228,7 @@ def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
     dispatch._CHOICES.clear()
     try:
-        assert cli.main(["explain", "3000", "3000", "3000"]) == 0
+        assert cli.main(["explain", "3000", "3000", "3001"]) == 0  # K = 3001: step 18 on its edge kernel
     finally:
         dispatch._CHOICES.clear()
     measured = next(line for line in capsys.readouterr().out.splitlines() if "measured at" in line)
@@ -236,18 +240,20 @@ def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
 
 
 def test_a_few_tiles_with_edges_count_as_the_edge_path():
-    """700×700×12000: 25 full tiles of 36 (fast share 0.84) is still the edge kernel's time for a tensor-core step —
-    its 11 edge tiles each run all of K on the edge kernel beside the full ones — so step 18 is not judged by
-    768×768×16384 (all tiles full) but needs a measurement with edge tiles; 4000³ (1,024 tiles, 63 of them edge
-    tiles) keeps its fast-path verdict."""
+    """700×700×12000: 25 full tiles of 36 (fast share 0.84) is still the edge kernel's time for a tensor-core step
+    without a partial-tile build — its 11 edge tiles each run all of K on the edge kernel beside the full ones — so
+    step 14 is not judged by 768×768×16384 (all tiles full) but needs a measurement with edge tiles; 4000³ (1,024
+    tiles, 63 of them edge tiles) keeps its fast-path verdict. Step 18, with its partial-tile build, runs every tile
+    of 700×700×12000 on its fast kernel's loop (fast share 1)."""
     table = {"gpu": "GPU A", "date": "d", "shapes": [
-        [768, 768, 16384, {"warp_specialized_3xtf32": 1.0, "stream_k": 2.5}, 2.0],
-        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
-    names = {"warp_specialized_3xtf32", "stream_k"}
-    assert 0.8 < dispatch.fast_share("warp_specialized_3xtf32", 700, 700, 12000) < 1
+        [768, 768, 16384, {"warpgroup_mma": 1.0, "stream_k": 2.5}, 2.0],
+        [4096, 4096, 4096, {"warpgroup_mma": 1.2, "stream_k": 3.0}, 2.7]]}
+    names = {"warpgroup_mma", "stream_k"}
+    assert 0.8 < dispatch.fast_share("warpgroup_mma", 700, 700, 12000) < 1
+    assert dispatch.fast_share("warp_specialized_3xtf32", 700, 700, 12000) == 1.0
     assert dispatch.choose_from(table, 700, 700, 12000, names).step_name == "stream_k"
-    assert dispatch.choose_from(table, 768, 768, 12000, names).step_name == "warp_specialized_3xtf32"
-    assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
+    assert dispatch.choose_from(table, 768, 768, 12000, names).step_name == "warpgroup_mma"
+    assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warpgroup_mma"
 
 
 def test_beyond_the_tables_large_products_the_steps_keep_their_order():

@@ -69,10 +69,10 @@ FIXED_SHAPES = [(1, 1, 1), (17, 33, 9), (100, 1, 37)]
 def runs_fast_kernel(step: Step, shape: str) -> bool:
     """Whether a tile-relative shape must run the step's fast kernel. Steps 6–9 run it on the full tiles whenever the
     128-bit path applies; the looping steps 10–11 only when every tile is full (else their guarded variant loops
-    over all tiles); step 17 on its build for partial tiles wherever the copy engine can read A and B."""
+    over all tiles); steps 17 and 18 on their builds for partial tiles wherever the copy engine can read A and B."""
     if isinstance(step.tiled, PersistentTiles):
         return shape in {"one_tile", "2x2_tiles"}
-    if getattr(step.tiled, "partial", None) is not None:  # step 17: a partial tile or k-tile on its partial build
+    if getattr(step.tiled, "partial", None) is not None:  # steps 17, 18: a partial tile or k-tile, the partial build
         return shape in {"one_tile", "tile_plus_edges", "k_not_multiple"}  # (K and N multiples of 4 in all three)
     if getattr(step.tiled, "full_cols_multiple", 1) > 1:  # clusters along a tile-row (step 20): whole pairs only
         return shape in {"2x2_tiles", "2x2_tiles_plus_edge"}

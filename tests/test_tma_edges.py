@@ -1,5 +1,5 @@
 """Step 17's partial-tile build: its kernel over every tile of C in one launch, the copy engine's out-of-bounds zeros
-standing for the border (``PARTIAL_TILES``, ``toolkit/tma_tiles.PartialTmaTiles``; timed by experiments/tma_edges.py,
+standing for the border (``PARTIAL_TILES``, ``toolkit/tma_tiles.TmaTiles``' ``partial``; timed by experiments/tma_edges.py,
 first as a copy of step 17's kernel, experiments/kernels/warp_specialized_tma_edges.py at 6108cad).
 
 On the simulator (the copy engine's twin fills zeros outside the matrix and completes the whole box's bytes; one

@@ -45,7 +45,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import PartialTmaTiles, TmaTiles
+from ..toolkit.tma_tiles import TmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -291,8 +291,8 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
     edge = warpgroup_tf32.build(config)
     partial = TmaTiles("warp_specialized_partial", warp_specialized_kernel, replace(config, PARTIAL_TILES=True),
                        edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
-    return PartialTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
-                           edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+    return TmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
+                    edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
 TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

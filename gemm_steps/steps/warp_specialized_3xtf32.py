@@ -43,13 +43,17 @@ core's three products a k-step before the run. Measured (results/bench-nvidia-h2
 4096³ and 109.4 at 8192³, 2.28× and 2.14× cuBLAS SGEMM, at a sampled error of 2.4e-07 and 3.2e-07 against SGEMM's
 1.2e-06 and 1.7e-06.
 
-Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles it skips run on
-step 14's edge kernel (3xTF32, the same contract). Compute capability 9.0 only; runs on the simulator.
+Shapes: the fast kernel runs whole products of full tiles (M and N multiples of 128, K of 32, 16-byte-aligned
+matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES, as
+step 17's does: one launch over every tile (and its slices of K), the copy engine zero-filling what of a box lies
+outside A or B, the stores keeping to C — wherever the copy engine can read A and B (K and N multiples of 4, A and B
+16-byte aligned). The rest runs on step 14's edge kernel (3xTF32, the same contract). Compute capability 9.0 only;
+runs on the simulator.
 """
 
 import math
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from numba import cuda, float32, uint32, uint64
 
@@ -85,8 +89,9 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS):
-    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces."""
+                                   CONSUMER_REGISTERS, PARTIAL_TILES):
+    """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too (see the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
@@ -104,11 +109,15 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     across = divide_u32(in_group, rows_in_group)
     block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M
     block_col = across * BLOCK_N
+    if PARTIAL_TILES:  # every k-tile, the last one partial: A's columns and B's rows past K arrive as zeros
+        all_k_tiles = (k + uint32(BLOCK_K - 1)) // BLOCK_K
+    else:
+        all_k_tiles = k // BLOCK_K
     # Split-K: slice z of the launch's gridDim.z takes k-tiles k_first … k_first + k_tiles − 1 (one slice: all).
     slices, z = uint32(cuda.gridDim.z), uint32(cuda.blockIdx.z)
-    per_slice = divide_u32(k // BLOCK_K + slices - 1, slices)
+    per_slice = divide_u32(all_k_tiles + slices - 1, slices)
     k_first = z * per_slice
-    k_tiles = min(per_slice, k // BLOCK_K - k_first)  # the launch makes no empty slice
+    k_tiles = min(per_slice, all_k_tiles - k_first)  # the launch makes no empty slice
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
@@ -184,13 +193,14 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
-            value = total[v] * UNSCALE
-            if slices == 1:
-                c[row * n + col] = value
-            else:  # this slice's part of the sum, for add_slices_kernel
-                partials[z * m * n + row * n + col] = value
-            if not math.isfinite(value):
-                special = 1
+            if not PARTIAL_TILES or (row < m and col < n):  # a partial tile keeps to C (outside it 0·inf is NaN)
+                value = total[v] * UNSCALE
+                if slices == 1:
+                    c[row * n + col] = value
+                else:  # this slice's part of the sum, for add_slices_kernel
+                    partials[z * m * n + row * n + col] = value
+                if not math.isfinite(value):
+                    special = 1
 
     # Specials (step 14's rule): an inf or NaN in A or B, or a sum past float32's range (here: past 2^-11 of it),
     # leaves an inf or NaN in the tile; then the consumers compute the tile again as cuBLAS SGEMM does, one float32
@@ -199,8 +209,10 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
         for slot in range(ACCUMULATORS):  # this thread's results, numbered as the store above
             row = block_row + lane % 4 * 2 + (slot // 4 * 8 + slot % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (slot % 4 // 2 * 8)
+            if PARTIAL_TILES and (row >= m or col >= n):
+                continue
             value = float32(0.0)
-            for kk in range(k_first * BLOCK_K, (k_first + k_tiles) * BLOCK_K):  # this slice's k
+            for kk in range(k_first * BLOCK_K, min((k_first + k_tiles) * BLOCK_K, k)):  # this slice's k
                 value = cuda.fma(a[row * k + kk], b[kk * n + col], value)
             if slices == 1:
                 c[row * n + col] = value
@@ -264,6 +276,10 @@ class Config(StepConfig):
     # fills it exactly (setmaxnreg.inc draws from that pool, not from the SM's 65,536: asking for more hangs).
     PRODUCER_REGISTERS: int = 40
     CONSUMER_REGISTERS: int = 232
+    # The build for shapes with partial tiles or a partial last k-tile (step 17's): its grid covers every tile and
+    # its k-loop every k-tile, the copy engine filling with zeros whatever of a box lies outside A or B, and its
+    # stores keep to C. build() makes it beside the full-tile build (False), which the benchmark's squares run.
+    PARTIAL_TILES: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -388,11 +404,18 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 def build(config: Config | TileConfig, slices=slices) -> SplitKTmaTiles:
-    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
+    build, with the PARTIAL_TILES build beside it (``.partial``) and step 14's kernel for the edges."""
     config = Config.of(config)
-    return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel, config,
-                          edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
-                          slices=slices, reduce=add_slices_kernel)
+    edge = warpgroup_mma.build(config)
+    partial = SplitKTmaTiles("warp_specialized_3xtf32_partial", warp_specialized_3xtf32_kernel,
+                             replace(config, PARTIAL_TILES=True), edge=edge,
+                             requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
+                             reduce=add_slices_kernel)
+    return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel,
+                          replace(config, PARTIAL_TILES=False), edge=edge, partial=partial,
+                          requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
+                          reduce=add_slices_kernel)
 
 
 TILED = TunedKernels(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
@@ -403,9 +426,11 @@ TILED = TunedKernels(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=S
 #: part and the specials' vote (bar.red) at the end; no cp.async, no local memory, no wgmma operand written after
 #: its fence.
 _GPU = default_config(SEARCH_SPACE)
-PTX_EXPECT = {"warp_specialized_3xtf32_fast": {
-    "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8,
-    "wgmma.wait_group": 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
-    "wgmma.written_after_fence": 0}}
+#: The partial-tile build (PARTIAL_TILES) has the same main loop: the same counts.
+_PTX = {"cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8,
+        "wgmma.wait_group": 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
+        "wgmma.written_after_fence": 0}
+PTX_EXPECT = {"warp_specialized_3xtf32_fast": _PTX, "warp_specialized_3xtf32_partial_fast": _PTX}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a): no spills, no wgmma serialised.
-PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}
+_PTXAS = {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}
+PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": _PTXAS, "warp_specialized_3xtf32_partial_fast": _PTXAS}

@@ -27,14 +27,22 @@ from .workspaces import Workspaces
 class TmaTiles(TiledKernels):
     """A tiled build whose fast kernel takes tensor maps of A (``BLOCK_M × BLOCK_K`` boxes, 128-byte swizzled: the
     layout ``wgmma`` reads) and B (``BLOCK_K × B_STRIDE`` boxes: ``B_STRIDE − BLOCK_N`` columns wider than the tile,
-    so each row lands padded, zeros past B's last column)."""
+    so each row lands padded, zeros past B's last column).
+
+    ``partial``: a second build of the same kernel for shapes that are not whole tiles (its ``PARTIAL_TILES``
+    build: its grid covers every tile, partial ones included, and its k-loop every k-tile; the copy engine fills with
+    zeros whatever of a box lies outside A or B, and its store keeps to C). A product of whole tiles runs on the fast
+    kernel as before; any other that the copy engine can read — row pitches of A and B multiples of 16 bytes (K and
+    N multiples of 4), A and B 16-byte aligned — runs on ``partial`` in one launch (:meth:`partial_applies`); the
+    rest, or every shape of a build without ``partial``, on the fast kernel's full tiles and the edge kernel."""
 
     signature_fast = SIGNATURE[:-1] + ", uint64[::1], uint64[::1])"
     #: Maps kept at most (a map holds its matrix's address; old ones are dropped, not freed one by one).
     MAPS_KEPT = 16
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, partial: "TmaTiles | None" = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.partial = partial
         self._maps: dict = {}
 
     def signature(self, variant: str) -> str:
@@ -58,19 +66,18 @@ class TmaTiles(TiledKernels):
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices))
 
-
-class PartialTmaTiles(TmaTiles):
-    """A TMA build with a second build of its kernel for shapes that are not whole tiles (``partial``: its grid covers
-    every tile, partial ones included, and its k-loop every k-tile; the copy engine fills with zeros whatever of a box
-    lies outside A or B, and its store keeps to C). A product of whole tiles runs as :class:`TmaTiles` runs it; any
-    other that the copy engine can read — row pitches of A and B multiples of 16 bytes (K and N multiples of 4), A
-    and B 16-byte aligned — runs on ``partial`` in one launch; the rest on the edge kernel (step 17)."""
-
-    def __init__(self, *args, partial: TmaTiles, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.partial = partial
+    def ptx_kernels(self) -> dict:
+        """The fast and edge kernels, and the ``partial`` build's fast kernel (``<name>_partial_fast``) if any."""
+        kernels = super().ptx_kernels()
+        if self.partial is not None:
+            kernels[f"{self.partial.name}_fast"] = (self.partial.kernel("fast"), self.partial.signature("fast"))
+        return kernels
 
     def partial_applies(self, a, b, c) -> bool:
+        """Whether this product runs on the ``partial`` build: there is one, the shape is not whole tiles, and the
+        copy engine can read A and B (K and N multiples of 4, A and B 16-byte aligned; C takes scalar stores)."""
+        if self.partial is None:
+            return False
         m, k = a.shape
         n = b.shape[1]
         cfg = self.config
@@ -140,9 +147,14 @@ class SplitKTmaTiles(TmaTiles):
     def sm_count(self) -> int:
         return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
 
+    def k_tiles(self, k: int) -> int:
+        """The k-tiles the kernel walks: whole ones, or every one with a partial last (a ``PARTIAL_TILES`` build)."""
+        block_k = self.config.BLOCK_K
+        return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
+
     def slice_count(self, m: int, n: int, k: int, tiles: int) -> int:
         """How many slices the policy gives this product (1 where the workspace's indices would pass 2^32)."""
-        slices = max(1, int(self.slices(tiles, k // self.config.BLOCK_K, self.sm_count())))
+        slices = max(1, int(self.slices(tiles, self.k_tiles(k), self.sm_count())))
         return slices if slices * m * n < 2 ** 32 else 1
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
@@ -152,7 +164,8 @@ class SplitKTmaTiles(TmaTiles):
         self.configured("fast", (full_cols, full_rows, slices), stream)(*flat, *sizes,
                                                                         *self.tensor_maps(*matrices), partials)
         if slices > 1:
-            rows, cols = full_rows * self.config.BLOCK_M, full_cols * self.config.BLOCK_N
+            rows = min(full_rows * self.config.BLOCK_M, m)  # C's part the tiles cover (a partial build's: all C)
+            cols = min(full_cols * self.config.BLOCK_N, n)
             arguments = (*flat, *sizes[:3], np.uint32(rows), np.uint32(cols), partials)
             self.launch_reduce(ceil_div(rows * cols, self.REDUCE_THREADS), stream, arguments)
 

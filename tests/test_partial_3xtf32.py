@@ -1,0 +1,128 @@
+"""Step 18's partial-tile build (``PARTIAL_TILES``, as step 17's: tests/test_tma_edges.py): its 3xTF32 kernel over
+every tile of C in one launch — and over every slice of K where it splits K — the copy engine's out-of-bounds zeros
+standing for the border, its stores keeping to C.
+
+On the simulator (one consumer warpgroup on step 18's 32 × 64 simulator tile): on ragged shapes (M and N not
+multiples of the tile, K a multiple of 4 but not of 32; smaller than one tile), one launch of the fast kernel over
+⌈N / BLOCK_N⌉ × ⌈M / BLOCK_M⌉ tiles, within the FP32 contract's bound, nothing around C written; split in two slices of
+K with a partial last k-tile, the same and the reduction's launch; with an inf in A and B (and zero-filled rows and
+columns around C, where 0·inf is NaN), C's inf/NaN pattern is SGEMM's. On full tiles the partial build gives the
+full-tile build's bits. A GPU of compute capability 9.0 runs the same tests at its own tiles (128 × 128).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness import fp32_contract as contract
+from gemm_steps.steps import warp_specialized_3xtf32 as step18
+from gemm_steps.toolkit.kernel_tools import ceil_div
+from gemm_steps.toolkit.tiles import TiledKernels
+from gemm_steps.toolkit.tuned import default_config
+
+pytestmark = pytest.mark.skipif(
+    not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
+    reason="wgmma and the copy engine need compute capability 9.0")
+
+CONFIG = step18.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else default_config(step18.SEARCH_SPACE)
+PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
+
+
+def _inputs(m: int, n: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+
+
+def _spy(monkeypatch, kernels) -> list:
+    """Each launch the build or its partial build configures: (variant, grid)."""
+    launched: list = []
+    original = TiledKernels.configured
+    ours = (kernels, kernels.partial)
+
+    def spy(self, which, grid, stream):
+        if any(self is built for built in ours):
+            launched.append((which, grid))
+        return original(self, which, grid, stream)
+
+    monkeypatch.setattr(TiledKernels, "configured", spy)
+    return launched
+
+
+def _run(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C = A·B into a NaN-poisoned C inside a NaN margin; checks that nothing outside C was written; returns C."""
+    m, n = a.shape[0], b.shape[1]
+    buffer = cuda.to_device(np.full(m * n + 2 * PAD, np.nan, np.float32))
+    kernels.launch(cuda.to_device(a), cuda.to_device(b), buffer[PAD: PAD + m * n].reshape(m, n))
+    everything = buffer.copy_to_host()
+    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
+    return everything[PAD:-PAD].reshape(m, n)
+
+
+def _within_the_contract(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    reference = contract.normwise_error(contract.sgemm_model(a, b), a, b, exact)
+    assert contract.normwise_error(got, a, b, exact) <= contract.contract_bound(reference)
+
+
+#: (M, N, K) on the simulator's 32 × 64 tile, and on the GPU's 128 × 128 tile: 2 × 2 tiles, three partial, one
+#: partial k-tile (K = 20); four k-tiles, the last with 4 of 32 columns, one tile-column narrower than a tile (the
+#: ring of 4 stages full); smaller than a tile in every dimension.
+RAGGED = [pytest.param((45, 68, 20), (200, 200, 20), id="2x2_tiles-K20"),
+          pytest.param((33, 60, 100), (130, 100, 100), id="2x1_tiles-K100"),
+          pytest.param((5, 12, 8), (5, 12, 8), id="tiny-5x12x8")]
+
+
+@pytest.mark.parametrize("sim_shape, gpu_shape", RAGGED)
+def test_a_ragged_shape_takes_one_launch_within_the_contract(sim_shape, gpu_shape, monkeypatch):
+    m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
+    assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
+    a, b = _inputs(m, n, k, seed=m * n + k)
+    kernels = step18.build(CONFIG, slices=lambda *_: 1)
+    launched = _spy(monkeypatch, kernels)
+    got = _run(kernels, a, b)
+    assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), 1))], launched
+    _within_the_contract(got, a, b)
+
+
+def test_slices_of_k_with_a_partial_last_k_tile_add_up():
+    """Two slices over 4 k-tiles, the last with 4 of 32 columns, on 2 × 2 tiles (three partial): the slices' sums
+    over C's every element (and only C's) are added into C, within the contract."""
+    m, n, k = (45, 68, 100) if gemm_steps.SIMULATOR else (200, 200, 100)
+    a, b = _inputs(m, n, k, seed=18)
+    kernels = step18.build(CONFIG, slices=lambda *_: 2)
+    assert kernels.partial.slice_count(m, n, k, 4) == 2 and kernels.partial.k_tiles(k) == 4
+    _within_the_contract(_run(kernels, a, b), a, b)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("slices", [1, 2], ids=["one_slice", "two_slices"])
+def test_specials_on_a_partial_tile_give_sgemms_pattern(slices):
+    """inf in A's last row (a partial tile-row), −inf in B's last column (a partial tile-column: A's zero-filled rows
+    below M make 0·(−inf) = NaN outside C, which must not count), NaN in B's last row (the partial k-tile): C's
+    inf/NaN pattern is the sequential FMA sum's."""
+    m, n, k = (45, 68, 100) if gemm_steps.SIMULATOR else (200, 200, 100)
+    a, b = _inputs(m, n, k, seed=5)
+    a[m - 1, 3] = np.inf
+    b[7, n - 1] = -np.inf
+    b[k - 1, 10] = np.nan
+    kernels = step18.build(CONFIG, slices=lambda *_: slices)
+    got = contract.special_pattern(_run(kernels, a, b))
+    expected = contract.special_pattern(contract.sgemm_model(a, b))
+    assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
+    assert (expected != 0).sum() >= 2 * m + n - 3  # a row, two columns
+
+
+def test_full_tiles_give_the_full_tile_builds_bits():
+    """The partial build on 2 × 2 full tiles over 3 k-tiles: the same bits as the full-tile build (the same loop
+    and boxes; only the stores' guard, always true here, differs)."""
+    m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
+    a, b = _inputs(m, n, k, seed=17)
+    kernels = step18.build(CONFIG, slices=lambda *_: 1)
+    got = _run(kernels.partial, a, b)
+    whole = _run(kernels, a, b)
+    differ = got.view(np.uint32) != whole.view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ from the full-tile build's"
