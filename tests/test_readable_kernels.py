@@ -216,12 +216,13 @@ def test_no_step_is_a_text_template(step):
 # -- what is compiled is what generated_source() shows ------------------------------------------------------------
 
 def generated_parts(step: Step) -> dict[str, str]:
-    """``generated_source()`` split into its header and the fast and edge kernels."""
+    """``generated_source()`` split into its header, the fast and edge kernels and (steps 17, 18) the fast kernel's
+    partial-tile build."""
     text = step.generated_source()
-    match = re.fullmatch(r"(# Generated for [^\n]*\n)\n# ---- fast kernel[^\n]*\n(.*)\n# ---- edge kernel[^\n]*\n(.*)",
-                         text, re.S)
+    match = re.fullmatch(r"(# Generated for [^\n]*\n)\n# ---- fast kernel[^\n]*\n(.*)\n# ---- edge kernel[^\n]*\n(.*?)"
+                         r"(?:\n# ---- partial-tile build[^\n]*\n(.*))?", text, re.S)
     assert match, f"step {step.name}: generated_source() has not the header / fast / edge layout:\n{text[:400]}"
-    return {"header": match.group(1), "fast": match.group(2), "edge": match.group(3)}
+    return {"header": match.group(1), "fast": match.group(2), "edge": match.group(3), "partial": match.group(4)}
 
 
 def owner(step: Step, variant: str):
@@ -249,6 +250,12 @@ def test_generated_source_is_the_source_of_the_launched_kernels(step):
         for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "EDGE"):
             assert function.__globals__[name] == compiled_with[name] == config.get(name, compiled_with[name]), (
                 f"step {step.name} {variant}: {name} is {function.__globals__[name]} in the running kernel")
+    partial = getattr(step.tiled, "partial", None)
+    assert (parts["partial"] is None) == (partial is None), f"{step.name}: the partial-tile build is shown iff it exists"
+    if partial is not None:
+        assert inspect.getsource(partial.kernel("fast").py_func) == parts["partial"], (
+            f"step {step.name}: the partial-tile build that runs differs from generated_source()'s")
+        assert partial.kernel("fast").py_func.__globals__["PARTIAL_TILES"] is True
 
 
 @pytest.mark.parametrize("step", TILED, ids=step_id)

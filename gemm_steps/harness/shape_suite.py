@@ -5,8 +5,10 @@ first ``matmul`` rarely is one.
 Each class names what makes it hard for a tiled kernel:
 
 * **square** — the reference points (the course benchmark's sizes);
-* **ragged** — no side a multiple of any tile, 1,000–4,000 per side: partial tiles in every direction, and K or N not
-  a multiple of 4, so 128-bit loads cannot be used;
+* **ragged** — no side a multiple of any tile, 1,000–4,000 per side: partial tiles in every direction; in three of
+  them K or N is not a multiple of 4, so neither 128-bit loads nor the copy engine's tensor maps can be used, in the
+  fourth (2500 × 3000 × 1500) K and N are (the copy engine reads A and B: steps 17 and 18 run their partial-tile
+  builds);
 * **wave boundary** — just over one wave of tiles on a 132-SM GPU (133 tiles of 128×256): the second wave is
   nearly empty;
 * **K-heavy** — M·N ≤ 1024², K ≥ 8192: few tiles, long k-loops;
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 SHAPE_CLASSES: dict[str, list[tuple[int, int, int]]] = {
     "square": [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)],
-    "ragged": [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333)],
+    "ragged": [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333), (2500, 3000, 1500)],
     "wave boundary": [(2432, 1792, 4096), (2432, 1792, 1024)],
     "K-heavy": [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192)],
     "skinny": [(128, 8192, 4096), (4096, 64, 8192), (8192, 128, 4096)],

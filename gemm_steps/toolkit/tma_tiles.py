@@ -73,6 +73,14 @@ class TmaTiles(TiledKernels):
             kernels[f"{self.partial.name}_fast"] = (self.partial.kernel("fast"), self.partial.signature("fast"))
         return kernels
 
+    def generated_source(self) -> str:
+        """The fast and edge kernels as compiled, and the ``partial`` build's fast kernel if any."""
+        source = super().generated_source()
+        if self.partial is None:
+            return source
+        return (source + "\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
+                "store kept to C ----\n" + self.partial.generated("fast"))
+
     def partial_applies(self, a, b, c) -> bool:
         """Whether this product runs on the ``partial`` build: there is one, the shape is not whole tiles, and the
         copy engine can read A and B (K and N multiples of 4, A and B 16-byte aligned; C takes scalar stores)."""
