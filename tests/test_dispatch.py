@@ -201,14 +201,15 @@ def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes(
 
 
 def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chosen():
-    """At 5000×5000×5001 (K = 5001: no tensor map of A, every tile of step 18 on its edge kernel) the only
-    measurement within reach is 4096³, on the fast kernel: the step is not judged by it and an FP32 step runs. With a
-    measurement of the edge path within reach, it is judged there (the test above). At 5000³ the copy engine reads A
-    and B: step 18 runs every tile on its fast kernel's loop (its partial-tile build) and 4096³ judges it."""
+    """At 5000×5000×5001 (K = 5001: step 18 copies A into rows the copy engine can read before its partial-tile
+    build runs) the only measurement within reach is 4096³, where nothing was copied: the step is not judged by it
+    and an FP32 step runs. With a measurement of that path within reach, it is judged there (as in the test above).
+    At 5000³ the copy engine reads A and B as they are: step 18 runs every tile on its fast kernel's loop (its
+    partial-tile build), no copies, and 4096³ judges it."""
     table = {"gpu": "GPU A", "date": "d", "shapes": [
         [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
     names = {"warp_specialized_3xtf32", "stream_k"}
-    assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5001) == 0.0
+    assert dispatch._copies_rows(5000, 5000, 5001) and not dispatch._copies_rows(4096, 4096, 4096)
     far_path = dispatch.choose_from(table, 5000, 5000, 5001, names)
     assert far_path.step_name == "stream_k" and set(far_path.judged) == {"stream_k"}
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
@@ -406,6 +407,8 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
         dispatch._CHOICES.clear()
     why = next(line for line in capsys.readouterr().out.splitlines() if "why:" in line)
     assert "but no tensor-core step was measured near on the path it takes here" in why
-    # step 17's edge path, as measured at 3001×2999×1531 (its padded copies ran faster there, but the rule takes the
-    # geometric mean over all the large products where each ran this path, and the padded one's takes in 4096×64×8192)
-    assert "warp_specialized on the kernel path it takes here (its edge kernel)" in why and "the tensor cores run" in why
+    # step 17 copying A and B into readable rows, as at 3001×2999×1531 (its padded copies ran faster there, but the
+    # rule takes the geometric mean over all the large products where each ran its path, and the padded one's takes
+    # in 4096×64×8192)
+    assert "warp_specialized on the kernel path it takes here (its fast kernel over every tile" in why
+    assert "A or B copied into rows the copy engine can read" in why and "the tensor cores run" in why

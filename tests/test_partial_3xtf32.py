@@ -126,3 +126,34 @@ def test_full_tiles_give_the_full_tile_builds_bits():
     whole = _run(kernels, a, b)
     differ = got.view(np.uint32) != whole.view(np.uint32)
     assert not differ.any(), f"{int(differ.sum())} elements differ from the full-tile build's"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("slices", [1, 2], ids=["one_slice", "two_slices"])
+def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch):
+    """K = 101 and N = 70 (rows of A and B not multiples of 16 bytes): A and B copied into rows of 104 and 72 floats,
+    then one launch of the partial build (over two slices of K too), within the contract; an inf in A's last column
+    (the partial k-tile, next to the copy's zeros) and a NaN in B's last column give SGEMM's pattern."""
+    from gemm_steps.toolkit.tma_tiles import TmaTiles
+
+    m, n, k = (45, 70, 101) if gemm_steps.SIMULATOR else (200, 198, 101)
+    a, b = _inputs(m, n, k, seed=101)
+    kernels = step18.build(CONFIG, slices=lambda *_: slices)
+    assert kernels.copies(cuda.to_device(a), cuda.to_device(b)) == (True, True)
+    copied: list = []
+    original = TmaTiles.launch_or_record
+
+    def spy(function, signature, blocks, threads, stream, arguments):
+        copied.append(function.__name__ if hasattr(function, "__name__") else function.py_func.__name__)
+        return original(function, signature, blocks, threads, stream, arguments)
+
+    monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
+    launched = _spy(monkeypatch, kernels)
+    _within_the_contract(_run(kernels, a, b), a, b)
+    grid = (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), slices)
+    assert launched == [("fast", grid)] and copied[:2] == ["copy_rows_kernel"] * 2, (launched, copied)
+    a[7, k - 1] = np.inf
+    b[3, n - 1] = np.nan
+    got = contract.special_pattern(_run(kernels, a, b))
+    expected = contract.special_pattern(contract.sgemm_model(a, b))
+    assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"

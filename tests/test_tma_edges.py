@@ -8,8 +8,8 @@ multiple of 4 but not of 32 (one, two, four and ten k-tiles, the last partial; t
 shapes smaller than one tile — and on full tiles, the product equals float64 on the inputs the tensor core reads (A
 truncated to TF32, B rounded) to float32 rounding and meets the TF32 tolerance; ONE launch made it (the fast kernel,
 on a grid of every tile); nothing around C was written (C sits in a NaN buffer with a margin on either side); on full
-tiles the bits are step 17's. Shapes the copy engine cannot read (N or K not a multiple of 4, A not 16-byte aligned)
-run wholly on step 15's edge kernel, as step 17 runs them, and are right. The fast kernel's PTX at the GPU's tiles
+tiles the bits are step 17's. Shapes the copy engine cannot read as they are (N or K not a multiple of 4, A not
+16-byte aligned) copy that matrix into rows it can read, then run the partial build: one copy, one launch, right. The fast kernel's PTX at the GPU's tiles
 (compiled on a CPU): step 17's wgmma count, no local memory, and ptxas keeps step 17's register hand-off (≤ 168
 registers at entry, no spills, no serialised wgmma). The bench's summary on made-up records.
 
@@ -133,14 +133,20 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
     assert not differ.any(), f"{int(differ.sum())} elements differ from step 17's"
 
 
-#: Shapes the copy engine cannot read: N or K not a multiple of 4 (a row pitch not a multiple of 16 bytes), and A
-#: one float off 16-byte alignment. Step 17 runs them wholly on step 15's edge kernel.
-FALLBACK = [pytest.param((20, 30, 20), False, id="N30"), pytest.param((20, 24, 18), False, id="K18"),
-            pytest.param((20, 24, 20), True, id="A_misaligned")]
+#: Shapes the copy engine cannot read as they are: N or K not a multiple of 4 (a row pitch not a multiple of 16
+#: bytes), and A one float off 16-byte alignment. Step 17 copies the matrix it cannot read (B where N is not a
+#: multiple of 4, A where K is not or A is misaligned) into rows it can, then runs its partial-tile build.
+FALLBACK = [pytest.param((20, 30, 20), False, "B", id="N30"), pytest.param((20, 24, 18), False, "A", id="K18"),
+            pytest.param((20, 24, 20), True, "A", id="A_misaligned")]
 
 
-@pytest.mark.parametrize("shape, misaligned", FALLBACK)
-def test_a_shape_the_copy_engine_cannot_read_runs_on_the_edge_kernel(shape, misaligned, monkeypatch):
+@pytest.mark.parametrize("shape, misaligned, copied", FALLBACK)
+def test_a_shape_the_copy_engine_cannot_read_is_copied_then_runs_on_the_partial_build(shape, misaligned, copied,
+                                                                                      monkeypatch):
+    """One copy of the matrix the copy engine cannot read (rows widened to a multiple of 4 floats), then one launch
+    of the partial-tile build over every tile; the product right and nothing around C written."""
+    from gemm_steps.toolkit.tma_tiles import TmaTiles
+
     m, n, k = shape
     a, b = _inputs(m, n, k, seed=m + n + k)
     kernels = warp_specialized.build(CONFIG)
@@ -150,27 +156,41 @@ def test_a_shape_the_copy_engine_cannot_read_runs_on_the_edge_kernel(shape, misa
     else:
         a_dev = cuda.to_device(a)
     b_dev = cuda.to_device(b)
-    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
-    assert not kernels.partial_applies(a_dev, b_dev, c)
+    assert kernels.copies(a_dev, b_dev) == (copied == "A", copied == "B")
     launched = _spy(monkeypatch, kernels)
+    copies: list = []
+    original = TmaTiles.launch_or_record
+
+    def spy(function, signature, blocks, threads, stream, arguments):
+        copies.append("AB"[int(arguments[6])])
+        return original(function, signature, blocks, threads, stream, arguments)
+
+    monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
+    buffer, c = _padded_c(m, n)
     kernels.launch(a_dev, b_dev, c)
-    assert [which for which, _ in launched] == ["edge"], launched
-    _check_product(c.copy_to_host(), a, b)
+    assert copies == [copied], copies
+    assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
+    everything = buffer.copy_to_host()
+    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
+    _check_product(everything[PAD:-PAD].reshape(m, n), a, b)
 
 
 def test_the_partial_build_rule_is_the_copy_engines():
-    """K % 4, N % 4, A's and B's addresses: nothing about M, N or K against the tile, nor C's alignment (for a shape
-    that is not whole tiles)."""
+    """Whole tiles that the copy engine can read (K and N multiples of 4, A and B 16-byte aligned) and C aligned for
+    the fast kernel's rule: the fast kernel. Anything else: the partial build, copying A where K % 4 or A's address
+    is off, B where N % 4 or B's address is off (C takes scalar stores there)."""
     kernels = warp_specialized.build(CONFIG)
     zeros = lambda rows, cols: cuda.to_device(np.zeros((rows, cols), np.float32))  # noqa: E731
+    m, n, k = CONFIG.BLOCK_M, CONFIG.BLOCK_N, CONFIG.BLOCK_K
+    assert not kernels.partial_applies(zeros(m, k), zeros(k, n), zeros(m, n))
+    c_buffer = cuda.to_device(np.zeros(m * n + 1, np.float32))
+    assert kernels.partial_applies(zeros(m, k), zeros(k, n), c_buffer[1:].reshape(m, n))  # C misaligned
     assert kernels.partial_applies(zeros(5, 8), zeros(8, 12), zeros(5, 12))
-    assert kernels.partial_applies(zeros(33, 36), zeros(36, 4), zeros(33, 4))
-    c_buffer = cuda.to_device(np.zeros(5 * 12 + 1, np.float32))
-    assert kernels.partial_applies(zeros(5, 8), zeros(8, 12), c_buffer[1:].reshape(5, 12))  # C: scalar stores
-    assert not kernels.partial_applies(zeros(5, 6), zeros(6, 12), zeros(5, 12))
-    assert not kernels.partial_applies(zeros(5, 8), zeros(8, 10), zeros(5, 10))
+    assert kernels.copies(zeros(5, 8), zeros(8, 12)) == (False, False)
+    assert kernels.copies(zeros(5, 6), zeros(6, 12)) == (True, False)
+    assert kernels.copies(zeros(5, 8), zeros(8, 10)) == (False, True)
     b_buffer = cuda.to_device(np.zeros(8 * 12 + 1, np.float32))
-    assert not kernels.partial_applies(zeros(5, 8), b_buffer[1:].reshape(8, 12), zeros(5, 12))
+    assert kernels.copies(zeros(5, 8), b_buffer[1:].reshape(8, 12)) == (False, True)
 
 
 PTX_JOB = "kernels:experiments.tma_edges:ptx_kernels"

@@ -639,10 +639,12 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
             lines.append(f"stream-K split: {data_parallel} tiles data-parallel, {streamed} shared out by k-iterations "
                          f"({ceil_div(k, config.BLOCK_K)} per tile)"
                          + (" — all data-parallel: step 10's kernel runs" if not streamed else ""))
-    elif (getattr(step.tiled, "partial", None) is not None and k % 4 == 0 and n % 4 == 0
-          and not (full == tiles and fast_path)):  # K and N as the copy engine reads them (and aligned arrays)
-        lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles, in one launch (the copy "
-                     f"engine zero-fills what of a box lies outside A or B; the store keeps to C)")
+    elif getattr(step.tiled, "partial", None) is not None and not (full == tiles and fast_path):
+        copied = [name for name, copy in (("A", k % 4), ("B", n % 4)) if copy]  # (fresh arrays: 16-byte aligned)
+        lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles (the copy engine "
+                     f"zero-fills what of a box lies outside A or B; the store keeps to C)"
+                     + (f", after {' and '.join(copied)} {'is' if len(copied) == 1 else 'are'} copied into rows "
+                        f"the copy engine can read (K or N not a multiple of 4)" if copied else ", in one launch"))
     else:
         covered = full if fast_path else 0
         lines.append(f"kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")

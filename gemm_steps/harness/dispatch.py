@@ -234,8 +234,8 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     """The share of C's elements that step (or tile variant) ``name`` computes on its fast kernel at M×N×K: 1 for a
     step without one; for a tiled step, the full tiles' share where K and N allow the 128-bit path (else 0); for a
     persistent step, 1 or 0 (it runs one variant over every tile); for a step with a partial-tile build (steps 17
-    and 18: ``TmaTiles.partial``), 1 wherever the copy engine can read A and B (K and N multiples of 4; the matrices
-    taken as 16-byte aligned, as a fresh allocation is): every tile runs its fast kernel's loop. A 3xTF32 step's edge
+    and 18: ``TmaTiles.partial``), 1: every tile runs its fast kernel's loop, after copying A or B into rows the copy
+    engine can read where K or N is not a multiple of 4 (:func:`_same_path` tells those apart). A 3xTF32 step's edge
     kernel is several times slower than its fast one, an FP32 step's barely: a measurement says little about a shape
     whose path differs."""
     step = candidate(name)
@@ -249,7 +249,7 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     # The tiles a GPU runs (the table was measured on one), also where the simulator runs smaller ones
     search_space = getattr(getattr(step, "module", None), "SEARCH_SPACE", None)
     config = TILE_VARIANTS.get(name) or (default_config(search_space) if SIMULATOR and search_space else tiled.config)
-    if getattr(tiled, "partial", None) is not None and k % 4 == 0 and n % 4 == 0:
+    if getattr(tiled, "partial", None) is not None:
         return 1.0  # whole tiles on the fast kernel, any other shape on its partial-tile build
     if k % config.BLOCK_K or n % 4:
         return 0.0
@@ -285,7 +285,20 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
         return True
     if name in PADDED_VARIANTS:  # the fast kernel everywhere; what differs is whether the matrices are copied
         return _copies(name, *a) == _copies(name, *b)
+    if _has_partial_build(name):  # the same: whether A or B is copied into rows the copy engine can read
+        return _copies_rows(*a) == _copies_rows(*b)
     return _mostly_fast(name, *a) == _mostly_fast(name, *b)
+
+
+def _has_partial_build(name: str) -> bool:
+    """Whether a candidate runs every shape on its own kernel (steps 17, 18: ``TmaTiles.partial``)."""
+    return name not in PADDED_VARIANTS and getattr(candidate(name).tiled, "partial", None) is not None
+
+
+def _copies_rows(m: int, n: int, k: int) -> bool:
+    """Whether a step with a partial-tile build copies A or B at M×N×K (K or N not a multiple of 4; fresh arrays are
+    16-byte aligned)."""
+    return k % 4 != 0 or n % 4 != 0
 
 
 def _copies(name: str, m: int, n: int, k: int) -> bool:
@@ -453,8 +466,9 @@ def _path_words(name: str, m: int, n: int, k: int) -> str:
     if name in PADDED_VARIANTS:
         return "its fast kernel on copies padded to whole tiles" if _copies(name, m, n, k) else \
             "its fast kernel, no copies"
-    if getattr(candidate(name).tiled, "partial", None) is not None and fast_share(name, m, n, k) == 1.0:
-        return "its fast kernel, over every tile (the partial-tile build where tiles are partial)"
+    if _has_partial_build(name):
+        return "its fast kernel over every tile (its partial-tile build where tiles are partial)" + (
+            ", A or B copied into rows the copy engine can read" if _copies_rows(m, n, k) else ", no copies")
     return "mostly its fast kernel" if _mostly_fast(name, m, n, k) else "its edge kernel"
 
 

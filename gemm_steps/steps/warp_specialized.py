@@ -30,9 +30,11 @@ and 90 % of cuBLAS TF32.
 Shapes: the fast kernel runs whole products of full tiles (M a multiple of 256, N of 128, K of 32, 16-byte-aligned
 matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES: one
 launch over every tile and every k-tile, the copy engine zero-filling what of a box lies outside A or B, the store
-keeping to C — wherever the copy engine can read A and B (K and N multiples of 4, A and B 16-byte aligned:
-experiments/tma_edges.py measured it against the old way, the border on the edge kernel). The rest runs on step 15's
-edge kernel. Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there).
+keeping to C (experiments/tma_edges.py measured it against the old way, the border on step 15's edge kernel). Where
+the copy engine cannot read A or B as they are — K or N not a multiple of 4 (a row pitch not a multiple of 16
+bytes), or a matrix not 16-byte aligned — that matrix is first copied into rows it can read, each widened to a
+multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never copied). Compute capability 9.0 only; runs on
+the simulator (``setmaxnreg`` is a no-op there).
 """
 
 from dataclasses import dataclass, replace

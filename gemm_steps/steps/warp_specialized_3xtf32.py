@@ -46,9 +46,9 @@ core's three products a k-step before the run. Measured (results/bench-nvidia-h2
 Shapes: the fast kernel runs whole products of full tiles (M and N multiples of 128, K of 32, 16-byte-aligned
 matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES, as
 step 17's does: one launch over every tile (and its slices of K), the copy engine zero-filling what of a box lies
-outside A or B, the stores keeping to C — wherever the copy engine can read A and B (K and N multiples of 4, A and B
-16-byte aligned). The rest runs on step 14's edge kernel (3xTF32, the same contract). Compute capability 9.0 only;
-runs on the simulator.
+outside A or B, the stores keeping to C; where the copy engine cannot read A or B as they are (K or N not a multiple
+of 4, a matrix not 16-byte aligned), that matrix is first copied into rows it can read, as step 17 does. Compute
+capability 9.0 only; runs on the simulator.
 """
 
 import math

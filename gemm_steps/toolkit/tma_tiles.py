@@ -13,10 +13,10 @@ edge kernel that a TMA build takes from another build, ``edge=``).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float32
 
 from .backend import SIMULATOR
-from .kernel_tools import ceil_div, device_pointer, quiet_small_grids
+from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 from .mbarrier_ops import tensor_map_2d
 from .kernel_builds import SIGNATURE
 from .launch_plans import recording
@@ -24,17 +24,37 @@ from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
 from .workspaces import Workspaces
 
 
+@kernel
+def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
+    """``rows_out`` = A (``which`` 0: M rows of K floats) or B (``which`` 1: K rows of N floats), each row widened to
+    ``width`` floats with zeros past its end: a row pitch the copy engine can read (a multiple of 16 bytes). One thread
+    an element of ``rows_out``; consecutive threads, consecutive columns. (C is not read: the launch's first three
+    arguments are always A, B and C.)"""
+    rows = m if which == 0 else k
+    cols = k if which == 0 else n
+    i = cuda.grid(1)
+    if i < rows * width:
+        row = i // width
+        col = i - row * width
+        value = float32(0.0)
+        if col < cols:
+            value = a[row * cols + col] if which == 0 else b[row * cols + col]
+        rows_out[i] = value
+
+
 class TmaTiles(TiledKernels):
     """A tiled build whose fast kernel takes tensor maps of A (``BLOCK_M × BLOCK_K`` boxes, 128-byte swizzled: the
     layout ``wgmma`` reads) and B (``BLOCK_K × B_STRIDE`` boxes: ``B_STRIDE − BLOCK_N`` columns wider than the tile,
     so each row lands padded, zeros past B's last column).
 
-    ``partial``: a second build of the same kernel for shapes that are not whole tiles (its ``PARTIAL_TILES``
-    build: its grid covers every tile, partial ones included, and its k-loop every k-tile; the copy engine fills with
-    zeros whatever of a box lies outside A or B, and its store keeps to C). A product of whole tiles runs on the fast
-    kernel as before; any other that the copy engine can read — row pitches of A and B multiples of 16 bytes (K and
-    N multiples of 4), A and B 16-byte aligned — runs on ``partial`` in one launch (:meth:`partial_applies`); the
-    rest, or every shape of a build without ``partial``, on the fast kernel's full tiles and the edge kernel."""
+    ``partial``: a second build of the same kernel for every other shape (its ``PARTIAL_TILES`` build: its grid
+    covers every tile, partial ones included, and its k-loop every k-tile; the copy engine fills with zeros whatever
+    of a box lies outside A or B, and its store keeps to C). A product of whole tiles that the copy engine can read —
+    row pitches of A and B multiples of 16 bytes (K and N multiples of 4), A and B 16-byte aligned — runs on the fast
+    kernel as before; any other runs on ``partial`` (:meth:`partial_applies`): in one launch where the copy engine
+    can read A and B as they are, else after copying the one it cannot into rows it can (:meth:`readable_copy`: A
+    when K is not a multiple of 4, B when N is not, either when it is not 16-byte aligned; C is never copied, its
+    stores are scalar). A build without ``partial`` runs the fast kernel's full tiles and the edge kernel."""
 
     signature_fast = SIGNATURE[:-1] + ", uint64[::1], uint64[::1])"
     #: Maps kept at most (a map holds its matrix's address; old ones are dropped, not freed one by one).
@@ -44,6 +64,7 @@ class TmaTiles(TiledKernels):
         super().__init__(*args, **kwargs)
         self.partial = partial
         self._maps: dict = {}
+        self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
 
     def signature(self, variant: str) -> str:
         return self.signature_fast if variant == "fast" else SIGNATURE
@@ -81,28 +102,74 @@ class TmaTiles(TiledKernels):
         return (source + "\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
                 "store kept to C ----\n" + self.partial.generated("fast"))
 
-    def partial_applies(self, a, b, c) -> bool:
-        """Whether this product runs on the ``partial`` build: there is one, the shape is not whole tiles, and the
-        copy engine can read A and B (K and N multiples of 4, A and B 16-byte aligned; C takes scalar stores)."""
-        if self.partial is None:
-            return False
+    @staticmethod
+    def copies(a, b) -> tuple[bool, bool]:
+        """Whether A and B must be copied before the copy engine can read them: a row pitch that is not a multiple of
+        16 bytes (K, resp. N, not a multiple of 4), or an address that is not 16-byte aligned."""
         m, k = a.shape
         n = b.shape[1]
+        return k % 4 != 0 or device_pointer(a) % 16 != 0, n % 4 != 0 or device_pointer(b) % 16 != 0
+
+    def partial_applies(self, a, b, c) -> bool:
+        """Whether this product runs on the ``partial`` build: there is one, and the shape is not whole tiles that the
+        copy engine can read as they are (C takes scalar stores: its alignment does not matter)."""
+        m, k = a.shape
+        n = b.shape[1]
+        if self.partial is None or not (m > 0 and n > 0 and k > 0):
+            return False
         cfg = self.config
         whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and k % cfg.BLOCK_K == 0
-        return (not whole and m > 0 and n > 0 and k > 0 and k % 4 == 0 and n % 4 == 0
-                and device_pointer(a) % 16 == 0 and device_pointer(b) % 16 == 0)
+        return not whole or any(self.copies(a, b)) or device_pointer(c) % 16 != 0
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
-        if not self.partial_applies(a, b, c):
-            super().launch_through_numba(a, b, c, stream)
+        m, k = a.shape
+        n = b.shape[1]
+        if not self.partial_applies(a, b, c) or max(m * ceil_div(k, 4), k * ceil_div(n, 4)) * 4 >= 2 ** 32:
+            super().launch_through_numba(a, b, c, stream)  # (a copy's indices must stay in 32 bits)
             return
         cfg = self.partial.config
         (m, n, k), flat = flat_operands(a, b, c)
+        copy_a, copy_b = self.copies(a, b)
+        read_a = self.readable_copy(0, flat, (m, n, k), stream) if copy_a else a
+        read_b = self.readable_copy(1, flat, (m, n, k), stream) if copy_b else b
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
-            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (a, b))
+            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (read_a, read_b))
+
+    #: Threads a block of :func:`copy_rows_kernel`.
+    COPY_THREADS = 256
+
+    def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream):
+        """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of 4
+        floats, zeros past its end, in a buffer kept per shape and stream (16-byte aligned) — as a 2-D array the
+        kernel's tensor map is made of. The kernel still takes A and B themselves (step 18 reads them for its
+        specials) and M, N, K as they are; the widened rows' zeros, like the copy engine's, add nothing."""
+        m, n, k = sizes
+        rows, cols = (m, k) if which == 0 else (k, n)
+        width = ceil_div(cols, 4) * 4
+        buffer = self._copies.get(("AB"[which], rows, width), stream,
+                                  lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
+        arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
+        self.launch_or_record(copy_rows_kernel, self.rows_signature, ceil_div(rows * width, self.COPY_THREADS),
+                              self.COPY_THREADS, stream, arguments)
+        return buffer.reshape(rows, width)
+
+    #: The argument types of :func:`copy_rows_kernel` (and of split-K's reduction kernel): a, b, c, m, n, k, two more
+    #: sizes, a float32 array.
+    rows_signature = SIGNATURE[:-1] + ", float32[::1])"
+
+    @staticmethod
+    def launch_or_record(function, signature: str, blocks: int, threads: int, stream, arguments: tuple) -> None:
+        """Launch a kernel of (A, B, C, …) over ``blocks`` blocks — or, while a launch plan is recorded, write the
+        launch down (:func:`~.launch_plans.recording`)."""
+        launches = recording()
+        if launches is not None:
+            if not function.overloads:
+                function.compile(signature)
+            launches.append((function, signature, blocks, threads, 0, stream, arguments, None))
+            return
+        function[blocks, threads, stream](*arguments)
 
 
 class PersistentTmaTiles(TmaTiles):
@@ -138,8 +205,6 @@ class SplitKTmaTiles(TmaTiles):
     recorded launch plan replays both launches with only A, B and C changed (the workspace is the plan's own)."""
 
     signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1])"
-    #: The reduction kernel's argument types: a, b, c, m, n, k, the full tiles' rows and columns, the partials.
-    reduce_signature = SIGNATURE[:-1] + ", float32[::1])"
     REDUCE_THREADS = 256
 
     def __init__(self, *args, slices, reduce, **kwargs):
@@ -175,18 +240,9 @@ class SplitKTmaTiles(TmaTiles):
             rows = min(full_rows * self.config.BLOCK_M, m)  # C's part the tiles cover (a partial build's: all C)
             cols = min(full_cols * self.config.BLOCK_N, n)
             arguments = (*flat, *sizes[:3], np.uint32(rows), np.uint32(cols), partials)
-            self.launch_reduce(ceil_div(rows * cols, self.REDUCE_THREADS), stream, arguments)
-
-    def launch_reduce(self, blocks: int, stream, arguments: tuple) -> None:
-        """The reduction kernel over ``blocks`` blocks — written down instead while a launch plan is recorded."""
-        launches = recording()
-        if launches is not None:
-            if not self.reduce.overloads:
-                self.reduce.compile(self.reduce_signature)
-            launches.append((self.reduce, self.reduce_signature, blocks, self.REDUCE_THREADS, 0, stream,
-                             arguments, None))
-            return
-        self.reduce[blocks, self.REDUCE_THREADS, stream](*arguments)
+            # the reduction kernel: a, b, c, m, n, k, C's rows and columns the tiles cover, the partials
+            self.launch_or_record(self.reduce, self.rows_signature, ceil_div(rows * cols, self.REDUCE_THREADS),
+                                  self.REDUCE_THREADS, stream, arguments)
 
 
 __all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles"]
