@@ -51,10 +51,10 @@ def refuse_without_gpu() -> None:
                  "--precision tf32")
 
 
-def chosen_set(quick: bool) -> list:
+def chosen_set(quick: bool, seed: int | None = None) -> list:
     from gemm_steps.harness import held_out
 
-    shapes = held_out.shapes()
+    shapes = held_out.shapes(held_out.SEED if seed is None else seed)
     if not quick:
         return shapes
     drawn = [s for s in shapes if s.kind == "drawn"][:QUICK_DRAWN]
@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="the JSON file to write, or a folder (ending in /) for the usual name")
     parser.add_argument("--quick", action="store_true", help="a few shapes and launches: a smoke test")
+    parser.add_argument("--seed", type=int, help="draw with this seed instead of held_out.SEED: a set already "
+                        "measured (held_out.SEEN_SEEDS) is no longer held out; for a before/after comparison only")
     args = parser.parse_args(argv)
     refuse_without_gpu()
 
@@ -185,12 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     device = cuda.get_current_device()
     gpu = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
     path = output_path(args.out, gpu, args.quick)
-    shapes = chosen_set(args.quick)
+    seed = held_out.SEED if args.seed is None else args.seed
+    shapes = chosen_set(args.quick, seed)
     repeats = QUICK_REPEATS if args.quick else REPEATS
     table = dispatch.table(gpu)
     document = {
         "schema": 1, "suite": "held-out", "quick": args.quick, "commit": commit(),
-        "held_out": {"seed": held_out.SEED, "drawn": held_out.DRAWN, "side_range": [held_out.SIDE_MIN,
+        "held_out": {"seed": seed, "seen": seed in held_out.SEEN_SEEDS, "drawn": held_out.DRAWN, "side_range": [held_out.SIDE_MIN,
                      held_out.SIDE_MAX], "min_product": held_out.MIN_PRODUCT, "max_bytes": held_out.MAX_BYTES,
                      "class_shapes": held_out.CLASS_SHAPES},
         "dispatch_table": {"file": results_files.display_path(dispatch.table_file(gpu)) if table else None,
