@@ -36,3 +36,19 @@ def test_the_call_overhead_table_divides_by_the_empty_launches():
     assert before["matmul ÷ empty Numba launch"] == 3.0 and before["matmul ÷ empty cuda.core launch"] is None
     assert after["matmul ÷ empty Numba launch"] == 1.2 and after["matmul ÷ empty cuda.core launch"] == 3.0
     assert "| after | 12 | 10 | 1.2× | 4 | 3.0× |" in table
+
+
+def test_the_held_out_section_reads_a_set_nobody_had_seen():
+    """The newest run of scripts/held_out.py whose set was not seen before it ran (a ``--seed`` rerun of an old set
+    says ``"seen": true`` and is skipped), with a row per precision and size and issue 37's targets."""
+    from gemm_steps.harness import held_out
+
+    run = lesson_22.held_out_set()
+    assert run is not None, "no results/held-out-*.json of an unseen set"
+    assert not run["held_out"].get("seen") and run["held_out"]["seed"] not in held_out.SEEN_SEEDS
+    table = lesson_22.held_out_set_table(run)
+    assert [(row["precision"], row["M·N·K"]) for row in table.rows] == [
+        ("`tf32`", "≥ 2³⁰"), ("`tf32`", "< 2³⁰"), ("`tf32x3`", "≥ 2³⁰"), ("`tf32x3`", "< 2³⁰")]
+    summary = held_out.summarize(run["shapes"])
+    assert table.rows[0]["median"] == summary.group("tf32", "large").median
+    assert "median ≥ 0.9×: " in table.rows[0]["issue 37's targets"]

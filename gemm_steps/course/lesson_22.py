@@ -277,3 +277,36 @@ def target_rows(results: dict) -> list[dict]:
 def target_table(rows: list[dict]) -> MarkdownTable:
     """:func:`target_rows` as a Markdown table (errors: sampled relative error against float64)."""
     return table(rows, {"error": "{:.1e}", "SGEMM's error": "{:.1e}"})
+
+
+def held_out_set() -> dict | None:
+    """The newest run of ``scripts/held_out.py`` on a set nobody had seen before it ran (``results/held-out-*.json``
+    whose ``held_out.seen`` is not true; quick runs left out), or None."""
+    found = results_files.newest_matching(results_files.HELD_OUT, lambda data: not data.get("quick") and not data.get(
+        "held_out", {}).get("seen") and bool(data.get("shapes")))
+    return found[1] if found else None
+
+
+#: How the held-out table names each precision's baseline (a benchmark record's name).
+BASELINE_NAMES = {"cublas_tf32": "cuBLAS TF32", "cublas": "cuBLAS SGEMM"}
+
+
+def held_out_set_table(run: dict) -> MarkdownTable:
+    """Per precision of ``matmul`` and size of product: how many held-out shapes, ``matmul``'s median and slowest
+    speed over its baseline (cuBLAS of the same arithmetic, same run), and issue 37's targets, met or not."""
+    from gemm_steps.harness import held_out
+
+    summary = held_out.summarize(run["shapes"])
+    rows = []
+    for precision, baseline in held_out.BASELINE.items():
+        for size in ("large", "small"):
+            group = summary.group(precision, size)
+            if group is None:
+                continue
+            targets = [f"{v.target.statistic} ≥ {v.target.threshold:g}×: {'met' if v.met else 'not met'}"
+                       for v in summary.verdicts if v.target.precision == precision and v.target.size == size]
+            rows.append({"precision": f"`{precision}`", "over": BASELINE_NAMES[baseline], "M·N·K": "≥ 2³⁰" if size == "large" else
+                         "< 2³⁰", "shapes": group.count, "median": group.median, "slowest": group.minimum,
+                         "at": size_label(group.slowest) if group.slowest else "", "issue 37's targets":
+                         "; ".join(targets)})
+    return table(rows, {"median": "{:.2f}×", "slowest": "{:.2f}×"})

@@ -111,11 +111,12 @@ def folders() -> list[Path]:
     return [Path(RESULTS_DIR), Path(EXPERIMENT_RESULTS_DIR)]
 
 
-def newest_matching(pattern: str) -> Found | None:
+def newest_matching(pattern: str, keep=None) -> Found | None:
     """The newest results document measured on a GPU whose name matches ``pattern`` (a glob such as
-    ``"tuning-unrolled-*.json"`` or ``"experiment-fma-order-*.json"``) in ``results/`` or ``experiments/results/``."""
+    ``"tuning-unrolled-*.json"`` or ``"experiment-fma-order-*.json"``) in ``results/`` or ``experiments/results/``
+    (of those for which ``keep(document)`` is true, if given)."""
     paths = [path for folder in folders() for path in sorted(folder.glob(pattern))]
-    return _newest(_results_documents(paths))
+    return _newest([(path, data) for path, data in _results_documents(paths) if keep is None or keep(data)])
 
 
 def references() -> list[Found]:
