@@ -131,12 +131,13 @@ def test_full_tiles_give_the_full_tile_builds_bits():
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("slices", [1, 2], ids=["one_slice", "two_slices"])
 def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch):
-    """K = 101 and N = 70 (rows of A and B not multiples of 16 bytes): A and B copied into rows of 104 and 72 floats,
-    then one launch of the partial build (over two slices of K too), within the contract; an inf in A's last column
-    (the partial k-tile, next to the copy's zeros) and a NaN in B's last column give SGEMM's pattern."""
+    """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198): A and B copied into
+    rows of 40 and 72 floats, then one launch of the partial build (over two slices of K too), within the contract; an
+    inf in A's last column (the partial k-tile, next to the copy's zeros) and a NaN in B's last column give SGEMM's
+    pattern."""
     from gemm_steps.toolkit.tma_tiles import TmaTiles
 
-    m, n, k = (45, 70, 101) if gemm_steps.SIMULATOR else (200, 198, 101)
+    m, n, k = (45, 70, 37) if gemm_steps.SIMULATOR else (200, 198, 101)
     a, b = _inputs(m, n, k, seed=101)
     kernels = step18.build(CONFIG, slices=lambda *_: slices)
     assert kernels.copies(cuda.to_device(a), cuda.to_device(b)) == (True, True)
