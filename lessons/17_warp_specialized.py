@@ -224,8 +224,8 @@ if ref is not None:
 # of a persistent grid (ping-pong, step 19, lesson 19) and clusters of two blocks sharing A's tile by multicast (step
 # 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet.
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
-# runs it only when asked for TF32: `gemm-steps explain 4096 4096 4096 --precision tf32` picks step 17 (from the H100
-# shape table); at the default precision `matmul` never does.
+# runs it only when asked for TF32: `gemm-steps explain 4096 4096 4096 --precision tf32` picks step 17 (from the
+# shape table of the GPU you run on, or the newest one shipped); at the default precision `matmul` never does.
 #
 # Deep dive: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb).
 #

@@ -36,7 +36,8 @@ tile on the fast kernel, none on the slower edge kernel, for the price of copyin
 Tables, first match wins: ``$GEMM_STEPS_DISPATCH`` (a file you name), your own (``~/.cache/gemm-steps/dispatch.json``,
 written by ``gemm-steps bench --suite shapes --record``), and the one shipped with the package
 (``harness/dispatch.json``, made from the course's run of the suite). Each maps a GPU name to its measured shapes.
-A GPU in no table uses the shipped table of another GPU (said so in :func:`choose`'s reason). ``gemm-steps explain M
+A GPU in no table uses another GPU's — the newest entry of the first file that has any (said so in :func:`choose`'s
+reason): the newest was measured on the kernels as they are now, an older one may predate a kernel path. ``gemm-steps explain M
 N K`` prints the choice and why.
 """
 
@@ -214,7 +215,8 @@ def table(gpu: str | None) -> dict | None:
                 found, found_in = tables[gpu], path
                 break
             if found is None and tables:
-                found, found_in = next(iter(tables.values())), path  # another GPU's, unless a later file has this GPU's
+                found = max(tables.values(), key=lambda entry: str(entry.get("date") or ""))  # the newest GPU's,
+                found_in = path  # unless a later file has this GPU's
         _TABLE[gpu], _TABLE_FILE[gpu] = found, found_in
     return _TABLE[gpu]
 
