@@ -71,7 +71,7 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
     from .harness import dispatch
 
     dispatch.check_precision(precision)  # a bad name fails before anything is launched, whichever step runs
-    choice_memo = None
+    decided_for = None
     if isinstance(step, Step):
         chosen = step
     elif step is not None:
@@ -83,7 +83,7 @@ def matmul(a: Any, b: Any, step: str | int | Step | None = None, out: Any = None
             chosen = fastest_step()
         else:
             chosen = dispatch.candidate(dispatch.choose(m, n, k, precision).step_name)  # or step 11, smaller tiles
-            choice_memo = (dispatch._CHOICES, dispatch.memo_key(m, n, k, precision))
+            decided_for = (m, n, k, precision)
     result = chosen(a, b, out=out)
-    _api.remember(a, b, out, step, precision, chosen, choice_memo)
+    _api.remember(a, b, out, step, precision, chosen, decided_for)
     return result

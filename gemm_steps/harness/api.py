@@ -235,6 +235,8 @@ _thread = threading.get_ident
 #: Calls remembered at most; past that the memo is emptied (and refilled by the calls that follow).
 CALLS_KEPT = 256
 _CALLS: dict = {}
+#: ``dispatch.decided``, set by the first :func:`remember` of a dispatched call (the only calls whose entries ask it).
+_decided: Callable | None = None
 
 
 def _call_key(a: Any, b: Any, out: Any, step: Any, precision: Any) -> tuple | None:
@@ -276,8 +278,8 @@ def replay(a: Any, b: Any, out: Any, step: Any, precision: Any):
         return None
     if entry is None:
         return None
-    choices, choice_key, choice, m, n, plan, launch = entry
-    if (choices is not None and choices.get(choice_key) is not choice) or m > ROWS_PER_LAUNCH:
+    decided_for, choice, m, n, plan, launch = entry
+    if (decided_for is not None and _decided(*decided_for) is not choice) or m > ROWS_PER_LAUNCH:
         return None
     if out is None:
         out = cuda.device_array((m, n), dtype=np.float32)
@@ -289,11 +291,12 @@ def replay(a: Any, b: Any, out: Any, step: Any, precision: Any):
     return out
 
 
-def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice_memo: tuple | None = None) -> None:
+def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, decided_for: tuple | None = None) -> None:
     """File a call that has just succeeded — ``chosen`` (a :class:`~gemm_steps.harness.step.Step`) computed
-    ``matmul(a, b, step, out, precision)`` — for :func:`replay`. ``choice_memo``: ``(memo, key)`` of the dispatch
-    decision that chose the step (``dispatch._CHOICES`` and its key), so the call counts only while the decision
-    does; None when ``step`` named the step. Calls replay never takes are not filed."""
+    ``matmul(a, b, step, out, precision)`` — for :func:`replay`. ``decided_for``: the (M, N, K, precision) whose
+    dispatch decision chose the step (``dispatch.decided``), so the call counts only while that decision is kept;
+    None when ``step`` named the step. Calls replay never takes are not filed."""
+    global _decided
     key = _call_key(a, b, out, step, precision)
     if key is None:
         return
@@ -302,10 +305,14 @@ def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice
         return
     if any(_address(x) != device_pointer(x) for x in (a, b, out) if x is not None):  # a memory class unlike Numba's
         return
-    choices, choice_key = choice_memo if choice_memo is not None else (None, None)
-    choice = choices.get(choice_key) if choices is not None else None
-    if choices is not None and choice is None:
-        return
+    choice = None
+    if decided_for is not None:
+        from . import dispatch
+
+        _decided = dispatch.decided  # what replay asks (dispatch imports the steps: not at this module's import)
+        choice = _decided(*decided_for)
+        if choice is None:
+            return
     plan, launch = None, _step_launch(chosen, m, n, k)
     tiled = chosen.tiled
     if out is not None and not SIMULATOR and tiled is not None and _replays_plans(tiled):
@@ -314,7 +321,7 @@ def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, choice
     try:
         if len(_CALLS) >= CALLS_KEPT:
             _CALLS.clear()
-        _CALLS[key] = (choices, choice_key, choice, m, n, plan, launch)
+        _CALLS[key] = (decided_for, choice, m, n, plan, launch)
     except TypeError:  # an unhashable step or precision (it ran, but cannot be a key): not remembered
         pass
 

@@ -508,6 +508,13 @@ def memo_key(m: int, n: int, k: int, precision: str) -> tuple:
     return (m, n, k, precision)
 
 
+def decided(m: int, n: int, k: int, precision: str) -> Choice | None:
+    """The decision :func:`choose` keeps for this shape and precision, or None if it keeps none (it has not decided
+    yet, or a new table, :func:`record`, emptied its memo): ``matmul``'s replayed calls count only while it keeps the
+    one that chose their step (``harness.api.replay``)."""
+    return _CHOICES.get(memo_key(m, n, k, precision))
+
+
 def choose(m: int, n: int, k: int, precision: str = DEFAULT_PRECISION) -> Choice:
     """What ``matmul`` runs for an M×N×K product at ``precision`` on this GPU (remembered per shape and precision: a
     call costs a dict lookup)."""
