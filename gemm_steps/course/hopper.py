@@ -612,7 +612,7 @@ def ptxas_reports_here(kernel_sources: list[str]) -> dict:
     for source in kernel_sources:
         where, name = source.split(":")
         if where == "step":
-            kernels = {label: entry for label, entry in get_step(name).kernels().items() if label.endswith("_fast")}
+            kernels = {label: entry for label, entry in get_step(name).kernels().items() if label == f"{name}_fast"}
         else:
             kernels = getattr(importlib.import_module(where), name)()
         for label, (dispatcher, signature) in kernels.items():
