@@ -77,3 +77,37 @@ def print_records(results: dict, width: int = 16) -> None:
 def kernel_name(prefix: str, label: str) -> str:
     """A kernel name for a variant's label: ``kernel_name("x", "async A+B")`` is ``"x_async_A_B"``."""
     return prefix + "_" + "".join(ch if ch.isalnum() else "_" for ch in label)
+
+
+def ratio(x, y):
+    """x / y, or None where either is missing or zero (a failed or absent record)."""
+    return x / y if x and y else None
+
+
+def run_and_save(entries, sizes, out: Path, experiment: str, summarize, repeats: int = 20, width: int = 16) -> dict:
+    """Time ``entries`` at ``sizes`` in one run (``bench.run_benchmark``, both cuBLAS beside them), describe it
+    (``experiment``), add ``summarize(results)`` as its ``summary``, save it to ``out`` and print its records."""
+    from gemm_steps.harness.bench import run_benchmark, save
+
+    results = run_benchmark(entries, sizes, repeats=repeats, progress=lambda message: print(message, flush=True))
+    results["experiment"] = experiment
+    results["summary"] = summarize(results)
+    save(results, out)
+    print_records(results, width=width)
+    return results
+
+
+def without_partial_build(step_name: str, build_name: str):
+    """Step 17 or 18 as it ran before its partial-tile build: the same kernel built for full tiles (``PARTIAL_TILES``
+    False, no ``partial``), the edge kernel it takes from an older step on every other tile — what
+    experiments/tma_edges.py, partial_3xtf32.py and readable_copies.py time the shipped step against."""
+    from dataclasses import replace
+
+    from gemm_steps.harness.step import get_step
+    from gemm_steps.toolkit.tuned import default_config
+
+    module = get_step(step_name).module
+    built = module.build(default_config(module.SEARCH_SPACE))
+    extra = {"slices": module.slices, "reduce": module.add_slices_kernel} if hasattr(module, "slices") else {}
+    return type(built)(build_name, built.function, replace(built.config, PARTIAL_TILES=False), edge=built.edge_source,
+                       requires_compute_capability=module.REQUIRES_COMPUTE_CAPABILITY, **extra)

@@ -11,7 +11,7 @@ copy engine cannot read, each row widened to a multiple of 4 floats (``TmaTiles.
 build stores into C directly. The builds per step:
 
 * ``<step>@edge``: the step as it was for these shapes: full tiles on its fast kernel where K % 32 = N % 4 = 0, the
-  rest on the edge kernel (:func:`before`);
+  rest on the edge kernel (``experiments.without_partial_build``);
 * ``<step>``: the step as shipped (readable copies + partial-tile build);
 * ``<step>+padded``: the padded candidate (whole-tile copies of A, B and C around the fast kernel).
 
@@ -28,31 +28,11 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, print_records, require_gpu
+from experiments import output_path, ratio, require_gpu, run_and_save, without_partial_build
 
 SIZES = [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333), (9000, 9001, 301), (1001, 999, 9999),
          (6001, 5003, 4001), (4096, 4096, 4096)]
 STEPS = {"warp_specialized": ("tf32", 17), "warp_specialized_3xtf32": ("3xtf32", 18)}
-
-
-def before(name: str):
-    """The step's build without its partial-tile build: full tiles on the fast kernel, the rest on the edge kernel
-    (its launches for a shape the copy engine cannot read, before readable copies)."""
-    from dataclasses import replace
-
-    from gemm_steps.harness.step import get_step
-    from gemm_steps.toolkit.tuned import default_config
-
-    module = get_step(name).module
-    built = module.build(default_config(module.SEARCH_SPACE))
-    clone = replace(built.config, PARTIAL_TILES=False)
-    extra = {"slices": module.slices, "reduce": module.add_slices_kernel} if hasattr(module, "slices") else {}
-    return type(built)(f"{name}@edge", built.function, clone, edge=built.edge_source,
-                       requires_compute_capability=module.REQUIRES_COMPUTE_CAPABILITY, **extra)
-
-
-def _ratio(x, y):
-    return x / y if x and y else None
 
 
 def summary(results: dict) -> dict:
@@ -66,10 +46,10 @@ def summary(results: dict) -> dict:
         row = {"tflops": by}
         for name, (arithmetic, _) in STEPS.items():
             reference = by.get("cublas_tf32" if arithmetic == "tf32" else "cublas")
-            row[name] = {"over_edge": _ratio(by.get(name), by.get(f"{name}@edge")),
-                         "over_padded": _ratio(by.get(name), by.get(f"{name}+padded")),
-                         "over_cublas": _ratio(by.get(name), reference),
-                         "padded_over_cublas": _ratio(by.get(f"{name}+padded"), reference)}
+            row[name] = {"over_edge": ratio(by.get(name), by.get(f"{name}@edge")),
+                         "over_padded": ratio(by.get(name), by.get(f"{name}+padded")),
+                         "over_cublas": ratio(by.get(name), reference),
+                         "padded_over_cublas": ratio(by.get(f"{name}+padded"), reference)}
         out[f"{m}x{n}x{k}"] = row
     return out
 
@@ -77,25 +57,20 @@ def summary(results: dict) -> dict:
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/readable_copies.py")
     import gemm_steps
-    from gemm_steps.harness.bench import run_benchmark, save
     from gemm_steps.harness.dispatch import candidate
 
     out = output_path("readable-copies", argv[1] if len(argv) > 1 else None)
     entries = []
     for name, (arithmetic, number) in STEPS.items():
         entries += [SimpleNamespace(name=f"{name}@edge", number=number, arithmetic=arithmetic,
-                                    launch=before(name).launch),
+                                    launch=without_partial_build(name, f"{name}@edge").launch),
                     SimpleNamespace(name=name, number=number, arithmetic=arithmetic,
                                     launch=gemm_steps.get_step(name).launch),
                     SimpleNamespace(name=f"{name}+padded", number=number, arithmetic=arithmetic,
                                     launch=candidate(f"{name}+padded").launch)]
-    results = run_benchmark(entries, SIZES, repeats=20, progress=lambda message: print(message, flush=True))
-    results["experiment"] = ("steps 17 and 18 copying A or B into rows the copy engine can read, then their "
-                             "partial-tile builds, against their edge kernels and the whole-tile padded copies "
-                             "(experiments/readable_copies.py)")
-    results["summary"] = summary(results)
-    save(results, out)
-    print_records(results, width=34)
+    results = run_and_save(entries, SIZES, out, "steps 17 and 18 copying A or B into rows the copy engine can read, "
+                           "then their partial-tile builds, against their edge kernels and the whole-tile padded "
+                           "copies (experiments/readable_copies.py)", summary, width=34)
     for shape, row in results["summary"].items():
         for name in STEPS:
             r = row[name]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, print_records, require_gpu
+from experiments import output_path, ratio, require_gpu, run_and_save, without_partial_build
 
 #: (M, N, K): the ragged shapes (the variant's one launch; step 17's edge kernel on the border or, K % 32 ≠ 0, on all
 #: of it), then a full-tile control.
@@ -50,16 +50,7 @@ BLOCK_M, BLOCK_N, BLOCK_K = 256, 128, 32
 def step_17_before():
     """Step 17 as it was before its partial-tile build: the same kernel built for full tiles (``PARTIAL_TILES``
     False), step 15's edge kernel for every other tile."""
-    from dataclasses import replace
-
-    from gemm_steps.steps import warp_specialized, warpgroup_tf32
-    from gemm_steps.toolkit.tma_tiles import TmaTiles
-    from gemm_steps.toolkit.tuned import default_config
-
-    config = replace(warp_specialized.Config.of(default_config(warp_specialized.SEARCH_SPACE)), PARTIAL_TILES=False)
-    return TmaTiles("warp_specialized", warp_specialized.warp_specialized_kernel, config,
-                    edge=warpgroup_tf32.build(config),
-                    requires_compute_capability=warp_specialized.REQUIRES_COMPUTE_CAPABILITY)
+    return without_partial_build("warp_specialized", "warp_specialized")
 
 
 def ptx_kernels() -> dict:
@@ -81,10 +72,6 @@ def step_17_launches(m: int, n: int, k: int) -> list[str]:
     return (["fast"] if fast else []) + ([] if whole else ["edge"])
 
 
-def _ratio(x, y):
-    return x / y if x and y else None
-
-
 def summary(results: dict) -> dict:
     """Per shape ``"MxNxK"``: each build's TFLOPS (and both cuBLAS'), the variant over step 17 and over cuBLAS TF32,
     step 17 over cuBLAS TF32 (None where an entry is missing or failed), and step 17's launches."""
@@ -94,9 +81,9 @@ def summary(results: dict) -> dict:
     out = {}
     for (m, n, k), by in tflops.items():
         out[f"{m}x{n}x{k}"] = {"tflops": {name: by.get(name) for name in [*BUILDS, "cublas_tf32", "cublas"]},
-                               "variant_over_step_17": _ratio(by.get(VARIANT), by.get("warp_specialized")),
-                               "variant_over_cublas_tf32": _ratio(by.get(VARIANT), by.get("cublas_tf32")),
-                               "step_17_over_cublas_tf32": _ratio(by.get("warp_specialized"), by.get("cublas_tf32")),
+                               "variant_over_step_17": ratio(by.get(VARIANT), by.get("warp_specialized")),
+                               "variant_over_cublas_tf32": ratio(by.get(VARIANT), by.get("cublas_tf32")),
+                               "step_17_over_cublas_tf32": ratio(by.get("warp_specialized"), by.get("cublas_tf32")),
                                "step_17_launches": step_17_launches(m, n, k)}
     return out
 
@@ -104,20 +91,15 @@ def summary(results: dict) -> dict:
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/tma_edges.py")
     import gemm_steps
-    from gemm_steps.harness.bench import run_benchmark, save
 
     out = output_path("tma-edges", argv[1] if len(argv) > 1 else None)
     entries = [SimpleNamespace(name="warp_specialized", number=17, arithmetic="tf32", launch=step_17_before().launch),
                SimpleNamespace(name=VARIANT, number=17, arithmetic="tf32",
                                launch=gemm_steps.get_step("warp_specialized").launch)]
     assert [entry.name for entry in entries] == BUILDS
-    results = run_benchmark(entries, SIZES, repeats=20, progress=lambda message: print(message, flush=True))
-    results["experiment"] = ("step 17's fast kernel over every tile of C and a partial last k-tile (the copy "
-                             "engine's out-of-bounds zeros, a guarded store) against step 17 with step 15's edge "
-                             "kernel (experiments/tma_edges.py)")
-    results["summary"] = summary(results)
-    save(results, out)
-    print_records(results, width=28)
+    results = run_and_save(entries, SIZES, out, "step 17's fast kernel over every tile of C and a partial last k-tile "
+                           "(the copy engine's out-of-bounds zeros, a guarded store) against step 17 with step 15's "
+                           "edge kernel (experiments/tma_edges.py)", summary, width=28)
     for shape, row in results["summary"].items():
         print(f"{shape}: variant / step 17 {row['variant_over_step_17'] or float('nan'):.3f}, "
               f"variant / cuBLAS TF32 {row['variant_over_cublas_tf32'] or float('nan'):.3f}, "

@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, print_records, require_gpu
+from experiments import output_path, ratio, require_gpu, run_and_save
 
 SIZES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 VARIANT = "cluster_multicast_tma_store"
@@ -47,10 +47,6 @@ def variants() -> list:
             (VARIANT, cluster_multicast_tma_store.build(config))]
 
 
-def _ratio(x, y):
-    return x / y if x and y else None
-
-
 def summary(results: dict) -> dict:
     """Per size ``"MxNxK"``: each build's TFLOPS (and both cuBLAS'), the variant over step 20 and over cuBLAS TF32,
     and step 20 over step 17 (None where an entry is missing or failed)."""
@@ -60,28 +56,24 @@ def summary(results: dict) -> dict:
     out = {}
     for shape, by in tflops.items():
         out[shape] = {"tflops": {name: by.get(name) for name in [*BUILDS, "cublas_tf32", "cublas"]},
-                      "variant_over_step_20": _ratio(by.get(VARIANT), by.get("cluster_multicast")),
-                      "variant_over_cublas_tf32": _ratio(by.get(VARIANT), by.get("cublas_tf32")),
-                      "step_20_over_cublas_tf32": _ratio(by.get("cluster_multicast"), by.get("cublas_tf32")),
-                      "step_20_over_step_17": _ratio(by.get("cluster_multicast"), by.get("warp_specialized"))}
+                      "variant_over_step_20": ratio(by.get(VARIANT), by.get("cluster_multicast")),
+                      "variant_over_cublas_tf32": ratio(by.get(VARIANT), by.get("cublas_tf32")),
+                      "step_20_over_cublas_tf32": ratio(by.get("cluster_multicast"), by.get("cublas_tf32")),
+                      "step_20_over_step_17": ratio(by.get("cluster_multicast"), by.get("warp_specialized"))}
     return out
 
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/tma_store_epilogue.py")
     import gemm_steps
-    from gemm_steps.harness.bench import run_benchmark, save
 
     out = output_path("tma-store-epilogue", argv[1] if len(argv) > 1 else None)
     entries = [gemm_steps.get_step("warp_specialized")]
     entries += [SimpleNamespace(name=label, number=20, arithmetic="tf32", launch=tiles.launch)
                 for label, tiles in variants()]
-    results = run_benchmark(entries, SIZES, repeats=30, progress=lambda message: print(message, flush=True))
-    results["experiment"] = ("step 20 with a TMA-store epilogue (C staged in shared memory, stored by the copy "
-                             "engine) against step 20 and step 17 (experiments/tma_store_epilogue.py)")
-    results["summary"] = summary(results)
-    save(results, out)
-    print_records(results, width=28)
+    results = run_and_save(entries, SIZES, out, "step 20 with a TMA-store epilogue (C staged in shared memory, stored "
+                           "by the copy engine) against step 20 and step 17 (experiments/tma_store_epilogue.py)",
+                           summary, repeats=30, width=28)
     for shape, row in results["summary"].items():
         print(f"{shape}: variant / step 20 {row['variant_over_step_20'] or float('nan'):.3f}, "
               f"variant / cuBLAS TF32 {row['variant_over_cublas_tf32'] or float('nan'):.3f}, "
