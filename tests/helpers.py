@@ -143,3 +143,69 @@ def planted_source(name: str, edits, docstring: str | None = None) -> str:
         assert source.count(old) == 1, f"the solution of {name} no longer contains {old!r} once"
         source = source.replace(old, new)
     return source
+
+
+# -- the TMA steps' border tests (test_tma_edges, test_partial_3xtf32, test_tma_store_epilogue) ------------------------
+#: Floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned).
+C_MARGIN = 64
+
+
+def nan_c_with_margin(m: int, n: int):
+    """C (m × n, NaN) as a view into a device buffer with C_MARGIN NaN floats on either side: (buffer, C)."""
+    from numba import cuda
+
+    buffer = cuda.to_device(np.full(m * n + 2 * C_MARGIN, np.nan, np.float32))
+    return buffer, buffer[C_MARGIN: C_MARGIN + m * n].reshape(m, n)
+
+
+def only_c_written(buffer, m: int, n: int) -> np.ndarray:
+    """C out of :func:`nan_c_with_margin`'s buffer, after checking that nothing around it was written."""
+    everything = buffer.copy_to_host()
+    assert np.isnan(everything[:C_MARGIN]).all() and np.isnan(everything[-C_MARGIN:]).all(), "written outside C"
+    return everything[C_MARGIN:-C_MARGIN].reshape(m, n)
+
+
+def run_in_nan_margin(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C = A·B by ``kernels.launch`` into a NaN-poisoned C inside a NaN margin; checks that nothing outside C was
+    written; returns C."""
+    from numba import cuda
+
+    m, n = a.shape[0], b.shape[1]
+    buffer, c = nan_c_with_margin(m, n)
+    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    return only_c_written(buffer, m, n)
+
+
+def spy_launches(monkeypatch, kernels) -> list:
+    """Record each launch ``kernels`` (a TMA build) or its partial-tile build configures: (variant, grid). (Its
+    "edge" launch is configured by the build its edge kernel comes from, through the same method: that inner call is
+    not a second launch.)"""
+    from gemm_steps.toolkit.tiles import TiledKernels
+
+    launched: list = []
+    original = TiledKernels.configured
+    ours = (kernels, getattr(kernels, "partial", None) or kernels)
+
+    def spy(self, which, grid, stream):
+        if any(self is built for built in ours):
+            launched.append((which, grid))
+        return original(self, which, grid, stream)
+
+    monkeypatch.setattr(TiledKernels, "configured", spy)
+    return launched
+
+
+def spy_row_copies(monkeypatch) -> list:
+    """Which matrix ("A" or "B") each launch of ``copy_rows_kernel`` (``TmaTiles.readable_copy``) copied, in order."""
+    from gemm_steps.toolkit.tma_tiles import TmaTiles, copy_rows_kernel
+
+    copied: list = []
+    original = TmaTiles.launch_or_record
+
+    def spy(function, signature, blocks, threads, stream, arguments):
+        if function is copy_rows_kernel:
+            copied.append("AB"[int(arguments[6])])
+        return original(function, signature, blocks, threads, stream, arguments)
+
+    monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
+    return copied

@@ -20,45 +20,14 @@ import gemm_steps
 from gemm_steps.harness import fp32_contract as contract
 from gemm_steps.steps import warp_specialized_3xtf32 as step18
 from gemm_steps.toolkit.kernel_tools import ceil_div
-from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.tuned import default_config
+from helpers import random_matrices, run_in_nan_margin, spy_launches, spy_row_copies
 
 pytestmark = pytest.mark.skipif(
     not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
     reason="wgmma and the copy engine need compute capability 9.0")
 
 CONFIG = step18.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else default_config(step18.SEARCH_SPACE)
-PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
-
-
-def _inputs(m: int, n: int, k: int, seed: int):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
-
-
-def _spy(monkeypatch, kernels) -> list:
-    """Each launch the build or its partial build configures: (variant, grid)."""
-    launched: list = []
-    original = TiledKernels.configured
-    ours = (kernels, kernels.partial)
-
-    def spy(self, which, grid, stream):
-        if any(self is built for built in ours):
-            launched.append((which, grid))
-        return original(self, which, grid, stream)
-
-    monkeypatch.setattr(TiledKernels, "configured", spy)
-    return launched
-
-
-def _run(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C = A·B into a NaN-poisoned C inside a NaN margin; checks that nothing outside C was written; returns C."""
-    m, n = a.shape[0], b.shape[1]
-    buffer = cuda.to_device(np.full(m * n + 2 * PAD, np.nan, np.float32))
-    kernels.launch(cuda.to_device(a), cuda.to_device(b), buffer[PAD: PAD + m * n].reshape(m, n))
-    everything = buffer.copy_to_host()
-    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
-    return everything[PAD:-PAD].reshape(m, n)
 
 
 def _within_the_contract(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
@@ -80,10 +49,10 @@ RAGGED = [pytest.param((45, 68, 20), (200, 200, 20), id="2x2_tiles-K20"),
 def test_a_ragged_shape_takes_one_launch_within_the_contract(sim_shape, gpu_shape, monkeypatch):
     m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
     assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
-    a, b = _inputs(m, n, k, seed=m * n + k)
+    a, b = random_matrices(np.random.default_rng(m * n + k), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: 1)
-    launched = _spy(monkeypatch, kernels)
-    got = _run(kernels, a, b)
+    launched = spy_launches(monkeypatch, kernels)
+    got = run_in_nan_margin(kernels, a, b)
     assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), 1))], launched
     _within_the_contract(got, a, b)
 
@@ -92,10 +61,10 @@ def test_slices_of_k_with_a_partial_last_k_tile_add_up():
     """Two slices over 4 k-tiles, the last with 4 of 32 columns, on 2 × 2 tiles (three partial): the slices' sums
     over C's every element (and only C's) are added into C, within the contract."""
     m, n, k = (45, 68, 100) if gemm_steps.SIMULATOR else (200, 200, 100)
-    a, b = _inputs(m, n, k, seed=18)
+    a, b = random_matrices(np.random.default_rng(18), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: 2)
     assert kernels.partial.slice_count(m, n, k, 4) == 2 and kernels.partial.k_tiles(k) == 4
-    _within_the_contract(_run(kernels, a, b), a, b)
+    _within_the_contract(run_in_nan_margin(kernels, a, b), a, b)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -105,12 +74,12 @@ def test_specials_on_a_partial_tile_give_sgemms_pattern(slices):
     below M make 0·(−inf) = NaN outside C, which must not count), NaN in B's last row (the partial k-tile): C's
     inf/NaN pattern is the sequential FMA sum's."""
     m, n, k = (45, 68, 100) if gemm_steps.SIMULATOR else (200, 200, 100)
-    a, b = _inputs(m, n, k, seed=5)
+    a, b = random_matrices(np.random.default_rng(5), m, n, k)
     a[m - 1, 3] = np.inf
     b[7, n - 1] = -np.inf
     b[k - 1, 10] = np.nan
     kernels = step18.build(CONFIG, slices=lambda *_: slices)
-    got = contract.special_pattern(_run(kernels, a, b))
+    got = contract.special_pattern(run_in_nan_margin(kernels, a, b))
     expected = contract.special_pattern(contract.sgemm_model(a, b))
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
     assert (expected != 0).sum() >= 2 * m + n - 3  # a row, two columns
@@ -120,10 +89,10 @@ def test_full_tiles_give_the_full_tile_builds_bits():
     """The partial build on 2 × 2 full tiles over 3 k-tiles: the same bits as the full-tile build (the same loop
     and boxes; only the stores' guard, always true here, differs)."""
     m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
-    a, b = _inputs(m, n, k, seed=17)
+    a, b = random_matrices(np.random.default_rng(17), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: 1)
-    got = _run(kernels.partial, a, b)
-    whole = _run(kernels, a, b)
+    got = run_in_nan_margin(kernels.partial, a, b)
+    whole = run_in_nan_margin(kernels, a, b)
     differ = got.view(np.uint32) != whole.view(np.uint32)
     assert not differ.any(), f"{int(differ.sum())} elements differ from the full-tile build's"
 
@@ -135,27 +104,18 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch
     rows of 40 and 72 floats, then one launch of the partial build (over two slices of K too), within the contract; an
     inf in A's last column (the partial k-tile, next to the copy's zeros) and a NaN in B's last column give SGEMM's
     pattern."""
-    from gemm_steps.toolkit.tma_tiles import TmaTiles
-
     m, n, k = (45, 70, 37) if gemm_steps.SIMULATOR else (200, 198, 101)
-    a, b = _inputs(m, n, k, seed=101)
+    a, b = random_matrices(np.random.default_rng(101), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: slices)
     assert kernels.copies(cuda.to_device(a), cuda.to_device(b)) == (True, True)
-    copied: list = []
-    original = TmaTiles.launch_or_record
-
-    def spy(function, signature, blocks, threads, stream, arguments):
-        copied.append(function.__name__ if hasattr(function, "__name__") else function.py_func.__name__)
-        return original(function, signature, blocks, threads, stream, arguments)
-
-    monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
-    launched = _spy(monkeypatch, kernels)
-    _within_the_contract(_run(kernels, a, b), a, b)
+    copied = spy_row_copies(monkeypatch)
+    launched = spy_launches(monkeypatch, kernels)
+    _within_the_contract(run_in_nan_margin(kernels, a, b), a, b)
     grid = (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), slices)
-    assert launched == [("fast", grid)] and copied[:2] == ["copy_rows_kernel"] * 2, (launched, copied)
+    assert launched == [("fast", grid)] and copied == ["A", "B"], (launched, copied)
     a[7, k - 1] = np.inf
     b[3, n - 1] = np.nan
-    got = contract.special_pattern(_run(kernels, a, b))
+    got = contract.special_pattern(run_in_nan_margin(kernels, a, b))
     expected = contract.special_pattern(contract.sgemm_model(a, b))
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
 
@@ -167,7 +127,7 @@ def test_a_readable_copy_widens_each_row_with_zeros():
     from gemm_steps.toolkit.tiles import flat_operands
 
     m, n, k = 5, 6, 7
-    a, b = _inputs(m, n, k, seed=7)
+    a, b = random_matrices(np.random.default_rng(7), m, n, k)
     kernels = step18.build(CONFIG)
     a_dev, b_dev = cuda.to_device(a), cuda.to_device(b)
     _, flat = flat_operands(a_dev, b_dev, cuda.device_array((m, n), np.float32))

@@ -28,8 +28,9 @@ from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import warp_specialized
 from gemm_steps.toolkit.kernel_tools import ceil_div
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
-from gemm_steps.toolkit.tiles import TiledKernels
 from gemm_steps.toolkit.tuned import default_config
+from helpers import (nan_c_with_margin, only_c_written, random_matrices, run_in_nan_margin, spy_launches,
+                     spy_row_copies)
 
 pytestmark = pytest.mark.skipif(
     not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
@@ -37,35 +38,6 @@ pytestmark = pytest.mark.skipif(
 
 GPU_CONFIG = default_config(warp_specialized.SEARCH_SPACE)
 CONFIG = warp_specialized.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else GPU_CONFIG
-PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
-
-
-def _inputs(m: int, n: int, k: int, seed: int):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
-
-
-def _padded_c(m: int, n: int):
-    """C (m × n, NaN) as a view into a device buffer with PAD NaN floats on either side: (buffer, C)."""
-    buffer = cuda.to_device(np.full(m * n + 2 * PAD, np.nan, np.float32))
-    return buffer, buffer[PAD: PAD + m * n].reshape(m, n)
-
-
-def _spy(monkeypatch, kernels) -> list:
-    """Record each launch ``kernels`` (step 17's build, or one of its builds) configures, its partial-tile build's
-    included: (variant, grid). (Its "edge" launch is configured by the build its edge kernel comes from, step 15's,
-    through the same method: that inner call is not a second launch.)"""
-    launched: list = []
-    original = TiledKernels.configured
-    ours = (kernels, getattr(kernels, "partial", kernels))
-
-    def spy(self, which, grid, stream):
-        if any(self is built for built in ours):
-            launched.append((which, grid))
-        return original(self, which, grid, stream)
-
-    monkeypatch.setattr(TiledKernels, "configured", spy)
-    return launched
 
 
 def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
@@ -74,16 +46,6 @@ def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max(), f"{m}×{n}×{k}: not the TF32 inputs' product"
     assert relative_error(got, a, b) <= tf32_tolerance(k)
-
-
-def _run(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C = A·B into a NaN-poisoned C inside a NaN margin; checks that nothing outside C was written; returns C."""
-    m, n = a.shape[0], b.shape[1]
-    buffer, c = _padded_c(m, n)
-    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
-    everything = buffer.copy_to_host()
-    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
-    return everything[PAD:-PAD].reshape(m, n)
 
 
 #: (M, N, K) on the simulator's 32 × 64 tile, and on the GPU's 256 × 128 tile.
@@ -107,10 +69,10 @@ def test_a_ragged_shape_takes_one_launch_and_writes_only_c(sim_shape, gpu_shape,
     TF32 inputs, and the TF32 tolerance), every element of C written, nothing around it."""
     m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
     assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
-    a, b = _inputs(m, n, k, seed=m * n + k)
+    a, b = random_matrices(np.random.default_rng(m * n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
-    launched = _spy(monkeypatch, kernels)
-    got = _run(kernels, a, b)
+    launched = spy_launches(monkeypatch, kernels)
+    got = run_in_nan_margin(kernels, a, b)
     assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
     _check_product(got, a, b)
 
@@ -121,10 +83,10 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
     and the same boxes; only the store's guard, always true here, differs). The second tile-column's B box reads
     B_STRIDE − BLOCK_N = 8 columns past N: zeros, as in the full-tile build."""
     m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
-    a, b = _inputs(m, n, k, seed=17)
+    a, b = random_matrices(np.random.default_rng(17), m, n, k)
     kernels = warp_specialized.build(CONFIG).partial
-    launched = _spy(monkeypatch, kernels)
-    got = _run(kernels, a, b)
+    launched = spy_launches(monkeypatch, kernels)
+    got = run_in_nan_margin(kernels, a, b)
     assert launched == [("fast", (2, 2))], launched
     _check_product(got, a, b)
     step_17 = cuda.to_device(np.full((m, n), np.nan, np.float32))
@@ -145,10 +107,8 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_then_runs_on_the_partial_
                                                                                       monkeypatch):
     """One copy of the matrix the copy engine cannot read (rows widened to a multiple of 4 floats), then one launch
     of the partial-tile build over every tile; the product right and nothing around C written."""
-    from gemm_steps.toolkit.tma_tiles import TmaTiles
-
     m, n, k = shape
-    a, b = _inputs(m, n, k, seed=m + n + k)
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
     if misaligned:
         a_buffer = cuda.to_device(np.concatenate([np.zeros(1, np.float32), a.ravel()]))
@@ -157,22 +117,13 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_then_runs_on_the_partial_
         a_dev = cuda.to_device(a)
     b_dev = cuda.to_device(b)
     assert kernels.copies(a_dev, b_dev) == (copied == "A", copied == "B")
-    launched = _spy(monkeypatch, kernels)
-    copies: list = []
-    original = TmaTiles.launch_or_record
-
-    def spy(function, signature, blocks, threads, stream, arguments):
-        copies.append("AB"[int(arguments[6])])
-        return original(function, signature, blocks, threads, stream, arguments)
-
-    monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
-    buffer, c = _padded_c(m, n)
+    launched = spy_launches(monkeypatch, kernels)
+    copies = spy_row_copies(monkeypatch)
+    buffer, c = nan_c_with_margin(m, n)
     kernels.launch(a_dev, b_dev, c)
     assert copies == [copied], copies
     assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
-    everything = buffer.copy_to_host()
-    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
-    _check_product(everything[PAD:-PAD].reshape(m, n), a, b)
+    _check_product(only_c_written(buffer, m, n), a, b)
 
 
 def test_the_partial_build_rule_is_the_copy_engines():

@@ -31,6 +31,7 @@ from gemm_steps.steps import cluster_multicast
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.tiles import TiledKernels
+from helpers import nan_c_with_margin, only_c_written, random_matrices
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -47,23 +48,11 @@ pytestmark = pytest.mark.skipif(
 ONE_WARPGROUP = variant.SIMULATOR_CONFIG
 TWO_WARPGROUPS = variant.Config.of(TileConfig(BLOCK_M=32, BLOCK_N=128, BLOCK_K=32, THREAD_M=4, THREAD_N=4,
                                               MIN_BLOCKS_PER_SM=1))
-PAD = 64  # floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned)
 
 
 def _on_this_machine(config, k_tiles: int):
     """The tiles and k-tiles a test runs here: as given on the simulator; the GPU's tiles, 4× the k-tiles, on a GPU."""
     return (config, k_tiles) if gemm_steps.SIMULATOR else (variant.CONFIG, 4 * k_tiles)
-
-
-def _inputs(m: int, n: int, k: int, seed: int):
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
-
-
-def _padded_c(m: int, n: int):
-    """C (m × n, NaN) as a view into a device buffer with PAD NaN floats on either side: (buffer, C)."""
-    buffer = cuda.to_device(np.full(m * n + 2 * PAD, np.nan, np.float32))
-    return buffer, buffer[PAD: PAD + m * n].reshape(m, n)
 
 
 def _spy(monkeypatch, skip_edge: bool = False) -> list:
@@ -89,14 +78,12 @@ def test_the_product_is_step_20s_bit_for_bit(config, k_tiles, monkeypatch):
     inputs to float32 rounding."""
     config, k_tiles = _on_this_machine(config, k_tiles)
     m, n, k = 2 * config.BLOCK_M, 2 * config.BLOCK_N, k_tiles * config.BLOCK_K
-    a, b = _inputs(m, n, k, seed=m + n + k)
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     launched = _spy(monkeypatch)
-    buffer, c = _padded_c(m, n)
+    buffer, c = nan_c_with_margin(m, n)
     variant.build(config).launch(cuda.to_device(a), cuda.to_device(b), c)
     assert launched == ["fast"], f"expected the fast kernel alone (whole clusters of full tiles), got {launched}"
-    everything = buffer.copy_to_host()
-    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
-    got = everything[PAD:-PAD].reshape(m, n)
+    got = only_c_written(buffer, m, n)
     assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
 
     step_20 = cuda.to_device(np.full((m, n), np.nan, np.float32))
@@ -117,14 +104,12 @@ def test_the_fast_kernel_writes_its_full_tiles_and_nothing_else(monkeypatch):
     element of C and the margin around it still NaN."""
     config, k_tiles = _on_this_machine(ONE_WARPGROUP, 2)
     m, n, k = 2 * config.BLOCK_M + 1, 3 * config.BLOCK_N + 4, k_tiles * config.BLOCK_K
-    a, b = _inputs(m, n, k, seed=7)
+    a, b = random_matrices(np.random.default_rng(7), m, n, k)
     launched = _spy(monkeypatch, skip_edge=True)
-    buffer, c = _padded_c(m, n)
+    buffer, c = nan_c_with_margin(m, n)
     variant.build(config).launch(cuda.to_device(a), cuda.to_device(b), c)
     assert launched == ["fast", "edge"], launched
-    everything = buffer.copy_to_host()
-    assert np.isnan(everything[:PAD]).all() and np.isnan(everything[-PAD:]).all(), "written outside C"
-    got = everything[PAD:-PAD].reshape(m, n)
+    got = only_c_written(buffer, m, n)
     rows, cols = 2 * config.BLOCK_M, 2 * config.BLOCK_N
     outside = np.ones((m, n), bool)
     outside[:rows, :cols] = False
