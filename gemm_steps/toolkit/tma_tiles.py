@@ -106,8 +106,7 @@ class TmaTiles(TiledKernels):
     def copies(a, b) -> tuple[bool, bool]:
         """Whether A and B must be copied before the copy engine can read them: a row pitch that is not a multiple of
         16 bytes (K, resp. N, not a multiple of 4), or an address that is not 16-byte aligned."""
-        m, k = a.shape
-        n = b.shape[1]
+        k, n = a.shape[1], b.shape[1]
         return k % 4 != 0 or device_pointer(a) % 16 != 0, n % 4 != 0 or device_pointer(b) % 16 != 0
 
     def partial_applies(self, a, b, c) -> bool:
@@ -122,13 +121,11 @@ class TmaTiles(TiledKernels):
         return not whole or any(self.copies(a, b)) or device_pointer(c) % 16 != 0
 
     def launch_through_numba(self, a, b, c, stream=0) -> None:
-        m, k = a.shape
-        n = b.shape[1]
+        (m, n, k), flat = flat_operands(a, b, c)
         if not self.partial_applies(a, b, c) or max(m * ceil_div(k, 4), k * ceil_div(n, 4)) * 4 >= 2 ** 32:
             super().launch_through_numba(a, b, c, stream)  # (a copy's indices must stay in 32 bits)
             return
         cfg = self.partial.config
-        (m, n, k), flat = flat_operands(a, b, c)
         copy_a, copy_b = self.copies(a, b)
         read_a = self.readable_copy(0, flat, (m, n, k), stream) if copy_a else a
         read_b = self.readable_copy(1, flat, (m, n, k), stream) if copy_b else b
