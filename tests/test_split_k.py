@@ -1,6 +1,7 @@
-"""Step 18's split-K (gemm_steps/toolkit/tma_tiles.SplitKTmaTiles): where a product has fewer full tiles than the GPU
-has SMs, slices of K run as a third grid dimension into a workspace and a second kernel adds them in order. On the
-simulator with the policy forced (its 3 simulated SMs would rarely split), and the policy itself."""
+"""Steps 17's and 18's split-K (gemm_steps/toolkit/tma_tiles.SplitKTmaTiles): where a product has fewer tiles than the
+GPU has SMs, slices of K run as a third grid dimension into a workspace and a second kernel adds them in order. On the
+simulator with the policy forced (its 3 simulated SMs would rarely split), the policies themselves, and the launch's
+rule that no slice is empty."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,10 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps.harness import fp32_contract as contract
+from gemm_steps.harness.verify import relative_error, tf32_tolerance
+from gemm_steps.steps import warp_specialized as step17
 from gemm_steps.steps import warp_specialized_3xtf32 as step18
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="forces the policy on the simulator's tiles")
 
@@ -64,3 +68,50 @@ def test_the_policy_fills_the_sms_once_with_long_enough_slices():
     assert step18.slices(4, 8, 132) == 4  # 256³
     assert step18.slices(49, 4, 132) == 1  # 726×793×102 padded: fewer than MIN_SPLIT_K_TILES k-tiles, no split
     assert step18.slices(1, 4096, 132) == step18.MAX_SLICES
+
+
+@simulator_only
+@pytest.mark.parametrize("slices, shape", [(2, (32, 64, 128)), (3, (40, 70, 96)), (8, (32, 64, 17 * 32))],
+                         ids=["even", "uneven_ragged_copied_B", "eight_asked_six_run"])
+def test_step_17s_slices_add_up_to_the_tf32_product(slices, shape, monkeypatch):
+    """Step 17's split-K: two slices of 2 k-tiles on a full tile; three slices of 1 k-tile on a ragged shape whose N
+    (70) makes B be copied first (its partial build splits too); 17 k-tiles asked in 8 slices run in 6 (8 slices of
+    ⌈17 / 8⌉ = 3 would leave the last two past K). The product equals float64 on the TF32 inputs the tensor core
+    reads to float32 rounding, every element written."""
+    from helpers import spy_launches
+
+    m, n, k = shape
+    rng = np.random.default_rng(17 + slices)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    tiles = step17.build(step17.SIMULATOR_CONFIG, slices=lambda *_: slices)
+    built = tiles.partial if tiles.partial_applies(cuda.to_device(a), cuda.to_device(b),
+                                                   cuda.device_array((m, n), np.float32)) else tiles
+    launched = spy_launches(monkeypatch, tiles)
+    c = product(tiles, a, b)
+    expected = 6 if slices == 8 else slices
+    assert built.slice_count(m, n, k, 1) == expected
+    assert [grid[2] for _, grid in launched] == [expected], launched
+    assert not np.isnan(c).any()
+    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    assert np.abs(c - fed).max() <= 1e-5 * np.abs(fed).max()
+    assert relative_error(c, a, b) <= tf32_tolerance(k)
+
+
+def test_step_17s_policy_fills_the_sms_once_with_slices_of_four_k_tiles():
+    assert step17.slices(20, 448, 132) == 6  # 900×640×14336: 4 × 5 tiles, 120 blocks
+    assert step17.slices(16, 159, 132) == step17.MAX_SLICES  # 2 × 8 tiles, 159 k-tiles: 8 slices of 20
+    assert step17.slices(52, 47, 132) == 2  # 1 × 52 tiles: 104 blocks
+    assert step17.slices(512, 128, 132) == 1  # 4096³: the tiles fill the SMs
+    assert step17.slices(96, 192, 132) == 1  # 96 tiles: a second slice would make 192 blocks, past one wave
+    assert step17.slices(16, 7, 132) == 1  # fewer than MIN_SPLIT_K_TILES k-tiles: no split
+    assert step17.slices(16, 12, 132) == 3  # slices of at least MIN_SLICE_K_TILES (4) k-tiles
+
+
+@pytest.mark.parametrize("asked, k_tiles, runs", [(8, 17, 6), (8, 16, 8), (3, 10, 3), (4, 9, 3), (5, 2, 2)])
+def test_no_slice_is_empty(asked, k_tiles, runs):
+    """The kernel gives each slice ⌈k-tiles / slices⌉ k-tiles; the launch takes as many slices as that needs."""
+    tiles = step18.build(step18.SIMULATOR_CONFIG, slices=lambda *_: asked)
+    k = k_tiles * step18.SIMULATOR_CONFIG.BLOCK_K
+    assert tiles.slice_count(32, 64, k, 1) == runs
+    per_slice = -(-k_tiles // runs)
+    assert (runs - 1) * per_slice < k_tiles  # the last slice has k-tiles

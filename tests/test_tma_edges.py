@@ -40,6 +40,12 @@ GPU_CONFIG = default_config(warp_specialized.SEARCH_SPACE)
 CONFIG = warp_specialized.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else GPU_CONFIG
 
 
+def _grid(kernels, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """The partial build's grid for M×N×K: every tile, and the slices of K its split-K policy gives."""
+    cols, rows = ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)
+    return cols, rows, kernels.slice_count(m, n, k, rows * cols)
+
+
 def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
@@ -65,15 +71,16 @@ RAGGED = [pytest.param((45, 68, 20), (300, 200, 20), id="2x2_tiles-K20"),
 
 @pytest.mark.parametrize("sim_shape, gpu_shape", RAGGED)
 def test_a_ragged_shape_takes_one_launch_and_writes_only_c(sim_shape, gpu_shape, monkeypatch):
-    """The fast kernel alone, on a grid of ⌈N / BLOCK_N⌉ × ⌈M / BLOCK_M⌉ tiles: the product right (float64 on the
-    TF32 inputs, and the TF32 tolerance), every element of C written, nothing around it."""
+    """The fast kernel alone, on a grid of ⌈N / BLOCK_N⌉ × ⌈M / BLOCK_M⌉ tiles (× 2 slices of K at ten k-tiles in one
+    tile, split-K's policy; then the slices' addition too): the product right (float64 on the TF32 inputs, and the
+    TF32 tolerance), every element of C written, nothing around it."""
     m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
     assert k % 4 == 0 and n % 4 == 0 and (m % CONFIG.BLOCK_M or n % CONFIG.BLOCK_N) and k % CONFIG.BLOCK_K
     a, b = random_matrices(np.random.default_rng(m * n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
     launched = spy_launches(monkeypatch, kernels)
     got = run_in_nan_margin(kernels, a, b)
-    assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
+    assert launched == [("fast", _grid(kernels.partial, m, n, k))], launched
     _check_product(got, a, b)
 
 
@@ -87,7 +94,7 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
     kernels = warp_specialized.build(CONFIG).partial
     launched = spy_launches(monkeypatch, kernels)
     got = run_in_nan_margin(kernels, a, b)
-    assert launched == [("fast", (2, 2))], launched
+    assert launched == [("fast", (2, 2, 1))], launched
     _check_product(got, a, b)
     step_17 = cuda.to_device(np.full((m, n), np.nan, np.float32))
     warp_specialized.build(CONFIG).launch(cuda.to_device(a), cuda.to_device(b), step_17)
@@ -122,7 +129,7 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_then_runs_on_the_partial_
     buffer, c = nan_c_with_margin(m, n)
     kernels.launch(a_dev, b_dev, c)
     assert copies == [copied], copies
-    assert launched == [("fast", (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M)))], launched
+    assert launched == [("fast", _grid(kernels.partial, m, n, k))], launched
     _check_product(only_c_written(buffer, m, n), a, b)
 
 
@@ -152,7 +159,7 @@ LABEL = "warp_specialized_partial_fast"
 def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
     """At the GPU's tiles (256 × 128, two consumer warpgroups), compiled for sm_90a on a CPU: step 17's wgmma count
     (one per k-step, two k-tiles a pass) and waits, its TF32 roundings, its tensor copies and one block-wide barrier;
-    one scalar store an accumulator (now guarded); no local memory; ptxas (nvJitLink, LTO) keeps step 17's hand-off:
+    two scalar stores an accumulator (guarded: C, or split-K's workspace); no local memory; ptxas (nvJitLink, LTO) keeps step 17's hand-off:
     ≤ 168 registers at entry, no spills, no wgmma serialised (step 17's PTXAS_EXPECT)."""
     stats = ptx.stats(PTX_JOB, LABEL)
     assert "error" not in stats, stats.get("error")
@@ -162,7 +169,8 @@ def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
         assert stats[name] == expect[name], (name, stats[name], expect[name])
     assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
     assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0
-    assert stats["st.global.f32"] == GPU_CONFIG.BLOCK_M // 2  # one guarded scalar store an accumulator, as step 17
+    # two guarded scalar stores an accumulator: into C, or into split-K's workspace (one slice of K in many)
+    assert stats["st.global.f32"] == 2 * GPU_CONFIG.ACCUMULATORS
     info = stats.get("ptxas") or {}
     assert info.get("wgmma_serialized") is not None, f"ptxas did not answer ({info})"
     assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info

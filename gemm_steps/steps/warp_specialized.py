@@ -33,8 +33,10 @@ launch over every tile and every k-tile, the copy engine zero-filling what of a 
 keeping to C (experiments/tma_edges.py measured it against the old way, the border on step 15's edge kernel). Where
 the copy engine cannot read A or B as they are — K or N not a multiple of 4 (a row pitch not a multiple of 16
 bytes), or a matrix not 16-byte aligned — that matrix is first copied into rows it can read, each widened to a
-multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never copied). Compute capability 9.0 only; runs on
-the simulator (``setmaxnreg`` is a no-op there).
+multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never copied). Where the tiles do not fill the SMs
+and K is long, both builds split K as step 18 does (``slices``): slice z of the grid's third dimension sums its
+share of the k-tiles into a workspace and ``add_slices_kernel`` adds the slices in order into C. Compute capability
+9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there).
 """
 
 from dataclasses import dataclass, replace
@@ -42,12 +44,12 @@ from dataclasses import dataclass, replace
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
-from ..toolkit.kernel_tools import SHARED_ALIGN
+from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import TmaTiles
+from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -64,16 +66,17 @@ ARITHMETIC = "tf32"  # step 15's: A truncated by the tensor core, B's fragments 
 REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 
 
-def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, partials, *,
                            BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                            A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                            PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
-    PARTIAL_TILES: the build whose grid covers every tile, partial ones too (see the module's docstring)."""
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; ``partials``: split-K's workspace (see
+    the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
-    n, k = uint32(n), uint32(k)
+    m, n, k = uint32(m), uint32(n), uint32(k)
     tid = uint32(cuda.threadIdx.x)
     warpgroup = tid // 128
     warp = tid % 128 // 32
@@ -88,9 +91,14 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     block_row = (first_row + (in_group - across * rows_in_group)) * BLOCK_M  # down the group's rows…
     block_col = across * BLOCK_N  # …then on to the next column
     if PARTIAL_TILES:  # every k-tile, the last one partial: A's columns and B's rows past K arrive as zeros
-        k_tiles = (k + uint32(BLOCK_K - 1)) // BLOCK_K
+        all_k_tiles = (k + uint32(BLOCK_K - 1)) // BLOCK_K
     else:
-        k_tiles = k // BLOCK_K
+        all_k_tiles = k // BLOCK_K
+    # Split-K: slice z of the launch's gridDim.z takes k-tiles k_first … k_first + k_tiles − 1 (one slice: all).
+    slices, z = uint32(cuda.gridDim.z), uint32(cuda.blockIdx.z)
+    per_slice = divide_u32(all_k_tiles + slices - 1, slices)
+    k_first = z * per_slice
+    k_tiles = min(per_slice, all_k_tiles - k_first)  # the launch makes no empty slice (SplitKTmaTiles.slice_count)
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
@@ -108,8 +116,9 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                 if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
                     mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
-                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, t * BLOCK_K, barriers, stage)
-                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, t * BLOCK_K, block_col, barriers, stage)
+                k_at = (k_first + t) * BLOCK_K
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
     else:  # a consumer warpgroup: takes the registers; only waits for data, multiplies and releases stages
         registers_raise_to(CONSUMER_REGISTERS)
         base = shared_address(tiles, 0)
@@ -141,11 +150,43 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
-            if PARTIAL_TILES:
-                if row < m and col < n:  # a partial tile: only what lies inside C
+            if not PARTIAL_TILES or (row < m and col < n):  # a partial tile: only what lies inside C
+                if slices == 1:
                     c[row * n + col] = acc[v]
-            else:
-                c[row * n + col] = acc[v]
+                else:  # this slice's part of the sum, for add_slices_kernel
+                    partials[z * m * n + row * n + col] = acc[v]
+
+
+@kernel
+def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
+    """Split-K's second kernel: C = the slices' partial sums added in slice order, over C's first rows × cols
+    elements (what the tiles cover). One thread an element; consecutive threads, consecutive columns."""
+    i = cuda.grid(1)
+    if i < rows * cols:
+        row, col = i // cols, i % cols
+        total = float32(0.0)
+        for s in range(len(partials) // (m * n)):
+            total += partials[s * m * n + row * n + col]
+        c[row * n + col] = total
+
+
+#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`, step 18's way, here on TF32 tiles): only a product
+#: of at least this many k-tiles is split …
+MIN_SPLIT_K_TILES = 8
+#: … into slices of at least this many k-tiles (a TF32 k-tile is a third of a 3xTF32 one's work, so a slice of step
+#: 18's 2 would be mostly its pipeline's fill and the workspace's traffic) …
+MIN_SLICE_K_TILES = 4
+#: … and at most this many slices.
+MAX_SLICES = 8
+
+
+def slices(tiles: int, k_tiles: int, sms: int) -> int:
+    """How many slices of K a launch takes: one where the tiles fill the SMs (one block an SM) or K is short; else as
+    many as fill them once, each at least MIN_SLICE_K_TILES long — 900×640×14336 is 4 × 5 = 20 tiles of 448 k-tiles
+    on 132 SMs: 6 slices, 120 blocks."""
+    if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
+        return 1
+    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
 
 
 @dataclass(frozen=True)
@@ -286,15 +327,19 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 def build(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
-          consumer_registers: int | None = None) -> TmaTiles:
-    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`)."""
+          consumer_registers: int | None = None, slices=slices) -> SplitKTmaTiles:
+    """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
+    build, with the PARTIAL_TILES build beside it (``.partial``), both splitting K by ``slices`` where the tiles do
+    not fill the SMs, and step 15's kernel for the edges."""
     config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
                                          CONSUMER_REGISTERS=consumer_registers))
     edge = warpgroup_tf32.build(config)
-    partial = TmaTiles("warp_specialized_partial", warp_specialized_kernel, replace(config, PARTIAL_TILES=True),
-                       edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
-    return TmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
-                    edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
+    partial = SplitKTmaTiles("warp_specialized_partial", warp_specialized_kernel, replace(config, PARTIAL_TILES=True),
+                             edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
+                             reduce=add_slices_kernel)
+    return SplitKTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
+                          edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
+                          slices=slices, reduce=add_slices_kernel)
 
 
 TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

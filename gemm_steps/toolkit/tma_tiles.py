@@ -191,9 +191,9 @@ class ClusterTmaTiles(TmaTiles):
 
 
 class SplitKTmaTiles(TmaTiles):
-    """A TMA build whose fast kernel may split K (split-K): where a product has fewer full tiles than the GPU has SMs,
-    a launch's grid gets a third dimension of ``slices`` — slice z computes its share of every full tile's k-tiles
-    into a workspace (``partials``: slices × M × N floats, slice z at z·M·N) — and a second kernel, ``reduce``, adds
+    """A TMA build whose fast kernel may split K (split-K; steps 17 and 18): where a product has fewer full tiles than
+    the GPU has SMs, a launch's grid gets a third dimension of ``slices`` — slice z computes its share of every full
+    tile's k-tiles into a workspace (``partials``: slices × M × N floats, slice z at z·M·N) — and a second kernel, ``reduce``, adds
     the slices in order into C. One slice: the fast kernel writes C itself, as a :class:`TmaTiles` build's does.
 
     ``slices(tiles, k_tiles, sms)`` is the step's policy (how many slices for so many full tiles and k-tiles on so
@@ -223,8 +223,13 @@ class SplitKTmaTiles(TmaTiles):
         return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
 
     def slice_count(self, m: int, n: int, k: int, tiles: int) -> int:
-        """How many slices the policy gives this product (1 where the workspace's indices would pass 2^32)."""
-        slices = max(1, int(self.slices(tiles, self.k_tiles(k), self.sm_count())))
+        """How many slices the policy gives this product (1 where the workspace's indices would pass 2^32), none of
+        them empty: the kernel gives each slice ⌈k-tiles / slices⌉ k-tiles, so 17 k-tiles asked in 8 slices of 3 run
+        in 6 (8 would leave the last two past K)."""
+        k_tiles = self.k_tiles(k)
+        slices = max(1, int(self.slices(tiles, k_tiles, self.sm_count())))
+        if k_tiles > 0:
+            slices = ceil_div(k_tiles, ceil_div(k_tiles, slices))
         return slices if slices * m * n < 2 ** 32 else 1
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:

@@ -1,6 +1,6 @@
 """Device buffers a launch needs besides A, B and C, kept between launches: :class:`Workspaces`.
 
-Step 11's stream-K partial sums and flags, step 18's split-K slices and the padded copies of a ragged product
+Step 11's stream-K partial sums and flags, steps 17 and 18's split-K slices and the padded copies of a ragged product
 (:mod:`~gemm_steps.toolkit.padded_tiles`) are allocated once and reused: an allocation costs far more host time than a
 launch, and a recorded launch plan (:mod:`~gemm_steps.toolkit.launch_plans`) replays the addresses it recorded.
 
