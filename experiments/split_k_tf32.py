@@ -7,15 +7,23 @@ product of 20 tiles on a GPU of 132 SMs leaves 112 idle for its whole k-loop. St
 fill the SMs once, each at least 4 k-tiles, at most 8) and its own ``add_slices_kernel`` (a plain sum in slice
 order). The builds, at step 17's tile:
 
-* ``warp_specialized@one_slice``: step 17 with a policy that never splits (``slices=lambda *_: 1``) — step 17 as it
-  was, on the same (new) kernel;
+* ``warp_specialized@before_split_k``: step 17 before split-K — its kernel at d634b25, walking all of K in every
+  block (experiments/kernels/warp_specialized_before_split_k.py);
+* ``warp_specialized@one_slice``: step 17 as shipped with a policy that never splits (``slices=lambda *_: 1``);
+* ``warp_specialized@branch_store``: the first split-K kernel, which branched between two stores at every
+  accumulator (experiments/kernels/warp_specialized_branch_store.py), with step 17's policy;
 * ``warp_specialized``: step 17 as shipped.
 
 cuBLAS SGEMM and TF32 are timed in the same run. Shapes: K-heavy products of few tiles (none of them in a held-out
-set), two that split few ways (64 and 32 tiles), two small ones, and two that do not split (81 tiles; 4096³: the
-control, where both builds launch the same kernel the same way).
+set), two that split few ways (64 and 32 tiles), small ones, and three that do not split (81 tiles; 4096³ and 8192³:
+the controls, where the shipped builds launch one kernel the same way).
 
-Prediction: predictions/split-k-tf32-before-run.md (written before the run).
+The first run (experiment-split-k-tf32-nvidia-h200.json) had two builds, both of the first split-K kernel: on one slice
+and with the first policy (slices of ≥ 4 k-tiles). Its 4096³ (0.88 of cuBLAS TF32, ~0.92 in the runs before) sent a
+same-run A/B after the store; the second run (…-2.json) has the four builds above.
+
+Predictions: predictions/split-k-tf32-before-run.md (before the first run), split-k-tf32-second-run.md (before the
+second).
 
     python -m experiments.split_k_tf32 [OUT.json]   # default experiments/results/experiment-split-k-tf32-<gpu>.json
 """
@@ -27,21 +35,26 @@ from types import SimpleNamespace
 
 from experiments import output_path, ratio, require_gpu, run_and_save
 
-#: (M, N, K): K-heavy, few tiles (five); many tiles, a few slices (two); small (two); no split (two, the last the
-#: control).
+#: (M, N, K): K-heavy, few tiles (five); many tiles, a few slices (two); small (two); no split (two); then the second
+#: run's: 1024 × 1024 × 2048 and × 4096 (64 and 128 k-tiles in 32 tiles), and 8192³ (a control).
 SIZES = [(900, 640, 14336), (1000, 700, 9996), (512, 512, 16384), (768, 768, 16384), (300, 1000, 6000),
          (2048, 1024, 8192), (128, 4096, 4096), (1024, 1024, 1024), (640, 640, 640), (2304, 1152, 512),
-         (4096, 4096, 4096)]
-BEFORE, AFTER = "warp_specialized@one_slice", "warp_specialized"
+         (4096, 4096, 4096), (1024, 1024, 2048), (1024, 1024, 4096), (8192, 8192, 8192)]
+BEFORE, ONE_SLICE, BRANCH, AFTER = ("warp_specialized@before_split_k", "warp_specialized@one_slice",
+                                    "warp_specialized@branch_store", "warp_specialized")
 
 
 def summary(results: dict) -> dict:
-    """Per shape ``"MxNxK"``: each build's TFLOPS and both cuBLAS', after over before, each over cuBLAS TF32."""
+    """Per shape ``"MxNxK"``: each build's TFLOPS and both cuBLAS', the shipped build over each other build, and the
+    shipped build and step 17 before split-K over cuBLAS TF32."""
     tflops: dict = {}
     for r in results["records"]:
         tflops.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r.get("tflops")
-    return {f"{m}x{n}x{k}": {"tflops": {name: by.get(name) for name in (BEFORE, AFTER, "cublas_tf32", "cublas")},
+    return {f"{m}x{n}x{k}": {"tflops": {name: by.get(name) for name in (BEFORE, ONE_SLICE, BRANCH, AFTER,
+                                                                        "cublas_tf32", "cublas")},
                              "after_over_before": ratio(by.get(AFTER), by.get(BEFORE)),
+                             "after_over_one_slice": ratio(by.get(AFTER), by.get(ONE_SLICE)),
+                             "branch_over_after": ratio(by.get(BRANCH), by.get(AFTER)),
                              "after_over_tf32": ratio(by.get(AFTER), by.get("cublas_tf32")),
                              "before_over_tf32": ratio(by.get(BEFORE), by.get("cublas_tf32"))}
             for (m, n, k), by in tflops.items()}
@@ -53,17 +66,25 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.steps import warp_specialized
     from gemm_steps.toolkit.tuned import default_config
 
+    from experiments.kernels import warp_specialized_before_split_k, warp_specialized_branch_store
+
     out = output_path("split-k-tf32", argv[1] if len(argv) > 1 else None)
-    one_slice = warp_specialized.build(default_config(warp_specialized.SEARCH_SPACE), slices=lambda *_: 1)
-    entries = [SimpleNamespace(name=BEFORE, number=17, arithmetic="tf32", launch=one_slice.launch),
-               SimpleNamespace(name=AFTER, number=17, arithmetic="tf32",
-                               launch=gemm_steps.get_step("warp_specialized").launch)]
+    config = default_config(warp_specialized.SEARCH_SPACE)
+    builds = {BEFORE: warp_specialized_before_split_k.build(config),
+              ONE_SLICE: warp_specialized.build(config, slices=lambda *_: 1),
+              BRANCH: warp_specialized_branch_store.build(config),
+              AFTER: gemm_steps.get_step("warp_specialized")}
+    entries = [SimpleNamespace(name=name, number=17, arithmetic="tf32", launch=built.launch)
+               for name, built in builds.items()]
     results = run_and_save(entries, SIZES, out, "step 17 splitting K where its tiles do not fill the SMs, against "
-                           "step 17 on one slice (experiments/split_k_tf32.py)", summary, width=28)
+                           "step 17 before split-K, on one slice, and with the first split-K kernel's store "
+                           "(experiments/split_k_tf32.py)", summary, width=32)
     for shape, row in results["summary"].items():
-        print(f"{shape}: after / before {row['after_over_before'] or float('nan'):.3f}, "
-              f"after / cuBLAS TF32 {row['after_over_tf32'] or float('nan'):.3f}, "
-              f"before / cuBLAS TF32 {row['before_over_tf32'] or float('nan'):.3f}")
+        nan = float("nan")
+        print(f"{shape}: / before {row['after_over_before'] or nan:.3f}, / one slice "
+              f"{row['after_over_one_slice'] or nan:.3f}, branch / shipped {row['branch_over_after'] or nan:.3f}, "
+              f"/ cuBLAS TF32 {row['after_over_tf32'] or nan:.3f}, before / cuBLAS TF32 "
+              f"{row['before_over_tf32'] or nan:.3f}")
     print(f"wrote {out}")
 
 

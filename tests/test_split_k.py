@@ -97,14 +97,15 @@ def test_step_17s_slices_add_up_to_the_tf32_product(slices, shape, monkeypatch):
     assert relative_error(c, a, b) <= tf32_tolerance(k)
 
 
-def test_step_17s_policy_fills_the_sms_once_with_slices_of_four_k_tiles():
+def test_step_17s_policy_fills_the_sms_once_with_slices_of_sixteen_k_tiles():
     assert step17.slices(20, 448, 132) == 6  # 900×640×14336: 4 × 5 tiles, 120 blocks
     assert step17.slices(16, 159, 132) == step17.MAX_SLICES  # 2 × 8 tiles, 159 k-tiles: 8 slices of 20
-    assert step17.slices(52, 47, 132) == 2  # 1 × 52 tiles: 104 blocks
+    assert step17.slices(52, 47, 132) == 2  # 1 × 52 tiles, 47 k-tiles: 104 blocks, slices of 24
+    assert step17.slices(32, 64, 132) == 4  # 1024×1024×2048: slices of 16
+    assert step17.slices(32, 32, 132) == 2  # 1024³: two slices of 16, not four of 8
+    assert step17.slices(15, 20, 132) == 1  # 640³: K too short for two slices of MIN_SLICE_K_TILES
     assert step17.slices(512, 128, 132) == 1  # 4096³: the tiles fill the SMs
     assert step17.slices(96, 192, 132) == 1  # 96 tiles: a second slice would make 192 blocks, past one wave
-    assert step17.slices(16, 7, 132) == 1  # fewer than MIN_SPLIT_K_TILES k-tiles: no split
-    assert step17.slices(16, 12, 132) == 3  # slices of at least MIN_SLICE_K_TILES (4) k-tiles
 
 
 @pytest.mark.parametrize("asked, k_tiles, runs", [(8, 17, 6), (8, 16, 8), (3, 10, 3), (4, 9, 3), (5, 2, 2)])

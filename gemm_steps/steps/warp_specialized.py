@@ -147,14 +147,13 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                         mbarrier_arrive(barriers, STAGES + (u - 1) % STAGES)
         acc = warpgroup_wait_all(acc)
 
+        out = c if slices == 1 else partials  # one slice: C; else this slice's part of the sum (add_slices_kernel)
+        at = z * m * n  # where the slice's part starts (0 for C)
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
             col = block_col + warpgroup * 64 + warp * 16 + lane // 4 + (v % 4 // 2 * 8)
             if not PARTIAL_TILES or (row < m and col < n):  # a partial tile: only what lies inside C
-                if slices == 1:
-                    c[row * n + col] = acc[v]
-                else:  # this slice's part of the sum, for add_slices_kernel
-                    partials[z * m * n + row * n + col] = acc[v]
+                out[at + row * n + col] = acc[v]
 
 
 @kernel
@@ -170,13 +169,15 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
         c[row * n + col] = total
 
 
-#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`, step 18's way, here on TF32 tiles): only a product
-#: of at least this many k-tiles is split …
-MIN_SPLIT_K_TILES = 8
-#: … into slices of at least this many k-tiles (a TF32 k-tile is a third of a 3xTF32 one's work, so a slice of step
-#: 18's 2 would be mostly its pipeline's fill and the workspace's traffic) …
-MIN_SLICE_K_TILES = 4
-#: … and at most this many slices.
+#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`, step 18's way, here on TF32 tiles) only in slices
+#: of at least this many k-tiles: a slice pays its pipeline's fill and its share of the workspace's traffic (slices ·
+#: M · N floats written, read back and added) once, and a TF32 k-tile is a third of a 3xTF32 one's work. Measured on
+#: an H200 (experiments/split_k_tf32.py): slices of 4 and 8 k-tiles lost (640³, 1024³: 0.97×, 0.95×), slices of 16
+#: and more won (1024×1024×2048: 1.37×; K-heavy products of 8–24 tiles: 2.3–5.2×) …
+MIN_SLICE_K_TILES = 16
+#: … so only a product of at least two such slices is split …
+MIN_SPLIT_K_TILES = 2 * MIN_SLICE_K_TILES
+#: … and into at most this many slices (step 18's limit).
 MAX_SLICES = 8
 
 
