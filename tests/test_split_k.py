@@ -100,10 +100,10 @@ def test_step_17s_slices_add_up_to_the_tf32_product(slices, shape, monkeypatch):
 def test_step_17s_policy_fills_the_sms_once_with_slices_of_sixteen_k_tiles():
     assert step17.slices(20, 448, 132) == 6  # 900×640×14336: 4 × 5 tiles, 120 blocks
     assert step17.slices(16, 159, 132) == step17.MAX_SLICES  # 2 × 8 tiles, 159 k-tiles: 8 slices of 20
-    assert step17.slices(52, 47, 132) == 2  # 1 × 52 tiles, 47 k-tiles: 104 blocks, slices of 24
     assert step17.slices(32, 64, 132) == 4  # 1024×1024×2048: slices of 16
-    assert step17.slices(32, 32, 132) == 2  # 1024³: two slices of 16, not four of 8
-    assert step17.slices(15, 20, 132) == 1  # 640³: K too short for two slices of MIN_SLICE_K_TILES
+    assert step17.slices(52, 94, 132) == 2  # 1 × 52 tiles, 94 k-tiles: 104 blocks, slices of 47
+    assert step17.slices(32, 32, 132) == 1  # 1024³: fewer than MIN_SPLIT_K_TILES k-tiles (split, it lost)
+    assert step17.slices(15, 20, 132) == 1  # 640³
     assert step17.slices(512, 128, 132) == 1  # 4096³: the tiles fill the SMs
     assert step17.slices(96, 192, 132) == 1  # 96 tiles: a second slice would make 192 blocks, past one wave
 

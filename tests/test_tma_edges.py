@@ -169,8 +169,9 @@ def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
         assert stats[name] == expect[name], (name, stats[name], expect[name])
     assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
     assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0
-    # one guarded scalar store an accumulator: into C, or into split-K's workspace (one slice of K in many)
-    assert stats["st.global.f32"] == GPU_CONFIG.ACCUMULATORS
+    # one guarded scalar store an accumulator, into C or split-K's workspace (the array picked once: a generic st.f32,
+    # NVVM no longer sees a global pointer; the first split-K kernel's branch between two st.global cost 5.5 %)
+    assert stats["st.global.f32"] + stats["opcodes"].get("st.f32", 0) == GPU_CONFIG.ACCUMULATORS
     info = stats.get("ptxas") or {}
     assert info.get("wgmma_serialized") is not None, f"ptxas did not answer ({info})"
     assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info

@@ -169,15 +169,16 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
         c[row * n + col] = total
 
 
-#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`, step 18's way, here on TF32 tiles) only in slices
-#: of at least this many k-tiles: a slice pays its pipeline's fill and its share of the workspace's traffic (slices ·
-#: M · N floats written, read back and added) once, and a TF32 k-tile is a third of a 3xTF32 one's work. Measured on
-#: an H200 (experiments/split_k_tf32.py): slices of 4 and 8 k-tiles lost (640³, 1024³: 0.97×, 0.95×), slices of 16
-#: and more won (1024×1024×2048: 1.37×; K-heavy products of 8–24 tiles: 2.3–5.2×) …
+#: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`, step 18's way, here on TF32 tiles): a slice pays
+#: its pipeline's fill, and the split its workspace's traffic (slices · M · N floats written, read back and added) and
+#: a second launch; a TF32 k-tile is a third of a 3xTF32 one's work, so step 17 needs longer K than step 18 to win.
+#: Measured on an H200 (experiments/split_k_tf32.py, both runs): 32 k-tiles lost split in 2, 4 or 5 slices (1024³:
+#: 0.89×, 0.95×; 640³'s 20: 0.97×), 64 k-tiles won in 4 slices of 16 (1024×1024×2048: 1.33×), 128 and more won
+#: 1.35–5.4×. So only a product of at least this many k-tiles is split (33–63 were not measured) …
+MIN_SPLIT_K_TILES = 64
+#: … into slices of at least this many k-tiles …
 MIN_SLICE_K_TILES = 16
-#: … so only a product of at least two such slices is split …
-MIN_SPLIT_K_TILES = 2 * MIN_SLICE_K_TILES
-#: … and into at most this many slices (step 18's limit).
+#: … and at most this many slices (step 18's limit).
 MAX_SLICES = 8
 
 
