@@ -8,7 +8,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, lesson_18, lesson_22, plots
+from gemm_steps.course import hopper, lesson, lesson_18, lesson_22, plots, predictions
 
 results = lesson.load_results()
 size = lesson.headline_size(results, lesson_22.steps_in(results)) if results else None
@@ -157,9 +157,42 @@ if held_out_run:
           f"{held_out_run['held_out']['seed']}; each kernel launched directly, cuBLAS timed in the same run")
 
 # %% [markdown]
-# The slowest shapes have a short side — a few hundred rows or fewer — and leave most of the 132 SMs without a
-# 128-row tile: what smaller tensor-core tiles and stream-K on the tensor cores are for, which the course has not yet
-# built.
+# ## Split-K: when the tiles do not fill the SMs
+#
+# The draw before this one (seed 20261201) had its slowest `tf32` shapes at long K and few tiles: 260×939×5063 is
+# 2 × 8 = 16 of step 17's 256 × 128 tiles, one block each, so 116 of the 132 SMs sat idle for all 159 k-tiles. Step
+# 18 already split K there; step 17 now does too (`warp_specialized.slices`): each tile gets several blocks, block z
+# sums its slice of the k-tiles into a workspace, and a second kernel adds the slices in order into C. The grey bars
+# are the blocks step 17 launched before, the blue ones the blocks it launches now; the dashed line is one block per
+# SM:
+
+# %%
+split_k = lesson_22.split_k_runs()
+split_k_prediction = predictions.get(22, "split_k_over_one_slice")
+if split_k and split_k_prediction:
+    split_k_rows = lesson_22.split_k_rows(*split_k, split_k_prediction)
+    lesson_22.split_k_figure(split_k_rows)
+
+# %% [markdown]
+# Splitting is not free: every slice refills the pipeline, writes a whole tile of partial sums and has it read back.
+# The prediction, written before the first run (`experiments/split_k_tf32.py`, H200, cuBLAS in the same run), then
+# what each run measured — the first with the first split-K kernel, the second with step 17 as shipped beside step 17
+# before split-K:
+
+# %%
+if split_k and split_k_prediction:
+    lesson.say(predictions.quote(split_k_prediction))
+    lesson.say(lesson_22.split_k_table(split_k_rows))
+
+# %% [markdown]
+# Where K is long, a few slices turned a mostly idle GPU into a full one, and step 17 went from a fraction of cuBLAS
+# TF32 to about its speed. Where K is short (640³, 1024³), the workspace cost more than the idle SMs did — the model
+# had the workspace too cheap — so step 17 splits only from 64 k-tiles (`MIN_SPLIT_K_TILES`; 33–63 were not
+# measured). The first kernel also lost at every shape to the one shipped, which differs only in how it stores a
+# result (experiments/README.md). The set was then drawn again, because a kernel written after seeing a set's slowest
+# shapes is tuned on them. On the new draw, the slowest shapes are short on one side with 90–130 tiles: one wave,
+# partly full, that split-K leaves alone (it splits only where the tiles fill at most half the SMs) — what smaller
+# tensor-core tiles and stream-K on the tensor cores are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #

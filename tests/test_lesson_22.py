@@ -52,3 +52,26 @@ def test_the_held_out_section_reads_a_set_nobody_had_seen():
     summary = held_out.summarize(run["shapes"])
     assert table.rows[0]["median"] == summary.group("tf32", "large").median
     assert "median ≥ 0.9×: " in table.rows[0]["issue 37's targets"]
+
+
+def test_the_split_k_section_reads_both_runs_and_its_words_hold():
+    """The split-K section's table from experiments/split_k_tf32.py's two H200 runs and its prediction: the slices
+    are the policies' (the first run's and the shipped one), and the section's words agree with the numbers — long K
+    gains at least 2× over step 17 before split-K and comes within a quarter of cuBLAS TF32 or past it; short K (640³,
+    1024³) lost split in the first run and is not split as shipped; whole tiles (4096³) unchanged within 3 %; the
+    first split-K kernel slower than the shipped one at every shape."""
+    from gemm_steps.course import predictions
+
+    runs = lesson_22.split_k_runs()
+    prediction = predictions.get(22, "split_k_over_one_slice")
+    assert runs and prediction and prediction.before_the_run
+    rows = {r["M×N×K"]: r for r in lesson_22.split_k_rows(*runs, prediction)}
+    long_k = ["900×640×14336", "1000×700×9996", "512×512×16384", "768×768×16384", "300×1000×6000"]
+    for shape in long_k:
+        assert rows[shape]["shipped ÷ before split-K"] >= 2 and rows[shape]["shipped ÷ cuBLAS TF32"] >= 0.75, shape
+    for shape in ("1024³", "640³"):
+        assert rows[shape]["first run"] < 1 and rows[shape]["slices (shipped)"] == 1, shape
+    assert 0.97 <= rows["4096³"]["shipped ÷ before split-K"] <= 1.03 and rows["4096³"]["slices (shipped)"] == 1
+    second = runs[1]["summary"]
+    assert all(row["branch_over_after"] < 1 for row in second.values())
+    assert len(lesson_22.split_k_figure(list(rows.values())).axes) == 1

@@ -9,6 +9,8 @@ per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its meas
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from gemm_steps.harness import results_files
@@ -310,3 +312,78 @@ def held_out_set_table(run: dict) -> MarkdownTable:
                          "at": size_label(group.slowest) if group.slowest else "", "issue 37's targets":
                          "; ".join(targets)})
     return table(rows, {"median": "{:.2f}×", "slowest": "{:.2f}×"})
+
+
+# -- split-K on the tensor cores -----------------------------------------------------------------------------------------
+
+def split_k_runs() -> tuple[dict, dict] | None:
+    """experiments/split_k_tf32.py's two H200 runs (the first split-K kernel; then step 17 as shipped beside step 17
+    before split-K), or None where either is missing."""
+    runs = [results_files.find(name) for name in (results_files.EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200,
+                                                  results_files.EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200_2)]
+    return None if None in runs else tuple(json.loads(path.read_text()) for path in runs)
+
+
+def split_k_rows(first: dict, second: dict, prediction) -> list[dict]:
+    """Per shape of the first run: step 17's tiles and the slices each run split K into (its policy then and now),
+    the prediction's range for split over one slice, the first run's ratio, and the second run's step 17 as shipped
+    over step 17 before split-K and over cuBLAS TF32 (same run): its split build where the shipped policy splits,
+    its one-slice build where it does not (the second run split 1024³ in two, which lost; the policy changed after)."""
+    from gemm_steps.steps import warp_specialized
+    from gemm_steps.toolkit.tuned import default_config
+
+    config = default_config(warp_specialized.SEARCH_SPACE)
+
+    def tflops(run, step, shape):
+        return next((r["tflops"] for r in run["records"] if r["step"] == step and (r["M"], r["N"], r["K"]) == shape
+                     and "error" not in r), None)
+
+    def first_policy(tiles, k_tiles):  # the first run's: slices of >= 4 k-tiles from 8 k-tiles on
+        return 1 if tiles >= 132 or k_tiles < 8 else max(1, min(132 // tiles, k_tiles // 4, 8))
+
+    rows = []
+    for key, low_high in prediction.predicted["ratio_by_shape"].items():
+        shape = tuple(int(x) for x in key.split("x"))
+        m, n, k = shape
+        tiles = -(-m // config.BLOCK_M) * -(-n // config.BLOCK_N)
+        k_tiles = -(-k // config.BLOCK_K)
+        low, high = low_high
+        first_ratio = (tflops(first, "warp_specialized", shape) or 0) / (tflops(first, "warp_specialized@one_slice",
+                                                                                 shape) or float("inf"))
+        slices = warp_specialized.slices(tiles, k_tiles, 132)
+        # the second run's policy split 1024³ in two; shipped, it runs on one slice: that build's record
+        shipped = tflops(second, "warp_specialized" if slices > 1 else "warp_specialized@one_slice", shape)
+        rows.append({"M×N×K": size_label(shape), "tiles": tiles, "k-tiles": k_tiles,
+                     "slices (first run)": first_policy(tiles, k_tiles),
+                     "predicted split ÷ one slice": f"{low:g} – {high:g}" if high else f"≥ {low:g}",
+                     "first run": first_ratio, "held": low <= first_ratio <= (high or float("inf")),
+                     "slices (shipped)": slices,
+                     "shipped ÷ before split-K": shipped / tflops(second, "warp_specialized@before_split_k", shape),
+                     "shipped ÷ cuBLAS TF32": shipped / tflops(second, "cublas_tf32", shape)})
+    return rows
+
+
+def split_k_table(rows: list[dict]) -> MarkdownTable:
+    """:func:`split_k_rows` as a Markdown table."""
+    return table(rows, {"first run": "{:.2f}×", "shipped ÷ before split-K": "{:.2f}×", "shipped ÷ cuBLAS TF32":
+                        "{:.2f}×"})
+
+
+def split_k_figure(rows: list[dict], sms: int = 132):
+    """Blocks at work per shape: step 17's tiles (one block each, all of K) and tiles × slices as shipped, against
+    the GPU's SMs — the picture of what split-K fills."""
+    import matplotlib.pyplot as plt
+
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(10, 3.6), layout="constrained")
+    ax.bar(x - 0.2, [r["tiles"] for r in rows], 0.4, color="0.7", label="one block a tile, each walking all of K")
+    ax.bar(x + 0.2, [r["tiles"] * r["slices (shipped)"] for r in rows], 0.4, color="#000080",
+           label="tiles × slices of K (step 17 as shipped)")
+    ax.axhline(sms, color="k", linestyle="--", linewidth=1)
+    ax.text(-0.5, sms * 1.05, f"{sms} SMs: one block each", ha="left", va="bottom", fontsize=9)
+    ax.set_yscale("log")
+    ax.set_xticks(x, [r["M×N×K"] for r in rows], rotation=40, ha="right", fontsize=8)
+    ax.set_ylabel("blocks launched")
+    ax.set_ylim(top=sms * 12)
+    ax.legend(loc="upper center", fontsize=8, ncols=2)
+    return fig
