@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import gemm_steps
+from numba import cuda
+
 from gemm_steps.course import cli
 from gemm_steps.harness import dispatch
 from helpers import assert_close
@@ -102,6 +104,29 @@ def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypa
         a, b = rng.standard_normal((97, 41), np.float32), rng.standard_normal((41, 83), np.float32)
         assert_close(gemm_steps.matmul(a, b), a, b, "matmul through stream_k@64x64")
         assert launched, "matmul did not run the chosen tile variant"
+    finally:
+        dispatch._CHOICES.clear()
+
+
+@pytest.mark.skipif(not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
+                    reason="step 17 needs compute capability 9.0")
+def test_matmul_can_choose_step_17_with_128_row_tiles_at_tf32_only(monkeypatch):
+    """Step 17's kernel on 128 × 128 tiles is a TF32 candidate: allowed at ``precision="tf32"`` only (not under the
+    FP32 contract, not on the FP32 units), described as step 17's kernel, and right where a table sends matmul to it
+    (on the simulator it runs the step's simulator tiles)."""
+    name = "warp_specialized@128x128"
+    assert name in dispatch.allowed_steps("tf32")
+    assert name not in dispatch.allowed_steps("tf32x3") and name not in dispatch.allowed_steps("ieee")
+    assert dispatch._step_arithmetic(name) == "tf32" and dispatch.candidate(name).number == 17
+    table = {"gpu": None, "shapes": [[96, 80, 48, {"warp_specialized": 0.8, name: 0.5}, 0.4]]}  # ms
+    monkeypatch.setattr(dispatch, "table", lambda gpu: table)
+    dispatch._CHOICES.clear()
+    try:
+        assert dispatch.choose(90, 72, 44, "tf32").step_name == name
+        rng = np.random.default_rng(17)
+        a, b = rng.standard_normal((90, 44), np.float32), rng.standard_normal((44, 72), np.float32)
+        got = gemm_steps.matmul(a, b, precision="tf32")
+        assert np.abs(got - a @ b).max() <= 1e-2 * np.abs(a @ b).max()
     finally:
         dispatch._CHOICES.clear()
 

@@ -361,7 +361,7 @@ def cmd_bench(args) -> int:
         from gemm_steps.harness.shape_suite import suite_shapes
 
         sizes += [s for s in suite_shapes() if s not in sizes]
-        steps += variants()  # what matmul may choose besides the steps: step 11 with smaller tiles, padded products
+        steps += variants()  # what matmul may choose besides the steps: steps 11 and 17 on other tiles, padded products
     sizes = sizes or [(n, n, n) for n in DEFAULT_SIZES]
     say(f"backend: {gemm_steps.backend()}")
     say(f"benchmarking {len(steps)} steps + cuBLAS at {len(sizes)} sizes "
@@ -540,7 +540,8 @@ def cmd_explain(args) -> int:
     too_big = [name for name, elements in (("A", m * k), ("B", k * n), ("C", m * n)) if elements > MAX_ELEMENTS]
     here = _on_the_simulator(step, m, n, k) if gemm_steps.SIMULATOR and not too_big else None
     if step.name in dispatch.TILE_VARIANTS:
-        what = f"{step.name} (step 11's kernel with {step.tiled.config.BLOCK_M}×{step.tiled.config.BLOCK_N} tiles)"
+        tiles = dispatch.TILE_VARIANTS[step.name]
+        what = f"{step.name} (step {step.number}'s kernel with {tiles.BLOCK_M}×{tiles.BLOCK_N} tiles)"
     elif step.name in dispatch.PADDED_VARIANTS:
         what = f"{step.name} (step {step.number}'s fast kernel on copies padded to whole tiles)"
     else:

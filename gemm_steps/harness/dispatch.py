@@ -76,31 +76,46 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-#: Step 11's kernel built for smaller tiles: more tiles where 128×256 ones leave most SMs idle. Measured against the
-#: shipped tiles on an H100 (experiments/results/experiment-small-tiles-nvidia-h100.json): 64×64 tiles 1.5–3× faster
-#: at 256³–640³ and 2.6× on 4096×64×8192, 128×128 tiles 1.7× on 8192×128×4096; both slower on large and K-heavy
-#: products, where the table keeps the shipped tiles.
+#: A step's kernel built for other tiles, named ``<step>@<BLOCK_M>x<BLOCK_N>``: more tiles, or fewer empty rows, where
+#: the step's own leave most SMs idle or most of a tile empty.
+#: * Step 11's, smaller: measured against the shipped tiles on an H100
+#:   (experiments/results/experiment-small-tiles-nvidia-h100.json): 64×64 tiles 1.5–3× faster at 256³–640³ and 2.6×
+#:   on 4096×64×8192, 128×128 tiles 1.7× on 8192×128×4096; both slower on large and K-heavy products, where the
+#:   table keeps the shipped tiles.
+#: * Step 17's with 128 rows (``wgmma`` n = 128) instead of 256: measured against the shipped 256 × 128 on an H200
+#:   (experiments/results/experiment-hopper-tiles-nvidia-h200.json): 1.57× and 1.59× where M ≤ 128, 1.13× at M =
+#:   200, 0.71–0.73× on 2000³ and 4096³.
 TILE_VARIANTS = {
     "stream_k@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     "stream_k@64x64": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=2),
+    "warp_specialized@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8,
+                                           MIN_BLOCKS_PER_SM=1),
 }
 
 _VARIANTS: dict = {}
 
 
 def tile_variants() -> list[Step]:
-    """Step 11 (stream-K, with step 10's kernel as its data-parallel fallback) for each of :data:`TILE_VARIANTS`'
-    configurations: steps named ``stream_k@…`` that ``matmul`` may choose and the shape suite times beside the
-    course's. Each builds its kernels on first use and compiles them on first launch."""
+    """A step for each of :data:`TILE_VARIANTS`' configurations: step 11 (stream-K, with step 10's kernel as its
+    data-parallel fallback) or step 17 (its full-tile, partial-tile and split-K builds) on other tiles, named
+    ``<step>@…``, that ``matmul`` may choose and the shape suite times beside the course's. Each builds its kernels on
+    first use and compiles them on first launch; on the simulator step 17's runs the step's simulator tiles."""
     if not _VARIANTS:
-        from ..steps import persistent, stream_k
+        from ..steps import persistent, stream_k, warp_specialized
 
-        def build(config: TileConfig):
+        def build_stream_k(config: TileConfig):
             return stream_k.build(config, data_parallel=persistent.build(config))
 
-        number = COURSE.index("stream_k") + 1
         for name, config in TILE_VARIANTS.items():
-            _VARIANTS[name] = Step(number, stream_k, name=name, tiled=TunedKernels(build, name, [config]))
+            base = _base_step(name)
+            if base == "stream_k":
+                tiled = TunedKernels(build_stream_k, name, [config])
+                module = stream_k
+            else:
+                tiled = TunedKernels(warp_specialized.build, name, [config],
+                                     simulator=warp_specialized.SIMULATOR_CONFIG)
+                module = warp_specialized
+            _VARIANTS[name] = Step(COURSE.index(base) + 1, module, name=name, tiled=tiled)
     return [_VARIANTS[name] for name in TILE_VARIANTS]
 
 
@@ -131,7 +146,7 @@ def variants() -> list[Step]:
 
 def _base_step(name: str) -> str:
     """The course step a candidate runs the kernel of (a step's own name for a step)."""
-    return PADDED_VARIANTS.get(name, name)
+    return PADDED_VARIANTS.get(name, name).split("@")[0]
 
 
 _CANDIDATES: dict = {}
@@ -495,11 +510,12 @@ _CHOICES: dict = {}
 
 def allowed_steps(precision: str = DEFAULT_PRECISION) -> set[str]:
     """The names :func:`choose` may return at ``precision``: steps of an arithmetic it allows that this GPU can run
-    (a table recorded on an H100 may name step 14, which needs wgmma), step 11's tile variants and the padded
-    candidates of the steps among them."""
+    (a table recorded on an H100 may name step 14, which needs wgmma), and the tile variants and padded candidates of
+    the steps among them."""
     arithmetic = PRECISIONS[check_precision(precision)]
     names = {s.name for s in all_steps() if s.arithmetic in arithmetic and not s.unavailable()}
-    return names | set(TILE_VARIANTS) | {name for name, step in PADDED_VARIANTS.items() if step in names}
+    return (names | {name for name in TILE_VARIANTS if _base_step(name) in names}
+            | {name for name, step in PADDED_VARIANTS.items() if step in names})
 
 
 def memo_key(m: int, n: int, k: int, precision: str) -> tuple:
