@@ -190,9 +190,12 @@ if split_k and split_k_prediction:
 # had the workspace too cheap — so step 17 splits only from 64 k-tiles (`MIN_SPLIT_K_TILES`; 33–63 were not
 # measured). The first kernel also lost at every shape to the one shipped, which differs only in how it stores a
 # result (experiments/README.md). The set was then drawn again, because a kernel written after seeing a set's slowest
-# shapes is tuned on them. On the new draw, the slowest shapes are short on one side with 90–130 tiles: one wave,
-# partly full, that split-K leaves alone (it splits only where the tiles fill at most half the SMs) — what smaller
-# tensor-core tiles and stream-K on the tensor cores are for, which the course has not yet built.
+# shapes is tuned on them. On that draw the slowest shape had 96 rows: step 17's 256-row tiles left most of each tile
+# empty. Step 17's kernel built for 128-row tiles ran such shapes faster (`experiments/hopper_tiles.py`) and became a
+# tile variant `matmul` may choose at `precision="tf32"` (`warp_specialized@128x128`); the set was drawn once more —
+# the run in the table above. Its slowest shapes are short on one side with long K, far from any shape the table
+# measured: what stream-K on the tensor cores and a model that predicts between measured shapes are for, which the
+# course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #
