@@ -231,11 +231,30 @@ def test_explain_names_the_partial_tile_build_where_a_step_runs_it():
 
     step = gemm_steps.get_step("warp_specialized_3xtf32")
     config = default_config(step.module.SEARCH_SPACE)
-    ragged = cli._tile_lines(step, config, 132, 1000, 1000, 1000)
-    assert ragged[-1].startswith("kernel: the fast kernel's partial-tile build over all 64 tiles"), ragged
-    assert ragged[-1].endswith(", in one launch"), ragged
-    odd_k = cli._tile_lines(step, config, 132, 1000, 1000, 1001)[-1]
+
+    def kernel_line(m, n, k):
+        return next(line for line in cli._tile_lines(step, config, 132, m, n, k) if line.startswith("kernel"))
+
+    ragged = kernel_line(1000, 1000, 1000)
+    assert ragged == ("kernel: the fast kernel's partial-tile build over all 64 tiles (the copy engine zero-fills what "
+                      "of a box lies outside A or B; the store keeps to C)"), ragged
+    odd_k = kernel_line(1000, 1000, 1001)
     assert odd_k.startswith("kernel: the fast kernel's partial-tile build over all 64 tiles"), odd_k
     assert odd_k.endswith("after A is copied into rows the copy engine can read (K or N not a multiple of 4)"), odd_k
-    assert cli._tile_lines(step, config, 132, 1024, 1024, 1024)[-1] == \
-        "kernels: the fast kernel on 64 full tiles, the guarded edge kernel on 0"
+    assert kernel_line(1024, 1024, 1024) == "kernels: the fast kernel on 64 full tiles, the guarded edge kernel on 0"
+
+
+def test_explain_says_how_a_step_splits_k():
+    """Steps 17 and 18 split K where their tiles are few: explain says into how many slices of how many k-tiles, and
+    how many blocks that makes (step 17 at 900×640×14336: 20 tiles of 448 k-tiles, 6 slices on 132 SMs); and says
+    none where the tiles fill the SMs."""
+    from gemm_steps.toolkit.tuned import default_config
+
+    step = gemm_steps.get_step("warp_specialized")
+    config = default_config(step.module.SEARCH_SPACE)
+    split = cli._tile_lines(step, config, 132, 900, 640, 14336)[-1]
+    assert split.startswith("split-K: K in 6 slices of up to 75 k-tiles → 120 blocks"), split
+    assert cli._tile_lines(step, config, 132, 4096, 4096, 4096)[-1].startswith("split-K: none"), split
+    fp32 = gemm_steps.get_step("warp_tiling")
+    assert not any(line.startswith("split-K") for line in cli._tile_lines(fp32, fp32.tiled.config, 132, 900, 640,
+                                                                          14336))

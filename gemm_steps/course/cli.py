@@ -645,10 +645,21 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
         lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles (the copy engine "
                      f"zero-fills what of a box lies outside A or B; the store keeps to C)"
                      + (f", after {' and '.join(copied)} {'is' if len(copied) == 1 else 'are'} copied into rows "
-                        f"the copy engine can read (K or N not a multiple of 4)" if copied else ", in one launch"))
+                        f"the copy engine can read (K or N not a multiple of 4)" if copied else ""))
     else:
         covered = full if fast_path else 0
         lines.append(f"kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")
+    policy = getattr(step.tiled, "slices", None)  # split-K (steps 17, 18: SplitKTmaTiles)
+    if callable(policy):
+        k_tiles = ceil_div(k, config.BLOCK_K) if getattr(step.tiled, "partial", None) is not None else k // config.BLOCK_K
+        slices = max(1, int(policy(tiles, k_tiles, sms)))
+        if k_tiles and slices > 1:
+            per = ceil_div(k_tiles, slices)
+            slices = ceil_div(k_tiles, per)
+            lines.append(f"split-K: K in {slices} slices of up to {per} k-tiles → {tiles * slices} blocks, each "
+                         "summing its slice into a workspace; then a second kernel adds the slices into C")
+        else:
+            lines.append("split-K: none (the tiles fill the SMs, or K is too short to pay for splitting)")
     return lines
 
 
