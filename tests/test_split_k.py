@@ -70,20 +70,26 @@ def test_the_policy_fills_the_sms_once_with_long_enough_slices():
     assert step18.slices(1, 4096, 132) == step18.MAX_SLICES
 
 
-@simulator_only
-@pytest.mark.parametrize("slices, shape", [(2, (32, 64, 128)), (3, (40, 70, 96)), (8, (32, 64, 17 * 32))],
+@pytest.mark.skipif(not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
+                    reason="wgmma and the copy engine need compute capability 9.0")
+@pytest.mark.parametrize("slices, sim_shape, gpu_shape", [(2, (32, 64, 128), (256, 128, 256)),
+                                                          (3, (40, 70, 96), (300, 130, 96)),
+                                                          (8, (32, 64, 17 * 32), (256, 128, 17 * 32))],
                          ids=["even", "uneven_ragged_copied_B", "eight_asked_six_run"])
-def test_step_17s_slices_add_up_to_the_tf32_product(slices, shape, monkeypatch):
-    """Step 17's split-K: two slices of 2 k-tiles on a full tile; three slices of 1 k-tile on a ragged shape whose N
-    (70) makes B be copied first (its partial build splits too); 17 k-tiles asked in 8 slices run in 6 (8 slices of
-    ⌈17 / 8⌉ = 3 would leave the last two past K). The product equals float64 on the TF32 inputs the tensor core
-    reads to float32 rounding, every element written."""
+def test_step_17s_slices_add_up_to_the_tf32_product(slices, sim_shape, gpu_shape, monkeypatch):
+    """Step 17's split-K, on the simulator's tiles and on a GPU's (256 × 128): two slices on a full tile; three slices
+    of 1 k-tile on a ragged shape whose N (70, 130) makes B be copied first (its partial build splits too); 17
+    k-tiles asked in 8 slices run in 6 (8 slices of ⌈17 / 8⌉ = 3 would leave the last two past K). The product equals
+    float64 on the TF32 inputs the tensor core reads to float32 rounding, every element written."""
     from helpers import spy_launches
 
-    m, n, k = shape
+    from gemm_steps.toolkit.tuned import default_config
+
+    m, n, k = sim_shape if gemm_steps.SIMULATOR else gpu_shape
+    config = step17.SIMULATOR_CONFIG if gemm_steps.SIMULATOR else default_config(step17.SEARCH_SPACE)
     rng = np.random.default_rng(17 + slices)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    tiles = step17.build(step17.SIMULATOR_CONFIG, slices=lambda *_: slices)
+    tiles = step17.build(config, slices=lambda *_: slices)
     built = tiles.partial if tiles.partial_applies(cuda.to_device(a), cuda.to_device(b),
                                                    cuda.device_array((m, n), np.float32)) else tiles
     launched = spy_launches(monkeypatch, tiles)
