@@ -88,7 +88,8 @@ lesson.show_kernel(warp_specialized, start="if warpgroup == CONSUMERS:", stop="a
 # that fills every stage twice, a ragged one that runs on the step's partial-tile build (K and N multiples of 4: the
 # copy engine fills the missing rows and columns with zeros, the store keeps to C), and one whose N = 70 the copy
 # engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16): B is first copied into rows of 72
-# floats, then the same build runs:
+# floats, then the same build runs. (Where its tiles are few and K is long, step 17 also splits K into slices that
+# run side by side and are added up after — lesson 22's section on split-K; these K are too short for it.)
 
 # %%
 lesson.check_against_numpy(warp_specialized, [(64, 128, 256), (45, 68, 20), (45, 70, 20)])
