@@ -651,11 +651,13 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
         lines.append(f"kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")
     policy = getattr(step.tiled, "slices", None)  # split-K (steps 17, 18: SplitKTmaTiles)
     if callable(policy):
-        k_tiles = ceil_div(k, config.BLOCK_K) if getattr(step.tiled, "partial", None) is not None else k // config.BLOCK_K
-        slices = max(1, int(policy(tiles, k_tiles, sms)))
-        if k_tiles and slices > 1:
+        from gemm_steps.toolkit.tma_tiles import launched_slices
+
+        partial = getattr(step.tiled, "partial", None) is not None  # walks every k-tile, the last one partial
+        k_tiles = ceil_div(k, config.BLOCK_K) if partial else k // config.BLOCK_K
+        slices = launched_slices(policy, tiles, k_tiles, sms)
+        if slices > 1:
             per = ceil_div(k_tiles, slices)
-            slices = ceil_div(k_tiles, per)
             lines.append(f"split-K: K in {slices} slices of up to {per} k-tiles → {tiles * slices} blocks, each "
                          "summing its slice into a workspace; then a second kernel adds the slices into C")
         else:

@@ -330,16 +330,17 @@ def split_k_rows(first: dict, second: dict, prediction) -> list[dict]:
     over step 17 before split-K and over cuBLAS TF32 (same run): its split build where the shipped policy splits,
     its one-slice build where it does not (the second run split 1024³ in two, which lost; the policy changed after)."""
     from gemm_steps.steps import warp_specialized
+    from gemm_steps.toolkit.tma_tiles import launched_slices
     from gemm_steps.toolkit.tuned import default_config
 
     config = default_config(warp_specialized.SEARCH_SPACE)
 
     def tflops(run, step, shape):
-        return next((r["tflops"] for r in run["records"] if r["step"] == step and (r["M"], r["N"], r["K"]) == shape
-                     and "error" not in r), None)
+        found = record(run, step, shape)
+        return found["tflops"] if found else None
 
-    def first_policy(tiles, k_tiles):  # the first run's: slices of >= 4 k-tiles from 8 k-tiles on
-        return 1 if tiles >= 132 or k_tiles < 8 else max(1, min(132 // tiles, k_tiles // 4, 8))
+    def first_policy(tiles, k_tiles, sms):  # the first run's: slices of >= 4 k-tiles from 8 k-tiles on
+        return 1 if tiles >= sms or k_tiles < 8 else max(1, min(sms // tiles, k_tiles // 4, 8))
 
     rows = []
     for key, low_high in prediction.predicted["ratio_by_shape"].items():
@@ -350,11 +351,11 @@ def split_k_rows(first: dict, second: dict, prediction) -> list[dict]:
         low, high = low_high
         first_ratio = (tflops(first, "warp_specialized", shape) or 0) / (tflops(first, "warp_specialized@one_slice",
                                                                                  shape) or float("inf"))
-        slices = warp_specialized.slices(tiles, k_tiles, 132)
+        slices = launched_slices(warp_specialized.slices, tiles, k_tiles, 132)
         # the second run's policy split 1024³ in two; shipped, it runs on one slice: that build's record
         shipped = tflops(second, "warp_specialized" if slices > 1 else "warp_specialized@one_slice", shape)
         rows.append({"M×N×K": size_label(shape), "tiles": tiles, "k-tiles": k_tiles,
-                     "slices (first run)": first_policy(tiles, k_tiles),
+                     "slices (first run)": launched_slices(first_policy, tiles, k_tiles, 132),
                      "predicted split ÷ one slice": f"{low:g} – {high:g}" if high else f"≥ {low:g}",
                      "first run": first_ratio, "held": low <= first_ratio <= (high or float("inf")),
                      "slices (shipped)": slices,

@@ -190,11 +190,20 @@ class ClusterTmaTiles(TmaTiles):
         self.full_cols_multiple = self.constants["CLUSTER"]
 
 
+def launched_slices(policy, tiles: int, k_tiles: int, sms: int) -> int:
+    """How many slices of K a split-K launch runs: what ``policy(tiles, k_tiles, sms)`` asks for, none of them empty —
+    the kernel gives each slice ⌈k-tiles / slices⌉ k-tiles, so 17 k-tiles asked in 8 slices of 3 run in 6 (8 would
+    leave the last two past K)."""
+    slices = max(1, int(policy(tiles, k_tiles, sms)))
+    return ceil_div(k_tiles, ceil_div(k_tiles, slices)) if k_tiles > 0 else slices
+
+
 class SplitKTmaTiles(TmaTiles):
     """A TMA build whose fast kernel may split K (split-K; steps 17 and 18): where a product has fewer full tiles than
     the GPU has SMs, a launch's grid gets a third dimension of ``slices`` — slice z computes its share of every full
-    tile's k-tiles into a workspace (``partials``: slices × M × N floats, slice z at z·M·N) — and a second kernel, ``reduce``, adds
-    the slices in order into C. One slice: the fast kernel writes C itself, as a :class:`TmaTiles` build's does.
+    tile's k-tiles into a workspace (``partials``: slices × M × N floats, slice z at z·M·N) — and a second kernel,
+    ``reduce``, adds the slices in order into C. One slice: the fast kernel writes C itself, as a :class:`TmaTiles`
+    build's does.
 
     ``slices(tiles, k_tiles, sms)`` is the step's policy (how many slices for so many full tiles and k-tiles on so
     many SMs); ``reduce`` a kernel of (a, b, c, m, n, k, rows, cols, partials) over C's first rows × cols elements.
@@ -223,13 +232,9 @@ class SplitKTmaTiles(TmaTiles):
         return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
 
     def slice_count(self, m: int, n: int, k: int, tiles: int) -> int:
-        """How many slices the policy gives this product (1 where the workspace's indices would pass 2^32), none of
-        them empty: the kernel gives each slice ⌈k-tiles / slices⌉ k-tiles, so 17 k-tiles asked in 8 slices of 3 run
-        in 6 (8 would leave the last two past K)."""
-        k_tiles = self.k_tiles(k)
-        slices = max(1, int(self.slices(tiles, k_tiles, self.sm_count())))
-        if k_tiles > 0:
-            slices = ceil_div(k_tiles, ceil_div(k_tiles, slices))
+        """How many slices the policy gives this product (:func:`launched_slices`; 1 where the workspace's indices
+        would pass 2^32)."""
+        slices = launched_slices(self.slices, tiles, self.k_tiles(k), self.sm_count())
         return slices if slices * m * n < 2 ** 32 else 1
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
@@ -247,4 +252,4 @@ class SplitKTmaTiles(TmaTiles):
                                   self.REDUCE_THREADS, stream, arguments)
 
 
-__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles"]
+__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles", "launched_slices"]
