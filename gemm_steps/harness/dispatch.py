@@ -259,6 +259,8 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     tiled = step.tiled
     if tiled is None or name in PADDED_VARIANTS:  # a padded candidate runs the fast kernel on every tile
         return 1.0
+    if _has_partial_build(name):
+        return 1.0  # whole tiles on the fast kernel, any other shape on its partial-tile build
     from ..toolkit.backend import SIMULATOR
     from ..toolkit.persistent_tiles import PersistentTiles
     from ..toolkit.tuned import default_config
@@ -266,8 +268,6 @@ def fast_share(name: str, m: int, n: int, k: int) -> float:
     # The tiles a GPU runs (the table was measured on one), also where the simulator runs smaller ones
     search_space = getattr(getattr(step, "module", None), "SEARCH_SPACE", None)
     config = TILE_VARIANTS.get(name) or (default_config(search_space) if SIMULATOR and search_space else tiled.config)
-    if getattr(tiled, "partial", None) is not None:
-        return 1.0  # whole tiles on the fast kernel, any other shape on its partial-tile build
     if k % config.BLOCK_K or n % 4:
         return 0.0
     if isinstance(tiled, PersistentTiles):
