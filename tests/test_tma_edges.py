@@ -158,14 +158,15 @@ LABEL = "warp_specialized_partial_fast"
 @pytest.mark.ptx(PTX_JOB)
 def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
     """At the GPU's tiles (256 × 128, two consumer warpgroups), compiled for sm_90a on a CPU: step 17's wgmma count
-    (one per k-step, two k-tiles a pass) and waits, its TF32 roundings, its tensor copies and one block-wide barrier;
+    (one per k-step, two k-tiles a pass) and waits, its TF32 roundings (two instructions each, no ``cvt.rna``), its
+    tensor copies and one block-wide barrier;
     one scalar store an accumulator (guarded; into C, or split-K's workspace); no local memory; ptxas (nvJitLink, LTO) keeps step 17's hand-off:
     ≤ 168 registers at entry, no spills, no wgmma serialised (step 17's PTXAS_EXPECT)."""
     stats = ptx.stats(PTX_JOB, LABEL)
     assert "error" not in stats, stats.get("error")
     expect = warp_specialized.PTX_EXPECT["warp_specialized_fast"]
-    for name in ("wgmma.mma_async.tf32", "wgmma.wait_group", "cvt.rna.tf32.f32", "setmaxnreg", "bar.sync",
-                 "fence.proxy.tensormap.acquire.sys"):
+    for name in ("wgmma.mma_async.tf32", "wgmma.wait_group", "cvt.rna.tf32.f32", "setp.num.f32", "setmaxnreg",
+                 "bar.sync", "fence.proxy.tensormap.acquire.sys"):
         assert stats[name] == expect[name], (name, stats[name], expect[name])
     assert stats["cp.async.bulk.tensor"] >= 2 and stats["mbarrier.arrive.expect_tx"] >= 1
     assert stats["local"] == 0 and stats["fma.rn.f32"] == 0 and stats["wgmma.written_after_fence"] == 0

@@ -162,6 +162,7 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         # Tensor cores (steps 12 onward): the warp-level mma, the TF32 rounding, the asynchronous-copy pipeline.
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32": ops["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"],
         "cvt.rna.tf32.f32": ops["cvt.rna.tf32.f32"],
+        "setp.num.f32": ops["setp.num.f32"],  # rounded_operand_bits: the TF32 rounding in two instructions (step 17)
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16": ops["ldmatrix.sync.aligned.m8n8.x4.shared.b16"],
         "sub.f32": _count(ops, r"sub(?:\.rn)?(?:\.ftz)?\.f32"),
         "mul.f32": _count(ops, r"mul(?:\.rn)?(?:\.ftz)?\.f32"),

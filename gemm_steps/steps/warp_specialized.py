@@ -47,13 +47,12 @@ from ..toolkit.intrinsics import divide_u32
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
-from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import TunedKernels, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
-                                     operand_bits, registers_at_entry, registers_lower_to, registers_raise_to,
+                                     registers_at_entry, registers_lower_to, registers_raise_to, rounded_operand_bits,
                                      shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                      warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32, zero_accumulators)
 from . import warpgroup_tf32
@@ -125,26 +124,30 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
         acc = zero_accumulators(ACCUMULATORS)
         b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
-        for pair in range(0, k_tiles, 2):  # two k-tiles a pass: the register set is known when compiling
+        # The ring's arithmetic in 32-bit unsigned integers: over Python ints Numba computes u % STAGES and
+        # u // STAGES in signed 64 bits with Python's floor rules, ~20 instructions each every k-tile
+        # (experiments/loop_instructions.py measured this loop's three savings one by one).
+        stages = uint32(STAGES)
+        for pair in range(uint32(0), k_tiles, uint32(2)):  # two k-tiles a pass: the register set known when compiling
             for half in unroll(2):
-                u = pair + half
+                u = uint32(pair + half)
                 if u < k_tiles:
-                    stage = u % STAGES
+                    stage = u % stages
                     stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
-                    mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
+                    mbarrier_wait(barriers, stage, u // stages % uint32(2))  # its bytes have landed
                     for s in unroll(K_STEPS):
                         for q in unroll(4):
                             x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
-                            b_frag[half][s][q] = operand_bits(to_tf32(x))
+                            b_frag[half][s][q] = rounded_operand_bits(x)  # rounded to TF32: 2 instructions
                     warpgroup_fence()
-                    for s in unroll(K_STEPS):
-                        a_tile = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                    a_stage = swizzled_descriptor(uint32(base + stage * uint32(A_STAGE_FLOATS * 4)))
+                    for s in unroll(K_STEPS):  # k-step s reads 32 bytes further along A's rows: 2 descriptor units
                         acc = wgmma_tf32(tiles, b_frag[half][s][0], b_frag[half][s][1], b_frag[half][s][2],
-                                         b_frag[half][s][3], a_tile, acc, 1)
+                                         b_frag[half][s][3], a_stage + uint64(s * 2), acc, 1)
                     warpgroup_commit()
                     acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
                     if u > 0 and lane == 0:
-                        mbarrier_arrive(barriers, STAGES + (u - 1) % STAGES)
+                        mbarrier_arrive(barriers, stages + (u - uint32(1)) % stages)
         acc = warpgroup_wait_all(acc)
 
         out = c if slices == 1 else partials  # one slice: C; else this slice's part of the sum (add_slices_kernel)
@@ -348,14 +351,15 @@ TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATO
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
 #: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding
-#: per fragment element; the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
+#: per fragment element in two instructions (``setp.num`` and the add: no ``cvt.rna``); the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
 #: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; the two tensor maps
 #: acquired at system scope (the host wrote them); no cp.async, no FP32 FMAs, no local memory, no wgmma operand
 #: written after its fence.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warp_specialized_fast": {
     "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
-    "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 1,
+    "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 0, "setp.num.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2,
+    "bar.sync": 1,
     "fence.proxy.tensormap.acquire.sys": 2, "fence.proxy.tensormap.acquire.gpu": 0,
     "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off: 168

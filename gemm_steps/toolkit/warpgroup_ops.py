@@ -91,7 +91,7 @@ import numpy as np
 from numba import cuda, uint32, uint64
 
 from .backend import SIMULATOR
-from .tensor_core_ops import truncate_to_tf32
+from .tensor_core_ops import round_to_tf32, truncate_to_tf32
 
 __all__ = ["wgmma_tf32", "warpgroup_fence", "warpgroup_commit", "warpgroup_wait_all", "warpgroup_wait_but_one",
            "fence_proxy_async", "registers_raise_to", "registers_lower_to",
@@ -294,6 +294,11 @@ if SIMULATOR:
         """The bits of float32 ``x`` as a uint32, for a ``wgmma`` operand register (simulator: a NumPy view)."""
         return np.float32(x).view(np.uint32)
 
+    def rounded_operand_bits(x):
+        """``x`` rounded to TF32 as the tensor core will read it, as a uint32 operand register (simulator: the
+        bits of ``to_tf32(x)``: the GPU leaves the low 13 bits for the tensor core to drop, the twin clears them)."""
+        return round_to_tf32(np.float32(x)).view(np.uint32)[()]
+
     def zero_accumulators(count):
         """A tuple of ``count`` float32 zeros."""
         return (np.float32(0.0),) * int(count)
@@ -455,6 +460,25 @@ else:
             value = context.cast(builder, args[0], sig.args[0], types.float32)
             move = ir.InlineAsm(ir.FunctionType(_I32, [_F32]), "mov.b32 $0, $1;", "=r,f", side_effect=True)
             return builder.call(move, [value])
+
+        return types.uint32(x), codegen
+
+    @intrinsic
+    def rounded_operand_bits(typingctx, x):
+        """float32 ``x`` rounded to TF32 in a 32-bit operand register, in two instructions: half a TF32 unit added to
+        its bits unless it is NaN (``setp.num``, ``@p add.u32``: ``FSETP`` and a predicated ``IADD``), the low 13 bits
+        left as they are — the tensor core drops them, so it reads what ``cvt.rna.tf32.f32`` would have given
+        (which also clears them: ``cvt.rna`` is three SASS instructions before a ``wgmma``). Volatile, like
+        :func:`operand_bits`, so it stays before ``wgmma.fence``."""
+        if not isinstance(x, types.Float):
+            return None
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[0], sig.args[0], types.float32)
+            text = ("{\n\t.reg .pred number;\n\tmov.b32 $0, $1;\n\tsetp.num.f32 number, $1, $1;\n\t"
+                    "@number add.u32 $0, $0, 4096;\n\t}")
+            rounding = ir.InlineAsm(ir.FunctionType(_I32, [_F32]), text, "=r,f", side_effect=True)
+            return builder.call(rounding, [value])
 
         return types.uint32(x), codegen
 
