@@ -15,7 +15,8 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .display import MarkdownTable
+from . import reference
+from .display import MarkdownTable, table
 from .profiles import base_units, read_metrics
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .tensor_core_results import (FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32, caption, clock_table, find, load_run,
@@ -34,6 +35,13 @@ ORDER_RUN = results_files.EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200
 ORDER_PROFILE = results_files.NCU_WARPGROUP_ORDER_NVIDIA_H200_TXT
 CLOCKS_RUN = results_files.EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200
 TIMING_RUN = results_files.EXPERIMENT_TIMING_METHOD_NVIDIA_H200
+#: Step 17's k-loop with fewer instructions, one change a build (experiments/loop_instructions.py), and Nsight Compute
+#: on its first and last builds at 4096³.
+LOOP_RUN = results_files.EXPERIMENT_LOOP_INSTRUCTIONS_NVIDIA_H200
+LOOP_PROFILE = results_files.NCU_LOOP_INSTRUCTIONS_NVIDIA_H200_TXT
+#: The builds of that experiment, each one change more than the one before it, and what each changed.
+LOOP_BUILDS = [("before", "step 17 before"), ("ring_32", "+ 32-bit ring arithmetic"),
+               ("stage_descriptor", "+ A's descriptor once a stage"), ("rounding_2", "+ rounding in 2 instructions")]
 
 #: The record name of each kernel in :data:`PRODUCER_ORDER_RUN`. The run measured step 17 while it was still the
 #: experiment's build (``specialized_setmaxnreg``: the same kernel, experiments/producer_order_bench.py).
@@ -696,3 +704,53 @@ def ptxas_table(reports: dict) -> MarkdownTable:
                          f"{q.get('spill_bytes')} | {q.get('wgmma_serialized')} | "
                          f"{', '.join(q.get('warnings') or []) or '—'} |")
     return MarkdownTable("\n".join(lines))
+
+
+# -- fewer instructions in step 17's k-loop (experiments/loop_instructions.py) ----------------------------------------
+_BUILD_HEADER = re.compile(r"^=== build (\w+)", re.M)
+
+
+def loop_profile() -> dict:
+    """Nsight Compute on the ``before`` and ``rounding_2`` builds at 4096³ (:data:`LOOP_PROFILE`): {build:
+    {"instructions", "uniform", "cycles", "l2_gb"}}; {} if the report is not shipped."""
+    text = read_text(LOOP_PROFILE)
+    if text is None:
+        return {}
+    out = {}
+    heads = list(_BUILD_HEADER.finditer(text))
+    for head, nxt in zip(heads, heads[1:] + [None]):
+        m = {name: base_units(value, unit) for name, (value, unit)
+             in read_metrics(text[head.end():nxt.start() if nxt else len(text)]).items()}
+        out[head.group(1)] = {"instructions": m["smsp__inst_executed.sum"], "l2_gb": m["lts__t_bytes.sum"] / 1e9,
+                              "uniform": m["sm__inst_executed_pipe_uniform.sum"], "cycles": m["sm__cycles_elapsed.max"]}
+    return out
+
+
+def loop_table(run: dict) -> MarkdownTable:
+    """Each build of the loop experiment over the build before it and over ``before`` at 4096³ and 8192³, and over
+    cuBLAS TF32; then the executed instructions and the SM clock under load."""
+    rows = []
+    for name, label in LOOP_BUILDS:
+        row = {"build": label}
+        for size in BIG:
+            r, base, tf32 = find(run, name, size), find(run, "before", size), find(run, "cublas_tf32", size)
+            row[f"{size_label(size)} / before"] = f"{r['tflops'] / base['tflops']:.3f}"
+            row[f"{size_label(size)} / cuBLAS TF32"] = f"{r['tflops'] / tf32['tflops']:.0%}"
+        rows.append(row)
+    return table(rows)
+
+
+def loop_numbers(run: dict) -> dict:
+    """What the loop experiment's verdict reads: warp instructions executed at 4096³ (millions, ``before`` and
+    ``rounding_2``), cuBLAS TF32's from the reference file of the same GPU, and the SM clock under load at 8192³."""
+    profile, load = loop_profile(), run["under_load_8192"]
+    ref = reference.load(run["environment"]["gpu"])
+    return {"instructions_before": profile["before"]["instructions"] / 1e6,
+            "instructions_after": profile["rounding_2"]["instructions"] / 1e6,
+            "cycles_ratio": profile["rounding_2"]["cycles"] / profile["before"]["cycles"],
+            "instructions_cublas": (ref.kernel("cublas_tf32", 4096).warp_instructions_per_flop * 2 * 4096 ** 3 / 1e6
+                                    if ref else None),
+            "mhz_before": load["before"]["sm_clock_mhz"], "mhz_after": load["rounding_2"]["sm_clock_mhz"],
+            "mhz_cublas": load["cublas_tf32"]["sm_clock_mhz"],
+            "identical": all(v for shape in run["bit_identical_to_before"].values()
+                             for k, v in shape.items() if k != "nan_elements")}

@@ -23,6 +23,9 @@ issues the copies, and how the registers are shared.
   (C7504), which is why ``harness.ptx.kernel_ptxas_info`` builds kernels the LTO way.
 
 Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
+(Since then the consumers' loop computes the ring's stage and phase in 32-bit arithmetic, builds A's descriptor once
+a stage and rounds B to TF32 in two instructions: fewer instructions, the same speed and the same C bit for bit,
+measured by experiments/loop_instructions.py; the benchmark below ran the loop before those changes.)
 Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
 (results/bench-nvidia-h200-2026-11-28-2.json): 371.4 TFLOPS at 4096³ and 368.7 at 8192³: 1.13× and 1.15× step 16, 92 %
 and 90 % of cuBLAS TF32.
