@@ -195,12 +195,7 @@ if ref is not None:
 # next steps of the course.
 #
 # Now the clocks. Every kernel here ran into the board's 700 W limit, so the SM clock each got is what its energy per
-# FLOP allows. Beside it, the work per FLOP of the profiled launch. Then a test of the first suspect, the extra
-# instructions: `experiments/loop_instructions.py` takes them out of step 17's k-loop one change a build — the ring's
-# stage and phase in 32-bit arithmetic (over Python ints Numba computes `u % STAGES` in signed 64 bits, with Python's
-# floor rules), A's descriptor built once a stage instead of once a k-step, and the TF32 rounding in two instructions
-# (half a TF32 unit added unless the value is NaN; the tensor core drops the 13 low bits that `cvt.rna` would clear).
-# Every build's C is the old one's bit for bit. The prediction, committed before the run, then the run:
+# FLOP allows. Beside it, the work per FLOP of the profiled launch:
 
 # %%
 if ref is not None:
@@ -212,38 +207,31 @@ if ref is not None:
               f"({s17.sm_clock_mhz / cublas.sm_clock_mhz - 1:+.1%}) at {s17.power_w:.0f} / {cublas.power_w:.0f} W; "
               f"{s17.warp_instructions_per_flop / cublas.warp_instructions_per_flop:.2f}× the warp instructions "
               f"and {s17.l2_bytes_per_flop / cublas.l2_bytes_per_flop:.2f}× the L2 bytes per FLOP")
-lesson.say(predictions.quote(predictions.get(17, "loop_instructions_8192")))
-loop = hopper.load_run(hopper.LOOP_RUN)
-lesson.say(hopper.loop_table(loop))
-q = hopper.loop_numbers(loop)
-print(f"warp instructions at 4096³: {q['instructions_before']:.1f} M before, {q['instructions_after']:.1f} M after "
-      f"(cuBLAS TF32: {q['instructions_cublas']:.1f} M), cycles ×{q['cycles_ratio']:.3f}; SM clock under load at "
-      f"8192³: {q['mhz_before']:.0f} → {q['mhz_after']:.0f} MHz (cuBLAS TF32 {q['mhz_cublas']:.0f}); every C the same "
-      f"bit for bit: {q['identical']}")
 
 # %% [markdown]
-# At the same board power step 17 runs at a lower clock, and it executed more warp instructions and moved more L2
-# bytes per FLOP than cuBLAS TF32. The instruction mix showed where its extra instructions were: for each B fragment
-# element (`LDS`, level) a compare, an add and an AND (`FSETP.GEU`, `IMAD.IADD`, `LOP3`: `cvt.rna.tf32.f32`), and
-# 64-bit arithmetic on the uniform datapath (`UIADD3.X`, `USHF.R.U64`) — the three things the experiment took out.
-# With them gone step 17 executes nearly as few instructions as cuBLAS TF32, and it is **no faster and its clock is
-# no higher**: the prediction's +2 % at 8192³ (from a fit of the clocks above) did not come. The instructions are not
-# what holds step 17's clock down. The L2 bytes are the next suspect — step 20's multicast takes them on (lesson 20)
-# — and at 4096³, where no kernel met the power limit in the benchmark, step 17 is slower at the same clock: that gap
-# is the design's (a persistent grid and a TMA-store epilogue, below). Step 17 keeps the three changes: the same
-# speed, the same result, fewer instructions. (The back-to-back TFLOPS here are the load run's, with no L2 flush
-# between launches; the course benchmark above is the timing of record.)
+# At the same board power step 17 runs at a lower clock, and it executes more warp instructions and moves more L2
+# bytes per FLOP than cuBLAS TF32. At 4096³, where both held the top clock in the benchmark, it is slower still. Two
+# experiments asked which difference costs what ([deep dive: the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb),
+# each prediction committed before its run). Taking step 17's extra instructions out of its k-loop (its TF32
+# rounding, 64-bit ring arithmetic, descriptors rebuilt every k-step) changed neither its speed nor its clock: the
+# instructions are not it (step 17 keeps the leaner loop). And timing it over K at one tile count showed that the
+# loss at 4096³ is not a fixed cost a tile — the pipeline's fill and the epilogue, which a persistent grid and a
+# TMA-store epilogue would hide — but the k-loop's pace: cuBLAS's runs faster per k-tile at the same clock, for
+# reasons not yet found. (The back-to-back TFLOPS here are the load run's, with no L2 flush between launches; the
+# course benchmark above is the timing of record.)
 #
 # ## What is left
 #
 # The next lessons build on this design: 3xTF32 on it (step 18, lesson 18), two consumer warpgroups on alternate tiles
 # of a persistent grid (ping-pong, step 19, lesson 19) and clusters of two blocks sharing A's tile by multicast (step
-# 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet.
+# 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet — and by
+# the deep dive's measurement it is not where step 17 loses at 4096³.
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
 # runs it only when asked for TF32: `gemm-steps explain 4096 4096 4096 --precision tf32` picks step 17 (from the
 # shape table of the GPU you run on, or the newest one shipped); at the default precision `matmul` never does.
 #
-# Deep dive: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb).
+# Deep dives: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb);
+# [the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb).
 #
 # Try it: [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) — a producer warpgroup and two
 # consumers, the registers handed over within the block's pool (`gemm-steps exercise check warp_specialized`).

@@ -39,6 +39,11 @@ TIMING_RUN = results_files.EXPERIMENT_TIMING_METHOD_NVIDIA_H200
 #: on its first and last builds at 4096³.
 LOOP_RUN = results_files.EXPERIMENT_LOOP_INSTRUCTIONS_NVIDIA_H200
 LOOP_PROFILE = results_files.NCU_LOOP_INSTRUCTIONS_NVIDIA_H200_TXT
+#: Step 17, its persistent build and cuBLAS TF32 over K at M = N = 4096 (experiments/per_tile_cost.py).
+PER_TILE_RUN = results_files.EXPERIMENT_PER_TILE_COST_NVIDIA_H200
+#: Its kernels, as the tables name them.
+PER_TILE_KERNELS = [("warp_specialized", "step 17"), ("persistent_specialized", "step 17 persistent"),
+                    ("cublas_tf32", "cuBLAS TF32")]
 #: The builds of that experiment, each one change more than the one before it, and what each changed.
 LOOP_BUILDS = [("before", "step 17 before"), ("ring_32", "+ 32-bit ring arithmetic"),
                ("stage_descriptor", "+ A's descriptor once a stage"), ("rounding_2", "+ rounding in 2 instructions")]
@@ -754,3 +759,37 @@ def loop_numbers(run: dict) -> dict:
             "mhz_cublas": load["cublas_tf32"]["sm_clock_mhz"],
             "identical": all(v for shape in run["bit_identical_to_before"].values()
                              for k, v in shape.items() if k != "nan_elements")}
+
+
+# -- a tile's cost besides its k-loop (experiments/per_tile_cost.py) --------------------------------------------------
+def per_tile_table(run: dict) -> MarkdownTable:
+    """At each K (M = N = 4096): each kernel's TFLOPS and SM clock, and step 17's and its persistent build's TFLOPS
+    per clock over cuBLAS TF32's; the last rows, each kernel's line fit (µs, fixed and per 1,024 of K)."""
+    per_k, lines = run["summary"]["per_k"], run["summary"]["lines"]
+    rows = []
+    for k, row in per_k.items():
+        entry = {"K": k}
+        for name, label in PER_TILE_KERNELS:
+            r = row.get(name) or {}
+            entry[f"{label} TFLOPS (MHz)"] = f"{r['tflops']:.0f} ({r['mhz']:.0f})" if r else "—"
+            if name != "cublas_tf32":
+                entry[f"{label} / cuBLAS TF32 per clock"] = f"{r['over_tf32_per_clock']:.3f}" if r else "—"
+        rows.append(entry)
+    fits = {"K": "line: fixed µs + µs per 1,024 of K"}
+    for name, label in PER_TILE_KERNELS:
+        line = lines.get(name)
+        fits[f"{label} TFLOPS (MHz)"] = f"{line['intercept_us']:.1f} + {line['us_per_1024_k']:.1f}" if line else "—"
+        if name != "cublas_tf32":
+            fits[f"{label} / cuBLAS TF32 per clock"] = ""
+    return table(rows + [fits])
+
+
+def per_tile_numbers(run: dict) -> dict:
+    """What the verdict reads: step 17's per-clock ratio to cuBLAS TF32 at the smallest and at 4096 … 8192 of K, and
+    each kernel's fixed µs and µs per 1,024 of K."""
+    per_k, lines = run["summary"]["per_k"], run["summary"]["lines"]
+    ratio_at = {int(k): row["warp_specialized"]["over_tf32_per_clock"] for k, row in per_k.items()}
+    return {"ratio_at": ratio_at,
+            "fixed_us": {name: line["intercept_us"] for name, line in lines.items()},
+            "per_1024_us": {name: line["us_per_1024_k"] for name, line in lines.items()},
+            "loop_pace": lines["cublas_tf32"]["us_per_1024_k"] / lines["warp_specialized"]["us_per_1024_k"]}

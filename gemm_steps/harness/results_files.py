@@ -188,6 +188,7 @@ EXPERIMENT_PINGPONG_FAIR_NCU_NVIDIA_H200 = "experiment-pingpong-fair-ncu-nvidia-
 EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200 = "experiment-pingpong-fair-nvidia-h200.json"
 EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200_2 = "experiment-pingpong-fair-nvidia-h200-2.json"
 EXPERIMENT_LOOP_INSTRUCTIONS_NVIDIA_H200 = "experiment-loop-instructions-nvidia-h200.json"
+EXPERIMENT_PER_TILE_COST_NVIDIA_H200 = "experiment-per-tile-cost-nvidia-h200.json"
 EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200 = "experiment-producer-order-nvidia-h200.json"
 EXPERIMENT_REFERENCE_STEPS_17_20_NVIDIA_H200 = "experiment-reference-steps-17-20-nvidia-h200.json"
 EXPERIMENT_REGISTER_2D_NVIDIA_H200 = "experiment-register-2d-nvidia-h200.json"
