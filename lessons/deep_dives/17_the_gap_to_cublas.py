@@ -80,8 +80,27 @@ print(f"step 17 over cuBLAS TF32 per clock: {t['ratio_at'][1024]:.3f} at K = 102
 # but its own k-loop is slower still (its ring counter runs across tiles in 64-bit arithmetic; not measured apart).
 #
 # So at 4096³ a persistent grid and a TMA-store epilogue, cuBLAS's remaining differences in design, are not where
-# step 17 loses: its k-loop's pace is. What sets that pace — the same tensor-core instruction, the same fragment
-# loads and the same shared-memory traffic as cuBLAS's kernel — is not found yet; the next experiment should time the
-# k-loop alone (a timeline of one k-tile, lesson 16's method) beside cuBLAS's profile.
+# step 17 loses: its k-loop's pace is. What sets that pace — with the same tensor-core instruction, the same fragment
+# loads and the same shared-memory traffic as cuBLAS's kernel — is not found yet. A lead, from lesson 17's timeline
+# of step 17 (one H200 launch at 4096³, recorded before the changes above; the k-loop's instructions were shown not
+# to matter):
+
+# %%
+import gemm_steps
+
+m = hopper.timeline_medians(hopper.timeline_run(), "warp_specialized")
+w = m["warpgroups"]
+tensor = hopper.tensor_clocks(hopper.ring_constants(gemm_steps.get_step("warp_specialized")))
+print(f"a k-tile every {m['period']:.0f} cycles (the tensor cores need {tensor:.0f}); the consumers wait for data "
+      f"{w[0]['wait_data']:.0f} and {w[1]['wait_data']:.0f} cycles of it; a k-tile's copies land {m['landing']:.0f} "
+      f"cycles after they are issued, and are issued {w[0]['lead']:.0f}–{w[1]['lead']:.0f} cycles before a consumer "
+      f"needs them")
+
+# %% [markdown]
+# The copies are issued about as far ahead as they take to land, and not further: a consumer frees a stage only when
+# the `wgmma` that read it are done, so of the four stages about two are ever in flight. Data arriving late, not the
+# multiplies, would set the pace — and cuBLAS's kernel asks L2 for fewer bytes a FLOP (its multicast), so its copies
+# may land sooner. Step 20 multicasts too and was not faster (lesson 20), so this is a lead to test, not a finding:
+# the next experiment should record step 17's and step 20's timelines in one run and compare their landing times.
 #
 # Back to [lesson 17](../17_warp_specialized.ipynb).
