@@ -8,6 +8,7 @@ the pictures from the file this writes.
     python -m experiments.timeline [OUT.json]          # steps 16, 17 and 18
     python -m experiments.timeline --only warp_specialized_3xtf32 [OUT.json]      # step 18 alone
     python -m experiments.timeline --only pingpong_specialized [OUT.json]   # the ping-pong build (an experiment)
+    python -m experiments.timeline --only warp_specialized --only cluster_multicast [OUT.json]   # steps 17 and 20
 
 writes experiments/results/experiment-timeline-<gpu>.json (step 18 alone: experiment-timeline-warp-specialized-3xtf32-
 <gpu>.json), or OUT.json.
@@ -35,7 +36,8 @@ SIZE, BLOCKS, K_TILES = 4096, 2, 48
 #: A step's debug copy, per step: experiments/kernels/<module>.py.
 DEBUG_MODULES = {"tma_pipeline": "tma_pipeline_timeline", "warp_specialized": "warp_specialized_timeline",
                  "warp_specialized_3xtf32": "warp_specialized_3xtf32_timeline",
-                 "pingpong_specialized": "pingpong_specialized_timeline"}
+                 "pingpong_specialized": "pingpong_specialized_timeline",
+                 "cluster_multicast": "cluster_multicast_timeline"}
 #: What a run without ``--only`` records: the steps (the ping-pong build, experiments/kernels/
 #: pingpong_specialized.py, only when asked; its debug module says its own tiles, arithmetic, k-tiles and summary).
 DEFAULT_NAMES = ["tma_pipeline", "warp_specialized", "warp_specialized_3xtf32"]

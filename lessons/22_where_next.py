@@ -280,7 +280,9 @@ if v18:
 # L2 bytes per FLOP, at the highest L2 rate any build drew. Not the operand path: CUTLASS's ping-pong and cuBLAS's
 # TF32 kernel take it too. Step 20 puts two blocks in a cluster that share A's tile by TMA multicast (lesson 20);
 # what is left is ping-pong on that design, and a persistent step with a TMA-store epilogue
-# ([docs/tensor_cores.md](../docs/tensor_cores.md)).
+# ([docs/tensor_cores.md](../docs/tensor_cores.md)) — though at 4096³ step 17 loses to cuBLAS TF32 in its k-loop's
+# pace, not in the fixed costs those would hide ([deep dive 17: the gap to
+# cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb)).
 #
 # ## Your turn
 #

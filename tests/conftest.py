@@ -5,7 +5,8 @@ inputs, the reference and the tolerance.
   :mod:`gemm_steps.toolkit.backend`) they are *skipped, with the reason shown* — never silently passed. Run them on
   a GPU with ``python -m pytest -m gpu``.
 * Everything else runs anywhere; on the simulator it is what CI runs (see ``.ci/run``): ``python -m pytest -n auto``,
-  one pytest-xdist worker a core, each taking the next test when it is free. Without ``-n`` the same tests run one
+  pytest-xdist workers one a core and one more (:func:`pytest_xdist_auto_num_workers`), each taking the next test
+  when it is free. Without ``-n`` the same tests run one
   after the other in this process.
 * ``@pytest.mark.ptx(job, …)`` tests read compiled PTX through the ``ptx`` fixture: the package's GPU-mode worker
   (:mod:`gemm_steps.harness.gpu_mode`, a child process; ``tests/`` is on its path) compiles the jobs of all selected
@@ -101,6 +102,23 @@ def pytest_unconfigure(config):
         for name in (PTX_GROUP_DIR, USER_CACHE):
             if name in os.environ:
                 shutil.rmtree(os.environ.pop(name), ignore_errors=True)
+
+
+#: ``-n auto``'s workers beyond one a core. A worker is often idle — waiting for its GPU-mode compile child, for a
+#: lesson's Jupyter kernel, or for an exercise's deadlock limit to run out on purpose — so on the 2-core CI machine a
+#: third worker filled those gaps: clean-clone runs of one tree took 454 s of tests with 3 workers against ~550 s
+#: with 2 (2026-11-28; README).
+EXTRA_WORKERS = 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """How many workers ``-n auto`` starts: one a core (the cores this process may run on) and
+    :data:`EXTRA_WORKERS` more. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` set: pytest-xdist's own answer (that number)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + EXTRA_WORKERS
 
 
 @pytest.hookimpl(optionalhook=True)
