@@ -41,6 +41,9 @@ LOOP_RUN = results_files.EXPERIMENT_LOOP_INSTRUCTIONS_NVIDIA_H200
 LOOP_PROFILE = results_files.NCU_LOOP_INSTRUCTIONS_NVIDIA_H200_TXT
 #: Step 17, its persistent build and cuBLAS TF32 over K at M = N = 4096 (experiments/per_tile_cost.py).
 PER_TILE_RUN = results_files.EXPERIMENT_PER_TILE_COST_NVIDIA_H200
+#: Step 17's and step 20's timelines from one run (experiments/timeline.py --only warp_specialized --only
+#: cluster_multicast): does multicast make the copies land sooner?
+TIMELINE_17_20_RUN = results_files.EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200
 #: Its kernels, as the tables name them.
 PER_TILE_KERNELS = [("warp_specialized", "step 17"), ("persistent_specialized", "step 17 persistent"),
                     ("cublas_tf32", "cuBLAS TF32")]
@@ -793,3 +796,40 @@ def per_tile_numbers(run: dict) -> dict:
             "fixed_us": {name: line["intercept_us"] for name, line in lines.items()},
             "per_1024_us": {name: line["us_per_1024_k"] for name, line in lines.items()},
             "loop_pace": lines["cublas_tf32"]["us_per_1024_k"] / lines["warp_specialized"]["us_per_1024_k"]}
+
+
+# -- step 17's and step 20's timelines in one run ----------------------------------------------------------------------
+#: The medians the comparison shows, per consumer warpgroup: (key, what it is).
+TIMELINE_PARTS = [("period", "period (turn to turn)"), ("wait_data", "waits for data"),
+                  ("issue", "loads fragments, issues wgmma"), ("wait_previous", "waits for the previous wgmma"),
+                  ("rest", "releases the stage, loops"), ("copy", "copies issued → data there (landing)"),
+                  ("lead", "copies issued → the warpgroup turns to it (lead)")]
+
+
+def timeline_compare_table(run: dict) -> MarkdownTable:
+    """Median cycles a k-tile of each consumer warpgroup, step 17 and step 20, the two recorded blocks side by side
+    (blocks 0 and 1: step 20's first cluster), and step 20 over step 17 (the blocks' mean)."""
+    medians = {name: [timeline_medians(run, name, block) for block in (0, 1)]
+               for name in ("warp_specialized", "cluster_multicast")}
+    rows = []
+    for key, label in TIMELINE_PARTS:
+        for w in (0, 1):
+            row = {"median cycles": f"warpgroup {w}: {label}"}
+            values = {}
+            for name, step in (("warp_specialized", "step 17"), ("cluster_multicast", "step 20")):
+                v = [m["warpgroups"][w][key] for m in medians[name]]
+                values[name] = sum(v) / len(v)
+                row[f"{step}, blocks 0 / 1"] = f"{v[0]:,.0f} / {v[1]:,.0f}"
+            row["step 20 / step 17"] = f"{values['cluster_multicast'] / values['warp_specialized']:.2f}"
+            rows.append(row)
+    return table(rows)
+
+
+def timeline_compare(run: dict) -> dict:
+    """Step 20 over step 17, the warpgroups' and blocks' mean of each part of :data:`TIMELINE_PARTS`."""
+    out = {}
+    for key, _ in TIMELINE_PARTS:
+        mean = {name: np.mean([timeline_medians(run, name, block)["warpgroups"][w][key] for block in (0, 1)
+                               for w in (0, 1)]) for name in ("warp_specialized", "cluster_multicast")}
+        out[key] = mean["cluster_multicast"] / mean["warp_specialized"]
+    return out

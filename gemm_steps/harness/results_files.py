@@ -205,6 +205,8 @@ EXPERIMENT_THREE_TF32_WIDE_NVIDIA_H100 = "experiment-three-tf32-wide-nvidia-h100
 EXPERIMENT_TIMELINE_NVIDIA_H200 = "experiment-timeline-nvidia-h200.json"
 EXPERIMENT_TIMELINE_PINGPONG_SPECIALIZED_NVIDIA_H100 = "experiment-timeline-pingpong-specialized-nvidia-h100.json"
 EXPERIMENT_TIMELINE_WARP_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-timeline-warp-specialized-3xtf32-nvidia-h200.json"
+EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200 = (
+    "experiment-timeline-warp-specialized-cluster-multicast-nvidia-h200.json")
 EXPERIMENT_TIMING_METHOD_NVIDIA_H200 = "experiment-timing-method-nvidia-h200.json"
 EXPERIMENT_TMA_STORE_EPILOGUE_NVIDIA_H200 = "experiment-tma-store-epilogue-nvidia-h200.json"
 EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200 = "experiment-warpgroup-order-nvidia-h200.json"

@@ -1,16 +1,17 @@
 # %% [markdown]
-# # Deep dive 17 — where step 17 loses to cuBLAS TF32: two suspects, two experiments
+# # Deep dive 17 — where step 17 loses to cuBLAS TF32: three experiments
 #
 # Lesson 17 ends with what cuBLAS's TF32 kernel runs and what it does per FLOP: at the board's power limit it holds a
 # higher SM clock than step 17, and it executes fewer warp instructions and moves fewer L2 bytes per FLOP. At 4096³,
-# where the course benchmark found both at the top clock, step 17 is still slower. Which differences cost what? Two
-# experiments on an H200, each with its prediction committed before its run:
+# where the course benchmark found both at the top clock, step 17 is still slower. Which differences cost what?
+# Experiments on an H200, each with its prediction committed before its run:
 #
 # 1. **The instructions.** Take step 17's extra instructions out of its k-loop, one change a build, and see whether
 #    the clock or the speed moves.
 # 2. **A tile's fixed cost.** cuBLAS's kernel is persistent and stores C through the copy engine; step 17 fills each
 #    tile's pipeline from nothing and stores from registers while the tensor cores wait. If that is the loss, it is
 #    a fixed cost a tile, and it fades as K grows.
+# 3. **Late data.** If the k-loop waits for its copies, multicast (step 20) should make them land sooner.
 
 # %%
 from gemm_steps.course import hopper, lesson, predictions
@@ -100,7 +101,36 @@ print(f"a k-tile every {m['period']:.0f} cycles (the tensor cores need {tensor:.
 # The copies are issued about as far ahead as they take to land, and not further: a consumer frees a stage only when
 # the `wgmma` that read it are done, so of the four stages about two are ever in flight. Data arriving late, not the
 # multiplies, would set the pace — and cuBLAS's kernel asks L2 for fewer bytes a FLOP (its multicast), so its copies
-# may land sooner. Step 20 multicasts too and was not faster (lesson 20), so this is a lead to test, not a finding:
-# the next experiment should record step 17's and step 20's timelines in one run and compare their landing times.
+# may land sooner. Step 20 multicasts too (A crosses L2 once per cluster of two blocks) and was not faster (lesson
+# 20). So:
+#
+# ## 3. Does multicast make the copies land sooner?
+#
+# `experiments/timeline.py` recorded step 17 and step 20 (`experiments/kernels/cluster_multicast_timeline.py`, step
+# 20 with the same clock writes) in one run: blocks 0 and 1, which in step 20 are one cluster. The prediction, then
+# the medians (cycles a k-tile; "landing" is the prediction's measure, the warpgroup that waits longer for data):
+
+# %%
+lesson.say(predictions.quote(predictions.get(17, "timeline_17_20")))
+pair = hopper.load_run(hopper.TIMELINE_17_20_RUN)
+lesson.say(hopper.timeline_compare_table(pair))
+landing = {name: [hopper.timeline_medians(pair, name, block)["landing"] for block in (0, 1)]
+           for name in ("warp_specialized", "cluster_multicast")}
+r = hopper.timeline_compare(pair)
+print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b, (x, y) in
+                                                 enumerate(zip(landing["cluster_multicast"], landing["warp_specialized"])))
+      + f"; means over both blocks and warpgroups: waits for data ×{r['wait_data']:.2f}, waits for the previous wgmma "
+        f"×{r['wait_previous']:.2f}, releases and loops ×{r['rest']:.2f}, period ×{r['period']:.2f}")
+
+# %% [markdown]
+# **Yes — and step 20 spends the gain elsewhere.** Its copies land sooner and its consumers wait less for data, as
+# predicted; but a k-tile takes longer: the consumers wait longer for the previous k-tile's `wgmma` to finish, and
+# warpgroup 1 takes longer to release a stage and loop (each consumer warp now arrives twice a k-tile, once on its
+# own block's barrier and once, remotely, on its peer's). In Nsight Compute's executed counts
+# (`experiments/results/experiment-reference-steps-17-20-nvidia-h200.json`) step 20 executes twice as many cluster
+# arrivals (`SYNCS.ARRIVE.TRANS64.RED`) as cuBLAS's kernel for the same `HGMMA`s: one a warp and k-tile there, two
+# here. Why step 20's `wgmma` take longer is not found. That makes the next experiments concrete: step 20 with one arrival a
+# warp and k-tile, and a timeline of the tensor-core side of the wait (the previous `wgmma`), each against step 17 in
+# one run.
 #
 # Back to [lesson 17](../17_warp_specialized.ipynb).
