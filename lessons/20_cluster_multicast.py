@@ -39,8 +39,11 @@ print(step.doc.splitlines()[0])
 # of A's tile and multicasts them to both; each loads its own B tile. So each block's *full* barrier still waits for
 # the whole stage — half of A from itself, half from its peer, B from itself. And since rank r's multicast writes into
 # its peer's stage too, a producer may refill stage s only when the consumers of *both* blocks are done with it: the
-# *empty* barrier counts the consumer warps of the whole cluster, and each consumer warp arrives on both blocks'.
-# Drawn from the step's constants:
+# *empty* barrier counts the consumer warpgroups of the whole cluster, and warp r of each warpgroup arrives on block
+# r's (one warp can speak for its warpgroup: the four issue `wgmma` together, after each has read its fragments, so
+# when one sees the k-tile's `wgmma` complete, none of them reads the stage any more). Step 20 first had every
+# consumer warp arrive on both blocks' barriers; this way was faster in two runs ([deep dive 17: the gap to
+# cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb)). Drawn from the step's constants:
 
 # %%
 lesson.show_figure(lesson_20.cluster_figure(step))
@@ -135,11 +138,13 @@ print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(ref
 # What the counters say, on the H200: the multicast did what it was for — L2 bytes per FLOP fell by about a quarter,
 # close to cuBLAS's, and DRAM bytes with them; under the 700 W limit the SM clock rose, closer to cuBLAS's. But one
 # launch took more *cycles*, with more warp instructions per FLOP (two arrivals per consumer warp and k-tile instead
-# of one, the cluster barriers), and a block now waits at its empty barrier for the slower of two blocks. On the H200
+# of one — in the step 20 profiled here; it now makes one per warpgroup and block — and the cluster barriers), and a
+# block now waits at its empty barrier for the slower of two blocks. On the H200
 # the higher clock and the extra cycles cancel; on the H100 — the GPU where lesson 17 found step 17 furthest from
 # cuBLAS's L2 bytes per FLOP — the sharing wins. Which of the extra cycles come from the coupling of the two blocks
 # and which from the extra instructions is not measured here: a timeline of step 20 (as lesson 16's of step 16) would
-# tell.
+# tell — [deep dive 17](deep_dives/17_the_gap_to_cublas.ipynb) has one beside step 17's: step 20's copies land sooner,
+# and its consumers spend the time saved, and more, waiting for their previous `wgmma` and releasing stages.
 #
 # One more thing the GPU taught: `barrier.cluster` has an `.aligned` form that promises the whole warp executes it
 # together. At the kernel's end one lane of the producer warp is still issuing copies while its 31 idle lanes reach

@@ -26,7 +26,7 @@ def test_the_picture_is_drawn_from_the_steps_gpu_constants():
     assert c["STAGE_BYTES"] == (c["BLOCK_M"] + c["B_STRIDE"]) * c["BLOCK_K"] * 4
     fig = lesson_20.cluster_figure(STEP)
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
-    assert f"empty[s]: {c['CLUSTER'] * c['WARPS']} arrivals" in texts and f"{c['STAGE_BYTES']:,} bytes" in texts
+    assert f"empty[s]: {c['CLUSTER'] * c['CONSUMERS']} arrivals" in texts and f"{c['STAGE_BYTES']:,} bytes" in texts
 
 
 def test_both_gpus_have_a_run_with_every_kernel():

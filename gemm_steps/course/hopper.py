@@ -44,6 +44,10 @@ PER_TILE_RUN = results_files.EXPERIMENT_PER_TILE_COST_NVIDIA_H200
 #: Step 17's and step 20's timelines from one run (experiments/timeline.py --only warp_specialized --only
 #: cluster_multicast): does multicast make the copies land sooner?
 TIMELINE_17_20_RUN = results_files.EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200
+#: Step 20 with one cluster arrival a warpgroup and block against every warp arriving (experiments/cluster_arrivals.py),
+#: two runs; in both, ``cluster_one_arrival`` is the change and ``cluster_multicast`` step 20 as it was.
+ARRIVAL_RUNS = (results_files.EXPERIMENT_CLUSTER_ARRIVALS_NVIDIA_H200,
+                results_files.EXPERIMENT_CLUSTER_ARRIVALS_NVIDIA_H200_2)
 #: Its kernels, as the tables name them.
 PER_TILE_KERNELS = [("warp_specialized", "step 17"), ("persistent_specialized", "step 17 persistent"),
                     ("cublas_tf32", "cuBLAS TF32")]
@@ -833,3 +837,20 @@ def timeline_compare(run: dict) -> dict:
                                for w in (0, 1)]) for name in ("warp_specialized", "cluster_multicast")}
         out[key] = mean["cluster_multicast"] / mean["warp_specialized"]
     return out
+
+
+# -- one cluster arrival a warpgroup (experiments/cluster_arrivals.py) ------------------------------------------------
+def arrivals_table() -> MarkdownTable:
+    """Each run of :data:`ARRIVAL_RUNS`: at each shape, one arrival a warpgroup over every warp arriving, and both over
+    step 17."""
+    rows = []
+    for i, name in enumerate(ARRIVAL_RUNS):
+        run = load_run(name)
+        if run is None:
+            continue
+        for size in sorted({(r["M"], r["N"], r["K"]) for r in run["records"]}):
+            one, every, s17 = (find(run, k, size)["tflops"] for k in ("cluster_one_arrival", "cluster_multicast",
+                                                                      "warp_specialized"))
+            rows.append({"run": str(i + 1), "shape": size_label(size), "one arrival / every warp": f"{one / every:.3f}",
+                         "one arrival / step 17": f"{one / s17:.3f}", "every warp / step 17": f"{every / s17:.3f}"})
+    return table(rows)

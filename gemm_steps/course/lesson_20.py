@@ -75,14 +75,15 @@ def cluster_figure(step):
         ax.text(x0 + 3.45, 3.15, "its own B tile\n(no multicast)", ha="center", va="center", fontsize=7)
         ax.text(x0 + 2.3, 1.65, f"full[s]: 1 arrival (own producer) + {c['STAGE_BYTES']:,} bytes\n"
                                 f"(half of A from each block, B from itself)", ha="center", fontsize=7)
-        ax.text(x0 + 2.3, 0.6, f"empty[s]: {c['CLUSTER'] * c['WARPS']} arrivals — every consumer warp of both "
-                               "blocks", ha="center", fontsize=7)
+        ax.text(x0 + 2.3, 0.6, f"empty[s]: {c['CLUSTER'] * c['CONSUMERS']} arrivals — one from each consumer "
+                               "warpgroup of both blocks", ha="center", fontsize=7)
     for start, end, bend in (((3.0, 0.3), (9.2, 0.3), -0.2), ((9.6, 0.3), (3.4, 0.3), -0.2)):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, color="tab:red", lw=0.9,
                                      connectionstyle=f"arc3,rad={bend}"))
     ax.set_ylim(-1.0, 7.2)
-    ax.text(6.0, -0.9, "a consumer warp frees stage s in both blocks (a remote arrival on the peer's empty[s]): the "
-                       "peer's producer multicasts into it too", ha="center", fontsize=7, color="tab:red")
+    ax.text(6.0, -0.9, "a consumer warpgroup frees stage s in both blocks — its warp r arrives on block r's empty[s], "
+                       "remotely on the peer's: the peer's producer multicasts into it too", ha="center", fontsize=7,
+            color="tab:red")
     return fig
 
 

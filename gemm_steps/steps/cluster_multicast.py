@@ -12,9 +12,14 @@ which both need, are read from L2 once per cluster instead of once per block.
   of A from itself, half from its peer, all of B from itself — and L2 sends (A_STAGE + 2·B_STAGE) bytes per cluster
   and k-tile instead of 2·(A_STAGE + B_STAGE): 33 KB a block instead of 49 KB with step 17's tile.
 * **Who frees a stage.** Block r's multicast writes into its peer's stage too, so a producer may refill stage s only
-  when the consumers of *both* blocks are done with it: an empty barrier counts CLUSTER × WARPS arrivals, and a
-  consumer warp arrives on the empty barrier of every block of its cluster (``mbarrier_arrive_cluster``: ``mapa`` to
-  the peer's barrier, a remote arrival).
+  when the consumers of *both* blocks are done with it: an empty barrier counts CLUSTER × CONSUMERS arrivals, one from
+  each consumer warpgroup of the cluster — warp r of a warpgroup arrives on block r's barrier
+  (``mbarrier_arrive_cluster``: ``mapa`` to that block's barrier, a remote arrival where r is the peer). One warp can
+  speak for its warpgroup: the four issue ``wgmma`` together (``.sync.aligned``), after each has read its fragments of
+  the stage, and the tensor core's reads of A are the warpgroup's one operation, so when one warp's
+  ``wgmma.wait_group`` has seen them complete, nothing of the warpgroup reads the stage any more. (Step 20 first had
+  every consumer warp arrive on every block's barrier; experiments/cluster_arrivals.py timed both ways in two runs,
+  and this one was the faster at every shape: deep dive 17.)
 * **Start and end together.** The peer may multicast into this block and arrive on its barriers as soon as it runs:
   the barriers are initialised, fenced for the cluster (``fence_mbarrier_init``), and then the two blocks meet at a
   cluster barrier (``cluster_sync``) before any copy. At the end each block waits at a second ``cluster_sync`` until
@@ -89,7 +94,7 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: this block's producer arrives once; both blocks' bytes land
-            mbarrier_init(barriers, STAGES + s, CLUSTER * WARPS)  # empty: every consumer warp of the cluster
+            mbarrier_init(barriers, STAGES + s, CLUSTER * CONSUMERS)  # empty: each consumer warpgroup of the cluster
         tensor_map_acquire(a_map)
         tensor_map_acquire(b_map)
         fence_mbarrier_init()  # the initialised barriers → visible to the peer block's arrivals and copies
@@ -131,9 +136,8 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
                                          b_frag[half][s][3], a_tile, acc, 1)
                     warpgroup_commit()
                     acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
-                    if u > 0 and lane == 0:
-                        for r in unroll(CLUSTER):  # … here and in the peer, whose producer multicasts into it too
-                            mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, r)
+                    if u > 0 and lane == 0 and warp < CLUSTER:  # warp r of the warpgroup tells block r: here and
+                        mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, warp)  # the peer (multicast)
         acc = warpgroup_wait_all(acc)
 
         for v in unroll(ACCUMULATORS):
@@ -294,12 +298,13 @@ TILED = TunedKernels(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULAT
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): step 17's (a wgmma per k-step, the waits, a TF32
 #: rounding per fragment element, one setmaxnreg each way, the maps acquired at system scope), and the cluster's:
-#: A's copies multicast, B's not; a remote arrival per block of the cluster per k-tile; the barriers' init fenced for
+#: A's copies multicast, B's not; one cluster arrival per pass of the loop's k-tile (from warps 0 … CLUSTER − 1 of a
+#: warpgroup, to block ``warp``); the barriers' init fenced for
 #: the cluster; two cluster barriers; no block-wide bar.sync left.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"cluster_multicast_fast": {
     "cp.async.bulk.tensor.multicast": ">=1", "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1",
-    "mbarrier.arrive.remote": 2 * _GPU.CLUSTER, "mapa.shared::cluster": 2 * _GPU.CLUSTER,
+    "mbarrier.arrive.remote": 2, "mapa.shared::cluster": 2,
     "fence.mbarrier_init": 1, "barrier.cluster.arrive": 2, "barrier.cluster.wait": 2,
     "%cluster_ctarank": 1, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8, "wgmma.wait_group": 2 + 1,
     "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 0,

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Deep dive 17 — where step 17 loses to cuBLAS TF32: three experiments
+# # Deep dive 17 — where step 17 loses to cuBLAS TF32: four experiments
 #
 # Lesson 17 ends with what cuBLAS's TF32 kernel runs and what it does per FLOP: at the board's power limit it holds a
 # higher SM clock than step 17, and it executes fewer warp instructions and moves fewer L2 bytes per FLOP. At 4096³,
@@ -12,6 +12,7 @@
 #    tile's pipeline from nothing and stores from registers while the tensor cores wait. If that is the loss, it is
 #    a fixed cost a tile, and it fades as K grows.
 # 3. **Late data.** If the k-loop waits for its copies, multicast (step 20) should make them land sooner.
+# 4. **Fewer cluster arrivals**, where step 20 spent its time instead.
 
 # %%
 from gemm_steps.course import hopper, lesson, predictions
@@ -129,8 +130,26 @@ print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b,
 # own block's barrier and once, remotely, on its peer's). In Nsight Compute's executed counts
 # (`experiments/results/experiment-reference-steps-17-20-nvidia-h200.json`) step 20 executes twice as many cluster
 # arrivals (`SYNCS.ARRIVE.TRANS64.RED`) as cuBLAS's kernel for the same `HGMMA`s: one a warp and k-tile there, two
-# here. Why step 20's `wgmma` take longer is not found. That makes the next experiments concrete: step 20 with one arrival a
-# warp and k-tile, and a timeline of the tensor-core side of the wait (the previous `wgmma`), each against step 17 in
-# one run.
+# here. Why step 20's `wgmma` take longer is not found.
+#
+# ## 4. Fewer cluster arrivals
+#
+# One warp can speak for its warpgroup: the four issue `wgmma` together (`.sync.aligned`), after each has read its
+# fragments of the stage, and the tensor core's reads of A are the warpgroup's one operation — so when one warp's
+# `wgmma.wait_group` has seen a k-tile's products complete, nothing of the warpgroup reads that stage any more.
+# CUTLASS's pipelines signal a consumer's release from one thread a warpgroup per destination block. So
+# `experiments/cluster_arrivals.py` timed step 20 with warp r of each consumer warpgroup arriving on block r's empty
+# barrier only (`experiments/kernels/cluster_one_arrival.py` then; the barrier counts the cluster's warpgroups)
+# against step 20 as it was, twice. The prediction, then both runs:
+
+# %%
+lesson.say(predictions.quote(predictions.get(17, "cluster_arrivals")))
+lesson.say(hopper.arrivals_table())
+
+# %% [markdown]
+# About 1 % in both runs, at every shape — at the bottom of the predicted range: the arrivals were a small part of
+# what step 20 spends releasing and waiting. Step 20 now releases its stages this way (its docstring says why it is
+# safe; lesson 20's picture shows it). Step 20's longer waits for the previous `wgmma` remain, and with them the gap
+# to cuBLAS's k-loop; a timeline of the tensor-core side of that wait is the next experiment.
 #
 # Back to [lesson 17](../17_warp_specialized.ipynb).

@@ -1,21 +1,14 @@
-"""Step 20 with one cluster arrival a warpgroup and block where it had one a warp and block (issue 36: explain the
-gap to the reference; deep dive 17, section 3).
+"""Step 20 as it was before it released a stage with one cluster arrival a warpgroup and block (1116926): every
+consumer warp arrived on the empty barrier of every block of the cluster, 2 × 8 = 16 arrivals a barrier and k-tile,
+two a warp (``mbarrier_arrive_cluster``, SASS ``SYNCS.ARRIVE.TRANS64.RED``).
 
-Step 20's consumers release a stage with an arrival from every consumer warp on the empty barrier of every block of
-the cluster: 2 × 8 = 16 arrivals a barrier and k-tile, two a warp (``mbarrier_arrive_cluster``, SASS
-``SYNCS.ARRIVE.TRANS64.RED``). Its timeline against step 17's (experiments/results/experiment-timeline-warp-
-specialized-cluster-multicast-nvidia-h200.json) showed its consumers spending longer releasing and looping; cuBLAS's
+Steps 17 and 20's timelines in one run (experiments/results/experiment-timeline-warp-specialized-cluster-multicast-
+nvidia-h200.json, deep dive 17 section 3) showed step 20's consumers spending longer releasing and looping; cuBLAS's
 TF32 kernel executes half as many of those arrivals for the same HGMMAs (experiments/results/experiment-reference-
 steps-17-20-nvidia-h200.json), and CUTLASS's pipelines signal a consumer stage's release from one thread a warpgroup
-per destination block.
-
-One warp's arrival can speak for its warpgroup: ``wgmma`` is issued by the four warps together (``.sync.aligned``),
-after each has read its B fragments of the stage into registers, and the tensor core's reads of A for that k-tile
-are the warpgroup's one operation — so when one warp's ``wgmma.wait_group`` has seen it complete, nothing of the
-warpgroup still reads the stage. THE CHANGE (two lines, marked): an empty barrier counts CLUSTER × CONSUMERS
-arrivals, and warp r of each consumer warpgroup (r < CLUSTER) arrives on block r's barrier: one arrival a warp for two
-of a warpgroup's four warps. Everything else is step 20's (``gemm_steps/steps/cluster_multicast.py``). Timed by
-experiments/cluster_arrivals.py.
+per destination block. experiments/cluster_arrivals.py timed this kernel against the one-arrival way (then the
+variant, now step 20: ``gemm_steps/steps/cluster_multicast.py``, whose docstring says why one warp can speak for its
+warpgroup). THE DIFFERENCE (two places, marked) is all that separates the two.
 """
 
 from __future__ import annotations
@@ -39,7 +32,7 @@ from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, 
                                               zero_accumulators)
 
 
-def cluster_one_arrival_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
+def cluster_every_warp_arrives_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, *,
                              BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                              A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                              PRODUCER_REGISTERS, CONSUMER_REGISTERS, CLUSTER, A_HALF_ROWS, CLUSTER_MASK):
@@ -66,7 +59,7 @@ def cluster_one_arrival_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: this block's producer arrives once; both blocks' bytes land
-            mbarrier_init(barriers, STAGES + s, CLUSTER * CONSUMERS)  # THE CHANGE: empty: a warpgroup of each block
+            mbarrier_init(barriers, STAGES + s, CLUSTER * WARPS)  # THE DIFFERENCE: empty: every consumer warp of both
         tensor_map_acquire(a_map)
         tensor_map_acquire(b_map)
         fence_mbarrier_init()  # the initialised barriers → visible to the peer block's arrivals and copies
@@ -108,8 +101,9 @@ def cluster_one_arrival_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
                                          b_frag[half][s][3], a_tile, acc, 1)
                     warpgroup_commit()
                     acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
-                    if u > 0 and lane == 0 and warp < CLUSTER:  # THE CHANGE: warp r of a warpgroup tells block r
-                        mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, warp)
+                    if u > 0 and lane == 0:  # THE DIFFERENCE: every consumer warp tells every block of the cluster
+                        for r in unroll(CLUSTER):
+                            mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, r)
         acc = warpgroup_wait_all(acc)
 
         for v in unroll(ACCUMULATORS):
@@ -122,5 +116,5 @@ def cluster_one_arrival_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
 def build(config) -> ClusterTmaTiles:
     """Built as step 20 is (``cluster_multicast.build``), with this kernel."""
     config = cluster_multicast.Config.of(config)
-    return ClusterTmaTiles("cluster_one_arrival", cluster_one_arrival_kernel, config,
+    return ClusterTmaTiles("cluster_every_warp_arrives", cluster_every_warp_arrives_kernel, config,
                            edge=warpgroup_tf32.build(config), requires_compute_capability=(9, 0))
