@@ -106,7 +106,7 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
         if tid == CONSUMERS * 128:
             for t in range(k_tiles):
                 stage = t % STAGES
-                if t >= STAGES:  # refill: wait until every consumer warp of *both* blocks released the stage
+                if t >= STAGES:  # refill: wait until every consumer warpgroup of *both* blocks released it
                     mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)  # all of A (two halves) and B land here
                 copy_tile_multicast(tiles, stage * A_STAGE_FLOATS + rank * A_HALF_ROWS * BLOCK_K, a_map,
