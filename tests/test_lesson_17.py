@@ -100,3 +100,25 @@ def test_the_ptxas_table_reads_both_builds():
 
 def test_the_lesson_keeps_to_25_cells():
     assert lesson_cells("17_warp_specialized") <= MAX_CELLS
+
+
+def test_deep_dive_17_reads_what_its_verdicts_say():
+    """The gap-to-cuBLAS deep dive's words against its helpers: the leaner loop executes fewer instructions, changes no
+    C and moves neither speed nor clock by more than the noise; the per-clock ratio does not rise from K = 4096 to
+    8192 and cuBLAS's k-loop is the faster per k; step 20's copies land sooner while its k-tile takes longer; one
+    arrival a warpgroup beats every warp arriving in both runs, by less than the predicted range's top."""
+    loop = hopper.loop_numbers(hopper.load_run(hopper.LOOP_RUN))
+    assert loop["identical"] and loop["instructions_after"] < 0.8 * loop["instructions_before"]
+    assert loop["instructions_cublas"] < loop["instructions_after"]
+    assert abs(loop["mhz_after"] / loop["mhz_before"] - 1) < 0.02 and loop["mhz_cublas"] > loop["mhz_before"]
+    table = hopper.loop_table(hopper.load_run(hopper.LOOP_RUN))
+    assert all(0.99 <= float(cell) <= 1.01 for line in table.splitlines()[2:] for cell in line.split(" | ")[1::2][:2])
+    tile = hopper.per_tile_numbers(hopper.load_run(hopper.PER_TILE_RUN))
+    ratio = tile["ratio_at"]
+    assert abs(ratio[8192] - ratio[4096]) < 0.02 and ratio[1024] > ratio[4096]
+    assert tile["loop_pace"] < 0.95 and tile["fixed_us"]["warp_specialized"] < tile["fixed_us"]["cublas_tf32"]
+    assert tile["fixed_us"]["persistent_specialized"] < tile["fixed_us"]["warp_specialized"]
+    pair = hopper.timeline_compare(hopper.load_run(hopper.TIMELINE_17_20_RUN))
+    assert pair["copy"] < 1 and pair["wait_data"] < 1 and pair["period"] > 1 and pair["wait_previous"] > 1.1
+    rows = [line.split(" | ") for line in hopper.arrivals_table().splitlines()[2:]]
+    assert len(rows) == 6 and all(1.0 < float(row[2]) < 1.05 for row in rows)

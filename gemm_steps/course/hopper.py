@@ -739,8 +739,8 @@ def loop_profile() -> dict:
 
 
 def loop_table(run: dict) -> MarkdownTable:
-    """Each build of the loop experiment over the build before it and over ``before`` at 4096³ and 8192³, and over
-    cuBLAS TF32; then the executed instructions and the SM clock under load."""
+    """Each build of the loop experiment (:data:`LOOP_BUILDS`, each one change more than the one above it) over
+    ``before`` and over cuBLAS TF32, at 4096³ and 8192³."""
     rows = []
     for name, label in LOOP_BUILDS:
         row = {"build": label}
@@ -792,8 +792,8 @@ def per_tile_table(run: dict) -> MarkdownTable:
 
 
 def per_tile_numbers(run: dict) -> dict:
-    """What the verdict reads: step 17's per-clock ratio to cuBLAS TF32 at the smallest and at 4096 … 8192 of K, and
-    each kernel's fixed µs and µs per 1,024 of K."""
+    """What the verdict reads: step 17's per-clock ratio to cuBLAS TF32 at each K, each kernel's fixed µs and µs per
+    1,024 of K, and cuBLAS's µs per 1,024 of K over step 17's (``loop_pace``)."""
     per_k, lines = run["summary"]["per_k"], run["summary"]["lines"]
     ratio_at = {int(k): row["warp_specialized"]["over_tf32_per_clock"] for k, row in per_k.items()}
     return {"ratio_at": ratio_at,
