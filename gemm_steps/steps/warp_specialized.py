@@ -354,10 +354,10 @@ TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATO
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
 #: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding
-#: per fragment element in two instructions (``setp.num`` and the add: no ``cvt.rna``); the producer's tensor copies (two per expect-tx; NVVM unrolls its loop, 5 times with
-#: NVVM 13.5); one setmaxnreg each way; the one block-wide barrier before the roles part; the two tensor maps
-#: acquired at system scope (the host wrote them); no cp.async, no FP32 FMAs, no local memory, no wgmma operand
-#: written after its fence.
+#: per fragment element in two instructions (``setp.num`` and the add: no ``cvt.rna``); the producer's tensor copies
+#: (two per expect-tx; NVVM unrolls its loop, 5 times with NVVM 13.5); one setmaxnreg each way; the one block-wide
+#: barrier before the roles part; the two tensor maps acquired at system scope (the host wrote them); no cp.async, no
+#: FP32 FMAs, no local memory, no wgmma operand written after its fence.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"warp_specialized_fast": {
     "cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,

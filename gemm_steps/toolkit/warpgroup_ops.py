@@ -18,6 +18,7 @@ function                                    PTX                                 
 ``shared_address(s, i)``                    ``cvta.to.shared`` of ``&s[i]`` (a 32-bit shared-window address)  —
 ``first_aligned(s, bytes)``                 the first ``j`` whose shared address ``&s[j]`` is a multiple of ``bytes``      —
 ``operand_bits(x)``                         ``mov.b32`` (volatile): a float's bits in a 32-bit register, for wgmma  ``MOV``
+``rounded_operand_bits(x)``                 the same, rounded to TF32: ``setp.num``, ``@p add.u32`` (half a unit)  ``FSETP``, ``IADD``
 ``matrix_descriptor(addr, lbo, sbo)``       plain integer arithmetic: the 64-bit shared-memory matrix descriptor
 ``swizzled_descriptor(addr)``               the same for the 128-byte swizzle layout (``swizzled_offset``: where a chunk lies)
 ``zero_accumulators(n)``, ``add_accumulators(x, y)``  a tuple of n float32 zeros; x + y element by element (``add.f32``)
