@@ -106,8 +106,8 @@ def pytest_unconfigure(config):
 
 #: ``-n auto``'s workers beyond one a core. A worker is often idle — waiting for its GPU-mode compile child, for a
 #: lesson's Jupyter kernel, or for an exercise's deadlock limit to run out on purpose — so on the 2-core CI machine a
-#: third worker filled those gaps: clean-clone runs of one tree took 454 s of tests with 3 workers against ~550 s
-#: with 2 (2026-11-28; README).
+#: third worker filled those gaps: clean-clone runs of one tree took 454 s of tests with 3 workers against 545 s
+#: with 2 (2026-11-28; later runs with 3 took 533–603 s: this machine varies that much between runs; README).
 EXTRA_WORKERS = 1
 
 
