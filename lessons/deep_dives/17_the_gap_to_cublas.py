@@ -100,7 +100,7 @@ print(f"a k-tile every {m['period']:.0f} cycles (the tensor cores need {tensor:.
 
 # %% [markdown]
 # The copies are issued about as far ahead as they take to land, and not further: a consumer frees a stage only when
-# the `wgmma` that read it are done, so of the four stages about two are ever in flight. Data arriving late, not the
+# the `wgmma` that read it are done, so fewer than the four stages are ever in flight. Data arriving late, not the
 # multiplies, would set the pace — and cuBLAS's kernel asks L2 for fewer bytes a FLOP (its multicast), so its copies
 # may land sooner. Step 20 multicasts too (A crosses L2 once per cluster of two blocks) and was not faster (lesson
 # 20). So:
@@ -126,11 +126,11 @@ print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b,
 # %% [markdown]
 # **Yes — and step 20 spends the gain elsewhere.** Its copies land sooner and its consumers wait less for data, as
 # predicted; but a k-tile takes longer: the consumers wait longer for the previous k-tile's `wgmma` to finish, and
-# warpgroup 1 takes longer to release a stage and loop (each consumer warp now arrives twice a k-tile, once on its
-# own block's barrier and once, remotely, on its peer's). In Nsight Compute's executed counts
-# (`experiments/results/experiment-reference-steps-17-20-nvidia-h200.json`) step 20 executes twice as many cluster
-# arrivals (`SYNCS.ARRIVE.TRANS64.RED`) as cuBLAS's kernel for the same `HGMMA`s: one a warp and k-tile there, two
-# here. Why step 20's `wgmma` take longer is not found.
+# warpgroup 1 takes longer to release a stage and loop (in this step 20 each consumer warp arrived twice a k-tile,
+# once on its own block's barrier and once, remotely, on its peer's). In Nsight Compute's executed counts
+# (`experiments/results/experiment-reference-steps-17-20-nvidia-h200.json`) that step 20 executed twice as many
+# cluster arrivals (`SYNCS.ARRIVE.TRANS64.RED`) as cuBLAS's kernel for the same `HGMMA`s: one a warp and k-tile
+# there, two here. Why step 20's `wgmma` take longer is not found.
 #
 # ## 4. Fewer cluster arrivals
 #
@@ -139,8 +139,8 @@ print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b,
 # `wgmma.wait_group` has seen a k-tile's products complete, nothing of the warpgroup reads that stage any more.
 # CUTLASS's pipelines signal a consumer's release from one thread a warpgroup per destination block. So
 # `experiments/cluster_arrivals.py` timed step 20 with warp r of each consumer warpgroup arriving on block r's empty
-# barrier only (`experiments/kernels/cluster_one_arrival.py` then; the barrier counts the cluster's warpgroups)
-# against step 20 as it was, twice. The prediction, then both runs:
+# barrier only (the barrier counting the cluster's warpgroups; an experiment kernel then) against step 20 as it was
+# (now kept as `experiments/kernels/cluster_every_warp_arrives.py`), twice. The prediction, then both runs:
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "cluster_arrivals")))
