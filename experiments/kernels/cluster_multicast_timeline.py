@@ -1,7 +1,8 @@
 """Step 20's kernel with a clock: the timeline of its producer warpgroup and of each consumer warpgroup in the two
 blocks of one cluster, recorded like step 17's (experiments/kernels/warp_specialized_timeline.py: the same events
-and layout). A debug copy of ``gemm_steps/steps/cluster_multicast.py``; the lines marked ``RECORDING`` are the
-difference. Role 0 is the producer (thread 256), roles 1 and 2 the consumer warpgroups; blocks 0 and 1 are the first
+and layout). A debug copy of ``gemm_steps/steps/cluster_multicast.py`` as it was at 0af299e, when every consumer
+warp arrived on both blocks' empty barriers (step 20 has since made one arrival a warpgroup and block; the old way is
+also experiments/kernels/cluster_every_warp_arrives.py); the lines marked ``RECORDING`` are the difference. Role 0 is the producer (thread 256), roles 1 and 2 the consumer warpgroups; blocks 0 and 1 are the first
 cluster. Run by experiments/timeline.py (``--only cluster_multicast``): deep dive 17 asks whether step 20's copies
 land sooner than step 17's, A crossing L2 once per cluster.
 """

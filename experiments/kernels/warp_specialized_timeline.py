@@ -1,6 +1,8 @@
 """Step 17's kernel with a clock: the timeline of its producer warpgroup and of each consumer warpgroup, from a real
 GPU run, recorded like step 16's (experiments/kernels/tma_pipeline_timeline.py, the same events and layout). A debug
-copy of ``gemm_steps/steps/warp_specialized.py``; the diff against it is the recording. Role 0 is the producer
+copy of ``gemm_steps/steps/warp_specialized.py`` as it was when first recorded; the recording is the difference
+then. (Step 17 has changed since — split-K, the partial-tile build, the leaner k-loop of experiments/
+loop_instructions.py — and this copy keeps its old loop: 64-bit ring arithmetic, ``cvt.rna``.) Role 0 is the producer
 (thread 256 here), roles 1 and 2 the consumer warpgroups. Run by experiments/timeline.py.
 """
 
