@@ -16,12 +16,13 @@ simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the GPU's 
 
 
 @simulator_only
-def test_the_step_20_timeline_records_both_blocks_and_keeps_the_product():
+@pytest.mark.parametrize("one_arrival", [True, False], ids=["one_arrival_a_warpgroup", "every_warp_as_first_recorded"])
+def test_the_step_20_timeline_records_both_blocks_and_keeps_the_product(one_arrival):
     config = cluster_multicast.SIMULATOR_CONFIG
     m, n, k, k_tiles = config.BLOCK_M, 2 * config.BLOCK_N, 6 * config.BLOCK_K, 6
     rng = np.random.default_rng(20)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    kernels = debug.build(config, 2, k_tiles)
+    kernels = debug.build(config, 2, k_tiles, one_arrival)
     timeline = cuda.to_device(np.zeros(2 * debug.ROLES * k_tiles * debug.EVENTS, np.uint64))
     c = cuda.device_array((m, n), np.float32)
     debug.launch(kernels, cuda.to_device(a), cuda.to_device(b), c, timeline)

@@ -1,8 +1,9 @@
 """Step 20's kernel with a clock: the timeline of its producer warpgroup and of each consumer warpgroup in the two
 blocks of one cluster, recorded like step 17's (experiments/kernels/warp_specialized_timeline.py: the same events
-and layout). A debug copy of ``gemm_steps/steps/cluster_multicast.py`` as it was at 0af299e, when every consumer
-warp arrived on both blocks' empty barriers (step 20 has since made one arrival a warpgroup and block; the old way is
-also experiments/kernels/cluster_every_warp_arrives.py); the lines marked ``RECORDING`` are the difference. Role 0 is the producer (thread 256), roles 1 and 2 the consumer warpgroups; blocks 0 and 1 are the first
+and layout). A debug copy of ``gemm_steps/steps/cluster_multicast.py``; the lines marked ``RECORDING`` are the
+difference, and ``ONE_ARRIVAL`` chooses the release: True (the default) as step 20 now releases a stage, one arrival
+a consumer warpgroup and block; False as it did when the first run was recorded (0af299e,
+experiment-timeline-warp-specialized-cluster-multicast-nvidia-h200.json): every consumer warp on both blocks. Role 0 is the producer (thread 256), roles 1 and 2 the consumer warpgroups; blocks 0 and 1 are the first
 cluster. Run by experiments/timeline.py (``--only cluster_multicast``): deep dive 17 asks whether step 20's copies
 land sooner than step 17's, A crossing L2 once per cluster.
 """
@@ -38,7 +39,7 @@ def cluster_multicast_timeline_kernel(a, b, c, m, n, k, full_row_blocks, full_co
                              BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                              A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                              PRODUCER_REGISTERS, CONSUMER_REGISTERS, CLUSTER, A_HALF_ROWS, CLUSTER_MASK,
-                             RECORDED_BLOCKS, RECORDED_K_TILES):
+                             RECORDED_BLOCKS, RECORDED_K_TILES, ONE_ARRIVAL):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``; CLUSTER blocks side by side share A's tile."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
@@ -65,7 +66,10 @@ def cluster_multicast_timeline_kernel(a, b, c, m, n, k, full_row_blocks, full_co
     if tid == 0:
         for s in unroll(STAGES):
             mbarrier_init(barriers, s, 1)  # full: this block's producer arrives once; both blocks' bytes land
-            mbarrier_init(barriers, STAGES + s, CLUSTER * WARPS)  # empty: every consumer warp of the cluster
+            if ONE_ARRIVAL:  # as step 20 now: one arrival a consumer warpgroup and block
+                mbarrier_init(barriers, STAGES + s, CLUSTER * CONSUMERS)
+            else:  # as step 20 was at 0af299e: every consumer warp of the cluster
+                mbarrier_init(barriers, STAGES + s, CLUSTER * WARPS)
         tensor_map_acquire(a_map)
         tensor_map_acquire(b_map)
         fence_mbarrier_init()  # the initialised barriers → visible to the peer block's arrivals and copies
@@ -124,8 +128,12 @@ def cluster_multicast_timeline_kernel(a, b, c, m, n, k, full_row_blocks, full_co
                     if record:
                         timeline[at + 3] = clock_cycles()  # RECORDING 3: k-tile u − 1's products are done
                     if u > 0 and lane == 0:
-                        for r in unroll(CLUSTER):  # … here and in the peer, whose producer multicasts into it too
-                            mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, r)
+                        if ONE_ARRIVAL:  # warp r of the warpgroup tells block r
+                            if warp < CLUSTER:
+                                mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, warp)
+                        else:  # every warp tells every block
+                            for r in unroll(CLUSTER):
+                                mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, r)
         acc = warpgroup_wait_all(acc)
 
         for v in unroll(ACCUMULATORS):
@@ -141,6 +149,7 @@ class Config(cluster_multicast.Config):
 
     RECORDED_BLOCKS: int = 2
     RECORDED_K_TILES: int = 48
+    ONE_ARRIVAL: bool = True  # step 20's release now; False: as it was when the first run was recorded
 
 
 class ClusterTimelineTiles(ClusterTmaTiles):
@@ -149,8 +158,9 @@ class ClusterTimelineTiles(ClusterTmaTiles):
     signature_fast = TmaTiles.signature_fast[:-1] + ", uint64[::1])"
 
 
-def build(config, recorded_blocks: int, recorded_k_tiles: int) -> ClusterTimelineTiles:
-    config = Config.of(config, RECORDED_BLOCKS=recorded_blocks, RECORDED_K_TILES=recorded_k_tiles)
+def build(config, recorded_blocks: int, recorded_k_tiles: int, one_arrival: bool = True) -> ClusterTimelineTiles:
+    config = Config.of(config, RECORDED_BLOCKS=recorded_blocks, RECORDED_K_TILES=recorded_k_tiles,
+                       ONE_ARRIVAL=one_arrival)
     return ClusterTimelineTiles("cluster_multicast_timeline", cluster_multicast_timeline_kernel, config,
                                 edge=warpgroup_tf32.build(config), requires_compute_capability=(9, 0))
 
