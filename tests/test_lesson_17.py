@@ -120,5 +120,8 @@ def test_deep_dive_17_reads_what_its_verdicts_say():
     assert tile["fixed_us"]["persistent_specialized"] < tile["fixed_us"]["warp_specialized"]
     pair = hopper.timeline_compare(hopper.load_run(hopper.TIMELINE_17_20_RUN))
     assert pair["copy"] < 1 and pair["wait_data"] < 1 and pair["period"] > 1 and pair["wait_previous"] > 1.1
+    again = hopper.timeline_compare(hopper.load_run(hopper.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
+    assert again["rest"] < pair["rest"] and 0.95 <= again["rest"] <= 1.05 and again["wait_previous"] > 1.1
+    assert again["period"] > 1
     rows = [line.split(" | ") for line in hopper.arrivals_table().splitlines()[2:]]
     assert len(rows) == 6 and all(1.0 < float(row[2]) < 1.05 for row in rows)

@@ -44,6 +44,8 @@ PER_TILE_RUN = results_files.EXPERIMENT_PER_TILE_COST_NVIDIA_H200
 #: Step 17's and step 20's timelines from one run (experiments/timeline.py --only warp_specialized --only
 #: cluster_multicast): does multicast make the copies land sooner?
 TIMELINE_17_20_RUN = results_files.EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200
+#: … and again after step 20 took one cluster arrival a warpgroup and block (its timeline build too).
+TIMELINE_17_20_RUN_2 = results_files.EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200_2
 #: Step 20 with one cluster arrival a warpgroup and block against every warp arriving (experiments/cluster_arrivals.py),
 #: two runs; in both, ``cluster_one_arrival`` is the change and ``cluster_multicast`` step 20 as it was.
 ARRIVAL_RUNS = (results_files.EXPERIMENT_CLUSTER_ARRIVALS_NVIDIA_H200,

@@ -209,6 +209,8 @@ EXPERIMENT_TIMELINE_PINGPONG_SPECIALIZED_NVIDIA_H100 = "experiment-timeline-ping
 EXPERIMENT_TIMELINE_WARP_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-timeline-warp-specialized-3xtf32-nvidia-h200.json"
 EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200 = (
     "experiment-timeline-warp-specialized-cluster-multicast-nvidia-h200.json")
+EXPERIMENT_TIMELINE_WARP_SPECIALIZED_CLUSTER_MULTICAST_NVIDIA_H200_2 = (
+    "experiment-timeline-warp-specialized-cluster-multicast-nvidia-h200-2.json")
 EXPERIMENT_TIMING_METHOD_NVIDIA_H200 = "experiment-timing-method-nvidia-h200.json"
 EXPERIMENT_TMA_STORE_EPILOGUE_NVIDIA_H200 = "experiment-tma-store-epilogue-nvidia-h200.json"
 EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200 = "experiment-warpgroup-order-nvidia-h200.json"

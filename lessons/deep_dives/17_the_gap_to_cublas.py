@@ -149,7 +149,21 @@ lesson.say(hopper.arrivals_table())
 # %% [markdown]
 # About 1 % in both runs, at every shape — at the bottom of the predicted range: the arrivals were a small part of
 # what step 20 spends releasing and waiting. Step 20 now releases its stages this way (its docstring says why it is
-# safe; lesson 20's picture shows it). Step 20's longer waits for the previous `wgmma` remain, and with them the gap
-# to cuBLAS's k-loop; a timeline of the tensor-core side of that wait is the next experiment.
+# safe; lesson 20's picture shows it). The timelines once more, step 20's build releasing the new way — the
+# prediction, then step 20 over step 17 (means over both blocks and warpgroups), first run and this one:
+
+# %%
+lesson.say(predictions.quote(predictions.get(17, "timeline_20_one_arrival")))
+for label, name in (("every warp arrives", hopper.TIMELINE_17_20_RUN), ("one arrival a warpgroup",
+                                                                        hopper.TIMELINE_17_20_RUN_2)):
+    r = hopper.timeline_compare(hopper.load_run(name))
+    print(f"{label}: releases and loops ×{r['rest']:.2f}, waits for the previous wgmma ×{r['wait_previous']:.2f}, "
+          f"loads and issues ×{r['issue']:.2f}, waits for data ×{r['wait_data']:.2f}, period ×{r['period']:.2f}")
+
+# %% [markdown]
+# The release now costs about what step 17's does, as predicted — and step 20's k-tile is still longer than step
+# 17's: what is left is in loading fragments and issuing, and in waiting for the previous k-tile's `wgmma` to finish.
+# Those waits, the tensor-core side, are where step 20 (and, with cuBLAS's faster k-loop, step 17) must be looked
+# at next: a timeline with the tensor core's own progress (when each `wgmma` group completes) is the next experiment.
 #
 # Back to [lesson 17](../17_warp_specialized.ipynb).
