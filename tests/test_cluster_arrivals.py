@@ -6,21 +6,16 @@ wrong a producer would wait forever, and the mbarrier's time limit would end the
 
 import numpy as np
 import pytest
-from numba import cuda
 
 import gemm_steps
 from gemm_steps.steps import cluster_multicast
+
+from helpers import run_in_nan_margin
 
 from experiments import cluster_arrivals
 from experiments.kernels import cluster_every_warp_arrives
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the GPU's run is experiments/cluster_arrivals.py")
-
-
-def _product(built, a, b) -> np.ndarray:
-    c = cuda.device_array((a.shape[0], b.shape[1]), np.float32)
-    built.launch(cuda.to_device(a), cuda.to_device(b), c)
-    return c.copy_to_host()
 
 
 @simulator_only
@@ -29,8 +24,8 @@ def test_one_arrival_a_warpgroup_gives_the_old_product():
     m, n, k = config.BLOCK_M, 2 * config.BLOCK_N, 6 * config.BLOCK_K
     rng = np.random.default_rng(36)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    got = _product(cluster_multicast.build(config), a, b)
-    want = _product(cluster_every_warp_arrives.build(config), a, b)
+    got = run_in_nan_margin(cluster_multicast.build(config), a, b)
+    want = run_in_nan_margin(cluster_every_warp_arrives.build(config), a, b)
     assert np.isfinite(got).all() and (got.view(np.uint32) == want.view(np.uint32)).all()
 
 

@@ -13,15 +13,9 @@ from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import warp_specialized as step17
 from gemm_steps.steps import warp_specialized_3xtf32 as step18
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from helpers import run_in_nan_margin
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="forces the policy on the simulator's tiles")
-
-
-def product(tiles, a, b):
-    c = cuda.device_array((a.shape[0], b.shape[1]), np.float32)
-    c[:] = np.nan  # an element no kernel writes stays NaN
-    tiles.launch(cuda.to_device(a), cuda.to_device(b), c)
-    return c.copy_to_host()
 
 
 @simulator_only
@@ -34,7 +28,7 @@ def test_slices_add_up_to_the_product(slices, shape):
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     tiles = step18.build(step18.SIMULATOR_CONFIG, slices=lambda *_: slices)
     assert tiles.slice_count(m, n, k, 1) == slices
-    c = product(tiles, a, b)
+    c = run_in_nan_margin(tiles, a, b)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     reference = contract.normwise_error(contract.sgemm_model(a, b), a, b, exact)
     assert not np.isnan(c).any()
@@ -53,7 +47,7 @@ def test_a_special_in_one_slice_gives_sgemms_pattern():
     a[1, 5], a[1, 40] = np.inf, -np.inf
     b[50, 3] = np.nan
     tiles = step18.build(step18.SIMULATOR_CONFIG, slices=lambda *_: 2)
-    got = contract.special_pattern(product(tiles, a, b))
+    got = contract.special_pattern(run_in_nan_margin(tiles, a, b))
     expected = contract.special_pattern(contract.sgemm_model(a, b))
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
     assert (expected == 3).any() and (expected != 0).sum() > n
@@ -93,7 +87,7 @@ def test_step_17s_slices_add_up_to_the_tf32_product(slices, sim_shape, gpu_shape
     built = tiles.partial if tiles.partial_applies(cuda.to_device(a), cuda.to_device(b),
                                                    cuda.device_array((m, n), np.float32)) else tiles
     launched = spy_launches(monkeypatch, tiles)
-    c = product(tiles, a, b)
+    c = run_in_nan_margin(tiles, a, b)
     expected = 6 if slices == 8 else slices
     assert built.slice_count(m, n, k, 1) == expected
     assert [grid[2] for _, grid in launched] == [expected], launched
