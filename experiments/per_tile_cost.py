@@ -57,6 +57,9 @@ def summary(results: dict) -> dict:
         ks = sorted(by.get(name, {}))
         if len(ks) >= 2:
             out["lines"][name] = fit(ks, [by[name][k]["median_ms"] for k in ks])
+    def per_ghz(r):  # TFLOPS per GHz of the record's median SM clock
+        return r["tflops"] / (r["sm_clock_mhz_median"] / 1e3) if r and r.get("sm_clock_mhz_median") else None
+
     for k in KS:
         row = {}
         tf32 = by.get("cublas_tf32", {}).get(k)
@@ -64,12 +67,9 @@ def summary(results: dict) -> dict:
             r = by.get(name, {}).get(k)
             if r is None:
                 continue
-            per_ghz = r["tflops"] / (r["sm_clock_mhz_median"] / 1e3) if r.get("sm_clock_mhz_median") else None
-            tf32_per_ghz = (tf32["tflops"] / (tf32["sm_clock_mhz_median"] / 1e3)
-                            if tf32 and tf32.get("sm_clock_mhz_median") else None)
             row[name] = {"tflops": r["tflops"], "mhz": r.get("sm_clock_mhz_median"),
                          "over_tf32": ratio(r["tflops"], tf32 and tf32["tflops"]),
-                         "over_tf32_per_clock": ratio(per_ghz, tf32_per_ghz)}
+                         "over_tf32_per_clock": ratio(per_ghz(r), per_ghz(tf32))}
         out["per_k"][str(k)] = row
     return out
 

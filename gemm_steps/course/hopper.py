@@ -553,21 +553,25 @@ def order_gain(order_run: dict) -> dict:
 _PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
 
 
+def profile_sections(text: str, header: re.Pattern) -> list[tuple[re.Match, dict]]:
+    """The sections of an Nsight Compute text that ``header`` (a line pattern) starts: (the header's match, the
+    section's metrics in base units: bytes, seconds, hertz)."""
+    heads = list(header.finditer(text))
+    return [(head, {name: base_units(value, unit) for name, (value, unit)
+                    in read_metrics(text[head.end():nxt.start() if nxt else len(text)]).items()})
+            for head, nxt in zip(heads, heads[1:] + [None])]
+
+
 def order_profile() -> dict:
     """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): {"dram_gb", "l2_hit_pct",
     "ms", "ghz"}}; {} if the report is not shipped."""
     text = read_text(ORDER_PROFILE)
     if text is None:
         return {}
-    out = {}
-    heads = list(_PROFILE_HEADER.finditer(text))
-    for head, nxt in zip(heads, heads[1:] + [None]):
-        body = text[head.end():nxt.start() if nxt else len(text)]
-        metrics = {name: base_units(value, unit) for name, (value, unit) in read_metrics(body).items()}
-        out[(int(head.group(1)), int(head.group(2)))] = {
-            "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
-            "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}
-    return out
+    return {(int(head.group(1)), int(head.group(2))): {
+        "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
+        "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}
+        for head, metrics in profile_sections(text, _PROFILE_HEADER)}
 
 
 def profile_tflops(profile: dict) -> dict:
@@ -730,14 +734,9 @@ def loop_profile() -> dict:
     text = read_text(LOOP_PROFILE)
     if text is None:
         return {}
-    out = {}
-    heads = list(_BUILD_HEADER.finditer(text))
-    for head, nxt in zip(heads, heads[1:] + [None]):
-        m = {name: base_units(value, unit) for name, (value, unit)
-             in read_metrics(text[head.end():nxt.start() if nxt else len(text)]).items()}
-        out[head.group(1)] = {"instructions": m["smsp__inst_executed.sum"], "l2_gb": m["lts__t_bytes.sum"] / 1e9,
-                              "uniform": m["sm__inst_executed_pipe_uniform.sum"], "cycles": m["sm__cycles_elapsed.max"]}
-    return out
+    return {head.group(1): {"instructions": m["smsp__inst_executed.sum"], "l2_gb": m["lts__t_bytes.sum"] / 1e9,
+                            "uniform": m["sm__inst_executed_pipe_uniform.sum"], "cycles": m["sm__cycles_elapsed.max"]}
+            for head, m in profile_sections(text, _BUILD_HEADER)}
 
 
 def loop_table(run: dict) -> MarkdownTable:
@@ -833,10 +832,12 @@ def timeline_compare_table(run: dict) -> MarkdownTable:
 
 def timeline_compare(run: dict) -> dict:
     """Step 20 over step 17, the warpgroups' and blocks' mean of each part of :data:`TIMELINE_PARTS`."""
+    medians = {name: [timeline_medians(run, name, block) for block in (0, 1)]
+               for name in ("warp_specialized", "cluster_multicast")}
     out = {}
     for key, _ in TIMELINE_PARTS:
-        mean = {name: np.mean([timeline_medians(run, name, block)["warpgroups"][w][key] for block in (0, 1)
-                               for w in (0, 1)]) for name in ("warp_specialized", "cluster_multicast")}
+        mean = {name: np.mean([m["warpgroups"][w][key] for m in blocks for w in (0, 1)])
+                for name, blocks in medians.items()}
         out[key] = mean["cluster_multicast"] / mean["warp_specialized"]
     return out
 
