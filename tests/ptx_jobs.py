@@ -60,8 +60,7 @@ _COMPILED: dict = {}
 def compile_job(job: str) -> dict:
     """One job, compiled in this process (GPU mode): ``{"kernels": {label: stats}}``, or ``{"unavailable": why}``
     where NVVM cannot be loaded. A kernel that fails to compile gets ``{"error": …}`` as its stats."""
-    from gemm_steps.harness.ptx import (compile_kernel_ptx, kernel_ptx_and_ptxas_info, kernel_ptxas_info,
-                                        nvvm_version, ptx_stats, ptxas_info)
+    from gemm_steps.harness.ptx import compiled_kernel, nvvm_version, ptx_stats, ptxas_info
     from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES
 
     if nvvm_version() is None:
@@ -103,17 +102,14 @@ def compile_job(job: str) -> dict:
         try:
             done = _COMPILED.setdefault(identity(dispatcher, signature), {})
             # the step makes claims about ptxas's register allocation: build it as on a GPU, from the same lowering
-            if label in assembled and "ptx" not in done:
-                done["ptx"], done["ptxas"] = kernel_ptx_and_ptxas_info(dispatcher, signature)
-            elif "ptx" not in done:
-                done["ptx"] = compile_kernel_ptx(dispatcher, signature)
-            elif label in assembled and "ptxas" not in done:
-                done["ptxas"] = kernel_ptxas_info(dispatcher, signature)
+            # (compiled_kernel: once on this machine — a lesson's worker that compiled it first is read back)
+            if "ptx" not in done or (label in assembled and "lto_ptxas" not in done):
+                done.update(compiled_kernel(dispatcher, signature, lto=label in assembled))
             ptx = done["ptx"]
             stats = ptx_stats(ptx)
             stats["extern_shared"] = ".extern .shared" in ptx
             if label in assembled:
-                stats["ptxas"] = done["ptxas"]
+                stats["ptxas"] = done["lto_ptxas"]
             if label in portable:
                 stats["assembles"] = {f"{cc[0]}.{cc[1]}": bool(ptxas_info(ptx, cc))
                                       for cc in CHECKED_COMPUTE_CAPABILITIES}
@@ -149,8 +145,7 @@ class PTXJobs:
         self.answers: dict[str, Future] = {job: gpu_mode.submit("ptx_jobs:compile_job", job, timeout=TIMEOUT_S)
                                            for job in self.jobs}
 
-    def stats(self, job: str, label: str) -> dict:
-        """The PTX stats of one kernel of a job, once compiled (skips the test if NVVM is unavailable)."""
+    def _answer(self, job: str) -> dict:
         if job not in self.answers:
             pytest.fail(f"PTX job {job!r} was not started: mark the test with @pytest.mark.ptx({job!r})")
         try:
@@ -159,6 +154,15 @@ class PTXJobs:
             pytest.fail(f"[ptx] job {job} failed: {error}")
         if "unavailable" in answer:
             pytest.skip(answer["unavailable"])
+        return answer
+
+    def labels(self, job: str) -> list[str]:
+        """The labels of the kernels a job compiled, in the order it built them."""
+        return list(self._answer(job)["kernels"])
+
+    def stats(self, job: str, label: str) -> dict:
+        """The PTX stats of one kernel of a job, once compiled (skips the test if NVVM is unavailable)."""
+        answer = self._answer(job)
         if label not in answer["kernels"]:
             pytest.fail(f"[ptx] job {job} has no kernel {label!r} (it has {sorted(answer['kernels'])})")
         return answer["kernels"][label]

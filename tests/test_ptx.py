@@ -31,7 +31,9 @@ def _kernel_param(step, label):
     return pytest.param((step, label), id=f"{step.number}-{label}", marks=pytest.mark.ptx(step.name))
 
 
-ALL_KERNELS = [_kernel_param(step, label) for step in STEPS for label in step.kernels()]
+#: Every kernel of every step, by label (Step.kernel_labels: collecting does not generate the kernels, which would
+#: take every xdist worker seconds; test_the_labels_are_the_kernels_the_step_builds checks the labels).
+ALL_KERNELS = [_kernel_param(step, label) for step in STEPS for label in step.kernel_labels()]
 STEP_PARAMS = [pytest.param(step, id=f"{step.number}-{step.name}", marks=pytest.mark.ptx(step.name)) for step in STEPS]
 
 
@@ -39,6 +41,13 @@ def _stats(ptx, step, label):
     stats = ptx.stats(step.name, label)
     assert "error" not in stats, f"{label} failed to compile: {stats['error']}"
     return stats
+
+
+@pytest.mark.parametrize("step", STEP_PARAMS)
+def test_the_labels_are_the_kernels_the_step_builds(ptx, step):
+    """``Step.kernel_labels`` (what the tests are collected by) names exactly the kernels ``Step.kernels`` builds,
+    in order: the GPU-mode worker built them for this step's job."""
+    assert ptx.labels(step.name) == step.kernel_labels()
 
 
 @pytest.mark.parametrize("entry", ALL_KERNELS)
@@ -78,7 +87,7 @@ def test_a_kernels_job_compiles_what_its_function_returns(ptx):
     def ptx_only(stats: dict) -> dict:
         return {key: value for key, value in stats.items() if key not in ("ptxas", "assembles")}
 
-    for label in step.kernels():
+    for label in step.kernel_labels():
         from_job = ptx.stats("kernels:ptx_jobs:coalesced_kernels", label)
         assert "ptxas" in from_job and "assembles" in _stats(ptx, step, label)
         assert ptx_only(from_job) == ptx_only(_stats(ptx, step, label))
@@ -122,7 +131,7 @@ def check_claims(step, name: str, measured_of, known: set | None = None) -> None
     """Fail, listing them, on the claims of ``step.module.<name>`` (``{label: {key: spec}}``) that the numbers
     ``measured_of(label)`` do not meet; ``known``: the keys a claim may use (any, if None)."""
     expect = getattr(step.module, name, {})
-    unknown = set(expect) - set(step.kernels())
+    unknown = set(expect) - set(step.kernel_labels())
     assert not unknown, f"{step.name}.{name} names kernels it does not have: {sorted(unknown)}"
     failures = []
     for label, wanted in expect.items():
@@ -149,7 +158,7 @@ def test_each_step_assembles_exactly_where_it_says_it_runs(ptx, step):
     from gemm_steps.toolkit.gpu_requirements import CHECKED_COMPUTE_CAPABILITIES, missing_compute_capability
 
     failures = []
-    for label in step.kernels():
+    for label in step.kernel_labels():
         stats = _stats(ptx, step, label)
         if "assembles" not in stats:
             continue  # a tiled step's edge kernel: its fast kernel stands for it

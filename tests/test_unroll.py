@@ -224,6 +224,27 @@ def test_expand_is_deterministic():
     assert expand(register_tile, constants) == expand(register_tile, dict(reversed(constants.items())))
 
 
+def test_an_expansion_is_kept_on_disk_and_read_back(tmp_path, monkeypatch):
+    """The next process that builds a kernel reads its expansion instead of expanding again: a second ``expand``
+    with the same inputs does not expand, one with another constant or name does, and a constant whose ``repr``
+    differs between processes (an object) is never kept."""
+    from gemm_steps.toolkit import unroll as unroll_module
+
+    monkeypatch.setenv("GEMM_STEPS_CACHE", str(tmp_path))
+    expanded = []
+    real = unroll_module._expand
+    monkeypatch.setattr(unroll_module, "_expand", lambda *args: expanded.append(args[3]) or real(*args))
+    first = expand(register_tile, {"M": 2, "N": 3})
+    assert expand(register_tile, {"N": 3, "M": 2}) == first and len(expanded) == 1
+    assert len(list((tmp_path / "expanded").glob("*.py"))) == 1
+    assert expand(register_tile, {"M": 2, "N": 4}) != first and len(expanded) == 2
+    expand(register_tile, {"M": 2, "N": 3}, name="other")
+    assert len(expanded) == 3
+    expand(one_loop, {"X": object()})
+    expand(one_loop, {"X": object()})
+    assert len(expanded) == 5 and len(list((tmp_path / "expanded").glob("*.py"))) == 3
+
+
 def test_define_registers_the_source_for_inspect(tmp_path):
     """Generated code must be readable by inspect (lessons, tracebacks, the simulator's shared arrays)."""
     source = expand(one_loop, {}, name="generated_one_loop")

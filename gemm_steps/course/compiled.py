@@ -23,8 +23,8 @@ from typing import Iterable
 
 from gemm_steps.harness.step import get_step
 from gemm_steps.harness import gpu_mode
-from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, compile_options, ptx_stats, ptxas_info,
-                                    remembered_in_gpu_mode, remembered_per_item)
+from gemm_steps.harness.ptx import (DEFAULT_CC, compile_kernel_ptx, compile_options, compiled_kernel, ptx_stats,
+                                    ptxas_info, remembered_in_gpu_mode, remembered_per_item)
 
 from . import profiles
 from .display import MarkdownTable, StepLike, as_step
@@ -94,9 +94,14 @@ def compile_here(names: list[str], variant: str, comparison: bool, counter_examp
     out = {}
     for name, label, dispatcher, signature in chosen:
         numba_patches.apply()
-        start = time.perf_counter()
-        ptx = compile_kernel_ptx(dispatcher, signature)
-        entry = compiled_entry(name, ptx, seconds=time.perf_counter() - start)
+        if comparison:  # timed here and now
+            start = time.perf_counter()
+            ptx = compile_kernel_ptx(dispatcher, signature)
+            seconds = time.perf_counter() - start
+        else:  # once on this machine: read back if any process compiled this kernel before (seconds: that compile's)
+            kept = compiled_kernel(dispatcher, signature)
+            ptx, seconds = kept["ptx"], kept["seconds"]
+        entry = compiled_entry(name, ptx, seconds=seconds)
         if comparison:
             patched = lowering.Lower._find_singly_assigned_variable
             lowering.Lower._find_singly_assigned_variable = original

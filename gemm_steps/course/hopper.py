@@ -631,7 +631,7 @@ def ptxas_reports_here(kernel_sources: list[str]) -> dict:
     """:func:`ptxas_reports` in this process (GPU mode)."""
     import importlib
 
-    from gemm_steps.harness.ptx import kernel_ptx_and_ptxas_info, ptx_stats, ptxas_info
+    from gemm_steps.harness.ptx import compiled_kernel, ptx_stats, ptxas_info
     from gemm_steps.harness.step import get_step
 
     out = {}
@@ -642,8 +642,10 @@ def ptxas_reports_here(kernel_sources: list[str]) -> dict:
         else:
             kernels = getattr(importlib.import_module(where), name)()
         for label, (dispatcher, signature) in kernels.items():
-            ptx, lto = kernel_ptx_and_ptxas_info(dispatcher, signature)  # one lowering, NVVM twice
-            out[label] = {"setmaxnreg": ptx_stats(ptx)["setmaxnreg"], "relocatable": ptxas_info(ptx), "lto": lto}
+            kept = compiled_kernel(dispatcher, signature, lto=True)  # one lowering, NVVM twice; once on this machine
+            ptx = kept["ptx"]
+            out[label] = {"setmaxnreg": ptx_stats(ptx)["setmaxnreg"], "relocatable": ptxas_info(ptx),
+                          "lto": kept["lto_ptxas"]}
     return out
 
 

@@ -73,6 +73,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -400,8 +401,8 @@ def remembered_per_item(function: str, items: list, *args: Any, item_of: Callabl
     return {label: entry for item in items for label, entry in answers[item].items()}
 
 
-def _recall(key: str) -> Any:
-    path = user_cache() / "compiled" / f"{key}.json"
+def _recall(key: str, folder: str = "compiled") -> Any:
+    path = user_cache() / folder / f"{key}.json"
     try:
         answer = json.loads(path.read_text())
         os.utime(path)  # asked again: among the newest, kept longest
@@ -414,8 +415,8 @@ def _recall(key: str) -> Any:
 KEPT_ANSWERS = 200
 
 
-def _keep(key: str, answer: Any) -> None:
-    folder = user_cache() / "compiled"
+def _keep(key: str, answer: Any, folder_name: str = "compiled") -> None:
+    folder = user_cache() / folder_name
     try:
         folder.mkdir(parents=True, exist_ok=True)
         partial = folder / f"{key}.{os.getpid()}.tmp"
@@ -424,8 +425,99 @@ def _keep(key: str, answer: Any) -> None:
         kept = sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)
         for old in kept[:-KEPT_ANSWERS]:  # every edit of the package makes new keys: the old ones are never asked
             old.unlink(missing_ok=True)
+            old.with_suffix(".lock").unlink(missing_ok=True)  # a compiled kernel's lock (compiled_kernel)
     except OSError:
         pass  # an unwritable cache only costs the next call a compile
+
+
+# -- one kernel compiled once per machine: every process asks the disk first -------------------------------------------
+def compiled_kernel(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC, lto: bool = False) -> dict:
+    """One kernel's PTX, compiled at most once for the same code and compilers on this machine: ``{"ptx": …,
+    "seconds": …}`` (``seconds``: the lowering and PTX of the compile that made it), and with ``lto`` also
+    ``"lto_ptxas"`` (:func:`kernel_ptxas_info`; a kernel wanted both ways is lowered once). Needs GPU mode.
+
+    Kept on disk (``kernels/`` of :func:`gemm_steps.toolkit.backend.user_cache`) under :func:`kernel_key`, and
+    compiled under a lock on that key: a lesson's GPU-mode worker that wants a kernel which the test run's PTX checks
+    (or another lesson) are compiling waits for it and reads it, instead of compiling it a second time (on a 2-core
+    CI machine a step's fast kernel takes 5-30 s to lower). A kernel with no key (built outside the package, e.g.
+    in ``experiments/`` or by a learner's exercise) compiles every time. Never for timing a compile."""
+    key = kernel_key(dispatcher, signature, cc)
+    if key is None:
+        return _compile_kernel(dispatcher, signature, cc, lto, {})
+    with _locked(key):
+        entry = _recall(key, "kernels") or {}
+        if "ptx" not in entry or (lto and "lto_ptxas" not in entry):
+            entry = _compile_kernel(dispatcher, signature, cc, lto, entry)
+            _keep(key, entry, "kernels")
+    return entry
+
+
+def _compile_kernel(dispatcher: Any, signature: str, cc: tuple[int, int], lto: bool, entry: dict) -> dict:
+    start = time.perf_counter()
+    library = lowered_kernel(dispatcher, signature, cc)
+    if "ptx" not in entry:
+        entry = {**entry, "ptx": library.get_asm_str(cc=cc), "seconds": time.perf_counter() - start}
+    if lto and "lto_ptxas" not in entry:
+        entry = {**entry, "lto_ptxas": _lto_ptxas_info(library, cc)}
+    return entry
+
+
+class _locked:
+    """An exclusive lock on ``kernels/<key>.lock`` while one process compiles that kernel (``fcntl.flock``: released
+    when the process ends, however it ends); no lock where there is no ``fcntl`` or the folder is unwritable."""
+
+    def __init__(self, key: str):
+        self.path, self.file = user_cache() / "kernels" / f"{key}.lock", None
+
+    def __enter__(self):
+        try:
+            import fcntl
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(self.path, "a")
+            fcntl.flock(self.file, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            self.file = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.file is not None:
+            self.file.close()  # releases the lock
+
+
+#: The module prefix of the kernels :func:`kernel_key` names: the package's, whose every source file is in the key.
+_KEYED_MODULES = "gemm_steps."
+
+
+def kernel_key(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str | None:
+    """What a kernel's PTX depends on, hashed: its code (the file it was defined from — a generated kernel's file name
+    carries the hash of its source and constants — its name and first line), every global name it can read with its
+    value (an override of a build; a function or object by its module and name, without the address ``repr`` shows),
+    the signature, the dispatcher's compile options, the compute capability, and :func:`_fingerprint` (every source
+    file of the package, the compilers, the tuning table). None for a kernel defined outside the package, whose
+    helpers the key cannot see."""
+    function = dispatcher.py_func
+    if not str(function.__globals__.get("__name__", "")).startswith(_KEYED_MODULES):
+        return None
+    names = sorted((name, _ADDRESS.sub("", repr(value))) for name, value in function.__globals__.items()
+                   if not name.startswith("__") and name != function.__name__)
+    code = function.__code__
+    text = json.dumps([code.co_filename, code.co_firstlineno, function.__name__, signature,
+                       repr(sorted(compile_options(dispatcher).items())), list(cc), names, _kernel_fingerprint()],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_FINGERPRINT: dict = {}
+
+
+def _kernel_fingerprint() -> dict:
+    """:func:`_fingerprint` of the package, its source digest and installed packages computed once a process (they
+    do not change while it runs), the settings and the tuning table each time."""
+    if not _FINGERPRINT:
+        _FINGERPRINT.update(_fingerprint(()))
+    return {**_FINGERPRINT, "compilers": {**_FINGERPRINT["compilers"], **_settings()}}
 
 
 def compile_key(function: str, args, also_hash: Iterable[Path] = (), fingerprint: dict | None = None) -> str:
@@ -462,13 +554,17 @@ def _compilers() -> dict:
                       if (d.metadata["Name"] or "").lower().startswith(("numba", "llvmlite", "cuda-", "nvidia-")))
     ptxas = shutil.which("ptxas")
     stat = os.stat(ptxas) if ptxas else None
+    return {"python": sys.version, "packages": packages,
+            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], **_settings()}
+
+
+def _settings() -> dict:
+    """The part of :func:`_compilers` a running process can change: the settings and the tuning table."""
     settings = sorted((k, v) for k, v in os.environ.items()
                       if (k.startswith("NUMBA_") and k != "NUMBA_ENABLE_CUDASIM")
                       or k in ("CUDA_HOME", "CUDA_PATH", "GEMM_STEPS_MBARRIER_TIMEOUT_S"))
     tuned = user_table()  # on a GPU, a step is built with the tiles this table records for it
-    return {"python": sys.version, "packages": packages,
-            "ptxas": [ptxas, stat and stat.st_size, stat and stat.st_mtime_ns], "settings": settings,
-            "tuned": tuned.read_text() if tuned.is_file() else None}
+    return {"settings": settings, "tuned": tuned.read_text() if tuned.is_file() else None}
 
 
 def report_in_subprocess(steps: Iterable[str] | None = None, cc: tuple[int, int] = DEFAULT_CC,

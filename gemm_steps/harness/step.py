@@ -160,6 +160,13 @@ class Step:
             return self.tiled.ptx_kernels()
         return dict(getattr(self.module, "KERNELS", {}))
 
+    def kernel_labels(self) -> list[str]:
+        """The labels of :meth:`kernels`, in order, without generating the kernels (tests/test_ptx.py checks that
+        they are the same)."""
+        if self.tiled is not None:
+            return self.tiled.kernel_labels()
+        return list(getattr(self.module, "KERNELS", {}))
+
     def __repr__(self) -> str:
         return f"<Step {self.number} {self.name!r}: {self.title}>"
 

@@ -89,5 +89,6 @@ def describe() -> str:
 
 def user_cache() -> Path:
     """The folder where the package keeps files for this user between runs (``$GEMM_STEPS_CACHE``, else
-    ``~/.cache/gemm-steps``): generated kernel sources, tuned and dispatch tables, compiled kernels' reports."""
+    ``~/.cache/gemm-steps``): generated kernel sources and expansions, tuned and dispatch tables, compiled kernels'
+    reports."""
     return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps")

@@ -183,6 +183,11 @@ class KernelBuild:
         """Every kernel with the argument types it is compiled for: what tests/test_ptx.py compiles to PTX."""
         return {f"{self.name}_{variant}": (self.kernel(variant), self.signature(variant)) for variant in ("fast", "edge")}
 
+    def kernel_labels(self) -> list[str]:
+        """The labels of :meth:`ptx_kernels`, in its order, without generating a kernel (expanding one takes up to
+        seconds: the test collection asks every step for its labels)."""
+        return [f"{self.name}_{variant}" for variant in ("fast", "edge")]
+
     def compile(self, variant: str) -> None:
         """Compile one kernel now (on a GPU), saying so on stderr: seconds for an unrolled kernel, less than one
         when Numba finds it in its disk cache. Without this the first call of a step goes quiet for that long."""

@@ -94,6 +94,9 @@ class TmaTiles(TiledKernels):
             kernels[f"{self.partial.name}_fast"] = (self.partial.kernel("fast"), self.partial.signature("fast"))
         return kernels
 
+    def kernel_labels(self) -> list[str]:
+        return super().kernel_labels() + ([f"{self.partial.name}_fast"] if self.partial is not None else [])
+
     def generated_source(self) -> str:
         """The fast and edge kernels as compiled, and the ``partial`` build's fast kernel if any."""
         source = super().generated_source()

@@ -266,8 +266,23 @@ def expand(function: Callable, constants: dict[str, Any], name: str | None = Non
     ``constants`` are the compile-time names (tile sizes, variant switches such as ``EDGE``); each of the
     function's keyword-only parameters must be one of them, and is dropped from the generated signature. The result
     is a plain Python function (decorators dropped, renamed to ``name``), ready for :func:`define`.
+
+    An expansion is kept on disk (``expanded/`` of :func:`gemm_steps.toolkit.backend.user_cache`, keyed by the
+    function's source, the constants, the name and this module's code), so the next process that builds the same
+    kernel reads it instead of expanding again (a Hopper step's fast kernel: about a second).
     """
     lines, first_line = inspect.getsourcelines(function)
+    key = _expansion_key("".join(lines), constants, name)
+    kept = _kept_expansion(key)
+    if kept is not None:
+        return kept
+    expanded = _expand(function, lines, first_line, constants, name)
+    _keep_expansion(key, expanded)
+    return expanded
+
+
+def _expand(function: Callable, lines: list[str], first_line: int, constants: dict[str, Any],
+            name: str | None) -> str:
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, first_line - 1)  # errors name the line in the kernel's file, not in the function
     definition = tree.body[0]
@@ -287,6 +302,58 @@ def expand(function: Callable, constants: dict[str, Any], name: str | None = Non
     definition.body = expander.statements(definition.body, {}, False)
     ast.fix_missing_locations(tree)
     return ast.unparse(tree) + "\n"
+
+
+# -- expansions kept on disk -------------------------------------------------------------------------------------------
+#: How many expansions :func:`expand` keeps on disk (a few to a few hundred KB each); past it the oldest go.
+KEPT_EXPANSIONS = 300
+#: What an expansion is made by besides its inputs: this module's code.
+_EXPANDER_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _expansion_key(source: str, constants: dict[str, Any], name: str | None) -> str | None:
+    """The key of one expansion on disk: a hash of the function's source, the constants, the name and this module's
+    code — everything :func:`expand` reads. None (not kept) if a constant is not a plain value whose ``repr`` is
+    the same in every process."""
+    def plain(value) -> bool:
+        return value is None or isinstance(value, (bool, int, float, str)) or (
+            isinstance(value, tuple) and all(plain(v) for v in value))
+
+    if not all(plain(value) for value in constants.values()):
+        return None
+    text = "\0".join([_EXPANDER_DIGEST, repr(name), repr(sorted(constants.items())), source])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _expansion_folder() -> Path:
+    return user_cache() / "expanded"
+
+
+def _kept_expansion(key: str | None) -> str | None:
+    """An expansion made before, by any process (every lesson's kernel, test worker and GPU-mode worker expands the
+    same kernels), or None."""
+    if key is None:
+        return None
+    try:
+        return (_expansion_folder() / f"{key}.py").read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _keep_expansion(key: str | None, source: str) -> None:
+    if key is None:
+        return
+    folder = _expansion_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        partial.write_text(source)
+        os.replace(partial, folder / f"{key}.py")  # whole or not at all, if two processes write at once
+        kept = sorted(folder.glob("*.py"), key=lambda path: path.stat().st_mtime)
+        for old in kept[:-KEPT_EXPANSIONS]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # an unwritable cache only costs the next process the expansion
 
 
 def cache_dir() -> Path | None:
