@@ -1,8 +1,9 @@
 """Compile-time workarounds for numba-cuda 0.30 (GPU only; the simulator does not compile).
 
-Numba's front end was written for loops, not for straight-line kernels of ~4,000 statements, and five of its
-passes are quadratic in a block's size or in (variables × statements). Each patch below computes exactly what the
-pass it replaces computes — same rules, same order, same result — in linear or near-linear time:
+Numba's front end was written for loops, not for straight-line kernels of ~4,000 statements: five of its passes
+are quadratic in a block's size or in (variables × statements), and one computes eagerly what is seldom read. Each
+patch below computes exactly what the pass it replaces computes — same rules, same order, same result — in linear or
+near-linear time, or only when it is read:
 
 * ``Lower._find_singly_assigned_variable`` rescanned a block's assignments for each variable defined in it
   (10 of 23 s of compiling step 9, profiled with cProfile on a CPU);
@@ -15,7 +16,12 @@ pass it replaces computes — same rules, same order, same result — in linear 
 * liveness (``analysis.compute_live_map``, run by each of Numba's nine post-processing passes) swept every block until
   nothing changed, one block further a sweep, unioning thousands of names each time: in step 13's kernel, loops
   around long unrolled bodies, 7.7 of 16.6 s of compiling its fast kernel to PTX (2.4 s now, the compile 12.0 s; timed
-  on a 2-core CPU machine, 2026-11-26). Steps without such loops gain little (step 7: nothing measurable).
+  on a 2-core CPU machine, 2026-11-26). Steps without such loops gain little (step 7: nothing measurable);
+* each of those nine post-processing runs (``PostProcessor.run``) also computed every variable's lifetime — use/def
+  sets, liveness, dead maps and the variables live on entry to each block — at once, although only a generator
+  reads the last (``block_entry_vars``) and the rest is read only where a pass asks for it: the run keeps the lazy
+  ``VariableLifetime`` it makes (as Numba's own loop-canonicalising passes do) and computes its fields when they are
+  first read (step 13's fast kernel: the nine runs took 8.7 of 27.4 s of a profiled lowering).
 
 ``tests/test_numba_patches.py`` compiles kernels with and without the patches and asserts byte-identical PTX.
 """
@@ -59,12 +65,12 @@ def _find_singly_assigned_variable_linear(self):
 
 
 def apply() -> None:
-    """Install the five patches (idempotent)."""
+    """Install the six patches (idempotent)."""
     global _APPLIED
     if _APPLIED:
         return
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, ssa, typed_passes
+    from numba.cuda.core import analysis, postproc, ssa, typed_passes
 
     _remember_originals()
     lowering.Lower._find_singly_assigned_variable = _find_singly_assigned_variable_linear
@@ -72,6 +78,7 @@ def apply() -> None:
     ssa._run_ssa = _run_ssa_sparse
     typed_passes.PreLowerStripPhis._strip_phi_nodes = _strip_phi_nodes_indexed
     analysis.compute_live_map = _compute_live_map_sparse
+    postproc.PostProcessor.run = _post_process_lazily
     _APPLIED = True
 
 
@@ -82,13 +89,14 @@ def remove() -> None:
         return
     from numba.core.types.functions import BaseFunction
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, ssa, typed_passes
+    from numba.cuda.core import analysis, postproc, ssa, typed_passes
 
     lowering.Lower._find_singly_assigned_variable = _ORIGINALS["singly_assigned"]
     BaseFunction.get_call_type = BaseFunction.get_call_type.__wrapped__
     ssa._run_ssa = _ORIGINALS["run_ssa"]
     typed_passes.PreLowerStripPhis._strip_phi_nodes = _ORIGINALS["strip_phis"]
     analysis.compute_live_map = _ORIGINALS["live_map"]
+    postproc.PostProcessor.run = _ORIGINALS["post_process"]
     _APPLIED = False
 
 
@@ -97,12 +105,28 @@ _ORIGINALS: dict = {}
 
 def _remember_originals() -> None:
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, ssa, typed_passes
+    from numba.cuda.core import analysis, postproc, ssa, typed_passes
 
     _ORIGINALS.setdefault("singly_assigned", lowering.Lower._find_singly_assigned_variable)
     _ORIGINALS.setdefault("run_ssa", ssa._run_ssa)
     _ORIGINALS.setdefault("strip_phis", typed_passes.PreLowerStripPhis._strip_phi_nodes)
     _ORIGINALS.setdefault("live_map", analysis.compute_live_map)
+    _ORIGINALS.setdefault("post_process", postproc.PostProcessor.run)
+
+
+# -- post-processing: a variable's lifetime computed when it is read ----------------------------------------------------
+def _post_process_lazily(self, emit_dels: bool = False, extend_lifetimes: bool = False):
+    """``PostProcessor.run`` for a kernel (not a generator): canonicalise the CFG, keep a lazy ``VariableLifetime``,
+    emit the ``del``s when asked (which reads the lifetimes); a generator runs Numba's own."""
+    from numba.cuda.core import postproc, transforms
+
+    if self.func_ir.is_generator:
+        return _ORIGINALS["post_process"](self, emit_dels=emit_dels, extend_lifetimes=extend_lifetimes)
+    self.func_ir.blocks = transforms.canonicalize_cfg(self.func_ir.blocks)
+    self.func_ir.variable_lifetime = postproc.VariableLifetime(self.func_ir.blocks)
+    self.func_ir.generator_info = None
+    if emit_dels:
+        self._insert_var_dels(extend_lifetimes=extend_lifetimes)
 
 
 # -- SSA reconstruction: visit only the statements that mention the variable ----------------------------------------
