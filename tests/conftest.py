@@ -121,10 +121,16 @@ def pytest_xdist_auto_num_workers(config):
     return cores + EXTRA_WORKERS
 
 
+#: Test modules whose tests share an expensive module-scoped fixture, each run as one unit of work so that one worker
+#: makes it: test_wheel builds the wheel and installs it in a fresh venv (~9 s; spread over three workers, three times).
+TOGETHER = ("tests/test_wheel.py",)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scheduler: each test is a unit of work of its own, given to whichever worker is free, except the
-    PTX tests, which are one unit (they share one compile); the largest unit (the PTX tests) goes first."""
+    PTX tests, which are one unit (they share one compile), and each module of :data:`TOGETHER`; the largest unit
+    (the PTX tests) goes first."""
     from xdist.scheduler import LoadScopeScheduling
 
     folder = Path(os.environ[PTX_GROUP_DIR])
@@ -135,7 +141,9 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             if self.ptx_tests is None:  # every worker has collected by now: their lists are written
                 self.ptx_tests = {line for path in folder.iterdir() for line in path.read_text().splitlines()}
-            return "ptx" if nodeid in self.ptx_tests else nodeid
+            if nodeid in self.ptx_tests:
+                return "ptx"
+            return next((module for module in TOGETHER if nodeid.startswith(module + "::")), nodeid)
 
     return PTXTestsTogether(config, log)
 
