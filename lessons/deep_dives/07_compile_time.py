@@ -56,7 +56,8 @@ lesson.say(compile_profile.compile_profile_table(profile))
 # removes the phi nodes again, types every statement, and lowers every statement to LLVM IR. Before the patches,
 # several of these passes did work proportional to (variables × statements) or (statements in a block)², which a
 # loop never shows and a straight-line kernel of this size does. The patches compute the same results in one pass
-# each; `tests/test_numba_patches.py` checks that the PTX is byte-identical.
+# each (and one leaves the variable lifetimes that Numba's nine post-processing runs computed up front to be computed
+# when a pass reads them); `tests/test_numba_patches.py` checks that the PTX is byte-identical.
 #
 # ## Before these patches
 #
