@@ -83,3 +83,33 @@ def test_only_the_newest_answers_are_kept(tmp_path, monkeypatch):
         os.utime(tmp_path / "compiled" / f"key{i}.json", (1000 + i, 1000 + i))
     assert sorted(p.name for p in (tmp_path / "compiled").iterdir()) == ["key2.json", "key3.json", "key4.json"]
     assert ptx._recall("key4") == {"i": 4} and ptx._recall("key0") is None
+
+
+def test_a_shipped_solution_compiles_once_a_learners_file_every_time(tmp_path, monkeypatch):
+    """The exercise grader's GPU compile: a shipped solution (imported by name, its source in the package) is asked
+    once for the same package and compilers; a learner's file, which the key cannot see, is compiled every time."""
+    import gemm_steps.course.exercises as exercises
+
+    monkeypatch.setenv("GEMM_STEPS_CACHE", str(tmp_path))
+    monkeypatch.setattr(exercises, "SIMULATOR", True)  # compiled in the GPU-mode worker, as on a CPU machine
+    asked = []
+
+    def compile_(function, request, timeout):
+        asked.append(request)
+        return {"ok": True, "ptx": {"instructions": 10}, "cc": [9, 0]}
+
+    monkeypatch.setattr(ptx.gpu_mode, "call", compile_)
+    monkeypatch.setattr(exercises.gpu_mode, "call", compile_)
+    exercise = exercises.get("naive")
+    solution = exercise.solution()
+    assert exercises._compile(exercise, solution) == exercises._compile(exercise, solution)
+    assert len(asked) == 1 and asked[0]["module"] == solution.__name__
+    learners = tmp_path / "naive.py"
+    learners.write_text("x = 1\n")
+
+    class LearnersModule:
+        __name__, __file__ = "exercise_naive", str(learners)
+
+    exercises._compile(exercise, LearnersModule())
+    exercises._compile(exercise, LearnersModule())
+    assert [request.get("file") for request in asked[1:]] == [str(learners)] * 2

@@ -24,7 +24,7 @@ def test_a_gpu_tests_skip_reason_is_true_in_the_workers():
     env = {k: v for k, v in os.environ.items()
            if k not in ("NUMBA_ENABLE_CUDASIM", conftest.CUDASIM_AS_GIVEN, "PYTEST_XDIST_WORKER",
                         conftest.PTX_GROUP_DIR, "PYTEST_CURRENT_TEST")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-rs", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "1", "-rs", "-p", "no:cacheprovider",
                            "tests/test_gpu.py::test_cublas_is_strict_fp32"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]

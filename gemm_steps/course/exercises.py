@@ -47,6 +47,7 @@ from typing import Callable
 import numpy as np
 
 from ..harness import gpu_mode
+from ..harness.ptx import remembered_in_gpu_mode
 from ..toolkit.backend import SIMULATOR
 from ..toolkit.kernel_tools import ceil_div
 
@@ -518,6 +519,9 @@ def _compile(exercise: Exercise, module, facts: str | None = None) -> dict:
     if facts:
         request["facts"] = facts
     try:
+        if "module" in request:  # a shipped solution: the same answer for the same package and compilers, kept
+            return remembered_in_gpu_mode("gemm_steps.course.exercises:compile_request", request,
+                                          timeout=COMPILE_SECONDS)
         return gpu_mode.call("gemm_steps.course.exercises:compile_request", request, timeout=COMPILE_SECONDS)
     except gpu_mode.GPUModeTimeout:
         return {"ok": False, "error": f"importing and compiling it took more than {COMPILE_SECONDS:.0f} s (does the "

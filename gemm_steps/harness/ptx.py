@@ -353,12 +353,6 @@ def kernel_ptxas_info(dispatcher: Any, signature: str, cc: tuple[int, int] = DEF
     return _lto_ptxas_info(lowered_kernel(dispatcher, signature, cc), cc)
 
 
-def kernel_ptx_and_ptxas_info(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> tuple[str, dict]:
-    """:func:`compile_kernel_ptx` and :func:`kernel_ptxas_info` of one kernel, from one lowering."""
-    library = lowered_kernel(dispatcher, signature, cc)
-    return library.get_asm_str(cc=cc), _lto_ptxas_info(library, cc)
-
-
 def _lto_ptxas_info(library: Any, cc: tuple[int, int]) -> dict:
     return _assemble("LTOIR", bytes(library.get_ltoir(cc=cc)), cc, lto=True)
 
