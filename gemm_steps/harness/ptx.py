@@ -78,7 +78,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..toolkit.backend import user_cache
+from ..toolkit.backend import keep_text, kept_text, user_cache
 from . import gpu_mode
 from ..toolkit.tuned import user_table
 
@@ -396,32 +396,19 @@ def remembered_per_item(function: str, items: list, *args: Any, item_of: Callabl
 
 
 def _recall(key: str, folder: str = "compiled") -> Any:
-    path = user_cache() / folder / f"{key}.json"
+    text = kept_text(folder, f"{key}.json")
     try:
-        answer = json.loads(path.read_text())
-        os.utime(path)  # asked again: among the newest, kept longest
-    except (OSError, ValueError):  # not asked before, or a broken file: compiled again, not believed
+        return None if text is None else json.loads(text)
+    except ValueError:  # a broken file: compiled again, not believed
         return None
-    return answer
 
 
 #: How many answers :func:`remembered_in_gpu_mode` keeps (about 0.1 MB each); past it the oldest go.
 KEPT_ANSWERS = 200
 
 
-def _keep(key: str, answer: Any, folder_name: str = "compiled") -> None:
-    folder = user_cache() / folder_name
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f"{key}.{os.getpid()}.tmp"
-        partial.write_text(json.dumps(answer))
-        os.replace(partial, folder / f"{key}.json")  # whole or not at all, if two processes answer at once
-        kept = sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)
-        for old in kept[:-KEPT_ANSWERS]:  # every edit of the package makes new keys: the old ones are never asked
-            old.unlink(missing_ok=True)
-            old.with_suffix(".lock").unlink(missing_ok=True)  # a compiled kernel's lock (compiled_kernel)
-    except OSError:
-        pass  # an unwritable cache only costs the next call a compile
+def _keep(key: str, answer: Any, folder: str = "compiled") -> None:
+    keep_text(folder, f"{key}.json", json.dumps(answer), KEPT_ANSWERS)  # with a compiled kernel, its lock goes too
 
 
 # -- one kernel compiled once per machine: every process asks the disk first -------------------------------------------

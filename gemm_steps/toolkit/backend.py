@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from pathlib import Path
 
 _REASON = ""
@@ -92,3 +93,33 @@ def user_cache() -> Path:
     ``~/.cache/gemm-steps``): generated kernel sources and expansions, tuned and dispatch tables, compiled kernels'
     reports."""
     return Path(os.environ.get("GEMM_STEPS_CACHE") or Path.home() / ".cache" / "gemm-steps")
+
+
+def kept_text(folder: str, name: str) -> str | None:
+    """The file ``name`` that :func:`keep_text` kept in ``folder`` of :func:`user_cache`, or None (never kept, gone,
+    unreadable). Read, it becomes one of the newest: kept longest."""
+    path = user_cache() / folder / name
+    try:
+        text = path.read_text()
+        os.utime(path)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text
+
+
+def keep_text(folder: str, name: str, text: str, most: int) -> None:
+    """Write ``text`` as ``name`` in ``folder`` of :func:`user_cache`, whole or not at all (two processes may write
+    it at once), then delete the oldest files with ``name``'s suffix past ``most``, each with its ``.lock`` if it has
+    one. An unwritable cache is passed over: it only costs the next process the work again."""
+    place = user_cache() / folder
+    try:
+        place.mkdir(parents=True, exist_ok=True)
+        partial = place / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        partial.write_text(text)
+        os.replace(partial, place / name)
+        kept = sorted(place.glob(f"*{Path(name).suffix}"), key=lambda path: path.stat().st_mtime)
+        for old in kept[:-most]:  # a changed input makes a new name: the old ones are never asked again
+            old.unlink(missing_ok=True)
+            old.with_suffix(".lock").unlink(missing_ok=True)
+    except OSError:
+        pass

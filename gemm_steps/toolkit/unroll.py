@@ -44,7 +44,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .backend import user_cache
+from .backend import keep_text, kept_text, user_cache
 
 __all__ = ["unroll", "registers", "expand", "compile_time_parameters", "define", "cache_dir", "UnrollError"]
 
@@ -325,35 +325,15 @@ def _expansion_key(source: str, constants: dict[str, Any], name: str | None) -> 
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _expansion_folder() -> Path:
-    return user_cache() / "expanded"
-
-
 def _kept_expansion(key: str | None) -> str | None:
     """An expansion made before, by any process (every lesson's kernel, test worker and GPU-mode worker expands the
     same kernels), or None."""
-    if key is None:
-        return None
-    try:
-        return (_expansion_folder() / f"{key}.py").read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
+    return None if key is None else kept_text("expanded", f"{key}.py")
 
 
 def _keep_expansion(key: str | None, source: str) -> None:
-    if key is None:
-        return
-    folder = _expansion_folder()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-        partial.write_text(source)
-        os.replace(partial, folder / f"{key}.py")  # whole or not at all, if two processes write at once
-        kept = sorted(folder.glob("*.py"), key=lambda path: path.stat().st_mtime)
-        for old in kept[:-KEPT_EXPANSIONS]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # an unwritable cache only costs the next process the expansion
+    if key is not None:
+        keep_text("expanded", f"{key}.py", source, KEPT_EXPANSIONS)
 
 
 def cache_dir() -> Path | None:
