@@ -179,14 +179,19 @@ class KernelBuild:
     def signature(self, variant: str) -> str:
         return self.signature_fast if variant == "fast" else SIGNATURE
 
+    def labelled_variants(self) -> list[tuple[str, "KernelBuild", str]]:
+        """``(label, build, variant)`` for every kernel of :meth:`ptx_kernels`, in order, nothing generated."""
+        return [(f"{self.name}_{variant}", self, variant) for variant in ("fast", "edge")]
+
     def ptx_kernels(self) -> dict:
         """Every kernel with the argument types it is compiled for: what tests/test_ptx.py compiles to PTX."""
-        return {f"{self.name}_{variant}": (self.kernel(variant), self.signature(variant)) for variant in ("fast", "edge")}
+        return {label: (build.kernel(variant), build.signature(variant))
+                for label, build, variant in self.labelled_variants()}
 
     def kernel_labels(self) -> list[str]:
         """The labels of :meth:`ptx_kernels`, in its order, without generating a kernel (expanding one takes up to
         seconds: the test collection asks every step for its labels)."""
-        return [f"{self.name}_{variant}" for variant in ("fast", "edge")]
+        return [label for label, _, _ in self.labelled_variants()]
 
     def compile(self, variant: str) -> None:
         """Compile one kernel now (on a GPU), saying so on stderr: seconds for an unrolled kernel, less than one

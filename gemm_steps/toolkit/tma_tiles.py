@@ -87,15 +87,10 @@ class TmaTiles(TiledKernels):
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
         self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices))
 
-    def ptx_kernels(self) -> dict:
+    def labelled_variants(self) -> list:
         """The fast and edge kernels, and the ``partial`` build's fast kernel (``<name>_partial_fast``) if any."""
-        kernels = super().ptx_kernels()
-        if self.partial is not None:
-            kernels[f"{self.partial.name}_fast"] = (self.partial.kernel("fast"), self.partial.signature("fast"))
-        return kernels
-
-    def kernel_labels(self) -> list[str]:
-        return super().kernel_labels() + ([f"{self.partial.name}_fast"] if self.partial is not None else [])
+        partial = [(f"{self.partial.name}_fast", self.partial, "fast")] if self.partial is not None else []
+        return super().labelled_variants() + partial
 
     def generated_source(self) -> str:
         """The fast and edge kernels as compiled, and the ``partial`` build's fast kernel if any."""
