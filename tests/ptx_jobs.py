@@ -42,15 +42,12 @@ TIMEOUT_S = 600
 
 
 # -- in the GPU-mode worker -----------------------------------------------------------------------------------------
-def identity(dispatcher, signature):
-    """What a kernel's PTX depends on: its generated source and constants (the file name carries their hash), the
-    values of the names it reads (a build's overrides), the signature and the jit options. Steps 16-18 take their
-    edge kernels from builds of steps 15 and 14 with the same tiles: those compile once."""
-    function = dispatcher.py_func
-    names = tuple(sorted((k, repr(v)) for k, v in function.__globals__.items()
-                         if not k.startswith("__") and k != function.__name__))  # not the kernel itself
-    return (function.__code__.co_filename, function.__name__, signature,
-            repr(sorted((getattr(dispatcher, "targetoptions", {}) or {}).items())), hash(names))
+def identity(dispatcher, signature) -> str:
+    """What a kernel's PTX depends on, within this process (:func:`gemm_steps.harness.ptx.kernel_identity`). Steps
+    16-18 take their edge kernels from builds of steps 15 and 14 with the same tiles: those compile once."""
+    from gemm_steps.harness.ptx import kernel_identity
+
+    return json.dumps(kernel_identity(dispatcher, signature), default=str)
 
 
 #: identity → {"ptx": …, "ptxas": …}: what the worker has compiled for earlier jobs.

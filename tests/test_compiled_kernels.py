@@ -18,8 +18,8 @@ from gemm_steps.harness import ptx
 class FakeDispatcher:
     """What :func:`kernel_key` reads of a ``cuda.jit`` dispatcher: its Python function and compile options."""
 
-    def __init__(self, module: str, constant: int = 4, options: dict | None = None):
-        namespace = {"__name__": module, "TILE": constant, "helper": len}
+    def __init__(self, module: str, constant: int = 4, options: dict | None = None, helper=len):
+        namespace = {"__name__": module, "TILE": constant, "helper": helper}
         exec("def kernel(a, b, c):\n    c[0] = a[0] * b[0] * TILE + helper(a)\n", namespace)
         self.py_func = namespace["kernel"]
         self.targetoptions = options or {}
@@ -37,6 +37,22 @@ def test_the_key_changes_with_what_the_ptx_depends_on():
               ptx.kernel_key(FakeDispatcher("gemm_steps.steps.fake", options={"launch_bounds": (128, 1)}),
                              SIGNATURE)]
     assert len({base, *others}) == 5
+
+
+def test_the_key_names_a_helper_by_its_module_not_by_its_address():
+    """The same function gives the same key in every process; another function of the same name, from another
+    module, another key (its ``repr`` would show only the name and an address)."""
+    def helper(x):
+        return x
+
+    other = FakeDispatcher("gemm_steps.steps.fake").py_func  # another function, named as helper is (same repr
+    other.__name__, other.__qualname__ = helper.__name__, helper.__qualname__  # but for its address)
+    other.__module__ = "gemm_steps.steps.other"
+    keys = {ptx.kernel_key(FakeDispatcher("gemm_steps.steps.fake", helper=h), SIGNATURE)
+            for h in (helper, helper, other)}
+    assert len(keys) == 2
+    assert ptx._portable_text(helper) == f"{__name__}.test_the_key_names_a_helper_by_its_module_not_by_its_address" \
+                                         ".<locals>.helper"
 
 
 def test_a_kernel_from_outside_the_package_has_no_key():

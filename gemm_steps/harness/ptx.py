@@ -471,22 +471,40 @@ _KEYED_MODULES = "gemm_steps."
 
 
 def kernel_key(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC) -> str | None:
-    """What a kernel's PTX depends on, hashed: its code (the file it was defined from — a generated kernel's file name
-    carries the hash of its source and constants — its name and first line), every global name it can read with its
-    value (an override of a build; a function or object by its module and name, without the address ``repr`` shows),
-    the signature, the dispatcher's compile options, the compute capability, and :func:`_fingerprint` (every source
-    file of the package, the compilers, the tuning table). None for a kernel defined outside the package, whose
-    helpers the key cannot see."""
+    """What a kernel's PTX depends on, hashed: :func:`kernel_identity` with every global's value named as any process
+    would name it (:func:`_portable_text`), and :func:`_fingerprint` (every source file of the package, the
+    compilers, the tuning table). None for a kernel defined outside the package, whose helpers the key cannot see."""
     function = dispatcher.py_func
     if not str(function.__globals__.get("__name__", "")).startswith(_KEYED_MODULES):
         return None
-    names = sorted((name, _ADDRESS.sub("", repr(value))) for name, value in function.__globals__.items()
-                   if not name.startswith("__") and name != function.__name__)
-    code = function.__code__
-    text = json.dumps([code.co_filename, code.co_firstlineno, function.__name__, signature,
-                       repr(sorted(compile_options(dispatcher).items())), list(cc), names, _kernel_fingerprint()],
+    text = json.dumps([kernel_identity(dispatcher, signature, cc, _portable_text), _kernel_fingerprint()],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def kernel_identity(dispatcher: Any, signature: str, cc: tuple[int, int] = DEFAULT_CC,
+                    value_text: Callable[[Any], str] = repr) -> list:
+    """What a kernel's PTX depends on besides the package and the compilers, as a JSON-able list: its code (the file
+    it was defined from — a generated kernel's file name carries the hash of its source and constants — its name and
+    first line), every global name it can read with ``value_text`` of its value (a build's overrides), the signature,
+    the dispatcher's compile options and the compute capability. With ``repr`` (the default) it tells kernels apart
+    within one process (a function's ``repr`` holds its address); :func:`kernel_key` uses names that hold across
+    processes."""
+    function = dispatcher.py_func
+    names = sorted((name, value_text(value)) for name, value in function.__globals__.items()
+                   if not name.startswith("__") and name != function.__name__)
+    code = function.__code__
+    return [code.co_filename, code.co_firstlineno, function.__name__, signature,
+            repr(sorted(compile_options(dispatcher).items())), list(cc), names]
+
+
+def _portable_text(value: Any) -> str:
+    """A global's value as every process names it: a function or class (or a dispatcher, by its Python function) by
+    its module and qualified name, anything else by its ``repr`` without the addresses some reprs show."""
+    named = getattr(value, "py_func", value)
+    if callable(named) and hasattr(named, "__module__") and hasattr(named, "__qualname__"):
+        return f"{named.__module__}.{named.__qualname__}"
+    return _ADDRESS.sub("", repr(value))
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
