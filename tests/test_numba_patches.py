@@ -86,3 +86,62 @@ def test_the_random_graphs_have_what_makes_liveness_hard():
         grown += sum(live[b] != use[b] for b in blocks)
         loops += bool(cfg.loops())
     assert grown > 100 and loops > 10
+
+
+def _random_blocks(seed: int):
+    """Random Numba IR: blocks in three scopes (some blocks share one, as Numba's passes leave them), each assigning
+    tuples and calls of random variables — calls with keyword arguments, so lists of (name, variable) pairs nest."""
+    import numpy as np
+    from numba.cuda.core import ir
+
+    rng = np.random.default_rng(seed)
+    loc = ir.Loc("random.py", 1)
+    scopes = [ir.Scope(None, loc) for _ in range(3)]
+    blocks = {}
+    for label in range(int(rng.integers(1, 12))):
+        scope = scopes[int(rng.integers(len(scopes)))]
+        block = ir.Block(scope, loc)
+        var = lambda: ir.Var(scope, f"v{rng.integers(25)}", loc)  # noqa: E731
+        for _ in range(int(rng.integers(0, 8))):
+            items = [var() for _ in range(int(rng.integers(0, 4)))]
+            value = ir.Expr.build_tuple(items, loc) if rng.random() < 0.5 else \
+                ir.Expr.call(var(), items, [(f"k{i}", var()) for i in range(int(rng.integers(0, 3)))], loc)
+            block.append(ir.Assign(value, var(), loc))
+        blocks[label] = block
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_scope_patch_defines_what_numba_defines(seed):
+    """numba_patches._fixup_var_define_once_per_scope (one walk per scope) against numba-cuda's
+    fixup_var_define_in_scope (one walk per block) on random IR: every scope ends with the same names, in the same
+    order, bound to the same variables."""
+    from numba.cuda.core import ir_utils
+
+    from gemm_steps.toolkit import numba_patches
+
+    def defined(blocks):
+        scopes = list({id(block.scope): block.scope for block in blocks.values()}.values())
+        return [[(name, str(var)) for name, var in scope.localvars._con.items()] for scope in scopes]
+
+    expected, found = _random_blocks(seed), _random_blocks(seed)
+    ir_utils.fixup_var_define_in_scope(expected)  # the original: the patch replaces untyped_passes' name for it
+    numba_patches._fixup_var_define_once_per_scope(found)
+    assert defined(found) == defined(expected)
+    assert any(defined(expected))  # something was defined: the comparison is not of empty scopes
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_list_vars_patch_lists_what_numba_lists(seed):
+    """numba_patches._rec_list_vars_by_type against numba-cuda's Inst._rec_list_vars: the same variables, in the same
+    order, for every statement of random IR (nested tuples, lists and keyword pairs)."""
+    from numba.cuda.core import ir
+
+    from gemm_steps.toolkit import numba_patches
+
+    original = numba_patches._ORIGINALS.get("rec_list_vars", ir.Inst._rec_list_vars)
+    for block in _random_blocks(seed).values():
+        for stmt in block.body:
+            expected = original(stmt, stmt.__dict__)
+            found = numba_patches._rec_list_vars_by_type(stmt, stmt.__dict__)
+            assert [(v.name, id(v)) for v in found] == [(v.name, id(v)) for v in expected]

@@ -28,6 +28,27 @@ def test_copy_pads_with_zeros_and_crops():
     assert (back.copy_to_host() == source).all()
 
 
+def test_a_wide_copy_covers_every_column_and_row():
+    """Wider than a block's threads and taller than the simulator's one row of blocks (each thread strides down its
+    column): every element of the corner copied, every other zero."""
+    source = np.random.default_rng(1).standard_normal((37, 300)).astype(np.float32)
+    padded = cuda.to_device(np.full((40, 320), np.nan, np.float32))
+    copy_padded(cuda.to_device(source), padded)
+    got = padded.copy_to_host()
+    assert (got[:37, :300] == source).all()
+    assert (got[37:, :] == 0).all() and (got[:, 300:] == 0).all()
+
+
+@simulator_only
+def test_the_simulator_copies_with_few_threads():
+    """On the simulator (a Python thread a GPU thread) a copy is one row of blocks no wider than its rows need: a
+    32 × 40 buffer, one block of 64 threads (a GPU's grid: 32 blocks of 256)."""
+    from gemm_steps.toolkit.padded_tiles import copy_grid, copy_threads
+
+    assert copy_grid(32, 40) == (1, 1) and copy_threads(40) == 64
+    assert copy_grid(32, 600) == (3, 1) and copy_threads(600) == 256
+
+
 def test_which_matrices_a_shape_copies():
     """A, B and C are copied only where their own sides are not whole tiles."""
     tiles = PaddedTiles(step18.build(step18.SIMULATOR_CONFIG))

@@ -120,18 +120,20 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
 
 
-def test_a_readable_copy_widens_each_row_with_zeros():
+@pytest.mark.parametrize("m, n, k, widths", [(5, 6, 7, (8, 8)), (45, 9, 11, (12, 12))],
+                         ids=["one_block", "more_than_a_block"])
+def test_a_readable_copy_widens_each_row_with_zeros(m, n, k, widths):
     """TmaTiles.readable_copy on its own: A (5 × 7) into rows of 8 floats and B (7 × 6) into rows of 8, each row's
     values in place and zeros past its end — the zeros matter: the copy engine reads them, and an inf or NaN there
-    would meet the zero-filled rows of the other matrix as NaN."""
+    would meet the zero-filled rows of the other matrix as NaN. Then A of 45 × 11 (540 floats: more than a block's
+    256 threads, which on the simulator's one block stride on)."""
     from gemm_steps.toolkit.tiles import flat_operands
 
-    m, n, k = 5, 6, 7
     a, b = random_matrices(np.random.default_rng(7), m, n, k)
     kernels = step18.build(CONFIG)
     a_dev, b_dev = cuda.to_device(a), cuda.to_device(b)
     _, flat = flat_operands(a_dev, b_dev, cuda.device_array((m, n), np.float32))
-    for which, (matrix, width) in enumerate(((a, 8), (b, 8))):
+    for which, (matrix, width) in enumerate(zip((a, b), widths)):
         rows = kernels.readable_copy(which, flat, (m, n, k), 0)
         rows.copy_to_device(np.full(rows.shape, np.nan, np.float32))  # a reused buffer holds anything
         got = kernels.readable_copy(which, flat, (m, n, k), 0).copy_to_host()

@@ -1,7 +1,8 @@
 """Compile-time workarounds for numba-cuda 0.30 (GPU only; the simulator does not compile).
 
-Numba's front end was written for loops, not for straight-line kernels of ~4,000 statements: five of its passes
-are quadratic in a block's size or in (variables × statements), and one computes eagerly what is seldom read. Each
+Numba's front end was written for loops, not for straight-line kernels of ~4,000 statements: six of its passes
+are quadratic in a block's size or in (variables × statements), one computes eagerly what is seldom read, and one
+helper that every pass calls answers the same type question at every node. Each
 patch below computes exactly what the pass it replaces computes — same rules, same order, same result — in linear or
 near-linear time, or only when it is read:
 
@@ -21,7 +22,13 @@ near-linear time, or only when it is read:
   sets, liveness, dead maps and the variables live on entry to each block — at once, although only a generator
   reads the last (``block_entry_vars``) and the rest is read only where a pass asks for it: the run keeps the lazy
   ``VariableLifetime`` it makes (as Numba's own loop-canonicalising passes do) and computes its fields when they are
-  first read (step 13's fast kernel: the nine runs took 8.7 of 27.4 s of a profiled lowering).
+  first read (step 13's fast kernel: the nine runs took 8.7 of 27.4 s of a profiled lowering);
+* making every variable defined in every block's scope (``ir_utils.fixup_var_define_in_scope``) walked all the used
+  variables once per *block*, although the blocks share one scope or a few: after the first block of a scope the
+  other walks find every name defined (step 13's fast kernel: 1.3 of 24 s of its lowering). Now once per scope;
+* listing the variables a statement reads or writes (``Inst._rec_list_vars``, called ~200,000 times in step 13's
+  lowering, by liveness, SSA, ``del`` placement …) asked ``isinstance`` of two-class tuples at every node of every
+  statement: now it asks once per type and keeps the answer (same variables, same order).
 
 ``tests/test_numba_patches.py`` compiles kernels with and without the patches and asserts byte-identical PTX.
 """
@@ -65,12 +72,12 @@ def _find_singly_assigned_variable_linear(self):
 
 
 def apply() -> None:
-    """Install the six patches (idempotent)."""
+    """Install the eight patches (idempotent)."""
     global _APPLIED
     if _APPLIED:
         return
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, postproc, ssa, typed_passes
+    from numba.cuda.core import analysis, ir, postproc, ssa, typed_passes, untyped_passes
 
     _remember_originals()
     lowering.Lower._find_singly_assigned_variable = _find_singly_assigned_variable_linear
@@ -79,6 +86,8 @@ def apply() -> None:
     typed_passes.PreLowerStripPhis._strip_phi_nodes = _strip_phi_nodes_indexed
     analysis.compute_live_map = _compute_live_map_sparse
     postproc.PostProcessor.run = _post_process_lazily
+    untyped_passes.fixup_var_define_in_scope = _fixup_var_define_once_per_scope
+    ir.Inst._rec_list_vars = _rec_list_vars_by_type
     _APPLIED = True
 
 
@@ -89,7 +98,7 @@ def remove() -> None:
         return
     from numba.core.types.functions import BaseFunction
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, postproc, ssa, typed_passes
+    from numba.cuda.core import analysis, ir, postproc, ssa, typed_passes, untyped_passes
 
     lowering.Lower._find_singly_assigned_variable = _ORIGINALS["singly_assigned"]
     BaseFunction.get_call_type = BaseFunction.get_call_type.__wrapped__
@@ -97,6 +106,8 @@ def remove() -> None:
     typed_passes.PreLowerStripPhis._strip_phi_nodes = _ORIGINALS["strip_phis"]
     analysis.compute_live_map = _ORIGINALS["live_map"]
     postproc.PostProcessor.run = _ORIGINALS["post_process"]
+    untyped_passes.fixup_var_define_in_scope = _ORIGINALS["fixup_scope"]
+    ir.Inst._rec_list_vars = _ORIGINALS["rec_list_vars"]
     _APPLIED = False
 
 
@@ -105,13 +116,78 @@ _ORIGINALS: dict = {}
 
 def _remember_originals() -> None:
     from numba.cuda import lowering
-    from numba.cuda.core import analysis, postproc, ssa, typed_passes
+    from numba.cuda.core import analysis, ir, postproc, ssa, typed_passes, untyped_passes
 
     _ORIGINALS.setdefault("singly_assigned", lowering.Lower._find_singly_assigned_variable)
     _ORIGINALS.setdefault("run_ssa", ssa._run_ssa)
     _ORIGINALS.setdefault("strip_phis", typed_passes.PreLowerStripPhis._strip_phi_nodes)
     _ORIGINALS.setdefault("live_map", analysis.compute_live_map)
     _ORIGINALS.setdefault("post_process", postproc.PostProcessor.run)
+    _ORIGINALS.setdefault("fixup_scope", untyped_passes.fixup_var_define_in_scope)
+    _ORIGINALS.setdefault("rec_list_vars", ir.Inst._rec_list_vars)
+
+
+# -- every used variable defined in every scope: once per scope, not once per block ------------------------------------
+def _fixup_var_define_once_per_scope(blocks):
+    """``ir_utils.fixup_var_define_in_scope``: every variable some statement uses, defined (by name) in the scope of
+    every block. The original walks the used variables once per block; a second walk over a scope it has already
+    walked defines nothing (every name is in it by then), so one walk per distinct scope, in the order the blocks
+    first name them, defines the same names in the same order."""
+    used = {}
+    for block in blocks.values():
+        for inst in block.body:
+            for var in inst.list_vars():
+                used[var] = inst
+    walked = set()
+    for block in blocks.values():
+        scope = block.scope
+        if id(scope) in walked:
+            continue
+        walked.add(id(scope))
+        for var in used:
+            if var.name not in scope.localvars:
+                scope.localvars.define(var.name, var)
+
+
+# -- the variables of a statement: each node's kind found once per type --------------------------------------------------
+#: type → what ``Inst._rec_list_vars`` does with a value of it: 0 a variable, 1 an instruction (its own ``list_vars``),
+#: 2 a list or tuple, 3 a dict (their items, in order), 4 nothing.
+_LIST_VARS_KIND: dict = {}
+
+
+def _list_vars_kind(kind_of: type) -> int:
+    from numba.cuda.core import ir
+
+    if issubclass(kind_of, ir.var_types):  # the original's isinstance tests, in its order
+        return 0
+    if issubclass(kind_of, ir.inst_types):
+        return 1
+    if issubclass(kind_of, (list, tuple)):
+        return 2
+    return 3 if issubclass(kind_of, dict) else 4
+
+
+def _rec_list_vars_by_type(self, val):
+    """``ir.Inst._rec_list_vars``: the variables in ``val``, depth first, as the original finds them."""
+    found: list = []
+    _collect_vars(val, found)
+    return found
+
+
+def _collect_vars(val, found: list) -> None:
+    kind = _LIST_VARS_KIND.get(type(val))
+    if kind is None:
+        kind = _LIST_VARS_KIND[type(val)] = _list_vars_kind(type(val))
+    if kind == 0:
+        found.append(val)
+    elif kind == 1:
+        found.extend(val.list_vars())
+    elif kind == 2:
+        for item in val:
+            _collect_vars(item, found)
+    elif kind == 3:
+        for item in val.values():
+            _collect_vars(item, found)
 
 
 # -- post-processing: a variable's lifetime computed when it is read ----------------------------------------------------

@@ -32,6 +32,11 @@ from .workspaces import Workspaces
 COPY_THREADS = 256
 #: The most rows of blocks a copy launches (a grid's y dimension is at most 65,535; each block strides on).
 COPY_ROW_BLOCKS = 65535
+#: On the simulator every thread is a Python thread, started and joined: there a copy launches one row of blocks, each
+#: thread striding down its column, and no more threads than the widest row needs (rounded up to a warp). The same
+#: kernel and the same copy; a 32 × 40 padded A took 32 blocks of 256 threads (8,192 threads for 1,280 floats), now 1
+#: block of 64.
+SIMULATED_COPY_ROW_BLOCKS = 1
 #: The argument types the copy kernel is compiled for (the sizes as 64-bit integers: Python ints).
 COPY_SIGNATURE = "void(float32[::1], int64, float32[::1], int64, int64, int64, int64)"
 
@@ -49,15 +54,21 @@ def copy_padded_kernel(src, src_cols, dst, dst_rows, dst_cols, rows, cols):
             dst[row * dst_cols + col] = value
 
 
+def copy_threads(dst_cols: int) -> int:
+    """Threads a block of the copy: :data:`COPY_THREADS`; on the simulator at most the row's width, whole warps."""
+    return min(COPY_THREADS, ceil_div(dst_cols, 32) * 32) if SIMULATOR else COPY_THREADS
+
+
 def copy_grid(dst_rows: int, dst_cols: int) -> tuple[int, int]:
-    return ceil_div(dst_cols, COPY_THREADS), min(dst_rows, COPY_ROW_BLOCKS)
+    row_blocks = SIMULATED_COPY_ROW_BLOCKS if SIMULATOR else COPY_ROW_BLOCKS
+    return ceil_div(dst_cols, copy_threads(dst_cols)), min(dst_rows, row_blocks)
 
 
 def copy_padded(src, dst, stream=0) -> None:
     """Copy 2-D ``src`` into the top-left corner of 2-D ``dst`` and zero the rest of ``dst`` (one launch)."""
     rows, cols = src.shape
     dst_rows, dst_cols = dst.shape
-    copy_padded_kernel[copy_grid(dst_rows, dst_cols), COPY_THREADS, stream](
+    copy_padded_kernel[copy_grid(dst_rows, dst_cols), copy_threads(dst_cols), stream](
         src.reshape(rows * cols), cols, dst.reshape(dst_rows * dst_cols), dst_rows, dst_cols, rows, cols)
 
 
@@ -127,7 +138,8 @@ class PaddedTiles:
             if len(self._copy_launches) >= 64:
                 self._copy_launches.clear()
             launch = self._copy_launches[key] = DirectLaunch(copy_padded_kernel, COPY_SIGNATURE,
-                                                             copy_grid(dst_rows, dst_cols), COPY_THREADS, 0, stream)
+                                                             copy_grid(dst_rows, dst_cols), copy_threads(dst_cols), 0,
+                                                             stream)
         launch(*flat_array_arguments(device_pointer(src), rows * cols), ctypes.c_int64(cols),
                *flat_array_arguments(device_pointer(dst), dst_rows * dst_cols), ctypes.c_int64(dst_rows),
                ctypes.c_int64(dst_cols), ctypes.c_int64(rows), ctypes.c_int64(cols))

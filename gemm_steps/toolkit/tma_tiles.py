@@ -27,13 +27,13 @@ from .workspaces import Workspaces
 @kernel
 def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
     """``rows_out`` = A (``which`` 0: M rows of K floats) or B (``which`` 1: K rows of N floats), each row widened to
-    ``width`` floats with zeros past its end: a row pitch the copy engine can read (a multiple of 16 bytes). One thread
-    an element of ``rows_out``; consecutive threads, consecutive columns. (C is not read: the launch's first three
-    arguments are always A, B and C.)"""
+    ``width`` floats with zeros past its end: a row pitch the copy engine can read (a multiple of 16 bytes). A thread
+    an element of ``rows_out``, striding on by the grid's size where the grid is smaller (the simulator's: one block);
+    consecutive threads, consecutive columns. (C is not read: the launch's first three arguments are always A, B and
+    C.)"""
     rows = m if which == 0 else k
     cols = k if which == 0 else n
-    i = cuda.grid(1)
-    if i < rows * width:
+    for i in range(cuda.grid(1), rows * width, cuda.gridsize(1)):
         row = i // width
         col = i - row * width
         value = float32(0.0)
@@ -134,6 +134,9 @@ class TmaTiles(TiledKernels):
 
     #: Threads a block of :func:`copy_rows_kernel`.
     COPY_THREADS = 256
+    #: Blocks a copy launches at most: on a GPU, one thread an element; on the simulator, where every thread is a Python
+    #: thread started and joined, one block whose threads stride over the rows (the same kernel and copy).
+    COPY_BLOCKS = 1 if SIMULATOR else None
 
     def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream):
         """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of 4
@@ -146,7 +149,8 @@ class TmaTiles(TiledKernels):
         buffer = self._copies.get(("AB"[which], rows, width), stream,
                                   lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
         arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
-        self.launch_or_record(copy_rows_kernel, self.rows_signature, ceil_div(rows * width, self.COPY_THREADS),
+        blocks = ceil_div(rows * width, self.COPY_THREADS)
+        self.launch_or_record(copy_rows_kernel, self.rows_signature, min(blocks, self.COPY_BLOCKS or blocks),
                               self.COPY_THREADS, stream, arguments)
         return buffer.reshape(rows, width)
 
