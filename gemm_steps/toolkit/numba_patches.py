@@ -25,10 +25,12 @@ near-linear time, or only when it is read:
   first read (step 13's fast kernel: the nine runs took 8.7 of 27.4 s of a profiled lowering);
 * making every variable defined in every block's scope (``ir_utils.fixup_var_define_in_scope``) walked all the used
   variables once per *block*, although the blocks share one scope or a few: after the first block of a scope the
-  other walks find every name defined (step 13's fast kernel: 1.3 of 24 s of its lowering). Now once per scope;
+  other walks find every name defined (step 13's fast kernel, 278 blocks in one scope: 2.6 s on its blocks, 0.06 s
+  once per scope; 2.0 of 24.1 s of a cProfile'd lowering). Now once per scope;
 * listing the variables a statement reads or writes (``Inst._rec_list_vars``, called ~200,000 times in step 13's
   lowering, by liveness, SSA, ``del`` placement …) asked ``isinstance`` of two-class tuples at every node of every
-  statement: now it asks once per type and keeps the answer (same variables, same order).
+  statement: now it asks once per type and keeps the answer (same variables, same order; one sweep over that
+  kernel's 14,823 statements 0.072 → 0.039 s).
 
 ``tests/test_numba_patches.py`` compiles kernels with and without the patches and asserts byte-identical PTX.
 """
