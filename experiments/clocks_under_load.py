@@ -1,8 +1,9 @@
 """Is the drop from 4096³ to 8192³ the clock? For step 15, the overlap build in grouped order and cuBLAS TF32 at
 both sizes (issue: Hopper's own GEMM design), two measurements:
 
-* ``sustained``: the SM clock and power while the kernel runs back to back for 3 s, sampled by ``nvidia-smi`` every
-  50 ms (the first third dropped);
+* ``sustained``: the SM clock and power while the kernel runs back to back for 3 s, sampled every 50 ms by
+  ``nvidia-smi`` in the runs below (since 2026-11-28 every 20 ms by NVML, the course's one sampler:
+  ``gemm_steps.harness.gpu_clock.clock_under_load``) (the first third dropped);
 * ``in_benchmark``: the clock right after each of 20 launches timed the way the benchmark times them (C poisoned,
   L2 flushed, one launch, wait): a one-thread probe kernel counts ``%clock64`` cycles over 20 µs of
   ``%globaltimer`` (``toolkit/timers.py``) — the SM clock the GPU was running at as the launch ended.
@@ -27,37 +28,26 @@ the slowest launches ended at 1,681–1,695 MHz (step 15, the overlap build) and
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 
 from experiments import output_path, require_gpu
 
+#: What the sustained samples hold (the first runs asked nvidia-smi for these every 50 ms; since 2026-11-28 NVML is
+#: asked for the same three every 20 ms, :func:`gemm_steps.harness.gpu_clock.clock_under_load`).
 QUERY = "clocks.sm,power.draw,clocks_event_reasons.active"
 
 
 def sample_while(run, seconds: float = 3.0) -> dict:
-    """Run ``run()`` repeatedly for ``seconds`` while nvidia-smi samples the SM clock and power every 50 ms; the
-    samples of the last two thirds (after the clock settled)."""
-    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "50"],
-                           stdout=subprocess.PIPE, text=True)
-    from numba import cuda
-    start = time.perf_counter()
-    launches = 0
-    while time.perf_counter() - start < seconds:
-        run()
-        launches += 1
-        if launches % 8 == 0:
-            cuda.synchronize()
-    cuda.synchronize()
-    smi.terminate()
-    lines = [line.split(", ") for line in smi.communicate()[0].strip().splitlines()]
-    settled = lines[len(lines) // 3:]
-    clocks = sorted(float(x[0]) for x in settled)
-    power = sorted(float(x[1]) for x in settled)
-    reasons = sorted({x[2] for x in settled})
-    return {"launches": launches, "samples": len(settled), "sm_clock_mhz_median": clocks[len(clocks) // 2],
-            "sm_clock_mhz_min": clocks[0], "power_w_median": power[len(power) // 2], "event_reasons": reasons}
+    """Run ``run()`` repeatedly for ``seconds`` while NVML samples the SM clock, power and event reasons
+    (:func:`gemm_steps.harness.gpu_clock.clock_under_load`); the samples of the last two thirds (after the clock
+    settled)."""
+    from gemm_steps.harness.gpu_clock import clock_under_load
+
+    load = clock_under_load(run, seconds, seconds / 3, launches_per_sync=8)
+    return {"launches": load["launches"], "samples": load["samples"], "sm_clock_mhz_median": load["sm_clock_mhz"],
+            "sm_clock_mhz_min": load["sm_clock_mhz_min"], "power_w_median": load["power_w"],
+            "event_reasons": load["event_reasons"]}
 
 
 def clock_after_each_launch(launch, c, repeats: int = 20) -> dict:

@@ -31,10 +31,7 @@ Prediction: predictions/loop-instructions-before-run.md (written before the run)
 
 from __future__ import annotations
 
-import statistics
 import sys
-import threading
-import time
 from types import SimpleNamespace
 
 from experiments import output_path, ratio, require_gpu, run_and_save
@@ -122,15 +119,14 @@ def bit_identity(found: dict, shapes) -> dict:
 
 def under_load(found: dict, names, size: int) -> dict:
     """SM clock (MHz) and board power (W) while each of ``names`` (builds, or ``cublas_tf32``) runs back to back for
-    :data:`LOAD_SECONDS` at size³: medians over the samples after :data:`SETTLE_SECONDS`."""
+    :data:`LOAD_SECONDS` at size³: medians over the samples after :data:`SETTLE_SECONDS`
+    (:func:`gemm_steps.harness.gpu_clock.clock_under_load`)."""
     import numpy as np
-    import pynvml
     from numba import cuda
 
     from gemm_steps.harness.cublas import launch_cublas_tf32
+    from gemm_steps.harness.gpu_clock import clock_under_load
 
-    pynvml.nvmlInit()
-    device = pynvml.nvmlDeviceGetHandleByIndex(cuda.get_current_device().id)
     rng = np.random.default_rng(0)
     a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
@@ -141,31 +137,9 @@ def under_load(found: dict, names, size: int) -> dict:
             (lambda built=found[name]: built.launch(a, b, c))
         call()
         cuda.synchronize()
-        samples, stop = [], threading.Event()
-
-        def sample():
-            while not stop.is_set():
-                samples.append((time.perf_counter(), pynvml.nvmlDeviceGetClockInfo(device, pynvml.NVML_CLOCK_SM),
-                                pynvml.nvmlDeviceGetPowerUsage(device) / 1000))
-                time.sleep(0.02)
-
-        sampler = threading.Thread(target=sample)
-        start = time.perf_counter()
-        sampler.start()
-        launches = 0
-        while time.perf_counter() - start < LOAD_SECONDS:
-            for _ in range(4):
-                call()
-            launches += 4
-            cuda.synchronize()
-        seconds = time.perf_counter() - start
-        stop.set()
-        sampler.join()
-        settled = [(mhz, watts) for t, mhz, watts in samples if t - start >= SETTLE_SECONDS]
-        answer[name] = {"sm_clock_mhz": statistics.median(s[0] for s in settled),
-                        "power_w": statistics.median(s[1] for s in settled), "samples": len(settled),
-                        "tflops_back_to_back": 2 * size ** 3 * launches / seconds / 1e12}
-    pynvml.nvmlShutdown()
+        load = clock_under_load(call, LOAD_SECONDS, SETTLE_SECONDS)
+        answer[name] = {"sm_clock_mhz": load["sm_clock_mhz"], "power_w": load["power_w"], "samples": load["samples"],
+                        "tflops_back_to_back": 2 * size ** 3 * load["launches"] / load["seconds"] / 1e12}
     return answer
 
 

@@ -27,10 +27,8 @@ import csv
 import io
 import json
 import re
-import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -173,16 +171,16 @@ def kernel_regex(target: str) -> str:
 def under_load(targets: list[str], size: int) -> dict:
     """SM clock (MHz) and board power (W) while each target runs back to back for :data:`LOAD_SECONDS`, in this
     process, one target after another (the same GPU, minutes apart at most): median over the samples after
-    :data:`SETTLE_SECONDS`, and each target's TFLOPS over that loop (rough: launches back to back, no L2 flush)."""
+    :data:`SETTLE_SECONDS` (:func:`gemm_steps.harness.gpu_clock.clock_under_load`), and each target's TFLOPS over
+    that loop (rough: launches back to back, no L2 flush)."""
     import numpy as np
-    import pynvml
     from numba import cuda
+
+    from gemm_steps.harness.gpu_clock import clock_under_load
 
     sys.path.insert(0, str(PROFILE.parent))
     from profile_steps import call_of
 
-    pynvml.nvmlInit()
-    device = pynvml.nvmlDeviceGetHandleByIndex(cuda.get_current_device().id)
     rng = np.random.default_rng(0)
     a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
@@ -192,33 +190,9 @@ def under_load(targets: list[str], size: int) -> dict:
         call = call_of(target, a, b, c)
         call()  # compile
         cuda.synchronize()
-        samples: list[tuple[float, float, float]] = []
-        stop = threading.Event()
-
-        def sample():
-            while not stop.is_set():
-                samples.append((time.perf_counter(),
-                                pynvml.nvmlDeviceGetClockInfo(device, pynvml.NVML_CLOCK_SM),
-                                pynvml.nvmlDeviceGetPowerUsage(device) / 1000))
-                time.sleep(0.02)
-
-        sampler = threading.Thread(target=sample)
-        start = time.perf_counter()
-        sampler.start()
-        launches = 0
-        while time.perf_counter() - start < LOAD_SECONDS:
-            for _ in range(4):
-                call()
-            launches += 4
-            cuda.synchronize()
-        seconds = time.perf_counter() - start
-        stop.set()
-        sampler.join()
-        settled = [(mhz, watts) for t, mhz, watts in samples if t - start >= SETTLE_SECONDS]
-        found[target] = {"sm_clock_mhz": statistics.median(m for m, _ in settled),
-                         "power_w": statistics.median(w for _, w in settled), "samples": len(settled),
-                         "tflops_back_to_back": 2 * size ** 3 * launches / seconds / 1e12}
-    pynvml.nvmlShutdown()
+        load = clock_under_load(call, LOAD_SECONDS, SETTLE_SECONDS)
+        found[target] = {"sm_clock_mhz": load["sm_clock_mhz"], "power_w": load["power_w"], "samples": load["samples"],
+                         "tflops_back_to_back": 2 * size ** 3 * load["launches"] / load["seconds"] / 1e12}
     return found
 
 

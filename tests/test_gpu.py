@@ -226,6 +226,24 @@ def test_run_benchmark_smoke():
     assert by_name["cublas"]["sampled_rel_error_fp64"] < 1e-5
 
 
+def test_the_clock_under_load_is_sampled_while_the_kernel_runs():
+    """gpu_clock.clock_under_load (the one sampler of the reference script and the clock experiments): a second of
+    back-to-back launches gives NVML samples after the settling time, a real SM clock and power, the launches it ran."""
+    pytest.importorskip("pynvml", reason="NVML's Python binding (nvidia-ml-py) is not installed")
+    from gemm_steps.harness.gpu_clock import clock_under_load
+
+    step = gemm_steps.get_step("warp_tiling")
+    a, b, c = cuda.to_device(np.ones((1024, 1024), np.float32)), cuda.to_device(np.ones((1024, 1024), np.float32)), \
+        cuda.device_array((1024, 1024), np.float32)
+    call = lambda: step.launch(a, b, c)  # noqa: E731
+    call()
+    cuda.synchronize()
+    load = clock_under_load(call, seconds=1.0, settle_seconds=0.3)
+    assert load["samples"] >= 10 and load["launches"] >= 4 and 0.9 < load["seconds"] < 5, load
+    assert 100 < load["sm_clock_mhz_min"] <= load["sm_clock_mhz"] < 4000 and 10 < load["power_w"] < 2000, load
+    assert all(reason.startswith("0x") for reason in load["event_reasons"]), load
+
+
 @pytest.mark.parametrize("step", [s for s in STEPS if getattr(s.module, "PTXAS_EXPECT", None)], ids=step_id)
 def test_ptxas_claims_hold_for_the_drivers_compile(step):
     """``PTXAS_EXPECT`` (registers, spill bytes) against the kernel the GPU runs: Numba's own compile for this GPU

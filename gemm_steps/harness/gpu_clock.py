@@ -7,6 +7,9 @@
 * :func:`sm_clock_mhz` counts ``%clock64`` cycles over 20 µs of ``%globaltimer``: the SM clock right after a launch.
   Under the board's power limit long runs at 8192³ end well below the maximum clock
   (experiments/clocks_under_load.py), so every record says what clock its launches ended at.
+* :func:`clock_under_load` runs a launch back to back for seconds while NVML samples the SM clock, the board power
+  and the clock's event reasons (why it is below its maximum): the clock a kernel *sustains*, as the reference
+  kernels' script, the loop-instruction experiment and the clock experiment measure it.
 """
 
 from __future__ import annotations
@@ -56,4 +59,59 @@ def sm_clock_mhz(stream) -> float:
     return float(out.copy_to_host(stream=stream)[0])
 
 
-__all__ = ["hold_gpu", "sm_clock_mhz", "HOLD_NS", "PROBE_NS"]
+#: How often :func:`clock_under_load` asks NVML (seconds).
+SAMPLE_INTERVAL_S = 0.02
+
+
+def clock_under_load(call, seconds: float = 3.0, settle_seconds: float = 1.0, launches_per_sync: int = 4) -> dict:
+    """Run ``call()`` back to back for ``seconds`` (waiting for the GPU every ``launches_per_sync`` launches) while a
+    thread asks NVML every :data:`SAMPLE_INTERVAL_S` for the SM clock, the board power and the clock event reasons;
+    ``call`` compiled and run once before. Of the samples taken after ``settle_seconds`` (the clock settles): the
+    median and lowest SM clock (MHz), the median power (W), the event reasons seen (NVML's bit masks, as
+    ``nvidia-smi`` prints them: 0x4 is the software power cap), and how many launches ran in how many seconds."""
+    import statistics
+    import threading
+    import time
+
+    import pynvml
+    from numba import cuda
+
+    pynvml.nvmlInit()
+    try:
+        device = pynvml.nvmlDeviceGetHandleByIndex(cuda.get_current_device().id)
+        reasons_of = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        samples: list[tuple[float, float, float, int]] = []
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                samples.append((time.perf_counter(), pynvml.nvmlDeviceGetClockInfo(device, pynvml.NVML_CLOCK_SM),
+                                pynvml.nvmlDeviceGetPowerUsage(device) / 1000, reasons_of(device)))
+                time.sleep(SAMPLE_INTERVAL_S)
+
+        sampler = threading.Thread(target=sample)
+        start = time.perf_counter()
+        sampler.start()
+        launches = 0
+        try:
+            while time.perf_counter() - start < seconds:
+                for _ in range(launches_per_sync):
+                    call()
+                launches += launches_per_sync
+                cuda.synchronize()
+            elapsed = time.perf_counter() - start
+        finally:
+            stop.set()
+            sampler.join()
+    finally:
+        pynvml.nvmlShutdown()
+    settled = [s for s in samples if s[0] - start >= settle_seconds]
+    if not settled:
+        raise RuntimeError(f"no NVML sample after {settle_seconds} s of a {seconds} s load")
+    return {"sm_clock_mhz": statistics.median(s[1] for s in settled), "sm_clock_mhz_min": min(s[1] for s in settled),
+            "power_w": statistics.median(s[2] for s in settled), "samples": len(settled),
+            "event_reasons": sorted({f"0x{s[3]:016x}" for s in settled}), "launches": launches, "seconds": elapsed}
+
+
+__all__ = ["clock_under_load", "hold_gpu", "sm_clock_mhz", "HOLD_NS", "PROBE_NS", "SAMPLE_INTERVAL_S"]
