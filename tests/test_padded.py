@@ -10,6 +10,7 @@ from gemm_steps.harness import dispatch
 from gemm_steps.harness import fp32_contract as contract
 from gemm_steps.steps import warp_specialized_3xtf32 as step18
 from gemm_steps.toolkit.padded_tiles import PaddedTiles, copy_padded
+from helpers import run_in_nan_margin
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="builds step 18 for the simulator's tiles")
 
@@ -63,13 +64,6 @@ def test_which_matrices_a_shape_copies():
     assert tiles.padded_shape(m + 1, n, k - 3) == (m + config.BLOCK_M, n, k)
 
 
-def product(tiles, a, b):
-    c = cuda.device_array((a.shape[0], b.shape[1]), np.float32)
-    c[:] = np.nan  # an element nothing writes stays NaN
-    tiles.launch(cuda.to_device(a), cuda.to_device(b), c)
-    return c.copy_to_host()
-
-
 @simulator_only
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_a_ragged_product_keeps_the_fp32_contract_and_sgemms_specials():
@@ -82,7 +76,7 @@ def test_a_ragged_product_keeps_the_fp32_contract_and_sgemms_specials():
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     tiles = PaddedTiles(step18.build(step18.SIMULATOR_CONFIG))
     assert tiles.copies(m, n, k) == (True, True, True)
-    c = product(tiles, a, b)
+    c = run_in_nan_margin(tiles, a, b)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     reference = contract.normwise_error(contract.sgemm_model(a, b), a, b, exact)
     assert not np.isnan(c).any()
@@ -90,7 +84,8 @@ def test_a_ragged_product_keeps_the_fp32_contract_and_sgemms_specials():
 
     a[m - 1, k - 1] = np.inf
     b[5, n - 1] = np.nan
-    got, expected = contract.special_pattern(product(tiles, a, b)), contract.special_pattern(contract.sgemm_model(a, b))
+    got = contract.special_pattern(run_in_nan_margin(tiles, a, b))
+    expected = contract.special_pattern(contract.sgemm_model(a, b))
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
     assert (expected[m - 1] != 0).all() and (expected[:, n - 1] != 0).all()
 
