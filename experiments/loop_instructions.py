@@ -120,12 +120,12 @@ def bit_identity(found: dict, shapes) -> dict:
 def under_load(found: dict, names, size: int) -> dict:
     """SM clock (MHz) and board power (W) while each of ``names`` (builds, or ``cublas_tf32``) runs back to back for
     :data:`LOAD_SECONDS` at size³: medians over the samples after :data:`SETTLE_SECONDS`
-    (:func:`gemm_steps.harness.gpu_clock.clock_under_load`)."""
+    (:func:`gemm_steps.harness.gpu_clock.load_record`)."""
     import numpy as np
     from numba import cuda
 
     from gemm_steps.harness.cublas import launch_cublas_tf32
-    from gemm_steps.harness.gpu_clock import clock_under_load
+    from gemm_steps.harness.gpu_clock import load_record
 
     rng = np.random.default_rng(0)
     a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
@@ -137,9 +137,7 @@ def under_load(found: dict, names, size: int) -> dict:
             (lambda built=found[name]: built.launch(a, b, c))
         call()
         cuda.synchronize()
-        load = clock_under_load(call, LOAD_SECONDS, SETTLE_SECONDS)
-        answer[name] = {"sm_clock_mhz": load["sm_clock_mhz"], "power_w": load["power_w"], "samples": load["samples"],
-                        "tflops_back_to_back": 2 * size ** 3 * load["launches"] / load["seconds"] / 1e12}
+        answer[name] = load_record(call, 2 * size ** 3, LOAD_SECONDS, SETTLE_SECONDS)
     return answer
 
 

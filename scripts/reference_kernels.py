@@ -171,12 +171,12 @@ def kernel_regex(target: str) -> str:
 def under_load(targets: list[str], size: int) -> dict:
     """SM clock (MHz) and board power (W) while each target runs back to back for :data:`LOAD_SECONDS`, in this
     process, one target after another (the same GPU, minutes apart at most): median over the samples after
-    :data:`SETTLE_SECONDS` (:func:`gemm_steps.harness.gpu_clock.clock_under_load`), and each target's TFLOPS over
-    that loop (rough: launches back to back, no L2 flush)."""
+    :data:`SETTLE_SECONDS` (:func:`gemm_steps.harness.gpu_clock.load_record`), and each target's TFLOPS over that
+    loop (rough: launches back to back, no L2 flush)."""
     import numpy as np
     from numba import cuda
 
-    from gemm_steps.harness.gpu_clock import clock_under_load
+    from gemm_steps.harness.gpu_clock import load_record
 
     sys.path.insert(0, str(PROFILE.parent))
     from profile_steps import call_of
@@ -190,9 +190,7 @@ def under_load(targets: list[str], size: int) -> dict:
         call = call_of(target, a, b, c)
         call()  # compile
         cuda.synchronize()
-        load = clock_under_load(call, LOAD_SECONDS, SETTLE_SECONDS)
-        found[target] = {"sm_clock_mhz": load["sm_clock_mhz"], "power_w": load["power_w"], "samples": load["samples"],
-                         "tflops_back_to_back": 2 * size ** 3 * load["launches"] / load["seconds"] / 1e12}
+        found[target] = load_record(call, 2 * size ** 3, LOAD_SECONDS, SETTLE_SECONDS)
     return found
 
 

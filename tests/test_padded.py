@@ -15,29 +15,21 @@ from helpers import run_in_nan_margin
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="builds step 18 for the simulator's tiles")
 
 
-def test_copy_pads_with_zeros_and_crops():
+@pytest.mark.parametrize("rows, cols, padded_rows, padded_cols", [(5, 7, 8, 12), (37, 300, 40, 320)],
+                         ids=["small", "wider_than_a_block"])
+def test_copy_pads_with_zeros_and_crops(rows, cols, padded_rows, padded_cols):
     """Into a larger buffer: the corner is the source, the rest zeros (poisoned first, so a skipped element shows);
-    out of it again: the source back, bit for bit."""
-    source = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
-    padded = cuda.to_device(np.full((8, 12), np.nan, np.float32))
+    out of it again: the source back, bit for bit. The second shape is wider than a block's threads and taller than
+    the simulator's one row of blocks (each thread strides down its column)."""
+    source = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
+    padded = cuda.to_device(np.full((padded_rows, padded_cols), np.nan, np.float32))
     copy_padded(cuda.to_device(source), padded)
     got = padded.copy_to_host()
-    assert (got[:5, :7] == source).all()
-    assert (got[5:, :] == 0).all() and (got[:, 7:] == 0).all()
-    back = cuda.to_device(np.full((5, 7), np.nan, np.float32))
+    assert (got[:rows, :cols] == source).all()
+    assert (got[rows:, :] == 0).all() and (got[:, cols:] == 0).all()
+    back = cuda.to_device(np.full((rows, cols), np.nan, np.float32))
     copy_padded(padded, back)
     assert (back.copy_to_host() == source).all()
-
-
-def test_a_wide_copy_covers_every_column_and_row():
-    """Wider than a block's threads and taller than the simulator's one row of blocks (each thread strides down its
-    column): every element of the corner copied, every other zero."""
-    source = np.random.default_rng(1).standard_normal((37, 300)).astype(np.float32)
-    padded = cuda.to_device(np.full((40, 320), np.nan, np.float32))
-    copy_padded(cuda.to_device(source), padded)
-    got = padded.copy_to_host()
-    assert (got[:37, :300] == source).all()
-    assert (got[37:, :] == 0).all() and (got[:, 300:] == 0).all()
 
 
 @simulator_only

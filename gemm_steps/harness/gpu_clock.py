@@ -114,4 +114,14 @@ def clock_under_load(call, seconds: float = 3.0, settle_seconds: float = 1.0, la
             "event_reasons": sorted({f"0x{s[3]:016x}" for s in settled}), "launches": launches, "seconds": elapsed}
 
 
-__all__ = ["clock_under_load", "hold_gpu", "sm_clock_mhz", "HOLD_NS", "PROBE_NS", "SAMPLE_INTERVAL_S"]
+def load_record(call, flops: float, seconds: float, settle_seconds: float) -> dict:
+    """What the reference kernels' results and the loop-instruction experiment record of one kernel under load
+    (:func:`clock_under_load`): the median SM clock and power, the samples, and the TFLOPS of the back-to-back loop
+    (``flops`` a call; rough: no L2 flush between launches)."""
+    load = clock_under_load(call, seconds, settle_seconds)
+    return {"sm_clock_mhz": load["sm_clock_mhz"], "power_w": load["power_w"], "samples": load["samples"],
+            "tflops_back_to_back": flops * load["launches"] / load["seconds"] / 1e12}
+
+
+__all__ = ["clock_under_load", "hold_gpu", "load_record", "sm_clock_mhz", "HOLD_NS", "PROBE_NS",
+           "SAMPLE_INTERVAL_S"]

@@ -157,16 +157,16 @@ def _fixup_var_define_once_per_scope(blocks):
 _LIST_VARS_KIND: dict = {}
 
 
-def _list_vars_kind(kind_of: type) -> int:
+def _list_vars_kind(value_type: type) -> int:
     from numba.cuda.core import ir
 
-    if issubclass(kind_of, ir.var_types):  # the original's isinstance tests, in its order
+    if issubclass(value_type, ir.var_types):  # the original's isinstance tests, in its order
         return 0
-    if issubclass(kind_of, ir.inst_types):
+    if issubclass(value_type, ir.inst_types):
         return 1
-    if issubclass(kind_of, (list, tuple)):
+    if issubclass(value_type, (list, tuple)):
         return 2
-    return 3 if issubclass(kind_of, dict) else 4
+    return 3 if issubclass(value_type, dict) else 4
 
 
 def _rec_list_vars_by_type(self, val):

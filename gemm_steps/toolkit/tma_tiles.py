@@ -134,9 +134,6 @@ class TmaTiles(TiledKernels):
 
     #: Threads a block of :func:`copy_rows_kernel`.
     COPY_THREADS = 256
-    #: Blocks a copy launches at most: on a GPU, one thread an element; on the simulator, where every thread is a Python
-    #: thread started and joined, one block whose threads stride over the rows (the same kernel and copy).
-    COPY_BLOCKS = 1 if SIMULATOR else None
 
     def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream):
         """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of 4
@@ -149,9 +146,10 @@ class TmaTiles(TiledKernels):
         buffer = self._copies.get(("AB"[which], rows, width), stream,
                                   lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
         arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
-        blocks = ceil_div(rows * width, self.COPY_THREADS)
-        self.launch_or_record(copy_rows_kernel, self.rows_signature, min(blocks, self.COPY_BLOCKS or blocks),
-                              self.COPY_THREADS, stream, arguments)
+        # on a GPU a thread an element; on the simulator, where every thread is a Python thread started and joined,
+        # one block whose threads stride over the rest (the same kernel and copy)
+        blocks = 1 if SIMULATOR else ceil_div(rows * width, self.COPY_THREADS)
+        self.launch_or_record(copy_rows_kernel, self.rows_signature, blocks, self.COPY_THREADS, stream, arguments)
         return buffer.reshape(rows, width)
 
     #: The argument types of :func:`copy_rows_kernel` (and of split-K's reduction kernel): a, b, c, m, n, k, two more
