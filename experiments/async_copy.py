@@ -27,7 +27,7 @@ SIZES = (4096, 8192)
 
 def variants() -> list:
     """``(label, TiledKernels)`` pairs, in the order they are timed."""
-    config = warp_tiling.TILED.config
+    config = warp_tiling.TUNING.kernels().config
     specs = [("uint32 stage", {"uint32_stage": True}),
              ("async B", {"async_b": True}),
              ("async A+B", {"async_a": True, "async_b": True}),

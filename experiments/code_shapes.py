@@ -26,7 +26,7 @@ SIZES = (4096, 8192)
 
 def variants() -> list:
     """``(label, TiledKernels)`` pairs, in the order they are timed."""
-    config = warp_tiling.TILED.config
+    config = warp_tiling.TUNING.kernels().config
     shapes = ("row", "column", "column serpentine", "quad", "just in time")
     return ([("step9 shipped", warp_tiling.build(config))]
             + [(shape, warp_tiling_fma_order.build(config, shape, name=kernel_name("shape", shape)))

@@ -27,7 +27,7 @@ SIZES = (4096, 8192)
 
 def variants() -> list:
     """The two orders as benchmark entries (their record names are ``row_order`` and ``serpentine``)."""
-    config = warp_tiling.TILED.config
+    config = warp_tiling.TUNING.kernels().config
     kernels = {"row_order": warp_tiling_fma_order.build(config, "row", name="warp_tiling_row_order"),
                "serpentine": warp_tiling_fma_order.build(config, "serpentine", name="warp_tiling_serpentine")}
     return [SimpleNamespace(name=name, number=i + 1, launch=tiled.launch, tiled=tiled)

@@ -33,7 +33,7 @@ KERNELS = {
 def main(argv: list[str] = sys.argv) -> None:
     if gemm_steps.SIMULATOR:
         raise SystemExit("compiling needs Numba in GPU mode: NUMBA_ENABLE_CUDASIM=0 python -m experiments.k_loop_sass")
-    config = warp_tiling.TILED.config
+    config = warp_tiling.TUNING.kernels().config
     built = {label: warp_tiling.build(config) if module is None
              else module.build(config, **options, name=kernel_name("x_sass", label))
              for label, (module, options) in KERNELS.items()}

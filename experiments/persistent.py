@@ -17,7 +17,7 @@ TILES_PER_WAVE = 132  # H200/H100 SXM: one 128×256 block per SM
 
 
 def variants() -> list:
-    config = persistent.TILED.config
+    config = persistent.TUNING.kernels().config
     return [
         SimpleNamespace(name="warp_tiling(same config)", number=1, launch=warp_tiling.build(config).launch),
         SimpleNamespace(name="persistent GROUP_M=8", number=2, launch=persistent.build(config, 8).launch),
@@ -26,7 +26,7 @@ def variants() -> list:
 
 
 def shapes() -> list[tuple[int, int, int]]:
-    bm, bn = persistent.TILED.config.BLOCK_M, persistent.TILED.config.BLOCK_N
+    bm, bn = persistent.TUNING.kernels().config.BLOCK_M, persistent.TUNING.kernels().config.BLOCK_N
     return [(4096,) * 3, (8192,) * 3,
             (bm * 12, bn * 11, 4096),  # 132 tiles: exactly one wave
             (bm * 12, bn * 11 + bn, 4096),  # 144 tiles: one wave + 12
@@ -39,7 +39,7 @@ def main(argv: list[str] = sys.argv) -> None:
     out = output_path("persistent", argv[1] if len(argv) > 1 else None)
     res = bench.run_benchmark(variants(), shapes(), repeats=20, progress=lambda m: None)
     bench.save(res, out)
-    bm, bn = persistent.TILED.config.BLOCK_M, persistent.TILED.config.BLOCK_N
+    bm, bn = persistent.TUNING.kernels().config.BLOCK_M, persistent.TUNING.kernels().config.BLOCK_N
     for r in res["records"]:
         tiles = (r["M"] // bm) * (r["N"] // bn)
         print(f"{r['M']:5d}x{r['N']:5d}x{r['K']:5d} tiles/SMs={tiles / TILES_PER_WAVE:5.2f} {r['step']:26s} "

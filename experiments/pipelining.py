@@ -26,8 +26,8 @@ SIZES = (4096, 8192)
 
 def variants() -> list:
     """``(label, TiledKernels)`` pairs, in the order they are timed."""
-    wt = warp_tiling.TILED.config  # 128×256×8, 8×16 per thread, 256 threads (H200 winner)
-    db = double_buffered.TILED.config  # 128×128×16, 8×8 per thread, 2 blocks/SM
+    wt = warp_tiling.TUNING.kernels().config  # 128×256×8, 8×16 per thread, 256 threads (H200 winner)
+    db = double_buffered.TUNING.kernels().config  # 128×128×16, 8×8 per thread, 2 blocks/SM
     wt16 = TileConfig(**{**tile_fields(wt), "BLOCK_K": 16})
     wt_small = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=2)
     wt_88 = TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=8, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2)

@@ -15,20 +15,20 @@ from gemm_steps.steps import persistent, stream_k, warp_tiling
 
 
 def variants() -> list:
-    config = stream_k.TILED.config
+    config = stream_k.TUNING.kernels().config
     all_stream_k = stream_k.build(config)
     all_stream_k.split = lambda tiles, blocks: (0, tiles)  # the whole problem by k-iterations
     return [
         SimpleNamespace(name="data_parallel (step 9)", number=9, launch=warp_tiling.build(config).launch),
         SimpleNamespace(name="persistent (step 10)", number=10, launch=persistent.build(config).launch),
-        SimpleNamespace(name="stream_k hybrid (step 11)", number=11, launch=stream_k.TILED.launch),  # the step
+        SimpleNamespace(name="stream_k hybrid (step 11)", number=11, launch=stream_k.TUNING.kernels().launch),  # the step
         SimpleNamespace(name="stream_k kernel, hybrid split", number=12, launch=stream_k.build(config).launch),
         SimpleNamespace(name="stream_k all", number=13, launch=all_stream_k.launch),
     ]
 
 
 def shapes() -> list[tuple[int, int, int]]:
-    bm, bn = stream_k.TILED.config.BLOCK_M, stream_k.TILED.config.BLOCK_N
+    bm, bn = stream_k.TUNING.kernels().config.BLOCK_M, stream_k.TUNING.kernels().config.BLOCK_N
     found = [(s, s, s) for s in (512, 1024, 2048, 4096, 8192)]
     for rows, cols in [(6, 11), (12, 11), (7, 19), (12, 12), (18, 11), (24, 11), (5, 53), (20, 15)]:
         found.append((bm * rows, bn * cols, 4096))  # 66 … 300 tiles; 132 SMs
@@ -38,7 +38,7 @@ def shapes() -> list[tuple[int, int, int]]:
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/scheduling.py")
     out = output_path("scheduling", argv[1] if len(argv) > 1 else None)
-    config = stream_k.TILED.config
+    config = stream_k.TUNING.kernels().config
     bm, bn = config.BLOCK_M, config.BLOCK_N
     res = bench.run_benchmark(variants(), shapes(), repeats=20, max_seconds=0.5, progress=lambda m: None)
     res["tile_config"] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": config.BLOCK_K}

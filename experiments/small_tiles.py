@@ -19,7 +19,7 @@ from gemm_steps.steps import persistent, stream_k
 from gemm_steps.toolkit.tile_config import TileConfig
 
 CONFIGS = {
-    "stream_k 128x256x8 (shipped)": persistent.TILED.config,
+    "stream_k 128x256x8 (shipped)": persistent.TUNING.kernels().config,
     "stream_k 128x128x16, 2/SM": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8,
                                              MIN_BLOCKS_PER_SM=2),
     "stream_k 64x64x16, 4×4/thread": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4,

@@ -14,7 +14,7 @@ cache) and making the 8192³ inputs.
 
 Entries (all judged by the TF32 tolerance, ``arithmetic="tf32"``, like step 12):
 
-* ``tensor_cores (step 12)``: the shipped step, one block per tile (``tensor_cores.TILED``);
+* ``tensor_cores (step 12)``: the shipped step, one block per tile (``tensor_cores.TUNING.kernels()``);
 * ``tc persistent``: the variant with every tile data-parallel (``no_stream_k``): SMs × occupancy blocks
   grid-striding over the tiles in row-major order (step 10 without the GROUP_M swizzle, as in step 11);
 * ``tc stream_k (hybrid split)``: the variant with step 11's split (``stream_k_split``): where a tile-per-block
@@ -81,18 +81,18 @@ STEP_12, PERSISTENT, STREAM_K = "tensor_cores (step 12)", "tc persistent", "tc s
 def variants() -> list:
     from experiments.kernels import tensor_cores_stream_k as tc_stream_k
 
-    config = tensor_cores.TILED.config
+    config = tensor_cores.TUNING.kernels().config
     persistent = tc_stream_k.build(config, split=tc_stream_k.no_stream_k)
     hybrid = tc_stream_k.build(config, split=stream_k_split)  # same source: loads the compiled kernel from disk
     entry = dict(number=12, arithmetic="tf32", config=asdict(config))  # judged by the TF32 tolerance, like step 12
-    return [SimpleNamespace(name=STEP_12, launch=tensor_cores.TILED.launch, **entry),
+    return [SimpleNamespace(name=STEP_12, launch=tensor_cores.TUNING.kernels().launch, **entry),
             SimpleNamespace(name=PERSISTENT, launch=persistent.launch, **entry),
             SimpleNamespace(name=STREAM_K, launch=hybrid.launch, built=hybrid, **entry)]
 
 
 def shapes(config=None) -> list[tuple[int, int, int]]:
     """The shapes for step 12's tiles (``config``: those of this backend's build if not given)."""
-    config = config or tensor_cores.TILED.config
+    config = config or tensor_cores.TUNING.kernels().config
     bm, bn = config.BLOCK_M, config.BLOCK_N
     found = [(s, s, s) for s in (2048, 4096, 8192)]
     found += [(bm * rows, bn * cols, 4096) for rows, cols in WAVE_TILES]
@@ -102,7 +102,7 @@ def shapes(config=None) -> list[tuple[int, int, int]]:
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/tensor_core_scheduling.py")
     out = output_path("tensor-core-scheduling", argv[1] if len(argv) > 1 else None)
-    config = tensor_cores.TILED.config
+    config = tensor_cores.TUNING.kernels().config
     entries = variants()
     print(f"tiles {config.BLOCK_M}×{config.BLOCK_N}×{config.BLOCK_K}; {len(shapes())} shapes; writing {out}",
           file=sys.stderr, flush=True)

@@ -65,14 +65,14 @@ class FromHistory:
         raise SystemExit(f"{self.path} is in git history: `git show 34dda03:{self.path} > {self.path}` restores it "
                          "for --run 3")
 
-CONFIG = tensor_cores.TILED.config  # 128×256×32 tiles, 8 warps of 64×64
+CONFIG = tensor_cores.TUNING.kernels().config  # 128×256×32 tiles, 8 warps of 64×64
 SQUARE = tensor_cores.SEARCH_SPACE[1]  # 128×128×32 tiles, 8 warps of 64×32
 
 
 def variants() -> list:
     """(label, step module it is a variant of, TiledKernels), in the order they are timed."""
     tv, t3 = tensor_cores_vector.build, three_tf32_vector.build
-    return [("step 12 shipped", tensor_cores, tensor_cores.TILED),
+    return [("step 12 shipped", tensor_cores, tensor_cores.TUNING.kernels()),
             ("step 12 lean", tensor_cores, tv(CONFIG)),
             ("step 12 lean + ldmatrix A", tensor_cores, tv(CONFIG, matrix_load_a=True)),
             ("step 12 lean + rounded in shared", tensor_cores, tv(CONFIG, round_in_shared=True)),
@@ -87,7 +87,7 @@ def variants() -> list:
             ("step 12 lean + ldmatrix A, 4 stages", tensor_cores, tv(CONFIG, matrix_load_a=True, stages=4)),
             ("step 12 lean + ldmatrix A + rounded late, 4 stages", tensor_cores,
              tv(CONFIG, round_late=True, matrix_load_a=True, stages=4)),
-            ("step 13 shipped", three_tf32, three_tf32.TILED),
+            ("step 13 shipped", three_tf32, three_tf32.TUNING.kernels()),
             ("step 13 lean", three_tf32, t3(CONFIG)),
             ("step 13 lean + ldmatrix A", three_tf32, t3(CONFIG, matrix_load_a=True)),
             ("step 13 lean + pairs of k-steps per FADD", three_tf32, t3(CONFIG, flush_pairs=True)),

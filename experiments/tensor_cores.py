@@ -97,8 +97,8 @@ def whole_product_errors(launches: dict, a: np.ndarray, b: np.ndarray) -> dict:
 def accuracy_sweep() -> list:
     from gemm_steps.harness.cublas import launch_cublas
 
-    launches = {"cublas": launch_cublas, "cublas_tf32": launch_cublas_tf32, "stream_k": stream_k.TILED.launch,
-                "tensor_cores": tensor_cores.TILED.launch, "three_tf32": three_tf32.TILED.launch}
+    launches = {"cublas": launch_cublas, "cublas_tf32": launch_cublas_tf32, "stream_k": stream_k.TUNING.kernels().launch,
+                "tensor_cores": tensor_cores.TUNING.kernels().launch, "three_tf32": three_tf32.TUNING.kernels().launch}
     rng = np.random.default_rng(11)
     rows = []
     for inputs in ("standard normal", "wide exponent (x 2^u, u in -20..20)"):
@@ -117,8 +117,8 @@ def main() -> None:
     quick = "--quick" in sys.argv
     results_path = sys.argv[1]
     intrinsics = check_intrinsics()
-    entries = [SimpleNamespace(name="stream_k", number=11, launch=stream_k.TILED.launch,
-                               config=asdict(stream_k.TILED.config))]
+    entries = [SimpleNamespace(name="stream_k", number=11, launch=stream_k.TUNING.kernels().launch,
+                               config=asdict(stream_k.TUNING.kernels().config))]
     registers = {}
     configs = tensor_cores.SEARCH_SPACE[:1] if quick else tensor_cores.SEARCH_SPACE
     for module, number in ((tensor_cores, 12), (three_tf32, 13)):
@@ -151,9 +151,9 @@ def main() -> None:
         b = rng.standard_normal((k, n), dtype=np.float32)
         for module in (tensor_cores, three_tf32):
             c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
-            module.TILED.launch(cuda.to_device(a), cuda.to_device(b), c)
+            module.TUNING.kernels().launch(cuda.to_device(a), cuda.to_device(b), c)
             host = c.copy_to_host()
-            ragged[f"{module.TILED.name} {m}x{n}x{k}"] = {"unwritten": int(np.isnan(host).sum()),
+            ragged[f"{module.TUNING.kernels().name} {m}x{n}x{k}"] = {"unwritten": int(np.isnan(host).sum()),
                                                            "sampled_rel_error_fp64": sampled_fp64_error(a, b, host)}
     print(json.dumps(ragged, indent=1), flush=True)
     accuracy = accuracy_sweep()

@@ -238,7 +238,7 @@ def main() -> None:
     found = {"sass_of_cvt_rna_tf32": conversion_sass(), "low_bits": low_bits_check()}
     entries, registers, launches = [], {}, {}
     for label, module, overrides in VARIANTS:
-        tiled = module.build(module.TILED.config, overrides)
+        tiled = module.build(module.TUNING.kernels().config, overrides)
         compiled = tiled.kernels["fast"].compile(tiled.signature("fast"))
         registers[label] = {"registers": compiled.regs_per_thread, "sass": _sass_counts(compiled)}
         print(f"{label:36s} {registers[label]}", flush=True)

@@ -379,7 +379,7 @@ def accuracy(path: str) -> None:
 
     from experiments.tensor_core_speed import accuracy_sweep, wide_error
 
-    launches = {"cublas": launch_cublas, "three_tf32 (step 13)": three_tf32.TILED.launch}
+    launches = {"cublas": launch_cublas, "three_tf32 (step 13)": three_tf32.TUNING.kernels().launch}
     launches.update({name: build(**arguments)[1] for name, arguments in BUILDS.items()
                      if arguments.get("FLUSH", "none") != "none"})
     save({"experiment": "wgmma 3xTF32 accuracy", "sweep": accuracy_sweep(launches),

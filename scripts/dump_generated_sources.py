@@ -45,14 +45,14 @@ def configurations(module) -> dict:
     if getattr(module, "SIMULATOR_CONFIG", None) is not None:
         found["simulator"] = module.SIMULATOR_CONFIG
     if not found:  # step 6: one configuration, built at import
-        found["default"] = module.TILED.config
+        found["default"] = module.TUNING.kernels().config
     return found
 
 
 def built(module, config):
     if hasattr(module, "build"):
         return module.build(config)
-    return module.TILED  # step 6
+    return module.TUNING.kernels()  # step 6
 
 
 def read_names(source: str) -> set[str]:

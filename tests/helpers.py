@@ -186,10 +186,10 @@ def spy_launches(monkeypatch, kernels) -> list:
     original = TiledKernels.configured
     ours = (kernels, getattr(kernels, "partial", None) or kernels)
 
-    def spy(self, which, grid, stream):
+    def spy(self, which, grid, stream, launches=None):
         if any(self is built for built in ours):
             launched.append((which, grid))
-        return original(self, which, grid, stream)
+        return original(self, which, grid, stream, launches)
 
     monkeypatch.setattr(TiledKernels, "configured", spy)
     return launched
@@ -202,10 +202,10 @@ def spy_row_copies(monkeypatch) -> list:
     copied: list = []
     original = TmaTiles.launch_or_record
 
-    def spy(function, signature, blocks, threads, stream, arguments):
+    def spy(function, signature, blocks, threads, stream, arguments, launches=None):
         if function is copy_rows_kernel:
             copied.append("AB"[int(arguments[6])])
-        return original(function, signature, blocks, threads, stream, arguments)
+        return original(function, signature, blocks, threads, stream, arguments, launches)
 
     monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
     return copied

@@ -50,16 +50,14 @@ def test_a_suite_run_becomes_a_table_that_matmul_reads(tmp_path, monkeypatch):
     assert table["null"]["shapes"] == [[64, 64, 64, {"shared_memory": 0.02, "stream_k": 0.05}, 0.01]]
     monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
     monkeypatch.setattr(dispatch, "current_gpu_name", lambda: None)  # the run's GPU (on a GPU: not the shipped one's)
-    dispatch._TABLE.clear()
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         chosen = []
         monkeypatch.setattr(gemm_steps.Step, "__call__", lambda self, a, b, out=None: chosen.append(self.name))
         gemm_steps.matmul(np.ones((60, 70), np.float32), np.ones((70, 64), np.float32))
         assert chosen == ["shared_memory"]
     finally:
-        dispatch._TABLE.clear()
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 def test_the_shipped_table_is_readable_and_matmul_stays_correct():
@@ -93,7 +91,7 @@ def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypa
     for 64×64 tiles) is right on a ragged shape, on the simulator as on a GPU."""
     table = {"gpu": None, "shapes": [[96, 80, 40, {"stream_k": 0.05, "stream_k@64x64": 0.02}, 0.01]]}
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert dispatch.choose(97, 83, 41).step_name == "stream_k@64x64"
         variant = dispatch.candidate("stream_k@64x64")
@@ -105,7 +103,7 @@ def test_matmul_can_choose_step_11_with_smaller_tiles_and_it_is_correct(monkeypa
         assert_close(gemm_steps.matmul(a, b), a, b, "matmul through stream_k@64x64")
         assert launched, "matmul did not run the chosen tile variant"
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 @pytest.mark.skipif(not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
@@ -120,7 +118,7 @@ def test_matmul_can_choose_step_17_with_128_row_tiles_at_tf32_only(monkeypatch):
     assert dispatch._step_arithmetic(name) == "tf32" and dispatch.candidate(name).number == 17
     table = {"gpu": None, "shapes": [[96, 80, 48, {"warp_specialized": 0.8, name: 0.5}, 0.4]]}  # ms
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert dispatch.choose(90, 72, 44, "tf32").step_name == name
         rng = np.random.default_rng(17)
@@ -128,7 +126,7 @@ def test_matmul_can_choose_step_17_with_128_row_tiles_at_tf32_only(monkeypatch):
         got = gemm_steps.matmul(a, b, precision="tf32")
         assert np.abs(got - a @ b).max() <= 1e-2 * np.abs(a @ b).max()
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 def test_a_step_this_gpu_cannot_run_is_never_chosen(monkeypatch):
@@ -137,16 +135,16 @@ def test_a_step_this_gpu_cannot_run_is_never_chosen(monkeypatch):
     table = {"gpu": None, "shapes": [[8192, 8192, 8192, {"stream_k": 24.0, "three_tf32": 18.0, "warpgroup_mma": 15.0},
                                       21.0]]}
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert dispatch.choose(8192, 8192, 8192).step_name == "warpgroup_mma"
         hopper = gemm_steps.get_step("warpgroup_mma")
         monkeypatch.setattr(type(hopper), "unavailable",
                             lambda self: "needs 9.0" if self.name == "warpgroup_mma" else None)
-        dispatch._CHOICES.clear()
+        dispatch.forget()
         assert dispatch.choose(8192, 8192, 8192).step_name == "three_tf32"
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 def test_matmul_never_chooses_the_tf32_step_even_where_it_was_fastest(monkeypatch):
@@ -155,15 +153,15 @@ def test_matmul_never_chooses_the_tf32_step_even_where_it_was_fastest(monkeypatc
     table = {"gpu": None, "shapes": [[4096, 4096, 4096, {"stream_k": 3.0, "tensor_cores": 1.0}, 2.7],
                                      [8192, 8192, 8192, {"stream_k": 24.0, "three_tf32": 18.0}, 21.0]]}
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert dispatch.choose(4096, 4096, 4096).step_name == "stream_k"
         assert dispatch.choose(8192, 8192, 8192).step_name == "three_tf32"
         monkeypatch.setattr(dispatch, "table", lambda gpu: None)
-        dispatch._CHOICES.clear()
+        dispatch.forget()
         assert dispatch.choose(4096, 4096, 4096).step_name == gemm_steps.fastest_step().name == "stream_k"
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 def test_precision_decides_which_arithmetic_matmul_may_run(tmp_path, monkeypatch):
@@ -176,8 +174,7 @@ def test_precision_decides_which_arithmetic_matmul_may_run(tmp_path, monkeypatch
     path.write_text(json.dumps(table))
     monkeypatch.setenv("GEMM_STEPS_DISPATCH", str(path))
     monkeypatch.setattr(dispatch, "current_gpu_name", lambda: "GPU A")  # on a GPU too: not the shipped table's GPU
-    dispatch._TABLE.clear()
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert dispatch.choose(4096, 4096, 4096, "tf32").step_name == "warpgroup_tf32"
         assert dispatch.choose(4096, 4096, 4096).step_name == "warpgroup_mma"
@@ -193,8 +190,7 @@ def test_precision_decides_which_arithmetic_matmul_may_run(tmp_path, monkeypatch
         gemm_steps.matmul(a, a, precision="ieee")
         assert chosen == ["warpgroup_mma", "stream_k"]
     finally:
-        dispatch._TABLE.clear()
-        dispatch._CHOICES.clear()
+        dispatch.forget()
 
 
 def test_a_bad_precision_is_refused_before_anything_runs():
@@ -252,11 +248,11 @@ def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
         [4096, 4096, 4096, {"warpgroup_mma": 1.9, "warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7],
         [3001, 2999, 1531, {"warpgroup_mma": 1.2, "stream_k": 1.0}, 0.9]]}
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert cli.main(["explain", "3000", "3000", "3001"]) == 0  # K = 3001: step 18 on its edge kernel
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
     measured = next(line for line in capsys.readouterr().out.splitlines() if "measured at" in line)
     assert "stream_k 90 %," in measured or measured.endswith("stream_k 90 %")
     assert "warpgroup_mma 142 % (not counted: here it takes another kernel path, the one it took at " \
@@ -425,11 +421,11 @@ def test_at_the_tables_own_shapes_the_fastest_measured_there_runs(gpu):
 
 def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeypatch):
     monkeypatch.setattr(dispatch, "table", lambda gpu: AN_H100_TABLE)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     try:
         assert cli.main(["explain", "9001", "3003", "5001", "--precision", "tf32"]) == 0
     finally:
-        dispatch._CHOICES.clear()
+        dispatch.forget()
     why = next(line for line in capsys.readouterr().out.splitlines() if "why:" in line)
     assert "but no tensor-core step was measured near on the path it takes here" in why
     # step 17 copying A and B into readable rows, as at 3001×2999×1531 (its padded copies ran faster there, but the

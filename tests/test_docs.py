@@ -82,7 +82,7 @@ DOTTED = re.compile(r"(?<![\w./-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 FILE_SUFFIXES = {"py", "md", "json", "ipynb", "txt", "png", "toml"}
 #: First parts of dotted names that are not the package's: libraries, PTX mnemonics, a parameter in quoted code, the
 #: placeholder `module.name`. Any other unknown first part is a misspelt module and fails.
-NOT_OURS = {"cuda", "threading", "numba", "np", "os", "cp", "mma", "config", "module"}
+NOT_OURS = {"cuda", "threading", "functools", "numba", "np", "os", "cp", "mma", "config", "module"}
 NUMBER_WORDS = {word: n for n, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}

@@ -35,7 +35,7 @@ def _tile(number: int) -> tuple[int, int]:
     """The product's M × N: one block tile of the 3xTF32 steps (their fast kernel), 32 × 32 for the SIMT steps (their
     simulator tiles are 128 × 256: the edge kernel, which is theirs line for line)."""
     if number in THREE_TF32_STEPS + SPECIALIZED_3XTF32:
-        config = get_step(number).module.TILED.config
+        config = get_step(number).module.TUNING.kernels().config
         return config.BLOCK_M, config.BLOCK_N
     return 32, 32
 
@@ -102,7 +102,7 @@ def _layout(number: int, classes: int) -> tuple[int, int]:
 def _whole_tiles(number: int) -> tuple[int, int, int]:
     """What M, N, K are padded to: the 3xTF32 steps' tiles and k-tile (their fast kernels), 1 for the SIMT steps."""
     if number in THREE_TF32_STEPS + SPECIALIZED_3XTF32:
-        config = get_step(number).module.TILED.config
+        config = get_step(number).module.TUNING.kernels().config
         return config.BLOCK_M, config.BLOCK_N, 32
     return 1, 1, 1
 

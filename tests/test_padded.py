@@ -45,7 +45,7 @@ def test_the_simulator_copies_with_few_threads():
 def test_which_matrices_a_shape_copies():
     """A, B and C are copied only where their own sides are not whole tiles."""
     tiles = PaddedTiles(step18.build(step18.SIMULATOR_CONFIG))
-    config = tiles.config
+    config = tiles.tiled.config
     whole = (2 * config.BLOCK_M, 3 * config.BLOCK_N, 2 * config.BLOCK_K)
     assert tiles.copies(*whole) == (False, False, False)
     assert tiles.padded_shape(*whole) == whole

@@ -39,10 +39,10 @@ def recorded(monkeypatch):
     monkeypatch.setattr(gemm_steps.Step, "launch", numpy_step_launch)
     monkeypatch.setattr(api, "validate", counted_validate)
     monkeypatch.setattr(dispatch, "table", lambda gpu: TABLE)
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     api.forget_calls()
     yield launched, validations
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     api.forget_calls()
 
 
@@ -96,7 +96,7 @@ def test_a_forgotten_dispatch_decision_is_made_again(recorded, rng, monkeypatch)
     _, _, a8, b8, c8 = operands(rng, 8, 8, 8)
     gemm_steps.matmul(a8, b8, out=c8)
     monkeypatch.setattr(dispatch, "table", lambda gpu: {"gpu": None, "shapes": [[8, 8, 8, {"coalesced": 0.01}, 0.01]]})
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     gemm_steps.matmul(a8, b8, out=c8)
     assert launched == ["naive", "coalesced"]
 
@@ -127,7 +127,7 @@ def test_arrays_at_a_remembered_address_are_still_checked(recorded, rng, case):
 
 def test_replayed_launches_read_the_arrays_as_they_are_now(rng):
     """A replay skips checks, not work: new contents of the same buffers give the new product (a real kernel)."""
-    dispatch._CHOICES.clear()
+    dispatch.forget()
     api.forget_calls()
     m, n, k = 24, 20, 16
     a, b, a_dev, b_dev, out = operands(rng, m, n, k)

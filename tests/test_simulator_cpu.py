@@ -36,7 +36,7 @@ def test_threads_started_inside_run_on_the_callers_cpu_and_the_cpus_come_back():
 @pytest.mark.parametrize("name, pinned", [("tensor_cores", True), ("warp_specialized", True), ("warp_tiling", False)])
 def test_a_tensor_core_steps_simulated_launch_is_pinned_and_an_fp32_steps_is_not(name, pinned, monkeypatch):
     step = gemm_steps.get_step(name)
-    tiled = step.tiled.built if hasattr(step.tiled, "built") else step.tiled
+    tiled = step.tiled
     assert tiled.meets_in_warps == pinned
     seen = []
     original = tiled.launch_through_numba

@@ -90,7 +90,7 @@ def test_the_check_catches_a_constant_defined_elsewhere(name, field):
 
 
 def configurations(module) -> list:
-    found = list(getattr(module, "SEARCH_SPACE", None) or [module.TILED.config])
+    found = list(getattr(module, "SEARCH_SPACE", None) or [module.TUNING.kernels().config])
     if getattr(module, "SIMULATOR_CONFIG", None) is not None:
         found.append(module.SIMULATOR_CONFIG)
     return found
@@ -107,7 +107,7 @@ def test_the_constants_a_build_binds_are_its_configs(name):
     assert all(type(config) is module.Config for config in configs), f"{name}: a configuration of another kind"
     assert configs[0] == module.Config(), f"{name}: SEARCH_SPACE[0] is not the Config's defaults"
     for config in configs:
-        build = module.build(config) if hasattr(module, "build") else module.TILED
+        build = module.build(config) if hasattr(module, "build") else module.TUNING.kernels()
         assert build.config == config
         expected = config.constants()
         assert {key: build.constants[key] for key in expected} == expected

@@ -53,8 +53,8 @@ def _recording(built, blocks: int | None = None) -> list:
     launches = []
     configured = built.configured
 
-    def recorded(variant, grid, stream):
-        launch = configured(variant, grid, stream)
+    def recorded(variant, grid, stream, plan_launches=None):
+        launch = configured(variant, grid, stream, plan_launches)
 
         def call(*arguments):
             launches.append((variant, grid, int(arguments[-2]), int(arguments[-1])))
@@ -84,7 +84,7 @@ def _product(built, m, n, k, name):
 def test_the_simulator_runs_step_12s_small_tiles():
     from gemm_steps.steps import tensor_cores
 
-    assert tc_stream_k.CONFIG == tensor_cores.TILED.config
+    assert tc_stream_k.CONFIG == tensor_cores.TUNING.kernels().config
     assert tolerance_for(tc_stream_k, 64) > tolerance(64), "judged by the TF32 tolerance"
 
 

@@ -202,7 +202,7 @@ _BUILT = {}
 def _tiled(module, shipped: bool):
     """The step as ``get_step`` runs it here (small tiles on the simulator), or built for the shipped tiles."""
     if not (shipped and SIMULATOR):
-        return module.TILED
+        return module.TUNING.kernels()
     if module not in _BUILT:
         _BUILT[module] = module.build(module.SEARCH_SPACE[0])
     return _BUILT[module]
@@ -210,9 +210,9 @@ def _tiled(module, shipped: bool):
 
 def test_on_the_simulator_the_steps_run_small_tiles_of_the_same_kernel():
     for module in (tensor_cores, three_tf32):
-        tiles = tile_fields(module.TILED.config)
+        tiles = tile_fields(module.TUNING.kernels().config)
         assert tiles == (tile_fields(SIMULATED) if SIMULATOR else tiles)  # each step's own Config, step 12's tiles
-        assert _tiled(module, shipped=True).function is module.TILED.function
+        assert _tiled(module, shipped=True).function is module.TUNING.kernels().function
 
 
 def _full_tiles(module, shipped=False):
@@ -305,7 +305,7 @@ def test_a_gpu_nan_in_a_reaches_its_row_of_c(module):
 @pytest.mark.ptx("tensor_cores", "three_tf32")  # the steps' own PTX jobs (tests/test_ptx.py compiles the same)
 @pytest.mark.parametrize("module", [tensor_cores, three_tf32], ids=["tensor_cores", "three_tf32"])
 def test_ptx_shows_the_tensor_core_pipeline(ptx, module):
-    job = module.TILED.name  # the step's name: its kernels compiled for the GPU build's tiles
+    job = module.TUNING.kernels().name  # the step's name: its kernels compiled for the GPU build's tiles
     failures = []
     for label, wanted in module.PTX_EXPECT.items():
         stats = ptx.stats(job, label)
@@ -314,7 +314,7 @@ def test_ptx_shows_the_tensor_core_pipeline(ptx, module):
             op, value = parse_expectation(spec)  # an int (exactly) or a string like ">=4", as tests/test_ptx.py reads it
             if not COMPARE[op](stats[key], value):
                 failures.append(f"{label}: {key} is {stats[key]}, expected {op} {value}")
-    edge = ptx.stats(job, f"{module.TILED.name}_edge")
+    edge = ptx.stats(job, f"{module.TUNING.kernels().name}_edge")
     assert edge["local"] == 0 and edge["cp.async.ca.shared.global"] > 0, "edge kernel: zero-filling 4-byte copies"
     assert not failures, "\n".join(failures)
 

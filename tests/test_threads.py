@@ -64,34 +64,35 @@ def _calls_from_threads(shapes, precisions, threads: int, calls: int) -> list[st
 # -- the mechanisms, on the CPU ---------------------------------------------------------------------------------------
 
 class _Recorder:
-    """A stand-in for a tiled build: its "launch" asks :func:`launch_plans.recording` where launches go."""
+    """A stand-in for a tiled build: its "launch" writes into the list it is given, pausing in between."""
 
     def __init__(self, inside: threading.Event, release: threading.Event):
         self.inside, self.release = inside, release
 
-    def launch_through_numba(self, a, b, c, stream):
-        launches = launch_plans.recording()
+    def launch_through_numba(self, a, b, c, stream, launches):
         launches.append(("first", a))
         self.inside.set()
         assert self.release.wait(10)
         launches.append(("second", a))
 
 
-def test_a_thread_records_into_its_own_list_while_another_launches():
-    inside, release = threading.Event(), threading.Event()
-    result = {}
-    recorder = threading.Thread(target=lambda: result.setdefault(
-        "launches", launch_plans.recorded_launches(_Recorder(inside, release), "A", None, None, 0)))
-    recorder.start()
-    assert inside.wait(10)
-    try:
-        # While the other thread records, this one launches: nothing of its own may be written down.
-        assert launch_plans.recording() is None
-    finally:
-        release.set()
-        recorder.join(10)
-    assert result["launches"] == [("first", "A"), ("second", "A")]
-    assert launch_plans.recording() is None
+def test_recording_writes_the_launches_down_and_makes_none():
+    """Recording a plan passes its list down the launch (``launch_through_numba(..., launches)``): every launch the
+    product needs is written there — step 17's split-K product: its kernel and the reduction — and none is made (C
+    keeps its NaN)."""
+    from numba import cuda
+
+    tiled = gemm_steps.get_step("warp_specialized").tiled
+    config = tiled.config
+    m, n, k = config.BLOCK_M, config.BLOCK_N, 64 * config.BLOCK_K  # one tile, a long K: split into slices
+    a = cuda.to_device(np.ones((m, k), dtype=np.float32))
+    b = cuda.to_device(np.ones((k, n), dtype=np.float32))
+    c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
+    launches = launch_plans.recorded_launches(tiled, a, b, c, 0)
+    names = [launch[0].__name__ if hasattr(launch[0], "__name__") else str(launch[0]) for launch in launches]
+    assert len(launches) == 2, names  # the k-slices, then their sum
+    assert launches[0][2][2] > 1, "the product was not split: its launch plan would have one launch"
+    assert np.isnan(c.copy_to_host()).all(), "recording launched a kernel"
 
 
 def test_two_threads_recording_at_once_keep_their_launches_apart():

@@ -38,6 +38,7 @@ from gemm_steps.steps import cluster_multicast, warpgroup_tf32
 from gemm_steps.toolkit.cluster_ops import (cluster_rank, cluster_sync, copy_tile_multicast, fence_mbarrier_init,
                                             mbarrier_arrive_cluster)
 from gemm_steps.toolkit.intrinsics import divide_u32
+from gemm_steps.toolkit.kept import Kept
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, device_pointer
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                                              named_barrier_sync, tensor_map_2d, tensor_map_acquire)
@@ -233,25 +234,21 @@ class TmaStoreTiles(ClusterTmaTiles):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.c_maps: dict = {}
+        self.c_maps = Kept(self.MAPS_KEPT)
 
     def plan_key(self, a, b, pointers, stream) -> tuple:
         return (*super().plan_key(a, b, pointers, stream), pointers[2])  # the plan holds C's tensor map too
 
     def c_map(self, c, m: int, n: int):
         """C's tensor map (a device array), made on first use for this buffer and shape. ``c``: C, flat."""
-        key = (device_pointer(c), m, n)
-        if key not in self.c_maps:
-            if len(self.c_maps) >= self.MAPS_KEPT:
-                self.c_maps.clear()
-            self.c_maps[key] = tensor_map_2d(c.reshape(m, n), self.constants["C_BOX_ROWS"],
-                                             self.constants["C_BOX_COLS"], swizzle_128=True)
-        return self.c_maps[key]
+        return self.c_maps.made((device_pointer(c), m, n), lambda: tensor_map_2d(
+            c.reshape(m, n), self.constants["C_BOX_ROWS"], self.constants["C_BOX_COLS"], swizzle_128=True))
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
+                          launches: list | None = None) -> None:
         m, n = int(sizes[0]), int(sizes[1])
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices),
-                                                                self.c_map(flat[2], m, n))
+        self.configured("fast", (full_cols, full_rows), stream, launches)(
+            *flat, *sizes, *self.tensor_maps(*matrices), self.c_map(flat[2], m, n))
 
 
 def build(config: Config | TileConfig | None = None, cluster: int | None = None) -> TmaStoreTiles:

@@ -373,10 +373,9 @@ def cmd_bench(args) -> int:
         say(f"{elapsed // 60:3d}:{elapsed % 60:02d} {message}")
 
     results = bench.run_benchmark(steps, sizes, repeats=args.repeats, progress=progress)
-    stem = plots.default_stem(results)
-    if args.suite:  # not the course benchmark the lessons read: its own name, and marked as such
+    stem = plots.default_stem(results, args.suite)  # a suite's run is not the course benchmark: its own name
+    if args.suite:  # and marked as such
         results["suite"] = args.suite
-        stem = stem.replace("bench-", f"{args.suite}-", 1)
     out = Path(args.out) if args.out else _unused(results_dir() / f"{stem}.json")
     if args.record and args.suite == "shapes":
         from gemm_steps.harness import dispatch
@@ -625,7 +624,7 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
              f"{per_sm} block{'s' if per_sm > 1 else ''} per SM (the launch-bounds hint) = {blocks} at once → "
              f"{waves} wave{'s' if waves > 1 else ''} of tiles, the last "
              f"{100 * (tiles - (waves - 1) * blocks) / blocks:.0f} % full"]
-    if getattr(step.tiled, "pads", False):
+    if step.pads:
         padded = padded_shape(config, m, n, k)
         copied = [name for name, copy in zip("ABC", copies(config, m, n, k)) if copy]
         lines.append(f"kernel: the fast kernel on all {ceil_div(padded[0], config.BLOCK_M) * tiles_n} tiles of "

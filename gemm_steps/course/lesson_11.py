@@ -518,7 +518,7 @@ def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> dict:
     elsewhere = api.run(other.launch, a, b)
     reference = a.astype(np.float64) @ b.astype(np.float64)
     tiles, k_tiles = (m // config["BLOCK_M"]) * (n // config["BLOCK_N"]), k // config["BLOCK_K"]
-    here = stream_k.module.TILED.resident_blocks()
+    here = stream_k.tiled.resident_blocks()
 
     def split_tiles(blocks):  # tiles whose k-loop more than one block computes, on a grid of this many blocks
         return {tile for work in shares(tiles, k_tiles, blocks) for tile, first, count in work if count < k_tiles}

@@ -111,4 +111,4 @@ def step_k_loop(name: str) -> dict | None:
     from gemm_steps.harness.step import get_step
 
     step = get_step(name)
-    return k_loop_counts({name: step.module.build(step.module.TILED.config)})
+    return k_loop_counts({name: step.module.build(step.tiled.config)})

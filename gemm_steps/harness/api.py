@@ -20,6 +20,7 @@ import numpy as np
 from numba import cuda
 
 from ..toolkit.backend import SIMULATOR
+from ..toolkit.kept import Kept
 from ..toolkit.kernel_tools import device_pointer  # (also part of this module's API)
 
 #: Kernels index with 32-bit integers (faster index math): every matrix must have fewer elements than this.
@@ -234,7 +235,7 @@ _thread = threading.get_ident
 
 #: Calls remembered at most; past that the memo is emptied (and refilled by the calls that follow).
 CALLS_KEPT = 256
-_CALLS: dict = {}
+_CALLS = Kept(CALLS_KEPT)
 #: ``dispatch.decided``, set by the first :func:`remember` of a dispatched call (the only calls whose entries ask it).
 _decided: Callable | None = None
 
@@ -315,13 +316,11 @@ def remember(a: Any, b: Any, out: Any, step: Any, precision: Any, chosen, decide
             return
     plan, launch = None, _step_launch(chosen, m, n, k)
     tiled = chosen.tiled
-    if out is not None and not SIMULATOR and tiled is not None and _replays_plans(tiled):
+    if out is not None and not SIMULATOR and tiled is not None and not chosen.pads and _replays_plans(tiled):
         pointers = (key[2], key[5], key[6][2])
         plan = tiled.thread_plans().get(tiled.plan_key(a, b, pointers, 0))
     try:
-        if len(_CALLS) >= CALLS_KEPT:
-            _CALLS.clear()
-        _CALLS[key] = (decided_for, choice, m, n, plan, launch)
+        _CALLS.keep(key, (decided_for, choice, m, n, plan, launch))
     except TypeError:  # an unhashable step or precision (it ran, but cannot be a key): not remembered
         pass
 

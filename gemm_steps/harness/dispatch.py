@@ -43,6 +43,7 @@ N K`` prints the choice and why.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -53,7 +54,8 @@ from ..steps import COURSE
 from ..toolkit.backend import user_cache
 from ..toolkit.kernel_tools import ceil_div
 from ..toolkit.tile_config import TileConfig
-from ..toolkit.tuned import TunedKernels, current_gpu_name
+from ..toolkit.kept import Kept
+from ..toolkit.tuned import Tuning, current_gpu_name
 from .step import Step, all_steps
 
 SHIPPED_TABLE = Path(__file__).resolve().parent / "dispatch.json"
@@ -92,31 +94,12 @@ TILE_VARIANTS = {
                                            MIN_BLOCKS_PER_SM=1),
 }
 
-_VARIANTS: dict = {}
-
-
 def tile_variants() -> list[Step]:
     """A step for each of :data:`TILE_VARIANTS`' configurations: step 11 (stream-K, with step 10's kernel as its
     data-parallel fallback) or step 17 (its full-tile, partial-tile and split-K builds) on other tiles, named
     ``<step>@…``, that ``matmul`` may choose and the shape suite times beside the course's. Each builds its kernels on
     first use and compiles them on first launch; on the simulator step 17's runs the step's simulator tiles."""
-    if not _VARIANTS:
-        from ..steps import persistent, stream_k, warp_specialized
-
-        def build_stream_k(config: TileConfig):
-            return stream_k.build(config, data_parallel=persistent.build(config))
-
-        for name, config in TILE_VARIANTS.items():
-            base = _base_step(name)
-            if base == "stream_k":
-                tiled = TunedKernels(build_stream_k, name, [config])
-                module = stream_k
-            else:
-                tiled = TunedKernels(warp_specialized.build, name, [config],
-                                     simulator=warp_specialized.SIMULATOR_CONFIG)
-                module = warp_specialized
-            _VARIANTS[name] = Step(COURSE.index(base) + 1, module, name=name, tiled=tiled)
-    return [_VARIANTS[name] for name in TILE_VARIANTS]
+    return [_variant(name) for name in TILE_VARIANTS]
 
 
 #: The tensor-core steps whose fast kernel ``matmul`` may also run on zero-padded copies of a ragged product
@@ -128,15 +111,26 @@ PADDED_VARIANTS = {"warp_specialized+padded": "warp_specialized",
 
 
 def padded_variants() -> list[Step]:
-    """A step for each of :data:`PADDED_VARIANTS`: the step's own kernels (the same build, not a second one),
-    launched through :class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles`."""
-    from ..toolkit.padded_tiles import PaddedTiles
+    """A step for each of :data:`PADDED_VARIANTS`: the step's own kernels (the same build, not a second one:
+    ``toolkit.tuned.built``), launched through :class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles` (``pads``)."""
+    return [_variant(name) for name in PADDED_VARIANTS]
 
-    for name, step_name in PADDED_VARIANTS.items():
-        if name not in _VARIANTS:
-            step = next(s for s in all_steps() if s.name == step_name)
-            _VARIANTS[name] = Step(step.number, step.module, name=name, tiled=PaddedTiles(step._tiled))
-    return [_VARIANTS[name] for name in PADDED_VARIANTS]
+
+@functools.lru_cache(maxsize=None)
+def _variant(name: str) -> Step:
+    """The step of one tile variant or padded candidate, made once per name."""
+    if name in PADDED_VARIANTS:
+        step = next(s for s in all_steps() if s.name == PADDED_VARIANTS[name])
+        return Step(step.number, step.module, name=name, tuning=step.tuning, pads=True)
+    from ..steps import stream_k, warp_specialized
+
+    base, config = _base_step(name), TILE_VARIANTS[name]
+    if base == "stream_k":
+        module, tuning = stream_k, Tuning(stream_k.build_with_fallback, name, [config])
+    else:
+        module = warp_specialized
+        tuning = Tuning(warp_specialized.build, name, [config], simulator=warp_specialized.SIMULATOR_CONFIG)
+    return Step(COURSE.index(base) + 1, module, name=name, tuning=tuning)
 
 
 def variants() -> list[Step]:
@@ -149,19 +143,12 @@ def _base_step(name: str) -> str:
     return PADDED_VARIANTS.get(name, name).split("@")[0]
 
 
-_CANDIDATES: dict = {}
-
-
+@functools.lru_cache(maxsize=None)
 def candidate(name: str):
     """A step or a tile variant, by name: what :func:`choose` may return (found once per name)."""
-    found = _CANDIDATES.get(name)
-    if found is None:
-        if name in TILE_VARIANTS or name in PADDED_VARIANTS:
-            found = next(v for v in variants() if v.name == name)
-        else:
-            found = next(s for s in all_steps() if s.name == name)
-        _CANDIDATES[name] = found
-    return found
+    if name in TILE_VARIANTS or name in PADDED_VARIANTS:
+        return _variant(name)
+    return next(s for s in all_steps() if s.name == name)
 
 
 @dataclass(frozen=True)
@@ -206,9 +193,16 @@ def record(results: dict, path: Path | None = None) -> Path:
     existing[entry["gpu"]] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(existing, indent=1) + "\n")
+    forget()
+    return path
+
+
+def forget() -> None:
+    """Forget the tables read and the decisions made (the next :func:`choose` reads the tables again): what a new
+    table (:func:`record`) does, and what a test that changes the tables calls."""
     _CHOICES.clear()
     _TABLE.clear()
-    return path
+    _TABLE_FILE.clear()
 
 
 _TABLE: dict = {}
@@ -505,7 +499,7 @@ def _beyond_the_table(measured: list, here: tuple[int, int, int]):
     return min(rows, key=lambda row: distance(here, tuple(row[:3])), default=None)
 
 
-_CHOICES: dict = {}
+_CHOICES = Kept(4096)
 
 
 def allowed_steps(precision: str = DEFAULT_PRECISION) -> set[str]:
@@ -539,9 +533,7 @@ def choose(m: int, n: int, k: int, precision: str = DEFAULT_PRECISION) -> Choice
     if found is None:
         gpu = current_gpu_name()
         found = choose_from(table(gpu), max(m, 1), max(n, 1), max(k, 1), allowed_steps(precision), gpu)
-        if len(_CHOICES) > 4096:
-            _CHOICES.clear()
-        _CHOICES[key] = found
+        _CHOICES.keep(key, found)
     return found
 
 

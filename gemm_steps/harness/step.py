@@ -22,10 +22,11 @@ A step module (``gemm_steps/steps/<name>.py``) provides:
     (steps 12–13: ``mma.sync`` on TF32 and ``cp.async``, Ampere onward). Elsewhere :meth:`Step.unavailable` says
     why, and ``verify`` and ``bench`` skip the step with that reason; tests/test_ptx.py checks on a CPU that each
     step's kernels assemble exactly where it says they run.
-``TILED``  (register-tiled steps 6–17, instead of the four above)
-    A :class:`gemm_steps.toolkit.tiles.TiledKernels`, or a :class:`gemm_steps.toolkit.tuned.TunedKernels` that builds
-    one on first use for this machine's configuration: ``launch``, ``KERNELS``, ``CONFIG`` and the generated source
-    all come from it, so such a step declares its kernel once.
+``TUNING``  (register-tiled steps 6 onward, instead of the four above)
+    A :class:`gemm_steps.toolkit.tuned.Tuning`: the step's ``build(config)``, its candidates and the simulator's
+    configuration. :attr:`Step.tiled` is what it builds, on first use, for this machine's configuration (a
+    :class:`gemm_steps.toolkit.tiles.TiledKernels`): ``launch``, ``KERNELS``, ``CONFIG`` and the generated source all
+    come from it, so such a step declares its kernel once.
 
 The registry (:func:`all_steps`, :func:`get_step`) turns the modules named in :data:`gemm_steps.steps.COURSE` into steps.
 """
@@ -41,34 +42,42 @@ from typing import Any, Callable
 
 from ..steps import COURSE
 from ..toolkit.backend import SIMULATOR
+from ..toolkit.kernel_builds import BUILD_LOCK
 from ..toolkit.kernel_tools import quiet_small_grids
 
 
 class Step:
     """One step of the course. Call it like a function: ``step(a, b, out=None)``."""
 
-    def __init__(self, number: int, module: ModuleType, name: str | None = None, tiled: Any = None):
+    def __init__(self, number: int, module: ModuleType, name: str | None = None, tuning: Any = None,
+                 pads: bool = False):
         self.number = number
         self.module = module
         self.name = name or module.__name__.rsplit(".", 1)[-1]
         self.title: str = module.TITLE
         self.summary: str = module.SUMMARY
         self.arithmetic: str = getattr(module, "ARITHMETIC", "fp32")  # "fp32", "tf32" or "3xtf32"
-        # Generated kernels, for steps 6 onward (``tiled``: the module's kernels for other tiles, as dispatch's variants)
-        self._tiled = tiled if tiled is not None else getattr(module, "TILED", None)
+        #: How the step's kernels are built (steps 6 onward: the module's ``TUNING``, or another one, as dispatch's
+        #: tile variants give); None for steps 1–5, whose module launches its kernel itself.
+        self.tuning = tuning if tuning is not None else getattr(module, "TUNING", None)
+        #: Whether the fast kernel runs on zero-padded copies of a ragged product (dispatch's ``+padded`` candidates,
+        #: :class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles`) instead of the edge kernel.
+        self.pads = pads
         self.requires_compute_capability = getattr(module, "REQUIRES_COMPUTE_CAPABILITY", None)
         self.min_compute_capability = getattr(module, "MIN_COMPUTE_CAPABILITY", None)
-        # (a tiled step's kernels are built on first use, for this machine's configuration: toolkit/tuned.py)
-        self._launch: Callable = self._launch_tiled if self._tiled is not None else module.launch
+        self._tiled = self._padded = None  # built on first use, for this machine's configuration: toolkit/tuned.py
+        self._launch: Callable = self._launch_tiled if self.tuning is not None else module.launch
         # On a GPU the first launch in a process compiles. Register-tiled steps say so per kernel (TiledKernels.compile);
         # the others compile in about a second, and say so here.
-        self._launched = SIMULATOR or self._tiled is not None
+        self._launched = SIMULATOR or self.tuning is not None
 
     @property
     def tiled(self):
         """The step's generated kernels (a ``TiledKernels``; steps 6 onward), built on first use for this machine's
-        configuration (:mod:`gemm_steps.toolkit.tuned`); None for steps 1–5."""
-        return getattr(self._tiled, "built", self._tiled)
+        configuration (:meth:`~gemm_steps.toolkit.tuned.Tuning.kernels`); None for steps 1–5."""
+        if self._tiled is None and self.tuning is not None:
+            self._tiled = self.tuning.kernels()
+        return self._tiled
 
     # -- using a step ------------------------------------------------------------------------------------------
     def __call__(self, a: Any, b: Any, out: Any = None):
@@ -82,14 +91,28 @@ class Step:
         if not self._launched:
             self._first_launch(a, b, c, stream)
             return
-        if self._tiled is not None:  # TiledKernels.launch silences the small-grid warning itself
+        if self.tuning is not None:  # TiledKernels.launch silences the small-grid warning itself
             self._launch(a, b, c, stream)
             return
         with quiet_small_grids():
             self._launch(a, b, c, stream)
 
     def _launch_tiled(self, a, b, c, stream=0) -> None:
-        self.tiled.launch(a, b, c, stream)
+        if self.pads:
+            self.padded().launch(a, b, c, stream)
+        else:
+            self.tiled.launch(a, b, c, stream)
+
+    def padded(self):
+        """The step's kernels launched on zero-padded copies (a :class:`~gemm_steps.toolkit.padded_tiles.PaddedTiles`
+        of :attr:`tiled`; what a step with ``pads`` launches), made on first use."""
+        if self._padded is None:
+            from ..toolkit.padded_tiles import PaddedTiles
+
+            with BUILD_LOCK:
+                if self._padded is None:
+                    self._padded = PaddedTiles(self.tiled)
+        return self._padded
 
     def _first_launch(self, a, b, c, stream) -> None:
         """The first launch in a process compiles the kernels it needs (or loads them from Numba's disk cache):

@@ -50,7 +50,7 @@ from ..toolkit.mbarrier_ops import copy_tile, mbarrier_arrive_expect_tx, mbarrie
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import ClusterTmaTiles
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, registers_lower_to,
                                      registers_raise_to, shared_address, swizzled_descriptor, warpgroup_commit,
@@ -296,7 +296,7 @@ def build(config: Config | TileConfig, cluster: int | None = None) -> ClusterTma
                            requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "cluster_multicast", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): step 17's (a wgmma per k-step, the waits, a TF32
 #: rounding per fragment element, one setmaxnreg each way, the maps acquired at system scope), and the cluster's:

@@ -24,7 +24,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "Double buffering: load the next tile while computing this one"
@@ -205,7 +205,7 @@ def build(config: Config | TileConfig) -> TiledKernels:
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,
 #: else SEARCH_SPACE[0]). launch, KERNELS, CONFIG: see harness/step.py
-TILED = TunedKernels(build, "double_buffered", SEARCH_SPACE)
+TUNING = Tuning(build, "double_buffered", SEARCH_SPACE)
 
 # Claims about the kernel for the course's tiles: double buffering, one barrier per k-tile.
 PTX_EXPECT = unrolled_k_tile("double_buffered", default_config(SEARCH_SPACE), barriers=1)

@@ -24,7 +24,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.persistent_tiles import PersistentTiles
 from ..toolkit.ptx_claims import unrolled_k_tile
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from . import warp_tiling
 
@@ -236,6 +236,6 @@ def build(config: Config | TileConfig, group_m: int | None = None, overrides: di
 
 #: The step as it runs, on step 9's tiles (step 9's table entry decides: toolkit/tuned.py), built on first use.
 #: launch, KERNELS, CONFIG: see harness/step.py
-TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
+TUNING = Tuning(build, "warp_tiling", SEARCH_SPACE)
 
 PTX_EXPECT = unrolled_k_tile("persistent", default_config(SEARCH_SPACE), barriers=1)

@@ -49,7 +49,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import PersistentTmaTiles
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits,
                                      registers_lower_to, registers_raise_to, shared_address, swizzled_descriptor,
@@ -346,7 +346,7 @@ def build(config: Config | TileConfig, stages: int | None = None) -> PersistentT
                               requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "pingpong", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "pingpong", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of a consumer's loop (two k-tiles) two wgmma
 #: per k-step (one per 64-column half), per k-tile a wait for all groups but the newest for each half's accumulators

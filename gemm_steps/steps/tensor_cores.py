@@ -44,7 +44,7 @@ from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, co
                                        mma_tf32, to_tf32)
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "TF32 tensor cores: mma.sync on 16×8×8 tiles"
@@ -294,7 +294,7 @@ def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKe
                         min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "tensor_cores", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 
 def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding: dict, a_by_ldmatrix: bool) -> dict:

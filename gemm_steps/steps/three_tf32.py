@@ -48,7 +48,7 @@ from ..toolkit.tensor_core_ops import (copy_async_commit, copy_async_or_zero, co
                                        split_tf32_scaled)
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from . import tensor_cores
 
@@ -324,7 +324,7 @@ def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKe
                         min_compute_capability=MIN_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "three_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 # Per piece: 3 products; per fragment element: one split (an add and an and for big, a sub.f32 and a mul.f32 for
 # small·2^11); per piece and k-step, one FMA per result (d + s·2^-11), and one in the specials' SGEMM loop.

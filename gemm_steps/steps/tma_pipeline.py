@@ -51,7 +51,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
 from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import TmaTiles
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, shared_address,
                                      swizzled_descriptor, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
@@ -261,7 +261,7 @@ def build(config: Config | TileConfig, group_m: int | None = None) -> TmaTiles:
                     requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "tma_pipeline", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "tma_pipeline", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one pass of the loop (two k-tiles; tests/test_ptx.py): the copy
 #: engine's two tensor copies and one expect-tx per k-tile, one wgmma per k-step, per k-tile a wait for all groups

@@ -25,7 +25,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "Unrolled: compile-time loops, scalar registers, autotuned tiles"
@@ -193,7 +193,7 @@ def build(config: Config | TileConfig) -> TiledKernels:
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,
 #: else SEARCH_SPACE[0]). launch, KERNELS, CONFIG: see harness/step.py
-TILED = TunedKernels(build, "unrolled", SEARCH_SPACE)
+TUNING = Tuning(build, "unrolled", SEARCH_SPACE)
 
 # Claims about the kernel for the course's tiles: an unrolled k-tile, two barriers per k-tile.
 PTX_EXPECT = unrolled_k_tile("unrolled", default_config(SEARCH_SPACE), barriers=2)

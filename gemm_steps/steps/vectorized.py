@@ -27,6 +27,7 @@ from ..toolkit.kernel_builds import STATIC_SHARED_LIMIT
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tile_config import StepConfig
 from ..toolkit.tiles import TiledKernels
+from ..toolkit.tuned import Tuning
 
 TITLE = "Vectorized: 128-bit loads and stores, transposed A tile, flat arrays"
 SUMMARY = "Move 4 floats per load/store instruction with a small LLVM intrinsic; A transposed so its fragments load 4 at a time."
@@ -181,7 +182,15 @@ class Config(StepConfig):
 
 
 DEFAULT_CONFIG = Config()  # step 5's tiles: 128×128×8, 8×8 per thread
-TILED = TiledKernels("vectorized", vectorized_kernel, DEFAULT_CONFIG)  # launch, KERNELS, CONFIG: see harness/step.py
+
+
+def build(config: Config) -> TiledKernels:
+    """Step 6 for a configuration (the fast kernel on full tiles, its guarded variant on the rest)."""
+    return TiledKernels("vectorized", vectorized_kernel, config)
+
+
+#: The step as it runs (one configuration: step 5's tiles). launch, KERNELS, CONFIG: see harness/step.py
+TUNING = Tuning(build, "vectorized", [DEFAULT_CONFIG])
 
 #: The compiled code this lesson claims (tests/test_ptx.py): 128-bit global loads, shared loads and C stores, no
 #: scalar global loads in the fast kernel, no local memory — and a k-loop NOT unrolled (one k-step: 64 FMAs).

@@ -52,7 +52,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
                                      registers_at_entry, registers_lower_to, registers_raise_to, rounded_operand_bits,
@@ -350,7 +350,7 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
                           slices=slices, reduce=add_slices_kernel)
 
 
-TILED = TunedKernels(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per pass of the consumers' loop (two k-tiles) one wgmma
 #: per k-step and a wait for all groups but the newest per k-tile (and one for all after the loop), a TF32 rounding

@@ -64,7 +64,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
 from ..toolkit.tensor_core_ops import split_tf32_scaled
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
                                      operand_bits, registers_lower_to, registers_raise_to, shared_address,
@@ -418,7 +418,7 @@ def build(config: Config | TileConfig, slices=slices) -> SplitKTmaTiles:
                           reduce=add_slices_kernel)
 
 
-TILED = TunedKernels(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
+TUNING = Tuning(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
 
 #: What the fast kernel's PTX must show (tests/test_ptx.py): per k-tile three wgmma per k-step, one commit and one
 #: wait for all, a split (sub.f32 + mul.f32) per fragment element and per A element the

@@ -30,7 +30,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.ptx_claims import unrolled_k_tile
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 
 TITLE = "Warp tiling: conflict-free shared-memory fragments"
@@ -259,7 +259,7 @@ def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKe
 
 #: The step as it runs: built on first use for this machine's configuration (toolkit/tuned.py: your tuning table,
 #: else SEARCH_SPACE[0]). launch, KERNELS, CONFIG: see harness/step.py
-TILED = TunedKernels(build, "warp_tiling", SEARCH_SPACE)
+TUNING = Tuning(build, "warp_tiling", SEARCH_SPACE)
 
 
 PTX_EXPECT = unrolled_k_tile("warp_tiling", default_config(SEARCH_SPACE), barriers=1)

@@ -61,7 +61,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, split_tf32_scaled
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned, operand_bits,
                                      shared_address, swizzled_descriptor, swizzled_offset, warpgroup_commit,
@@ -308,7 +308,7 @@ def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKe
                         requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "warpgroup_mma", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): 3 wgmma per k-step, the 16-byte copies,
 #: two barriers, one copy wait, FP32 FMAs only at the store (one per result: total + small sum·2^-11) and in the

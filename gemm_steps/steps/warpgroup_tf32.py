@@ -31,7 +31,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.tensor_core_ops import copy_async_commit, copy_async_or_zero, copy_async_wait, to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tiles import TiledKernels
-from ..toolkit.tuned import TunedKernels, default_config
+from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, shared_address,
                                      swizzled_descriptor, swizzled_offset, warpgroup_commit, warpgroup_fence,
@@ -228,7 +228,7 @@ def build(config: Config | TileConfig, overrides: dict | None = None) -> TiledKe
                         requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY)
 
 
-TILED = TunedKernels(build, "warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
+TUNING = Tuning(build, "warpgroup_tf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
 #: What the fast kernel's PTX must show for one k-tile (tests/test_ptx.py): one wgmma per k-step, the 16-byte
 #: copies, one barrier, one copy wait, a TF32 rounding per fragment element, no FP32 FMAs, no local memory in the

@@ -2,19 +2,19 @@
 ``cuda.core`` (GPU only) — how ``matmul``'s repeated calls skip Numba's per-launch typing and marshalling.
 
 A :class:`~.tiles.TiledKernels` asks for a plan on the first launch of a shape (``TiledKernels.launch``) and replays
-it afterwards; while a plan is recorded, :func:`recording` gives the recording thread its list, and a build's
-``configured`` writes launches there instead of making them.
+it afterwards. Recording is the same launch with a list passed down (``launch_through_numba(a, b, c, stream,
+launches)``): every method that would make a launch (``TiledKernels.configured``, ``TmaTiles.launch_or_record``)
+appends it to ``launches`` instead, when given one.
 
-Several host threads may call ``matmul`` at once. So nothing a launch is recorded into lives on a shared object: the
-list is the recording thread's own (a ``threading.local``), and a plan, with the workspaces it holds, is kept per
-host thread (``TiledKernels.thread_plans``, :class:`~.workspaces.Workspaces`): two threads never record into one
-list, nor replay launches that share scratch memory.
+Several host threads may call ``matmul`` at once. The list is the recording call's own (an argument, never an
+attribute), and a plan, with the workspaces it holds, is kept per host thread (``TiledKernels.thread_plans``,
+:class:`~.workspaces.Workspaces`): two threads never record into one list, nor replay launches that share scratch
+memory.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
@@ -25,15 +25,6 @@ from .kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
 #: ``cuda.core.launch`` (``DirectLaunch.bind``), which packs them at every call. Off until a GPU run shows it gives
 #: the same results, faster (experiments/call_overhead.py measures both, and compares their results bitwise).
 DRIVER_LAUNCHES = False
-
-_THREAD = threading.local()
-
-
-def recording() -> list | None:
-    """The list this host thread writes its launches into while it records a :class:`LaunchPlan`; None otherwise
-    (launches are made). Another thread recording at the same time has a list of its own."""
-    return getattr(_THREAD, "launches", None)
-
 
 def direct_arguments(arguments) -> list:
     """Kernel arguments as Numba passes them to the driver: an integer as a ``uint32`` (the kernels' sizes), a 1-D
@@ -53,19 +44,15 @@ def recorded_launches(tiles, a, b, c, stream) -> list:
     (dispatcher, signature, grid, threads, shared bytes, stream, arguments, cluster) each (cluster: None, or the
     blocks per cluster of a cluster launch)."""
     launches: list = []
-    _THREAD.launches = launches
-    try:
-        tiles.launch_through_numba(a, b, c, stream)
-    finally:
-        _THREAD.launches = None
+    tiles.launch_through_numba(a, b, c, stream, launches)
     return launches
 
 
 class LaunchPlan:
     """The launches one shape needs, recorded once and replayed with :class:`~.kernel_tools.DirectLaunch`.
 
-    Recording runs ``TiledKernels.launch_through_numba`` with ``TiledKernels.configured`` writing each
-    launch down (kernel, grid, block, shared memory, stream, arguments) instead of making it. Replaying passes the
+    Recording runs ``TiledKernels.launch_through_numba`` with a list, into which ``TiledKernels.configured`` writes each
+    launch (kernel, grid, block, shared memory, stream, arguments) instead of making it. Replaying passes the
     arguments as Numba would: the first three (A, B, C, flat) from the addresses of the call at hand, the others
     (sizes, tile counts, the stream-K workspace and flags) as recorded. The plan holds the workspace arrays and
     the stream it was made for, so neither is freed while it can be used.

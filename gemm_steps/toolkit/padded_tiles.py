@@ -25,6 +25,7 @@ import numpy as np
 from numba import cuda, float32
 
 from .backend import SIMULATOR
+from .kept import Kept
 from .kernel_tools import DirectLaunch, ceil_div, device_pointer, flat_array_arguments
 from .workspaces import Workspaces
 
@@ -90,35 +91,22 @@ def _aligned(array) -> bool:
 
 
 class PaddedTiles:
-    """A tiled build (``tiled``: a :class:`~gemm_steps.toolkit.tiles.TiledKernels`, or a ``TunedKernels`` that builds
-    one) launched on zero-padded copies of A, B and C wherever the product is not whole fast tiles. Everything else
-    (``config``, ``constants``, the generated source, the PTX kernels) is the build's own."""
-
-    #: What ``gemm-steps explain`` and the dispatch rule look for: this build pads instead of running edge tiles.
-    pads = True
+    """A tiled build's fast kernel (``tiled``: a :class:`~gemm_steps.toolkit.tiles.TiledKernels`) launched on
+    zero-padded copies of A, B and C wherever the product is not whole fast tiles: what a ``+padded`` candidate of
+    ``matmul`` runs (``Step(..., pads=True)``). The kernels, their configuration and source are ``tiled``'s."""
 
     def __init__(self, tiled):
-        self._tiled = tiled
+        self.tiled = tiled
         self._buffers = Workspaces(kept=48)
-        self._copy_launches: dict = {}  # (shapes, stream) → a DirectLaunch of the copy kernel (GPU only)
-
-    @property
-    def inner(self):
-        """The build whose fast kernel runs (built on first use, if ``tiled`` was a ``TunedKernels``)."""
-        return getattr(self._tiled, "built", self._tiled)
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("_tiled", "_buffers", "_copy_launches"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        self._copy_launches = Kept(64)  # (shapes, stream) → a DirectLaunch of the copy kernel (GPU only)
 
     def padded_shape(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         """(M', N', K'): M, N and K rounded up to whole tiles of this build."""
-        return padded_shape(self.inner.config, m, n, k)
+        return padded_shape(self.tiled.config, m, n, k)
 
     def copies(self, m: int, n: int, k: int) -> tuple[bool, bool, bool]:
         """Which of A, B, C a product of this shape copies (:func:`copies`, on this build's tiles)."""
-        return copies(self.inner.config, m, n, k)
+        return copies(self.tiled.config, m, n, k)
 
     def _padded(self, which: str, shape: tuple[int, int], stream):
         return self._buffers.get((which, shape), stream,
@@ -133,13 +121,8 @@ class PaddedTiles:
             return
         (rows, cols), (dst_rows, dst_cols) = src.shape, dst.shape
         key = (rows, cols, dst_rows, dst_cols, id(stream) if stream else 0)
-        launch = self._copy_launches.get(key)
-        if launch is None:
-            if len(self._copy_launches) >= 64:
-                self._copy_launches.clear()
-            launch = self._copy_launches[key] = DirectLaunch(copy_padded_kernel, COPY_SIGNATURE,
-                                                             copy_grid(dst_rows, dst_cols), copy_threads(dst_cols), 0,
-                                                             stream)
+        launch = self._copy_launches.made(key, lambda: DirectLaunch(
+            copy_padded_kernel, COPY_SIGNATURE, copy_grid(dst_rows, dst_cols), copy_threads(dst_cols), 0, stream))
         launch(*flat_array_arguments(device_pointer(src), rows * cols), ctypes.c_int64(cols),
                *flat_array_arguments(device_pointer(dst), dst_rows * dst_cols), ctypes.c_int64(dst_rows),
                ctypes.c_int64(dst_cols), ctypes.c_int64(rows), ctypes.c_int64(cols))
@@ -161,12 +144,12 @@ class PaddedTiles:
             self._copy(b, b_padded, stream)
             b = b_padded
         target = self._padded("C", (mp, np_), stream) if copy_c else c
-        self.inner.launch(a, b, target, stream)
+        self.tiled.launch(a, b, target, stream)
         if copy_c:
             self._copy(target, c, stream)
 
     def __repr__(self) -> str:
-        return f"<PaddedTiles of {self._tiled!r}>"
+        return f"<PaddedTiles of {self.tiled!r}>"
 
 
 __all__ = ["COPY_THREADS", "PaddedTiles", "copies", "copy_padded", "copy_padded_kernel", "padded_shape"]

@@ -34,18 +34,20 @@ class PersistentTiles(TiledKernels):
     schedule = "persistent grid"
     edge_label = "guarded, every tile (used unless every tile is full and the 128-bit path applies)"
 
-    def launch_through_numba(self, a, b, c, stream=0) -> None:
+    def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
         cfg = self.config
         (m, n, k), flat = flat_operands(a, b, c)
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and self.fast_path_applies(a, b, c)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
-            self.launch_tiles("fast" if whole else "edge", flat, sizes, rows, cols, stream)
+            self.launch_tiles("fast" if whole else "edge", flat, sizes, rows, cols, stream, launches)
 
-    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream) -> None:
-        """The ``variant`` kernel over rows × cols tiles (the kernel's ``tile_rows``, ``tile_cols``)."""
-        self.configured(variant, min(rows * cols, self.resident_blocks(variant)), stream)(*flat, *sizes)
+    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream,
+                     launches: list | None = None) -> None:
+        """The ``variant`` kernel over rows × cols tiles (the kernel's ``tile_rows``, ``tile_cols``); ``launches``:
+        where to write the launch down instead (or None)."""
+        self.configured(variant, min(rows * cols, self.resident_blocks(variant)), stream, launches)(*flat, *sizes)
 
     def estimated_resident_blocks(self) -> int:
         """Blocks the GPU runs at once, without compiling: SMs × the launch-bounds hint (at least 1 per SM). Used
@@ -88,19 +90,20 @@ class StreamKTiles(PersistentTiles):
             cuda.device_array(blocks * tile, dtype=np.float32, stream=stream),
             cuda.to_device(np.zeros(blocks, dtype=np.int32), stream=stream)))
 
-    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream) -> None:
+    def launch_tiles(self, variant: str, flat, sizes, rows: int, cols: int, stream,
+                     launches: list | None = None) -> None:
         tiles = rows * cols
         fallback = self.data_parallel_fallback
         # Decide before compiling anything (the estimate needs no kernel), so that a shape the fallback runs
         # entirely never compiles the stream-K kernel, and one that needs stream-K never compiles the fallback.
         if fallback is not None and self.split(tiles, self.estimated_resident_blocks())[1] == 0:
-            fallback.launch_tiles(variant, flat, sizes, rows, cols, stream)
+            fallback.launch_tiles(variant, flat, sizes, rows, cols, stream, launches)
             return
         blocks = self.resident_blocks(variant)
         data_parallel, stream_k = self.split(tiles, blocks)
         workspace, flags = self._workspace(blocks, stream)
-        self.configured(variant, blocks, stream)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
-                                                 np.uint32(stream_k))
+        self.configured(variant, blocks, stream, launches)(*flat, *sizes, workspace, flags, np.uint32(data_parallel),
+                                                           np.uint32(stream_k))
 
 
 __all__ = ["PersistentTiles", "StreamKTiles"]

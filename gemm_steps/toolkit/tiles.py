@@ -22,7 +22,6 @@ records a shape's launches once as a :class:`~.launch_plans.LaunchPlan` that lat
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import Any
 
 import numpy as np
@@ -31,8 +30,9 @@ from numba import cuda
 from .backend import SIMULATOR
 from . import gpu_requirements
 from .kernel_builds import KernelBuild
+from .kept import Kept, KeptPerThread
 from .kernel_tools import ceil_div, device_pointer, on_one_cpu, quiet_small_grids
-from .launch_plans import LaunchPlan, recording
+from .launch_plans import LaunchPlan
 from .tile_config import TileConfig
 
 #: On the simulator there is no occupancy to ask for: a persistent grid gets this many blocks, so that each block
@@ -74,7 +74,7 @@ class TiledKernels(KernelBuild):
         self.min_compute_capability = min_compute_capability
         self._opted_in: set = set()
         self._resident_blocks: dict[str, int] = {}
-        self._thread = threading.local()  # each host thread's launch plans (a plan holds its workspaces)
+        self._plans = KeptPerThread(LaunchPlan.KEPT)  # each host thread's launch plans (a plan holds its workspaces)
 
     def resident_blocks(self, variant: str = "fast") -> int:
         """How many blocks of one kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""
@@ -124,16 +124,15 @@ class TiledKernels(KernelBuild):
         except ValueError as error:
             raise RuntimeError(f"{self.name}, compiled to {function.attrs.regs} registers a thread: {error}") from None
 
-    def configured(self, variant: str, grid, stream):
-        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed. While a
-        launch plan is being recorded (:class:`LaunchPlan`), the launch is written down instead of made. A build
-        whose fast kernel runs in clusters (``cluster``, blocks per cluster) launches it with
+    def configured(self, variant: str, grid, stream, launches: list | None = None):
+        """``kernel[grid, threads, stream]``, with the dynamic shared-memory size (and opt-in) where needed. Given a
+        list of ``launches`` (a :class:`LaunchPlan` being recorded), the launch is written down there instead of made.
+        A build whose fast kernel runs in clusters (``cluster``, blocks per cluster) launches it with
         :func:`~.cluster_ops.launch_cluster`."""
         if variant == "edge" and self.edge_source is not None:
-            return self.edge_source.configured("edge", grid, stream)
+            return self.edge_source.configured("edge", grid, stream, launches)
         self.compile(variant)
         cluster = self.cluster if variant == "fast" else None
-        launches = recording()  # this thread's LaunchPlan being recorded, if any
         if cluster is not None and launches is None:
             from .cluster_ops import launch_cluster
 
@@ -143,7 +142,7 @@ class TiledKernels(KernelBuild):
                                                      self.threads, self.dynamic_shared_bytes, stream, cluster,
                                                      arguments)
         if launches is not None:
-            if self.dynamic_shared_bytes:
+            if self.dynamic_shared_bytes and not SIMULATOR:
                 self._function(variant)  # the opt-in to the larger shared memory, once per context
             return lambda *arguments: launches.append(
                 (self.kernel(variant), self.signature(variant), grid, self.threads, self.dynamic_shared_bytes,
@@ -176,19 +175,15 @@ class TiledKernels(KernelBuild):
         plan = plans.get(key)
         if plan is None:
             self._refuse_other_gpus()  # once per shape, not on every replayed launch
-            if len(plans) >= LaunchPlan.KEPT:
-                plans.clear()
-            plan = plans[key] = LaunchPlan.record(self, a, b, c, stream)
+            plan = plans.keep(key, LaunchPlan.record(self, a, b, c, stream))
         plan(*pointers)
 
-    def thread_plans(self) -> dict:
-        """This host thread's launch plans, by :meth:`plan_key`. Each thread records and replays its own: a plan
-        holds workspaces (stream-K partial sums, split-K slices), and two threads' launches on one stream interleave,
-        so a shared plan would let one thread's kernel overwrite the other's partial sums before they are read."""
-        plans = getattr(self._thread, "plans", None)
-        if plans is None:
-            plans = self._thread.plans = {}
-        return plans
+    def thread_plans(self) -> Kept:
+        """This host thread's launch plans, by :meth:`plan_key` (at most ``LaunchPlan.KEPT``). Each thread records and
+        replays its own: a plan holds workspaces (stream-K partial sums, split-K slices), and two threads' launches on
+        one stream interleave, so a shared plan would let one thread's kernel overwrite the other's partial sums
+        before they are read."""
+        return self._plans.mine()
 
     def plan_key(self, a, b, pointers: tuple[int, int, int], stream) -> tuple:
         """What a recorded :class:`LaunchPlan` depends on: the shape, whether the fast path's alignment holds (from
@@ -203,8 +198,9 @@ class TiledKernels(KernelBuild):
         if reason:
             raise RuntimeError(f"{self.name} {reason}")
 
-    def launch_through_numba(self, a, b, c, stream=0) -> None:
-        """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher."""
+    def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
+        """:meth:`launch`'s decisions, with every kernel launched through Numba's dispatcher — or, given a list of
+        ``launches``, written down there instead (:meth:`LaunchPlan.record`)."""
         cfg = self.config
         (m, n, k), flat = flat_operands(a, b, c)
         grid_rows, grid_cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
@@ -213,14 +209,15 @@ class TiledKernels(KernelBuild):
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(full_rows), np.uint32(full_cols))
         with quiet_small_grids():  # an edge strip or a small product is a small grid on purpose
             if full_rows and full_cols:
-                self.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, (a, b))
+                self.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, (a, b), launches)
             if full_rows * full_cols < grid_rows * grid_cols:
-                self.configured("edge", (grid_cols, grid_rows), stream)(*flat, *sizes)
+                self.configured("edge", (grid_cols, grid_rows), stream, launches)(*flat, *sizes)
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
+                          launches: list | None = None) -> None:
         """The fast kernel over the full tiles: one block per tile. ``matrices``: A and B as 2-D arrays (a TMA
-        build makes its tensor maps from them)."""
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes)
+        build makes its tensor maps from them); ``launches``: where to write the launch down instead (or None)."""
+        self.configured("fast", (full_cols, full_rows), stream, launches)(*flat, *sizes)
 
 
 __all__ = ["SIMULATED_RESIDENT_BLOCKS", "TiledKernels", "flat_operands"]

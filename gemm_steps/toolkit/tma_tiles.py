@@ -19,7 +19,7 @@ from .backend import SIMULATOR
 from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 from .mbarrier_ops import tensor_map_2d
 from .kernel_builds import SIGNATURE
-from .launch_plans import recording
+from .kept import Kept
 from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
 from .workspaces import Workspaces
 
@@ -63,7 +63,7 @@ class TmaTiles(TiledKernels):
     def __init__(self, *args, partial: "TmaTiles | None" = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
-        self._maps: dict = {}
+        self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
 
     def signature(self, variant: str) -> str:
@@ -74,18 +74,16 @@ class TmaTiles(TiledKernels):
 
     def tensor_maps(self, a, b) -> tuple:
         """A's and B's tensor maps (device arrays), made on first use for these buffers and shapes."""
-        key = (device_pointer(a), a.shape, device_pointer(b), b.shape)
-        if key not in self._maps:
-            if len(self._maps) >= self.MAPS_KEPT:
-                self._maps.clear()
-            config = self.config
-            a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
-            self._maps[key] = (tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True),
-                               tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"]))
-        return self._maps[key]
+        config = self.config
+        a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
+        return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
+            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True),
+            tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"])))
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
-        self.configured("fast", (full_cols, full_rows), stream)(*flat, *sizes, *self.tensor_maps(*matrices))
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
+                          launches: list | None = None) -> None:
+        self.configured("fast", (full_cols, full_rows), stream, launches)(*flat, *sizes,
+                                                                           *self.tensor_maps(*matrices))
 
     def labelled_variants(self) -> list:
         """The fast and edge kernels, and the ``partial`` build's fast kernel (``<name>_partial_fast``) if any."""
@@ -118,24 +116,25 @@ class TmaTiles(TiledKernels):
         whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and k % cfg.BLOCK_K == 0
         return not whole or any(self.copies(a, b)) or device_pointer(c) % 16 != 0
 
-    def launch_through_numba(self, a, b, c, stream=0) -> None:
+    def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
         (m, n, k), flat = flat_operands(a, b, c)
         if not self.partial_applies(a, b, c) or max(m * ceil_div(k, 4), k * ceil_div(n, 4)) * 4 >= 2 ** 32:
-            super().launch_through_numba(a, b, c, stream)  # (a copy's indices must stay in 32 bits)
+            super().launch_through_numba(a, b, c, stream, launches)  # (a copy's indices must stay in 32 bits)
             return
         cfg = self.partial.config
         copy_a, copy_b = self.copies(a, b)
-        read_a = self.readable_copy(0, flat, (m, n, k), stream) if copy_a else a
-        read_b = self.readable_copy(1, flat, (m, n, k), stream) if copy_b else b
+        read_a = self.readable_copy(0, flat, (m, n, k), stream, launches) if copy_a else a
+        read_b = self.readable_copy(1, flat, (m, n, k), stream, launches) if copy_b else b
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
-            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (read_a, read_b))
+            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (read_a, read_b), launches)
 
     #: Threads a block of :func:`copy_rows_kernel`.
     COPY_THREADS = 256
 
-    def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream):
+    def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream,
+                      launches: list | None = None):
         """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of 4
         floats, zeros past its end, in a buffer kept per shape and stream (16-byte aligned) — as a 2-D array the
         kernel's tensor map is made of. The kernel still takes A and B themselves (step 18 reads them for its
@@ -149,7 +148,8 @@ class TmaTiles(TiledKernels):
         # on a GPU a thread an element; on the simulator, where every thread is a Python thread started and joined,
         # one block whose threads stride over the rest (the same kernel and copy)
         blocks = 1 if SIMULATOR else ceil_div(rows * width, self.COPY_THREADS)
-        self.launch_or_record(copy_rows_kernel, self.rows_signature, blocks, self.COPY_THREADS, stream, arguments)
+        self.launch_or_record(copy_rows_kernel, self.rows_signature, blocks, self.COPY_THREADS, stream, arguments,
+                              launches)
         return buffer.reshape(rows, width)
 
     #: The argument types of :func:`copy_rows_kernel` (and of split-K's reduction kernel): a, b, c, m, n, k, two more
@@ -157,12 +157,12 @@ class TmaTiles(TiledKernels):
     rows_signature = SIGNATURE[:-1] + ", float32[::1])"
 
     @staticmethod
-    def launch_or_record(function, signature: str, blocks: int, threads: int, stream, arguments: tuple) -> None:
-        """Launch a kernel of (A, B, C, …) over ``blocks`` blocks — or, while a launch plan is recorded, write the
-        launch down (:func:`~.launch_plans.recording`)."""
-        launches = recording()
+    def launch_or_record(function, signature: str, blocks: int, threads: int, stream, arguments: tuple,
+                         launches: list | None = None) -> None:
+        """Launch a kernel of (A, B, C, …) over ``blocks`` blocks — or, given a list of ``launches`` (a launch plan
+        being recorded), write the launch down there."""
         if launches is not None:
-            if not function.overloads:
+            if not SIMULATOR and not function.overloads:
                 function.compile(signature)
             launches.append((function, signature, blocks, threads, 0, stream, arguments, None))
             return
@@ -173,9 +173,10 @@ class PersistentTmaTiles(TmaTiles):
     """A TMA build whose fast kernel is persistent: a grid of as many blocks as the GPU holds at once (at most one per
     full tile), each walking tiles blockIdx.x, blockIdx.x + gridDim.x, … itself (step 19)."""
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
+                          launches: list | None = None) -> None:
         blocks = min(full_rows * full_cols, self.resident_blocks("fast"))
-        self.configured("fast", blocks, stream)(*flat, *sizes, *self.tensor_maps(*matrices))
+        self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices))
 
 
 class ClusterTmaTiles(TmaTiles):
@@ -237,19 +238,20 @@ class SplitKTmaTiles(TmaTiles):
         slices = launched_slices(self.slices, tiles, self.k_tiles(k), self.sm_count())
         return slices if slices * m * n < 2 ** 32 else 1
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple) -> None:
+    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
+                          launches: list | None = None) -> None:
         m, n, k = (int(size) for size in sizes[:3])
         slices = self.slice_count(m, n, k, full_rows * full_cols)
         partials = self.workspace(slices * m * n if slices > 1 else 1, stream)
-        self.configured("fast", (full_cols, full_rows, slices), stream)(*flat, *sizes,
-                                                                        *self.tensor_maps(*matrices), partials)
+        self.configured("fast", (full_cols, full_rows, slices), stream, launches)(
+            *flat, *sizes, *self.tensor_maps(*matrices), partials)
         if slices > 1:
             rows = min(full_rows * self.config.BLOCK_M, m)  # C's part the tiles cover (a partial build's: all C)
             cols = min(full_cols * self.config.BLOCK_N, n)
             arguments = (*flat, *sizes[:3], np.uint32(rows), np.uint32(cols), partials)
             # the reduction kernel: a, b, c, m, n, k, C's rows and columns the tiles cover, the partials
             self.launch_or_record(self.reduce, self.rows_signature, ceil_div(rows * cols, self.REDUCE_THREADS),
-                                  self.REDUCE_THREADS, stream, arguments)
+                                  self.REDUCE_THREADS, stream, arguments, launches)
 
 
 __all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles", "launched_slices"]

@@ -3,8 +3,8 @@ first used (never when a step is imported, so importing the course asks no GPU a
 
 A step declares its candidates in its own file: ``SEARCH_SPACE`` (the first is the course's choice: the fastest on
 the GPU it was measured on, a sane default elsewhere) and, where the GPU's tiles would take minutes per product on
-Numba's simulator, ``SIMULATOR_CONFIG``. Its ``TILED`` is a :class:`TunedKernels`, which builds the kernels on first
-use for :func:`tuned_config`'s choice:
+Numba's simulator, ``SIMULATOR_CONFIG``. Its ``TUNING`` (a :class:`Tuning`) builds the kernels, when they are first
+asked for, for :func:`tuned_config`'s choice:
 
 1. on the simulator, ``SIMULATOR_CONFIG`` if the step gives one;
 2. on a GPU, the configuration recorded for that GPU's name in the user's tuning table — ``$GEMM_STEPS_TUNED`` if
@@ -18,10 +18,12 @@ The course ships no table: its sweeps (``results/tuning-*.json``) chose each ste
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .backend import SIMULATOR, user_cache
 from .kernel_builds import BUILD_LOCK
@@ -79,39 +81,36 @@ def tuned_config(step_name: str, search_space: list, simulator=None):
     return type(search_space[0])(**found[0]["config"]).check()
 
 
-class TunedKernels:
-    """A step's kernels for :func:`tuned_config`'s choice, built by the step's ``build(config)`` on first use.
+@functools.lru_cache(maxsize=None)
+def _built(build: Callable, config):
+    return build(config)
 
-    Attributes not its own (``launch``, ``config``, ``generated_source``, …) are the built kernels' (a
-    :class:`~gemm_steps.toolkit.tiles.TiledKernels`); the first such use chooses the configuration and builds. The
-    kernels themselves compile later still, on their first launch.
-    """
 
-    def __init__(self, build: Callable, step_name: str, search_space: list, simulator=None):
-        self.build = build
-        self.step_name = step_name
-        self.search_space = search_space
-        self.simulator = simulator
-        self._built = None
+def built(build: Callable, config):
+    """``build(config)``, made once per build function and configuration in a process and kept (the one memo of
+    built kernels: a ``functools.lru_cache``). Step 11 asks it for step 10's build as its data-parallel fallback, so
+    the two steps share one set of step 10's kernels, compiled once."""
+    with BUILD_LOCK:  # two threads' first calls build one set of kernels, not two
+        return _built(build, config)
+
+
+@dataclass(frozen=True, eq=False)
+class Tuning:
+    """How a step's kernels are built on this machine: its ``build(config)``, the step whose tuning-table entry
+    decides (``step_name``: steps 10 and 11 take step 9's tiles), its candidates (``search_space``, the course's choice
+    first) and the simulator's configuration. A step's file declares one (``TUNING``); the step's kernels are
+    :meth:`kernels`. Nothing is asked of the GPU until then."""
+
+    build: Callable
+    step_name: str
+    search_space: list
+    simulator: Any = None
 
     def chosen_config(self):
-        """The configuration this machine builds the step with (asks the GPU its name)."""
+        """The configuration this machine builds the step with (:func:`tuned_config`; asks the GPU its name)."""
         return tuned_config(self.step_name, self.search_space, self.simulator)
 
-    @property
-    def built(self):
-        """The step's kernels (a ``TiledKernels``), built for :meth:`chosen_config` on first use."""
-        if self._built is None:
-            with BUILD_LOCK:  # two threads' first calls build one set of kernels, not two
-                if self._built is None:
-                    self._built = self.build(self.chosen_config())
-        return self._built
-
-    def __getattr__(self, name: str):
-        if name.startswith("_"):  # not forwarded: copy, pickle and hasattr probes must not build
-            raise AttributeError(name)
-        return getattr(self.built, name)
-
-    def __repr__(self) -> str:
-        state = f"built for {self._built.config}" if self._built is not None else "not built yet"
-        return f"<TunedKernels {self.step_name!r}: {state}>"
+    def kernels(self):
+        """The step's kernels (a :class:`~gemm_steps.toolkit.tiles.TiledKernels`) for :meth:`chosen_config`
+        (:func:`built`: one per configuration in a process). They compile later still, on their first launch."""
+        return built(self.build, self.chosen_config())

@@ -13,42 +13,29 @@ for another stream while the key exists.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from numba import cuda
 
 from .backend import SIMULATOR
+from .kept import KeptPerThread
 
 
 class Workspaces:
     """Buffers made by ``make()`` on first use, kept per host thread and per (context, ``what``, stream); at most
-    ``kept`` of them a thread (the oldest are dropped all at once: a recorded launch plan holds its own references, so
+    ``kept`` of them a thread (when full, all are dropped at once, :class:`~.kept.Kept`: a recorded launch plan holds its own references, so
     nothing it uses is freed). A thread's buffers go with the thread."""
 
     def __init__(self, kept: int = 16):
-        self.kept = kept
-        self._thread = threading.local()  # each host thread's buffers: freed with the thread
-
-    def _buffers(self) -> dict:
-        buffers = getattr(self._thread, "buffers", None)
-        if buffers is None:
-            buffers = self._thread.buffers = {}
-        return buffers
+        self._buffers = KeptPerThread(kept)  # each host thread's buffers: freed with the thread
 
     def get(self, what: Any, stream, make: Callable[[], Any]) -> Any:
-        buffers = self._buffers()
         key = (0 if SIMULATOR else id(cuda.current_context()), what, id(stream) if stream else 0)
-        found = buffers.get(key)
-        if found is None:
-            if len(buffers) >= self.kept:
-                buffers.clear()
-            found = buffers[key] = (make(), stream)
-        return found[0]
+        return self._buffers.mine().made(key, lambda: (make(), stream))[0]
 
     def __len__(self) -> int:
         """How many buffers this host thread has."""
-        return len(self._buffers())
+        return len(self._buffers.mine())
 
 
 __all__ = ["Workspaces"]
