@@ -123,7 +123,7 @@ def test_gpu_padded_candidates_on_ragged_shapes(name):
 
     contract_kept = step.arithmetic == "3xtf32"
     for k in (1, 33, 3333):
-        assert step.tiled.copies(257, 255, k) == (True, True, True)
+        assert step.padded().copies(257, 255, k) == (True, True, True)
         if not contract_kept:
             rng = np.random.default_rng(k)
             a, b = rng.standard_normal((257, k)).astype(np.float32), rng.standard_normal((k, 255)).astype(np.float32)
