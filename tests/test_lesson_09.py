@@ -179,3 +179,15 @@ def test_a_table_of_rows_formats_and_aligns_by_column():
     assert t.splitlines() == ["| kernel | ms | n | note |", "|:--|--:|--:|:--|", "| a | 1.235 | 1,234 | — |",
                               "| b | 2.000 | 5 | x |"]
     assert t.rows is rows
+
+
+def test_a_table_aligns_as_told_and_can_write_blank_cells_tight():
+    from gemm_steps.course.display import table
+
+    rows = [{"": "error", "A": "1.2e-05", "B": "yes"}, {"": "tile", "A": "", "B": "—"}]
+    assert table(rows).splitlines()[:2] == ["|  | A | B |", "|:--|:--|:--|"]  # letters make a column left-aligned
+    t = table(rows, align="lrc", tight_blanks=True)
+    assert t.splitlines() == ["| | A | B |", "|:--|--:|:-:|", "| error | 1.2e-05 | yes |", "| tile | | — |"]
+    assert table(rows, align="lrc").splitlines()[3] == "| tile |  | — |"
+    with pytest.raises(ValueError):
+        table(rows, align="lr")

@@ -56,17 +56,29 @@ def facts(values: dict, header: tuple[str, str] = ("", "")) -> MarkdownTable:
     return MarkdownTable("\n".join(rows))
 
 
-def table(rows: list[dict], formats: dict | None = None) -> MarkdownTable:
+def table(rows: list[dict], formats: dict | None = None, align: str | None = None,
+          tight_blanks: bool = False) -> MarkdownTable:
     """Rows of named values as a Markdown table, one column per key of the first row; a value is shown with its
     column's format in ``formats`` (``"{:.3f} ms"``) if it is a number, else as :func:`facts` shows it. The first
-    column and columns of words are left-aligned, numbers right-aligned. The rows stay with it (``.rows``)."""
+    column and columns of words are left-aligned, numbers right-aligned, unless ``align`` says how, a letter a column:
+    ``"l"`` left, ``"r"`` right, ``"c"`` centred (``"lrr"``). ``tight_blanks`` writes an empty cell (or heading) as
+    ``| |`` rather than ``|  |``. The rows stay with it (``.rows``)."""
     formats, keys = formats or {}, list(rows[0]) if rows else []
     cells = [[formats[k].format(r[k]) if k in formats and isinstance(r.get(k), (int, float)) else _fmt(r.get(k))
               for k in keys] for r in rows]
-    left = [i == 0 or any(isinstance(r.get(k), str) and any(c.isalpha() for c in r[k]) for r in rows)
-            for i, k in enumerate(keys)]
-    out = MarkdownTable("\n".join(["| " + " | ".join(keys) + " |", "|" + "".join(":--|" if x else "--:|" for x in left)]
-                                  + ["| " + " | ".join(row) + " |" for row in cells]))
+    if align is None:
+        align = "".join("l" if i == 0 or any(isinstance(r.get(k), str) and any(c.isalpha() for c in r[k])
+                                             for r in rows) else "r" for i, k in enumerate(keys))
+    if len(align) != len(keys) or set(align) - set("lrc"):
+        raise ValueError(f"align {align!r}: one of l, r, c for each of the {len(keys)} columns")
+
+    def line(texts):
+        if tight_blanks:
+            return "|" + "".join(f" {t} |" if t else " |" for t in texts)
+        return "| " + " | ".join(texts) + " |"
+
+    out = MarkdownTable("\n".join([line(keys), "|" + "".join({"l": ":--|", "r": "--:|", "c": ":-:|"}[a] for a in align)]
+                                  + [line(row) for row in cells]))
     out.rows = rows
     return out
 

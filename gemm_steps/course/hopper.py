@@ -473,13 +473,11 @@ def timeline_table(timeline: dict, step_names) -> MarkdownTable:
                  (f"warpgroup {w}: loads fragments, issues wgmma", lambda q, w=w: q["warpgroups"][w]["issue"]),
                  (f"warpgroup {w}: waits for the previous wgmma", lambda q, w=w: q["warpgroups"][w]["wait_previous"]),
                  (f"warpgroup {w}: copies issued before its turn", lambda q, w=w: q["warpgroups"][w]["lead"])]
-    lines = ["| median, clocks | " + " | ".join(f"`{n}`" for n in step_names) + " |",
-             "|:--|" + "--:|" * len(step_names)]
-    lines += [f"| {label} | " + " | ".join(f"{get(m[n]):,.0f}" for n in step_names) + " |" for label, get in rows]
-    lines.append("| warpgroup 0 behind warpgroup 1, k-tiles | " + " | ".join(f"{m[n]['behind']:.1f}"
-                                                                             for n in step_names) + " |")
-    return MarkdownTable("\n".join(lines) + f"\n\n*k-tiles {WARM_UP_K_TILES}–{timeline['recorded_k_tiles'] - 1} of "
-                         f"block 0; `{TIMELINE_RUN}`.*")
+    cells = [{"median, clocks": label, **{f"`{n}`": f"{get(m[n]):,.0f}" for n in step_names}} for label, get in rows]
+    cells.append({"median, clocks": "warpgroup 0 behind warpgroup 1, k-tiles",
+                  **{f"`{n}`": f"{m[n]['behind']:.1f}" for n in step_names}})
+    return MarkdownTable(table(cells, align="l" + "r" * len(step_names)) + f"\n\n*k-tiles {WARM_UP_K_TILES}–"
+                         f"{timeline['recorded_k_tiles'] - 1} of block 0; `{TIMELINE_RUN}`.*")
 
 
 # -- step 15's drop from 4096³ to 8192³ (deep dive 16) --------------------------------------------------------------
@@ -526,14 +524,13 @@ def order_table(order_run: dict) -> MarkdownTable:
     names = [("warpgroup_tf32", "step 15"), ("overlap_group1", "step 16's kernel, row-major"),
              ("overlap_group4", "… groups of 4"), ("overlap_group8", "… groups of 8 (step 16)"),
              ("overlap_group16", "… groups of 16"), ("cublas_tf32", "cuBLAS TF32")]
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in BIG) + " | 8192³ / 4096³ |", "|:--|--:|--:|--:|"]
+    rows = []
     for name, label in names:
         got = [find(order_run, name, s) for s in BIG]
-        if None in got:
-            continue
-        lines.append(f"| {label} | " + " | ".join(f"{g['tflops']:.1f}" for g in got)
-                     + f" | {got[1]['tflops'] / got[0]['tflops']:.3f} |")
-    return MarkdownTable("\n".join(lines) + "\n\n" + caption(order_run))
+        if None not in got:
+            rows.append({"kernel": label, **{size_label(s): f"{g['tflops']:.1f}" for s, g in zip(BIG, got)},
+                         "8192³ / 4096³": f"{got[1]['tflops'] / got[0]['tflops']:.3f}"})
+    return MarkdownTable(table(rows, align="lrrr") + "\n\n" + caption(order_run))
 
 
 def order_gain(order_run: dict) -> dict:
@@ -582,24 +579,21 @@ def profile_tflops(profile: dict) -> dict:
 def clocks_table(clocks_run: dict) -> MarkdownTable:
     """The clocks under load (:data:`CLOCKS_RUN`): per kernel and size, the SM clock and power while it ran back to
     back for seconds, and the clock right after each benchmark-style launch (median, slowest)."""
-    lines = ["| kernel | size | back to back: SM clock, median (min) MHz | power, W | after each launch: median "
-             "(min) MHz |", "|:--|--:|--:|--:|--:|"]
-    for r in clocks_run["records"]:
-        lines.append(f"| `{r['kernel']}` | {r['size']}³ | {r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) "
-                     f"| {r['power_w_median']:.0f} | {r['probe_mhz_median']:.0f} ({r['probe_mhz_min']:.0f}) |")
+    rows = [{"kernel": f"`{r['kernel']}`", "size": f"{r['size']}³", "back to back: SM clock, median (min) MHz":
+             f"{r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f})", "power, W": f"{r['power_w_median']:.0f}",
+             "after each launch: median (min) MHz": f"{r['probe_mhz_median']:.0f} ({r['probe_mhz_min']:.0f})"}
+            for r in clocks_run["records"]]
     env = clocks_run["environment"]
-    return MarkdownTable("\n".join(lines) + f"\n\n*{env.get('gpu')}, power limit {env.get('smi_power_limit')} W, "
-                         f"`{CLOCKS_RUN}`.*")
+    return MarkdownTable(table(rows, align="lrrrr") + f"\n\n*{env.get('gpu')}, power limit "
+                         f"{env.get('smi_power_limit')} W, `{CLOCKS_RUN}`.*")
 
 
 def timing_table(timing_run: dict) -> MarkdownTable:
     """The benchmark's timing against the same launches queued behind a spinning kernel (:data:`TIMING_RUN`)."""
-    lines = ["| kernel | size | benchmark, ms | queued, ms | queued / benchmark | host in launch(), µs |",
-             "|:--|--:|--:|--:|--:|--:|"]
-    for r in timing_run["records"]:
-        lines.append(f"| `{r['kernel']}` | {r['size']}³ | {r['bench_ms']:.3f} | {r['queued_ms']:.3f} | "
-                     f"{r['queued_ms'] / r['bench_ms']:.3f} | {r['host_launch_us']:.0f} |")
-    return MarkdownTable("\n".join(lines) + f"\n\n*{timing_run['environment'].get('gpu')}, `{TIMING_RUN}`.*")
+    rows = [{"kernel": f"`{r['kernel']}`", "size": f"{r['size']}³", "benchmark, ms": f"{r['bench_ms']:.3f}",
+             "queued, ms": f"{r['queued_ms']:.3f}", "queued / benchmark": f"{r['queued_ms'] / r['bench_ms']:.3f}",
+             "host in launch(), µs": f"{r['host_launch_us']:.0f}"} for r in timing_run["records"]]
+    return MarkdownTable(table(rows, align="lrrrrr") + f"\n\n*{timing_run['environment'].get('gpu')}, `{TIMING_RUN}`.*")
 
 
 def timing_agreement(timing_run: dict, kernels=("warpgroup_tf32", "overlap_group8")) -> float:
@@ -703,27 +697,21 @@ def history() -> list[dict]:
 
 
 def history_table() -> MarkdownTable:
-    lines = ["| build | " + " | ".join(f"{size_label(s)}: TFLOPS (× step 15)" for s in BIG) + " | file |",
-             "|:--|--:|--:|:--|"]
-    for row in history():
-        cells = [f"{row['sizes'][s]['tflops']:.1f} ({row['sizes'][s]['vs_step15']:.2f}×)" if s in row["sizes"]
-                 else "—" for s in BIG]
-        lines.append(f"| {row['what']} | " + " | ".join(cells) + f" | `{row['file']}` ({row['gpu']}) |")
-    return MarkdownTable("\n".join(lines))
+    def cell(q):
+        return "—" if q is None else f"{q['tflops']:.1f} ({q['vs_step15']:.2f}×)"
+
+    return table([{"build": row["what"], **{f"{size_label(s)}: TFLOPS (× step 15)": cell(row["sizes"].get(s))
+                                            for s in BIG}, "file": f"`{row['file']}` ({row['gpu']})"}
+                  for row in history()], align="lrrl")
 
 
 def ptxas_table(reports: dict) -> MarkdownTable:
     """One row per kernel of :func:`ptxas_reports`, assembled as a unit and linked whole: registers, spill bytes,
     wgmma serialised, ptxas's performance warnings."""
-    lines = ["| kernel | setmaxnreg in its PTX | ptxas | registers | spill bytes | wgmma serialised | warnings |",
-             "|:--|--:|:--|--:|--:|--:|:--|"]
-    for label, r in reports.items():
-        for how in ("relocatable", "lto"):
-            q = r[how]
-            lines.append(f"| `{label}` | {r['setmaxnreg']} | {q.get('ptxas')} | {q.get('registers')} | "
-                         f"{q.get('spill_bytes')} | {q.get('wgmma_serialized')} | "
-                         f"{', '.join(q.get('warnings') or []) or '—'} |")
-    return MarkdownTable("\n".join(lines))
+    return table([{"kernel": f"`{label}`", "setmaxnreg in its PTX": str(r["setmaxnreg"]), "ptxas": str(q.get("ptxas")),
+                   "registers": str(q.get("registers")), "spill bytes": str(q.get("spill_bytes")),
+                   "wgmma serialised": str(q.get("wgmma_serialized")), "warnings": ", ".join(q.get("warnings") or [])
+                   or "—"} for label, r in reports.items() for q in (r["relocatable"], r["lto"])], align="lrlrrrl")
 
 
 # -- fewer instructions in step 17's k-loop (experiments/loop_instructions.py) ----------------------------------------

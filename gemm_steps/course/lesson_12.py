@@ -13,7 +13,7 @@ from numba import cuda
 from gemm_steps.harness.verify import U_TF32, relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, round_to_tf32
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .tensor_core_results import (LAYOUT, PROFILE_REPORT, PRODUCTS, caption, clocks_per_hmma, limits,
                                   mma_sync_ceiling_tflops, owners, rec, sizes, tensor_core_profiles, tf32_peak_tflops)
@@ -140,16 +140,16 @@ def tf32_loss_table(seed: int = 0, size: int = 64, ks=(64, 1024, 4096)) -> Markd
     def cell(e):
         return f"{e:.2e} ({e / U_TF32:.2f} u)"
 
-    lines = ["| what | mean | largest | tolerance used by the checks |", "|:--|--:|--:|--:|",
-             f"| one input, rounded to TF32 ({len(x):,} values) | {cell(input_err.mean())} | {cell(input_err.max())} | |",
-             f"| one product, both inputs rounded | {cell(product_err.mean())} | {cell(product_err.max())} | |"]
+    rows = [(f"one input, rounded to TF32 ({len(x):,} values)", cell(input_err.mean()), cell(input_err.max()), ""),
+            ("one product, both inputs rounded", cell(product_err.mean()), cell(product_err.max()), "")]
     for k in ks:
         a = rng.standard_normal((size, k)).astype(np.float32)
         b = rng.standard_normal((k, size)).astype(np.float32)
         err = relative_error(round_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64), a, b)
-        lines.append(f"| C = A·B, {size}×{size}×{k}, sums in float64 | {cell(err)} | | "
-                     f"`tf32_tolerance({k})` = {tf32_tolerance(k):.2e} |")
-    return MarkdownTable("\n".join(lines))
+        rows.append((f"C = A·B, {size}×{size}×{k}, sums in float64", cell(err), "",
+                     f"`tf32_tolerance({k})` = {tf32_tolerance(k):.2e}"))
+    return table([dict(zip(("what", "mean", "largest", "tolerance used by the checks"), r)) for r in rows],
+                 align="lrrr", tight_blanks=True)
 
 
 # -- the prediction --------------------------------------------------------------------------------------------------
@@ -186,13 +186,13 @@ def predicted(results: dict) -> dict:
 def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (and % of cuBLAS SGEMM, same run) of step 11, the two tensor-core steps, cuBLAS SGEMM and cuBLAS TF32
     at every common size."""
+    def cell(r):
+        return "—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)"
+
     size_list = sizes(results)
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
-    for name, label, *_ in SPEED_ROWS:
-        cells = [(lambda r: "—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")(rec(results, name, s))
-                 for s in size_list]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable("\n".join(lines) + "\n\n" + caption(results))
+    rows = [{"kernel": label, **{size_label(s): cell(rec(results, name, s)) for s in size_list}}
+            for name, label, *_ in SPEED_ROWS]
+    return MarkdownTable(table(rows, align="l" + "r" * len(size_list)) + "\n\n" + caption(results))
 
 
 def speed_figure(results: dict):
@@ -256,10 +256,10 @@ def profile_table(profiles: dict) -> MarkdownTable:
             ("tensor-pipe clocks per HMMA (inferred)", "clocks_per_hmma", "{:.1f}")]
     steps = [s for s in ("tensor_cores", "three_tf32") if s in profiles]
     found = {s: limits(profiles[s]) for s in steps}
-    lines = ["| | " + " | ".join(f"step {12 if s == 'tensor_cores' else 13}" for s in steps) + " |",
-             "|:--|" + "--:|" * len(steps)]
-    lines += [f"| {label} | " + " | ".join(fmt.format(found[s][key]) for s in steps) + " |" for label, key, fmt in rows]
-    return MarkdownTable("\n".join(lines) + f"\n\n*Nsight Compute, one 4096³ launch each, `experiments/results/"
+    heads = {s: f"step {12 if s == 'tensor_cores' else 13}" for s in steps}
+    shown = table([{"": label, **{heads[s]: fmt.format(found[s][key]) for s in steps}} for label, key, fmt in rows],
+                  align="l" + "r" * len(steps), tight_blanks=True)
+    return MarkdownTable(shown + f"\n\n*Nsight Compute, one 4096³ launch each, `experiments/results/"
                          f"{PROFILE_REPORT}` (`scripts/profile_steps.py`, the command in its docstring).*")
 
 
@@ -281,16 +281,15 @@ def rounding_table(run: dict) -> MarkdownTable:
     """The rounding variants of both steps: SASS instructions, TFLOPS and % of cuBLAS SGEMM, and the error."""
     names = list(dict.fromkeys(r["step"] for r in run["records"] if r["step"].startswith("step ")))
     size_list = sorted({r["M"] for r in run["records"]})
-    lines = ["| variant | SASS instructions (HMMA) | " + " | ".join(f"{s}³ TFLOPS" for s in size_list)
-             + " | error at " + " / ".join(f"{s}³" for s in size_list) + " |",
-             "|:--|--:|" + "--:|" * len(size_list) + "--:|"]
+    errors, rows = "error at " + " / ".join(f"{s}³" for s in size_list), []
     for name in names:
         by_size = {r["M"]: r for r in run["records"] if r["step"] == name}
         sass = run.get("registers", {}).get(name, {}).get("sass", {})
-        lines.append(f"| {name} | {sass.get('instructions', '—')} ({sass.get('HMMA', '—')}) | "
-                     + " | ".join(f"{by_size[s]['tflops']:.1f} ({by_size[s]['pct_of_cublas']:.0f} %)" for s in size_list)
-                     + " | " + " / ".join(f"{by_size[s]['sampled_rel_error_fp64']:.1e}" for s in size_list) + " |")
-    return MarkdownTable("\n".join(lines) + "\n\n" + caption(run))
+        rows.append({"variant": name, "SASS instructions (HMMA)": f"{sass.get('instructions', '—')} "
+                     f"({sass.get('HMMA', '—')})", **{f"{s}³ TFLOPS": f"{by_size[s]['tflops']:.1f} "
+                                                      f"({by_size[s]['pct_of_cublas']:.0f} %)" for s in size_list},
+                     errors: " / ".join(f"{by_size[s]['sampled_rel_error_fp64']:.1e}" for s in size_list)})
+    return MarkdownTable(table(rows, align="l" + "r" * (len(size_list) + 2)) + "\n\n" + caption(run))
 
 
 def rounding_gap(run: dict, shipped: str = "step 13 split_tf32 (shipped)",

@@ -11,7 +11,7 @@ from gemm_steps.toolkit.tensor_core_ops import SMALL_SCALE, split_tf32_parts, tr
 
 from .. import steps as course_steps
 from ..harness.fp32_contract import U32 as U_FP32
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .targets import TARGET_3XTF32_VS_SGEMM
 from .tensor_core_results import accuracy_check, caption, rec, sizes, slope, square_ratios, sweep_ratios
 from .timings import size_label
@@ -20,18 +20,19 @@ from .timings import size_label
 def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
     """A few floats split as step 13 splits them: big, small, what the tensor core reads of small (truncated to
     TF32), and what is left of x after big + small, exact and as the tensor core reads the parts."""
-    lines = ["| x (float32) | big = tf32(x) | small = x − big | small / x | x − (big + small) "
-             "| small as the tensor core reads it (truncated) | \\|x − (big + that)\\| / \\|x\\| |",
-             "|--:|--:|--:|--:|--:|--:|--:|"]
+    heads = ("x (float32)", "big = tf32(x)", "small = x − big", "small / x", "x − (big + small)",
+             "small as the tensor core reads it (truncated)", "\\|x − (big + that)\\| / \\|x\\|")
+    rows = []
     for v in values:
         x = np.float32(v)
         big, small = split_tf32_parts(x)
         read = truncate_to_tf32(small)
         left = abs(float(np.float64(x) - np.float64(big) - np.float64(read))) / abs(float(x))
-        lines.append(f"| {x:.9g} | {float(big):.9g} | {float(small):.3e} | {float(small) / float(x):.1e} | "
-                     f"{float(np.float64(x) - np.float64(big) - np.float64(small)):.0e} | {float(read):.3e} | "
-                     f"{left:.1e} (2^{np.log2(left):.1f}) |")
-    return MarkdownTable("\n".join(lines))
+        rows.append(dict(zip(heads, (f"{x:.9g}", f"{float(big):.9g}", f"{float(small):.3e}",
+                                     f"{float(small) / float(x):.1e}",
+                                     f"{float(np.float64(x) - np.float64(big) - np.float64(small)):.0e}",
+                                     f"{float(read):.3e}", f"{left:.1e} (2^{np.log2(left):.1f})"))))
+    return table(rows, align="r" * len(heads))
 
 
 def split_worst(seed: int = 0, count: int = 200_000) -> float:
@@ -48,14 +49,14 @@ def term_sizes(seed: int = 0, count: int = 200_000) -> MarkdownTable:
     (ba, sa), (bb, sb) = split_tf32_parts(a), split_tf32_parts(b)
     ab = a.astype(np.float64) * b
     terms = [("big·big", ba, bb), ("big·small", ba, sb), ("small·big", sa, bb), ("small·small", sa, sb)]
-    lines = ["| term | median size / \\|a·b\\| | largest | in powers of 2 (median) | kept by step 13 |",
-             "|:--|--:|--:|--:|:--|"]
+    rows = []
     for name, x, y in terms:
         size = np.abs(x.astype(np.float64) * y) / np.abs(ab)
-        lines.append(f"| {name} | {np.median(size):.1e} | {size.max():.1e} | 2^{np.log2(np.median(size)):.0f} | "
-                     + ("no" if name == "small·small" else "yes") + " |")
-    lines.append(f"| *float32's rounding of one result (unit roundoff)* | {U_FP32:.1e} | | 2^-24 | |")
-    return MarkdownTable("\n".join(lines))
+        rows.append((name, f"{np.median(size):.1e}", f"{size.max():.1e}", f"2^{np.log2(np.median(size)):.0f}",
+                     "no" if name == "small·small" else "yes"))
+    rows.append(("*float32's rounding of one result (unit roundoff)*", f"{U_FP32:.1e}", "", "2^-24", ""))
+    heads = ("term", "median size / \\|a·b\\|", "largest", "in powers of 2 (median)", "kept by step 13")
+    return table([dict(zip(heads, r)) for r in rows], align="lrrrl", tight_blanks=True)
 
 
 def product_errors(seed: int = 0, size: int = 128, ks=(256, 4096)) -> MarkdownTable:
@@ -64,7 +65,6 @@ def product_errors(seed: int = 0, size: int = 128, ks=(256, 4096)) -> MarkdownTa
     from gemm_steps.harness.verify import relative_error
 
     rng = np.random.default_rng(seed)
-    lines = ["| products | " + " | ".join(f"{size}×{size}×{k}" for k in ks) + " |", "|:--|" + "--:|" * len(ks)]
     rows = {"1: big·big (TF32)": [], "3: small·big + big·small + big·big (step 13)": [],
             "4: and small·small": [], "*float32 inputs, exact products (the best FP32 can do)*": []}
     for k in ks:
@@ -78,8 +78,8 @@ def product_errors(seed: int = 0, size: int = 128, ks=(256, 4096)) -> MarkdownTa
         exact = a.astype(np.float64) @ b
         for name, c in zip(rows, (big, three, four, exact.astype(np.float32))):
             rows[name].append(relative_error(c, a, b, exact))
-    lines += [f"| {name} | " + " | ".join(f"{e:.1e}" for e in errs) + " |" for name, errs in rows.items()]
-    return MarkdownTable("\n".join(lines))
+    return table([{"products": name, **{f"{size}×{size}×{k}": f"{e:.1e}" for k, e in zip(ks, errs)}}
+                  for name, errs in rows.items()], align="l" + "r" * len(ks))
 
 
 def _to_f32(x: np.ndarray, truncate: bool) -> np.ndarray:
@@ -148,12 +148,9 @@ def accuracy_table(run: dict) -> MarkdownTable:
     """The accuracy sweep (M = N = 512, K from 64 up) of the tensor-core experiment, both input kinds."""
     cols = [("cublas", "cuBLAS SGEMM"), ("stream_k", "step 11"), ("three_tf32", "step 13, 3xTF32"),
             ("tensor_cores", "step 12, TF32"), ("cublas_tf32", "cuBLAS TF32")]
-    lines = ["| inputs | K | " + " | ".join(c for _, c in cols) + " | step 13 / SGEMM |",
-             "|:--|--:|" + "--:|" * (len(cols) + 1)]
-    for row in run["accuracy"]:
-        lines.append(f"| {row['inputs']} | {row['K']} | " + " | ".join(f"{row[n]:.1e}" for n, _ in cols)
-                     + f" | {row['three_tf32'] / row['cublas']:.1f}× |")
-    return MarkdownTable("\n".join(lines) + "\n\n" + caption(run))
+    rows = [{"inputs": row["inputs"], "K": str(row["K"]), **{c: f"{row[n]:.1e}" for n, c in cols},
+             "step 13 / SGEMM": f"{row['three_tf32'] / row['cublas']:.1f}×"} for row in run["accuracy"]]
+    return MarkdownTable(table(rows, align="l" + "r" * (len(cols) + 2)) + "\n\n" + caption(run))
 
 
 def first_try(first: dict, now: dict) -> dict:
@@ -229,11 +226,12 @@ def when_to_use(results: dict, run: dict) -> MarkdownTable:
         found = rec(results, name, big)
         return f"{found['tflops']:.0f}" if found else "—"
 
-    lines = ["| arithmetic | error (512×512×4096) | TFLOPS at " + size_label(big) + " (ours / cuBLAS) |", "|:--|--:|--:|",
-             f"| FP32 units (steps 1–11, cuBLAS SGEMM) | {row['cublas']:.0e} | {tflops('stream_k')} / {tflops('cublas')} |",
-             f"| 3xTF32 (step 13) | {row['three_tf32']:.0e} | {tflops('three_tf32')} / — |",
-             f"| TF32 (step 12) | {row['tensor_cores']:.0e} | {tflops('tensor_cores')} / {tflops('cublas_tf32')} |"]
-    return MarkdownTable("\n".join(lines))
+    rows = [("FP32 units (steps 1–11, cuBLAS SGEMM)", row["cublas"], f"{tflops('stream_k')} / {tflops('cublas')}"),
+            ("3xTF32 (step 13)", row["three_tf32"], f"{tflops('three_tf32')} / —"),
+            ("TF32 (step 12)", row["tensor_cores"], f"{tflops('tensor_cores')} / {tflops('cublas_tf32')}")]
+    heads = ("arithmetic", "error (512×512×4096)", f"TFLOPS at {size_label(big)} (ours / cuBLAS)")
+    return table([dict(zip(heads, (what, f"{error:.0e}", speeds))) for what, error, speeds in rows],
+                 align="lrr")
 
 
 # -- where the split breaks (deep dive) ---------------------------------------------------------------------------------
@@ -271,17 +269,17 @@ def subnormal_table(exponents=(-110, -114, -116, -120, -124, -125, -126, -130, -
     """For x = 1.2345·2^e: the small part step 13 hands the tensor core (small·2^11), whether it is subnormal (under
     2^-126), and the error of x as read (:func:`read_error`) with step 13's scaled split and with the first version's
     unscaled one, beside the error if the small part were dropped (big alone)."""
-    lines = ["| x | small·2^11 (handed to the tensor core) | subnormal? | error as read: scaled split (step 13) "
-             "| error as read: unscaled split (first version) | error of big alone |", "|--:|--:|:--|--:|--:|--:|"]
-
     def cell(err):
         return f"{err:.1e} (2^{np.log2(err):.0f})" if err else "0"
 
+    rows = []
     for e in exponents:
         x = np.float32(1.2345 * 2.0 ** e)
         big, handed, _ = _small_handed(x, True)
         sub = 0 < abs(float(handed)) < 2.0 ** -126
-        lines.append(f"| 1.2345·2^{e} | {float(handed):.2e} | {'yes' if sub else 'no'} | "
-                     f"{cell(float(read_error(x, True)))} | {cell(float(read_error(x, False)))} | "
-                     f"{abs(float(big) - float(x)) / float(x):.1e} |")
-    return MarkdownTable("\n".join(lines))
+        rows.append({"x": f"1.2345·2^{e}", "small·2^11 (handed to the tensor core)": f"{float(handed):.2e}",
+                     "subnormal?": "yes" if sub else "no",
+                     "error as read: scaled split (step 13)": cell(float(read_error(x, True))),
+                     "error as read: unscaled split (first version)": cell(float(read_error(x, False))),
+                     "error of big alone": f"{abs(float(big) - float(x)) / float(x):.1e}"})
+    return table(rows, align="rrlrrr")

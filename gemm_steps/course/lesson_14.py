@@ -13,7 +13,7 @@ from gemm_steps.harness import results_files
 from gemm_steps.toolkit import warpgroup_ops
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .profiles import prefixed_metric, report_metrics
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .tensor_core_results import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, REQUESTS_PROFILE, SERIAL_BUILD,
@@ -268,11 +268,11 @@ def overlap_table(run: dict) -> MarkdownTable:
     same build waiting first (``wait_group 0``): the experiment's checks."""
     rows = [(OVERLAPPED_BUILD, "`wait_group 1`: load the next fragments while the wgmma run"),
             (SERIAL_BUILD, "`wait_group 0` first, then load (what step 14 does)")]
-    lines = ["| the 256×128 TF32 build | shape | largest error vs its own TF32 inputs (float64) |", "|:--|:--|--:|"]
-    for name, label in rows:
-        c = run["checks"][name]
-        lines.append(f"| {label} | {size_label(tuple(c['shape']))} | {c['max_rel_error_vs_fed_inputs']:.1e} |")
-    return MarkdownTable("\n".join(lines) + "\n\n" + caption(run).replace(".*", " (`checks`).*"))
+    checks = [(label, run["checks"][name]) for name, label in rows]
+    shown = table([{"the 256×128 TF32 build": label, "shape": size_label(tuple(c["shape"])),
+                    "largest error vs its own TF32 inputs (float64)": f"{c['max_rel_error_vs_fed_inputs']:.1e}"}
+                   for label, c in checks], align="llr")
+    return MarkdownTable(shown + "\n\n" + caption(run).replace(".*", " (`checks`).*"))
 
 
 def l2_profiles() -> dict | None:
@@ -314,11 +314,11 @@ def l2_table(run: dict | None) -> dict | None:
              speeds(STEP15_BUILD, "tflops", "{:.1f}")),
             (f"3xTF32 build (step 14's), × cuBLAS SGEMM at {label}", speeds(FLUSH_BUILD, "pct_of_cublas", "{:.2f}×"),
              speeds(STEP14_BUILD, "pct_of_cublas", "{:.2f}×"))]
-    lines = ["| | A in core matrices (no swizzle) | A in 128-byte swizzled rows |", "|:--|--:|--:|"]
-    lines += [f"| {name} | {x} | {y} |" for name, x, y in rows]
+    shown = table([dict(zip(("", "A in core matrices (no swizzle)", "A in 128-byte swizzled rows"), r)) for r in rows],
+                  align="lrr", tight_blanks=True)
     env = run["environment"]
     return {"step12": {s: find(run, "tensor_cores", s)["tflops"] for s in sizes}, "table": MarkdownTable(
-        "\n".join(lines) + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}: "
+        shown + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}: "
         f"`{results_files.display_path(run['path'])}`; Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines "
         f"of `[{SERIAL_BUILD}]`), `experiments/results/{SWAPPED_PROFILE}` (L2 busy before), "
         f"`experiments/results/{SWIZZLED_PROFILE}`.*")}

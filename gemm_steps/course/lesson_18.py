@@ -11,7 +11,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .hopper import TF32_FLOP_PER_CLOCK, ring_constants
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .tensor_core_results import caption, clock_table, find, load_run
@@ -287,13 +287,11 @@ def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> dict:
 
 def split_k_table(result: dict, before: dict, after: dict) -> MarkdownTable:
     """:func:`split_k`'s rows: shape, full tiles, slices, TFLOPS and % of cuBLAS SGEMM before and after."""
-    lines = ["| M×N×K | full tiles | k-tiles | slices | before split-K | after |", "|:--|--:|--:|--:|--:|--:|"]
-    for r in result["rows"]:
-        m, n, k = r["size"]
-        lines.append(f"| {m}×{n}×{k} | {r['tiles']} | {r['k_tiles']} | {r['slices']} | {r['before']:.1f} "
-                     f"({r['before_pct']:.0f} %) | **{r['after']:.1f}** ({r['after_pct']:.0f} %) |")
+    rows = [{"M×N×K": "×".join(map(str, r["size"])), "full tiles": str(r["tiles"]), "k-tiles": str(r["k_tiles"]),
+             "slices": str(r["slices"]), "before split-K": f"{r['before']:.1f} ({r['before_pct']:.0f} %)",
+             "after": f"**{r['after']:.1f}** ({r['after_pct']:.0f} %)"} for r in result["rows"]]
     return MarkdownTable(f"Step 18, TFLOPS (% of cuBLAS SGEMM, same run); {result['sms']} SMs:\n\n"
-                         + "\n".join(lines) + "\n\nBefore: " + caption(before) + " After: " + caption(after))
+                         + table(rows, align="lrrrrr") + "\n\nBefore: " + caption(before) + " After: " + caption(after))
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------------
@@ -365,15 +363,16 @@ def timeline_table(numbers: dict, timeline: dict) -> MarkdownTable:
     """Per consumer warpgroup the median clocks of each stretch of its loop, the period, and the serial stretch with
     none of its own wgmma in flight; then the shares of time both, one or neither has wgmma in flight."""
     w = numbers["warpgroups"]
-    lines = ["| median, SM clocks a k-tile | warpgroup 0 | warpgroup 1 |", "|:--|--:|--:|"]
-    lines += [f"| {label} | {w[0][key]:,.0f} | {w[1][key]:,.0f} |" for label, key in TIMELINE_ROWS]
-    lines.append(f"| **period** (commit to commit) | **{w[0]['period']:,.0f}** | **{w[1]['period']:,.0f}** |")
-    lines.append(f"| none of its own wgmma in flight (add + release, ready, fragments) | {w[0]['outside']:,.0f} "
-                 f"({w[0]['outside_share']:.0%}) | {w[1]['outside']:,.0f} ({w[1]['outside_share']:.0%}) |")
+    rows = [(label, *(f"{q[key]:,.0f}" for q in w)) for label, key in TIMELINE_ROWS]
+    rows.append(("**period** (commit to commit)", *(f"**{q['period']:,.0f}**" for q in w)))
+    rows.append(("none of its own wgmma in flight (add + release, ready, fragments)",
+                 *(f"{q['outside']:,.0f} ({q['outside_share']:.0%})" for q in w)))
+    shown = table([dict(zip(("median, SM clocks a k-tile", "warpgroup 0", "warpgroup 1"), r)) for r in rows],
+                  align="lrr")
     shares = " · ".join(f"block {b}: both {s['both']:.0%}, one {s['one']:.0%}, neither {s['neither']:.0%}"
                         for b, s in enumerate(numbers["shares"]))
     env = timeline["environment"]
-    return MarkdownTable("\n".join(lines) + f"\n\nwgmma in flight on the SM — {shares}.\n\n*k-tiles "
+    return MarkdownTable(shown + f"\n\nwgmma in flight on the SM — {shares}.\n\n*k-tiles "
                          f"{numbers['k_tiles'][0]}–{numbers['k_tiles'][1] - 1} of block 0, one launch at "
                          f"{numbers['size']}³, SM clock {numbers['mhz']:.0f} MHz; {env.get('gpu')}, "
                          f"{str(env.get('date'))[:10]}, `{TIMELINE_RUN}`.*")

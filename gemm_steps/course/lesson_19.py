@@ -386,12 +386,12 @@ KLOOP_ROWS = [("waits for its k-tile's data", "wait_data", "{:,.0f}"),
 
 def kloop_table(numbers: dict) -> MarkdownTable:
     """One consumer's k-tile of step 17 and of step 19, median clocks of each stretch, and what the SM gets done."""
-    cols = ("warp_specialized", "pingpong")
-    lines = ["| one consumer's k-tile (median, SM clocks) | step 17 | step 19 |", "|:--|--:|--:|"]
-    for label, key, fmt in KLOOP_ROWS:
-        lines.append(f"| {label} | " + " | ".join(fmt.format(numbers[c][key]) for c in cols) + " |")
+    cols = {"step 17": "warp_specialized", "step 19": "pingpong"}
+    shown = table([{"one consumer's k-tile (median, SM clocks)": label,
+                    **{head: fmt.format(numbers[c][key]) for head, c in cols.items()}}
+                   for label, key, fmt in KLOOP_ROWS], align="lrr")
     n17, n19 = numbers["warp_specialized"], numbers["pingpong"]
-    return MarkdownTable("\n".join(lines) + f"\n\n*Step 17: {n17['gpu']}, {n17['size']}³, `{STEP17_TIMELINE_RUN}`; "
+    return MarkdownTable(shown + f"\n\n*Step 17: {n17['gpu']}, {n17['size']}³, `{STEP17_TIMELINE_RUN}`; "
                          f"step 19: {n19['gpu']}, {n19['size']}³, `{TIMELINE_RUN}`; block 0. A consumer's k-tile: step 17 "
                          f"{' × '.join(map(str, n17['shape']))}, step 19 {' × '.join(map(str, n19['shape']))} "
                          "multiply-adds.*")

@@ -13,7 +13,7 @@ from ..harness import fp32_contract as contract
 from ..harness import results_files
 from ..harness.bench import load as load_results_document
 from ..harness.environment import short_label
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .plots import step_colour
 from .tensor_core_results import CONTRACT_AB_RUN, contract_cost, load_run
 
@@ -76,36 +76,34 @@ def class_ranges(m: int = 16, n: int = 16, k: int = 256) -> MarkdownTable:
     """Each finite class at M × N × K (:func:`contract.input_classes`): the binades its nonzero elements span in A
     and in B (log2 of the smallest and largest |x|), and how much of the sum's size is left after cancellation,
     ‖A·B‖_F / ‖|A|·|B|‖_F (1: no cancellation)."""
-    lines = ["| class | log2 \\|a\\| from … to | log2 \\|b\\| from … to | ‖A·B‖ / ‖\\|A\\|·\\|B\\|‖ |",
-             "|:--|:-:|:-:|--:|"]
-
     def span(x):
         x = np.abs(x[x != 0].astype(np.float64))
         return f"{round(math.log2(x.min()))} … {round(math.log2(x.max()))}"
 
+    rows = []
     for name, a, b in contract.input_classes(m, n, k, seed=k):
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         left = np.linalg.norm(a64 @ b64) / np.linalg.norm(np.abs(a64) @ np.abs(b64))
-        lines.append(f"| {name} | {span(a)} | {span(b)} | {left:.1e} |")
-    return MarkdownTable("\n".join(lines))
+        rows.append({"class": name, "log2 \\|a\\| from … to": span(a), "log2 \\|b\\| from … to": span(b),
+                     "‖A·B‖ / ‖\\|A\\|·\\|B\\|‖": f"{left:.1e}"})
+    return table(rows, align="lccr")
 
 
 # -- what broke: the split of a special value, and the models of the arithmetic before each fix -----------------------
 def special_split(partner: float = 1.0) -> MarkdownTable:
     """A few values split as the 3xTF32 steps split them (big, small·2^11), and the three products they feed with a
     TF32-exact partner b (whose small part is 0): big·big + big·small_b + small·big_b, summed in float32."""
-    lines = ["| x | big | small·2^11 | big·b | big·small_b | small·big_b | sum | x·b (IEEE) |",
-             "|--:|--:|--:|--:|--:|--:|--:|--:|"]
     b_big, b_small = contract.split(np.float32(partner))
+    heads, rows = ("x", "big", "small·2^11", "big·b", "big·small_b", "small·big_b", "sum", "x·b (IEEE)"), []
     for x in (1.5 + 2.0 ** -15, np.inf, -np.inf, np.nan):
         big, small = contract.split(np.float32(x))
         with np.errstate(all="ignore"):
             terms = [big * b_big, big * b_small, small * b_big / np.float32(contract.SMALL_SCALE)]
             total = np.float32(terms[0] + terms[1] + terms[2])
             ieee = np.float32(x) * np.float32(partner)
-        lines.append(f"| {np.float32(x):.9g} | {float(big):.9g} | {float(small):.6g} | "
-                     + " | ".join(f"{float(t):.9g}" for t in terms) + f" | {float(total):.9g} | {float(ieee):.9g} |")
-    return MarkdownTable("\n".join(lines))
+        rows.append(dict(zip(heads, (f"{np.float32(x):.9g}", f"{float(big):.9g}", f"{float(small):.6g}",
+                                     *(f"{float(t):.9g}" for t in (*terms, total, ieee))))))
+    return table(rows, align="r" * len(heads))
 
 
 #: The arithmetic of step 14 before and after its fixes, as :func:`contract.three_tf32_model` options (the tensor
@@ -141,12 +139,12 @@ def model_errors(cases, m: int = 16, n: int = 16) -> list[dict]:
 
 def model_table(rows: list[dict]) -> MarkdownTable:
     """:func:`model_errors` as a table: error / bound per model (bold where above 1)."""
-    models = list(MODELS)
-    lines = ["| class | K | bound | " + " | ".join(models) + " |", "|:--|--:|--:|" + "--:|" * len(models)]
-    for row in rows:
-        cells = [(f"**{v:.2g}**" if v > 1 else f"{v:.2g}") for v in (row["of_bound"][mo] for mo in models)]
-        lines.append(f"| {row['class']} | {row['K']:,} | {row['bound']:.1e} | " + " | ".join(cells) + " |")
-    return MarkdownTable("\n".join(lines))
+    def cell(v):
+        return f"**{v:.2g}**" if v > 1 else f"{v:.2g}"
+
+    return table([{"class": row["class"], "K": f"{row['K']:,}", "bound": f"{row['bound']:.1e}",
+                   **{model: cell(row["of_bound"][model]) for model in MODELS}} for row in rows],
+                 align="lrr" + "r" * len(MODELS))
 
 
 def read_errors(seed: int = 0, count: int = 100_000) -> dict:
@@ -188,15 +186,12 @@ def accuracy_table(run: dict, kinds=("cublas", "model", "step", "matmul")) -> Ma
     sequential sum's where cuBLAS did not run)."""
     shown = entries(run, kinds)
     w = worst(run)
-    lines = ["| class | " + " | ".join(label(e) for e in shown) + " |", "|:--|" + ":-:|" * len(shown)]
-    for name in run["classes"]:
-        lines.append(f"| {name} | " + " | ".join(_cell(w.get((name, e["name"]))) for e in shown) + " |")
+    rows = [{"class": name, **{label(e): _cell(w.get((name, e["name"]))) for e in shown}} for name in run["classes"]]
     if run["specials"]:
         same = specials_kept(run)
-        lines.append("| *specials: inf/NaN pattern* | " + " | ".join(
-            "—" if e["name"] not in same else ("✓" if same[e["name"]]["kept"] else f"**✗ {same[e['name']]['off']}**")
-            for e in shown) + " |")
-    return MarkdownTable("\n".join(lines))
+        rows.append({"class": "*specials: inf/NaN pattern*", **{label(e): "—" if e["name"] not in same else (
+            "✓" if same[e["name"]]["kept"] else f"**✗ {same[e['name']]['off']}**") for e in shown}})
+    return table(rows, align="l" + "c" * len(shown))
 
 
 def verdicts(run: dict) -> dict:
@@ -240,13 +235,12 @@ def specials_table(run: dict, kinds=("cublas", "step")) -> MarkdownTable:
     shown = entries(run, kinds)
     against = specials_kept(run)
     key = next(iter(against.values()))["against"] if against else "same_as_sequential"
-    lines = ["| input | " + " | ".join(label(e) for e in shown) + " |", "|:--|" + ":-:|" * len(shown)]
+    rows = []
     for name in dict.fromkeys(r["inputs"] for r in run["specials"]):
         by = {r["step"]: r for r in run["specials"] if r["inputs"] == name}
-        cells = ["—" if e["name"] not in by else ("✓" if by[e["name"]][key] else
-                                                    f"**✗ {by[e['name']]['elements_off_sequential']}**") for e in shown]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return MarkdownTable("\n".join(lines))
+        rows.append({"input": name, **{label(e): "—" if e["name"] not in by else (
+            "✓" if by[e["name"]][key] else f"**✗ {by[e['name']]['elements_off_sequential']}**") for e in shown}})
+    return table(rows, align="l" + "c" * len(shown))
 
 
 def against_reference(run: dict) -> dict:
@@ -334,12 +328,9 @@ def largest_cost(costs: dict) -> dict:
 
 def cost_table(costs: dict) -> MarkdownTable:
     """:func:`fix_costs` as a table: TFLOPS before → after, and the speed lost (smallest … largest over the passes)."""
-    lines = ["| step | M × N × K | before (TFLOPS) | after | speed lost |", "|:--|:--|--:|--:|--:|"]
-    for step, sizes in costs["steps"].items():
-        for (m, n, k), c in sizes.items():
-            lines.append(f"| {step} | {m}×{n}×{k} | {c['old']:.1f} | {c['new']:.1f} | "
-                         f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%} |")
-    return MarkdownTable("\n".join(lines))
+    return table([{"step": step, "M × N × K": "×".join(map(str, size)), "before (TFLOPS)": f"{c['old']:.1f}",
+                   "after": f"{c['new']:.1f}", "speed lost": f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%}"}
+                  for step, sizes in costs["steps"].items() for size, c in sizes.items()], align="llrrr")
 
 
 # -- the sequential sum against cuBLAS SGEMM in the course benchmarks ---------------------------------------------------

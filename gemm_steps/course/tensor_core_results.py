@@ -12,7 +12,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 from .profiles import kernel_sections, report_metrics
 from .targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM, TARGET_3XTF32_WIDE_ERROR_VS_SGEMM,
                       TARGET_TF32_TFLOPS)
@@ -214,24 +214,20 @@ def limits(metrics: dict) -> dict:
 
 
 # -- speed and error, two panels -------------------------------------------------------------------------------------
-def kernel_table(results: dict, rows, size_list: list, with_ratio: bool) -> str:
+def kernel_table(results: dict, rows, size_list: list, with_ratio: bool) -> MarkdownTable:
     """A Markdown table, one line per kernel of ``rows`` ((record name, label, …)): TFLOPS at each size (with ×
     cuBLAS SGEMM if ``with_ratio``), then the sampled error at the two largest sizes; "—" where one is missing."""
     big = size_list[-2:]
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " | "
-             + " | ".join(f"error at {size_label(s)}" for s in big) + " |",
-             "|:--|" + "--:|" * (len(size_list) + len(big))]
-    for name, label, *_ in rows:
-        cells = []
-        for s in size_list:
-            r = rec(results, name, s)
-            cells.append("—" if r is None else f"{r['tflops']:.1f}"
-                         + (f" ({r['pct_of_cublas'] / 100:.2f}×)" if with_ratio else ""))
-        for s in big:
-            r = rec(results, name, s)
-            cells.append("—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    def speed(r):
+        return "—" if r is None else f"{r['tflops']:.1f}" + (f" ({r['pct_of_cublas'] / 100:.2f}×)" if with_ratio else "")
+
+    def error(r):
+        return "—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}"
+
+    return table([{"kernel": label, **{size_label(s): speed(rec(results, name, s)) for s in size_list},
+                   **{f"error at {size_label(s)}": error(rec(results, name, s)) for s in big}}
+                  for name, label, *_ in rows], align="l" + "r" * (len(size_list) + len(big)))
 
 
 def clock_table(run: dict, rows, size_list, against: str, ratio: str, heading: str, finder=None) -> MarkdownTable:
@@ -240,16 +236,16 @@ def clock_table(run: dict, rows, size_list, against: str, ratio: str, heading: s
     launch) — of each of ``rows`` ((record name, label, …)) at each of ``size_list``; "—" where one is missing.
     ``heading`` names the ratio above the table; ``finder(run, name, size)`` finds a record (default :func:`find`)."""
     finder = finder or find
-    lines = ["| kernel | " + " | ".join(size_label(s) for s in size_list) + " |", "|:--|" + "--:|" * len(size_list)]
-    for name, label, *_ in rows:
-        cells = []
-        for size in size_list:
-            r, reference = finder(run, name, size), finder(run, against, size)
-            cells.append("—" if r is None or reference is None else
-                         f"**{r['tflops']:.1f}** ({ratio.format(r['tflops'] / reference['tflops'])}) · "
-                         f"{r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return MarkdownTable(f"TFLOPS ({heading}, same run) · SM clock, median (slowest launch):\n\n" + "\n".join(lines)
+
+    def cell(name, size):
+        r, reference = finder(run, name, size), finder(run, against, size)
+        return "—" if r is None or reference is None else (
+            f"**{r['tflops']:.1f}** ({ratio.format(r['tflops'] / reference['tflops'])}) · "
+            f"{r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz")
+
+    shown = table([{"kernel": label, **{size_label(s): cell(name, s) for s in size_list}} for name, label, *_ in rows],
+                  align="l" + "r" * len(size_list))
+    return MarkdownTable(f"TFLOPS ({heading}, same run) · SM clock, median (slowest launch):\n\n" + shown
                          + "\n\n" + caption(run))
 
 
