@@ -10,6 +10,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_07
+from gemm_steps.harness import results_files
 from gemm_steps.toolkit import unroll
 
 vectorized, unrolled = gemm_steps.get_step("vectorized"), gemm_steps.get_step("unrolled")
@@ -114,8 +115,8 @@ if results:
 # first entry of its search space: the course put its own sweep's winner there. The sweep shipped for step 7:
 
 # %%
-sweep = lesson.load_shipped("tuning-unrolled-*.json", "`gemm-steps tune unrolled`: every candidate configuration, "
-                            "timed in one run")
+sweep = lesson.load_shipped(results_files.TUNING_UNROLLED_ANY,
+                            "`gemm-steps tune unrolled`: every candidate configuration, timed in one run")
 if sweep:
     lesson.show_figure(lesson_07.sweep_figure(sweep))
 lesson.sweep_table(sweep, unrolled) if sweep else None

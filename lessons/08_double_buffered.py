@@ -10,6 +10,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson
+from gemm_steps.harness import results_files
 
 unrolled, double_buffered = gemm_steps.get_step("unrolled"), gemm_steps.get_step("double_buffered")
 print(double_buffered.doc)
@@ -121,8 +122,8 @@ if results:
 # occupancy hint: two of its configurations have the same tiles, with and without `MIN_BLOCKS_PER_SM = 2`.
 
 # %%
-sweep = lesson.load_shipped("tuning-double_buffered-*.json", "`gemm-steps tune double_buffered`: every candidate "
-                            "configuration, timed in one run")
+sweep = lesson.load_shipped(results_files.TUNING_DOUBLE_BUFFERED_ANY,
+                            "`gemm-steps tune double_buffered`: every candidate configuration, timed in one run")
 lesson.sweep_table(sweep, double_buffered) if sweep else None
 
 # %%
@@ -134,7 +135,7 @@ if sweep:
     lines = [f"* {lesson.config_label(without['config'])}: with the hint "
              f"**{without['median_ms'] / with_hint['median_ms']:.2f}×** as fast ({without['median_ms']:.3f} → "
              f"{with_hint['median_ms']:.3f} ms)" for with_hint, without in pairs]
-    unrolled_sweep = lesson.load_shipped("tuning-unrolled-*.json", "step 7's sweep, a separate run")
+    unrolled_sweep = lesson.load_shipped(results_files.TUNING_UNROLLED_ANY, "step 7's sweep, a separate run")
     same = []
     if unrolled_sweep:
         same = [(u, d) for u in lesson.sweep_records(unrolled_sweep) for d in records

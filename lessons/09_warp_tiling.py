@@ -11,6 +11,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_09
+from gemm_steps.harness import results_files
 
 double_buffered, warp_tiling = gemm_steps.get_step("double_buffered"), gemm_steps.get_step("warp_tiling")
 print(warp_tiling.doc)
@@ -106,12 +107,12 @@ if results:
 # warp-tiled map with step 8's tiles; and step 8's sweep includes step 9's tiles with the contiguous map:
 
 # %%
-sweep = lesson.load_shipped("tuning-warp_tiling-*.json", "`gemm-steps tune warp_tiling`: every candidate "
+sweep = lesson.load_shipped(results_files.TUNING_WARP_TILING_ANY, "`gemm-steps tune warp_tiling`: every candidate "
                             "configuration, timed in one run")
 lesson.sweep_table(sweep, warp_tiling) if sweep else None
 
 # %%
-step8_sweep = lesson.load_shipped("tuning-double_buffered-*.json", "step 8's sweep, a separate run")
+step8_sweep = lesson.load_shipped(results_files.TUNING_DOUBLE_BUFFERED_ANY, "step 8's sweep, a separate run")
 parts = lesson_09.map_and_tiles(sweep, step8_sweep)
 if parts and parts.get("same_tiles"):
     lesson.say(parts["table"])
@@ -149,7 +150,7 @@ lesson.say(lesson_09.issue_table())
 # `experiments/fma_order.py` timed step 9 both ways in one run:
 
 # %%
-fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
+fma_order = lesson.load_shipped(results_files.EXPERIMENT_FMA_ORDER_ANY, "step 9 with row-order and serpentine FMAs, "
                                 "timed in one run")
 lesson.variants_table(fma_order, "FMA order", ["row_order", "serpentine"], base="row_order") if fma_order else None
 

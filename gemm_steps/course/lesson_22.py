@@ -95,13 +95,11 @@ def shape_suites() -> tuple[tuple, tuple] | None:
     missing."""
     import json
 
-    from gemm_steps.harness.environment import file_slug
-
     before_path = results_files.find(SUITE_BEFORE)
     if before_path is None:
         return None
     before = json.loads(before_path.read_text())
-    after = results_files.newest_matching(f"shapes-{file_slug(before['environment']['gpu'])}-20*.json")
+    after = results_files.newest_matching(results_files.shape_suite_runs(before["environment"]["gpu"]))
     if after is None:
         return None
     return (before_path, before), after
@@ -164,7 +162,8 @@ def call_overhead() -> dict | None:
     experiment-call-overhead-*.json), or None if the files are missing."""
     import json
 
-    paths = [results_files.find(f"experiment-call-overhead{run}-nvidia-h100.json") for run in ("-before", "")]
+    paths = [results_files.find(name) for name in (results_files.EXPERIMENT_CALL_OVERHEAD_BEFORE_NVIDIA_H100,
+                                                   results_files.EXPERIMENT_CALL_OVERHEAD_NVIDIA_H100)]
     if None in paths:
         return None
     before, after = (json.loads(p.read_text())["rows"][0] for p in paths)

@@ -32,8 +32,9 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from gemm_steps.harness import results_files
 from gemm_steps.harness.bench import ARITHMETIC_MARK, BASELINES, is_baseline
-from gemm_steps.harness.environment import file_slug, short_label
+from gemm_steps.harness.environment import short_label
 
 Size = tuple[int, int, int]
 
@@ -405,10 +406,11 @@ def plot_shape_classes(results: dict, path: str | Path | None = None, steps=None
     return _finish(fig, results, "Shapes people use: % of cuBLAS by shape class", path)
 
 
-def default_stem(results: dict) -> str:
-    """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``)."""
+def default_stem(results: dict, suite: str | None = None) -> str:
+    """File-name stem for a run: ``bench-<gpu>-<date>`` (e.g. ``bench-nvidia-h100-80gb-hbm3-2025-01-31``), or a
+    shape suite's (``suite``: ``shapes-<gpu>-<date>``); :func:`results_files.run_stem`."""
     env = results["environment"]
-    return f"bench-{file_slug(env.get('gpu', 'gpu'))}-{str(env.get('date', 'undated'))[:10]}"
+    return results_files.run_stem(env.get("gpu", "gpu"), str(env.get("date", "undated"))[:10], suite)
 
 
 def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) -> list[Path]:

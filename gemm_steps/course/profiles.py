@@ -33,7 +33,7 @@ from pathlib import Path
 from ..harness import results_files
 
 #: The shipped reports (one folder per GPU).
-REPORTS = "ncu-steps-nvidia-h100"
+REPORTS = results_files.NCU_STEPS_NVIDIA_H100
 #: How they were made (one line per step; see scripts/profile_steps.py for the metric list).
 COMMAND = ('ncu --kernel-name regex:"<kernel>" --launch-count 1 --section SpeedOfLight --section '
            'MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section LaunchStats '
@@ -130,7 +130,7 @@ def _short_stall(text: str) -> str:
 
 def load(step: str, folder: str = REPORTS) -> Profile | None:
     """The shipped report of ``step`` (a step name or ``"cublas"``), or None if there is none."""
-    path = results_files.find(f"{folder}/ncu-{step}.txt")
+    path = results_files.find(results_files.ncu_step_report(step, folder))
     if path is None:
         return None
     text = path.read_text()

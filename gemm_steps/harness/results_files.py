@@ -22,6 +22,8 @@ The rules:
 * :func:`newest_matching` — tuning sweeps and experiments by name: the results documents measured on a GPU whose
   file name matches a glob, in either folder.
 * :func:`references` — the reference dissections (``reference-<gpu>-<date>.json``), newest first.
+* :func:`run_stem`, :func:`tuning_name`, :func:`held_out_name` — the names ``gemm-steps bench``, ``gemm-steps tune``
+  and ``scripts/held_out.py`` write; :func:`ncu_step_report` — a step's shipped Nsight Compute report.
 * :func:`find` — a file that is not a results document (``compile-times-nvidia-h200.json``, ``ncu-….txt``), by name, in
   either folder.
 
@@ -148,6 +150,35 @@ def held_out_name(gpu: str, date: str, run: int = 1, quick: bool = False) -> str
     return HELD_OUT.replace("*", f"{file_slug(gpu)}-{date}{f'-{run}' if run > 1 else ''}{'-quick' if quick else ''}")
 
 
+def run_stem(gpu: str, date: str, suite: str | None = None) -> str:
+    """The stem of the files a ``gemm-steps bench`` run writes (its JSON and plots): ``bench-<gpu>-<date>``, or
+    ``shapes-<gpu>-<date>`` for a run of the shape suite (``suite="shapes"``); the GPU as in the other results files'
+    names."""
+    from .environment import file_slug
+
+    pattern = {None: BENCH_ANY, "shapes": SHAPES_ANY}[suite]
+    return pattern.replace("*", f"{file_slug(gpu)}-{date}").removesuffix(".json")
+
+
+def shape_suite_runs(gpu: str) -> str:
+    """The glob of the shape suite's runs on ``gpu`` (``shapes-<gpu>-<date>.json``, for :func:`newest_matching`)."""
+    return run_stem(gpu, "20*", suite="shapes") + ".json"
+
+
+def tuning_name(step: str, gpu: str) -> str:
+    """The file ``gemm-steps tune <step>`` writes: ``tuning-<step>-<gpu>.json`` (a step's name, as in its
+    :data:`TUNING_ANY` globs below)."""
+    from .environment import file_slug
+
+    return TUNING_ANY.replace("*", f"{step}-{file_slug(gpu)}")
+
+
+def ncu_step_report(step: str, folder: str | None = None) -> str:
+    """Nsight Compute's shipped report of ``step`` (a step's name or ``"cublas"``) in a folder of them
+    (``ncu-<step>.txt`` in :data:`NCU_STEPS_NVIDIA_H100` unless ``folder``), as a name for :func:`find`."""
+    return f"{folder or NCU_STEPS_NVIDIA_H100}/ncu-{step}.txt"
+
+
 def display_path(path: str | Path) -> str:
     """``path`` as a reader finds it: relative to the repository if inside it, else to the current directory if
     inside that, else as given."""
@@ -160,11 +191,12 @@ def display_path(path: str | Path) -> str:
     return str(path)
 
 
-# -- the catalogue: every results file the package reads by name ------------------------------------------------------
+# -- the catalogue: every results file the package or a lesson names --------------------------------------------------
 #
 # The one place a results file's name is written (tests/test_results_catalogue.py fails on one elsewhere in the
-# package): a lesson's helper reads ``results_files.EXPERIMENT_…``, and a new lesson's files are added here. Names
-# with ``*`` are globs (:func:`newest_matching`).
+# package or in a lesson's code, and on a file a lesson's text names that is not here): a lesson or its helper reads
+# ``results_files.EXPERIMENT_…``, and a new lesson's files are added here. Names with ``*`` are globs
+# (:func:`newest_matching`).
 
 BENCH_ANY = "bench-*.json"
 BENCH_NVIDIA_H100_80GB_HBM3_2026_11_25 = "bench-nvidia-h100-80gb-hbm3-2026-11-25.json"
@@ -173,13 +205,18 @@ BENCH_NVIDIA_H200_2026_11_26_3 = "bench-nvidia-h200-2026-11-26-3.json"
 BENCH_NVIDIA_H200_2026_11_28 = "bench-nvidia-h200-2026-11-28.json"
 BENCH_NVIDIA_H200_2026_11_28_2 = "bench-nvidia-h200-2026-11-28-2.json"
 COMPILE_TIMES_NVIDIA_H200 = "compile-times-nvidia-h200.json"
+EXPERIMENT_ASYNC_COPY_ANY = "experiment-async-copy-*.json"  # step 9 with cp.async copies (deep dive 09)
 EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200 = "experiment-before-after-fp32-contract-nvidia-h200.json"
+EXPERIMENT_CALL_OVERHEAD_BEFORE_NVIDIA_H100 = "experiment-call-overhead-before-nvidia-h100.json"  # before launch plans
+EXPERIMENT_CALL_OVERHEAD_NVIDIA_H100 = "experiment-call-overhead-nvidia-h100.json"  # host µs per call, launch plans
 EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200 = "experiment-clocks-under-load-nvidia-h200.json"
 EXPERIMENT_CLUSTER_ARRIVALS_NVIDIA_H200 = "experiment-cluster-arrivals-nvidia-h200.json"
 EXPERIMENT_CLUSTER_ARRIVALS_NVIDIA_H200_2 = "experiment-cluster-arrivals-nvidia-h200-2.json"
 EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H100 = "experiment-cluster-arrive-scope-nvidia-h100.json"
 EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200 = "experiment-cluster-arrive-scope-nvidia-h200.json"
+EXPERIMENT_CODE_SHAPES_ANY = "experiment-code-shapes-*.json"  # step 9's k-column in equivalent forms (deep dive 09)
 EXPERIMENT_FIRST_CALL_NVIDIA_H100 = "experiment-first-call-nvidia-h100.json"
+EXPERIMENT_FMA_ORDER_ANY = "experiment-fma-order-*.json"  # step 9 with row-order and serpentine FMAs
 EXPERIMENT_FP32_ACCURACY_NVIDIA_H200 = "experiment-fp32-accuracy-nvidia-h200.json"
 EXPERIMENT_K_LOOP_SASS_SM90 = "experiment-k-loop-sass-sm90.json"
 EXPERIMENT_MATMUL_HELD_OUT_ANY = "experiment-matmul-held-out-*.json"
@@ -191,15 +228,21 @@ EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200 = "experiment-pingpong-fair-nvidia-h200.jso
 EXPERIMENT_PINGPONG_FAIR_NVIDIA_H200_2 = "experiment-pingpong-fair-nvidia-h200-2.json"
 EXPERIMENT_LOOP_INSTRUCTIONS_NVIDIA_H200 = "experiment-loop-instructions-nvidia-h200.json"
 EXPERIMENT_PER_TILE_COST_NVIDIA_H200 = "experiment-per-tile-cost-nvidia-h200.json"
+EXPERIMENT_PIPELINING_ANY = "experiment-pipelining-*.json"  # steps 8 and 9 with and without register double buffering
 EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200 = "experiment-producer-order-nvidia-h200.json"
 EXPERIMENT_REFERENCE_STEPS_17_20_NVIDIA_H200 = "experiment-reference-steps-17-20-nvidia-h200.json"
 EXPERIMENT_REGISTER_2D_NVIDIA_H200 = "experiment-register-2d-nvidia-h200.json"
 EXPERIMENT_REGISTER_2D_UNSIGNED_ANY = "experiment-register-2d-unsigned-*.json"
 EXPERIMENT_SCHEDULING_NVIDIA_H200 = "experiment-scheduling-nvidia-h200.json"
+EXPERIMENT_SCHEDULING_FORWARD_WALK_NVIDIA_H200 = (  # stream-K's first version, walking forwards
+    "experiment-scheduling-forward-walk-nvidia-h200.json")
+EXPERIMENT_SCHEDULING_STREAM_K_KERNEL_NVIDIA_H200 = (  # stream-K before it fell back to step 10's kernel
+    "experiment-scheduling-stream-k-kernel-nvidia-h200.json")
 EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100 = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
 EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-specialized-3xtf32-nvidia-h200.json"
 EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200 = "experiment-split-k-tf32-nvidia-h200.json"
 EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200_2 = "experiment-split-k-tf32-nvidia-h200-2.json"
+EXPERIMENT_STREAM_K_READER_FENCE_NVIDIA_H100 = "experiment-stream-k-reader-fence-nvidia-h100.json"  # fixup: fence
 EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100 = "experiment-tensor-cores-first-try-nvidia-h100.json"
 EXPERIMENT_TENSOR_CORES_NVIDIA_H100 = "experiment-tensor-cores-nvidia-h100.json"
 EXPERIMENT_TF32_CONVERSION_NVIDIA_H100 = "experiment-tf32-conversion-nvidia-h100.json"
@@ -226,11 +269,19 @@ EXPERIMENT_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100 = "experiment-wgmma-swapped-swizzl
 HELD_OUT = "held-out-*.json"  # runs of the held-out set (issue 37): held_out_name
 NCU_L2_REQUESTS_BY_SOURCE_NVIDIA_H100_TXT = "ncu-l2-requests-by-source-nvidia-h100.txt"
 NCU_STEP9_PIPELINED_CUBLAS_NVIDIA_H200_TXT = "ncu-step9-pipelined-cublas-nvidia-h200.txt"
+NCU_STEPS_NVIDIA_H100 = "ncu-steps-nvidia-h100"  # a folder: one report per step and cuBLAS, ncu_step_report
+NCU_STEPS_17_18_NVIDIA_H100_TXT = "ncu-steps-17-18-nvidia-h100.txt"  # one 4096³ launch of steps 17 and 18
 NCU_TENSOR_CORES_NVIDIA_H100_TXT = "ncu-tensor-cores-nvidia-h100.txt"
 NCU_LOOP_INSTRUCTIONS_NVIDIA_H200_TXT = "ncu-loop-instructions-nvidia-h200.txt"
 NCU_WARPGROUP_ORDER_NVIDIA_H200_TXT = "ncu-warpgroup-order-nvidia-h200.txt"
 NCU_WGMMA_SWAPPED_NVIDIA_H100_TXT = "ncu-wgmma-swapped-nvidia-h100.txt"
 NCU_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100_TXT = "ncu-wgmma-swapped-swizzled-nvidia-h100.txt"
+REFERENCE_NVIDIA_H200_2026_11_28 = "reference-nvidia-h200-2026-11-28.json"  # what cuBLAS and steps 17-20 run
+SHAPES_ANY = "shapes-*.json"  # runs of the shape suite (gemm-steps bench --suite shapes): run_stem
 SHAPES_NVIDIA_H200_2026_11_26_2 = "shapes-nvidia-h200-2026-11-26-2.json"
 SHAPES_NVIDIA_H200_2026_11_26_3 = "shapes-nvidia-h200-2026-11-26-3.json"
 SIMULATOR_COST_MODEL_2026_11_28 = "simulator-cost-model-2026-11-28.json"
+TUNING_ANY = "tuning-*.json"  # tuning sweeps (gemm-steps tune): tuning_name
+TUNING_DOUBLE_BUFFERED_ANY = "tuning-double_buffered-*.json"  # step 8's sweep
+TUNING_UNROLLED_ANY = "tuning-unrolled-*.json"  # step 7's sweep
+TUNING_WARP_TILING_ANY = "tuning-warp_tiling-*.json"  # step 9's sweep

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..toolkit.tile_config import tile_fields
+from . import results_files
 from ..toolkit.tuned import current_gpu_name, user_table
 
 
@@ -44,7 +45,6 @@ def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None, out
     from types import SimpleNamespace
 
     from .bench import run_benchmark, save
-    from .environment import file_slug
 
     gpu = current_gpu_name()
     if gpu is None:
@@ -69,7 +69,7 @@ def tune(step_name: str, size: int = 4096, repeats: int = 20, progress=None, out
     if not valid:
         raise RuntimeError(f"no configuration of {step_name} ran correctly; see the records")
     best = choose_best(valid)
-    path = save(results, Path(out_dir or "results") / f"tuning-{step_name}-{file_slug(gpu)}.json")
+    path = save(results, Path(out_dir or "results") / results_files.tuning_name(step_name, gpu))
     results["table"] = str(record_best(step_name, gpu, by_name[best["step"]].config, {
         "size": size, "median_ms": best["median_ms"], "pct_of_cublas": best.get("pct_of_cublas"),
         "measured": results["environment"]["date"], "file": path.name,

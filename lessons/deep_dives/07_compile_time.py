@@ -10,6 +10,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import compile_profile, lesson, lesson_07
+from gemm_steps.harness import results_files
 from gemm_steps.toolkit import numba_patches
 
 vectorized, unrolled = gemm_steps.get_step("vectorized"), gemm_steps.get_step("unrolled")
@@ -67,7 +68,7 @@ lesson.say(compile_profile.compile_profile_table(profile))
 # one run) on its H200 host:
 
 # %%
-sweep = lesson.load_shipped("tuning-unrolled-*.json", "`gemm-steps tune unrolled`, before the compile-time "
+sweep = lesson.load_shipped(results_files.TUNING_UNROLLED_ANY, "`gemm-steps tune unrolled`, before the compile-time "
                             "patches were complete")
 if sweep:
     records = lesson.sweep_records(sweep)

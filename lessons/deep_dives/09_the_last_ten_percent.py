@@ -11,6 +11,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_09
+from gemm_steps.harness import results_files
 
 warp_tiling = gemm_steps.get_step("warp_tiling")
 lesson.say(lesson_09.issue_table())
@@ -68,7 +69,7 @@ lesson.say(reuse["table"])
 # `experiments/fma_order.py` timed the two orders in one run:
 
 # %%
-fma_order = lesson.load_shipped("experiment-fma-order-*.json", "step 9 with row-order and serpentine FMAs, "
+fma_order = lesson.load_shipped(results_files.EXPERIMENT_FMA_ORDER_ANY, "step 9 with row-order and serpentine FMAs, "
                                 "timed in one run")
 lesson.variants_table(fma_order, "FMA order", ["row_order", "serpentine"], base="row_order") if fma_order else None
 
@@ -116,8 +117,8 @@ lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling)["table"])
 # last, to show the spread within the run:
 
 # %%
-pipelining = lesson.load_shipped("experiment-pipelining-*.json", "steps 8 and 9 with and without register double "
-                                 "buffering, timed in one run")
+pipelining = lesson.load_shipped(results_files.EXPERIMENT_PIPELINING_ANY,
+                                 "steps 8 and 9 with and without register double buffering, timed in one run")
 lesson.variants_table(pipelining) if pipelining else None
 
 # %% [markdown]
@@ -172,8 +173,8 @@ lesson.say(lesson_09.sass_table(sass, ["step9 shipped", "uint32 stage", "async B
 # `experiments/async_copy.py`, one run, the shipped kernel first and again last:
 
 # %%
-async_copy = lesson.load_shipped("experiment-async-copy-*.json", "step 9 with cp.async copies and with unsigned "
-                                 "stage arithmetic, timed in one run")
+async_copy = lesson.load_shipped(results_files.EXPERIMENT_ASYNC_COPY_ANY,
+                                 "step 9 with cp.async copies and with unsigned stage arithmetic, timed in one run")
 lesson.variants_table(async_copy, base="step9 shipped") if async_copy else None
 
 # %% [markdown]
@@ -193,7 +194,7 @@ lesson.variants_table(async_copy, base="step9 shipped") if async_copy else None
 # `experiments/code_shapes.py` (its shapes in `experiments/kernels/warp_tiling_fma_order.py`), one run:
 
 # %%
-shapes = lesson.load_shipped("experiment-code-shapes-*.json", "step 9's k-column in equivalent FMA orders and "
+shapes = lesson.load_shipped(results_files.EXPERIMENT_CODE_SHAPES_ANY, "step 9's k-column in equivalent FMA orders and "
                              "load placements, timed in one run")
 found = lesson_09.code_shapes(shapes) if shapes else None
 if found:

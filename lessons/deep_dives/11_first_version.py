@@ -11,6 +11,7 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
+from gemm_steps.harness import results_files
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 
@@ -41,8 +42,8 @@ for label, backwards in (("forwards", False), ("backwards", True)):
 lesson.show_code(inspect.getsource(lesson_11.first_rule))
 compiled = lesson.compile_kernels([persistent, stream_k])
 sweep = lesson_11.load_sweep(compiled)
-forward = lesson.load_shipped("experiment-scheduling-forward-walk-nvidia-h200.json", "the same sweep with the first "
-                              "stream-K kernel, which walked each block's share forwards")
+forward = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_FORWARD_WALK_NVIDIA_H200,
+                              "the same sweep with the first stream-K kernel, which walked each block's share forwards")
 
 # %% [markdown]
 # ## The measurement against the model

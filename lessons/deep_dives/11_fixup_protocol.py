@@ -11,6 +11,7 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
+from gemm_steps.harness import results_files
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.toolkit.persistent_tiles import StreamKTiles
 from gemm_steps.toolkit.tiles import TiledKernels
@@ -67,8 +68,9 @@ print(lesson_11.fixup_ptx_outline(compiled["stream_k_fast"]["ptx"]))
 # records the earlier run, in another process):
 
 # %%
-fence_run = lesson.load_shipped("experiment-stream-k-reader-fence-nvidia-h100.json", "`gemm-steps bench --steps persistent "
-                                "stream_k`, after the fixup's reader side gained its fence")
+fence_run = lesson.load_shipped(results_files.EXPERIMENT_STREAM_K_READER_FENCE_NVIDIA_H100,
+                                "`gemm-steps bench --steps persistent stream_k`, after the fixup's reader side gained "
+                                "its fence")
 if fence_run:
     lesson.say(lesson_11.reader_fence_table(fence_run, compiled))
 

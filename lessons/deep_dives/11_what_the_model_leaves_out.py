@@ -9,12 +9,13 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11
+from gemm_steps.harness import results_files
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 compiled = lesson.compile_kernels([persistent, stream_k])
 sweep = lesson_11.load_sweep(compiled)
-forward = lesson.load_shipped("experiment-scheduling-forward-walk-nvidia-h200.json", "the same sweep with the first "
-                              "stream-K kernel; here only its cuBLAS times are used")
+forward = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_FORWARD_WALK_NVIDIA_H200,
+                              "the same sweep with the first stream-K kernel; here only its cuBLAS times are used")
 
 # %% [markdown]
 # ## The small squares: fixed costs
@@ -91,8 +92,9 @@ if sweep:
 # but *without* the fallback — on full waves it then ran every tile data-parallel in its own kernel:
 
 # %%
-before_fallback = lesson.load_shipped("experiment-scheduling-stream-k-kernel-nvidia-h200.json", "the same sweep with "
-                                      "the backward-walk kernel, before step 11 fell back to step 10's kernel")
+before_fallback = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_STREAM_K_KERNEL_NVIDIA_H200,
+                                      "the same sweep with the backward-walk kernel, before step 11 fell back to step "
+                                      "10's kernel")
 if sweep and before_fallback:
     lesson.say(lesson_11.before_fallback(sweep, before_fallback)["table"])
 

@@ -10,6 +10,7 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_11, plots
+from gemm_steps.harness import results_files
 
 persistent, stream_k = gemm_steps.get_step("persistent"), gemm_steps.get_step("stream_k")
 compiled = lesson.compile_kernels([persistent, stream_k])
@@ -22,7 +23,7 @@ sweep = lesson_11.load_sweep(compiled)
 # 1–11):
 
 # %%
-full = lesson.load_shipped("bench-*.json", "`gemm-steps bench`: every step and cuBLAS, 512³ to 8192³")
+full = lesson.load_shipped(results_files.BENCH_ANY, "`gemm-steps bench`: every step and cuBLAS, 512³ to 8192³")
 if full:
     course = [step.name for step in gemm_steps.steps() if step.arithmetic == "fp32"]  # steps 1–11
     big = lesson.common_sizes(full, course)[-2:]
