@@ -10,12 +10,13 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, predictions
+from gemm_steps.course import gpu_model, lesson, lesson_16, predictions, timelines
+from gemm_steps.course import tensor_core_results as tcr
 
 warpgroup_tf32 = gemm_steps.get_step("warpgroup_tf32")
 tma_pipeline = gemm_steps.get_step("tma_pipeline")
-run, timeline = hopper.producer_order_run(), hopper.timeline_run()
-ring = hopper.ring_constants(tma_pipeline)
+run, timeline = tcr.producer_order_run(), timelines.timeline_run()
+ring = gpu_model.ring_constants(tma_pipeline)
 print(tma_pipeline.doc.splitlines()[0])
 
 # %% [markdown]
@@ -48,8 +49,8 @@ print(tma_pipeline.doc.splitlines()[0])
 # before, (r − 1) % 2. Drawn from the step's constants and the kernel's formulas:
 
 # %%
-lesson.show_figure(hopper.ring_figure(tma_pipeline))
-shared = hopper.shared_budget(tma_pipeline)
+lesson.show_figure(lesson_16.ring_figure(tma_pipeline))
+shared = lesson_16.shared_budget(tma_pipeline)
 print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared['stages']} × {shared['stage']:,} bytes "
       f"= {shared['ring']:,} of the {shared['limit']:,} a block may have; one more stage fits: "
       f"{shared['one_more_fits']}")
@@ -73,11 +74,11 @@ print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared['s
 p = predictions.get(16, "tma_ring_over_step15")
 lesson.say(predictions.quote(p))
 low, high = predictions.ratio_range(p)
-for size in hopper.BIG:
-    step15 = hopper.measured(run, "warpgroup_tf32", size)["tflops"]
+for size in tcr.BIG:
+    step15 = tcr.measured(run, "warpgroup_tf32", size)["tflops"]
     print(f"{lesson.size_label(size)}: step 15 {step15:.1f} TFLOPS in this run -> predicted {low * step15:.1f}–"
           f"{high * step15:.1f}")
-model = hopper.pause_model(tma_pipeline, run)
+model = lesson_16.pause_model(tma_pipeline, run)
 print(f"worked out after the run: a k-tile is {model['k_tile_mflop']:.1f} MFLOP = {model['tensor_clocks']:,.0f} "
       f"tensor-core clocks at the dense rate (the prediction's ≈ {p.model['tensor_clocks']:,}); the same pause "
       f"({model['pause_clocks']} clocks) would be +{model['gain']:.1%}")
@@ -121,15 +122,15 @@ lesson.check_against_numpy(tma_pipeline, [(64, 128, 256), (45, 70, 20)])
 
 # %%
 kernels = ["cublas", "cublas_tf32", "warpgroup_tf32", "tma_pipeline", "late_producer"]
-lesson.say(hopper.speed_table(run, kernels))
-lesson.show_figure(hopper.speed_figure(run, kernels))
+lesson.say(lesson_16.speed_table(run, kernels))
+lesson.show_figure(lesson_16.speed_figure(run, kernels))
 
 # %% [markdown]
 # The ragged shape (K = 1531, not a multiple of 32) runs every tile on step 15's edge kernel, so all steps tie
 # there:
 
 # %%
-ragged = hopper.ragged_same(run)
+ragged = lesson_16.ragged_same(run)
 print(f"{lesson.size_label(ragged['size'])}: " + ", ".join(f"{k} {t:.1f}" for k, t in ragged["tflops"].items())
       + f" TFLOPS; within 2 %: {ragged['same']}")
 
@@ -140,8 +141,8 @@ print(f"{lesson.size_label(ragged['size'])}: " + ", ".join(f"{k} {t:.1f}" for k,
 # same run, `gemm_steps/course/targets.py`):
 
 # %%
-v = hopper.verdict(run, "tma_pipeline")
-order = hopper.order_gain(hopper.load_run(hopper.ORDER_RUN))
+v = tcr.verdict(run, "tma_pipeline")
+order = lesson_16.order_gain(tcr.load_run(lesson_16.ORDER_RUN))
 for size, q in v["sizes"].items():
     inside = "inside" if low <= q["vs_previous"] <= high else ("above" if q["vs_previous"] > high else "below")
     print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.3f}× step 15 (predicted "
@@ -159,7 +160,7 @@ print(f"target {v['target_pct']:.0f} % of cuBLAS TF32 at both sizes: {'met' if v
 # than step 15; the builds in between, each in its own run on an H100 beside step 15:
 
 # %%
-lesson.say(hopper.history_table())
+lesson.say(lesson_16.history_table())
 
 # %% [markdown]
 # Copying B as 32 bulk rows paid per copy; one tensor copy fixed that, but ptxas serialised every `wgmma` around
@@ -175,8 +176,8 @@ lesson.say(hopper.history_table())
 # k-tile's `wgmma` done. Drawn for one block:
 
 # %%
-lesson.show_figure(hopper.timeline_figure(timeline, ["tma_pipeline"]))
-lesson.say(hopper.timeline_table(timeline, ["tma_pipeline"]))
+lesson.show_figure(timelines.timeline_figure(timeline, ["tma_pipeline"]))
+lesson.say(lesson_16.timeline_table(timeline, ["tma_pipeline"]))
 
 # %% [markdown]
 # Thread 0 is a lane of warpgroup 0, and a `wgmma` is an instruction of the whole warpgroup: the producer's work —
@@ -187,10 +188,10 @@ lesson.say(hopper.timeline_table(timeline, ["tma_pipeline"]))
 # thread 0 records both roles — so the recorded blocks run slower than the launch as a whole:
 
 # %%
-implied = hopper.implied_tflops(timeline, "tma_pipeline", tma_pipeline)
-measured = hopper.measured(run, "tma_pipeline", (4096, 4096, 4096))["tflops"]
-m = hopper.timeline_medians(timeline, "tma_pipeline")
-print(f"period {m['period']:,.0f} clocks a k-tile (tensor cores: {hopper.tensor_clocks(ring):,.0f}); warpgroup 0 "
+implied = lesson_16.implied_tflops(timeline, "tma_pipeline", tma_pipeline)
+measured = tcr.measured(run, "tma_pipeline", (4096, 4096, 4096))["tflops"]
+m = timelines.timeline_medians(timeline, "tma_pipeline")
+print(f"period {m['period']:,.0f} clocks a k-tile (tensor cores: {gpu_model.tensor_clocks(ring):,.0f}); warpgroup 0 "
       f"{m['behind']:.1f} k-tiles behind; every SM at the recorded block's pace: {implied:.0f} TFLOPS, against "
       f"{measured:.0f} measured without the recording")
 

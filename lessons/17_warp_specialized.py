@@ -8,11 +8,12 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson, predictions, reference
+from gemm_steps.course import lesson, lesson_16, lesson_17, predictions, reference, timelines
+from gemm_steps.course import tensor_core_results as tcr
 
 tma_pipeline = gemm_steps.get_step("tma_pipeline")
 warp_specialized = gemm_steps.get_step("warp_specialized")
-run, timeline = hopper.producer_order_run(), hopper.timeline_run()
+run, timeline = tcr.producer_order_run(), timelines.timeline_run()
 print(warp_specialized.doc.splitlines()[0])
 
 # %% [markdown]
@@ -27,7 +28,7 @@ print(warp_specialized.doc.splitlines()[0])
 # 128 accumulators and two fragment sets; a third warpgroup cuts everyone's share:
 
 # %%
-r = hopper.register_budget(warp_specialized)
+r = lesson_17.register_budget(warp_specialized)
 print(f"{r['registers']:,} registers / {r['threads']} threads -> {r['at_entry']} a thread at entry")
 print(f"after setmaxnreg: producer {r['producer']}, consumers {r['consumer']}: 128 × {r['producer']} + "
       f"{r['threads'] - 128} × {r['consumer']} = {r['after']:,} registers")
@@ -62,8 +63,8 @@ when = predictions.order(p)
 low, high = predictions.ratio_range(p)
 print(f"first committed {when.committed[:16]}, the run it is compared with recorded {when.recorded[:16]}: "
       f"{'before' if when.before else 'after'} the run, by {abs(when.minutes):.0f} minutes")
-for size in hopper.BIG:
-    step16 = hopper.measured(run, "tma_pipeline", size)["tflops"]
+for size in tcr.BIG:
+    step16 = tcr.measured(run, "tma_pipeline", size)["tflops"]
     print(f"{lesson.size_label(size)}: step 16 {step16:.1f} TFLOPS in that run -> predicted {low * step16:.0f}–"
           f"{high * step16:.0f}, capped near {p.predicted['cap_tflops']} (cuBLAS TF32)")
 
@@ -100,8 +101,8 @@ lesson.check_against_numpy(warp_specialized, [(64, 128, 256), (45, 68, 20), (45,
 # Steps 15–17 and the late-producer experiment beside both cuBLAS, one run, with each record's SM clock:
 
 # %%
-lesson.say(hopper.speed_table(run))
-lesson.show_figure(hopper.speed_figure(run))
+lesson.say(lesson_16.speed_table(run))
+lesson.show_figure(lesson_16.speed_figure(run))
 
 # %% [markdown]
 # ## The verdict
@@ -110,14 +111,14 @@ lesson.show_figure(hopper.speed_figure(run))
 # The share per clock is the share if step 17 and cuBLAS TF32 had run at the same SM clock:
 
 # %%
-v = hopper.verdict(run, "warp_specialized")
+v = tcr.verdict(run, "warp_specialized")
 for size, q in v["sizes"].items():
     print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.2f}× step 16 (predicted "
           f"{low:.2f}–{high:.2f}×), {q['pct_of_cublas_tf32']:.0f} % of cuBLAS TF32 ({q['cublas_tf32']:.1f}); clocks "
           f"{q['mhz']:.0f} / {q['cublas_tf32_mhz']:.0f} MHz, per clock {q['pct_per_clock']:.0f} %")
 print(f"target {v['target_pct']:.0f} % of cuBLAS TF32 at both sizes in this run: {'met' if v['met'] else 'not met'}; "
       f"at least step 16's speed at 8192³: {v['at_least_previous_at_8192']}")
-for b in hopper.benchmark_verdicts("warp_specialized"):
+for b in lesson_17.benchmark_verdicts("warp_specialized"):
     shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in b["sizes"].items())
     print(f"course benchmark, {b['gpu']} ({b['file']}): {shares} of cuBLAS TF32: {'met' if b['met'] else 'not met'}")
 
@@ -127,8 +128,8 @@ for b in hopper.benchmark_verdicts("warp_specialized"):
 # scale of clocks:
 
 # %%
-lesson.show_figure(hopper.timeline_figure(timeline, ["tma_pipeline", "warp_specialized"]))
-lesson.say(hopper.timeline_table(timeline, ["tma_pipeline", "warp_specialized"]))
+lesson.show_figure(timelines.timeline_figure(timeline, ["tma_pipeline", "warp_specialized"]))
+lesson.say(lesson_16.timeline_table(timeline, ["tma_pipeline", "warp_specialized"]))
 
 # %% [markdown]
 # The warpgroups now keep pace with each other, and their period fell — but not by the producer's work. They still
@@ -138,11 +139,11 @@ lesson.say(hopper.timeline_table(timeline, ["tma_pipeline", "warp_specialized"])
 
 # %%
 for name in ("tma_pipeline", "warp_specialized"):
-    m = hopper.timeline_medians(timeline, name)
+    m = timelines.timeline_medians(timeline, name)
     print(f"{name}: copies issued -> data landed {m['landing']:,.0f} clocks (seen by the warpgroup that waited); "
           f"period {m['period']:,.0f}; every SM at the recorded block's pace "
-          f"{hopper.implied_tflops(timeline, name, tma_pipeline):.0f} TFLOPS")
-shared = hopper.shared_budget(warp_specialized)
+          f"{lesson_16.implied_tflops(timeline, name, tma_pipeline):.0f} TFLOPS")
+shared = lesson_16.shared_budget(warp_specialized)
 print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['limit']:,}; one more stage fits: "
       f"{shared['one_more_fits']}")
 
@@ -159,8 +160,8 @@ print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['li
 # evidence) each kernel gets the clock its own power draw allows, and the draw per FLOP is the kernel's:
 
 # %%
-e = hopper.clock_share(run, "warp_specialized")
-power = hopper.clocks_under_load_power(hopper.load_run(hopper.CLOCKS_RUN))
+e = lesson_17.clock_share(run, "warp_specialized")
+power = lesson_17.clocks_under_load_power(tcr.load_run(lesson_16.CLOCKS_RUN))
 print(f"8192³: step 17 at {e['mhz']:.0f} MHz, cuBLAS TF32 at {e['cublas_tf32_mhz']:.0f}; step 17 did {e['share']:.0%} "
       f"of cuBLAS TF32's FLOP a second ({e['share_per_clock']:.0%} per clock). If both drew the same power, step 17 "
       f"spent {e['energy_per_flop_at_equal_power']:.2f}× cuBLAS's energy per FLOP (cuBLAS TF32 drew {power:.0f} W "

@@ -1,4 +1,4 @@
-"""Lesson 17's numbers (gemm_steps/course/hopper.py, step 17): the register hand-off, the prediction from step 16's
+"""Lesson 17's numbers (gemm_steps/course/lesson_17.py, step 17): the register hand-off, the prediction from step 16's
 timeline, the verdict from the shipped run's records, the timelines side by side, and the cell-count rule."""
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import hopper, predictions
+from gemm_steps.course import lesson_16, lesson_17, predictions, timelines
+from gemm_steps.course import tensor_core_results as tcr
 from gemm_steps.course.targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 
 STEP16, STEP17 = gemm_steps.get_step("tma_pipeline"), gemm_steps.get_step("warp_specialized")
-RUN = hopper.producer_order_run()
-TIMELINE = hopper.timeline_run()
+RUN = tcr.producer_order_run()
+TIMELINE = timelines.timeline_run()
 LESSON = Path(__file__).resolve().parents[1] / "lessons/17_warp_specialized.py"
 
 
 def test_the_register_hand_off_fits_the_register_file():
-    r = hopper.register_budget(STEP17)
+    r = lesson_17.register_budget(STEP17)
     assert r["threads"] == 384 and r["at_entry"] == 168
     assert r["after"] <= r["registers"] and r["consumer"] > r["at_entry"] > r["producer"]
     assert r["producer"] % 8 == 0 and r["consumer"] % 8 == 0 and 24 <= r["producer"] and r["consumer"] <= 256
@@ -32,19 +33,19 @@ def test_the_prediction_is_the_docstrings_and_git_dates_it_after_the_run():
     assert "+30 to +50 % over step 16" in p.text and predictions.ratio_range(p) == (1.30, 1.50)
     when = predictions.order(p)
     assert not when.before and not p.before_the_run and when.minutes < 0
-    assert not hasattr(hopper, "specialization_model")
+    assert not any(hasattr(m, "specialization_model") for m in (lesson_16, lesson_17))
     # the lesson: the step gained less than the prediction said, on the run it is compared with
-    v = hopper.verdict(RUN, "warp_specialized")
+    v = tcr.verdict(RUN, "warp_specialized")
     assert all(q["vs_previous"] < 1.30 for q in v["sizes"].values())
 
 
 def test_the_target_is_met_on_the_h200_only():
-    got = {b["gpu"]: b["met"] for b in hopper.benchmark_verdicts("warp_specialized")}
+    got = {b["gpu"]: b["met"] for b in lesson_17.benchmark_verdicts("warp_specialized")}
     assert got == {"NVIDIA H100 80GB HBM3": False, "NVIDIA H200": True}
 
 
 def test_the_lower_clock_at_8192_is_the_kernels_energy_per_flop():
-    e = hopper.clock_share(RUN, "warp_specialized")
+    e = lesson_17.clock_share(RUN, "warp_specialized")
     assert e["mhz"] < e["cublas_tf32_mhz"] and e["share"] < 0.95
     assert e["energy_per_flop_at_equal_power"] == pytest.approx(1 / e["share"]) and e["energy_per_flop_at_equal_power"] > 1.05
     text = LESSON.read_text()
@@ -65,28 +66,28 @@ def test_the_register_claim_names_both_models():
 
 
 def test_the_verdict_follows_from_the_records():
-    v = hopper.verdict(RUN, "warp_specialized")
+    v = tcr.verdict(RUN, "warp_specialized")
     for size, q in v["sizes"].items():
-        r, tf32 = (hopper.measured(RUN, k, size) for k in ("warp_specialized", "cublas_tf32"))
+        r, tf32 = (tcr.measured(RUN, k, size) for k in ("warp_specialized", "cublas_tf32"))
         assert r["step"] == "specialized_setmaxnreg"  # the run's name for step 17's kernel
         assert q["pct_of_cublas_tf32"] == pytest.approx(100 * r["tflops"] / tf32["tflops"])
         assert q["pct_per_clock"] == pytest.approx(q["pct_of_cublas_tf32"] * q["cublas_tf32_mhz"] / q["mhz"])
     assert v["met"] == all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in v["sizes"].values())
-    assert abs(v["sizes"][hopper.BIG[1]]["pct_per_clock"] - 100) < 3  # "per clock level with cuBLAS TF32 there"
+    assert abs(v["sizes"][tcr.BIG[1]]["pct_per_clock"] - 100) < 3  # "per clock level with cuBLAS TF32 there"
 
 
 def test_the_timelines_say_what_the_lesson_reads():
-    m16, m17 = (hopper.timeline_medians(TIMELINE, s) for s in ("tma_pipeline", "warp_specialized"))
+    m16, m17 = (timelines.timeline_medians(TIMELINE, s) for s in ("tma_pipeline", "warp_specialized"))
     assert m17["period"] < m16["period"]
     assert abs(m17["behind"]) < 0.5  # the warpgroups keep pace
     assert all(w["wait_data"] > 100 for w in m17["warpgroups"])  # still waiting for data…
     assert all(w["lead"] > m17["period"] for w in m17["warpgroups"])  # …though the copies went out long before
     assert 0.4 <= m17["producer"]["wait_empty"] / m17["period"] <= 0.6  # "about half its time": the ring is full
     assert m17["landing"] > 2 * m16["landing"]  # the copies take longer from issue to landing
-    assert not hopper.shared_budget(STEP17)["one_more_fits"]
-    table = hopper.timeline_table(TIMELINE, ["tma_pipeline", "warp_specialized"])
+    assert not lesson_16.shared_budget(STEP17)["one_more_fits"]
+    table = lesson_16.timeline_table(TIMELINE, ["tma_pipeline", "warp_specialized"])
     assert f"{m17['period']:,.0f}" in table
-    assert len(hopper.timeline_figure(TIMELINE, ["tma_pipeline", "warp_specialized"]).axes) == 2
+    assert len(timelines.timeline_figure(TIMELINE, ["tma_pipeline", "warp_specialized"]).axes) == 2
 
 
 def test_the_ptxas_table_reads_both_builds():
@@ -94,7 +95,7 @@ def test_the_ptxas_table_reads_both_builds():
                                                            "wgmma_serialized": 1, "warnings": ["C7504", "C7512"]},
                           "lto": {"ptxas": "nvJitLink (LTO)", "registers": 168, "spill_bytes": 0,
                                   "wgmma_serialized": 0, "warnings": []}}}
-    table = hopper.ptxas_table(reports)
+    table = lesson_17.ptxas_table(reports)
     assert "| 168 | 32 | 1 | C7504, C7512 |" in table and "| 168 | 0 | 0 | — |" in table
 
 
@@ -107,21 +108,21 @@ def test_deep_dive_17_reads_what_its_verdicts_say():
     C and moves neither speed nor clock by more than the noise; the per-clock ratio does not rise from K = 4096 to
     8192 and cuBLAS's k-loop is the faster per k; step 20's copies land sooner while its k-tile takes longer; one
     arrival a warpgroup beats every warp arriving in both runs, by less than the predicted range's top."""
-    loop = hopper.loop_numbers(hopper.load_run(hopper.LOOP_RUN))
+    loop = lesson_17.loop_numbers(tcr.load_run(lesson_17.LOOP_RUN))
     assert loop["identical"] and loop["instructions_after"] < 0.8 * loop["instructions_before"]
     assert loop["instructions_cublas"] < loop["instructions_after"]
     assert abs(loop["mhz_after"] / loop["mhz_before"] - 1) < 0.02 and loop["mhz_cublas"] > loop["mhz_before"]
-    table = hopper.loop_table(hopper.load_run(hopper.LOOP_RUN))
+    table = lesson_17.loop_table(tcr.load_run(lesson_17.LOOP_RUN))
     assert all(0.99 <= float(cell) <= 1.01 for line in table.splitlines()[2:] for cell in line.split(" | ")[1::2][:2])
-    tile = hopper.per_tile_numbers(hopper.load_run(hopper.PER_TILE_RUN))
+    tile = lesson_17.per_tile_numbers(tcr.load_run(lesson_17.PER_TILE_RUN))
     ratio = tile["ratio_at"]
     assert abs(ratio[8192] - ratio[4096]) < 0.02 and ratio[1024] > ratio[4096]
     assert tile["loop_pace"] < 0.95 and tile["fixed_us"]["warp_specialized"] < tile["fixed_us"]["cublas_tf32"]
     assert tile["fixed_us"]["persistent_specialized"] < tile["fixed_us"]["warp_specialized"]
-    pair = hopper.timeline_compare(hopper.load_run(hopper.TIMELINE_17_20_RUN))
+    pair = lesson_17.timeline_compare(tcr.load_run(lesson_17.TIMELINE_17_20_RUN))
     assert pair["copy"] < 1 and pair["wait_data"] < 1 and pair["period"] > 1 and pair["wait_previous"] > 1.1
-    again = hopper.timeline_compare(hopper.load_run(hopper.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
+    again = lesson_17.timeline_compare(tcr.load_run(lesson_17.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
     assert again["rest"] < pair["rest"] and 0.95 <= again["rest"] <= 1.05 and again["wait_previous"] > 1.1
     assert again["period"] > 1
-    rows = [line.split(" | ") for line in hopper.arrivals_table().splitlines()[2:]]
+    rows = [line.split(" | ") for line in lesson_17.arrivals_table().splitlines()[2:]]
     assert len(rows) == 6 and all(1.0 < float(row[2]) < 1.05 for row in rows)

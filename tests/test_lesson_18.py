@@ -11,7 +11,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_18, lesson_21, predictions
+from gemm_steps.course import lesson_18, lesson_21, predictions, timelines
 from gemm_steps.course.targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from gemm_steps.course.tensor_core_results import find
 
@@ -159,7 +159,7 @@ def test_the_timeline_says_what_the_lesson_reads():
     assert t["shipped_tflops"] == find(RUN, STEP18.name, BIG4)["tflops"]
     assert t["producer"]["wait_full"] > 0.1 * t["period"]  # the producer too waits for bytes
     spans = lesson_18.neither_spans(TIMELINE)  # what the figure draws agrees with the file's share
-    e = lesson_18.timeline_events(TIMELINE)
+    e = timelines.events(TIMELINE, lesson_18.STEP, 0)
     windows = [lesson_18.in_flight_windows(e[w]) for w in (1, 2)]
     start, end = max(w[0, 0] for w in windows), min(w[-1, 1] for w in windows)
     inside = spans[(spans[:, 0] >= start) & (spans[:, 1] <= end)]

@@ -147,7 +147,7 @@ def _files_of(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir() if p.suffix != ".ipynb"}
 
 
-#: A module path in a string, as handed to importlib or to hopper.ptxas_reports ("experiments.kernels.x:ptx_kernels").
+#: A module path in a string, as handed to importlib or lesson_17.ptxas_reports ("experiments.kernels.x:ptx_kernels").
 _MODULE_PATH = re.compile(r"^(\w+)(\.\w+)*(:\w+)?$")
 
 
@@ -189,8 +189,8 @@ def test_nothing_a_learner_runs_imports_the_checkouts_own_folders():
 
 def test_the_import_check_can_fail():
     source = ('import experiments.kernels\nfrom scripts import build_notebooks\n'
-              'hopper.ptxas_reports(["step:x", "experiments.kernels.warpgroup_specialized:ptx_kernels"])\n'
-              'from gemm_steps.course import hopper\nprint("experiments/results is data")\n')
+              'lesson_17.ptxas_reports(["step:x", "experiments.kernels.warpgroup_specialized:ptx_kernels"])\n'
+              'from gemm_steps.course import lesson_17\nprint("experiments/results is data")\n')
     assert [line.split(": ")[1] for line in _imported_repo_folders(source, "cell")] == [
         "experiments.kernels", "scripts", "experiments.kernels.warpgroup_specialized:ptx_kernels"]
 

@@ -7,6 +7,10 @@
 * :func:`memory_levels` reads those sizes and bandwidths from one shipped file,
   ``experiments/results/experiment-memory-bandwidth-<gpu>.json`` (``python -m experiments.memory_bandwidth``:
   bandwidths a plain Numba kernel reaches, and the sizes the driver reports, in its environment).
+
+And the model of a Hopper SM that lessons 16–19 build on: the ring of a step's stages (:func:`ring_constants`, and
+:func:`ring_schedule`: which k-tile each stage holds and which parity each waiter names) and the tensor cores' dense
+TF32 rate (:data:`TF32_FLOP_PER_CLOCK`, :func:`tensor_clocks`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from numba import cuda
 
 from ..harness import results_files
 from .models import BANKS
+from .tensor_core_results import FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32
 
 #: What every SM of a Hopper GPU (compute capability 9.0) has — NVIDIA's documented limits, not a measurement.
 SM90_PER_SM = {"schedulers": 4, "fp32_lanes": 128, "registers": 65536, "max_threads": 2048, "max_blocks": 32,
@@ -144,3 +149,39 @@ def bank_figure(stride_a: int = 1, stride_b: int = 32):
                title=f"lane L reads float L·{stride}: {max(load)} request(s) on the busiest bank\n"
                      f"→ {max(load)} wavefront(s) for this warp's load")
     return fig
+
+
+# -- a Hopper step's ring: which k-tile in which stage, and which parity each waiter names (lessons 16–19) -------------
+def ring_constants(step) -> dict:
+    """The ring's constants of a step at its GPU tiles (``SEARCH_SPACE[0]``): STAGES, LOAD_AHEAD (step 16; step 17
+    has none: its producer runs as far ahead as the ring lets it), BLOCK_M/N/K, STAGE_BYTES, WARPS, threads."""
+    config = step.module.SEARCH_SPACE[0]
+    constants = step.module.layout(config)
+    return {"STAGES": constants["STAGES"], "LOAD_AHEAD": constants.get("LOAD_AHEAD"),
+            "STAGE_BYTES": constants["STAGE_BYTES"], "WARPS": constants["WARPS"], "BLOCK_M": config.BLOCK_M,
+            "BLOCK_N": config.BLOCK_N, "BLOCK_K": config.BLOCK_K,
+            "threads": config.THREADS + constants.get("PRODUCER_THREADS", 0)}
+
+
+def ring_schedule(stages: int, k_tiles: int) -> list[dict]:
+    """Per k-tile t: its stage (t % STAGES), which fill of that stage it is (t // STAGES), the parity a consumer
+    waits on full[stage] with (the fill's phase: fill % 2) and the parity the producer waits on empty[stage] with
+    before the fill (the previous fill's release: (fill − 1) % 2; None for the first fill: nothing to wait for) —
+    the kernels' formulas."""
+    return [{"k_tile": t, "stage": t % stages, "fill": t // stages, "full_parity": t // stages % 2,
+             "empty_parity": None if t < stages else (t // stages - 1) % 2} for t in range(k_tiles)]
+
+
+# -- the tensor cores' dense TF32 rate (lessons 16–19) -----------------------------------------------------------------
+#: Dense TF32 FLOP per clock per SM: 8 × the FP32 units' 128 multiply-adds, 2 FLOP each.
+TF32_FLOP_PER_CLOCK = 2 * TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM
+
+
+def k_tile_flop(constants: dict) -> int:
+    """FLOP of one k-tile of one block: 2 · BLOCK_M · BLOCK_N · BLOCK_K."""
+    return 2 * constants["BLOCK_M"] * constants["BLOCK_N"] * constants["BLOCK_K"]
+
+
+def tensor_clocks(constants: dict) -> float:
+    """Clocks one SM's tensor cores need for one k-tile of the block at the dense TF32 rate."""
+    return k_tile_flop(constants) / TF32_FLOP_PER_CLOCK

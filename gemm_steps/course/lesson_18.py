@@ -12,9 +12,10 @@ import numpy as np
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .hopper import TF32_FLOP_PER_CLOCK, ring_constants
+from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .tensor_core_results import caption, clock_table, find, load_run
+from .timelines import events
 
 #: The course benchmark with all 18 steps and both cuBLAS in one H200 run (step 18 as shipped: with split-K).
 BENCH_RUN = results_files.BENCH_NVIDIA_H200_2026_11_26_3
@@ -295,13 +296,6 @@ def split_k_table(result: dict, before: dict, after: dict) -> MarkdownTable:
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------------
-def timeline_events(timeline: dict, block: int = 0) -> np.ndarray:
-    """Clocks since the first event, ``[role, k-tile, event]`` of one recorded block, NaN where nothing was written."""
-    e = np.array(timeline["steps"][STEP]["cycles_since_first_event"][block], dtype=float)
-    e[e < 0] = np.nan
-    return e
-
-
 def in_flight_windows(x: np.ndarray) -> np.ndarray:
     """A consumer's ``wgmma`` windows, one per k-tile: from its B fragments split (the first ``wgmma`` is issued next)
     to that k-tile's ``wait_group 0`` done in the next pass (the timeline summary's definition)."""
@@ -311,7 +305,7 @@ def in_flight_windows(x: np.ndarray) -> np.ndarray:
 
 def neither_spans(timeline: dict, block: int = 0) -> np.ndarray:
     """The stretches during which neither consumer has ``wgmma`` in flight, from the first window to the last."""
-    e = timeline_events(timeline, block)
+    e = events(timeline, STEP, block)
     windows = sorted(map(tuple, np.concatenate([in_flight_windows(e[w]) for w in (1, 2)])))
     spans, end = [], windows[0][1]
     for a, b in windows[1:]:
@@ -330,7 +324,7 @@ def timeline_numbers(step, timeline: dict, run: dict) -> dict:
     benchmark's 4096³ speed implies for the shipped kernel, and the speed the timeline build's period implies."""
     summary = timeline["steps"][STEP]["summary"]
     start = summary["k_tiles_summarised"][0]
-    e = timeline_events(timeline)
+    e = events(timeline, STEP, 0)
     blocks = summary["blocks"]
     warpgroups = []
     for w, s in zip((1, 2), blocks[0]["warpgroups"]):
@@ -395,7 +389,7 @@ def timeline_figure(timeline: dict, block: int = 0, first: int = 16, k_tiles: in
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    e = timeline_events(timeline, block)
+    e = events(timeline, STEP, block)
     start = e[1][first, 0]
     span = e[1][first + k_tiles, 0] - start
     e = e - start

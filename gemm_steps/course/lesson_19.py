@@ -12,12 +12,12 @@ import numpy as np
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .hopper import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
-from .hopper import TIMELINE_RUN as STEP17_TIMELINE_RUN
-from .hopper import events as step17_events
-from .hopper import timeline_medians as step17_medians
+from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .tensor_core_results import clock_table, find, load_run
+from .timelines import TIMELINE_RUN as STEP17_TIMELINE_RUN
+from .timelines import WARM_UP_K_TILES, events
+from .timelines import timeline_medians as step17_medians
 from .timings import size_label
 
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
@@ -68,7 +68,7 @@ def consumer_tile(step) -> tuple[int, int]:
 def ring_walk(step, k_tiles: int, tiles: int = 3) -> list[dict]:
     """The ring's k-tiles g of a block's first ``tiles`` tiles of ``k_tiles`` k-tiles each, as step 19 counts them:
     per g its tile (g // k_tiles), the consumer that reads it (tile % 2), its stage, which fill of that stage it is,
-    the parity its reader waits for (:func:`gemm_steps.course.hopper.ring_schedule`: the kernel's formulas)."""
+    the parity its reader waits for (:func:`gemm_steps.course.gpu_model.ring_schedule`: the kernel's formulas)."""
     stages = ring_constants(step)["STAGES"]
     return [{**e, "tile": e["k_tile"] // k_tiles, "consumer": e["k_tile"] // k_tiles % 2}
             for e in ring_schedule(stages, tiles * k_tiles)]
@@ -238,21 +238,14 @@ def verdict(run: dict, prediction: dict) -> dict:
 
 
 # -- the timeline -------------------------------------------------------------------------------------------------------
-def events(timeline: dict, block: int = 0) -> np.ndarray:
-    """Clocks since the first event, ``[role, ring k-tile g, event]`` of one recorded block, NaN where nothing was
-    written. Roles: 0 the producer, 1 and 2 the consumers; a consumer's events: 0 it turns to k-tile u (u = 0: to the
-    tile), 1 u's data landed, 2 u's wgmma issued, 3 u − 1's done, 4 (u = 0) past the order barrier / (last u) the
-    tile's products done, 5 (last u) its stores issued."""
-    e = np.array(timeline["steps"][TIMELINE_BUILD]["cycles_since_first_event"][block], dtype=float)
-    e[e < 0] = np.nan
-    return e
-
-
 def tiles(timeline: dict, block: int = 0) -> list[dict]:
     """The block's recorded tiles in the ring's order: per tile its consumer, first and last g, and the clocks at
     which the consumer turned to it, its first k-tile's data landed, its first and last wgmma were issued, its
-    products were done and its stores issued."""
-    e = events(timeline, block)
+    products were done and its stores issued. The build's events (:func:`gemm_steps.course.timelines.events`,
+    ``[role, ring k-tile g, event]``): roles 0 the producer, 1 and 2 the consumers; a consumer's events: 0 it turns to
+    k-tile u (u = 0: to the tile), 1 u's data landed, 2 u's wgmma issued, 3 u − 1's done, 4 (u = 0) past the order
+    barrier / (last u) the tile's products done, 5 (last u) its stores issued."""
+    e = events(timeline, TIMELINE_BUILD, block)
     out = []
     for w in (0, 1):
         x = e[1 + w]
@@ -331,17 +324,15 @@ def _stretches(x: np.ndarray) -> dict:
 
 
 def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict) -> dict:
-    """A consumer's k-tile in both timelines (block 0; step 17 past hopper's warm-up k-tiles, step 19 within its
+    """A consumer's k-tile in both timelines (block 0; step 17 past the timelines' warm-up k-tiles, step 19 within its
     tiles, the tile's first k-tile left out) — its period, the stretches, the clocks the tensor core needs for it, and
     the share of the SM's tensor-core time the consumers keep busy (both of step 17's at once, one of step 19's);
     the multiply-adds an SM does a clock by the timelines and by the benchmark (same H100 run for both steps)."""
-    from .hopper import WARM_UP_K_TILES
-
     out = {}
     for name, step, timeline in (("warp_specialized", step17, timeline17), ("pingpong", step19, timeline19)):
         running = consumers_at_once(step)
         if name == "pingpong":
-            e = events(timeline)
+            e = events(timeline, TIMELINE_BUILD, 0)
             stretches = []
             for t in tiles(timeline):
                 x = e[1 + t["consumer"]][t["first"] + 1: t["last"] + 1]
@@ -351,7 +342,7 @@ def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict)
                                       timeline["steps"][TIMELINE_BUILD]["summary"]["blocks"][0]["consumers"]]))
             record = find(run, RECORD, (timeline["size"],) * 3)
         else:
-            e = step17_events(timeline, name)[0]
+            e = events(timeline, name, 0)
             ws = [_stretches(e[w][WARM_UP_K_TILES:]) for w in (1, 2)]
             s = {k: float(np.mean([q[k] for q in ws])) for k in ws[0]}
             period = step17_medians(timeline, name)["period"]
@@ -408,9 +399,9 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
     segments = [("waits for data", "tab:red"), ("loads fragments, issues wgmma", "tab:blue"),
                 ("waits for the previous wgmma", "tab:green"), ("the rest", "0.85")]
     t0 = tiles(timeline19)[0]
-    e19 = events(timeline19)
+    e19 = events(timeline19, TIMELINE_BUILD, 0)
     rows19 = {0: e19[1 + t0["consumer"]][t0["first"]: t0["last"] + 1]}
-    e17 = step17_events(timeline17, "warp_specialized")[0]
+    e17 = events(timeline17, "warp_specialized", 0)
     panels = [("step 17: two consumers on one 256×128 tile", {0: e17[1], 1: e17[2]}, step17),
               ("step 19: the consumer whose turn it is, on its 128×128 tile", rows19, step19)]
     span = k_tiles * float(np.nanmedian(np.diff(rows19[0][:, 2])))

@@ -1,7 +1,7 @@
 """Deep dive 17's third kernel: the build before step 17, whose producer was a ninth *warp* instead of a warpgroup.
 
 Deep dive 17 (``lessons/deep_dives/17_setmaxnreg_and_lto.py``) compiles it beside steps 16 and 17 and reads what
-ptxas says of each (:func:`gemm_steps.course.hopper.ptxas_reports`, ``"gemm_steps.course.ninth_warp:ptx_kernels"``):
+ptxas says of each (:func:`gemm_steps.course.lesson_17.ptxas_reports`, ``"gemm_steps.course.ninth_warp:ptx_kernels"``):
 it has no ``setmaxnreg``, so its 288 threads are capped as if they were 384 (registers allotted a warpgroup at a
 time, or a register file in four parts, one per scheduler, where the part with three warps sets the cap: for one
 block the two models give the same cap, lesson 17), and its ``wgmma`` are serialised for want of registers,
@@ -124,7 +124,7 @@ def build(config: TileConfig = CONFIG) -> TmaTiles:
 
 def ptx_kernels() -> dict:
     """The fast kernel at the GPU's tiles, ``{label: (dispatcher, signature)}``: what deep dive 17 hands to
-    :func:`gemm_steps.course.hopper.ptxas_reports` (and a ``kernels:`` job of tests/ptx_jobs.py)."""
+    :func:`gemm_steps.course.lesson_17.ptxas_reports` (and a ``kernels:`` job of tests/ptx_jobs.py)."""
     built = build(CONFIG)
     return {"warpgroup_specialized_fast": (built.kernel("fast"), built.signature("fast"))}
 

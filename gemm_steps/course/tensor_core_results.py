@@ -1,21 +1,23 @@
-"""What lessons 12–16 read about the tensor-core steps (12–15): the shipped files' names, their records, the
+"""What lessons 12–17 read about the tensor-core steps (12–17): the shipped files' names, their records, the
 ``mma.sync`` fragment layout, the TF32 ceiling, the Nsight Compute report of steps 12–13, the speed-and-error table and figure, and the checks against the
-course's targets (:mod:`gemm_steps.course.targets`). One home for what several lessons share; a lesson's own helpers
-import from here, never from another lesson's.
+course's targets (:mod:`gemm_steps.course.targets`) — steps 16 and 17's from the H200 run of steps 15–17 that
+lessons 16, 17 and 22 show. One home for what several lessons share; a lesson's own helpers import from here, never
+from another lesson's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .profiles import kernel_sections, report_metrics
+from .profiles import base_units, kernel_sections, read_metrics, report_metrics
 from .targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM, TARGET_3XTF32_WIDE_ERROR_VS_SGEMM,
-                      TARGET_TF32_TFLOPS)
+                      TARGET_HOPPER_TF32_PCT_OF_CUBLAS, TARGET_TF32_TFLOPS)
 from .timings import fp32_peak_tflops, record, size_label
 
 # -- the shipped files (results/ and experiments/results/) -------------------------------------------------------------
@@ -48,6 +50,9 @@ SWIZZLED_PROFILE = results_files.NCU_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100_TXT
 #: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
 #: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``.
 CONTRACT_AB_RUN = results_files.EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200
+#: Steps 15, 16 and 17 (and the late-producer experiment) beside cuBLAS SGEMM and TF32 in one H200 run
+#: (experiments/producer_order_bench.py), the SM clock recorded per record.
+PRODUCER_ORDER_RUN = results_files.EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200
 
 # -- the experiment's builds -------------------------------------------------------------------------------------------
 #: Step 14 as the experiment built it (3xTF32, 128×128, big·big flushed per k-tile, A swizzled); before the swizzle;
@@ -192,6 +197,15 @@ def read_text(name: str) -> str | None:
     return path.read_text() if path else None
 
 
+def profile_sections(text: str, header: re.Pattern) -> list[tuple[re.Match, dict]]:
+    """The sections of an Nsight Compute text that ``header`` (a line pattern) starts: (the header's match, the
+    section's metrics in base units: bytes, seconds, hertz)."""
+    heads = list(header.finditer(text))
+    return [(head, {name: base_units(value, unit) for name, (value, unit)
+                    in read_metrics(text[head.end():nxt.start() if nxt else len(text)]).items()})
+            for head, nxt in zip(heads, heads[1:] + [None])]
+
+
 def tensor_core_profiles() -> dict | None:
     """The Nsight Compute report of one 4096³ launch of steps 12 and 13 (``PROFILE_REPORT``) as {step: {metric:
     value}}, or None if it is not shipped."""
@@ -321,6 +335,52 @@ def tf32_target_check(results: dict, step: str = "warpgroup_tf32") -> dict | Non
             return None
         out[size] = r["tflops"]
     return {"sizes": out, "met": all(t >= TARGET_TF32_TFLOPS for t in out.values())} if out else None
+
+
+# -- steps 16 and 17 against the Hopper target (the H200 run of steps 15–17, lessons 16, 17 and 22) --------------------
+#: The record name of each kernel in :data:`PRODUCER_ORDER_RUN`. The run measured step 17 while it was still the
+#: experiment's build (``specialized_setmaxnreg``: the same kernel, experiments/producer_order_bench.py).
+RECORDS = {"cublas": "cublas", "cublas_tf32": "cublas_tf32", "warpgroup_tf32": "warpgroup_tf32",
+           "tma_pipeline": "tma_pipeline", "late_producer": "late_producer",
+           "warp_specialized": "specialized_setmaxnreg"}
+#: The step before each step.
+PREVIOUS = {"tma_pipeline": "warpgroup_tf32", "warp_specialized": "tma_pipeline"}
+#: The two squares the Hopper steps' verdicts read.
+BIG = ((4096, 4096, 4096), (8192, 8192, 8192))
+
+
+def producer_order_run() -> dict | None:
+    return load_run(PRODUCER_ORDER_RUN)
+
+
+def measured(run: dict, kernel: str, size: tuple) -> dict | None:
+    """The record of ``kernel`` (a key of :data:`RECORDS`) at ``size`` in :data:`PRODUCER_ORDER_RUN`."""
+    return find(run, RECORDS.get(kernel, kernel), size)
+
+
+def verdict(run: dict, step: str, records: dict = RECORDS) -> dict | None:
+    """``step`` against the course's target (:data:`TARGET_HOPPER_TF32_PCT_OF_CUBLAS` % of cuBLAS TF32 at 4096³ and
+    8192³, same run): per size its TFLOPS, share, × the previous step, the SM clocks of it and cuBLAS TF32 and the
+    share per clock (``pct_per_clock``: the share if both had run at the same clock);
+    ``met`` (at both), ``at_least_previous_at_8192`` (the issue's rule: each step at least as fast as the one
+    before it at 8192³); None without the step at both sizes. ``records``: the record name of each kernel in ``run``
+    (:data:`RECORDS` for :data:`PRODUCER_ORDER_RUN`; ``{}`` for a course benchmark, whose records are the steps'
+    names)."""
+    out = {}
+    for size in BIG:
+        r, tf32, before = (find(run, records.get(k, k), size) for k in (step, "cublas_tf32", PREVIOUS[step]))
+        if r is None or tf32 is None:
+            return None
+        out[size] = {"tflops": r["tflops"], "pct_of_cublas_tf32": 100 * r["tflops"] / tf32["tflops"],
+                     "cublas_tf32": tf32["tflops"], "vs_previous": r["tflops"] / before["tflops"] if before else None,
+                     "mhz": r.get("sm_clock_mhz_median"), "cublas_tf32_mhz": tf32.get("sm_clock_mhz_median")}
+        if out[size]["mhz"] and out[size]["cublas_tf32_mhz"]:  # the share per clock: TFLOPS / MHz against cuBLAS's
+            out[size]["pct_per_clock"] = (out[size]["pct_of_cublas_tf32"] * out[size]["cublas_tf32_mhz"]
+                                          / out[size]["mhz"])
+    last = out[BIG[-1]]["vs_previous"]
+    return {"sizes": out, "target_pct": TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
+            "met": all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
+            "at_least_previous_at_8192": last is not None and last >= 1.0}
 
 
 def wide(inputs: str) -> bool:

@@ -8,12 +8,13 @@
 # H200.
 
 # %%
-from gemm_steps.course import hopper, lesson
-from gemm_steps.course.tensor_core_results import load_run
+from gemm_steps.course import lesson, lesson_16
+from gemm_steps.course.tensor_core_results import load_run, producer_order_run
 
-run = hopper.producer_order_run()
-order, clocks, timing = (load_run(name) for name in (hopper.ORDER_RUN, hopper.CLOCKS_RUN, hopper.TIMING_RUN))
-for kernel, q in hopper.drop(run).items():
+run = producer_order_run()
+order, clocks, timing = (load_run(name) for name in (lesson_16.ORDER_RUN, lesson_16.CLOCKS_RUN,
+                                                     lesson_16.TIMING_RUN))
+for kernel, q in lesson_16.drop(run).items():
     print(f"{kernel:18s} 8192³ / 4096³: {q['ratio']:.3f}; SM clock {q['mhz'][0]:.0f} -> {q['mhz'][1]:.0f} MHz; "
           f"per clock {q['per_clock']:.3f}")
 
@@ -33,7 +34,7 @@ for kernel, q in hopper.drop(run).items():
 # %%
 for size in (4096, 8192):
     for group in (1, 4, 8, 16):
-        w = hopper.wave_traffic(size, group, run["environment"]["sm_count"])
+        w = lesson_16.wave_traffic(size, group, run["environment"]["sm_count"])
         print(f"{size}³, groups of {group:2d}: {w['a_panels']} A + {w['b_panels']} B panels = {w['mb']:.0f} MB, "
               f"{w['mb_per_gflop']:.2f} MB per GFLOP")
 
@@ -43,8 +44,8 @@ for size in (4096, 8192):
 # experiment's build, in four orders):
 
 # %%
-lesson.say(hopper.order_table(order))
-gain = hopper.order_gain(order)
+lesson.say(lesson_16.order_table(order))
+gain = lesson_16.order_gain(order)
 print("groups of 8 over row-major: " + ", ".join(f"{lesson.size_label(s)} {g:.3f}×" for s, g in gain["gain"].items())
       + f"; the drop {gain['drop_row_major']:.1%} row-major, {gain['drop_grouped']:.1%} grouped: "
       f"{gain['share_recovered']:.0%} of it recovered")
@@ -54,10 +55,10 @@ print("groups of 8 over row-major: " + ", ".join(f"{lesson.size_label(s)} {g:.3f
 # by the profiler, one launch at 8192³ is not slower per FLOP than one at 4096³, at about the same clock:
 
 # %%
-profile = hopper.order_profile()
+profile = lesson_16.order_profile()
 for (size, group), q in profile.items():
     print(f"{size}³, groups of {group}: DRAM read {q['dram_gb']:.2f} GB, L2 hit rate {q['l2_hit_pct']:.1f} %, "
-          f"{q['ms']:.3f} ms at {q['ghz']:.2f} GHz = {hopper.profile_tflops(profile)[(size, group)]:.0f} TFLOPS")
+          f"{q['ms']:.3f} ms at {q['ghz']:.2f} GHz = {lesson_16.profile_tflops(profile)[(size, group)]:.0f} TFLOPS")
 
 # %% [markdown]
 # So the rest of the drop is not in the kernel.
@@ -70,7 +71,7 @@ for (size, group), q in profile.items():
 # benchmark times them (a one-thread probe kernel counting `%clock64` over 20 µs of `%globaltimer`):
 
 # %%
-lesson.say(hopper.clocks_table(clocks))
+lesson.say(lesson_16.clocks_table(clocks))
 
 # %% [markdown]
 # Back to back, every kernel sits at the power limit with the clock well below its maximum. After single timed
@@ -85,8 +86,8 @@ lesson.say(hopper.clocks_table(clocks))
 # benchmark's way and with the launches queued behind a kernel that spins on the GPU first:
 
 # %%
-lesson.say(hopper.timing_table(timing))
-print(f"the course's kernels: queued and benchmark agree within {hopper.timing_agreement(timing):.1%}")
+lesson.say(lesson_16.timing_table(timing))
+print(f"the course's kernels: queued and benchmark agree within {lesson_16.timing_agreement(timing):.1%}")
 
 # %% [markdown]
 # For the course's kernels the fills hide the launch; for cuBLAS, whose host side costs more, the benchmark's way is

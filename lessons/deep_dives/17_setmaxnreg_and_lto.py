@@ -9,12 +9,12 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import hopper, lesson
+from gemm_steps.course import lesson, lesson_17
 
-budget = hopper.register_budget(gemm_steps.get_step("warp_specialized"))
-reports = hopper.ptxas_reports(["step:warp_specialized", "step:tma_pipeline",
-                                "gemm_steps.course.ninth_warp:ptx_kernels"])
-lesson.say(hopper.ptxas_table(reports))
+budget = lesson_17.register_budget(gemm_steps.get_step("warp_specialized"))
+reports = lesson_17.ptxas_reports(["step:warp_specialized", "step:tma_pipeline",
+                                   "gemm_steps.course.ninth_warp:ptx_kernels"])
+lesson.say(lesson_17.ptxas_table(reports))
 print(f"{budget['registers']:,} registers over {budget['threads']} threads: {budget['at_entry']} a thread at entry")
 
 # %% [markdown]

@@ -15,10 +15,11 @@
 # 4. **Fewer cluster arrivals**, where step 20 spent its time instead.
 
 # %%
-from gemm_steps.course import hopper, lesson, predictions
+from gemm_steps.course import gpu_model, lesson, lesson_17, predictions, timelines
+from gemm_steps.course.tensor_core_results import load_run
 
-loop = hopper.load_run(hopper.LOOP_RUN)
-tile = hopper.load_run(hopper.PER_TILE_RUN)
+loop = load_run(lesson_17.LOOP_RUN)
+tile = load_run(lesson_17.PER_TILE_RUN)
 
 # %% [markdown]
 # ## 1. The instructions
@@ -40,8 +41,8 @@ tile = hopper.load_run(hopper.PER_TILE_RUN)
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "loop_instructions_8192")))
-lesson.say(hopper.loop_table(loop))
-q = hopper.loop_numbers(loop)
+lesson.say(lesson_17.loop_table(loop))
+q = lesson_17.loop_numbers(loop)
 print(f"warp instructions at 4096³: {q['instructions_before']:.1f} M before, {q['instructions_after']:.1f} M after "
       f"(cuBLAS TF32: {q['instructions_cublas']:.1f} M), cycles ×{q['cycles_ratio']:.3f}; SM clock under load at "
       f"8192³: {q['mhz_before']:.0f} → {q['mhz_after']:.0f} MHz (cuBLAS TF32 {q['mhz_cublas']:.0f}); every C the "
@@ -65,8 +66,8 @@ print(f"warp instructions at 4096³: {q['instructions_before']:.1f} M before, {q
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "per_tile_cost")))
-lesson.say(hopper.per_tile_table(tile))
-t = hopper.per_tile_numbers(tile)
+lesson.say(lesson_17.per_tile_table(tile))
+t = lesson_17.per_tile_numbers(tile)
 slope = t["per_1024_us"]
 print(f"step 17 over cuBLAS TF32 per clock: {t['ratio_at'][1024]:.3f} at K = 1024, {t['ratio_at'][4096]:.3f} at "
       f"4096, {t['ratio_at'][8192]:.3f} at 8192; µs per 1,024 of K: step 17 {slope['warp_specialized']:.1f}, "
@@ -90,9 +91,9 @@ print(f"step 17 over cuBLAS TF32 per clock: {t['ratio_at'][1024]:.3f} at K = 102
 # %%
 import gemm_steps
 
-m = hopper.timeline_medians(hopper.timeline_run(), "warp_specialized")
+m = timelines.timeline_medians(timelines.timeline_run(), "warp_specialized")
 w = m["warpgroups"]
-tensor = hopper.tensor_clocks(hopper.ring_constants(gemm_steps.get_step("warp_specialized")))
+tensor = gpu_model.tensor_clocks(gpu_model.ring_constants(gemm_steps.get_step("warp_specialized")))
 print(f"a k-tile every {m['period']:.0f} cycles (the tensor cores need {tensor:.0f}); the consumers wait for data "
       f"{w[0]['wait_data']:.0f} and {w[1]['wait_data']:.0f} cycles of it; a k-tile's copies land {m['landing']:.0f} "
       f"cycles after they are issued, and are issued {w[0]['lead']:.0f}–{w[1]['lead']:.0f} cycles before a consumer "
@@ -113,11 +114,11 @@ print(f"a k-tile every {m['period']:.0f} cycles (the tensor cores need {tensor:.
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "timeline_17_20")))
-pair = hopper.load_run(hopper.TIMELINE_17_20_RUN)
-lesson.say(hopper.timeline_compare_table(pair))
-landing = {name: [hopper.timeline_medians(pair, name, block)["landing"] for block in (0, 1)]
+pair = load_run(lesson_17.TIMELINE_17_20_RUN)
+lesson.say(lesson_17.timeline_compare_table(pair))
+landing = {name: [timelines.timeline_medians(pair, name, block)["landing"] for block in (0, 1)]
            for name in ("warp_specialized", "cluster_multicast")}
-r = hopper.timeline_compare(pair)
+r = lesson_17.timeline_compare(pair)
 print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b, (x, y) in
                                                  enumerate(zip(landing["cluster_multicast"], landing["warp_specialized"])))
       + f"; means over both blocks and warpgroups: waits for data ×{r['wait_data']:.2f}, waits for the previous wgmma "
@@ -144,7 +145,7 @@ print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b,
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "cluster_arrivals")))
-lesson.say(hopper.arrivals_table())
+lesson.say(lesson_17.arrivals_table())
 
 # %% [markdown]
 # About 1 % in both runs, at every shape — at the bottom of the predicted range: the arrivals were a small part of
@@ -154,9 +155,9 @@ lesson.say(hopper.arrivals_table())
 
 # %%
 lesson.say(predictions.quote(predictions.get(17, "timeline_20_one_arrival")))
-for label, name in (("every warp arrives", hopper.TIMELINE_17_20_RUN), ("one arrival a warpgroup",
-                                                                        hopper.TIMELINE_17_20_RUN_2)):
-    r = hopper.timeline_compare(hopper.load_run(name))
+for label, name in (("every warp arrives", lesson_17.TIMELINE_17_20_RUN),
+                    ("one arrival a warpgroup", lesson_17.TIMELINE_17_20_RUN_2)):
+    r = lesson_17.timeline_compare(load_run(name))
     print(f"{label}: releases and loops ×{r['rest']:.2f}, waits for the previous wgmma ×{r['wait_previous']:.2f}, "
           f"loads and issues ×{r['issue']:.2f}, waits for data ×{r['wait_data']:.2f}, period ×{r['period']:.2f}")
 

@@ -1,0 +1,404 @@
+"""Lesson 16's helpers (step 16, ``tma_pipeline``: the copy engine, an mbarrier ring, a wgmma always in flight) and
+deep dive 16's: the ring's picture, the model lesson 16's after-the-run numbers come from, the speed table and figure
+from the run that measured steps 15–17 (lessons 17 and 22 show them too), the timeline's table and the speed its
+period implies, the builds before step 16, and the facts behind step 15's drop from 4096³ to 8192³. The run's
+records and the verdict against the Hopper target are :mod:`.tensor_core_results`'; the ring's constants and the
+tensor cores' rate :mod:`.gpu_model`'s; the timelines :mod:`.timelines`'. Numbers, tables and figures only: the words
+are the lessons'.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gemm_steps.harness import results_files
+
+from .display import MarkdownTable, table
+from .gpu_model import TF32_FLOP_PER_CLOCK, k_tile_flop, ring_constants, ring_schedule, tensor_clocks
+from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
+from .tensor_core_results import (BIG, caption, clock_table, find, load_run, measured, profile_sections,
+                                  read_text)
+from .timelines import TIMELINE_RUN, WARM_UP_K_TILES, timeline_medians
+from .timings import size_label
+
+# -- the shipped files (experiments/results/) --------------------------------------------------------------------------
+#: Step 16's kernel in row-major and grouped tile orders beside step 15 (experiments/warpgroup_order_bench.py), and
+#: Nsight Compute on two of them; the clocks under load; the benchmark's timing against queued launches.
+ORDER_RUN = results_files.EXPERIMENT_WARPGROUP_ORDER_NVIDIA_H200
+ORDER_PROFILE = results_files.NCU_WARPGROUP_ORDER_NVIDIA_H200_TXT
+CLOCKS_RUN = results_files.EXPERIMENT_CLOCKS_UNDER_LOAD_NVIDIA_H200
+TIMING_RUN = results_files.EXPERIMENT_TIMING_METHOD_NVIDIA_H200
+#: The rows of the speed table and figure: (kernel, label, colour).
+ROWS = [("cublas", "cuBLAS SGEMM (FP32 units)", "tab:red"), ("cublas_tf32", "cuBLAS TF32", "tab:purple"),
+        ("warpgroup_tf32", "step 15, TF32 wgmma, cp.async + bar.sync", "tab:cyan"),
+        ("tma_pipeline", "step 16, TMA + mbarrier ring", "tab:green"),
+        ("late_producer", "step 16, producer behind its wgmma (experiment)", "tab:olive"),
+        ("warp_specialized", "step 17, producer warpgroup + setmaxnreg", "tab:orange")]
+
+
+def sizes(run: dict) -> list[tuple]:
+    """The sizes of the run, in its order (the two squares, then the ragged shape)."""
+    return list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in run["records"]))
+
+
+# -- the ring: which k-tile in which stage -----------------------------------------------------------------------------
+def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[dict]:
+    """Step 16's ring during turn ``turn`` of its loop: per stage, the newest k-tile put there, and its state —
+    "filling" (the producer loads k-tile ``turn``), "ahead" (loaded, not read yet), "read" (its fragments are loaded
+    and its wgmma issued: k-tile ``turn − LOAD_AHEAD``), "in flight" (the k-tile before, whose wgmma may still run,
+    released after this turn's wait) or "free"."""
+    computed = turn - load_ahead
+    out = []
+    for s in range(stages):
+        t = max((t for t in range(turn + 1) if t % stages == s), default=None)
+        if t is None:
+            state = "free"
+        elif t == turn:
+            state = "filling"
+        elif t > computed:
+            state = "ahead"
+        elif t == computed:
+            state = "read"
+        elif t == computed - 1:
+            state = "in flight"
+        else:
+            state = "free"
+        out.append({"stage": s, "k_tile": t, "state": state,
+                    "full_parity": None if t is None else t // stages % 2})
+    return out
+
+
+STATE_COLOURS = {"filling": "tab:orange", "ahead": "tab:olive", "read": "tab:blue", "in flight": "lightsteelblue",
+                 "free": "0.9"}
+
+
+def ring_figure(step, k_tiles: int = 12, turn: int = 6):
+    """Left: step 16's ring during one turn (which k-tile each stage holds, its state, and the barriers' parities);
+    right: every k-tile's stage and the parities its waiters use, from :func:`ring_schedule`."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    c = ring_constants(step)
+    stages, ahead = c["STAGES"], c["LOAD_AHEAD"]
+    fig = Figure(figsize=(13, 4.4), layout="constrained")
+    snap, table = fig.subplots(1, 2, width_ratios=[1, 1.6])
+    for entry in ring_snapshot(stages, ahead, turn):
+        s, t = entry["stage"], entry["k_tile"]
+        snap.add_patch(Rectangle((s, 0.9), 0.9, 1.2, color=STATE_COLOURS[entry["state"]]))
+        snap.text(s + 0.45, 1.75, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
+        snap.text(s + 0.45, 1.45, f"k-tile {t}" if t is not None else "—", ha="center", fontsize=9)
+        snap.text(s + 0.45, 1.1, entry["state"], ha="center", fontsize=8)
+        fill = t // stages if t is not None else 0
+        snap.text(s + 0.45, 0.6, f"full[{s}]\nwait parity {fill % 2}", ha="center", fontsize=7.5, va="center")
+        snap.text(s + 0.45, 0.15, f"empty[{s}]\nnext refill waits\nparity {fill % 2}", ha="center", fontsize=7.5,
+                  va="center")
+    snap.set(xlim=(-0.1, stages), ylim=(-0.2, 2.3), title=f"During turn {turn}: the producer loads k-tile {turn}, "
+             f"every warp computes k-tile {turn - ahead}\n(LOAD_AHEAD = {ahead}; k-tile {turn - ahead - 1}'s wgmma "
+             "may still run)")
+    snap.title.set_fontsize(9)
+    snap.axis("off")
+    schedule = ring_schedule(stages, k_tiles)
+    for e in schedule:
+        x, y = e["k_tile"], stages - 1 - e["stage"]
+        table.add_patch(Rectangle((x, y), 0.95, 0.9, color=("tab:green", "tab:purple")[e["full_parity"]], alpha=0.25))
+        empty = "—" if e["empty_parity"] is None else str(e["empty_parity"])
+        table.text(x + 0.47, y + 0.45, f"t={x}\nfill {e['fill']}\nfull: {e['full_parity']}\nempty: {empty}",
+                   ha="center", va="center", fontsize=7)
+    table.set_xlim(0, k_tiles)
+    table.set_ylim(0, stages)
+    table.set_yticks([stages - 1 - s + 0.45 for s in range(stages)], [f"stage {s}" for s in range(stages)])
+    table.set_xticks([])
+    table.set_title("Each k-tile t: its stage t % STAGES, which fill of it (t // STAGES), the parity consumers wait "
+                    "on full[s] for\n(fill % 2; green 0, purple 1) and the parity the producer waits on empty[s] "
+                    "for before refilling ((fill − 1) % 2)", fontsize=9)
+    for side in ("top", "right", "bottom"):
+        table.spines[side].set_visible(False)
+    return fig
+
+
+def shared_budget(step) -> dict:
+    """The ring's shared memory: bytes per stage, the ring's, the SM's per-block limit, and whether one more stage
+    would fit."""
+    from .compiled import SM90_LIMITS
+
+    c = ring_constants(step)
+    ring = c["STAGES"] * c["STAGE_BYTES"]
+    limit = SM90_LIMITS["shared_bytes"] - SM90_LIMITS["shared_reserved_per_block"]
+    return {"stage": c["STAGE_BYTES"], "stages": c["STAGES"], "ring": ring, "limit": limit,
+            "one_more_fits": ring + c["STAGE_BYTES"] <= limit}
+
+
+# -- the model the prediction comes from -------------------------------------------------------------------------------
+#: The model of experiments/warpgroup_tma_bench.py (an assumption, not a measurement): between k-tiles a warpgroup
+#: waits for shared memory (≈ 30 clocks of latency), then rounds and moves its 16 fragment values (≈ 70).
+SHARED_LATENCY_CLOCKS, FRAGMENT_WORK_CLOCKS = 30, 70
+
+
+def tensor_ceiling_tflops(run: dict, mhz: float | None = None) -> float:
+    """Every SM's tensor cores busy all the time, at ``mhz`` (default: the run's maximum SM clock)."""
+    env = run["environment"]
+    return env["sm_count"] * TF32_FLOP_PER_CLOCK * (mhz or env["sm_clock_max_mhz"]) * 1e6 / 1e12
+
+
+def pause_model(step, run: dict) -> dict:
+    """Lesson 16's prediction: step 15 spends a k-tile's tensor-core time plus a pause (the model's constants) with
+    the tensor cores idle, since ``bar.sync`` keeps both warpgroups' pauses together; step 16 hides the pause (the
+    ring lets the warpgroups drift apart, and a second fragment register set overlaps it with the wgmma in flight).
+    Per big square: step 15's TFLOPS in ``run``, the prediction step 15 × (tensor + pause) / tensor, and the tensor
+    ceiling at that record's median clock."""
+    c = ring_constants(step)
+    tensor, pause = tensor_clocks(c), SHARED_LATENCY_CLOCKS + FRAGMENT_WORK_CLOCKS
+    out = {"k_tile_mflop": k_tile_flop(c) / 1e6, "tensor_clocks": tensor, "pause_clocks": pause,
+           "gain": pause / tensor, "sizes": {}}
+    for size in BIG:
+        r15 = measured(run, "warpgroup_tf32", size)
+        if r15:
+            out["sizes"][size] = {"step15": r15["tflops"], "predicted": r15["tflops"] * (tensor + pause) / tensor,
+                                  "ceiling": tensor_ceiling_tflops(run, r15.get("sm_clock_mhz_median"))}
+    return out
+
+
+# -- speed: the run that measured steps 15–17 beside both cuBLAS -------------------------------------------------------
+def speed_rows(run: dict) -> dict:
+    """{kernel: {size: {"tflops", "of_cublas_tf32", "vs_sgemm", "mhz", "mhz_min", "ms"}}} for :data:`ROWS`."""
+    out = {}
+    for kernel, *_ in ROWS:
+        out[kernel] = {}
+        for size in sizes(run):
+            r, tf32, sgemm = (measured(run, k, size) for k in (kernel, "cublas_tf32", "cublas"))
+            if r is None:
+                continue
+            out[kernel][size] = {"tflops": r["tflops"], "of_cublas_tf32": r["tflops"] / tf32["tflops"],
+                                 "vs_sgemm": r["tflops"] / sgemm["tflops"], "mhz": r.get("sm_clock_mhz_median"),
+                                 "mhz_min": r.get("sm_clock_mhz_min"), "ms": r["median_ms"]}
+    return out
+
+
+def speed_table(run: dict, kernels=None) -> MarkdownTable:
+    """TFLOPS, share of cuBLAS TF32 and the SM clock (median, and the slowest launch's) of each kernel at each size."""
+    chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
+    return clock_table(run, chosen, sizes(run), "cublas_tf32", "{:.0%} of TF32", "share of cuBLAS TF32", measured)
+
+
+def speed_figure(run: dict, kernels=None):
+    """Left: TFLOPS of each kernel at each size (bars); right: share of cuBLAS TF32 at the two big squares with the
+    course's target."""
+    from matplotlib.figure import Figure
+
+    rows = speed_rows(run)
+    chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
+    size_list = sizes(run)
+    fig = Figure(figsize=(13, 4.4), layout="constrained")
+    speed, share = fig.subplots(1, 2)
+    width = 0.8 / len(chosen)
+    for i, (kernel, label, colour) in enumerate(chosen):
+        x = np.arange(len(size_list)) + (i - (len(chosen) - 1) / 2) * width
+        speed.bar(x, [rows[kernel].get(s, {}).get("tflops", np.nan) for s in size_list], width, color=colour,
+                  label=label)
+        if kernel not in ("cublas", "cublas_tf32"):
+            xb = np.arange(len(BIG)) + (i - (len(chosen) - 1) / 2) * width
+            share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in BIG], width,
+                      color=colour, label=label)
+    speed.set_xticks(range(len(size_list)), [size_label(s) for s in size_list])
+    top = max(q["tflops"] for kernel, *_ in chosen for q in rows[kernel].values())
+    speed.set(ylabel="TFLOPS", title="Speed", ylim=(0, 1.6 * top))  # room for the legend above the bars
+    speed.legend(fontsize=7, loc="upper right")
+    share.axhline(TARGET_HOPPER_TF32_PCT_OF_CUBLAS, color="k", ls="--", lw=1,
+                  label=f"the course's target: {TARGET_HOPPER_TF32_PCT_OF_CUBLAS:.0f} % of cuBLAS TF32")
+    share.axhline(100, color="tab:purple", lw=1)
+    share.set_xticks(range(len(BIG)), [size_label(s) for s in BIG])
+    share.set(ylabel="% of cuBLAS TF32 (same run)", title="Against cuBLAS TF32", ylim=(0, 110))
+    share.legend(fontsize=7, loc="lower right")
+    env = run["environment"]
+    fig.suptitle(f"Steps 15–17 beside both cuBLAS, one run: {env.get('gpu')}, {str(env.get('date'))[:10]}",
+                 fontsize=9)
+    return fig
+
+
+def ragged_same(run: dict, tolerance: float = 0.02) -> dict:
+    """The ragged shape (K not a multiple of 32: every tile on step 15's edge kernel): each step's TFLOPS there and
+    whether steps 15–17 are within ``tolerance`` of each other."""
+    ragged = [s for s in sizes(run) if s not in BIG]
+    if not ragged:
+        return {}
+    size = ragged[0]
+    got = {k: measured(run, k, size)["tflops"] for k in ("warpgroup_tf32", "tma_pipeline", "warp_specialized")
+           if measured(run, k, size)}
+    return {"size": size, "tflops": got, "same": max(got.values()) / min(got.values()) - 1 <= tolerance}
+
+
+# -- the timeline ------------------------------------------------------------------------------------------------------
+def implied_tflops(timeline: dict, step_name: str, step) -> float:
+    """The TFLOPS every SM would run at if each took the recorded block's period per k-tile (one block per SM, no
+    tails): SMs × k-tile FLOP / (period / clock)."""
+    m = timeline_medians(timeline, step_name)
+    return timeline["environment"]["sm_count"] * k_tile_flop(ring_constants(step)) * m["mhz"] * 1e6 / m["period"] / 1e12
+
+
+def timeline_table(timeline: dict, step_names) -> MarkdownTable:
+    """The medians of :func:`timeline_medians` per step, one column per step (clocks)."""
+    m = {name: timeline_medians(timeline, name) for name in step_names}
+    rows = [("producer: waits for an empty stage", lambda q: q["producer"]["wait_empty"]),
+            ("producer: issues the copies", lambda q: q["producer"]["issue"])]
+    for w in (0, 1):
+        rows += [(f"warpgroup {w}: period (turn to turn)", lambda q, w=w: q["warpgroups"][w]["period"]),
+                 (f"warpgroup {w}: waits for data", lambda q, w=w: q["warpgroups"][w]["wait_data"]),
+                 (f"warpgroup {w}: loads fragments, issues wgmma", lambda q, w=w: q["warpgroups"][w]["issue"]),
+                 (f"warpgroup {w}: waits for the previous wgmma", lambda q, w=w: q["warpgroups"][w]["wait_previous"]),
+                 (f"warpgroup {w}: copies issued before its turn", lambda q, w=w: q["warpgroups"][w]["lead"])]
+    cells = [{"median, clocks": label, **{f"`{n}`": f"{get(m[n]):,.0f}" for n in step_names}} for label, get in rows]
+    cells.append({"median, clocks": "warpgroup 0 behind warpgroup 1, k-tiles",
+                  **{f"`{n}`": f"{m[n]['behind']:.1f}" for n in step_names}})
+    return MarkdownTable(table(cells, align="l" + "r" * len(step_names)) + f"\n\n*k-tiles {WARM_UP_K_TILES}–"
+                         f"{timeline['recorded_k_tiles'] - 1} of block 0; `{TIMELINE_RUN}`.*")
+
+
+# -- how step 16 was found (H100 runs of experiments/warpgroup_tma_bench.py) -------------------------------------------
+#: The TMA builds before step 16, each in its own run beside step 15: (file, record, what changed).
+HISTORY = [(results_files.EXPERIMENT_WARPGROUP_TMA_BULK_ROWS_NVIDIA_H100, "warpgroup_tma", "B by 32 bulk row copies"),
+           (results_files.EXPERIMENT_WARPGROUP_TMA_NVIDIA_H100, "warpgroup_tma",
+            "B by one tensor copy; ptxas serialised the wgmma around the wait's divergent branches (C7518)"),
+           (results_files.EXPERIMENT_WARPGROUP_TMA_UNIFORM_WAIT_NVIDIA_H100, "warpgroup_tma",
+            "the wait as uniform branches (bra.uni)"),
+           (results_files.EXPERIMENT_WARPGROUP_OVERLAP_NVIDIA_H100, "warpgroup_overlap",
+            "two fragment register sets: a k-tile of wgmma in flight (step 16 but for the tile order)")]
+
+
+def history() -> list[dict]:
+    """Each build of :data:`HISTORY` at 4096³ and 8192³: its TFLOPS and × step 15 in the same run."""
+    out = []
+    for name, build, what in HISTORY:
+        run = load_run(name)
+        if run is None:
+            continue
+        row = {"file": name, "what": what, "gpu": run["environment"].get("gpu"), "sizes": {}}
+        for size in BIG:
+            r, r15 = find(run, build, size), find(run, "warpgroup_tf32", size)
+            if r and r15:
+                row["sizes"][size] = {"tflops": r["tflops"], "vs_step15": r["tflops"] / r15["tflops"]}
+        out.append(row)
+    return out
+
+
+def history_table() -> MarkdownTable:
+    def cell(q):
+        return "—" if q is None else f"{q['tflops']:.1f} ({q['vs_step15']:.2f}×)"
+
+    return table([{"build": row["what"], **{f"{size_label(s)}: TFLOPS (× step 15)": cell(row["sizes"].get(s))
+                                            for s in BIG}, "file": f"`{row['file']}` ({row['gpu']})"}
+                  for row in history()], align="lrrl")
+
+
+# -- step 15's drop from 4096³ to 8192³ (deep dive 16) -----------------------------------------------------------------
+def drop(run: dict) -> dict:
+    """Per kernel of :data:`ROWS`: TFLOPS at 8192³ over 4096³, the two median clocks, and the ratio per clock
+    (TFLOPS / MHz at 8192³ over 4096³), from ``run``."""
+    out = {}
+    for kernel, *_ in ROWS:
+        small, big = (measured(run, kernel, s) for s in BIG)
+        if small and big:
+            mhz = (small.get("sm_clock_mhz_median"), big.get("sm_clock_mhz_median"))
+            ratio = big["tflops"] / small["tflops"]
+            out[kernel] = {"ratio": ratio, "mhz": mhz, "per_clock": ratio * mhz[0] / mhz[1] if all(mhz) else None}
+    return out
+
+
+def first_wave_tiles(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> list[tuple[int, int]]:
+    """(tile-row, tile-column) of the first ``sms`` tiles of a square of ``size`` in step 16's order: column by
+    column within groups of ``group_m`` tile-rows (1: row-major) — the kernel's formula."""
+    rows, cols = size // bm, size // bn
+    out = []
+    for tile in range(min(sms, rows * cols)):
+        first_row = tile // cols // group_m * group_m
+        height = min(rows - first_row, group_m)
+        in_group = tile - first_row * cols
+        out.append((first_row + in_group % height, in_group // height))
+    return out
+
+
+def wave_traffic(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> dict:
+    """The DRAM model of experiments/warpgroup_order_bench.py: one wave's tiles read each A panel (bm × K floats) and
+    B panel (K × bn) they touch once, and nothing survives in L2 between waves. The wave's panels, its MB, and MB per
+    GFLOP of the wave's work."""
+    tiles = first_wave_tiles(size, group_m, sms, bm, bn)
+    rows, cols = len({r for r, _ in tiles}), len({c for _, c in tiles})
+    mb = (rows * bm + cols * bn) * size * 4 / 1e6
+    gflop = 2 * len(tiles) * bm * bn * size / 1e9
+    return {"a_panels": rows, "b_panels": cols, "mb": mb, "mb_per_gflop": mb / gflop}
+
+
+def order_table(order_run: dict) -> MarkdownTable:
+    """Step 16's kernel in row-major order and in groups of 4, 8, 16 tile-rows beside step 15 and cuBLAS TF32:
+    TFLOPS at both squares and 8192³ over 4096³."""
+    names = [("warpgroup_tf32", "step 15"), ("overlap_group1", "step 16's kernel, row-major"),
+             ("overlap_group4", "… groups of 4"), ("overlap_group8", "… groups of 8 (step 16)"),
+             ("overlap_group16", "… groups of 16"), ("cublas_tf32", "cuBLAS TF32")]
+    rows = []
+    for name, label in names:
+        got = [find(order_run, name, s) for s in BIG]
+        if None not in got:
+            rows.append({"kernel": label, **{size_label(s): f"{g['tflops']:.1f}" for s, g in zip(BIG, got)},
+                         "8192³ / 4096³": f"{got[1]['tflops'] / got[0]['tflops']:.3f}"})
+    return MarkdownTable(table(rows, align="lrrr") + "\n\n" + caption(order_run))
+
+
+def order_gain(order_run: dict) -> dict:
+    """What grouping by 8 bought at each square (× row-major), and the share of step 15's drop it makes up at
+    8192³ (the gain over the row-major drop's size)."""
+    out = {}
+    for s in BIG:
+        out[s] = find(order_run, "overlap_group8", s)["tflops"] / find(order_run, "overlap_group1", s)["tflops"]
+    row = [find(order_run, "overlap_group1", s)["tflops"] for s in BIG]
+    group = [find(order_run, "overlap_group8", s)["tflops"] for s in BIG]
+    lost_row = 1 - row[1] / row[0]
+    lost_group = 1 - group[1] / group[0]
+    return {"gain": out, "drop_row_major": lost_row, "drop_grouped": lost_group,
+            "share_recovered": (lost_row - lost_group) / lost_row if lost_row > 0 else None}
+
+
+_PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
+
+
+def order_profile() -> dict:
+    """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): {"dram_gb", "l2_hit_pct",
+    "ms", "ghz"}}; {} if the report is not shipped."""
+    text = read_text(ORDER_PROFILE)
+    if text is None:
+        return {}
+    return {(int(head.group(1)), int(head.group(2))): {
+        "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
+        "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}
+        for head, metrics in profile_sections(text, _PROFILE_HEADER)}
+
+
+def profile_tflops(profile: dict) -> dict:
+    """TFLOPS of each profiled launch (one launch, Nsight Compute's duration)."""
+    return {key: 2 * key[0] ** 3 / (q["ms"] * 1e-3) / 1e12 for key, q in profile.items()}
+
+
+def clocks_table(clocks_run: dict) -> MarkdownTable:
+    """The clocks under load (:data:`CLOCKS_RUN`): per kernel and size, the SM clock and power while it ran back to
+    back for seconds, and the clock right after each benchmark-style launch (median, slowest)."""
+    rows = [{"kernel": f"`{r['kernel']}`", "size": f"{r['size']}³", "back to back: SM clock, median (min) MHz":
+             f"{r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f})", "power, W": f"{r['power_w_median']:.0f}",
+             "after each launch: median (min) MHz": f"{r['probe_mhz_median']:.0f} ({r['probe_mhz_min']:.0f})"}
+            for r in clocks_run["records"]]
+    env = clocks_run["environment"]
+    return MarkdownTable(table(rows, align="lrrrr") + f"\n\n*{env.get('gpu')}, power limit "
+                         f"{env.get('smi_power_limit')} W, `{CLOCKS_RUN}`.*")
+
+
+def timing_table(timing_run: dict) -> MarkdownTable:
+    """The benchmark's timing against the same launches queued behind a spinning kernel (:data:`TIMING_RUN`)."""
+    rows = [{"kernel": f"`{r['kernel']}`", "size": f"{r['size']}³", "benchmark, ms": f"{r['bench_ms']:.3f}",
+             "queued, ms": f"{r['queued_ms']:.3f}", "queued / benchmark": f"{r['queued_ms'] / r['bench_ms']:.3f}",
+             "host in launch(), µs": f"{r['host_launch_us']:.0f}"} for r in timing_run["records"]]
+    return MarkdownTable(table(rows, align="lrrrrr") + f"\n\n*{timing_run['environment'].get('gpu')}, `{TIMING_RUN}`.*")
+
+
+def timing_agreement(timing_run: dict, kernels=("warpgroup_tf32", "overlap_group8")) -> float:
+    """The largest |queued / benchmark − 1| over ``kernels`` (the course's own: their launches hide behind the
+    fills)."""
+    return max(abs(r["queued_ms"] / r["bench_ms"] - 1) for r in timing_run["records"] if r["kernel"] in kernels)
