@@ -63,7 +63,7 @@ lesson.say(lesson_05.reuse_table([shared, register_1d, register_2d]))
 results = lesson.measure_or_load(["shared_memory", "register_1d", "register_2d"], [512, 1024, 2048, 4096, 8192])
 if results:
     predicted = lesson_05.prediction(results, register_1d, register_2d)
-    lesson.say(predicted["table"])
+    lesson.say(predicted.table)
 
 # %% [markdown]
 # **Prediction: if shared memory were the limit, step 5 could be faster than step 4 by the ceilings' ratio** (the
@@ -116,10 +116,9 @@ lesson.say(lesson_05.profile_check(register_1d, register_2d))
 # %%
 if results:
     measured = lesson_05.verdict(results, [shared, register_1d, register_2d], predicted)
-    lesson.say(measured["table"])
-    lesson.say(measured["sizes"])
-    print("faster than the model allowed:", measured["beats_model"], "| some size leaves SMs idle:",
-          measured["idle_sms"])
+    lesson.say(measured.table)
+    lesson.say(measured.sizes)
+    print("faster than the model allowed:", measured.beats_model, "| some size leaves SMs idle:", measured.idle_sms)
 
 # %% [markdown]
 # Step 5 beats step 4 by more than the shared-memory model allowed, and the profiles say why the model was too low

@@ -68,7 +68,7 @@ lesson.compiled_table(kernels)
 results = lesson.measure_or_load(["vectorized", "unrolled"], [512, 1024, 2048, 4096])
 if results:
     predicted = lesson_07.prediction(results, kernels, vectorized, unrolled)
-    lesson.say(predicted["table"])
+    lesson.say(predicted.table)
 
 # %% [markdown]
 # Instructions per FMA fall, so the issue ceiling rises. **If step 7 keeps step 6's share of its issue ceiling,
@@ -93,8 +93,8 @@ if results:
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
     measured = lesson_07.verdict(results, predicted)
-    lesson.say(measured["table"])
-    print("against the prediction:", measured["outcome"])
+    lesson.say(measured.table)
+    print("against the prediction:", measured.outcome)
 
 # %% [markdown]
 # The line under the table reads the speedup against the predicted ratio: `as predicted` (at least 95 % of it) would
@@ -130,7 +130,7 @@ lesson.sweep_table(sweep, unrolled) if sweep else None
 
 # %%
 if sweep:
-    lesson.say(lesson_07.sweep_findings(sweep, unrolled)["table"])
+    lesson.say(lesson_07.sweep_findings(sweep, unrolled).table)
 
 # %% [markdown]
 # `BLOCK_K` 8 against 16, with no hint and everything else equal, is a tie within the noise band: halving the
@@ -144,7 +144,7 @@ if sweep:
 
 # %%
 lesson.say(lesson.register_table(compiled))
-lesson.say(lesson_07.hint_registers(compiled, unrolled)["table"])
+lesson.say(lesson_07.hint_registers(compiled, unrolled).table)
 
 # %% [markdown]
 # Nsight Compute's count is what ran: the PTX compiled by the driver's JIT when the kernel was loaded. The other two

@@ -96,8 +96,8 @@ if results:
 
     lesson.show_figure(plots.plot_tflops_vs_size(results))
     measured = lesson_09.verdict(results, double_buffered, warp_tiling)
-    lesson.say(measured["table"])
-    print("against the prediction (a few percent):", measured["outcome"])
+    lesson.say(measured.table)
+    print("against the prediction (a few percent):", measured.outcome)
 
 # %% [markdown]
 # ## Separating the map from the tiles
@@ -114,9 +114,9 @@ lesson.sweep_table(sweep, warp_tiling) if sweep else None
 # %%
 step8_sweep = lesson.load_shipped(results_files.TUNING_DOUBLE_BUFFERED_ANY, "step 8's sweep, a separate run")
 parts = lesson_09.map_and_tiles(sweep, step8_sweep)
-if parts and parts.get("same_tiles"):
-    lesson.say(parts["table"])
-    lesson.say(parts["numbers"])
+if parts and parts.same_tiles:
+    lesson.say(parts.table)
+    lesson.say(parts.numbers)
 
 # %% [markdown]
 # ## What the numbers say

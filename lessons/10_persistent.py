@@ -34,7 +34,7 @@ print(persistent.doc)
 # %%
 lesson.show_code(inspect.getsource(exercise_solutions.expected_tile_order))
 lesson.show_figure(lesson_10.tile_order_figure(persistent, rows=12, cols=16, resident=32))
-lesson.say(lesson_10.first_wave(persistent, rows=12, cols=16, resident=32)["table"])
+lesson.say(lesson_10.first_wave(persistent, rows=12, cols=16, resident=32).table)
 
 # %% [markdown]
 # With step 10's tiles, the first wave of the picture reads about half as many floats of A and B per step of k
@@ -95,8 +95,8 @@ experiment = lesson_10.load_experiment(occupancy["blocks"])
 if experiment:
     lesson.say(lesson_10.setup(experiment, occupancy["blocks"]))
     dram = lesson_10.dram_table(experiment)
-    lesson.say(dram["table"])
-    print(f"DRAM needs at most {dram['share']:.0%} of a kernel's time at datasheet bandwidth, in either order")
+    lesson.say(dram.table)
+    print(f"DRAM needs at most {dram.share:.0%} of a kernel's time at datasheet bandwidth, in either order")
 
 # %% [markdown]
 # **Prediction:** if L2 keeps each wave's data, DRAM needs only that small share of the kernel's time at full
@@ -141,8 +141,8 @@ if experiment:
 
 # %%
 if experiment:
-    lesson.say(lesson_10.waves(experiment)["table"])
-    lesson.say(lesson_10.verdict(experiment)["table"])
+    lesson.say(lesson_10.waves(experiment).table)
+    lesson.say(lesson_10.verdict(experiment).table)
 
 # %% [markdown]
 # * **Waves.** The shape just past one wave takes far more than its share of work longer than one wave: its last

@@ -111,7 +111,7 @@ lesson.compiled_table(compiled)
 sweep = lesson_11.load_sweep(compiled)
 if sweep:
     lesson.say(lesson_11.split_table(sweep))
-    lesson.say(lesson_11.prediction(sweep)["table"])
+    lesson.say(lesson_11.prediction(sweep).table)
 
 # %% [markdown]
 # **Prediction.** Just past a whole wave, a tile-per-block schedule leaves most of its last wave's block-slots
@@ -149,8 +149,8 @@ for m, n, k in checks:
         print(lesson_11.picture(tiles, k_tiles, SIMULATED_RESIDENT_BLOCKS) + "\n")
 lesson.check_against_numpy(stream_k, checks)
 same = lesson_11.determinism(stream_k, persistent, checks[1])
-lesson.say(same["table"])
-assert same["same_bits"], "step 11 is not deterministic on the simulator"
+lesson.say(same.table)
+assert same.same_bits, "step 11 is not deterministic on the simulator"
 
 # %% [markdown]
 # Two runs are bitwise identical. Against step 10, and on another grid, the elements that differ lie in the tiles
@@ -187,7 +187,7 @@ if sweep:
 # %%
 if sweep:
     lesson.say(lesson_11.where_it_ran(sweep))
-    lesson.say(lesson_11.verdict(sweep)["table"])
+    lesson.say(lesson_11.verdict(sweep).table)
 
 # %% [markdown]
 # **Stream-K wins where waves were the problem**: on the wave-boundary shapes, and most on the deep shapes, the

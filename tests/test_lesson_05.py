@@ -36,12 +36,12 @@ def test_the_shipped_profiles_match_the_model_the_lesson_says_they_match():
     old, new = lesson_05.profile_counts(STEP4), lesson_05.profile_counts(STEP5)
     if old is None or new is None:
         pytest.fail("the shipped Nsight Compute reports of steps 4-5 are missing (renamed?): lesson 5 reads them")
-    model4 = lesson_05._model_rows(STEP4.config)["scalar"]
+    model4 = lesson_05._model_rows(STEP4.config).scalar
     model5 = lesson_05._model_rows(STEP5.config)
-    assert old["wavefronts"] == pytest.approx(model4["total"], rel=0.02)
-    assert new["wavefronts"] == pytest.approx(model5["wide"]["total"], rel=0.02)
-    assert new["conflicts"] == pytest.approx(model5["wide"]["conflicts"], rel=0.02)
-    assert abs(new["wavefronts"] - model5["scalar"]["total"]) > 10
+    assert old.wavefronts == pytest.approx(model4.total, rel=0.02)
+    assert new.wavefronts == pytest.approx(model5.wide.total, rel=0.02)
+    assert new.conflicts == pytest.approx(model5.wide.conflicts, rel=0.02)
+    assert abs(new.wavefronts - model5.scalar.total) > 10
 
 
 def test_sign_tests_are_read_from_ptx():
@@ -70,18 +70,18 @@ def test_prediction_and_verdict_are_numbers_from_the_shipped_benchmark():
     if results is None:
         pytest.fail("no shipped course benchmark with steps 3-5 (renamed?): lesson 5 reads it")
     pred = lesson_05.prediction(results, STEP4, STEP5)
-    model = pred["model"]
+    model = pred.model
     assert (model["register_1d"]["A wavefronts"], model["register_1d"]["B wavefronts"]) == (8, 1)
     assert (model["register_2d"]["A wavefronts"], model["register_2d"]["B wavefronts"]) == (16, 32)
-    assert pred["ratio"] == pytest.approx(model["register_2d"]["FMAs per wavefront"]
+    assert pred.ratio == pytest.approx(model["register_2d"]["FMAs per wavefront"]
                                           / model["register_1d"]["FMAs per wavefront"])
     measured = lesson_05.verdict(results, [gemm_steps.get_step("shared_memory"), STEP4, STEP5], pred)
-    numbers = measured["numbers"]
+    numbers = measured.numbers
     assert numbers["step 5 / step 4"] > 1 and numbers["step 5 / step 3"] > 1
-    assert measured["beats_model"] == (numbers["step 5 / step 4"] > pred["ratio"])
+    assert measured.beats_model == (numbers["step 5 / step 4"] > pred.ratio)
     assert numbers["ceiling, B in 128-bit loads (TFLOPS)"] > numbers["ceiling, loads as written (TFLOPS)"]
-    sizes = measured["sizes"].rows
-    assert measured["idle_sms"] == any(r["SMs idle"] for r in sizes) and sizes[0]["SMs idle"]
+    sizes = measured.sizes.rows
+    assert measured.idle_sms == any(r["SMs idle"] for r in sizes) and sizes[0]["SMs idle"]
     assert sizes[0]["blocks in the grid"] == (512 // 128) ** 2 and not sizes[-1]["SMs idle"]
 
 
@@ -98,11 +98,11 @@ def test_the_experiment_tables_read_the_shipped_run():
 def test_the_profile_check_and_the_load_widths_hold_the_models_counts():
     check = {r["per warp and k-step"]: r for r in lesson_05.profile_check(STEP4, STEP5).rows}
     model = lesson_05._model_rows(STEP5.config)
-    assert check["step 5: shared wavefronts"]["model, B as two 128-bit loads"] == model["wide"]["total"] == 33
-    assert check["step 5: of them bank conflicts"]["profiler"] == lesson_05.profile_counts(STEP5)["conflicts"]
+    assert check["step 5: shared wavefronts"]["model, B as two 128-bit loads"] == model.wide.total == 33
+    assert check["step 5: of them bank conflicts"]["profiler"] == lesson_05.profile_counts(STEP5).conflicts
     widths = lesson_05.load_widths(STEP5).rows
     assert [r["B wavefronts (model)"] for r in widths[:3]] == [32, 32, 16]
-    assert widths[3]["A + B + stores (model)"] == lesson_05.profile_counts(STEP5)["wavefronts"]
+    assert widths[3]["A + B + stores (model)"] == lesson_05.profile_counts(STEP5).wavefronts
 
 
 def test_the_ceilings_and_the_sign_tests_of_made_up_kernels():

@@ -1,5 +1,7 @@
 """Lesson 7's helpers (gemm_steps/course/lesson_07.py) on the shipped files: fast, no compiling."""
 
+from dataclasses import replace
+
 import pytest
 
 import gemm_steps
@@ -12,7 +14,8 @@ def test_sweep_findings_compare_block_k_and_the_hint_with_everything_else_equal(
 
     sweep = load_shipped("tuning-unrolled-*.json", "test")
     assert sweep
-    found = lesson_07.sweep_findings(sweep, gemm_steps.get_step("unrolled"))
+    findings = lesson_07.sweep_findings(sweep, gemm_steps.get_step("unrolled"))
+    found = findings.numbers
     records = lesson_07.sweep_records(sweep)
     k8 = lesson_07._find(records, BLOCK_M=128, BLOCK_N=128, THREAD_M=8, THREAD_N=8, BLOCK_K=8, MIN_BLOCKS_PER_SM=0)
     k16 = lesson_07._find(records, BLOCK_M=128, BLOCK_N=128, THREAD_M=8, THREAD_N=8, BLOCK_K=16, MIN_BLOCKS_PER_SM=0)
@@ -26,7 +29,7 @@ def test_sweep_findings_compare_block_k_and_the_hint_with_everything_else_equal(
     first = gemm_steps.get_step("unrolled").module.SEARCH_SPACE[0]
     assert found["the search space's first is the rule's pick"] == lesson_07.same_config(
         lesson_07.tile_fields(first), tuning.choose_best(records)["config"])
-    assert f"{k8['median_ms']:.2f}" in found["table"]
+    assert f"{k8['median_ms']:.2f}" in findings.table
 
 
 def test_first_call_reads_the_run_and_its_log():
@@ -43,10 +46,10 @@ def test_shipped_compile_times_read_the_file():
 
     found = lesson_07.shipped_compile_times()
     data = json.loads(shipped_file("compile-times-nvidia-h200.json").read_text())
-    rows = {r["step"]: r for r in found["table"].rows}
+    rows = {r["step"]: r for r in found.table.rows}
     assert list(rows) == list(data["compile_times"])
     assert rows["unrolled"]["first call, empty caches"] == data["compile_times"]["unrolled"]["cold_s"]
-    assert data["environment"]["gpu"] in found["measured"]
+    assert data["environment"]["gpu"] in found.measured
 
 
 def test_first_call_table_has_a_row_per_step_and_size():
@@ -74,8 +77,9 @@ def test_prediction_and_verdict_from_a_made_up_compile():
     results = {"environment": {"gpu": "x", "sm_count": 1, "max_sm_clock_mhz": 1000, "fp32_cores_per_sm": 128},
                "records": [{"step": s, "M": 64, "N": 64, "K": 64, "median_ms": ms, "tflops": tf, "pct_of_cublas": 1.0}
                            for s, ms, tf in (("vectorized", 2.0, 1.0), ("unrolled", 1.0, 2.0), ("cublas", 0.5, 4.0))]}
-    predicted = {"names": ("vectorized", "unrolled"), "size": (64, 64, 64), "before": results["records"][0],
-                 "issue": {"vectorized": 4.0, "unrolled": 8.0}, "share": 0.25, "ratio": 2.0}
-    assert lesson_07.verdict(results, predicted)["outcome"] == "as predicted"
-    assert lesson_07.verdict(results, {**predicted, "ratio": 2.2})["outcome"] == "most of it"
-    assert lesson_07.verdict(results, {**predicted, "ratio": 3.0})["outcome"] == "less"
+    predicted = lesson_07.Prediction(per_fma={}, issue={"vectorized": 4.0, "unrolled": 8.0}, size=(64, 64, 64),
+                                     before=results["records"][0], share=0.25, ratio=2.0,
+                                     names=("vectorized", "unrolled"), table=None)
+    assert lesson_07.verdict(results, predicted).outcome == "as predicted"
+    assert lesson_07.verdict(results, replace(predicted, ratio=2.2)).outcome == "most of it"
+    assert lesson_07.verdict(results, replace(predicted, ratio=3.0)).outcome == "less"

@@ -27,8 +27,8 @@ def test_each_thread_map_covers_the_block_tile_once(step):
 
 def test_the_new_map_removes_the_fragment_conflicts():
     m8, m9 = lesson_09.k_step_model(STEP8), lesson_09.k_step_model(STEP9)
-    assert m8["B loads"]["conflicts"] > 0 and m8["A loads"]["conflicts"] == 0
-    assert m9["A loads"]["conflicts"] == m9["B loads"]["conflicts"] == 0
+    assert m8.b_loads.conflicts > 0 and m8.a_loads.conflicts == 0
+    assert m9.a_loads.conflicts == m9.b_loads.conflicts == 0
 
 
 def test_the_model_counts_the_conflicts_the_profiler_counts():
@@ -36,7 +36,7 @@ def test_the_model_counts_the_conflicts_the_profiler_counts():
         measured = lesson_09.measured_per_k_step(step)
         if measured is None:
             pytest.fail("the shipped Nsight Compute reports are missing (renamed?): lesson 9 reads them")
-        assert lesson_09.k_step_model(step)["total"]["conflicts"] == pytest.approx(measured["conflicts"], abs=0.05)
+        assert lesson_09.k_step_model(step).total.conflicts == pytest.approx(measured["conflicts"], abs=0.05)
 
 
 def test_issue_rates_are_read_from_the_reports():
@@ -48,8 +48,8 @@ def test_issue_rates_are_read_from_the_reports():
     for r in rows:
         assert 0 < r["step 9"] < r["cuBLAS"] <= 1 and 0.9 < r["cuBLAS's warp-instructions / step 9's"] < 1.1
     assert rows[0]["step 9"] == profiles.load("warp_tiling").value("Issued Warp Per Scheduler")
-    h200 = {k["kernel"]: k for k in lesson_09.ncu_h200_kernels()}
-    assert rows[1]["step 9"] == h200["step9_shipped_fast_kernel"]["issue"]
+    h200 = {k.kernel: k for k in lesson_09.ncu_h200_kernels()}
+    assert rows[1]["step 9"] == h200["step9_shipped_fast_kernel"].issue
 
 
 def test_pictures_are_drawn_from_the_configuration():
@@ -117,20 +117,20 @@ def test_the_model_table_holds_the_model_and_the_profilers_counts():
     rows = {r["per warp and k-step"]: r for r in lesson_09.model_table([STEP8, STEP9]).rows}
     for step in (STEP8, STEP9):
         model, measured, column = lesson_09.k_step_model(step), lesson_09.measured_per_k_step(step), f"step {step.number}"
-        assert rows["**bank conflicts (model)**"][column] == model["total"]["conflicts"]
+        assert rows["**bank conflicts (model)**"][column] == model.total.conflicts
         assert rows["**bank conflicts (profiler)**"][column] == measured["conflicts"]
-        assert 0 <= model["total"]["wavefronts"] - rows["**wavefronts (profiler)**"][column] < 5
+        assert 0 <= model.total.wavefronts - rows["**wavefronts (profiler)**"][column] < 5
     assert rows["bank conflicts (model): B loads"]["step 8"] > 0 == rows["bank conflicts (model): B loads"]["step 9"]
 
 
 def test_the_reuse_counts_and_the_pipelining_budget_come_from_the_sass_file():
     sass = lesson_09.k_loop_sass()
-    reuse = lesson_09.reuse_counts(sass, STEP9)
+    reuse = lesson_09.reuse_counts(sass, STEP9).numbers
     c = STEP9.config
     assert reuse["extra .reuse at most (row ends)"] == (c["THREAD_M"] - 1) * c["BLOCK_K"]
     assert reuse["extra .reuse found"] == sass["kernels"]["step9 shipped"]["reuse"] - sass["kernels"]["row_order"]["reuse"]
     assert 0 < reuse["extra .reuse found"] <= reuse["extra .reuse at most (row ends)"]
-    budget = lesson_09.pipelining_prediction(sass, STEP9)
+    budget = lesson_09.pipelining_prediction(sass, STEP9).numbers
     assert budget["cycles per k-tile"] == pytest.approx(
         budget["warps per scheduler"] * budget["instructions per k-tile (SASS)"] / list(budget.values())[2])
     assert 0 < budget["30 cycles of latency, as a share"] < 0.05
@@ -144,11 +144,10 @@ def test_the_sweeps_separate_the_map_from_the_tiles():
     if not (sweep and step8):
         pytest.fail("the shipped tuning sweeps of steps 8 and 9 are missing (renamed?): lesson 9 reads them")
     parts = lesson_09.map_and_tiles(sweep, step8)
-    assert parts["map_alone"] == pytest.approx(parts["best8"]["median_ms"] / parts["same_tiles"]["median_ms"])
-    assert parts["map_alone"] * parts["tiles_alone"] == pytest.approx(
-        parts["best8"]["median_ms"] / parts["best9"]["median_ms"])
-    assert [r["ms"] for r in parts["table"].rows[:3]] == [
-        parts["best8"]["median_ms"], parts["same_tiles"]["median_ms"], parts["best9"]["median_ms"]]
+    assert parts.map_alone == pytest.approx(parts.best8["median_ms"] / parts.same_tiles["median_ms"])
+    assert parts.map_alone * parts.tiles_alone == pytest.approx(parts.best8["median_ms"] / parts.best9["median_ms"])
+    assert [r["ms"] for r in parts.table.rows[:3]] == [
+        parts.best8["median_ms"], parts.same_tiles["median_ms"], parts.best9["median_ms"]]
 
 
 def test_the_experiments_read_as_numbers():
@@ -167,8 +166,8 @@ def test_the_experiments_read_as_numbers():
     assert gains[m] == record(fma, "row_order", m)["median_ms"] / record(fma, "serpentine", m)["median_ms"]
     assert f"{gains[m]:.3f}×" in variants_table(fma, only=["serpentine"], base="row_order")
     found = lesson_09.code_shapes(shapes)
-    assert found["adopt"] == (min(found["gains"][found["best"]]) > 0.01)
-    assert all(min(found["gains"][found["best"]]) >= min(g) for g in found["gains"].values())
+    assert found.adopt == (min(found.gains[found.best]) > 0.01)
+    assert all(min(found.gains[found.best]) >= min(g) for g in found.gains.values())
 
 
 def test_a_table_of_rows_formats_and_aligns_by_column():

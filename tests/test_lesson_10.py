@@ -26,7 +26,7 @@ def test_the_picture_uses_the_shipped_group_m_and_counts_the_first_wave():
     assert "GROUP_M = 1" in row_major.get_title() and f"GROUP_M = {group_m}" in grouped.get_title()
     assert "2 rows of A's tiles, 16 columns" in row_major.get_xlabel()
     assert f"{group_m} rows of A's tiles, {32 // group_m} columns" in grouped.get_xlabel()
-    wave = lesson_10.first_wave(PERSISTENT, rows=12, cols=16, resident=32)
+    wave = lesson_10.first_wave(PERSISTENT, rows=12, cols=16, resident=32).numbers
     assert wave["GROUP_M = 1: rows of A's tiles, columns of B's"] == "2, 16"
     assert wave["row-major / grouped"] == pytest.approx(2.1, abs=0.05)
 
@@ -46,18 +46,19 @@ def test_the_verdicts_are_computed_from_the_experiment():
     experiment = lesson_10.load_experiment(1)
     if experiment is None:
         pytest.fail("the shipped persistence experiment is missing (renamed?): lesson 10 reads it")
-    verdict = lesson_10.verdict(experiment)
+    found = lesson_10.verdict(experiment)
+    verdict = found.numbers
     for row, speedup in lesson_10.persistence(experiment):
         assert verdict[f"persistent / twin at {lesson_10.size_label(row['shape'])}"] == speedup
     assert verdict["persistence flat (within 2 %)"] == all(abs(d - 1) < 0.02 for _, d in lesson_10.persistence(experiment))
-    ratios = [d for _, d in lesson_10.order(experiment)["diffs"]]
+    ratios = [d for _, d in lesson_10.order(experiment).diffs]
     assert verdict["grouped / row-major, lowest"] == min(ratios) and verdict["grouped / row-major, highest"] == max(ratios)
-    assert verdict["order"] in ("no consistent sign", "no difference", "one-sided")
+    assert found.order in ("no consistent sign", "no difference", "one-sided")
     assert len(lesson_10.experiment_table(experiment).splitlines()) == 2 + len(experiment.rows)
     assert lesson_10.worst_table(experiment, 3).count("\n") == 4
-    waves = lesson_10.waves(experiment)
+    waves = lesson_10.waves(experiment).numbers
     assert waves["wave model's time ratio"] == 2 and 1 < waves["time ratio"] < 2
-    assert 0 < lesson_10.dram_table(experiment)["share"] < 1
+    assert 0 < lesson_10.dram_table(experiment).share < 1
 
 
 def test_the_saw_tooth_reads_the_family_and_its_wave_model():
@@ -73,6 +74,6 @@ def test_the_saw_tooth_reads_the_family_and_its_wave_model():
         assert row["model"] == pytest.approx(anchor["dp"]["tflops"] * row["waves"] / math.ceil(row["waves"]))
     rows = lesson_10.saw_tooth_table(sweep).rows
     assert [r["step 9 TFLOPS"] for r in rows] == [row["dp"]["tflops"] for row in sweep.family]
-    numbers = lesson_10.saw_tooth_numbers(sweep)
+    numbers = lesson_10.saw_tooth_numbers(sweep).numbers
     assert numbers["above the model past every whole wave"] == all(
         row["dp"]["tflops"] >= row["model"] for row in sweep.family if row["waves"] % 1 and row["waves"] > 1)

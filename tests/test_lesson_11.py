@@ -34,15 +34,15 @@ def test_the_schedule_gives_every_k_iteration_once_and_the_model_balances_it():
 
 def test_the_backward_walk_waits_one_link_deep_and_the_forward_walk_chains():
     backwards, forwards = lesson_11.waits(5, 8, 4), lesson_11.waits(5, 8, 4, backwards=False)
-    assert backwards == {"lower_only": True, "flags_per_block": 1, "waited_before_flag": [], "chain": 1}
-    assert forwards["lower_only"] and forwards["waited_before_flag"] and forwards["chain"] > 1
+    assert backwards == lesson_11.Waits(lower_only=True, flags_per_block=1, waited_before_flag=[], chain=1)
+    assert forwards.lower_only and forwards.waited_before_flag and forwards.chain > 1
 
 
 def test_prediction_and_split_come_from_the_schedule(sweep):
     for row in sweep.rows:
         assert row["dp_tiles"] + row["sk_tiles"] == row["tiles"]
         assert row["predicted"] >= 1 - 1e-9
-    pred = lesson_11.prediction(sweep)
+    pred = lesson_11.prediction(sweep).numbers
     assert pred["a partial tile (KiB)"] == sweep.BM * sweep.BN * 4 // 1024
     assert any(key.endswith("balancing can buy up to") for key in pred)
     assert pred["threshold: split below this share busy"] == WAVE_EFFICIENCY_FOR_DATA_PARALLEL
@@ -50,7 +50,7 @@ def test_prediction_and_split_come_from_the_schedule(sweep):
 
 
 def test_the_verdict_and_the_kernel_cost_are_the_sweeps_numbers(sweep):
-    verdict = lesson_11.verdict(sweep)
+    verdict = lesson_11.verdict(sweep).numbers
     groups = lesson_11.groups(sweep)
     speedups = [lesson_11.speedup(r) for r in groups["deep"]]
     assert verdict["deep: step 11 ÷ step 9"] == f"{min(speedups):.2f}×–{max(speedups):.2f}×"
@@ -59,7 +59,7 @@ def test_the_verdict_and_the_kernel_cost_are_the_sweeps_numbers(sweep):
     assert verdict["stream-K kernel ÷ step 10 with nothing to split (median)"] == pytest.approx(
         float(np.median(list(cost.values()))))
     fallback = lesson_11.fallback(sweep, verdict["stream-K kernel ÷ step 10 with nothing to split (median)"])
-    assert fallback["break-even share busy (1 ÷ kernel cost)"] < 1
+    assert fallback.numbers["break-even share busy (1 ÷ kernel cost)"] < 1
 
 
 def test_the_first_version_and_the_wait_argument(sweep):
@@ -67,10 +67,10 @@ def test_the_first_version_and_the_wait_argument(sweep):
     if forward is None:
         pytest.fail("the shipped forward-walk sweep is missing (renamed?): lesson 11's deep dive reads it")
     found = lesson_11.forward_walk(sweep, forward)
-    assert found["worst slowdown"] == max(w[4] for w in found["walk"]) > 2
-    assert found["correct"]
+    assert found.numbers["worst slowdown"] == max(w[4] for w in found.walk) > 2
+    assert found.correct and found.numbers["correct"]
     waits = lesson_11.wait_table(sweep)
-    assert waits["holds"] and waits["shapes"] == sum(1 for r in sweep.rows if r["sk_tiles"])
+    assert waits.holds and waits.shapes == sum(1 for r in sweep.rows if r["sk_tiles"])
 
 
 def test_the_reader_fence_run_is_read_per_shape():
@@ -93,5 +93,5 @@ def test_the_target_comes_from_the_targets_module():
     verdict = lesson_11.target_verdict(full, course, sizes)
     best = max(max((r for r in full["records"] if r["step"] in course and (r["M"], r["N"], r["K"]) == s
                     and "error" not in r), key=lambda r: r["tflops"])["pct_of_cublas"] for s in sizes)
-    assert verdict["target, % of cuBLAS"] == targets.TARGET_SGEMM_PCT
-    assert verdict["met"] == (best >= targets.TARGET_SGEMM_PCT)
+    assert verdict.numbers["target, % of cuBLAS"] == targets.TARGET_SGEMM_PCT
+    assert verdict.met == (best >= targets.TARGET_SGEMM_PCT)

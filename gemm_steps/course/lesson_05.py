@@ -6,6 +6,7 @@ words are the lessons'."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from gemm_steps.toolkit.kernel_tools import ceil_div
 from gemm_steps.harness import results_files
@@ -133,10 +134,18 @@ def fmas_per_warp_k_step(config: dict) -> int:
     return len(WARP) * _t(config)[0] * _t(config)[1]
 
 
-def prediction(results: dict, before, after) -> dict:
+@dataclass(frozen=True)
+class Prediction:
+    """The shared-memory model of steps 4 and 5 (:func:`prediction`)."""
+    model: dict  # step name → {the table's row label: number}: wavefronts, FMAs, ceiling (TFLOPS)
+    ratio: float  # the ceilings' ratio, after ÷ before
+    table: MarkdownTable  # the model, a column per step, and the ratio
+
+
+def prediction(results: dict, before, after) -> Prediction:
     """The shared-memory model of ``before`` and ``after`` (steps 4 and 5), scalar loads as written: per step the
     wavefronts of A's and B's fragments per warp and k-step, FMAs per wavefront and the ceiling in TFLOPS on the
-    results' GPU; ``ratio`` (the ceilings' ratio) and ``table``."""
+    results' GPU; the ceilings' ratio."""
     model = {}
     for step in map(as_step, (before, after)):
         a, b = k_step_wavefronts(step.config, thread_map(step.config))
@@ -146,12 +155,28 @@ def prediction(results: dict, before, after) -> dict:
     first, second = model
     ratio = model[second]["ceiling (TFLOPS)"] / model[first]["ceiling (TFLOPS)"]
     rows = [{"per warp and k-step": key, first: model[first][key], second: model[second][key]} for key in model[first]]
-    return {"model": model, "ratio": ratio,
-            "table": table(rows + [{"per warp and k-step": "**ceiling ratio**", first: None, second: ratio}])}
+    return Prediction(model, ratio,
+                      table(rows + [{"per warp and k-step": "**ceiling ratio**", first: None, second: ratio}]))
 
 
 # -- what the profiler says ----------------------------------------------------------------------------------------
-def profile_counts(step) -> dict | None:
+@dataclass(frozen=True)
+class ProfileCounts:
+    """A step's shipped Nsight Compute report, per warp and k-step where it says so (:func:`profile_counts`)."""
+    profile: profiles.Profile  # the report
+    k_steps: float  # the warps' k-steps in the launch (its FFMAs ÷ one warp's FMAs per k-step)
+    wavefronts: float  # shared-memory wavefronts per warp and k-step
+    conflicts: float  # of them bank conflicts
+    fmas_per_wavefront: float  # one warp's FMAs per k-step ÷ its wavefronts
+    instructions_per_fma: float  # warp-instructions executed per warp-wide FMA
+    global_requests: float  # global load requests in the launch
+    issue: float  # warp-instructions issued per cycle per scheduler
+    registers: float  # per thread, as the driver compiled it
+    warps_per_sm: float  # achieved active warps per SM
+    l1_busy: float  # L1/TEX cache throughput (%)
+
+
+def profile_counts(step) -> ProfileCounts | None:
     """The shipped Nsight Compute report of ``step`` (one 2048³ launch), per warp and k-step: shared-memory
     wavefronts, bank conflicts; and FMAs per wavefront, executed instructions per FMA, global load requests, issue
     rate, registers, warps per SM, how busy L1 is. ``None`` if not shipped."""
@@ -161,21 +186,38 @@ def profile_counts(step) -> dict | None:
     if found is None:
         return None
     p = found["profile"]
-    return {**found, "fmas_per_wavefront": fmas / found["wavefronts"],
-            "instructions_per_fma": p.value("smsp__inst_executed.sum") / (found["k_steps"] * fmas / 32),
-            "global_requests": p.value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
-            "issue": p.value("Issued Warp Per Scheduler"), "registers": p.value("Registers Per Thread"),
-            "warps_per_sm": p.value("Achieved Active Warps Per SM"), "l1_busy": p.value("L1/TEX Cache Throughput")}
+    return ProfileCounts(
+        p, found["k_steps"], found["wavefronts"], found["conflicts"], fmas / found["wavefronts"],
+        instructions_per_fma=p.value("smsp__inst_executed.sum") / (found["k_steps"] * fmas / 32),
+        global_requests=p.value("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+        issue=p.value("Issued Warp Per Scheduler"), registers=p.value("Registers Per Thread"),
+        warps_per_sm=p.value("Achieved Active Warps Per SM"), l1_busy=p.value("L1/TEX Cache Throughput"))
 
 
-def _model_rows(config: dict) -> dict:
+@dataclass(frozen=True)
+class Wavefronts:
+    """The model's count per warp and k-step, for one way of loading B's fragment."""
+    a: int  # wavefronts of A's fragment loads
+    b: int  # wavefronts of B's fragment loads
+    total: float  # A + B + the tile stores
+    conflicts: int  # bank conflicts: the fragment loads' wavefronts beyond one per phase
+
+
+@dataclass(frozen=True)
+class ByLoadWidth:
+    """:class:`Wavefronts` with B's fragment in scalar loads (as written) and in 128-bit loads (as ``ptxas`` makes
+    them)."""
+    scalar: Wavefronts  # B as THREAD_N scalar loads
+    wide: Wavefronts  # B as 128-bit loads
+
+
+def _model_rows(config: dict) -> ByLoadWidth:
     """The model's wavefronts per warp and k-step with the tile stores, and its bank conflicts (wavefronts beyond
     one per phase), for B's fragment as scalar loads and as 128-bit loads."""
     element, stores, (tm, tn) = thread_map(config), tile_stores_per_k_step(config), _t(config)
     a, b1 = k_step_wavefronts(config, element)
     b4 = k_step_wavefronts(config, element, b_width=4)[1]
-    return {key: {"a": a, "b": b, "total": a + b + stores, "conflicts": a - tm + b - tn}
-            for key, b in (("scalar", b1), ("wide", b4))}
+    return ByLoadWidth(*(Wavefronts(a, b, a + b + stores, a - tm + b - tn) for b in (b1, b4)))
 
 
 def profile_check(before, after) -> MarkdownTable | None:
@@ -185,22 +227,33 @@ def profile_check(before, after) -> MarkdownTable | None:
     old, new = profile_counts(before), profile_counts(after)
     if old is None or new is None:
         return None
-    m4, m5 = _model_rows(as_step(before).config)["scalar"], _model_rows(as_step(after).config)
+    m4, m5 = _model_rows(as_step(before).config).scalar, _model_rows(as_step(after).config)
     f5 = fmas_per_warp_k_step(as_step(after).config)
-    rows = [("step 4: shared wavefronts", m4["total"], None, old["wavefronts"]),
-            ("step 5: shared wavefronts", m5["scalar"]["total"], m5["wide"]["total"], new["wavefronts"]),
-            ("step 5: of them bank conflicts", m5["scalar"]["conflicts"], m5["wide"]["conflicts"], new["conflicts"]),
-            ("step 5: FMAs per wavefront (fragments)", *(f5 / (m["a"] + m["b"]) for m in m5.values()),
-             new["fmas_per_wavefront"]),
-            *((f"{what}, step 4 → 5", None, None, f"{old[key] / scale:.2f} → {new[key] / scale:.2f}")
-              for what, key, scale in (("global load requests (M)", "global_requests", 1e6),
-                                       ("instructions per FMA", "instructions_per_fma", 1)))]
+    rows = [("step 4: shared wavefronts", m4.total, None, old.wavefronts),
+            ("step 5: shared wavefronts", m5.scalar.total, m5.wide.total, new.wavefronts),
+            ("step 5: of them bank conflicts", m5.scalar.conflicts, m5.wide.conflicts, new.conflicts),
+            ("step 5: FMAs per wavefront (fragments)", *(f5 / (m.a + m.b) for m in (m5.scalar, m5.wide)),
+             new.fmas_per_wavefront),
+            *((f"{what}, step 4 → 5", None, None, f"{was / scale:.2f} → {now / scale:.2f}")
+              for what, was, now, scale in (
+                  ("global load requests (M)", old.global_requests, new.global_requests, 1e6),
+                  ("instructions per FMA", old.instructions_per_fma, new.instructions_per_fma, 1)))]
     return table([dict(zip(("per warp and k-step", "model, loads as written", "model, B as two 128-bit loads",
                             "profiler"), row)) for row in rows])
 
 
 # -- the measurement -------------------------------------------------------------------------------------------------
-def verdict(results: dict, steps, pred: dict) -> dict:
+@dataclass(frozen=True)
+class Verdict:
+    """Step 5's measurement against the prediction (:func:`verdict`)."""
+    numbers: dict  # label → number at the headline size, as ``table`` shows them
+    table: MarkdownTable  # ``numbers``
+    sizes: MarkdownTable  # size by size: step 5 ÷ step 4, the grid's blocks against the SMs
+    beats_model: bool  # step 5 ÷ step 4 is above the predicted ceiling ratio
+    idle_sms: bool  # some size leaves SMs without a block
+
+
+def verdict(results: dict, steps, pred: Prediction) -> Verdict:
     """Step 5 against steps 3 and 4 and the prediction at the headline size (``numbers``: TFLOPS, speedups, the
     predicted ratio, the ceilings as written and with B's 128-bit loads); and size by size (``sizes``, a table:
     step 5 over step 4 and the blocks of its grid against the SMs). ``beats_model``: faster than the model
@@ -208,21 +261,21 @@ def verdict(results: dict, steps, pred: dict) -> dict:
     step3, step4, step5 = map(as_step, steps)
     size = headline_size(results, [s.name for s in steps])
     r3, r4, r5 = (record(results, s.name, size) for s in (step3, step4, step5))
-    c, sms, wide = step5.config, results["environment"]["sm_count"], _model_rows(step5.config)["wide"]
+    c, sms, wide = step5.config, results["environment"]["sm_count"], _model_rows(step5.config).wide
     numbers = {"size": size_label(size), "step 5 TFLOPS": r5["tflops"], "step 5 % of cuBLAS": r5["pct_of_cublas"],
                "step 5 / step 4": r4["median_ms"] / r5["median_ms"],
                "step 5 / step 3": r3["median_ms"] / r5["median_ms"],
-               "predicted at most (ceiling ratio)": pred["ratio"],
-               "ceiling, loads as written (TFLOPS)": pred["model"][step5.name]["ceiling (TFLOPS)"],
+               "predicted at most (ceiling ratio)": pred.ratio,
+               "ceiling, loads as written (TFLOPS)": pred.model[step5.name]["ceiling (TFLOPS)"],
                "ceiling, B in 128-bit loads (TFLOPS)": sm_rate_tflops(results, fmas_per_warp_k_step(c)
-                                                                      / (wide["a"] + wide["b"]))}
+                                                                      / (wide.a + wide.b))}
     rows = [{"size": size_label(s), "step 5 / step 4": record(results, step4.name, s)["median_ms"]
              / record(results, step5.name, s)["median_ms"], "blocks in the grid": blocks, "SMs": sms,
              "SMs idle": blocks < sms}
             for s in common_sizes(results, [step4.name, step5.name])
             for blocks in [ceil_div(s[0], c["BLOCK_M"]) * ceil_div(s[1], c["BLOCK_N"])]]
-    return {"numbers": numbers, "table": facts(numbers), "sizes": table(rows, {"step 5 / step 4": "{:.2f}×"}),
-            "beats_model": numbers["step 5 / step 4"] > pred["ratio"], "idle_sms": any(r["SMs idle"] for r in rows)}
+    return Verdict(numbers, facts(numbers), table(rows, {"step 5 / step 4": "{:.2f}×"}),
+                   beats_model=numbers["step 5 / step 4"] > pred.ratio, idle_sms=any(r["SMs idle"] for r in rows))
 
 
 def waiting(after) -> MarkdownTable | None:
@@ -231,12 +284,12 @@ def waiting(after) -> MarkdownTable | None:
     new = profile_counts(after)
     if new is None:
         return None
-    p = new["profile"]
-    return facts({"instructions issued per cycle per scheduler": new["issue"],
-                  "cycles with no warp ready (%)": p.value("No Eligible"), "registers per thread": new["registers"],
+    p = new.profile
+    return facts({"instructions issued per cycle per scheduler": new.issue,
+                  "cycles with no warp ready (%)": p.value("No Eligible"), "registers per thread": new.registers,
                   "blocks per SM (register limit)": p.value("Block Limit Registers"),
-                  "warps per SM, on average (of 64)": new["warps_per_sm"], "L1/shared busy (%)": new["l1_busy"],
-                  "wavefronts spent on bank conflicts (%)": 100 * new["conflicts"] / new["wavefronts"]})
+                  "warps per SM, on average (of 64)": new.warps_per_sm, "L1/shared busy (%)": new.l1_busy,
+                  "wavefronts spent on bank conflicts (%)": 100 * new.conflicts / new.wavefronts})
 
 
 # -- the step-5 experiment: signed first attempt, strided variants ------------------------------------------------
@@ -367,10 +420,10 @@ def ceilings(experiment: dict, compiled: dict, step):
     issue = {label: peak / sum(k_loop_mix(compiled[label]["ptx"], fmas_per_k_tile(step)).values())
              for label in (SIGNED, SHIPPED)}
     limits = {SIGNED: {"shared-memory ceiling, loads as written":
-                       sm_rate_tflops(experiment, fmas / (rows["scalar"]["a"] + rows["scalar"]["b"])),
+                       sm_rate_tflops(experiment, fmas / (rows.scalar.a + rows.scalar.b)),
                        "issue ceiling": issue[SIGNED]},
               SHIPPED: {"shared-memory ceiling, B in 128-bit loads":
-                        min(sm_rate_tflops(experiment, fmas / (rows["wide"]["a"] + rows["wide"]["b"])), peak),
+                        min(sm_rate_tflops(experiment, fmas / (rows.wide.a + rows.wide.b)), peak),
                         "issue ceiling": issue[SHIPPED]}}
     measured = {SIGNED: record(experiment, "signed", big), SHIPPED: record(experiment, "unsigned", big)}
     fig = ceiling_figure([("first attempt\n(signed)", measured[SIGNED]["tflops"], limits[SIGNED]),
@@ -403,8 +456,8 @@ def load_widths(step) -> MarkdownTable:
             for b in [k_step_wavefronts(config, element, b_width=width)[1]]]
     if counts:
         rows.append({"B's fragment loaded as": "**profiler** (shared wavefronts per warp and k-step)",
-                     "B wavefronts (model)": counts["wavefronts"] - a - stores,
-                     "A + B + stores (model)": counts["wavefronts"]})
+                     "B wavefronts (model)": counts.wavefronts - a - stores,
+                     "A + B + stores (model)": counts.wavefronts})
     return table(rows)
 
 

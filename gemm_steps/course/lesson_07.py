@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gemm_steps.harness import tuning
 from gemm_steps.harness.environment import short_label
@@ -51,7 +51,20 @@ def mix_figure(compiled: dict):
 
 
 # -- the prediction and the verdict --------------------------------------------------------------------------------
-def prediction(results: dict, compiled: dict, before, after) -> dict:
+@dataclass(frozen=True)
+class Prediction:
+    """The issue model of two steps (:func:`prediction`)."""
+    per_fma: dict  # step name → PTX instructions per FMA in its k-loop
+    issue: dict  # step name → issue ceiling (TFLOPS): the FP32 peak ÷ ``per_fma``
+    size: tuple  # (M, N, K): the headline size
+    before: dict  # the earlier step's record at ``size``
+    share: float  # the earlier step's TFLOPS ÷ its issue ceiling
+    ratio: float  # the expected speedup: the later step's ceiling ÷ the earlier's
+    names: tuple  # (earlier step, later step)
+    table: MarkdownTable  # the model's numbers
+
+
+def prediction(results: dict, compiled: dict, before, after) -> Prediction:
     """The issue model: PTX instructions per FMA in the k-loop → an issue ceiling (the FP32 peak over them);
     ``before``'s share of its own ceiling carried over to ``after``: the expected TFLOPS and ``ratio``. With
     ``table``."""
@@ -70,24 +83,32 @@ def prediction(results: dict, compiled: dict, before, after) -> dict:
                f"**expected: step {a} (TFLOPS)**": share * issue[after.name], f"**expected: step {a} / step {b}**": ratio,
                f"BLOCK_K, step {b} → {a}": f"{before.config['BLOCK_K']} → {after.config['BLOCK_K']}",
                f"MIN_BLOCKS_PER_SM, step {a}": after.config.get("MIN_BLOCKS_PER_SM", 0)}
-    return {"per_fma": per_fma, "issue": issue, "size": size, "before": first, "share": share, "ratio": ratio,
-            "names": (before.name, after.name), "table": facts(numbers)}
+    return Prediction(per_fma, issue, size, first, share, ratio, (before.name, after.name), facts(numbers))
 
 
-def verdict(results: dict, predicted: dict) -> dict:
+@dataclass(frozen=True)
+class Verdict:
+    """The measurement against the issue model (:func:`verdict`)."""
+    numbers: dict  # label → number, as ``table`` shows them
+    table: MarkdownTable  # ``numbers``
+    config_recorded: bool  # the results file says which tiles ran
+    outcome: str  # "as predicted" (≥ 95 % of the predicted speedup), "most of it" (≥ 85 %) or "less"
+
+
+def verdict(results: dict, predicted: Prediction) -> Verdict:
     """The measurement against the issue model: TFLOPS, speedup against the predicted ratio, and the share of its
     issue ceiling ``after`` reaches against ``before``'s. ``outcome``: ``"as predicted"`` (≥ 95 % of the predicted
     speedup), ``"most of it"`` (≥ 85 %) or ``"less"``; ``config_recorded``: the file says which tiles ran."""
-    after = predicted["names"][1]
-    now = record(results, after, predicted["size"])
-    speedup = predicted["before"]["median_ms"] / now["median_ms"]
-    numbers = {"size": size_label(predicted["size"]), "TFLOPS": now["tflops"], "% of cuBLAS": now["pct_of_cublas"],
-               "speedup": speedup, "predicted speedup": predicted["ratio"],
-               "share of its issue ceiling": now["tflops"] / predicted["issue"][after],
-               "the step before: share of its own": predicted["share"]}
-    ratio = speedup / predicted["ratio"]
-    return {"numbers": numbers, "table": facts(numbers), "config_recorded": "config" in now,
-            "outcome": "as predicted" if ratio >= 0.95 else "most of it" if ratio >= 0.85 else "less"}
+    after = predicted.names[1]
+    now = record(results, after, predicted.size)
+    speedup = predicted.before["median_ms"] / now["median_ms"]
+    numbers = {"size": size_label(predicted.size), "TFLOPS": now["tflops"], "% of cuBLAS": now["pct_of_cublas"],
+               "speedup": speedup, "predicted speedup": predicted.ratio,
+               "share of its issue ceiling": now["tflops"] / predicted.issue[after],
+               "the step before: share of its own": predicted.share}
+    ratio = speedup / predicted.ratio
+    return Verdict(numbers, facts(numbers), "config" in now,
+                   "as predicted" if ratio >= 0.95 else "most of it" if ratio >= 0.85 else "less")
 
 
 # -- the tuning sweep ------------------------------------------------------------------------------------------------
@@ -116,11 +137,18 @@ def _find(records: list[dict], **fields) -> dict | None:
     return next((r for r in records if all(r["config"].get(key, 0) == value for key, value in fields.items())), None)
 
 
-def sweep_findings(sweep: dict, step) -> dict:
+@dataclass(frozen=True)
+class Findings:
+    """Named numbers and the table that shows them."""
+    numbers: dict  # label → number; the labels are the table's
+    table: MarkdownTable  # ``numbers``
+
+
+def sweep_findings(sweep: dict, step) -> Findings:
     """What the sweep says (ms): ``BLOCK_K`` 8 against 16 with no hint, and the occupancy hint at ``BLOCK_K = 16``,
     each with everything else as in ``step``'s tiles, and whether each difference is beyond ``tuning.NOISE``; the
     fastest, how many are within the noise band of it, the rule's pick, and whether it is the first of the step's
-    ``SEARCH_SPACE`` (what a GPU without a tuning table of its own runs). With ``table``."""
+    ``SEARCH_SPACE`` (what a GPU without a tuning table of its own runs)."""
     step = as_step(step)
     records = sweep_records(sweep)
     best, fastest = tuning.choose_best(records), min(records, key=lambda r: r["median_ms"])
@@ -141,7 +169,7 @@ def sweep_findings(sweep: dict, step) -> dict:
            "slowest / fastest": max(r["median_ms"] for r in records) / fastest["median_ms"],
            "this notebook's kernels (the search space's first)": config_label(first),
            "the search space's first is the rule's pick": same_config(first, best["config"])}
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
 # -- registers, by compiler ------------------------------------------------------------------------------------------
@@ -170,7 +198,15 @@ def compile_with_registers(before, after) -> dict:
     return out
 
 
-def hint_registers(compiled: dict, after) -> dict:
+@dataclass(frozen=True)
+class HintRegisters:
+    """What the occupancy hint does to registers and blocks per SM (:func:`hint_registers`)."""
+    numbers: dict  # label → value: the launch bounds, the register cap, per compiler with the hint / without
+    same_blocks: bool  # the hint changes no compiler's blocks per SM
+    table: MarkdownTable  # ``numbers``
+
+
+def hint_registers(compiled: dict, after) -> HintRegisters:
     """What the occupancy hint does: the register cap it sets (65,536 / (threads × blocks)), and by each compiler
     here the registers and blocks per SM with the hint and without; ``same_blocks``: the hint changes no block
     count."""
@@ -187,7 +223,7 @@ def hint_registers(compiled: dict, after) -> dict:
             same &= blocks[0] == blocks[1]
             out[f"{label}: registers with the hint / without"] = f"{get(hinted)} / {get(plain)}"
             out[f"{label}: blocks per SM with the hint / without"] = f"{blocks[0]} / {blocks[1]}"
-    return {**out, "same_blocks": same, "table": facts(out)}
+    return HintRegisters(out, same, facts(out))
 
 
 # -- compile time (deep dive; the compile profiler is gemm_steps/course/compile_profile.py) -------------------------
@@ -226,7 +262,14 @@ def first_call(step: str, name: str = FIRST_CALL_FILE) -> dict | None:
             "kernel compiled": ready and ready.group(2), "its compile (s)": ready and float(ready.group(3))}
 
 
-def shipped_compile_times(name: str = results_files.COMPILE_TIMES_NVIDIA_H200) -> dict | None:
+@dataclass(frozen=True)
+class CompileTimes:
+    """The older per-step first-call run (:func:`shipped_compile_times`)."""
+    table: MarkdownTable  # a row per step: seconds with empty caches (256³, 257³) and with the on-disk cache
+    measured: MarkdownTable  # the file, GPU, date and numba-cuda version
+
+
+def shipped_compile_times(name: str = results_files.COMPILE_TIMES_NVIDIA_H200) -> CompileTimes | None:
     """The older per-step first-call run (``scripts/compile_times.py``): every step in a fresh process at 256³ (fast
     kernel) and 257³ (edge kernel too), then with the cache (``table``); where and when (``measured``)."""
     path = shipped_file(name)
@@ -236,7 +279,7 @@ def shipped_compile_times(name: str = results_files.COMPILE_TIMES_NVIDIA_H200) -
     env = data["environment"]
     seconds = {k: "{:.2f} s" for k in ("first call, empty caches", "edge kernel, first 257³ call",
                                        "first call, on-disk cache")}
-    return {"table": table([{"step": step, **dict(zip(seconds, (r["cold_s"], r["cold_edge_s"], r["warm_s"])))}
-                            for step, r in data["compile_times"].items()], seconds),
-            "measured": facts({"file": shown_path(path), "GPU": env["gpu"], "date": env["date"][:10],
-                               "numba-cuda": env["numba_cuda"]})}
+    return CompileTimes(table([{"step": step, **dict(zip(seconds, (r["cold_s"], r["cold_edge_s"], r["warm_s"])))}
+                               for step, r in data["compile_times"].items()], seconds),
+                        facts({"file": shown_path(path), "GPU": env["gpu"], "date": env["date"][:10],
+                               "numba-cuda": env["numba_cuda"]}))

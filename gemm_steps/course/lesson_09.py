@@ -5,6 +5,9 @@ the words are the lessons'."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from gemm_steps.harness import results_files
 
 from . import profiles
@@ -63,18 +66,34 @@ def cost(lanes: list[range]) -> tuple[int, int]:
     return served(lanes, width), len(lanes) // (32 // width)
 
 
-def k_step_model(step) -> dict:
+@dataclass(frozen=True)
+class Wavefronts:
+    """One kind of shared-memory access, per warp and k-step."""
+    wavefronts: float  # wavefronts
+    conflicts: float  # of them bank conflicts: wavefronts beyond the fewest possible
+
+
+@dataclass(frozen=True)
+class KStepModel:
+    """The shared-memory model of one warp's k-step (:func:`k_step_model`)."""
+    a_loads: Wavefronts  # A's fragment loads
+    b_loads: Wavefronts  # B's fragment loads
+    a_stores: Wavefronts  # A's tile stores (one k-tile's ÷ BLOCK_K)
+    b_stores: Wavefronts  # B's tile stores (likewise)
+    total: Wavefronts  # all four
+
+
+def k_step_model(step) -> KStepModel:
     """Wavefronts and bank conflicts (wavefronts beyond the fewest possible) per warp and k-step: the fragment loads
     of one k-step, and the tile stores of one k-tile divided by its BLOCK_K k-steps."""
     c = as_step(step).config
     frags, stores = fragment_words(c), store_words(c)
-    out = {}
-    for what, accesses, per in (("A loads", frags["A"], 1), ("B loads", frags["B"], 1),
-                                ("A stores", stores["A"], c["BLOCK_K"]), ("B stores", stores["B"], c["BLOCK_K"])):
+    parts = []
+    for accesses, per in ((frags["A"], 1), (frags["B"], 1), (stores["A"], c["BLOCK_K"]), (stores["B"], c["BLOCK_K"])):
         costs = [cost(lanes) for lanes in accesses]
-        out[what] = {"wavefronts": sum(w for w, _ in costs) / per, "conflicts": sum(w - m for w, m in costs) / per}
-    out["total"] = {key: sum(v[key] for v in out.values()) for key in ("wavefronts", "conflicts")}
-    return out
+        parts.append(Wavefronts(sum(w for w, _ in costs) / per, sum(w - m for w, m in costs) / per))
+    total = Wavefronts(sum(p.wavefronts for p in parts), sum(p.conflicts for p in parts))
+    return KStepModel(*parts, total)
 
 
 def measured_per_k_step(step) -> dict | None:
@@ -90,11 +109,11 @@ def model_table(steps) -> MarkdownTable:
         c, m, p = step.config, k_step_model(step), measured_per_k_step(step) or {}
         columns[f"step {step.number}"] = {
             "fragment loads (A + B)": f"{c['THREAD_M'] // 4} + {c['THREAD_N'] // 4}",
-            "wavefronts (model): A loads": m["A loads"]["wavefronts"], "… B loads": m["B loads"]["wavefronts"],
-            "… tile stores": m["A stores"]["wavefronts"] + m["B stores"]["wavefronts"],
-            "**wavefronts (model)**": m["total"]["wavefronts"], "**wavefronts (profiler)**": p.get("wavefronts"),
-            "bank conflicts (model): B loads": m["B loads"]["conflicts"], "… A stores": m["A stores"]["conflicts"],
-            "**bank conflicts (model)**": m["total"]["conflicts"], "**bank conflicts (profiler)**": p.get("conflicts"),
+            "wavefronts (model): A loads": m.a_loads.wavefronts, "… B loads": m.b_loads.wavefronts,
+            "… tile stores": m.a_stores.wavefronts + m.b_stores.wavefronts,
+            "**wavefronts (model)**": m.total.wavefronts, "**wavefronts (profiler)**": p.get("wavefronts"),
+            "bank conflicts (model): B loads": m.b_loads.conflicts, "… A stores": m.a_stores.conflicts,
+            "**bank conflicts (model)**": m.total.conflicts, "**bank conflicts (profiler)**": p.get("conflicts"),
             "FMAs per wavefront (profiler)": 32 * c["THREAD_M"] * c["THREAD_N"] / p["wavefronts"] if p else None}
     keys = next(iter(columns.values()))
     return table([{"per warp and k-step": key, **{s: col[key] for s, col in columns.items()}} for key in keys])
@@ -102,7 +121,7 @@ def model_table(steps) -> MarkdownTable:
 
 def model_agrees(steps) -> bool:
     """Every step's bank conflicts per warp and k-step, model against profiler, within 0.05."""
-    return all((p := measured_per_k_step(s)) and abs(k_step_model(s)["total"]["conflicts"] - p["conflicts"]) < 0.05
+    return all((p := measured_per_k_step(s)) and abs(k_step_model(s).total.conflicts - p["conflicts"]) < 0.05
                for s in steps)
 
 
@@ -204,7 +223,15 @@ def tile_table(before, after) -> MarkdownTable:
 
 
 # -- the measurement ---------------------------------------------------------------------------------------------
-def verdict(results: dict, before, after) -> dict:
+@dataclass(frozen=True)
+class Verdict:
+    """Step 9 against step 8 (:func:`verdict`)."""
+    numbers: dict  # label → number at the headline size, and the speedups by size, as ``table`` shows them
+    table: MarkdownTable  # ``numbers``
+    outcome: str  # "a few percent" (the prediction: 1.0–1.1×), "more" or "none"
+
+
+def verdict(results: dict, before, after) -> Verdict:
     """Step 9 against step 8 at the headline size, and the speedup at every common size. ``outcome``: ``"a few
     percent"`` (the prediction: 1.0–1.1×), ``"more"`` or ``"none"``."""
     before, after = as_step(before), as_step(after)
@@ -214,11 +241,23 @@ def verdict(results: dict, before, after) -> dict:
     numbers = {"size": size_label(size), "TFLOPS": new["tflops"], "% of cuBLAS": new["pct_of_cublas"],
                f"step {after.number} / step {before.number}": speedup,
                "by size": speedups_by_size(results, before.name, after.name)}
-    return {"numbers": numbers, "table": facts(numbers),
-            "outcome": "a few percent" if 1.0 < speedup < 1.1 else "more" if speedup >= 1.1 else "none"}
+    return Verdict(numbers, facts(numbers),
+                   "a few percent" if 1.0 < speedup < 1.1 else "more" if speedup >= 1.1 else "none")
 
 
-def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
+@dataclass(frozen=True)
+class MapAndTiles:
+    """The map and the tiles separated by the tuning sweeps (:func:`map_and_tiles`)."""
+    best8: dict  # step 8's sweep: the record the rule picks
+    best9: dict  # step 9's sweep: likewise
+    same_tiles: dict | None  # step 9's sweep: step 9's map with step 8's chosen tiles (None if not swept)
+    table: MarkdownTable  # the four kernels: tiles, ms, % of cuBLAS in their run
+    map_alone: float | None = None  # step 8 as tuned ÷ step 9's map on its tiles (time ratio)
+    tiles_alone: float | None = None  # step 9's map on step 8's tiles ÷ step 9 as tuned (time ratio)
+    numbers: MarkdownTable | None = None  # both ratios, whether the map's is within the noise, cuBLAS in each run
+
+
+def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> MapAndTiles | None:
     """From the two tuning sweeps: step 8 as tuned, step 9's map with step 8's tiles, step 9 as tuned, step 9's
     tiles with step 8's map (``table``: ms, % of cuBLAS in its run); ``map_alone`` (and whether it is inside
     ``tuning.NOISE``) and ``tiles_alone``, time ratios; cuBLAS in each run (``numbers``, a table of them)."""
@@ -234,25 +273,33 @@ def map_and_tiles(sweep: dict | None, step8_sweep: dict | None) -> dict | None:
              "% of cuBLAS (its run)": r["pct_of_cublas"]}
             for what, r in (("step 8 as tuned", best8), ("step 9's map, step 8's tiles", same_tiles),
                             ("step 9 as tuned", best9), ("step 9's tiles, step 8's contiguous map", big_contiguous)) if r]
-    out = {"best8": best8, "best9": best9, "same_tiles": same_tiles,
-           "table": table(rows, {"ms": "{:.3f}", "% of cuBLAS (its run)": "{:.1f} %"})}
-    if same_tiles:
-        out["map_alone"] = best8["median_ms"] / same_tiles["median_ms"]
-        out["tiles_alone"] = same_tiles["median_ms"] / best9["median_ms"]
-        numbers = {"the map alone": out["map_alone"], f"within the noise ({tuning.NOISE:.0%})":
-                   abs(out["map_alone"] - 1) < tuning.NOISE, "the tiles alone": out["tiles_alone"],
-                   "cuBLAS (ms), step 8's run / step 9's": " / ".join(
-                       f"{next(r['median_ms'] for r in run['records'] if r['step'] == 'cublas'):.3f}"
-                       for run in (step8_sweep, sweep))}
-        out["numbers"] = facts(numbers)
-    return out
+    shown = table(rows, {"ms": "{:.3f}", "% of cuBLAS (its run)": "{:.1f} %"})
+    if not same_tiles:
+        return MapAndTiles(best8, best9, same_tiles, shown)
+    map_alone, tiles_alone = best8["median_ms"] / same_tiles["median_ms"], same_tiles["median_ms"] / best9["median_ms"]
+    numbers = {"the map alone": map_alone, f"within the noise ({tuning.NOISE:.0%})": abs(map_alone - 1) < tuning.NOISE,
+               "the tiles alone": tiles_alone, "cuBLAS (ms), step 8's run / step 9's": " / ".join(
+                   f"{next(r['median_ms'] for r in run['records'] if r['step'] == 'cublas'):.3f}"
+                   for run in (step8_sweep, sweep))}
+    return MapAndTiles(best8, best9, same_tiles, shown, map_alone, tiles_alone, facts(numbers))
 
 
 # -- the last 10 % ------------------------------------------------------------------------------------------------
 H200_NCU = results_files.NCU_STEP9_PIPELINED_CUBLAS_NVIDIA_H200_TXT
 
 
-def ncu_h200_kernels() -> list[dict]:
+@dataclass(frozen=True)
+class ReportedKernel:
+    """One kernel of the H200 report (:func:`ncu_h200_kernels`)."""
+    kernel: str  # its name, without the module
+    instructions: float  # warp-instructions executed
+    issue: float  # warp-instructions issued per cycle per scheduler
+    registers: int  # per thread, as the driver's JIT (or the library) compiled it
+    clock: float  # SM clock (cycles per second)
+    path: Path  # the report
+
+
+def ncu_h200_kernels() -> list[ReportedKernel]:
     """One entry per kernel in the H200 report of step 9, step 9 pipelined and cuBLAS (one 4096³ launch each)."""
     path = shipped_file(H200_NCU)
     if path is None:
@@ -260,9 +307,8 @@ def ncu_h200_kernels() -> list[dict]:
     out = []
     for kernel, part in profiles.kernel_sections(path.read_text()):
         m = profiles.report_metrics(part)
-        out.append({"kernel": kernel.split("::")[-1], "instructions": m["smsp__inst_executed.sum"], "path": path,
-                    "issue": m["Issued Warp Per Scheduler"], "registers": int(m["Registers Per Thread"]),
-                    "clock": m["sm__cycles_elapsed.avg.per_second"]})
+        out.append(ReportedKernel(kernel.split("::")[-1], m["smsp__inst_executed.sum"], m["Issued Warp Per Scheduler"],
+                                  int(m["Registers Per Thread"]), m["sm__cycles_elapsed.avg.per_second"], path))
     return out
 
 
@@ -277,9 +323,9 @@ def issue_table() -> MarkdownTable | None:
                      cublas.kernel, nine.path.parent))
     kernels = ncu_h200_kernels()
     if kernels:
-        ours, theirs = (next(k for k in kernels if key in k["kernel"]) for key in ("shipped", "gemm"))
-        rows.append(("H200, 4096³", ours["issue"], ours["instructions"], theirs["issue"], theirs["instructions"],
-                     theirs["kernel"], ours["path"]))
+        ours, theirs = (next(k for k in kernels if key in k.kernel) for key in ("shipped", "gemm"))
+        rows.append(("H200, 4096³", ours.issue, ours.instructions, theirs.issue, theirs.instructions, theirs.kernel,
+                     ours.path))
     return table([{"GPU, size": gpu, "step 9": issue, "cuBLAS": their_issue,
                    "cuBLAS's kernel": f"`{kernel.replace('void ', '')[:60]}`",
                    "cuBLAS's warp-instructions / step 9's": theirs / ours, "report": f"`{shown_path(path)}`"}
@@ -294,14 +340,14 @@ def ncu_h200_table(sass: dict) -> MarkdownTable | None:
     kernels = ncu_h200_kernels()
     if not kernels:
         return None
-    shipped = next(k for k in kernels if "shipped" in k["kernel"])["instructions"]
-    here = {k["kernel"]: sass["kernels"].get(k["kernel"].removesuffix("_fast_kernel").replace("_", " "), {})
+    shipped = next(k for k in kernels if "shipped" in k.kernel).instructions
+    here = {k.kernel: sass["kernels"].get(k.kernel.removesuffix("_fast_kernel").replace("_", " "), {})
             for k in kernels}
-    return table([{"kernel": f"`{k['kernel']}`", "instructions (warp-level)": int(k["instructions"]),
-                   "against the shipped kernel's": k["instructions"] / shipped - 1,
-                   "issued per cycle per scheduler": k["issue"], "registers (driver JIT)": k["registers"],
-                   f"registers ({sass['tools']['ptxas']} here)": here[k["kernel"]].get("registers"),
-                   "SM clock (GHz)": k["clock"]} for k in kernels], {"against the shipped kernel's": "{:+.1%}"})
+    return table([{"kernel": f"`{k.kernel}`", "instructions (warp-level)": int(k.instructions),
+                   "against the shipped kernel's": k.instructions / shipped - 1,
+                   "issued per cycle per scheduler": k.issue, "registers (driver JIT)": k.registers,
+                   f"registers ({sass['tools']['ptxas']} here)": here[k.kernel].get("registers"),
+                   "SM clock (GHz)": k.clock} for k in kernels], {"against the shipped kernel's": "{:+.1%}"})
 
 
 # -- the k-loop in SASS ------------------------------------------------------------------------------------------------
@@ -329,7 +375,14 @@ def sass_table(sass: dict, labels) -> MarkdownTable:
                  {"change": "{:+.1%}"})
 
 
-def reuse_counts(sass: dict, step) -> dict:
+@dataclass(frozen=True)
+class Findings:
+    """Named numbers and the table that shows them."""
+    numbers: dict  # label → number; the labels are the table's
+    table: MarkdownTable  # ``numbers``
+
+
+def reuse_counts(sass: dict, step) -> Findings:
     """Serpentine against row order: the most extra ``.reuse`` FFMAs the row ends allow per k-tile (one per row end
     per k-step; as a share of the FFMAs), and how many ``ptxas`` marked."""
     c = as_step(step).config
@@ -338,10 +391,10 @@ def reuse_counts(sass: dict, step) -> dict:
     out = {"FFMAs per k-tile": serp["ffma"], "extra .reuse at most (row ends)": bound,
            "at most, as a share of the FFMAs": bound / serp["ffma"],
            "extra .reuse found": serp["reuse"] - rows["reuse"]}
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
-def pipelining_prediction(sass: dict, step) -> dict:
+def pipelining_prediction(sass: dict, step) -> Findings:
     """What register double buffering could hide: one shared-load latency per k-tile (about 30 cycles, the figure
     ``experiments/pipelining.py``'s prediction used) against the cycles one scheduler spends on a k-tile (its warps'
     instructions at the measured issue rate: the H200's where shipped, else the H100's)."""
@@ -353,10 +406,19 @@ def pipelining_prediction(sass: dict, step) -> dict:
     out = {"warps per scheduler": warps, "instructions per k-tile (SASS)": instructions,
            f"issue rate ({rate['GPU, size']}, Nsight Compute)": rate["step 9"], "cycles per k-tile": cycles,
            "30 cycles of latency, as a share": 30 / cycles}
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
-def code_shapes(experiment: dict) -> dict:
+@dataclass(frozen=True)
+class CodeShapes:
+    """The equivalent k-column shapes against the shipped kernel (:func:`code_shapes`)."""
+    table: MarkdownTable  # every shape against the shipped kernel, by size
+    gains: dict  # shape → its gains over the shipped kernel, one per size (0.01: 1 % faster)
+    best: str  # the shape whose smaller gain is largest
+    adopt: bool  # ``best`` beats the shipped kernel by over 1 % at every size
+
+
+def code_shapes(experiment: dict) -> CodeShapes:
     """The equivalent k-column shapes against the shipped kernel: the table, each shape's gains by size, the best
     (by its smaller gain) and ``adopt``: it beats the shipped kernel by over 1 % at every size."""
     names = [r["step"] for r in experiment["records"]
@@ -364,5 +426,5 @@ def code_shapes(experiment: dict) -> dict:
     gains = {name: [r - 1 for r in ratios.values()]
              for name, ratios in time_ratios(experiment, "step9 shipped", dict.fromkeys(names)).items()}
     best = max(gains, key=lambda name: min(gains[name]))
-    return {"table": variants_table(experiment, "k-column shape", base="step9 shipped"), "gains": gains,
-            "best": best, "adopt": min(gains[best]) > 0.01}
+    return CodeShapes(variants_table(experiment, "k-column shape", base="step9 shipped"), gains, best,
+                      min(gains[best]) > 0.01)

@@ -6,6 +6,7 @@ Numbers, tables and figures; the words are the lessons'."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from matplotlib.figure import Figure
@@ -72,7 +73,14 @@ def tile_order_figure(step, rows: int, cols: int, resident: int) -> Figure:
     return fig
 
 
-def first_wave(step, rows: int, cols: int, resident: int) -> dict:
+@dataclass(frozen=True)
+class Findings:
+    """Named numbers and the table that shows them."""
+    numbers: dict  # label → number; the labels are the table's
+    table: MarkdownTable  # ``numbers``
+
+
+def first_wave(step, rows: int, cols: int, resident: int) -> Findings:
     """What the first wave of the picture reads of A and B per unit of k (floats), row-major and grouped by the
     step's ``GROUP_M``, and their ratio."""
     config, out = as_step(step).config, {}
@@ -82,7 +90,7 @@ def first_wave(step, rows: int, cols: int, resident: int) -> dict:
         out[f"GROUP_M = {g}: floats per step of k"] = a_rows * config["BLOCK_M"] + b_cols * config["BLOCK_N"]
     values = [v for k, v in out.items() if "floats" in k]
     out["row-major / grouped"] = values[0] / values[1]
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
 def resident_per_sm(compiled: dict, step) -> dict:
@@ -149,7 +157,14 @@ def dram_lower_bound(exp, m: int, n: int, k: int, group_m: int) -> int:
     return total
 
 
-def dram_table(exp) -> dict:
+@dataclass(frozen=True)
+class DramBound:
+    """The DRAM lower bound of the square sizes against the measured time (:func:`dram_table`)."""
+    table: MarkdownTable  # a row per square size: the bound in both orders, its time at datasheet bandwidth, measured
+    share: float  # the most of a kernel's time DRAM needs at datasheet bandwidth, in either order
+
+
+def dram_table(exp) -> DramBound:
     """The DRAM lower bound of each square size in both orders, against the measured time (``table``); ``share``:
     the most of a kernel's time DRAM needs at datasheet bandwidth, in either order (the order's prediction)."""
     rows = []
@@ -161,10 +176,10 @@ def dram_table(exp) -> dict:
                                                                     for b in (plain, grouped)),
                      "measured kernel time (ms)": row["twin"]["median_ms"],
                      "share": max(plain, grouped) / (exp.bandwidth_tbs * 1e9) / row["twin"]["median_ms"]})
-    return {"table": table([{k: v for k, v in r.items() if k != "share"} for r in rows],
+    return DramBound(table([{k: v for k, v in r.items() if k != "share"} for r in rows],
                            {"DRAM lower bound, row-major (MB)": "{:.0f}", f"grouped by {GROUPED} (MB)": "{:.0f}",
                             "measured kernel time (ms)": "{:.3f}"}),
-            "share": max(r["share"] for r in rows)}
+                     max(r["share"] for r in rows))
 
 
 def experiment_table(exp) -> MarkdownTable:
@@ -207,7 +222,7 @@ def waves_figure(exp) -> Figure:
     return fig
 
 
-def waves(exp) -> dict | None:
+def waves(exp) -> Findings | None:
     """The shape just past one wave against the one-wave shape: work and time ratios, the wave model's ratio, the
     last wave's share of a wave's work and of its time, cuBLAS's time ratio; and two waves' rate against one's."""
     one, rows = exp.one_wave, [r for r in exp.rows if r["twin"]]
@@ -223,7 +238,7 @@ def waves(exp) -> dict | None:
            "cuBLAS's time ratio, same shapes": past["cuBLAS"]["median_ms"] / one["cuBLAS"]["median_ms"]}
     if two:
         out["two waves: rate / one wave's"] = two["twin"]["tflops"] / one["twin"]["tflops"]
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
 def persistence(exp) -> list[tuple[dict, float]]:
@@ -232,27 +247,43 @@ def persistence(exp) -> list[tuple[dict, float]]:
             if row["shape"][0] == row["shape"][1] == row["shape"][2] and row["twin"] and row["G8"] and row["waves"] > 1]
 
 
-def order(exp) -> dict:
+@dataclass(frozen=True)
+class TileOrder:
+    """Grouped against row-major order in the experiment (:func:`order`)."""
+    diffs: list  # (row, grouped ÷ row-major speed) at every shape that ran both
+    faster: list  # the rows where grouped is faster by more than the noise
+    slower: list  # the rows where it is slower by more than the noise
+
+
+def order(exp) -> TileOrder:
     """Grouped ÷ row-major speed at every shape; the shapes where it is faster or slower by more than the noise."""
     diffs = [(row, row["G1"]["median_ms"] / row["G8"]["median_ms"]) for row in exp.rows if row["G8"] and row["G1"]]
-    return {"diffs": diffs, "faster": [row for row, d in diffs if d > 1 + tuning.NOISE],
-            "slower": [row for row, d in diffs if d < 1 - tuning.NOISE]}
+    return TileOrder(diffs, [row for row, d in diffs if d > 1 + tuning.NOISE],
+                     [row for row, d in diffs if d < 1 - tuning.NOISE])
 
 
-def verdict(exp) -> dict:
+@dataclass(frozen=True)
+class Verdict:
+    """Both predictions against the experiment (:func:`verdict`)."""
+    numbers: dict  # label → number: persistent ÷ twin per square, flat or not, grouped ÷ row-major range and counts
+    order: str  # "no difference", "no consistent sign" or "one-sided"
+    table: MarkdownTable  # ``numbers`` and ``order``
+
+
+def verdict(exp) -> Verdict:
     """Both predictions from the experiment's records: persistent ÷ twin speed on the squares more than a wave deep
     (``flat``: all within 2 %), and grouped ÷ row-major speed over all shapes (range, and how many are within the
     noise, faster, slower; ``order``: ``"no difference"``, ``"no consistent sign"`` or ``"one-sided"``)."""
     o, kept = order(exp), persistence(exp)
-    ratios = [d for _, d in o["diffs"]]
+    ratios = [d for _, d in o.diffs]
     out = {**{f"persistent / twin at {size_label(r['shape'])}": d for r, d in kept},
            "persistence flat (within 2 %)": all(abs(d - 1) < 0.02 for _, d in kept),
            "grouped / row-major, lowest": min(ratios), "grouped / row-major, highest": max(ratios),
            f"shapes within {tuning.NOISE:.0%} / grouped faster / slower":
-               f"{len(ratios) - len(o['faster']) - len(o['slower'])} / {len(o['faster'])} / {len(o['slower'])}"}
-    sign = ("no consistent sign" if o["faster"] and o["slower"] else
-            "no difference" if not (o["faster"] or o["slower"]) else "one-sided")
-    return {**out, "order": sign, "table": facts({**out, "tile order": sign})}
+               f"{len(ratios) - len(o.faster) - len(o.slower)} / {len(o.faster)} / {len(o.slower)}"}
+    sign = ("no consistent sign" if o.faster and o.slower else
+            "no difference" if not (o.faster or o.slower) else "one-sided")
+    return Verdict(out, sign, facts({**out, "tile order": sign}))
 
 
 def worst_table(exp, count: int | None = None) -> MarkdownTable:
@@ -321,7 +352,7 @@ def saw_tooth_figure(s) -> Figure:
     return fig
 
 
-def saw_tooth_numbers(s) -> dict:
+def saw_tooth_numbers(s) -> Findings:
     """Step 9 against the wave model (measured ÷ model, lowest and highest away from the anchor; whether above the
     model at every point past a whole wave), step 10's time ÷ step 9's, what one tile more than a wave costs step 9
     and cuBLAS, and step 9's % of cuBLAS at whole and part waves."""
@@ -338,4 +369,4 @@ def saw_tooth_numbers(s) -> dict:
         out[f"one tile past a wave: {name} loses"] = f"{1 - nxt[key]['tflops'] / s.anchor[key]['tflops']:.0%}"
     for whole, what in ((1, "whole"), (0, "part")):
         out[f"step 9, % of cuBLAS at {what} waves"] = f"{min(pct[whole]):.0f}–{max(pct[whole]):.0f}"
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))

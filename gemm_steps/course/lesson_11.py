@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.harness import results_files
 
 from . import compiled as _compiled
-from .display import facts, table
+from .display import MarkdownTable, facts, table
 from .targets import TARGET_SGEMM_PCT
 from .timings import load_shipped, record, size_label
 
@@ -103,7 +104,16 @@ def first_rule(tiles, blocks):
 
 
 
-def waits(tiles, k_tiles, blocks, split=stream_k_split, backwards=True) -> dict:
+@dataclass(frozen=True)
+class Waits:
+    """Who waits for whom in one launch (:func:`waits`)."""
+    lower_only: bool  # every wait is for a lower-numbered block
+    flags_per_block: int  # the most flags one block raises
+    waited_before_flag: list  # the blocks that wait before they raise their flag
+    chain: int  # the longest chain of waits (1: an owner waits only for blocks that never wait first)
+
+
+def waits(tiles, k_tiles, blocks, split=stream_k_split, backwards=True) -> Waits:
     """Who waits for whom in one launch, read off :func:`shares` with the kernel's rules: a piece that stops before
     its tile's last k-iteration raises its block's flag; a piece that ends the tile but does not start it waits for
     the flags of the other blocks in the tile. ``lower_only``: every wait is for a lower-numbered block;
@@ -130,7 +140,7 @@ def waits(tiles, k_tiles, blocks, split=stream_k_split, backwards=True) -> dict:
         flags = max(flags, raised)
     chain = max((1 + max((depth[b] for b in holders.get(tile, [])), default=-1) for pieces in work
                  for tile, first, count in pieces if first > 0 and first + count == k_tiles), default=0)
-    return {"lower_only": lower_only, "flags_per_block": flags, "waited_before_flag": waited_first, "chain": chain}
+    return Waits(lower_only, flags, waited_first, chain)
 
 
 # -- the shipped scheduling sweep ------------------------------------------------------------------------------------
@@ -186,7 +196,14 @@ def split_table(s: Sweep):
                    "predicted speedup (balance only)": f"{r['predicted']:.2f}×"} for r in s.rows])
 
 
-def prediction(s: Sweep) -> dict:
+@dataclass(frozen=True)
+class Findings:
+    """Named numbers and the table that shows them."""
+    numbers: dict  # label → number; the labels are the table's
+    table: MarkdownTable  # ``numbers`` (with another table before them, where a function says so)
+
+
+def prediction(s: Sweep) -> Findings:
     """From the schedule alone (no measured time enters it): for each shape just past one wave that the rule
     splits, the block-slots a tile-per-block schedule leaves idle and the balance-only bound; and the fixup's
     traffic: a partial tile's bytes against one k-iteration's loads of A and B; the rule's threshold."""
@@ -199,7 +216,7 @@ def prediction(s: Sweep) -> dict:
     out.update({"threshold: split below this share busy": WAVE_EFFICIENCY_FOR_DATA_PARALLEL,
                 "a partial tile (KiB)": partial // 1024, "one k-iteration's loads of A and B (KiB)": per_iteration // 1024,
                 "a partial tile, in k-iterations' loads": partial / per_iteration})
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
 def measurement_table(s: Sweep):
@@ -307,7 +324,7 @@ def where_it_ran(s: Sweep):
                    "ms": f"{r['sk']['median_ms']:.3f}"} for family, group in groups(s).items() for r in group])
 
 
-def verdict(s: Sweep) -> dict | None:
+def verdict(s: Sweep) -> Findings | None:
     """The sweep against the prediction, by family: speedups over step 9, % of cuBLAS, the share of the predicted
     gain reached; blocks per tile on the deepest shape; and the stream-K kernel's median cost ÷ step 10 where there
     is nothing to split. ``None`` without wave-boundary and deep shapes."""
@@ -323,11 +340,20 @@ def verdict(s: Sweep) -> dict | None:
     out["blocks per tile on the deepest shape"] = s.G / min(r["tiles"] for r in g["deep"])
     if kernel_cost(s):
         out["stream-K kernel ÷ step 10 with nothing to split (median)"] = float(np.median([*kernel_cost(s).values()]))
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
 # -- the first version (deep dive 11_first_version) ----------------------------------------------------------------
-def forward_walk(s: Sweep, forward: dict) -> dict:
+@dataclass(frozen=True)
+class ForwardWalk:
+    """The first version's sweep against the chain model (:func:`forward_walk`)."""
+    walk: list  # (row, forward-walk record, step 10's record in its run, model and measured slowdowns), worst first
+    table: MarkdownTable  # ``walk``, a row per shape
+    numbers: dict  # label → value: the worst shape and slowdown, chained shapes, measured ÷ model there, correct
+    correct: bool  # every run wrote all of C, with errors no larger than 1.5× step 10's
+
+
+def forward_walk(s: Sweep, forward: dict) -> ForwardWalk:
     """The first version's sweep against the chain model: ``walk`` (row, forward-walk record, step 10's record in
     that run, model slowdown, measured slowdown; worst first) and its ``table``; the worst shape and slowdown; where
     the model predicts a chain (over 2×), measured ÷ model; ``correct``: every run wrote all of C, with errors no
@@ -348,9 +374,9 @@ def forward_walk(s: Sweep, forward: dict) -> dict:
              f"{fwd['median_ms']:.3f}", "% of cuBLAS": f"{fwd['pct_of_cublas']:.1f} %",
              "time ÷ step 10's, same run": f"**{measured:.2f}×**",
              "model: forward walk ÷ one tile per block": f"{model:.2f}×"} for row, fwd, p, model, measured in walk]
-    return {"walk": walk, "table": table(rows), "worst": size_label(walk[0][0]["shape"]), "worst slowdown": walk[0][4],
-            "chained shapes": len(chained), "measured ÷ model where chained": _span(chained, "{:.2f}") if chained
-            else None, "correct": correct}
+    return ForwardWalk(walk, table(rows), {
+        "worst": size_label(walk[0][0]["shape"]), "worst slowdown": walk[0][4], "chained shapes": len(chained),
+        "measured ÷ model where chained": _span(chained, "{:.2f}") if chained else None, "correct": correct}, correct)
 
 
 def the_fix(walk: list):
@@ -364,7 +390,7 @@ def the_fix(walk: list):
 
 
 # -- what the model leaves out (deep dive 11_what_the_model_leaves_out) ----------------------------------------------
-def small_squares(s: Sweep, forward: dict | None) -> dict | None:
+def small_squares(s: Sweep, forward: dict | None) -> Findings | None:
     """The small squares: the share of their predicted gain, the k-loop work their schedule holds at the one-wave
     shape's rate (µs per k-iteration) against what they measured; and cuBLAS at the smallest in this sweep and in
     the first version's (how steady these times are)."""
@@ -383,10 +409,18 @@ def small_squares(s: Sweep, forward: dict | None) -> dict | None:
            f"cuBLAS at {size_label(tiny['shape'])}, this sweep (µs)": tiny["cuBLAS"]["median_ms"] * 1e3}
     if before:
         out[f"cuBLAS at {size_label(tiny['shape'])}, the first version's sweep (µs)"] = before["median_ms"] * 1e3
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))
 
 
-def kernel_cost_numbers(s: Sweep, compiled: dict) -> dict:
+@dataclass(frozen=True)
+class KernelCost:
+    """The stream-K kernel's own cost (:func:`kernel_cost_numbers`)."""
+    numbers: dict  # label → number: its time ÷ step 10's per shape and the median, instructions per FMA, registers
+    typical: float  # the median of its time ÷ step 10's
+    table: MarkdownTable  # ``numbers``
+
+
+def kernel_cost_numbers(s: Sweep, compiled: dict) -> KernelCost:
     """Step 11's kernel where it has nothing to split, its time ÷ step 10's per shape and the median (``typical``);
     PTX instructions per FMA of both k-loops, and both kernels' registers (nvJitLink)."""
     cost = kernel_cost(s)
@@ -396,21 +430,28 @@ def kernel_cost_numbers(s: Sweep, compiled: dict) -> dict:
         mix = _compiled.k_loop_mix(compiled[f"{name}_fast"]["ptx"], _compiled.fmas_per_k_tile(name))
         out[f"{name}: PTX instructions per FMA"] = sum(mix.values())
         out[f"{name}: registers"] = compiled[f"{name}_fast"]["registers"]
-    return {**out, "typical": typical, "table": facts(out)}
+    return KernelCost(out, typical, facts(out))
 
 
-def prediction_with_cost(s: Sweep, typical: float) -> dict:
+@dataclass(frozen=True)
+class PredictionWithCost:
+    """The balance-only prediction less the kernel's cost, against the measurement (:func:`prediction_with_cost`)."""
+    shrinks: bool  # what is left of the gap shrinks as the shares grow
+    table: MarkdownTable  # a row per wave-boundary shape: predicted ÷ cost, measured, the share of it reached
+
+
+def prediction_with_cost(s: Sweep, typical: float) -> PredictionWithCost:
     """The balance-only prediction ÷ the kernel's cost against the measurement on the wave-boundary shapes
     (``table``); ``shrinks``: what is left of the gap shrinks as the shares grow."""
     boundary = groups(s)["boundary"]
     shortfall = [1 - speedup(r) / (r["predicted"] / typical) for r in boundary]
-    return {"shrinks": shortfall[0] > shortfall[-1], "table": table([
+    return PredictionWithCost(shortfall[0] > shortfall[-1], table([
         {"shape": size_label(r["shape"]), "predicted ÷ kernel cost": f"{r['predicted'] / typical:.2f}×",
          "measured": f"{speedup(r):.2f}×", "share of it": f"{speedup(r) / (r['predicted'] / typical):.0%}"}
-        for r in boundary])}
+        for r in boundary]))
 
 
-def fallback(s: Sweep, typical: float) -> dict:
+def fallback(s: Sweep, typical: float) -> Findings:
     """Where the rule hands the shape to step 10: step 11 and its kernel without the fallback against step 10
     (``table``); the rule's threshold, the break-even the kernel's cost gives, the gap in µs and its largest share."""
     rows = full_wave_rows(s)
@@ -424,10 +465,10 @@ def fallback(s: Sweep, typical: float) -> dict:
                      "gap, µs": f"{(r['sk']['median_ms'] - r['p']['median_ms']) * 1e3:+.0f}",
                      "kernel without the fallback ÷ step 10": f"{r['kernel']['median_ms'] / r['p']['median_ms']:.3f}×"}
                     for r in rows])
-    return {**out, "table": shapes + "\n\n" + facts(out)}
+    return Findings(out, MarkdownTable(shapes + "\n\n" + facts(out)))
 
 
-def before_fallback(s: Sweep, before: dict) -> dict:
+def before_fallback(s: Sweep, before: dict) -> Findings:
     """The stream-K kernel ÷ step 10 on the full-wave shapes in the run before the fallback existed, and the
     median."""
     out = {}
@@ -437,7 +478,7 @@ def before_fallback(s: Sweep, before: dict) -> dict:
             out[size_label(row["shape"])] = kernel["median_ms"] / p["median_ms"]
     if out:
         out["median"] = float(np.median(list(out.values())))
-    return {**out, "table": facts(out, ("shape", "stream-K kernel ÷ step 10"))}
+    return Findings(out, facts(out, ("shape", "stream-K kernel ÷ step 10")))
 
 
 # -- the fixup protocol (deep dive 11_fixup_protocol) -----------------------------------------------------------------
@@ -462,7 +503,15 @@ def fixup_ptx_outline(ptx: str) -> str:
                      for number, op, count, text in ops)
 
 
-def wait_table(s: Sweep) -> dict:
+@dataclass(frozen=True)
+class WaitTable:
+    """:func:`waits` on every shape the sweep splits (:func:`wait_table`)."""
+    table: MarkdownTable  # a row per shape, with the first version's longest chain
+    shapes: int  # how many shapes
+    holds: bool  # on every one, the no-deadlock argument's points 1 and 2 hold
+
+
+def wait_table(s: Sweep) -> WaitTable:
     """:func:`waits` on every shape of the sweep that step 11 splits, on the sweep's grid, beside the first
     version's longest chain (``table``); ``holds``: on every shape every wait is for a lower-numbered block, no block
     raises more than one flag or waits before raising it, and every chain is one link long."""
@@ -470,15 +519,15 @@ def wait_table(s: Sweep) -> dict:
     for row in (r for r in s.rows if r["sk_tiles"]):
         now = waits(row["tiles"], row["k_tiles"], s.G)
         rows.append({"M×N×K": size_label(row["shape"]), "blocks": str(s.G),
-                     "waits only for lower-numbered blocks": "yes" if now["lower_only"] else "**no**",
-                     "flags raised per block, at most": str(now["flags_per_block"]),
-                     "blocks that wait before raising their flag": str(len(now["waited_before_flag"])),
-                     "longest chain of waits": str(now["chain"]), "first version: longest chain": str(waits(
-                         row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False)["chain"]),
-                     "holds": now["lower_only"] and now["flags_per_block"] <= 1 and not now["waited_before_flag"]
-                     and now["chain"] <= 1})
+                     "waits only for lower-numbered blocks": "yes" if now.lower_only else "**no**",
+                     "flags raised per block, at most": str(now.flags_per_block),
+                     "blocks that wait before raising their flag": str(len(now.waited_before_flag)),
+                     "longest chain of waits": str(now.chain), "first version: longest chain": str(waits(
+                         row["tiles"], row["k_tiles"], s.G, first_rule, backwards=False).chain),
+                     "holds": now.lower_only and now.flags_per_block <= 1 and not now.waited_before_flag
+                     and now.chain <= 1})
     shown = table([{key: value for key, value in row.items() if key != "holds"} for row in rows])
-    return {"table": shown, "shapes": len(rows), "holds": bool(rows) and all(row["holds"] for row in rows)}
+    return WaitTable(shown, len(rows), bool(rows) and all(row["holds"] for row in rows))
 
 
 def reader_fence_table(data: dict, compiled: dict):
@@ -500,7 +549,15 @@ def reader_fence_table(data: dict, compiled: dict):
 
 
 # -- determinism on the simulator ---------------------------------------------------------------------------------
-def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> dict:
+@dataclass(frozen=True)
+class Determinism:
+    """Step 11 on the simulator: twice, against step 10 and on another grid (:func:`determinism`)."""
+    numbers: dict  # label → number: elements that differ, where, the largest errors against float64
+    same_bits: bool  # two runs of step 11 are bitwise identical
+    table: MarkdownTable  # ``numbers``, errors in e-notation
+
+
+def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> Determinism:
     """Step 11 twice (``same_bits``: bitwise identical), against step 10, and on a grid of ``blocks_elsewhere``
     blocks instead of the simulator's usual one (another GPU, another occupancy): for each comparison, how many
     elements differ and whether they are exactly in the tiles whose k-loop was split; the largest errors against
@@ -538,8 +595,8 @@ def determinism(stream_k, persistent, shape, blocks_elsewhere: int = 2) -> dict:
            "largest error against float64: step 11": float(np.abs(first - reference).max()),
            "step 10": float(np.abs(step10 - reference).max()),
            f"{blocks_elsewhere} blocks": float(np.abs(elsewhere - reference).max())}
-    return {**out, "same_bits": out["two runs of step 11: bitwise identical"],
-            "table": facts({k: f"{v:.1e}" if isinstance(v, float) else v for k, v in out.items()})}
+    return Determinism(out, out["two runs of step 11: bitwise identical"],
+                       facts({k: f"{v:.1e}" if isinstance(v, float) else v for k, v in out.items()}))
 
 
 # -- the course at the end (deep dive 11_where_the_course_ends) ----------------------------------------------------
@@ -556,7 +613,15 @@ def course_table(full: dict, course: list, sizes: list):
                                            for s in sizes for key, value in cells}} for name in course + ["cublas"]])
 
 
-def target_verdict(full: dict, course: list, sizes: list) -> dict:
+@dataclass(frozen=True)
+class TargetVerdict:
+    """The course against its target (:func:`target_verdict`)."""
+    numbers: dict  # label → value: the fastest step at each size, its % of cuBLAS, step 11's, the target
+    met: bool  # the fastest step reaches the target at some size
+    table: MarkdownTable  # ``numbers`` and ``met``
+
+
+def target_verdict(full: dict, course: list, sizes: list) -> TargetVerdict:
     """The fastest step at each of ``sizes`` (% of cuBLAS, TFLOPS), step 11's %, and ``met``: the best reaches
     :data:`~gemm_steps.course.targets.TARGET_SGEMM_PCT` at some size."""
     best = {s: max((record(full, name, s) for name in course), key=lambda r: r["tflops"]) for s in sizes}
@@ -567,10 +632,10 @@ def target_verdict(full: dict, course: list, sizes: list) -> dict:
         out[f"{size_label(s)}: step 11, % of cuBLAS"] = record(full, "stream_k", s)["pct_of_cublas"]
     out["target, % of cuBLAS"] = TARGET_SGEMM_PCT
     met = max(b["pct_of_cublas"] for b in best.values()) >= TARGET_SGEMM_PCT
-    return {**out, "met": met, "table": facts({**out, "**target met**": met})}
+    return TargetVerdict(out, met, facts({**out, "**target met**": met}))
 
 
-def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, compiled: dict) -> dict:
+def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, compiled: dict) -> Findings:
     """What is left inside the tile at the largest of ``sizes``: cuBLAS's and the fastest step's share of the FP32
     peak; the block-slots those shapes keep busy (nothing for stream-K to balance); the k-loop of steps 9-10 in PTX
     instructions per FMA (integer, shared loads, other) and the issue ceiling that gives; registers by nvJitLink
@@ -593,4 +658,4 @@ def inside_the_tile(full: dict, course: list, sizes: list, s: Sweep | None, comp
            "registers per thread (nvJitLink here)": compiled["persistent_fast"]["registers"],
            "registers per thread (the GPU driver, Nsight Compute)":
                int(report.value("Registers Per Thread")) if report else None}
-    return {**out, "table": facts(out)}
+    return Findings(out, facts(out))

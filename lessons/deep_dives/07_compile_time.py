@@ -83,8 +83,8 @@ if sweep:
 # %%
 times = lesson_07.shipped_compile_times()
 if times:
-    lesson.say(times["table"])
-    lesson.say(times["measured"])
+    lesson.say(times.table)
+    lesson.say(times.measured)
 
 # %% [markdown]
 # The on-disk cache was already the remedy for every later process: on a GPU the expanded sources are written to a

@@ -48,7 +48,7 @@ lesson.say(lesson_09.issue_table())
 
 # %%
 reuse = lesson_09.reuse_counts(lesson_09.k_loop_sass(), warp_tiling)
-lesson.facts({key: reuse[key] for key in ("FFMAs per k-tile", "extra .reuse at most (row ends)",
+lesson.facts({key: reuse.numbers[key] for key in ("FFMAs per k-tile", "extra .reuse at most (row ends)",
                                           "at most, as a share of the FFMAs")})
 
 # %% [markdown]
@@ -63,7 +63,7 @@ sass = lesson_09.k_loop_sass()
 lesson.say(lesson.facts({**sass["tools"], "compiled on": sass["date"], "file": sass["path"],
                          "BLOCK_K": warp_tiling.config["BLOCK_K"]}))
 lesson.say(lesson_09.sass_table(sass, ["row_order", "step9 shipped"]))
-lesson.say(reuse["table"])
+lesson.say(reuse.table)
 
 # %% [markdown]
 # `experiments/fma_order.py` timed the two orders in one run:
@@ -106,7 +106,7 @@ _ = lesson.show_file("experiments/kernels/warp_tiling_pipelined.py", start="stag
 # in `experiments/pipelining.py`, used round figures.)
 
 # %%
-lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling)["table"])
+lesson.say(lesson_09.pipelining_prediction(sass, warp_tiling).table)
 
 # %% [markdown]
 # A k-tile costs one scheduler its warps' instructions at the measured issue rate; one shared-load latency after each
@@ -198,8 +198,8 @@ shapes = lesson.load_shipped(results_files.EXPERIMENT_CODE_SHAPES_ANY, "step 9's
                              "load placements, timed in one run")
 found = lesson_09.code_shapes(shapes) if shapes else None
 if found:
-    lesson.say(found["table"])
-    print("best shape:", found["best"], "— over 1 % at every size, so adopt it:", found["adopt"])
+    lesson.say(found.table)
+    print("best shape:", found.best, "— over 1 % at every size, so adopt it:", found.adopt)
 
 # %% [markdown]
 # No shape clears the bar, so step 9 keeps its serpentine order. Equivalent code shapes spread over a few percent, not

@@ -52,7 +52,7 @@ if experiment:
 # %%
 if experiment:
     lesson.say(lesson.facts({lesson.size_label(row["shape"]): ratio for row, ratio in
-                             lesson_10.order(experiment)["diffs"]}, ("shape", "grouped / row-major speed")))
+                             lesson_10.order(experiment).diffs}, ("shape", "grouped / row-major speed")))
 
 # %% [markdown]
 # Within the course's noise threshold at most shapes, grouped faster by more than that at some and row-major at

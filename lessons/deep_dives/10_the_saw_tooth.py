@@ -26,7 +26,7 @@ if sweep and sweep.anchor:
 
 # %%
 if sweep and sweep.anchor:
-    lesson.say(lesson_10.saw_tooth_numbers(sweep)["table"])
+    lesson.say(lesson_10.saw_tooth_numbers(sweep).table)
 
 # %% [markdown]
 # Step 9 follows the wave model closely at every point but the one it is anchored at, and a little above it past a

@@ -30,8 +30,8 @@ print("Forwards (the first version):\n" + lesson_11.draw(5, 8, 4, backwards=Fals
 print("\nBackwards (step 11):\n" + lesson_11.draw(5, 8, 4))
 for label, backwards in (("forwards", False), ("backwards", True)):
     w = lesson_11.waits(5, 8, 4, backwards=backwards)
-    print(f"{label}: blocks that wait before raising their flag: {w['waited_before_flag'] or 'none'}; "
-          f"longest chain of waits: {w['chain']}")
+    print(f"{label}: blocks that wait before raising their flag: {w.waited_before_flag or 'none'}; "
+          f"longest chain of waits: {w.chain}")
 
 # %% [markdown]
 # The simulator, which runs blocks one after another, computes the right answer either way. Only a GPU shows the
@@ -54,15 +54,14 @@ forward = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_FORWARD_WALK_N
 # %%
 if sweep and forward:
     found = lesson_11.forward_walk(sweep, forward)
-    walk, worst = found["walk"], found["walk"][0][0]
-    lesson.say(found["table"])
+    walk, worst = found.walk, found.walk[0][0]
+    lesson.say(found.table)
     then = lesson_11.waits(worst["tiles"], worst["k_tiles"], sweep.G, lesson_11.first_rule, backwards=False)
-    lesson.say(lesson.facts({key: found[key] for key in ("worst", "worst slowdown", "chained shapes",
-                                                         "measured ÷ model where chained", "correct")}
-                            | {f"grid of {sweep.G} blocks: longest chain, forward walk": then["chain"],
-                               "… blocks that wait before raising their flag": len(then["waited_before_flag"]),
+    lesson.say(lesson.facts(found.numbers
+                            | {f"grid of {sweep.G} blocks: longest chain, forward walk": then.chain,
+                               "… blocks that wait before raising their flag": len(then.waited_before_flag),
                                "longest chain, backward walk": lesson_11.waits(worst["tiles"], worst["k_tiles"],
-                                                                               sweep.G)["chain"]}))
+                                                                               sweep.G).chain}))
 
 # %% [markdown]
 # On the worst shape the first version took many times as long as step 10. Wherever the model predicts a chain

@@ -96,8 +96,8 @@ if fence_run:
 sweep = lesson_11.load_sweep(compiled)
 if sweep:
     waiting = lesson_11.wait_table(sweep)
-    lesson.say(waiting["table"])
-    print(f"the argument holds on all {waiting['shapes']} shapes that step 11 splits:", waiting["holds"])
+    lesson.say(waiting.table)
+    print(f"the argument holds on all {waiting.shapes} shapes that step 11 splits:", waiting.holds)
 
 # %% [markdown]
 # With points 1 and 2, every wait ends as soon as the block waited for runs: it waits for nothing before it raises

@@ -26,7 +26,8 @@ forward = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_FORWARD_WALK_N
 
 # %%
 if sweep:
-    lesson.say((lesson_11.small_squares(sweep, forward) or {}).get("table", ""))
+    small = lesson_11.small_squares(sweep, forward)
+    lesson.say(small.table if small else "")
 
 # %% [markdown]
 # Balance is not what limits them: their stream-K schedules hold far less k-loop work than they measured. The rest
@@ -45,8 +46,8 @@ if sweep:
 lesson.compiled_table(compiled)
 if sweep:
     cost = lesson_11.kernel_cost_numbers(sweep, compiled)
-    typical = cost["typical"]
-    lesson.say(cost["table"])
+    typical = cost.typical
+    lesson.say(cost.table)
 
 # %% [markdown]
 # Step 11's kernel with nothing to split is slower than step 10's. Its k-loop has the same instruction mix as step
@@ -57,8 +58,8 @@ if sweep:
 # %%
 if sweep:
     with_cost = lesson_11.prediction_with_cost(sweep, typical)
-    lesson.say(with_cost["table"])
-    print("what is left shrinks as the shares grow:", with_cost["shrinks"])
+    lesson.say(with_cost.table)
+    print("what is left shrinks as the shares grow:", with_cost.shrinks)
 
 # %% [markdown]
 # What is left shrinks as the shares grow (the shapes are sorted by tiles ÷ SMs): a cost per block or per split tile
@@ -72,7 +73,7 @@ if sweep:
 
 # %%
 if sweep:
-    lesson.say(lesson_11.fallback(sweep, typical)["table"])
+    lesson.say(lesson_11.fallback(sweep, typical).table)
 
 # %% [markdown]
 # The rule splits only when fewer than its threshold of the block-slots would be busy. With the kernel's cost,
@@ -96,7 +97,7 @@ before_fallback = lesson.load_shipped(results_files.EXPERIMENT_SCHEDULING_STREAM
                                       "the same sweep with the backward-walk kernel, before step 11 fell back to step "
                                       "10's kernel")
 if sweep and before_fallback:
-    lesson.say(lesson_11.before_fallback(sweep, before_fallback)["table"])
+    lesson.say(lesson_11.before_fallback(sweep, before_fallback).table)
 
 # %% [markdown]
 # Two runs agree (this median against the final sweep's, above): where there is nothing to balance, the stream-K

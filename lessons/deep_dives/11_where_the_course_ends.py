@@ -29,7 +29,7 @@ if full:
     big = lesson.common_sizes(full, course)[-2:]
     lesson.show_figure(plots.plot_tflops_vs_size(full))
     lesson.say(lesson_11.course_table(full, course, big))
-    lesson.say(lesson_11.target_verdict(full, course, big)["table"])
+    lesson.say(lesson_11.target_verdict(full, course, big).table)
 
 # %% [markdown]
 # The course's fastest kernel at the two largest squares, against the course's target (`TARGET_SGEMM_PCT` in
@@ -41,7 +41,7 @@ if full:
 
 # %%
 if full:
-    lesson.say(lesson_11.inside_the_tile(full, course, big, sweep, compiled)["table"])
+    lesson.say(lesson_11.inside_the_tile(full, course, big, sweep, compiled).table)
 
 # %% [markdown]
 # What is left is inside the tile: cuBLAS runs at a larger share of the estimated FP32 peak than the course's fastest
