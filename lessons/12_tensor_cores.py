@@ -15,8 +15,9 @@ import inspect
 import gemm_steps
 from gemm_steps.course import lesson, lesson_12
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
-from gemm_steps.course import tensor_core_results as tcr
-from gemm_steps.course.tensor_core_results import PROFILED_RUN, limits, load_run, tensor_core_profiles
+from gemm_steps.course.gpu_model import a_element, b_element, c_element
+from gemm_steps.course.lesson_12 import PROFILED_RUN, limits, tensor_core_profiles
+from gemm_steps.course.timings import load_run
 
 tensor_cores = gemm_steps.get_step("tensor_cores")
 results = lesson.load_results()
@@ -31,7 +32,7 @@ print(tensor_cores.doc.splitlines()[0])
 # PTX ISA's fragment layout). With `group = lane // 4` and `pair = lane % 4`, the formulas the kernel indexes with:
 
 # %%
-lesson.show_code("\n".join(inspect.getsource(f) for f in (tcr.a_element, tcr.b_element, tcr.c_element)))
+lesson.show_code("\n".join(inspect.getsource(f) for f in (a_element, b_element, c_element)))
 lesson.show_figure(lesson_12.fragment_figure())
 
 # %% [markdown]

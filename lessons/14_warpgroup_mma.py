@@ -9,13 +9,13 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_14
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course import lesson, lesson_14, lesson_21
 from gemm_steps.course.targets import TARGET_3XTF32_VS_SGEMM
+from gemm_steps.course.timings import WGMMA_SWAPPED_RUNS, WGMMA_SWIZZLED_RUN, load_run
 
 warpgroup_mma = gemm_steps.get_step("warpgroup_mma")
-runs = [run for run in map(tcr.load_run, tcr.SWAPPED_RUNS) if run]
-swizzled = tcr.load_run(tcr.SWIZZLED_RUN)
+runs = [run for run in map(load_run, WGMMA_SWAPPED_RUNS) if run]
+swizzled = load_run(WGMMA_SWIZZLED_RUN)
 results = lesson.measure_or_load(["three_tf32"], [512, 1024, 2048, 4096, 8192], optional=["warpgroup_mma"])
 layout = lesson_14.gpu_layout(warpgroup_mma, results)
 print(warpgroup_mma.doc.splitlines()[0])
@@ -188,7 +188,7 @@ elif results:
 # of steps 13–14 on wide-exponent inputs at 4096³–8192³:
 
 # %%
-sweep, wide = tcr.load_run(tcr.WGMMA_ACCURACY_RUN), tcr.load_run(tcr.WIDE_RUN)
+sweep, wide = load_run(lesson_14.WGMMA_ACCURACY_RUN), load_run(lesson_14.WIDE_RUN)
 if results and v:
     a = lesson_14.accuracy(results, sweep, wide)
     print(f"accuracy rule: {'met' if a['met'] else 'not met'}; worst: "
@@ -206,7 +206,7 @@ if results and v:
 # inf/NaN — cost speed; the step before and after them, same GPU, same inputs, two passes:
 
 # %%
-cost = tcr.contract_cost(tcr.load_run(tcr.CONTRACT_AB_RUN), "warpgroup_mma")
+cost = lesson_21.contract_cost(load_run(lesson_21.CONTRACT_AB_RUN), "warpgroup_mma")
 for s, c in cost.items():
     print(f"{lesson.size_label(s)}: {c['old']:.1f} → {c['new']:.1f} TFLOPS, {sum(c['cost']) / 2:.0%} slower (passes: "
           f"{c['cost'][0]:.1%} to {c['cost'][1]:.1%})")

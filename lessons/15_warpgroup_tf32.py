@@ -8,14 +8,14 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_15
-from gemm_steps.course import tensor_core_results as tcr
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
+from gemm_steps.course.timings import WGMMA_SWAPPED_RUNS, WGMMA_SWIZZLED_RUN, load_run
 
 warpgroup_mma = gemm_steps.get_step("warpgroup_mma")
 warpgroup_tf32 = gemm_steps.get_step("warpgroup_tf32")
-swizzled, swapped = tcr.load_run(tcr.SWIZZLED_RUN), tcr.load_run(tcr.SWAPPED_RUNS[0])
+swizzled, swapped = load_run(WGMMA_SWIZZLED_RUN), load_run(WGMMA_SWAPPED_RUNS[0])
 results = lesson.measure_or_load(["tensor_cores"], [512, 1024, 2048, 4096, 8192], optional=["warpgroup_tf32"])
-shown, source = lesson_15.shown_timings(results, tcr.load_run(tcr.STEP15_RUN))
+shown, source = lesson_15.shown_timings(results, load_run(lesson_15.STEP15_RUN))
 print(warpgroup_tf32.doc.splitlines()[0])
 
 # %% [markdown]

@@ -11,11 +11,12 @@
 # %%
 import gemm_steps
 from gemm_steps.course import gpu_model, lesson, lesson_16, predictions, timelines
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course.targets import HOPPER_SIZES, hopper_tf32_verdict
+from gemm_steps.course.timings import load_run, producer_order_run, record
 
 warpgroup_tf32 = gemm_steps.get_step("warpgroup_tf32")
 tma_pipeline = gemm_steps.get_step("tma_pipeline")
-run, timeline = tcr.producer_order_run(), timelines.timeline_run()
+run, timeline = producer_order_run(), timelines.timeline_run()
 ring = gpu_model.ring_constants(tma_pipeline)
 print(tma_pipeline.doc.splitlines()[0])
 
@@ -74,8 +75,8 @@ print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared['s
 p = predictions.get(16, "tma_ring_over_step15")
 lesson.say(predictions.quote(p))
 low, high = predictions.ratio_range(p)
-for size in tcr.BIG:
-    step15 = tcr.measured(run, "warpgroup_tf32", size)["tflops"]
+for size in HOPPER_SIZES:
+    step15 = record(run, "warpgroup_tf32", size)["tflops"]
     print(f"{lesson.size_label(size)}: step 15 {step15:.1f} TFLOPS in this run -> predicted {low * step15:.1f}–"
           f"{high * step15:.1f}")
 model = lesson_16.pause_model(tma_pipeline, run)
@@ -141,8 +142,8 @@ print(f"{lesson.size_label(ragged['size'])}: " + ", ".join(f"{k} {t:.1f}" for k,
 # same run, `gemm_steps/course/targets.py`):
 
 # %%
-v = tcr.verdict(run, "tma_pipeline")
-order = lesson_16.order_gain(tcr.load_run(lesson_16.ORDER_RUN))
+v = hopper_tf32_verdict(run, "tma_pipeline")
+order = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN))
 for size, q in v["sizes"].items():
     inside = "inside" if low <= q["vs_previous"] <= high else ("above" if q["vs_previous"] > high else "below")
     print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.3f}× step 15 (predicted "
@@ -189,7 +190,7 @@ lesson.say(lesson_16.timeline_table(timeline, ["tma_pipeline"]))
 
 # %%
 implied = lesson_16.implied_tflops(timeline, "tma_pipeline", tma_pipeline)
-measured = tcr.measured(run, "tma_pipeline", (4096, 4096, 4096))["tflops"]
+measured = record(run, "tma_pipeline", (4096, 4096, 4096))["tflops"]
 m = timelines.timeline_medians(timeline, "tma_pipeline")
 print(f"period {m['period']:,.0f} clocks a k-tile (tensor cores: {gpu_model.tensor_clocks(ring):,.0f}); warpgroup 0 "
       f"{m['behind']:.1f} k-tiles behind; every SM at the recorded block's pace: {implied:.0f} TFLOPS, against "

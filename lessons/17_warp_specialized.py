@@ -9,11 +9,12 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_16, lesson_17, predictions, reference, timelines
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course.targets import HOPPER_SIZES, hopper_tf32_verdict
+from gemm_steps.course.timings import load_run, producer_order_run, record
 
 tma_pipeline = gemm_steps.get_step("tma_pipeline")
 warp_specialized = gemm_steps.get_step("warp_specialized")
-run, timeline = tcr.producer_order_run(), timelines.timeline_run()
+run, timeline = producer_order_run(), timelines.timeline_run()
 print(warp_specialized.doc.splitlines()[0])
 
 # %% [markdown]
@@ -63,8 +64,8 @@ when = predictions.order(p)
 low, high = predictions.ratio_range(p)
 print(f"first committed {when.committed[:16]}, the run it is compared with recorded {when.recorded[:16]}: "
       f"{'before' if when.before else 'after'} the run, by {abs(when.minutes):.0f} minutes")
-for size in tcr.BIG:
-    step16 = tcr.measured(run, "tma_pipeline", size)["tflops"]
+for size in HOPPER_SIZES:
+    step16 = record(run, "tma_pipeline", size)["tflops"]
     print(f"{lesson.size_label(size)}: step 16 {step16:.1f} TFLOPS in that run -> predicted {low * step16:.0f}–"
           f"{high * step16:.0f}, capped near {p.predicted['cap_tflops']} (cuBLAS TF32)")
 
@@ -111,7 +112,7 @@ lesson.show_figure(lesson_16.speed_figure(run))
 # The share per clock is the share if step 17 and cuBLAS TF32 had run at the same SM clock:
 
 # %%
-v = tcr.verdict(run, "warp_specialized")
+v = hopper_tf32_verdict(run, "warp_specialized")
 for size, q in v["sizes"].items():
     print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.2f}× step 16 (predicted "
           f"{low:.2f}–{high:.2f}×), {q['pct_of_cublas_tf32']:.0f} % of cuBLAS TF32 ({q['cublas_tf32']:.1f}); clocks "
@@ -161,7 +162,7 @@ print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['li
 
 # %%
 e = lesson_17.clock_share(run, "warp_specialized")
-power = lesson_17.clocks_under_load_power(tcr.load_run(lesson_16.CLOCKS_RUN))
+power = lesson_17.clocks_under_load_power(load_run(lesson_16.CLOCKS_RUN))
 print(f"8192³: step 17 at {e['mhz']:.0f} MHz, cuBLAS TF32 at {e['cublas_tf32_mhz']:.0f}; step 17 did {e['share']:.0%} "
       f"of cuBLAS TF32's FLOP a second ({e['share_per_clock']:.0%} per clock). If both drew the same power, step 17 "
       f"spent {e['energy_per_flop_at_equal_power']:.2f}× cuBLAS's energy per FLOP (cuBLAS TF32 drew {power:.0f} W "

@@ -14,7 +14,8 @@ import inspect
 
 import gemm_steps
 from gemm_steps.course import lesson, lesson_13, lesson_21
-from gemm_steps.course.tensor_core_results import FIRST_TRY_RUN, TENSOR_CORES_RUN, load_run
+from gemm_steps.course.lesson_13 import FIRST_TRY_RUN, TENSOR_CORES_RUN
+from gemm_steps.course.timings import load_run
 from gemm_steps.harness import fp32_contract
 from gemm_steps.toolkit import tensor_core_ops
 

@@ -9,7 +9,8 @@
 # %%
 import gemm_steps
 from gemm_steps.course import lesson, lesson_16, lesson_18, lesson_22, plots, predictions
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course.targets import hopper_tf32_verdict
+from gemm_steps.course.timings import producer_order_run
 
 results = lesson.load_results()
 size = lesson.headline_size(results, lesson_22.steps_in(results)) if results else None
@@ -253,12 +254,12 @@ if results:
 # 17's share per clock).
 
 # %%
-hopper_run = tcr.producer_order_run()
+hopper_run = producer_order_run()
 if hopper_run:
     lesson.say(lesson_16.speed_table(hopper_run, ["cublas", "cublas_tf32", "warpgroup_tf32", "tma_pipeline",
                                                   "warp_specialized"]))
     for name in ("tma_pipeline", "warp_specialized"):
-        v = tcr.verdict(hopper_run, name)
+        v = hopper_tf32_verdict(hopper_run, name)
         shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in v["sizes"].items())
         print(f"{name}: {shares} of cuBLAS TF32; target {v['target_pct']:.0f} %: {'met' if v['met'] else 'not met'}")
 v18 = lesson_18.verdict(results) if results else None

@@ -36,7 +36,7 @@ def test_the_profile_table_has_a_row_per_report_and_says_which_are_missing():
 
 
 def test_every_step_and_cublas_has_a_shipped_report_of_its_own_kernel():
-    from gemm_steps.course.tensor_core_results import tensor_core_profiles
+    from gemm_steps.course.lesson_12 import tensor_core_profiles
 
     fp32_steps = [s.name for s in gemm_steps.steps() if getattr(s.module, "ARITHMETIC", "fp32") == "fp32"]
     # The tensor-core steps (12–13) were profiled together at 4096³, in one report that lesson 12 reads.

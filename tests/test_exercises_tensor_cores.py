@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gemm_steps.course import exercise_solutions_tensor_cores, exercise_three_tf32, exercises
-from gemm_steps.course.tensor_core_results import a_element, b_element, c_element
+from gemm_steps.course.gpu_model import a_element, b_element, c_element
 
 SIMULATOR_ONLY = pytest.mark.skipif(not exercises.SIMULATOR, reason="the watched mma twin is the simulator's")
 CASES = Path(__file__).parent / "exercise_cases"

@@ -9,19 +9,18 @@ import numpy as np
 import pytest
 
 import gemm_steps
-from gemm_steps.course import lesson, lesson_12
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course import gpu_model, lesson, lesson_12
+from gemm_steps.course.gpu_model import clocks_per_hmma, mma_sync_ceiling_tflops, mma_sync_clocks, tf32_peak_tflops
+from gemm_steps.course.lesson_12 import COMPARED, PROFILED_RUN, limits, tensor_core_profiles
 from gemm_steps.course.targets import TARGET_TF32_TFLOPS
-from gemm_steps.course.tensor_core_results import (PROFILED_RUN, clocks_per_hmma, limits, load_run,
-                                                   mma_sync_ceiling_tflops, mma_sync_clocks, rec, sizes,
-                                                   tensor_core_profiles, tf32_peak_tflops)
+from gemm_steps.course.timings import common_sizes, load_run, record
 from gemm_steps.toolkit.tensor_core_ops import mma_tf32_reference, round_to_tf32
 from cell_count import MAX_CELLS, lesson_cells
 
 
 def test_every_element_of_a_b_and_c_belongs_to_exactly_one_lane_and_register():
     for name, shape in (("A", (16, 8)), ("B", (8, 8)), ("C", (16, 8))):
-        held = tcr.owners(name)
+        held = gpu_model.owners(name)
         assert held.shape[:2] == shape and (held >= 0).all()
         assert len({tuple(x) for x in held.reshape(-1, 2)}) == shape[0] * shape[1]
 
@@ -30,9 +29,9 @@ def test_the_layout_is_the_documented_one():
     # tensor_core_ops' docstring: a0 = A[group][pair], a1 = A[group + 8][pair], a2 = A[group][pair + 4], …
     for lane in range(32):
         g, p = lane // 4, lane % 4
-        assert [tcr.a_element(lane, r) for r in range(4)] == [(g, p), (g + 8, p), (g, p + 4), (g + 8, p + 4)]
-        assert [tcr.b_element(lane, r) for r in range(2)] == [(p, g), (p + 4, g)]
-        assert [tcr.c_element(lane, r) for r in range(4)] == [(g, 2 * p), (g, 2 * p + 1), (g + 8, 2 * p),
+        assert [gpu_model.a_element(lane, r) for r in range(4)] == [(g, p), (g + 8, p), (g, p + 4), (g + 8, p + 4)]
+        assert [gpu_model.b_element(lane, r) for r in range(2)] == [(p, g), (p + 4, g)]
+        assert [gpu_model.c_element(lane, r) for r in range(4)] == [(g, 2 * p), (g, 2 * p + 1), (g + 8, 2 * p),
                                                                     (g + 8, 2 * p + 1)]
 
 
@@ -91,14 +90,14 @@ def profiles():
 
 def test_the_speed_table_and_verdict_quote_the_benchmark(results):
     table = lesson_12.speed_table(results)
-    for size in sizes(results):
+    for size in common_sizes(results, COMPARED):
         for name, *_ in lesson_12.SPEED_ROWS:
-            r = rec(results, name, size)
+            r = record(results, name, size)
             assert f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" in table
     v = lesson_12.verdict(results)
     for size, row in v["sizes"].items():
-        assert row["tflops"] == rec(results, "tensor_cores", size)["tflops"]
-    best = max(rec(results, "tensor_cores", s)["tflops"] for s in sizes(results))
+        assert row["tflops"] == record(results, "tensor_cores", size)["tflops"]
+    best = max(record(results, "tensor_cores", s)["tflops"] for s in common_sizes(results, COMPARED))
     assert v["best"] == best and v["met"] == (best >= TARGET_TF32_TFLOPS)
     p = lesson_12.predicted(results)
     assert v["where"] == ("inside" if p["low"] <= v["at_prediction"] <= p["carried"]
@@ -144,7 +143,7 @@ def test_the_pipe_cross_check_counts_three_hmma_per_3xtf32_product(results, prof
     profiled = load_run(PROFILED_RUN)  # the timing made with the profile: same GPU, same kernels
     one, three = (lesson_12.pipe_rate(profiles, profiled, s) for s in ("tensor_cores", "three_tf32"))
     assert one["products"] == 1 and three["products"] == 3
-    t13 = rec(profiled, "three_tf32", 4096)["tflops"]
+    t13 = record(profiled, "three_tf32", 4096)["tflops"]
     assert three["full_pipe"] == pytest.approx(3 * t13 / (limits(profiles["three_tf32"])["tensor_pipe"] / 100))
     for rate in (one, three):
         assert 0.8 * rate["ceiling"] < rate["full_pipe"] <= 1.02 * rate["ceiling"]
@@ -159,7 +158,7 @@ def test_the_lessons_claims_hold_on_the_shipped_files(results, profiles):
     found = limits(profiles["tensor_cores"])
     assert clocks_per_hmma() < found["clocks_per_hmma"] and found["per_hmma"] <= found["clocks_per_hmma"]
     ceiling = lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN))["ceiling"]
-    assert all(rec(results, "cublas_tf32", s)["tflops"] > ceiling for s in sizes(results)[-2:])
+    assert all(record(results, "cublas_tf32", s)["tflops"] > ceiling for s in common_sizes(results, COMPARED)[-2:])
     assert found["issue_busy"] < 50 and found["no_eligible"] > 50
     assert found["warps_per_sm"] == 8 and found["bank_conflicts"] == 0
 

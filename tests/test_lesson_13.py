@@ -8,8 +8,9 @@ import pytest
 
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson, lesson_13
-from gemm_steps.course.targets import TARGET_3XTF32_VS_SGEMM
-from gemm_steps.course.tensor_core_results import FIRST_TRY_RUN, TENSOR_CORES_RUN, load_run, rec, sizes, slope
+from gemm_steps.course.lesson_13 import COMPARED, FIRST_TRY_RUN, TENSOR_CORES_RUN
+from gemm_steps.course.targets import TARGET_3XTF32_VS_SGEMM, slope
+from gemm_steps.course.timings import common_sizes, load_run, record
 
 
 def test_truncation_drops_the_low_13_bits():
@@ -61,8 +62,9 @@ def test_one_accuracy_rule_judges_the_sweep_and_the_squares(runs):
     a = lesson_13.accuracy(now, results)
     normal = max(r["three_tf32"] / r["cublas"] for r in now["accuracy"] if r["inputs"] == "standard normal")
     assert a["worst"]["standard normal"] == pytest.approx(max(normal, max(
-        rec(results, "three_tf32", s)["sampled_rel_error_fp64"] / rec(results, "cublas", s)["sampled_rel_error_fp64"]
-        for s in sizes(results)[-2:])))
+        record(results, "three_tf32", s)["sampled_rel_error_fp64"]
+        / record(results, "cublas", s)["sampled_rel_error_fp64"]
+        for s in common_sizes(results, COMPARED)[-2:])))
     assert a["met"] == (not a["misses"]) and (a["met"] or normal > 1 or a["worst"]["wide exponent"] > 2)
     # the lesson: where step 13 misses, it is within a small factor of SGEMM and two to three orders of magnitude
     # below TF32 (the table's columns)
@@ -76,18 +78,18 @@ def test_every_fp32_kernel_makes_sgemms_error_at_the_large_squares(runs):
     _, _, results = runs
     for s, errors in lesson_13.fp32_errors(results).items():
         assert len(errors) >= 10 and len(set(errors.values())) == 1
-        assert rec(results, "three_tf32", s)["sampled_rel_error_fp64"] < errors["cublas"]
+        assert record(results, "three_tf32", s)["sampled_rel_error_fp64"] < errors["cublas"]
 
 
 def test_the_speed_prediction_is_a_third_of_step_12_and_the_verdict_follows(runs):
     _, _, results = runs
     p = lesson_13.predicted(results)
-    assert p["tflops"] == pytest.approx(rec(results, "tensor_cores", p["size"])["tflops"] / 3)
+    assert p["tflops"] == pytest.approx(record(results, "tensor_cores", p["size"])["tflops"] / 3)
     sp = lesson_13.speed(results)
-    ratios = [rec(results, "three_tf32", s)["pct_of_cublas"] / 100 for s in sizes(results)[-2:]]
+    ratios = [record(results, "three_tf32", s)["pct_of_cublas"] / 100 for s in common_sizes(results, COMPARED)[-2:]]
     assert [r["vs_sgemm"] for r in sp["sizes"].values()] == pytest.approx(ratios)
     assert sp["met"] == (min(ratios) >= TARGET_3XTF32_VS_SGEMM)
-    assert sp["over_prediction"] == pytest.approx(rec(results, "three_tf32", p["size"])["tflops"] / p["tflops"])
+    assert sp["over_prediction"] == pytest.approx(record(results, "three_tf32", p["size"])["tflops"] / p["tflops"])
     assert sp["over_prediction"] > 1  # the lesson: three products per piece cost less than a factor of 3
 
 
@@ -115,7 +117,7 @@ def test_the_lesson_keeps_to_25_cells():
 
 
 def test_the_contract_cost_is_read_pass_by_pass_from_the_ab_run():
-    from gemm_steps.course.tensor_core_results import CONTRACT_AB_RUN, contract_cost
+    from gemm_steps.course.lesson_21 import CONTRACT_AB_RUN, contract_cost
 
     run = load_run(CONTRACT_AB_RUN)
     if run is None:

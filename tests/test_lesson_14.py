@@ -8,8 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_14, lesson_22, profiles
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course import gpu_model, lesson_14, lesson_22, profiles, targets, timings
 
 SGEMM_TFLOPS = 50.0
 
@@ -41,12 +40,12 @@ def _run(build_ratio=1.3, no_flush=(1e-5, 2e-5, 4e-5), sizes=(2048, 4096, 8192))
     for s, err in zip(sizes, no_flush):
         records += [_record("cublas", s, SGEMM_TFLOPS, 1e-6), _record("tensor_cores", s, 150.0, 3e-4),
                     _record("three_tf32", s, 60.0, 5e-7),
-                    _record(tcr.STEP14_BUILD, s, build_ratio * SGEMM_TFLOPS, 3e-7),
-                    _record(tcr.FLUSH_BUILD, s, 0.8 * build_ratio * SGEMM_TFLOPS, 3e-7),
-                    _record(tcr.NO_FLUSH_BUILD, s, 70.0, err),
-                    _record(tcr.SERIAL_BUILD, s, 120.0, 4e-4), _record(tcr.TRANSPOSING_BUILD, s, 110.0, 7e-4)]
-    checks = {tcr.OVERLAPPED_BUILD: {"shape": [512, 512, 256], "max_rel_error_vs_fed_inputs": 0.3},
-              tcr.SERIAL_BUILD: {"shape": [512, 512, 256], "max_rel_error_vs_fed_inputs": 9e-7}}
+                    _record(timings.STEP14_BUILD, s, build_ratio * SGEMM_TFLOPS, 3e-7),
+                    _record(timings.FLUSH_BUILD, s, 0.8 * build_ratio * SGEMM_TFLOPS, 3e-7),
+                    _record(timings.NO_FLUSH_BUILD, s, 70.0, err),
+                    _record(timings.SERIAL_BUILD, s, 120.0, 4e-4), _record(timings.TRANSPOSING_BUILD, s, 110.0, 7e-4)]
+    checks = {timings.OVERLAPPED_BUILD: {"shape": [512, 512, 256], "max_rel_error_vs_fed_inputs": 0.3},
+              timings.SERIAL_BUILD: {"shape": [512, 512, 256], "max_rel_error_vs_fed_inputs": 9e-7}}
     env = {"gpu": "Fake GPU", "date": "2026-01-01T00:00:00+00:00"}
     return {"environment": env, "records": records, "checks": checks, "path": "experiments/results/fake.json"}
 
@@ -89,7 +88,7 @@ def test_each_element_of_the_register_operand_has_one_holder_in_lesson_12s_layou
     assert lesson_14.layout_check(lesson_14.gpu_layout(gemm_steps.get_step(14)))["holders"] == 512
     for lane in range(32):
         for r in range(4):
-            row, k = tcr.a_element(lane, r)
+            row, k = gpu_model.a_element(lane, r)
             assert lesson_14.fragment_holder(row + 16, k) == (1, lane, r)  # warp 1: rows 16…31
 
 
@@ -133,9 +132,9 @@ def _swizzle_run():
     for s in (2048, 4096, 8192):
         records += [_record("cublas", s, SGEMM_TFLOPS, 1e-6), _record("tensor_cores", s, 150.0, 3e-4),
                     _record("cublas_tf32", s, 400.0, 3e-4), _record("three_tf32", s, 60.0, 5e-7),
-                    _record(tcr.SERIAL_BUILD, s, 120.0, 4e-4), _record(tcr.STEP15_BUILD, s, 240.0, 4e-4),
-                    _record(tcr.FLUSH_BUILD, s, 1.3 * SGEMM_TFLOPS, 3e-7),
-                    _record(tcr.STEP14_BUILD, s, 1.7 * SGEMM_TFLOPS, 3e-7)]
+                    _record(timings.SERIAL_BUILD, s, 120.0, 4e-4), _record(timings.STEP15_BUILD, s, 240.0, 4e-4),
+                    _record(timings.FLUSH_BUILD, s, 1.3 * SGEMM_TFLOPS, 3e-7),
+                    _record(timings.STEP14_BUILD, s, 1.7 * SGEMM_TFLOPS, 3e-7)]
     return {"environment": {"gpu": "Fake GPU", "date": "2026-01-01"}, "records": records,
             "path": "experiments/results/fake.json"}
 
@@ -183,7 +182,7 @@ def test_the_prediction_is_the_experiments_range_at_this_benchmarks_sgemm():
 
 def test_without_step_14_there_is_no_verdict():
     results = _results()
-    assert not tcr.has_step(results, "warpgroup_mma") and tcr.target_check(results) is None
+    assert not timings.has_step(results, "warpgroup_mma") and targets.target_check(results) is None
     assert lesson_14.verdict(results, [_run()]) is None and "| — |" in lesson_14.speed_table(results)
     assert lesson_14.speed_figure(results).axes
     assert [r["met"] for r in lesson_22.target_rows(results) if r["step"].startswith("14")] == [None]
@@ -192,24 +191,24 @@ def test_without_step_14_there_is_no_verdict():
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
     met = _results(step14=(1.35, 5e-7))
     v = lesson_14.verdict(met, [_run(build_ratio=1.35 / 1.1)])
-    assert v["speed_met"] and tcr.target_check(met)["met"]
+    assert v["speed_met"] and targets.target_check(met)["met"]
     row = v["sizes"][(8192, 8192, 8192)]
     build_ms = 2.0 * 8192 ** 3 / (1.35 / 1.1 * SGEMM_TFLOPS) / 1e9
     assert row["build_minus_step_ms"] == pytest.approx(build_ms - 2.0 * 8192 ** 3 / (1.35 * SGEMM_TFLOPS) / 1e9)
     slow_at_4096 = _results(step14={2048: (1.4, 5e-7), 4096: (1.2, 5e-7), 8192: (1.4, 5e-7)})
     assert not lesson_14.verdict(slow_at_4096, [_run()])["speed_met"]
     inaccurate = _results(step14=(1.35, 2e-6))  # SGEMM's error is 1e-6
-    assert tcr.target_check(inaccurate)["speed_met"] and not tcr.target_check(inaccurate)["met"]
+    assert targets.target_check(inaccurate)["speed_met"] and not targets.target_check(inaccurate)["met"]
     assert "67.5 (1.35×)" in lesson_14.speed_table(met)
 
 
 def test_the_accuracy_rule_is_lesson_13s_over_every_measurement():
     results = _results(step14=(1.35, 5e-7))
-    sweep = {"sweep": [{"inputs": "standard normal", "K": 64, "cublas": 1e-7, tcr.FLUSH_BUILD: 1.6e-7},
-                       {"inputs": "wide exponent (x 2^u)", "K": 64, "cublas": 1e-7, tcr.FLUSH_BUILD: 1.9e-7}]}
+    sweep = {"sweep": [{"inputs": "standard normal", "K": 64, "cublas": 1e-7, timings.FLUSH_BUILD: 1.6e-7},
+                       {"inputs": "wide exponent (x 2^u)", "K": 64, "cublas": 1e-7, timings.FLUSH_BUILD: 1.9e-7}]}
     a = lesson_14.accuracy(results, sweep, None)
     assert not a["met"] and a["misses"] == [("standard normal", "512×512×64", pytest.approx(1.6))]
-    sweep["sweep"][0][tcr.FLUSH_BUILD] = 0.9e-7
+    sweep["sweep"][0][timings.FLUSH_BUILD] = 0.9e-7
     assert lesson_14.accuracy(results, sweep, None)["met"]
 
 
@@ -240,13 +239,14 @@ def test_the_lessons_claims_hold_on_the_shipped_files():
     exponents; the 3xTF32 build runs near a third of the TF32 build's speed."""
     from gemm_steps.course.timings import load_results
 
-    results, swizzled = load_results(["three_tf32", "warpgroup_mma"]), tcr.load_run(tcr.SWIZZLED_RUN)
+    results, swizzled = load_results(["three_tf32", "warpgroup_mma"]), timings.load_run(timings.WGMMA_SWIZZLED_RUN)
     if results is None or swizzled is None:
         pytest.fail("lesson 14's shipped benchmark or swizzle run is missing (renamed?)")
     v = lesson_14.verdict(results, [swizzled])
     assert v["speed_met"] and all(r["vs_sgemm"] < r["predicted"][0] for r in v["sizes"].values())
     assert all(r["error"] < r["sgemm_error"] for r in v["sizes"].values())
-    a = lesson_14.accuracy(results, tcr.load_run(tcr.WGMMA_ACCURACY_RUN), tcr.load_run(tcr.WIDE_RUN))
+    sweep, wide = timings.load_run(lesson_14.WGMMA_ACCURACY_RUN), timings.load_run(lesson_14.WIDE_RUN)
+    a = lesson_14.accuracy(results, sweep, wide)
     assert not a["met"] and {kind for kind, *_ in a["misses"]} == {"standard normal", "wide exponent"}
     assert "512×512×64" in {shape for _, shape, _ in a["misses"]}
     assert all(0.25 < r["three_share"] < 0.45 for r in lesson_14.what_is_left(swizzled, results)["sizes"].values())

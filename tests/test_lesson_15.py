@@ -8,8 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_15, lesson_22
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course import lesson_15, lesson_22, timings
 
 SIZES = (2048, 4096, 8192)
 
@@ -36,14 +35,15 @@ def _swizzled_run(ratio=2.0):
     records = []
     for s in SIZES:
         records += [_record("tensor_cores", s, 140.0, 3e-4),
-                    _record(tcr.STEP15_BUILD, s, ratio * 140.0, 5e-4)]
+                    _record(timings.STEP15_BUILD, s, ratio * 140.0, 5e-4)]
     return {"environment": {"gpu": "Fake GPU", "date": "2026-01-01"}, "records": records,
             "path": "experiments/results/fake.json"}
 
 
 def test_the_error_budget_compares_tf32_inputs_with_the_measured_accumulator():
     run = {"environment": {}, "path": "experiments/results/fake.json",
-           "records": [_record(tcr.NO_FLUSH_BUILD, 4096, 60.0, 3e-5), _record(tcr.NO_FLUSH_BUILD, 8192, 60.0, 6e-5),
+           "records": [_record(timings.NO_FLUSH_BUILD, 4096, 60.0, 3e-5),
+                       _record(timings.NO_FLUSH_BUILD, 8192, 60.0, 6e-5),
                        _record("tensor_cores", 8192, 150.0, 3e-4)]}
     b = lesson_15.error_budget(run)
     assert b["u"] == 2.0 ** -11 and b["size"] == 8192 and b["accumulator"] == 6e-5 and b["step12"] == 3e-4

@@ -13,13 +13,14 @@ import pytest
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import gpu_model, lesson_16, predictions, timelines
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course.targets import HOPPER_SIZES, hopper_tf32_verdict
+from gemm_steps.course.timings import load_run, producer_order_run, record
 from gemm_steps.course.targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 
 STEP16 = gemm_steps.get_step("tma_pipeline")
-RUN = tcr.producer_order_run()
+RUN = producer_order_run()
 TIMELINE = timelines.timeline_run()
-BIG = tcr.BIG
+BIG = HOPPER_SIZES
 
 
 def test_the_ring_schedule_is_the_kernels_formulas():
@@ -48,7 +49,7 @@ def test_the_pause_model():
     model = lesson_16.pause_model(STEP16, RUN)
     assert model["tensor_clocks"] == 2 * 256 * 128 * 32 / 2048
     for size, q in model["sizes"].items():
-        step15 = tcr.measured(RUN, "warpgroup_tf32", size)["tflops"]
+        step15 = record(RUN, "warpgroup_tf32", size)["tflops"]
         assert q["predicted"] == pytest.approx(step15 * (1 + model["pause_clocks"] / model["tensor_clocks"]))
 
 
@@ -59,10 +60,10 @@ def test_the_verdict_against_the_committed_prediction():
     p = predictions.get(16, "tma_ring_over_step15")
     assert p.before_the_run and "+5 to +10 % over step 15" in p.text and "~1,100" not in p.text
     low, high = predictions.ratio_range(p)
-    v = tcr.verdict(RUN, "tma_pipeline")["sizes"]
+    v = hopper_tf32_verdict(RUN, "tma_pipeline")["sizes"]
     assert low <= v[BIG[0]]["vs_previous"] <= high
     assert v[BIG[1]]["vs_previous"] > high
-    gain = lesson_16.order_gain(tcr.load_run(lesson_16.ORDER_RUN))["gain"]
+    gain = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN))["gain"]
     assert gain[BIG[1]] > 1.04 and abs(gain[BIG[0]] - 1) < 0.02
 
 
@@ -86,21 +87,21 @@ def _fake_run(step16: float, cublas_tf32: float = 400.0):
 
 
 def test_the_verdict_follows_from_the_records():
-    v = tcr.verdict(RUN, "tma_pipeline")
+    v = hopper_tf32_verdict(RUN, "tma_pipeline")
     for size, q in v["sizes"].items():
-        r, tf32 = (tcr.measured(RUN, k, size) for k in ("tma_pipeline", "cublas_tf32"))
+        r, tf32 = (record(RUN, k, size) for k in ("tma_pipeline", "cublas_tf32"))
         assert q["pct_of_cublas_tf32"] == pytest.approx(100 * r["tflops"] / tf32["tflops"])
     assert v["met"] == all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in v["sizes"].values())
-    assert tcr.verdict(_fake_run(370.0), "tma_pipeline")["met"]
-    assert not tcr.verdict(_fake_run(350.0), "tma_pipeline")["met"]
-    assert not tcr.verdict(_fake_run(100.0), "tma_pipeline")["at_least_previous_at_8192"]
+    assert hopper_tf32_verdict(_fake_run(370.0), "tma_pipeline")["met"]
+    assert not hopper_tf32_verdict(_fake_run(350.0), "tma_pipeline")["met"]
+    assert not hopper_tf32_verdict(_fake_run(100.0), "tma_pipeline")["at_least_previous_at_8192"]
 
 
 def test_the_speed_table_has_every_kernel_with_its_clock():
     table = lesson_16.speed_table(RUN)
     for kernel, label, _ in lesson_16.ROWS:
         assert label in table
-    r = tcr.measured(RUN, "tma_pipeline", BIG[1])
+    r = record(RUN, "tma_pipeline", BIG[1])
     assert f"**{r['tflops']:.1f}**" in table and f"{r['sm_clock_mhz_median']:.0f} (" in table
     assert lesson_16.speed_figure(RUN).axes
 
@@ -122,7 +123,7 @@ def test_the_timeline_medians_come_from_the_events():
     assert m["warpgroups"][1]["wait_data"] > 2 * m["warpgroups"][0]["wait_data"]
     assert 1.7 <= m["period"] / gpu_model.tensor_clocks(gpu_model.ring_constants(STEP16)) <= 2.3
     implied = lesson_16.implied_tflops(TIMELINE, "tma_pipeline", STEP16)
-    assert implied < tcr.measured(RUN, "tma_pipeline", BIG[0])["tflops"]
+    assert implied < record(RUN, "tma_pipeline", BIG[0])["tflops"]
     assert timelines.timeline_figure(TIMELINE, ["tma_pipeline"]).axes
 
 
@@ -130,12 +131,12 @@ def test_the_history_and_the_late_producer():
     rows = lesson_16.history()
     assert rows[1]["sizes"][BIG[0]]["vs_step15"] < 1 < rows[-1]["sizes"][BIG[0]]["vs_step15"]  # slower, then faster
     for size in BIG:  # "gained little"
-        assert tcr.measured(RUN, "late_producer", size)["tflops"] / tcr.measured(RUN, "tma_pipeline", size)[
+        assert record(RUN, "late_producer", size)["tflops"] / record(RUN, "tma_pipeline", size)[
             "tflops"] < 1.05
 
 
 def test_the_8192_drop_deep_dive():
-    gain = lesson_16.order_gain(tcr.load_run(lesson_16.ORDER_RUN))
+    gain = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN))
     assert 0.25 <= gain["share_recovered"] <= 0.45  # "about a third"
     drop = lesson_16.drop(RUN)
     assert all(q["per_clock"] >= 1.0 for k, q in drop.items() if k != "cublas")  # per clock, no drop
@@ -145,7 +146,7 @@ def test_the_8192_drop_deep_dive():
     assert lesson_16.wave_traffic(8192, 1, 132)["mb_per_gflop"] > lesson_16.wave_traffic(4096, 1, 132)["mb_per_gflop"]
     profile = lesson_16.order_profile()
     assert profile[(8192, 1)]["dram_gb"] > 1.5 * profile[(8192, 8)]["dram_gb"]
-    assert lesson_16.timing_agreement(tcr.load_run(lesson_16.TIMING_RUN)) < 0.02
+    assert lesson_16.timing_agreement(load_run(lesson_16.TIMING_RUN)) < 0.02
 
 
 def test_the_lesson_keeps_to_25_cells():

@@ -10,11 +10,11 @@ import pytest
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson_16, lesson_17, predictions, timelines
-from gemm_steps.course import tensor_core_results as tcr
-from gemm_steps.course.targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
+from gemm_steps.course.targets import HOPPER_SIZES, TARGET_HOPPER_TF32_PCT_OF_CUBLAS, hopper_tf32_verdict
+from gemm_steps.course.timings import load_run, producer_order_run, record
 
 STEP16, STEP17 = gemm_steps.get_step("tma_pipeline"), gemm_steps.get_step("warp_specialized")
-RUN = tcr.producer_order_run()
+RUN = producer_order_run()
 TIMELINE = timelines.timeline_run()
 LESSON = Path(__file__).resolve().parents[1] / "lessons/17_warp_specialized.py"
 
@@ -35,7 +35,7 @@ def test_the_prediction_is_the_docstrings_and_git_dates_it_after_the_run():
     assert not when.before and not p.before_the_run and when.minutes < 0
     assert not any(hasattr(m, "specialization_model") for m in (lesson_16, lesson_17))
     # the lesson: the step gained less than the prediction said, on the run it is compared with
-    v = tcr.verdict(RUN, "warp_specialized")
+    v = hopper_tf32_verdict(RUN, "warp_specialized")
     assert all(q["vs_previous"] < 1.30 for q in v["sizes"].values())
 
 
@@ -66,14 +66,14 @@ def test_the_register_claim_names_both_models():
 
 
 def test_the_verdict_follows_from_the_records():
-    v = tcr.verdict(RUN, "warp_specialized")
+    v = hopper_tf32_verdict(RUN, "warp_specialized")
     for size, q in v["sizes"].items():
-        r, tf32 = (tcr.measured(RUN, k, size) for k in ("warp_specialized", "cublas_tf32"))
+        r, tf32 = (record(RUN, k, size) for k in ("warp_specialized", "cublas_tf32"))
         assert r["step"] == "specialized_setmaxnreg"  # the run's name for step 17's kernel
         assert q["pct_of_cublas_tf32"] == pytest.approx(100 * r["tflops"] / tf32["tflops"])
         assert q["pct_per_clock"] == pytest.approx(q["pct_of_cublas_tf32"] * q["cublas_tf32_mhz"] / q["mhz"])
     assert v["met"] == all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in v["sizes"].values())
-    assert abs(v["sizes"][tcr.BIG[1]]["pct_per_clock"] - 100) < 3  # "per clock level with cuBLAS TF32 there"
+    assert abs(v["sizes"][HOPPER_SIZES[1]]["pct_per_clock"] - 100) < 3  # "per clock level with cuBLAS TF32 there"
 
 
 def test_the_timelines_say_what_the_lesson_reads():
@@ -108,20 +108,20 @@ def test_deep_dive_17_reads_what_its_verdicts_say():
     C and moves neither speed nor clock by more than the noise; the per-clock ratio does not rise from K = 4096 to
     8192 and cuBLAS's k-loop is the faster per k; step 20's copies land sooner while its k-tile takes longer; one
     arrival a warpgroup beats every warp arriving in both runs, by less than the predicted range's top."""
-    loop = lesson_17.loop_numbers(tcr.load_run(lesson_17.LOOP_RUN))
+    loop = lesson_17.loop_numbers(load_run(lesson_17.LOOP_RUN))
     assert loop["identical"] and loop["instructions_after"] < 0.8 * loop["instructions_before"]
     assert loop["instructions_cublas"] < loop["instructions_after"]
     assert abs(loop["mhz_after"] / loop["mhz_before"] - 1) < 0.02 and loop["mhz_cublas"] > loop["mhz_before"]
-    table = lesson_17.loop_table(tcr.load_run(lesson_17.LOOP_RUN))
+    table = lesson_17.loop_table(load_run(lesson_17.LOOP_RUN))
     assert all(0.99 <= float(cell) <= 1.01 for line in table.splitlines()[2:] for cell in line.split(" | ")[1::2][:2])
-    tile = lesson_17.per_tile_numbers(tcr.load_run(lesson_17.PER_TILE_RUN))
+    tile = lesson_17.per_tile_numbers(load_run(lesson_17.PER_TILE_RUN))
     ratio = tile["ratio_at"]
     assert abs(ratio[8192] - ratio[4096]) < 0.02 and ratio[1024] > ratio[4096]
     assert tile["loop_pace"] < 0.95 and tile["fixed_us"]["warp_specialized"] < tile["fixed_us"]["cublas_tf32"]
     assert tile["fixed_us"]["persistent_specialized"] < tile["fixed_us"]["warp_specialized"]
-    pair = lesson_17.timeline_compare(tcr.load_run(lesson_17.TIMELINE_17_20_RUN))
+    pair = lesson_17.timeline_compare(load_run(lesson_17.TIMELINE_17_20_RUN))
     assert pair["copy"] < 1 and pair["wait_data"] < 1 and pair["period"] > 1 and pair["wait_previous"] > 1.1
-    again = lesson_17.timeline_compare(tcr.load_run(lesson_17.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
+    again = lesson_17.timeline_compare(load_run(lesson_17.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
     assert again["rest"] < pair["rest"] and 0.95 <= again["rest"] <= 1.05 and again["wait_previous"] > 1.1
     assert again["period"] > 1
     rows = [line.split(" | ") for line in lesson_17.arrivals_table().splitlines()[2:]]

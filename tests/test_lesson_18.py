@@ -13,7 +13,7 @@ import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson_18, lesson_21, predictions, timelines
 from gemm_steps.course.targets import TARGET_HOPPER_3XTF32_VS_SGEMM
-from gemm_steps.course.tensor_core_results import find
+from gemm_steps.course.timings import record
 
 STEP17, STEP18 = gemm_steps.get_step("warp_specialized"), gemm_steps.get_step("warp_specialized_3xtf32")
 RUN, BUILDS = lesson_18.bench_run(), lesson_18.builds_run()
@@ -53,8 +53,8 @@ def test_the_shared_memory_count_and_step_17_over_three():
     assert m["shared_per_clock"] >= m["shared_limit"]
     for size in lesson_18.BIG:
         q = m["sizes"][size]
-        assert q["step17_third"] == pytest.approx(find(RUN, "warp_specialized", size)["tflops"] / 3)
-        assert q["step17_third_vs_sgemm"] == pytest.approx(q["step17_third"] / find(RUN, "cublas", size)["tflops"])
+        assert q["step17_third"] == pytest.approx(record(RUN, "warp_specialized", size)["tflops"] / 3)
+        assert q["step17_third_vs_sgemm"] == pytest.approx(q["step17_third"] / record(RUN, "cublas", size)["tflops"])
 
 
 def test_step_17_over_three_is_not_a_ceiling():
@@ -63,7 +63,7 @@ def test_step_17_over_three_is_not_a_ceiling():
     assert shares["NVIDIA H100 80GB HBM3"][BIG4] > 1.02
     p = predictions.get(18, "vector_split")
     assert p.before_the_run and p.predicted["tflops"] == [120, 130] and "step 17" not in p.text
-    assert all(find(RUN, "warp_specialized_3xtf32", s)["tflops"] < 120 for s in lesson_18.BIG)
+    assert all(record(RUN, "warp_specialized_3xtf32", s)["tflops"] < 120 for s in lesson_18.BIG)
     text = LESSON.read_text()
     assert "the ceiling\")" not in text and "worked out after the run" in text
 
@@ -79,7 +79,7 @@ def test_the_profile_is_not_read_as_showing_shared_memory_idle():
 def test_the_verdict_follows_from_the_records():
     v = lesson_18.verdict(RUN)
     for size, q in v["sizes"].items():
-        r, sgemm = find(RUN, "warp_specialized_3xtf32", size), find(RUN, "cublas", size)
+        r, sgemm = record(RUN, "warp_specialized_3xtf32", size), record(RUN, "cublas", size)
         assert q["vs_sgemm"] == pytest.approx(r["tflops"] / sgemm["tflops"])
         assert q["met"] == (q["vs_sgemm"] >= TARGET_HOPPER_3XTF32_VS_SGEMM)
         assert q["mhz"] == r["sm_clock_mhz_median"] and q["mhz_min"] == r["sm_clock_mhz_min"]
@@ -119,9 +119,9 @@ def test_the_experiments_measured_paragraph_quotes_its_file():
     measured = ast.get_docstring(ast.parse(source)).split("Measured (")[1]
     for name in ("warp_specialized_3xtf32", "scalar_split", "split_3_behind", "copy_warp", "registers_56_224",
                  "cublas"):
-        quoted = " / ".join(f"{find(BUILDS, name, s)['tflops']:.1f}" for s in lesson_18.BIG)
+        quoted = " / ".join(f"{record(BUILDS, name, s)['tflops']:.1f}" for s in lesson_18.BIG)
         assert quoted in measured.replace("\n", " "), (name, quoted)
-    assert f"{find(BUILDS, 'warp_specialized_3xtf32', BIG8)['sm_clock_mhz_median']:,.0f} MHz" in measured
+    assert f"{record(BUILDS, 'warp_specialized_3xtf32', BIG8)['sm_clock_mhz_median']:,.0f} MHz" in measured
 
 
 def test_split_k_lifts_the_k_heavy_shapes_and_leaves_the_others():
@@ -131,8 +131,8 @@ def test_split_k_lifts_the_k_heavy_shapes_and_leaves_the_others():
     assert rows[(768, 768, 16384)]["tiles"] == 36 and rows[(768, 768, 16384)]["slices"] == 3  # the step's docstring
     for size, r in rows.items():
         assert r["slices"] > 1 and r["tiles"] < split["sms"]
-        assert r["after_pct"] == find(AFTER, STEP18.name, size)["pct_of_cublas"]
-        assert r["before_pct"] == find(BEFORE, STEP18.name, size)["pct_of_cublas"]
+        assert r["after_pct"] == record(AFTER, STEP18.name, size)["pct_of_cublas"]
+        assert r["before_pct"] == record(BEFORE, STEP18.name, size)["pct_of_cublas"]
         assert r["after"] > r["before"]
     for size in K_HEAVY:  # what the lesson reads: from about SGEMM or below to about twice it
         assert rows[size]["before_pct"] < 125 and rows[size]["after_pct"] > 175
@@ -156,7 +156,7 @@ def test_the_timeline_says_what_the_lesson_reads():
         assert shares["both"] + shares["one"] + shares["neither"] == pytest.approx(1)
     assert t["tensor_clocks"] == lesson_18.model(STEP17, STEP18, RUN)["tensor_clocks"]
     assert t["tensor_clocks"] < t["shipped_period"] < t["period"]  # the clock writes cost the recorded blocks time
-    assert t["shipped_tflops"] == find(RUN, STEP18.name, BIG4)["tflops"]
+    assert t["shipped_tflops"] == record(RUN, STEP18.name, BIG4)["tflops"]
     assert t["producer"]["wait_full"] > 0.1 * t["period"]  # the producer too waits for bytes
     spans = lesson_18.neither_spans(TIMELINE)  # what the figure draws agrees with the file's share
     e = timelines.events(TIMELINE, lesson_18.STEP, 0)

@@ -16,6 +16,7 @@ from numba import cuda, uint32, uint64
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson_19
+from gemm_steps.course.timings import record
 from gemm_steps.toolkit.backend import SIMULATOR
 from gemm_steps.toolkit.mbarrier_ops import mbarrier_arrive, mbarrier_init, mbarrier_try_wait
 
@@ -57,7 +58,7 @@ def test_step_19_is_the_experiments_ordered_build_the_run_measured_but_for_the_r
     then = dict(RING_NOW_THEN)
     assert [then.get(line, line) for line in now] == statements(
         inspect.getsource(pingpong_specialized.pingpong_specialized_kernel))
-    assert lesson_19.find(RUN, lesson_19.RECORD, BIG4) is not None
+    assert record(RUN, lesson_19.RECORD, BIG4) is not None
 
 
 # -- the ring and the parity rule ---------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def test_the_fair_runs_and_counters_are_shipped_with_the_builds_the_lesson_names
     for run in FAIR:
         for name, _ in lesson_19.FAIR_ROWS + [("cublas_tf32", "")]:
             for size in lesson_19.FAIR_SIZES:
-                assert lesson_19.find(run, name, size) is not None, (name, size)
+                assert record(run, name, size) is not None, (name, size)
     assert set(COUNTERS["builds"]) == {name for name, _ in lesson_19.FAIR_ROWS}
 
 

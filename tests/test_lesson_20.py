@@ -11,7 +11,7 @@ import pytest
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson_20, predictions
-from gemm_steps.course.tensor_core_results import find
+from gemm_steps.course.timings import record
 
 STEP = gemm_steps.get_step("cluster_multicast")
 RUNS = lesson_20.runs()
@@ -34,7 +34,7 @@ def test_both_gpus_have_a_run_with_every_kernel():
     for run in RUNS.values():
         for kernel in lesson_20.KERNELS:
             for size in lesson_20.BIG:
-                assert find(run, kernel, size) is not None, (kernel, size)
+                assert record(run, kernel, size) is not None, (kernel, size)
 
 
 @pytest.mark.parametrize("gpu", ["H200", "H100"])
@@ -42,7 +42,7 @@ def test_the_speed_is_read_from_the_records(gpu):
     run = RUNS[gpu]
     for size in lesson_20.BIG:
         q = lesson_20.speed(run, "cluster_multicast", size)
-        mine, step17 = find(run, "cluster_multicast", size), find(run, "warp_specialized", size)
+        mine, step17 = record(run, "cluster_multicast", size), record(run, "warp_specialized", size)
         assert q.tflops == mine["tflops"] and q.of_step17 == pytest.approx(mine["tflops"] / step17["tflops"])
     assert "step 20, clusters of 1" in lesson_20.speed_table(run)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gemm_steps.course import predictions
-from gemm_steps.course.tensor_core_results import find, load_run
+from gemm_steps.course.timings import load_run, record
 
 REPO = Path(__file__).resolve().parents[1]
 ALL = predictions.all_predictions()
@@ -99,4 +99,4 @@ def test_the_ratios_the_lessons_compare_with():
     p19 = predictions.get(19, "pingpong_over_persistent")
     assert predictions.ratio_range(p19, 4096) == (1.01, 1.015)
     run = load_run(p16.compared_with["file"])
-    assert find(run, "tma_pipeline", 4096)["tflops"] / find(run, "warpgroup_tf32", 4096)["tflops"] > 1
+    assert record(run, "tma_pipeline", 4096)["tflops"] / record(run, "warpgroup_tf32", 4096)["tflops"] > 1

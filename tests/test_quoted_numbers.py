@@ -12,7 +12,7 @@ import pytest
 
 import gemm_steps
 from gemm_steps.course import lesson
-from gemm_steps.course.tensor_core_results import rec
+from gemm_steps.course.timings import record
 from gemm_steps.harness import results_files
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,18 +41,18 @@ def bench():
 
 def measured(bench: dict, step: str) -> str:
     """The one sentence a step's docstring quotes from the benchmark, rebuilt from the file."""
-    t4, t8 = (rec(bench, step, s) for s in (4096, 8192))
+    t4, t8 = (record(bench, step, s) for s in (4096, 8192))
     text = (f"Measured ({results_files.display_path(bench['path'])}): {t4['tflops']:.1f} TFLOPS at 4096³ and "
             f"{t8['tflops']:.1f} at 8192³")
     if step in ("three_tf32", "warpgroup_mma", "warp_specialized_3xtf32"):
         text += f", {t4['pct_of_cublas'] / 100:.2f}× and {t8['pct_of_cublas'] / 100:.2f}× cuBLAS SGEMM"
-        s4, s8 = (rec(bench, "cublas", s)["sampled_rel_error_fp64"] for s in (4096, 8192))
+        s4, s8 = (record(bench, "cublas", s)["sampled_rel_error_fp64"] for s in (4096, 8192))
         text += (f", at a sampled error of {t4['sampled_rel_error_fp64']:.1e} and {t8['sampled_rel_error_fp64']:.1e} "
                  f"against SGEMM's {s4:.1e} and {s8:.1e}")
     if step in COMPARED_WITH:
         before = COMPARED_WITH[step]
-        s4, s8 = (rec(bench, before, s)["tflops"] for s in (4096, 8192))
-        c4, c8 = (rec(bench, "cublas_tf32", s)["tflops"] for s in (4096, 8192))
+        s4, s8 = (record(bench, before, s)["tflops"] for s in (4096, 8192))
+        c4, c8 = (record(bench, "cublas_tf32", s)["tflops"] for s in (4096, 8192))
         text += (f": {t4['tflops'] / s4:.2f}× and {t8['tflops'] / s8:.2f}× step "
                  f"{gemm_steps.get_step(before).number}, "
                  f"{100 * t4['tflops'] / c4:.0f} % and {100 * t8['tflops'] / c8:.0f} % of cuBLAS TF32")
@@ -92,7 +92,7 @@ def docs_table(bench: dict) -> str:
     lines = ["| | " + " | ".join(f"{s}³" for s in sizes) + " | error at " + " / ".join(f"{s}³" for s in sizes) + " |",
              "|:--|" + "--:|" * (len(sizes) + 1)]
     for name, label in rows:
-        found = [rec(bench, name, s) for s in sizes]
+        found = [record(bench, name, s) for s in sizes]
         lines.append(f"| {label} | " + " | ".join(f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" for r in found)
                      + " | " + " / ".join(f"{r['sampled_rel_error_fp64']:.1e}" for r in found) + " |")
     return "\n".join(lines)

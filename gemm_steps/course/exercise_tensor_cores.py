@@ -28,8 +28,8 @@ import numpy as np
 
 from ..toolkit.backend import SIMULATOR
 from ..toolkit.tensor_core_ops import mma_tf32_reference, round_to_tf32, truncate_to_tf32
+from .gpu_model import a_element, b_element, c_element
 from .race_check import abort_after
-from .tensor_core_results import a_element, b_element, c_element
 
 WARP = 32
 #: Seconds one launch of one warp may take (a right kernel takes well under one on the simulator); past it, lanes

@@ -8,9 +8,13 @@
   ``experiments/results/experiment-memory-bandwidth-<gpu>.json`` (``python -m experiments.memory_bandwidth``:
   bandwidths a plain Numba kernel reaches, and the sizes the driver reports, in its environment).
 
-And the model of a Hopper SM that lessons 16–19 build on: the ring of a step's stages (:func:`ring_constants`, and
-:func:`ring_schedule`: which k-tile each stage holds and which parity each waiter names) and the tensor cores' dense
-TF32 rate (:data:`TF32_FLOP_PER_CLOCK`, :func:`tensor_clocks`).
+And the model of the tensor cores the later lessons build on: ``mma.sync`` m16n8k8's fragment layout (lesson 12
+draws it, lesson 14's ``wgmma`` register operand reuses A's, the ``tensor_cores`` exercise grades it:
+:func:`a_element`, :func:`b_element`, :func:`c_element`, :func:`owners`); the TF32 ceiling (:func:`tf32_peak_tflops`,
+lessons 12 and 22) and what ``mma.sync`` reaches of it (:func:`mma_sync_ceiling_tflops`, from a profile); the ring of a
+Hopper step's stages (:func:`ring_constants`, and :func:`ring_schedule`: which k-tile each stage holds and which parity
+each waiter names) and the tensor cores' dense TF32 rate (:data:`TF32_FLOP_PER_CLOCK`, :func:`tensor_clocks`), which
+lessons 16–19 build on.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from numba import cuda
 
 from ..harness import results_files
 from .models import BANKS
-from .tensor_core_results import FP32_FMA_PER_SM, TENSOR_TF32_PER_FP32
+from .timings import fp32_peak_tflops
 
 #: What every SM of a Hopper GPU (compute capability 9.0) has — NVIDIA's documented limits, not a measurement.
 SM90_PER_SM = {"schedulers": 4, "fp32_lanes": 128, "registers": 65536, "max_threads": 2048, "max_blocks": 32,
@@ -149,6 +153,82 @@ def bank_figure(stride_a: int = 1, stride_b: int = 32):
                title=f"lane L reads float L·{stride}: {max(load)} request(s) on the busiest bank\n"
                      f"→ {max(load)} wavefront(s) for this warp's load")
     return fig
+
+
+# -- mma.sync m16n8k8's fragment layout (lesson 12 draws it, lesson 14's wgmma register operand reuses A's) ---------
+# One lane's elements of one mma, as the kernels index them (steps 12 and 13, `group = lane // 4`, `pair = lane % 4`;
+# register r of a lane's A fragment is step 13's `i * 16 + r % 2 * 8` row and `kk + r // 2 * 4` k, of C the
+# epilogue's `r // 2 * 8` row and `pair * 2 + r % 2` column). tests/test_lesson_12.py checks these against the
+# kernels' source and against the mma itself.
+def a_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, k) of A (16×8) that lane ``lane`` passes as its register a_r."""
+    group, pair = lane // 4, lane % 4
+    return group + r % 2 * 8, pair + r // 2 * 4
+
+
+def b_element(lane: int, r: int) -> tuple[int, int]:
+    """(k, column) of B (8×8) that lane ``lane`` passes as its register b_r."""
+    group, pair = lane // 4, lane % 4
+    return pair + r * 4, group
+
+
+def c_element(lane: int, r: int) -> tuple[int, int]:
+    """(row, column) of C and D (16×8) that lane ``lane`` holds in its register c_r (d_r)."""
+    group, pair = lane // 4, lane % 4
+    return group + r // 2 * 8, 2 * pair + r % 2
+
+
+LAYOUT = {"A": ((16, 8), 4, a_element), "B": ((8, 8), 2, b_element), "C": ((16, 8), 4, c_element)}
+
+
+def owners(matrix: str) -> np.ndarray:
+    """For every element of ``matrix`` ("A", "B" or "C"), the (lane, register) that holds it: an int array of shape
+    (rows, cols, 2), -1 where no lane does (there is none: each element belongs to exactly one lane)."""
+    shape, registers, element = LAYOUT[matrix]
+    out = np.full(shape + (2,), -1, dtype=int)
+    for lane in range(32):
+        for r in range(registers):
+            row, col = element(lane, r)
+            assert out[row, col, 0] == -1, f"{matrix}[{row}][{col}] held twice"
+            out[row, col] = lane, r
+    return out
+
+
+# -- the TF32 ceiling (lessons 12 and 22) ------------------------------------------------------------------------------
+#: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128: 8×.
+TENSOR_TF32_PER_FP32 = 8
+#: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.
+FP32_FMA_PER_SM = 128
+HMMA_FMAS = 16 * 8 * 8
+
+
+def tf32_peak_tflops(results: dict) -> float:
+    """8 × the FP32 units' rate (SMs × 128 multiply-adds × 2 FLOP) at the run's *maximum* SM clock: the tensor
+    cores' dense TF32 rate at that clock. NVIDIA's H100 SXM datasheet quotes less (≈ 495 TFLOPS dense), at its own,
+    lower clock."""
+    return TENSOR_TF32_PER_FP32 * fp32_peak_tflops(results)
+
+
+def clocks_per_hmma() -> float:
+    """Clocks a scheduler's share of the tensor pipe (a quarter of the SM's) needs for one HMMA.1688 at the dense
+    TF32 rate."""
+    return HMMA_FMAS / (TENSOR_TF32_PER_FP32 * FP32_FMA_PER_SM / 4)
+
+
+def mma_sync_clocks(metrics: dict) -> float:
+    """Clocks the tensor pipe of one scheduler was busy per ``mma.sync`` m16n8k8 TF32 (HMMA.1688), inferred from an
+    Nsight Compute profile: the pipe's active cycles over the HMMAs each scheduler executed. An inference from the
+    counters, not a documented rate."""
+    schedulers = metrics["smsp__inst_executed.sum"] / metrics["Avg. Executed Instructions Per Scheduler"]
+    hmma_per_scheduler = metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"] / schedulers
+    busy = metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] / 100
+    return busy * metrics["SM Active Cycles"] / hmma_per_scheduler
+
+
+def mma_sync_ceiling_tflops(results: dict, metrics: dict) -> float:
+    """The TF32 ceiling with ``mma.sync``: :func:`tf32_peak_tflops` × the dense rate's clocks per HMMA over the
+    profile's."""
+    return tf32_peak_tflops(results) * clocks_per_hmma() / mma_sync_clocks(metrics)
 
 
 # -- a Hopper step's ring: which k-tile in which stage, and which parity each waiter names (lessons 16–19) -------------

@@ -1,8 +1,8 @@
 """Lesson 12's helpers (tensor cores, TF32): the fragment layout of ``mma.sync.m16n8k8`` drawn from the kernels' own
-index formulas (:func:`~.tensor_core_results.a_element` …) and checked on one warp; what TF32 rounding loses, measured in NumPy; the prediction's numbers, the
-speed table, figure and verdict values from the shipped benchmark; what the Nsight Compute report says of the tensor
-pipe (:mod:`.tensor_core_results` reads it); the rounding variants (deep dive). Numbers, tables and figures only: the
-words are the lesson's.
+index formulas (:func:`~.gpu_model.a_element` …) and checked on one warp; what TF32 rounding loses, measured in NumPy;
+the prediction's numbers, the speed table, figure and verdict values from the shipped benchmark; what the Nsight
+Compute report of steps 12 and 13 says of the tensor pipe (:func:`tensor_core_profiles`, :func:`limits`); the
+rounding variants (deep dive). Numbers, tables and figures only: the words are the lesson's.
 """
 
 from __future__ import annotations
@@ -13,11 +13,26 @@ from numba import cuda
 from gemm_steps.harness.verify import U_TF32, relative_error, tf32_tolerance
 from gemm_steps.toolkit.tensor_core_ops import mma_tf32, mma_tf32_reference, round_to_tf32
 
+from gemm_steps.harness import results_files
+
 from .display import MarkdownTable, table
+from .gpu_model import LAYOUT, clocks_per_hmma, mma_sync_ceiling_tflops, mma_sync_clocks, owners, tf32_peak_tflops
+from .profiles import kernel_sections, report_metrics, report_text
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-from .tensor_core_results import (LAYOUT, PROFILE_REPORT, PRODUCTS, caption, clocks_per_hmma, limits,
-                                  mma_sync_ceiling_tflops, owners, rec, sizes, tensor_core_profiles, tf32_peak_tflops)
-from .timings import fp32_peak_tflops, size_label
+from .timings import caption, common_sizes, fp32_peak_tflops, record, size_label, tflops_table
+
+# -- the shipped files (experiments/results/ and results/) -----------------------------------------------------------
+#: Nsight Compute, one 4096³ launch of steps 12 and 13.
+PROFILE_REPORT = results_files.NCU_TENSOR_CORES_NVIDIA_H100_TXT
+#: The course benchmark made with that profile (same H100, same kernels, same day): what a cross-check of the
+#: profile's counters against a timing must read — not the newest run, which may be another GPU or later kernels.
+PROFILED_RUN = results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_25
+#: The TF32 rounding variants of steps 12–13 (deep dive 12).
+ROUNDING_RUN = results_files.EXPERIMENT_TF32_CONVERSION_NVIDIA_H100
+#: Tensor-core products per useful product: TF32 one, 3xTF32 three (small·big, big·small, big·big).
+PRODUCTS = {"tensor_cores": 1, "three_tf32": 3, "warpgroup_mma": 3, "warpgroup_tf32": 1}
+#: The steps the speed table compares beside cuBLAS, at every size where all of them ran.
+COMPARED = ("stream_k", "tensor_cores", "three_tf32")
 
 #: The rows of the speed table and figure, in order: (record name, label, colour, style).
 SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)", "tab:blue", "o-"),
@@ -27,7 +42,7 @@ SPEED_ROWS = [("stream_k", "step 11, stream-K (FP32 units)", "tab:blue", "o-"),
               ("cublas_tf32", "cuBLAS TF32", "tab:purple", "s-")]
 
 
-# -- the fragment layout (its formulas: tensor_core_results.a_element, b_element, c_element) -------------------------
+# -- the fragment layout (its formulas: gpu_model.a_element, b_element, c_element) ----------------------------------
 def fragment_figure():
     """A, B and C of one mma, each element labelled with the lane that holds it and the register (a0…a3, b0, b1,
     c0…c3), coloured by the lane's group (lane // 4)."""
@@ -155,7 +170,7 @@ def tf32_loss_table(seed: int = 0, size: int = 64, ks=(64, 1024, 4096)) -> Markd
 # -- the prediction --------------------------------------------------------------------------------------------------
 def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
     """The tile configuration the benchmark ran ``name`` with (from its largest record)."""
-    return rec(results, name, sizes(results)[-1])["config"]
+    return record(results, name, common_sizes(results, COMPARED)[-1])["config"]
 
 
 def k_step_instructions(config: dict) -> dict:
@@ -174,8 +189,8 @@ def predicted(results: dict) -> dict:
     12's timing): the FP32 and TF32 ceilings, step 11's share of its ceiling carried over, our target as the low
     end, and the instruction budget (``budget``: clocks per HMMA at the dense rate; ``count``: what the k-loop
     issues)."""
-    big = sizes(results)[-1]
-    step11 = rec(results, "stream_k", big)["tflops"]
+    big = common_sizes(results, COMPARED)[-1]
+    step11 = record(results, "stream_k", big)["tflops"]
     fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
     return {"size": big, "step11": step11, "fp32": fp32, "tf32": tf32, "carried": step11 / fp32 * tf32,
             "low": TARGET_TF32_TFLOPS, "count": k_step_instructions(shipped_config(results)),
@@ -186,13 +201,8 @@ def predicted(results: dict) -> dict:
 def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (and % of cuBLAS SGEMM, same run) of step 11, the two tensor-core steps, cuBLAS SGEMM and cuBLAS TF32
     at every common size."""
-    def cell(r):
-        return "—" if r is None else f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)"
-
-    size_list = sizes(results)
-    rows = [{"kernel": label, **{size_label(s): cell(rec(results, name, s)) for s in size_list}}
-            for name, label, *_ in SPEED_ROWS]
-    return MarkdownTable(table(rows, align="l" + "r" * len(size_list)) + "\n\n" + caption(results))
+    return tflops_table(results, SPEED_ROWS, common_sizes(results, COMPARED),
+                        lambda r, size: f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)")
 
 
 def speed_figure(results: dict):
@@ -202,14 +212,14 @@ def speed_figure(results: dict):
 
     from ..harness.environment import short_label
 
-    size_list = sizes(results)
+    size_list = common_sizes(results, COMPARED)
     x = np.arange(len(size_list))
     fig = Figure(figsize=(9, 5.2), layout="constrained")
     ax = fig.subplots()
     for name, label, colour, style in SPEED_ROWS:
-        ax.plot(x, [(rec(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
+        ax.plot(x, [(record(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
                 label=label)
-    sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
+    sgemm = np.array([record(results, "cublas", s)["tflops"] for s in size_list])
     ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
             label=f"our target for step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
     ax.axhline(TARGET_TF32_TFLOPS, color="tab:brown", lw=1.5, ls="--",
@@ -233,19 +243,40 @@ def verdict(results: dict) -> dict:
     (``where``: "inside", "below" or "above" the predicted range)."""
     p = predicted(results)
     rows = {}
-    for s in sizes(results)[-2:]:
-        t12, t11, tf32 = (rec(results, n, s) for n in ("tensor_cores", "stream_k", "cublas_tf32"))
+    for s in common_sizes(results, COMPARED)[-2:]:
+        t12, t11, tf32 = (record(results, n, s) for n in ("tensor_cores", "stream_k", "cublas_tf32"))
         rows[s] = {"tflops": t12["tflops"], "vs_step11": t12["tflops"] / t11["tflops"], "pct": t12["pct_of_cublas"],
                    "of_cublas_tf32": t12["tflops"] / tf32["tflops"] if tf32 else float("nan"),
                    "cublas_tf32": tf32["tflops"] if tf32 else float("nan"), "of_ceiling": t12["tflops"] / p["tf32"]}
-    best = max(rec(results, "tensor_cores", s)["tflops"] for s in sizes(results))
-    at = rec(results, "tensor_cores", p["size"])["tflops"]
+    best = max(record(results, "tensor_cores", s)["tflops"] for s in common_sizes(results, COMPARED))
+    at = record(results, "tensor_cores", p["size"])["tflops"]
     where = "inside" if p["low"] <= at <= p["carried"] else ("below" if at < p["low"] else "above")
     return {"sizes": rows, "best": best, "met": best >= TARGET_TF32_TFLOPS, "at_prediction": at, "where": where,
             "of_carried": at / p["carried"], "under_low": 1 - at / p["low"]}
 
 
 # -- what the profile says --------------------------------------------------------------------------------------------
+def tensor_core_profiles() -> dict | None:
+    """The Nsight Compute report of one 4096³ launch of steps 12 and 13 (:data:`PROFILE_REPORT`) as {step: {metric:
+    value}}, or None if it is not shipped."""
+    text = report_text(PROFILE_REPORT)
+    if text is None:
+        return None
+    return {kernel.split("::")[0]: report_metrics(part) for kernel, part in kernel_sections(text)}
+
+
+def limits(metrics: dict) -> dict:
+    """One profile's numbers the lessons quote."""
+    return {"tensor_pipe": metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+            "issue_busy": metrics["Issue Slots Busy"], "no_eligible": metrics["No Eligible"],
+            "cycles_per_issue": metrics["Warp Cycles Per Issued Instruction"],
+            "per_hmma": metrics["smsp__inst_executed.sum"] / metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"],
+            "registers": metrics["Registers Per Thread"], "warps_per_sm": metrics["Theoretical Active Warps per SM"],
+            "warps_per_scheduler": metrics["Active Warps Per Scheduler"], "occupancy": metrics["Achieved Occupancy"],
+            "bank_conflicts": metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"],
+            "clocks_per_hmma": mma_sync_clocks(metrics)}
+
+
 def profile_table(profiles: dict) -> MarkdownTable:
     """Both steps' profiles side by side."""
     rows = [("tensor pipe active (of its peak)", "tensor_pipe", "{:.0f} %"),
@@ -269,7 +300,7 @@ def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict
     (4096³) × the tensor-core products per useful product (3xTF32: three HMMAs each) over the share of the pipe it
     kept busy — the rate a full pipe would give at the benchmark's clock."""
     f = limits(profiles[step])
-    measured = rec(results, step, 4096)
+    measured = record(results, step, 4096)
     tflops = measured["tflops"] if measured else float("nan")
     return {"clocks": f["clocks_per_hmma"], "ceiling": mma_sync_ceiling_tflops(results, profiles[step]),
             "tflops_4096": tflops, "products": PRODUCTS[step], "busy": f["tensor_pipe"],

@@ -11,10 +11,18 @@ from gemm_steps.toolkit.tensor_core_ops import SMALL_SCALE, split_tf32_parts, tr
 
 from .. import steps as course_steps
 from ..harness.fp32_contract import U32 as U_FP32
+from gemm_steps.harness import results_files
+
 from .display import MarkdownTable, table
-from .targets import TARGET_3XTF32_VS_SGEMM
-from .tensor_core_results import accuracy_check, caption, rec, sizes, slope, square_ratios, sweep_ratios
-from .timings import size_label
+from .targets import TARGET_3XTF32_VS_SGEMM, accuracy_check, slope, square_ratios, sweep_ratios
+from .timings import caption, common_sizes, record, size_label
+
+#: Steps 12–13 in three tile configurations beside both cuBLAS, their ragged shapes and the 512×512×K accuracy sweep.
+TENSOR_CORES_RUN = results_files.EXPERIMENT_TENSOR_CORES_NVIDIA_H100
+#: The first 3xTF32, which kept its running sum in the mma accumulator.
+FIRST_TRY_RUN = results_files.EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100
+#: The steps the speed verdict reads beside cuBLAS, at every size where all of them ran.
+COMPARED = ("stream_k", "tensor_cores", "three_tf32")
 
 
 def split_table(values=(np.pi, 0.1, -1234.5678)) -> MarkdownTable:
@@ -165,8 +173,8 @@ def first_try(first: dict, now: dict) -> dict:
 
 
 def accuracy(run: dict, results: dict) -> dict:
-    """The 3xTF32 accuracy rule (:func:`accuracy_check`) for step 13: its 512×512×K sweep and the benchmark's two
-    largest squares."""
+    """The 3xTF32 accuracy rule (:func:`~.targets.accuracy_check`) for step 13: its 512×512×K sweep and the
+    benchmark's two largest squares."""
     return accuracy_check(sweep_ratios(run["accuracy"], "three_tf32") + square_ratios(results, "three_tf32"))
 
 
@@ -174,8 +182,8 @@ def fp32_errors(results: dict) -> dict:
     """{size: {kernel: sampled error}} of cuBLAS SGEMM and every FP32 step (each adds its products one fused
     multiply-add at a time, in k order) at the two largest sizes of the benchmark."""
     kernels = ["cublas"] + [s.name for s in course_steps() if getattr(s.module, "ARITHMETIC", "fp32") == "fp32"]
-    return {s: {n: rec(results, n, s)["sampled_rel_error_fp64"] for n in kernels if rec(results, n, s)}
-            for s in sizes(results, ("cublas",))[-2:]}
+    return {s: {n: record(results, n, s)["sampled_rel_error_fp64"] for n in kernels if record(results, n, s)}
+            for s in common_sizes(results)[-2:]}
 
 
 def blocked_sums(k: int = 4096, size: int = 48, blocks=(1, 8, 32), seed: int = 0) -> dict:
@@ -199,8 +207,8 @@ def blocked_sums(k: int = 4096, size: int = 48, blocks=(1, 8, 32), seed: int = 0
 def predicted(results: dict) -> dict:
     """The prediction from step 12's timing at the largest size: three times its work per piece, so three times its
     time — a third of its TFLOPS — and that against cuBLAS SGEMM in the same run."""
-    big = sizes(results)[-1]
-    t12, sgemm = rec(results, "tensor_cores", big)["tflops"], rec(results, "cublas", big)["tflops"]
+    big = common_sizes(results, COMPARED)[-1]
+    t12, sgemm = record(results, "tensor_cores", big)["tflops"], record(results, "cublas", big)["tflops"]
     return {"size": big, "step12": t12, "tflops": t12 / 3, "vs_sgemm": t12 / 3 / sgemm, "sgemm": sgemm}
 
 
@@ -208,22 +216,22 @@ def speed(results: dict) -> dict:
     """Step 13 at the two largest sizes (TFLOPS, × cuBLAS SGEMM, share of step 12's speed), our target (``met``: ≥
     the target × SGEMM at both) and the measurement over the prediction."""
     p = predicted(results)
-    rows = {s: {"tflops": rec(results, "three_tf32", s)["tflops"],
-                "vs_sgemm": rec(results, "three_tf32", s)["pct_of_cublas"] / 100,
-                "of_step12": rec(results, "three_tf32", s)["tflops"] / rec(results, "tensor_cores", s)["tflops"]}
-            for s in sizes(results)[-2:]}
+    rows = {s: {"tflops": record(results, "three_tf32", s)["tflops"],
+                "vs_sgemm": record(results, "three_tf32", s)["pct_of_cublas"] / 100,
+                "of_step12": record(results, "three_tf32", s)["tflops"] / record(results, "tensor_cores", s)["tflops"]}
+            for s in common_sizes(results, COMPARED)[-2:]}
     return {"sizes": rows, "met": min(r["vs_sgemm"] for r in rows.values()) >= TARGET_3XTF32_VS_SGEMM,
-            "over_prediction": rec(results, "three_tf32", p["size"])["tflops"] / p["tflops"]}
+            "over_prediction": record(results, "three_tf32", p["size"])["tflops"] / p["tflops"]}
 
 
 def when_to_use(results: dict, run: dict) -> MarkdownTable:
     """Error (the sweep at 512×512×4096) and TFLOPS at the largest size, ours and cuBLAS's, of the three kinds of
     arithmetic."""
-    big = sizes(results)[-1]
+    big = common_sizes(results, COMPARED)[-1]
     row = next(r for r in run["accuracy"] if r["inputs"] == "standard normal" and r["K"] == 4096)
 
     def tflops(name):
-        found = rec(results, name, big)
+        found = record(results, name, big)
         return f"{found['tflops']:.0f}" if found else "—"
 
     rows = [("FP32 units (steps 1–11, cuBLAS SGEMM)", row["cublas"], f"{tflops('stream_k')} / {tflops('cublas')}"),

@@ -14,13 +14,24 @@ from gemm_steps.toolkit import warpgroup_ops
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf32
 
 from .display import MarkdownTable, table
-from .profiles import prefixed_metric, report_metrics
-from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-from .tensor_core_results import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, REQUESTS_PROFILE, SERIAL_BUILD,
-                                  STEP14_BUILD, STEP15_BUILD, SWAPPED_PROFILE, SWIZZLED_PROFILE, TRANSPOSING_BUILD,
-                                  accuracy_check, caption, find, kernel_table, owners, read_text, rec, sizes, slope,
-                                  speed_error_figure, square_ratios, sweep_ratios, target_check, wide_ratios)
-from .timings import size_label
+from .gpu_model import owners
+from .plots import speed_error_figure
+from .profiles import prefixed_metric, report_metrics, report_text
+from .targets import (TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, accuracy_check, slope,
+                      square_ratios, sweep_ratios, target_check, wide_ratios)
+from .timings import (FLUSH_BUILD, NO_FLUSH_BUILD, OVERLAPPED_BUILD, SERIAL_BUILD, STEP14_BUILD, STEP15_BUILD,
+                      TRANSPOSING_BUILD, caption, common_sizes, record, size_label, tflops_table)
+
+# -- the shipped files (experiments/results/; the wgmma experiment's runs and builds are timings') ------------------
+#: The 512×512×K accuracy sweep of the wgmma 3xTF32 builds beside step 13 and cuBLAS SGEMM.
+WGMMA_ACCURACY_RUN = results_files.EXPERIMENT_WGMMA_3XTF32_ACCURACY_NVIDIA_H100
+#: Steps 13 and 14 on wide-exponent inputs at 4096³ and 8192³ beside cuBLAS SGEMM.
+WIDE_RUN = results_files.EXPERIMENT_THREE_TF32_WIDE_NVIDIA_H100
+#: Nsight Compute on the wgmma experiment's builds at 8192³: the TF32 256×128 build before the swizzle (its L2
+#: requests by source, in lines prefixed with the build's name; and the plain report), and after it.
+REQUESTS_PROFILE = results_files.NCU_L2_REQUESTS_BY_SOURCE_NVIDIA_H100_TXT
+SWAPPED_PROFILE = results_files.NCU_WGMMA_SWAPPED_NVIDIA_H100_TXT
+SWIZZLED_PROFILE = results_files.NCU_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100_TXT
 
 STEP = "warpgroup_mma"
 #: The rows of the speed table and figure: (record name, label, colour, marker).
@@ -62,7 +73,7 @@ def staged_byte(row, k, offset=None):
 
 def fragment_holder(row: int, k: int) -> tuple[int, int, int]:
     """(warp, lane, register) of the warpgroup that holds element (row, k) of ``wgmma``'s 64×8 register operand:
-    warp row // 16, then lesson 12's m16n8k8 A layout (:func:`~.tensor_core_results.owners`)."""
+    warp row // 16, then lesson 12's m16n8k8 A layout (:func:`~.gpu_model.owners`)."""
     lane, register = owners("A")[row % 16, k]
     return row // 16, int(lane), int(register)
 
@@ -259,8 +270,8 @@ def flush(run: dict) -> dict:
 def why_swap(run: dict) -> dict:
     """The first wgmma GEMM (B transposed on the way in) and step 12 at the largest size of ``run`` (same run)."""
     big = max((r["M"], r["N"], r["K"]) for r in run["records"])
-    return {"size": big, "transposing": find(run, TRANSPOSING_BUILD, big)["tflops"],
-            "step12": find(run, "tensor_cores", big)["tflops"]}
+    return {"size": big, "transposing": record(run, TRANSPOSING_BUILD, big)["tflops"],
+            "step12": record(run, "tensor_cores", big)["tflops"]}
 
 
 def overlap_table(run: dict) -> MarkdownTable:
@@ -278,7 +289,7 @@ def overlap_table(run: dict) -> MarkdownTable:
 def l2_profiles() -> dict | None:
     """The TF32 256×128 build at 8192³ before and after the swizzle, from Nsight Compute: {"before"/"after":
     {"requests", "read_requests", "read_sectors", "l2_busy"}}; None where a file is not shipped."""
-    requests, before_profile, after_profile = map(read_text, (REQUESTS_PROFILE, SWAPPED_PROFILE, SWIZZLED_PROFILE))
+    requests, before_profile, after_profile = map(report_text, (REQUESTS_PROFILE, SWAPPED_PROFILE, SWIZZLED_PROFILE))
     if not (requests and before_profile and after_profile):
         return None
     metrics = {"requests": "lts__t_requests.sum", "read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
@@ -303,7 +314,7 @@ def l2_table(run: dict | None) -> dict | None:
     b, a = profiles["before"], profiles["after"]
 
     def speeds(name, key, form):
-        return " / ".join(form.format(find(run, name, s)[key] / (100 if key == "pct_of_cublas" else 1))
+        return " / ".join(form.format(record(run, name, s)[key] / (100 if key == "pct_of_cublas" else 1))
                           for s in sizes)
 
     rows = [("L2 requests (8192³)", f"{b['requests'] / 1e9:.2f} G", f"{a['requests'] / 1e9:.2f} G"),
@@ -317,7 +328,7 @@ def l2_table(run: dict | None) -> dict | None:
     shown = table([dict(zip(("", "A in core matrices (no swizzle)", "A in 128-byte swizzled rows"), r)) for r in rows],
                   align="lrr", tight_blanks=True)
     env = run["environment"]
-    return {"step12": {s: find(run, "tensor_cores", s)["tflops"] for s in sizes}, "table": MarkdownTable(
+    return {"step12": {s: record(run, "tensor_cores", s)["tflops"] for s in sizes}, "table": MarkdownTable(
         shown + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}: "
         f"`{results_files.display_path(run['path'])}`; Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines "
         f"of `[{SERIAL_BUILD}]`), `experiments/results/{SWAPPED_PROFILE}` (L2 busy before), "
@@ -329,34 +340,31 @@ def predicted(results: dict, runs: list[dict]) -> dict:
     """Per target size (the two largest where step 13 and cuBLAS SGEMM ran): the experiment build's × cuBLAS SGEMM
     in each run (low, high), the TFLOPS that gives at this benchmark's SGEMM, and the build's time in ms."""
     out = {}
-    for size in sizes(results, ("three_tf32", "cublas"))[-2:]:
-        found = [find(run, STEP14_BUILD, size) for run in runs]
+    for size in common_sizes(results, ["three_tf32"])[-2:]:
+        found = [record(run, STEP14_BUILD, size) for run in runs]
         found = [r for r in found if r]
         if not found:
             continue
         ratios = [r["pct_of_cublas"] / 100 for r in found]
-        sgemm = rec(results, "cublas", size)["tflops"]
+        sgemm = record(results, "cublas", size)["tflops"]
         out[size] = {"low": min(ratios), "high": max(ratios), "tflops": (min(ratios) * sgemm, max(ratios) * sgemm),
                      "ms": min(r["median_ms"] for r in found)}
     return out
 
 
-def speed_sizes(results: dict) -> list[tuple]:
-    return sizes(results, ("three_tf32", "cublas"))
-
-
 def speed_table(results: dict) -> MarkdownTable:
     """TFLOPS (× cuBLAS SGEMM, same run) of steps 13 and 14 and both cuBLAS, and the sampled errors at the two largest
     sizes."""
-    return MarkdownTable(kernel_table(results, SPEED_ROWS, speed_sizes(results), True) + "\n\n" + caption(results))
+    return tflops_table(results, SPEED_ROWS, common_sizes(results, ["three_tf32"]),
+                        lambda r, size: f"{r['tflops']:.1f} ({r['pct_of_cublas'] / 100:.2f}×)", errors=True)
 
 
 def speed_figure(results: dict):
     """Left: TFLOPS against size of :data:`SPEED_ROWS`, with our target; right: their sampled errors."""
     from ..harness.environment import short_label
 
-    size_list = speed_sizes(results)
-    sgemm = np.array([rec(results, "cublas", s)["tflops"] for s in size_list])
+    size_list = common_sizes(results, ["three_tf32"])
+    sgemm = np.array([record(results, "cublas", s)["tflops"] for s in size_list])
     return speed_error_figure(
         results, SPEED_ROWS, size_list,
         lambda ax, x: ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
@@ -385,9 +393,10 @@ def verdict(results: dict, runs: list[dict]) -> dict | None:
     p = predicted(results, runs)
     rows = {}
     for size, (ratio, err, err_sgemm) in check["sizes"].items():
-        t14 = rec(results, STEP, size)
+        t14 = record(results, STEP, size)
         q = p.get(size, {})
-        rows[size] = {"tflops": t14["tflops"], "vs_sgemm": ratio, "vs_step13": t14["tflops"] / rec(results, "three_tf32", size)["tflops"],
+        rows[size] = {"tflops": t14["tflops"], "vs_sgemm": ratio,
+                      "vs_step13": t14["tflops"] / record(results, "three_tf32", size)["tflops"],
                       "error": err, "sgemm_error": err_sgemm, "predicted": (q.get("low"), q.get("high")),
                       "build_minus_step_ms": q["ms"] - t14["median_ms"] if q else None}
     return {"sizes": rows, "speed_met": check["speed_met"]}
@@ -400,10 +409,10 @@ def what_is_left(run: dict, results: dict) -> dict:
     size_list = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == STEP15_BUILD})[-2:]
     rows = {}
     for s in size_list:
-        tf32 = find(run, STEP15_BUILD, s)["tflops"]
-        rows[s] = {"tflops": tf32, "vs_step12": tf32 / find(run, "tensor_cores", s)["tflops"],
-                   "of_cublas_tf32": tf32 / find(run, "cublas_tf32", s)["tflops"],
-                   "three_share": find(run, STEP14_BUILD, s)["tflops"] / tf32}
+        tf32 = record(run, STEP15_BUILD, s)["tflops"]
+        rows[s] = {"tflops": tf32, "vs_step12": tf32 / record(run, "tensor_cores", s)["tflops"],
+                   "of_cublas_tf32": tf32 / record(run, "cublas_tf32", s)["tflops"],
+                   "three_share": record(run, STEP14_BUILD, s)["tflops"] / tf32}
     check = target_check(results, STEP)
     hopper = {s: r for s, (r, _, _) in check["sizes"].items()} if check else {}
     return {"sizes": rows, "tf32_met": all(r["tflops"] >= TARGET_TF32_TFLOPS for r in rows.values()),

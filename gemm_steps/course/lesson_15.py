@@ -2,20 +2,23 @@
 registers the 256-row tile needs, the prediction from the experiment's swizzled TF32 build, the speed and accuracy
 table and figure, and the verdict values against the TF32 target. Numbers, tables and figures only: the words are
 the lesson's. Until the course benchmark has step 15, the timings come from the run that measured it
-(``STEP15_RUN``: step 12 and both cuBLAS in the same run).
+(:data:`STEP15_RUN`: step 12 and both cuBLAS in the same run).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gemm_steps.harness import results_files
 from gemm_steps.harness.verify import U_TF32, tf32_tolerance, tolerance
 
-from .targets import TARGET_TF32_TFLOPS
-from .tensor_core_results import (NO_FLUSH_BUILD, STEP15_BUILD, caption, find, has_step, kernel_table, rec, squares,
-                                  speed_error_figure, tf32_target_check)
 from .display import MarkdownTable
+from .plots import speed_error_figure
+from .targets import TARGET_TF32_TFLOPS, tf32_target_check
+from .timings import NO_FLUSH_BUILD, STEP15_BUILD, common_sizes, has_step, record, tflops_table
 
+#: The run that measured step 15 (as an experiment kernel) beside step 12 and both cuBLAS.
+STEP15_RUN = results_files.EXPERIMENT_WARPGROUP_TF32_NVIDIA_H100
 STEP = "warpgroup_tf32"
 #: The rows of the speed table and figure: (record name, label, colour, style).
 SPEED_ROWS = [("tensor_cores", "step 12, TF32 (mma.sync)", "tab:blue", "s-"),
@@ -33,10 +36,6 @@ def shown_timings(results: dict | None, run: dict | None) -> tuple[dict | None, 
     return (run, "step run") if run is not None else (None, None)
 
 
-def big_squares(shown: dict) -> list[tuple]:
-    return squares(shown, BASELINES)[-2:]
-
-
 # -- why no flush ------------------------------------------------------------------------------------------------------
 def error_budget(swapped_run: dict | None, k: int = 8192) -> dict:
     """TF32's input error against what the biased accumulator adds over K: u = 2^-11, verify's two tolerances at
@@ -49,7 +48,7 @@ def error_budget(swapped_run: dict | None, k: int = 8192) -> dict:
                     if r["step"] == NO_FLUSH_BUILD and r["M"] == r["N"] == r["K"] and "sampled_rel_error_fp64" in r)
     if points:
         big, accumulator = points[-1]
-        step12 = find(swapped_run, "tensor_cores", (big, big, big))
+        step12 = record(swapped_run, "tensor_cores", (big, big, big))
         out.update(size=big, accumulator=accumulator, step12=step12["sampled_rel_error_fp64"] if step12 else None)
         if step12:
             out["combined"] = float(np.hypot(accumulator, out["step12"]) / out["step12"] - 1)
@@ -80,9 +79,9 @@ def predicted(shown: dict, swizzled_run: dict) -> dict:
     """Per large square of ``shown``: the swizzled TF32 build's TFLOPS and time in the experiment, its ratio to step 12
     there, and that ratio applied to step 12 in ``shown``."""
     out = {}
-    for size in big_squares(shown):
-        build, step12 = find(swizzled_run, STEP15_BUILD, size), find(swizzled_run, "tensor_cores", size)
-        here = rec(shown, "tensor_cores", size)
+    for size in common_sizes(shown, BASELINES, squares=True)[-2:]:
+        build, step12 = record(swizzled_run, STEP15_BUILD, size), record(swizzled_run, "tensor_cores", size)
+        here = record(shown, "tensor_cores", size)
         if build and step12 and here:
             ratio = build["tflops"] / step12["tflops"]
             out[size] = {"build": build["tflops"], "build_ms": build["median_ms"], "ratio": ratio,
@@ -91,15 +90,15 @@ def predicted(shown: dict, swizzled_run: dict) -> dict:
 
 
 def speed_table(shown: dict) -> MarkdownTable:
-    return MarkdownTable("TFLOPS, and the relative error of 512 sampled elements against float64:\n\n"
-                         + kernel_table(shown, SPEED_ROWS, squares(shown, BASELINES), False) + "\n\n" + caption(shown))
+    return tflops_table(shown, SPEED_ROWS, common_sizes(shown, BASELINES, squares=True), errors=True,
+                        heading="TFLOPS, and the relative error of 512 sampled elements against float64:")
 
 
 def speed_figure(shown: dict):
     """Left: TFLOPS against square size of :data:`SPEED_ROWS` with the TF32 target; right: their sampled errors."""
     env = shown["environment"]
     return speed_error_figure(
-        shown, SPEED_ROWS, squares(shown, BASELINES),
+        shown, SPEED_ROWS, common_sizes(shown, BASELINES, squares=True),
         lambda ax, x: ax.axhline(TARGET_TF32_TFLOPS, color="tab:olive", lw=1.5, ls="--",
                                  label=f"the course's TF32 target: {TARGET_TF32_TFLOPS:.0f} TFLOPS"),
         f"TF32 on mma.sync (step 12) and on wgmma (step 15) against cuBLAS\n{env.get('gpu')}, {str(env.get('date'))[:10]}")
@@ -115,14 +114,14 @@ def verdict(shown: dict, swizzled_run: dict | None) -> dict | None:
     p = predicted(shown, swizzled_run) if swizzled_run else {}
     rows = {}
     for size, tflops in check["sizes"].items():
-        step12, tf32, r15 = rec(shown, "tensor_cores", size), rec(shown, "cublas_tf32", size), rec(shown, STEP, size)
+        step12, tf32, r15 = (record(shown, name, size) for name in ("tensor_cores", "cublas_tf32", STEP))
         q = p.get(size)
         rows[size] = {"tflops": tflops, "vs_step12": tflops / step12["tflops"], "of_cublas_tf32": tflops / tf32["tflops"],
                       "cublas_tf32_over": tf32["tflops"] / tflops, "predicted": q["tflops"] if q else None,
                       "build_minus_step_ms": q["build_ms"] - r15["median_ms"] if q else None,
                       "error": r15.get("sampled_rel_error_fp64"), "step12_error": step12.get("sampled_rel_error_fp64"),
                       "cublas_tf32_error": tf32.get("sampled_rel_error_fp64")}
-    step12_met = all(rec(shown, "tensor_cores", s)["tflops"] >= TARGET_TF32_TFLOPS for s in check["sizes"])
+    step12_met = all(record(shown, "tensor_cores", s)["tflops"] >= TARGET_TF32_TFLOPS for s in check["sizes"])
     return {"sizes": rows, "met": check["met"], "step12_met": step12_met}
 
 

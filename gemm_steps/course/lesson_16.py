@@ -1,10 +1,10 @@
 """Lesson 16's helpers (step 16, ``tma_pipeline``: the copy engine, an mbarrier ring, a wgmma always in flight) and
 deep dive 16's: the ring's picture, the model lesson 16's after-the-run numbers come from, the speed table and figure
 from the run that measured steps 15–17 (lessons 17 and 22 show them too), the timeline's table and the speed its
-period implies, the builds before step 16, and the facts behind step 15's drop from 4096³ to 8192³. The run's
-records and the verdict against the Hopper target are :mod:`.tensor_core_results`'; the ring's constants and the
-tensor cores' rate :mod:`.gpu_model`'s; the timelines :mod:`.timelines`'. Numbers, tables and figures only: the words
-are the lessons'.
+period implies, the builds before step 16, and the facts behind step 15's drop from 4096³ to 8192³. The run
+(:func:`~.timings.producer_order_run`) is :mod:`.timings`', the verdict against the Hopper target
+:mod:`.targets`'; the ring's constants and the tensor cores' rate :mod:`.gpu_model`'s; the timelines
+:mod:`.timelines`'. Numbers, tables and figures only: the words are the lessons'.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, k_tile_flop, ring_constants, ring_schedule, tensor_clocks
-from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
-from .tensor_core_results import (BIG, caption, clock_table, find, load_run, measured, profile_sections,
-                                  read_text)
+from .profiles import profile_sections, report_text
+from .targets import HOPPER_SIZES, TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .timelines import TIMELINE_RUN, WARM_UP_K_TILES, timeline_medians
-from .timings import size_label
+from .timings import common_sizes, load_run, record, size_label, tflops_table
 
 # -- the shipped files (experiments/results/) --------------------------------------------------------------------------
 #: Step 16's kernel in row-major and grouped tile orders beside step 15 (experiments/warpgroup_order_bench.py), and
@@ -36,11 +35,6 @@ ROWS = [("cublas", "cuBLAS SGEMM (FP32 units)", "tab:red"), ("cublas_tf32", "cuB
         ("tma_pipeline", "step 16, TMA + mbarrier ring", "tab:green"),
         ("late_producer", "step 16, producer behind its wgmma (experiment)", "tab:olive"),
         ("warp_specialized", "step 17, producer warpgroup + setmaxnreg", "tab:orange")]
-
-
-def sizes(run: dict) -> list[tuple]:
-    """The sizes of the run, in its order (the two squares, then the ragged shape)."""
-    return list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in run["records"]))
 
 
 # -- the ring: which k-tile in which stage -----------------------------------------------------------------------------
@@ -152,8 +146,8 @@ def pause_model(step, run: dict) -> dict:
     tensor, pause = tensor_clocks(c), SHARED_LATENCY_CLOCKS + FRAGMENT_WORK_CLOCKS
     out = {"k_tile_mflop": k_tile_flop(c) / 1e6, "tensor_clocks": tensor, "pause_clocks": pause,
            "gain": pause / tensor, "sizes": {}}
-    for size in BIG:
-        r15 = measured(run, "warpgroup_tf32", size)
+    for size in HOPPER_SIZES:
+        r15 = record(run, "warpgroup_tf32", size)
         if r15:
             out["sizes"][size] = {"step15": r15["tflops"], "predicted": r15["tflops"] * (tensor + pause) / tensor,
                                   "ceiling": tensor_ceiling_tflops(run, r15.get("sm_clock_mhz_median"))}
@@ -166,8 +160,8 @@ def speed_rows(run: dict) -> dict:
     out = {}
     for kernel, *_ in ROWS:
         out[kernel] = {}
-        for size in sizes(run):
-            r, tf32, sgemm = (measured(run, k, size) for k in (kernel, "cublas_tf32", "cublas"))
+        for size in common_sizes(run, in_file_order=True):
+            r, tf32, sgemm = (record(run, k, size) for k in (kernel, "cublas_tf32", "cublas"))
             if r is None:
                 continue
             out[kernel][size] = {"tflops": r["tflops"], "of_cublas_tf32": r["tflops"] / tf32["tflops"],
@@ -179,7 +173,9 @@ def speed_rows(run: dict) -> dict:
 def speed_table(run: dict, kernels=None) -> MarkdownTable:
     """TFLOPS, share of cuBLAS TF32 and the SM clock (median, and the slowest launch's) of each kernel at each size."""
     chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
-    return clock_table(run, chosen, sizes(run), "cublas_tf32", "{:.0%} of TF32", "share of cuBLAS TF32", measured)
+    return tflops_table(run, chosen, common_sizes(run, in_file_order=True), against="cublas_tf32",
+                        ratio="{:.0%} of TF32", clock=True,
+                        heading="TFLOPS (share of cuBLAS TF32, same run) · SM clock, median (slowest launch):")
 
 
 def speed_figure(run: dict, kernels=None):
@@ -189,7 +185,7 @@ def speed_figure(run: dict, kernels=None):
 
     rows = speed_rows(run)
     chosen = [row for row in ROWS if kernels is None or row[0] in kernels]
-    size_list = sizes(run)
+    size_list = common_sizes(run, in_file_order=True)
     fig = Figure(figsize=(13, 4.4), layout="constrained")
     speed, share = fig.subplots(1, 2)
     width = 0.8 / len(chosen)
@@ -198,8 +194,8 @@ def speed_figure(run: dict, kernels=None):
         speed.bar(x, [rows[kernel].get(s, {}).get("tflops", np.nan) for s in size_list], width, color=colour,
                   label=label)
         if kernel not in ("cublas", "cublas_tf32"):
-            xb = np.arange(len(BIG)) + (i - (len(chosen) - 1) / 2) * width
-            share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in BIG], width,
+            xb = np.arange(len(HOPPER_SIZES)) + (i - (len(chosen) - 1) / 2) * width
+            share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in HOPPER_SIZES], width,
                       color=colour, label=label)
     speed.set_xticks(range(len(size_list)), [size_label(s) for s in size_list])
     top = max(q["tflops"] for kernel, *_ in chosen for q in rows[kernel].values())
@@ -208,7 +204,7 @@ def speed_figure(run: dict, kernels=None):
     share.axhline(TARGET_HOPPER_TF32_PCT_OF_CUBLAS, color="k", ls="--", lw=1,
                   label=f"the course's target: {TARGET_HOPPER_TF32_PCT_OF_CUBLAS:.0f} % of cuBLAS TF32")
     share.axhline(100, color="tab:purple", lw=1)
-    share.set_xticks(range(len(BIG)), [size_label(s) for s in BIG])
+    share.set_xticks(range(len(HOPPER_SIZES)), [size_label(s) for s in HOPPER_SIZES])
     share.set(ylabel="% of cuBLAS TF32 (same run)", title="Against cuBLAS TF32", ylim=(0, 110))
     share.legend(fontsize=7, loc="lower right")
     env = run["environment"]
@@ -220,12 +216,12 @@ def speed_figure(run: dict, kernels=None):
 def ragged_same(run: dict, tolerance: float = 0.02) -> dict:
     """The ragged shape (K not a multiple of 32: every tile on step 15's edge kernel): each step's TFLOPS there and
     whether steps 15–17 are within ``tolerance`` of each other."""
-    ragged = [s for s in sizes(run) if s not in BIG]
+    ragged = [s for s in common_sizes(run, in_file_order=True) if s not in HOPPER_SIZES]
     if not ragged:
         return {}
     size = ragged[0]
-    got = {k: measured(run, k, size)["tflops"] for k in ("warpgroup_tf32", "tma_pipeline", "warp_specialized")
-           if measured(run, k, size)}
+    got = {k: record(run, k, size)["tflops"] for k in ("warpgroup_tf32", "tma_pipeline", "warp_specialized")
+           if record(run, k, size)}
     return {"size": size, "tflops": got, "same": max(got.values()) / min(got.values()) - 1 <= tolerance}
 
 
@@ -274,8 +270,8 @@ def history() -> list[dict]:
         if run is None:
             continue
         row = {"file": name, "what": what, "gpu": run["environment"].get("gpu"), "sizes": {}}
-        for size in BIG:
-            r, r15 = find(run, build, size), find(run, "warpgroup_tf32", size)
+        for size in HOPPER_SIZES:
+            r, r15 = record(run, build, size), record(run, "warpgroup_tf32", size)
             if r and r15:
                 row["sizes"][size] = {"tflops": r["tflops"], "vs_step15": r["tflops"] / r15["tflops"]}
         out.append(row)
@@ -287,7 +283,7 @@ def history_table() -> MarkdownTable:
         return "—" if q is None else f"{q['tflops']:.1f} ({q['vs_step15']:.2f}×)"
 
     return table([{"build": row["what"], **{f"{size_label(s)}: TFLOPS (× step 15)": cell(row["sizes"].get(s))
-                                            for s in BIG}, "file": f"`{row['file']}` ({row['gpu']})"}
+                                            for s in HOPPER_SIZES}, "file": f"`{row['file']}` ({row['gpu']})"}
                   for row in history()], align="lrrl")
 
 
@@ -297,7 +293,7 @@ def drop(run: dict) -> dict:
     (TFLOPS / MHz at 8192³ over 4096³), from ``run``."""
     out = {}
     for kernel, *_ in ROWS:
-        small, big = (measured(run, kernel, s) for s in BIG)
+        small, big = (record(run, kernel, s) for s in HOPPER_SIZES)
         if small and big:
             mhz = (small.get("sm_clock_mhz_median"), big.get("sm_clock_mhz_median"))
             ratio = big["tflops"] / small["tflops"]
@@ -335,23 +331,19 @@ def order_table(order_run: dict) -> MarkdownTable:
     names = [("warpgroup_tf32", "step 15"), ("overlap_group1", "step 16's kernel, row-major"),
              ("overlap_group4", "… groups of 4"), ("overlap_group8", "… groups of 8 (step 16)"),
              ("overlap_group16", "… groups of 16"), ("cublas_tf32", "cuBLAS TF32")]
-    rows = []
-    for name, label in names:
-        got = [find(order_run, name, s) for s in BIG]
-        if None not in got:
-            rows.append({"kernel": label, **{size_label(s): f"{g['tflops']:.1f}" for s, g in zip(BIG, got)},
-                         "8192³ / 4096³": f"{got[1]['tflops'] / got[0]['tflops']:.3f}"})
-    return MarkdownTable(table(rows, align="lrrr") + "\n\n" + caption(order_run))
+    got = {name: [record(order_run, name, s) for s in HOPPER_SIZES] for name, _ in names}
+    return tflops_table(order_run, [row for row in names if None not in got[row[0]]], HOPPER_SIZES, align="lrrr",
+                        more=lambda name: {"8192³ / 4096³": f"{got[name][1]['tflops'] / got[name][0]['tflops']:.3f}"})
 
 
 def order_gain(order_run: dict) -> dict:
     """What grouping by 8 bought at each square (× row-major), and the share of step 15's drop it makes up at
     8192³ (the gain over the row-major drop's size)."""
     out = {}
-    for s in BIG:
-        out[s] = find(order_run, "overlap_group8", s)["tflops"] / find(order_run, "overlap_group1", s)["tflops"]
-    row = [find(order_run, "overlap_group1", s)["tflops"] for s in BIG]
-    group = [find(order_run, "overlap_group8", s)["tflops"] for s in BIG]
+    for s in HOPPER_SIZES:
+        out[s] = record(order_run, "overlap_group8", s)["tflops"] / record(order_run, "overlap_group1", s)["tflops"]
+    row = [record(order_run, "overlap_group1", s)["tflops"] for s in HOPPER_SIZES]
+    group = [record(order_run, "overlap_group8", s)["tflops"] for s in HOPPER_SIZES]
     lost_row = 1 - row[1] / row[0]
     lost_group = 1 - group[1] / group[0]
     return {"gain": out, "drop_row_major": lost_row, "drop_grouped": lost_group,
@@ -364,7 +356,7 @@ _PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
 def order_profile() -> dict:
     """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): {"dram_gb", "l2_hit_pct",
     "ms", "ghz"}}; {} if the report is not shipped."""
-    text = read_text(ORDER_PROFILE)
+    text = report_text(ORDER_PROFILE)
     if text is None:
         return {}
     return {(int(head.group(1)), int(head.group(2))): {

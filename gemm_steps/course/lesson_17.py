@@ -17,9 +17,10 @@ from gemm_steps.harness import results_files
 
 from . import reference
 from .display import MarkdownTable, table
-from .tensor_core_results import BIG, RECORDS, find, load_run, profile_sections, read_text, verdict
+from .profiles import profile_sections, report_text
+from .targets import HOPPER_SIZES, hopper_tf32_verdict
 from .timelines import timeline_medians
-from .timings import size_label
+from .timings import load_run, record, size_label
 
 # -- the shipped files (experiments/results/) --------------------------------------------------------------------------
 #: Step 17's k-loop with fewer instructions, one change a build (experiments/loop_instructions.py), and Nsight Compute
@@ -48,22 +49,22 @@ BENCHMARKS = (results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26, results_file
 
 
 def benchmark_verdicts(step: str) -> list[dict]:
-    """:func:`verdict` of ``step`` in each of :data:`BENCHMARKS` that is shipped, with its GPU and file: whether the
-    course's target is met depends on the GPU."""
+    """:func:`~.targets.hopper_tf32_verdict` of ``step`` in each of :data:`BENCHMARKS` that is shipped, with its GPU
+    and file: whether the course's target is met depends on the GPU."""
     out = []
     for name in BENCHMARKS:
         run = load_run(name)
-        v = verdict(run, step, records={}) if run else None
+        v = hopper_tf32_verdict(run, step) if run else None
         if v:
             out.append({**v, "gpu": run["environment"].get("gpu"), "file": name})
     return out
 
 
-def clock_share(run: dict, step: str, size: tuple = BIG[1], records: dict = RECORDS) -> dict:
+def clock_share(run: dict, step: str, size: tuple = HOPPER_SIZES[1]) -> dict:
     """At ``size``, ``step`` against cuBLAS TF32 in one run: both SM clocks (medians), the share of cuBLAS TF32's
     throughput, the share per clock, and the energy per FLOP of the step over cuBLAS's *if both drew the same
     power* (the board's limit): cuBLAS's TFLOPS over the step's."""
-    r, tf32 = find(run, records.get(step, step), size), find(run, "cublas_tf32", size)
+    r, tf32 = record(run, step, size), record(run, "cublas_tf32", size)
     share = r["tflops"] / tf32["tflops"]
     mhz, tf32_mhz = r["sm_clock_mhz_median"], tf32["sm_clock_mhz_median"]
     return {"mhz": mhz, "cublas_tf32_mhz": tf32_mhz, "share": share, "share_per_clock": share * tf32_mhz / mhz,
@@ -148,7 +149,7 @@ _BUILD_HEADER = re.compile(r"^=== build (\w+)", re.M)
 def loop_profile() -> dict:
     """Nsight Compute on the ``before`` and ``rounding_2`` builds at 4096³ (:data:`LOOP_PROFILE`): {build:
     {"instructions", "uniform", "cycles", "l2_gb"}}; {} if the report is not shipped."""
-    text = read_text(LOOP_PROFILE)
+    text = report_text(LOOP_PROFILE)
     if text is None:
         return {}
     return {head.group(1): {"instructions": m["smsp__inst_executed.sum"], "l2_gb": m["lts__t_bytes.sum"] / 1e9,
@@ -162,8 +163,8 @@ def loop_table(run: dict) -> MarkdownTable:
     rows = []
     for name, label in LOOP_BUILDS:
         row = {"build": label}
-        for size in BIG:
-            r, base, tf32 = find(run, name, size), find(run, "before", size), find(run, "cublas_tf32", size)
+        for size in HOPPER_SIZES:
+            r, base, tf32 = record(run, name, size), record(run, "before", size), record(run, "cublas_tf32", size)
             row[f"{size_label(size)} / before"] = f"{r['tflops'] / base['tflops']:.3f}"
             row[f"{size_label(size)} / cuBLAS TF32"] = f"{r['tflops'] / tf32['tflops']:.0%}"
         rows.append(row)
@@ -269,7 +270,7 @@ def arrivals_table() -> MarkdownTable:
         if run is None:
             continue
         for size in sorted({(r["M"], r["N"], r["K"]) for r in run["records"]}):
-            one, every, s17 = (find(run, k, size)["tflops"] for k in ("cluster_one_arrival", "cluster_multicast",
+            one, every, s17 = (record(run, k, size)["tflops"] for k in ("cluster_one_arrival", "cluster_multicast",
                                                                       "warp_specialized"))
             rows.append({"run": str(i + 1), "shape": size_label(size), "one arrival / every warp": f"{one / every:.3f}",
                          "one arrival / step 17": f"{one / s17:.3f}", "every warp / step 17": f"{every / s17:.3f}"})

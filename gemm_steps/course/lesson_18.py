@@ -14,8 +14,8 @@ from gemm_steps.harness import results_files
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
-from .tensor_core_results import caption, clock_table, find, load_run
 from .timelines import events
+from .timings import caption, common_sizes, load_run, record, tflops_table
 
 #: The course benchmark with all 18 steps and both cuBLAS in one H200 run (step 18 as shipped: with split-K).
 BENCH_RUN = results_files.BENCH_NVIDIA_H200_2026_11_26_3
@@ -170,7 +170,7 @@ def model(step17, step18, run: dict) -> dict:
     out = {"tensor_clocks": tensor, "shared_bytes": shared["total"],
            "shared_per_clock": shared["total"] / tensor, "shared_limit": SHARED_BYTES_PER_CLOCK, "sizes": {}}
     for size in BIG:
-        r17, sgemm = find(run, step17.name, size), find(run, "cublas", size)
+        r17, sgemm = record(run, step17.name, size), record(run, "cublas", size)
         if r17 and sgemm:
             out["sizes"][size] = {"step17": r17["tflops"], "step17_third": r17["tflops"] / 3,
                                   "step17_third_vs_sgemm": r17["tflops"] / 3 / sgemm["tflops"]}
@@ -180,7 +180,8 @@ def model(step17, step18, run: dict) -> dict:
 # -- speed and verdict -------------------------------------------------------------------------------------------------
 def speed_table(run: dict, rows=ROWS) -> MarkdownTable:
     """TFLOPS, × cuBLAS SGEMM and the SM clock (median, slowest launch) of each row at 4096³ and 8192³."""
-    return clock_table(run, rows, BIG, "cublas", "{:.2f}× SGEMM", "× cuBLAS SGEMM")
+    return tflops_table(run, rows, BIG, against="cublas", ratio="{:.2f}× SGEMM", clock=True,
+                        heading="TFLOPS (× cuBLAS SGEMM, same run) · SM clock, median (slowest launch):")
 
 
 def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
@@ -189,7 +190,7 @@ def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
     whether met there; ``met`` at both. None without the step and SGEMM at both sizes."""
     out = {}
     for size in BIG:
-        r, sgemm, s14, s17 = (find(run, n, size) for n in (step, "cublas", "warpgroup_mma", "warp_specialized"))
+        r, sgemm, s14, s17 = (record(run, n, size) for n in (step, "cublas", "warpgroup_mma", "warp_specialized"))
         if r is None or sgemm is None:
             return None
         vs = r["tflops"] / sgemm["tflops"]
@@ -213,8 +214,8 @@ def step17_third_shares() -> list[dict]:
         run = load_run(name)
         if run is None:
             continue
-        got = {size: 3 * find(run, STEP, size)["tflops"] / find(run, "warp_specialized", size)["tflops"]
-               for size in BIG if find(run, STEP, size) and find(run, "warp_specialized", size)}
+        got = {size: 3 * record(run, STEP, size)["tflops"] / record(run, "warp_specialized", size)["tflops"]
+               for size in BIG if record(run, STEP, size) and record(run, "warp_specialized", size)}
         out.append({"gpu": run["environment"].get("gpu"), "file": name, "sizes": got})
     return out
 
@@ -222,12 +223,13 @@ def step17_third_shares() -> list[dict]:
 def builds_table(run: dict) -> MarkdownTable:
     """The experiment's builds: TFLOPS, × the step of the same run, and the SM clock at 4096³ and 8192³."""
     rows = [(name, f"`{name}`: {label}") for name, label in BUILDS]
-    return clock_table(run, rows, BIG, "warp_specialized_3xtf32", "{:.2f}× the step", "× the step")
+    return tflops_table(run, rows, BIG, against="warp_specialized_3xtf32", ratio="{:.2f}× the step", clock=True,
+                        heading="TFLOPS (× the step, same run) · SM clock, median (slowest launch):")
 
 
 def build_ratios(run: dict) -> dict:
     """{build: {size: its TFLOPS / the step's}} in the experiment's run."""
-    return {name: {size: find(run, name, size)["tflops"] / find(run, "warp_specialized_3xtf32", size)["tflops"]
+    return {name: {size: record(run, name, size)["tflops"] / record(run, "warp_specialized_3xtf32", size)["tflops"]
                    for size in BIG} for name, _ in BUILDS}
 
 
@@ -243,16 +245,6 @@ def accuracy(run: dict, verdicts: dict, specials_kept: dict, step: str = "warp_s
 
 
 # -- split-K -----------------------------------------------------------------------------------------------------------
-def _shapes(run: dict) -> list[tuple]:
-    """The suite's shapes, in the file's order."""
-    out = []
-    for r in run["records"]:
-        size = (r["M"], r["N"], r["K"])
-        if size not in out:
-            out.append(size)
-    return out
-
-
 def slices_in_the_runs(tiles: int, k_tiles: int, sms: int) -> int:
     """The split-K policy step 18 ran with in the two shape-suite runs (2026-11-26): slices of at least 8 k-tiles, as
     many as fill the SMs once, at most 8. Since tuned for small products (slices of 2 k-tiles, none below 8 in all:
@@ -270,10 +262,10 @@ def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> dict:
     config = step.module.SEARCH_SPACE[0]
     sms = after["environment"]["sm_count"]
     rows, changes = [], []
-    for size in _shapes(after):
+    for size in common_sizes(after, in_file_order=True):
         m, n, k = size
         tiles, k_tiles = (m // config.BLOCK_M) * (n // config.BLOCK_N), k // config.BLOCK_K
-        old, new = find(before, step.name, size), find(after, step.name, size)
+        old, new = record(before, step.name, size), record(after, step.name, size)
         if old is None or new is None:
             continue
         slices = policy(tiles, k_tiles, sms) if tiles else 1
@@ -335,7 +327,7 @@ def timeline_numbers(step, timeline: dict, run: dict) -> dict:
     flop = 2 * c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"]
     sms, mhz = timeline["environment"]["sm_count"], timeline["steps"][STEP]["sm_clock_mhz_after"]
     period = float(np.mean([w["period"] for w in warpgroups]))
-    shipped = find(run, STEP, (timeline["size"],) * 3)
+    shipped = record(run, STEP, (timeline["size"],) * 3)
     return {"warpgroups": warpgroups, "period": period, "mhz": mhz, "producer": blocks[0]["producer"],
             "shares": [{k: b["consumers"][f"share_{k}_in_flight"] for k in ("both", "one", "neither")}
                        for b in blocks],

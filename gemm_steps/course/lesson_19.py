@@ -14,11 +14,10 @@ from gemm_steps.harness import results_files
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
-from .tensor_core_results import clock_table, find, load_run
 from .timelines import TIMELINE_RUN as STEP17_TIMELINE_RUN
 from .timelines import WARM_UP_K_TILES, events
 from .timelines import timeline_medians as step17_medians
-from .timings import size_label
+from .timings import load_run, record, size_label, tflops_table
 
 # -- the shipped files (experiments/results/) -------------------------------------------------------------------------
 #: Step 17, its persistent form and step 19 beside both cuBLAS, one H100 run (experiments/pingpong_bench.py). Step 19
@@ -199,7 +198,7 @@ def model(step17, step19, run: dict, timeline17: dict) -> dict:
         k_tiles = size[2] // ring_constants(step19)["BLOCK_K"]
         clocks = k_tiles * period
         gain = tuple(s / clocks for s in SAVED_CLOCKS)
-        persistent = find(run, "persistent_specialized", size)
+        persistent = record(run, "persistent_specialized", size)
         if persistent is None:
             continue
         out["sizes"][size] = {"k_tiles": k_tiles, "tile_clocks": clocks, "gain": gain,
@@ -211,7 +210,8 @@ def model(step17, step19, run: dict, timeline17: dict) -> dict:
 # -- speed and verdict --------------------------------------------------------------------------------------------------
 def speed_table(run: dict) -> MarkdownTable:
     """TFLOPS, × step 17 and the SM clock (median, slowest launch) of each row at each size of the run."""
-    return clock_table(run, ROWS, SIZES, "warp_specialized", "{:.2f}× step 17", "× step 17")
+    return tflops_table(run, ROWS, SIZES, against="warp_specialized", ratio="{:.2f}× step 17", clock=True,
+                        heading="TFLOPS (× step 17, same run) · SM clock, median (slowest launch):")
 
 
 def verdict(run: dict, prediction: dict) -> dict:
@@ -221,7 +221,7 @@ def verdict(run: dict, prediction: dict) -> dict:
     ``at_least_step17_at_8192`` (the issue's rule for a new step)."""
     out = {}
     for size in SIZES:
-        r, s17, per, tf32 = (find(run, n, size) for n in (RECORD, "warp_specialized", "persistent_specialized",
+        r, s17, per, tf32 = (record(run, n, size) for n in (RECORD, "warp_specialized", "persistent_specialized",
                                                           "cublas_tf32"))
         gain = prediction["sizes"][size]["gain"]
         out[size] = {"tflops": r["tflops"], "over_persistent": r["tflops"] / per["tflops"],
@@ -340,13 +340,13 @@ def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict)
             s = {k: float(np.median([q[k] for q in stretches])) for k in stretches[0]}
             period = float(np.median([c["period"] for c in
                                       timeline["steps"][TIMELINE_BUILD]["summary"]["blocks"][0]["consumers"]]))
-            record = find(run, RECORD, (timeline["size"],) * 3)
+            found = record(run, RECORD, (timeline["size"],) * 3)
         else:
             e = events(timeline, name, 0)
             ws = [_stretches(e[w][WARM_UP_K_TILES:]) for w in (1, 2)]
             s = {k: float(np.mean([q[k] for q in ws])) for k in ws[0]}
             period = step17_medians(timeline, name)["period"]
-            record = find(run, name, (timeline["size"],) * 3)
+            found = record(run, name, (timeline["size"],) * 3)
         tensor = tensor_clocks(step)
         macs = k_tile_macs(step)
         sms = run["environment"]["sm_count"]
@@ -354,7 +354,7 @@ def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict)
                      "running": running,
                      "macs_per_clock": running * macs / period, "fragments": fragment_values(step),
                      "shape": (*consumer_tile(step), ring_constants(step)["BLOCK_K"]),
-                     "bench_macs_per_clock": record["tflops"] * 1e12 / 2 / (sms * record["sm_clock_mhz_median"] * 1e6),
+                     "bench_macs_per_clock": found["tflops"] * 1e12 / 2 / (sms * found["sm_clock_mhz_median"] * 1e6),
                      "gpu": timeline["environment"].get("gpu"), "size": timeline["size"]}
     out["ratio"] = out["pingpong"]["macs_per_clock"] / out["warp_specialized"]["macs_per_clock"]
     out["bench_ratio"] = out["pingpong"]["bench_macs_per_clock"] / out["warp_specialized"]["bench_macs_per_clock"]
@@ -479,7 +479,7 @@ def fair_table(runs: list[dict]) -> MarkdownTable:
         row = {"build": label}
         for i, run in enumerate(runs):
             for s in FAIR_SIZES:
-                r, base = find(run, name, s), find(run, "persistent_specialized", s)
+                r, base = record(run, name, s), record(run, "persistent_specialized", s)
                 row[f"{size_label(s)} run {i + 1}"] = (f"{r['tflops']:.0f}" if name == "cublas_tf32" else
                                                        f"{r['tflops'] / base['tflops']:.2f}×")
         rows.append(row)
@@ -492,7 +492,7 @@ def fair_numbers(runs: list[dict]) -> dict:
     out = {}
     for i, run in enumerate(runs):
         for s in FAIR_SIZES:
-            t = {name: find(run, name, s)["tflops"] for name, _ in FAIR_ROWS}
+            t = {name: record(run, name, s)["tflops"] for name, _ in FAIR_ROWS}
             out[(i, s[0])] = {"schedule": t["pingpong_wide_4"] / t["persistent_specialized"],
                               "tile": t["pingpong_4"] / t["pingpong_wide_4"],
                               "six_over_four": t["pingpong"] / t["pingpong_4"],
@@ -528,7 +528,7 @@ def step19_before_after() -> dict | None:
         return None
     out = {}
     for s in FAIR_SIZES:
-        b, a = (find(run, "pingpong", s)["tflops"] / find(run, "warp_specialized", s)["tflops"]
+        b, a = (record(run, "pingpong", s)["tflops"] / record(run, "warp_specialized", s)["tflops"]
                 for run in (before, after))
         out[s[0]] = {"before": b, "after": a}
     return out

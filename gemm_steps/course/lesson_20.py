@@ -10,8 +10,7 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .predictions import Prediction, ratio_range
-from .tensor_core_results import caption, find, load_run
-from .timings import size_label
+from .timings import caption, load_run, record, tflops_table
 
 #: The runs of experiments/cluster_arrive_scope.py: step 17, step 20 as shipped, the two variants, both cuBLAS.
 RUNS = {"H200": results_files.EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200,
@@ -97,21 +96,17 @@ class Speed:
 
 
 def speed(run: dict, kernel: str, size: tuple) -> Speed:
-    r, s17, tf32 = (find(run, k, size) for k in (kernel, "warp_specialized", "cublas_tf32"))
+    r, s17, tf32 = (record(run, k, size) for k in (kernel, "warp_specialized", "cublas_tf32"))
     return Speed(r["tflops"], r["tflops"] / s17["tflops"], r["tflops"] / tf32["tflops"], r.get("sm_clock_mhz_median"))
 
 
 def speed_table(run: dict) -> MarkdownTable:
     """TFLOPS (× step 17, share of cuBLAS TF32, median SM clock) of each kernel of a run at 4096³ and 8192³."""
-    rows = []
-    for kernel, label in KERNELS.items():
-        row = {"kernel": label}
-        for size in BIG:
-            q = speed(run, kernel, size)
-            row[size_label(size)] = (f"{q.tflops:.1f} ({q.of_step17:.2f}× step 17, {q.of_cublas_tf32:.0%} of cuBLAS "
-                                     f"TF32, {q.mhz:,.0f} MHz)")
-        rows.append(row)
-    return MarkdownTable(table(rows) + "\n\n" + caption(run))
+    def cell(r, size):
+        q = speed(run, r["step"], size)
+        return f"{q.tflops:.1f} ({q.of_step17:.2f}× step 17, {q.of_cublas_tf32:.0%} of cuBLAS TF32, {q.mhz:,.0f} MHz)"
+
+    return tflops_table(run, list(KERNELS.items()), BIG, cell, align="lll")
 
 
 # -- the verdict ---------------------------------------------------------------------------------------------------------
@@ -215,5 +210,6 @@ def tma_store_run() -> dict | None:
 
 def tma_store_ratios(run: dict) -> dict[int, float]:
     """{size: the variant's TFLOPS over step 20's} at 4096³ and 8192³."""
-    return {s[0]: find(run, "cluster_multicast_tma_store", s)["tflops"] / find(run, "cluster_multicast", s)["tflops"]
+    return {s[0]: (record(run, "cluster_multicast_tma_store", s)["tflops"]
+                   / record(run, "cluster_multicast", s)["tflops"])
             for s in BIG}

@@ -15,10 +15,14 @@ from ..harness.bench import load as load_results_document
 from ..harness.environment import short_label
 from .display import MarkdownTable, table
 from .plots import step_colour
-from .tensor_core_results import CONTRACT_AB_RUN, contract_cost, load_run
+from .timings import load_run
 
 #: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
 RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200
+#: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
+#: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``. Lessons
+#: 13 and 14 quote its cost too (:func:`contract_cost`).
+CONTRACT_AB_RUN = results_files.EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200
 #: What produces it (said when it is missing).
 COMMAND = "python -m experiments.fp32_accuracy experiments/results/" + RUN
 
@@ -303,6 +307,23 @@ def error_figure(run: dict, classes: list[str]):
 
 
 # -- what the fixes cost ----------------------------------------------------------------------------------------------
+def contract_cost(run: dict, step: str) -> dict:
+    """``step`` before and after the FP32-contract fixes in the A/B run (:data:`CONTRACT_AB_RUN`), per size where
+    both ran: ``old`` and ``new`` TFLOPS (median over the passes) and ``cost``, the speed lost, 1 − new/old, as
+    (smallest, largest) over the passes (each pass times old and new on the same inputs)."""
+    out = {}
+    found = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == f"{step} (new)"},
+                   key=lambda s: s[0] * s[1] * s[2])
+    for size in found:
+        old, new = ([r["tflops"] for r in run["records"]
+                     if r["step"] == f"{step} ({which})" and (r["M"], r["N"], r["K"]) == size] for which in ("old", "new"))
+        if not old or len(old) != len(new):
+            continue
+        costs = [1 - n / o for o, n in zip(old, new)]  # record order: pass 1's pair, then pass 2's
+        out[size] = {"old": float(np.median(old)), "new": float(np.median(new)), "cost": (min(costs), max(costs))}
+    return out
+
+
 def fix_costs() -> dict:
     """{step: {size: {"old", "new" TFLOPS, "cost": (smallest, largest) speed lost over the passes}}} for every step
     the same-run A/B of the FP32-contract fixes timed (:data:`CONTRACT_AB_RUN`); and the run's GPU (``"gpu"``)."""

@@ -16,9 +16,9 @@ import numpy as np
 from gemm_steps.harness import results_files
 
 from .. import steps as course_steps
-from .tensor_core_results import tf32_peak_tflops
 from .display import MarkdownTable, table
-from .timings import datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
+from .gpu_model import tf32_peak_tflops
+from .timings import common_sizes, datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
 
 
 def steps_in(results: dict) -> list[str]:
@@ -222,8 +222,6 @@ def small_shape(results: dict) -> dict:
     the FP32 step that was fastest at that size (number, name, % of cuBLAS)."""
     import gemm_steps
 
-    from .timings import common_sizes
-
     small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
     config = gemm_steps.get_step("stream_k").tiled.config
     tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
@@ -243,8 +241,7 @@ def target_rows(results: dict) -> list[dict]:
     14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than SGEMM's) and step 15
     (TF32 on ``wgmma``) by lesson 15's (≥ the TF32 target at the two largest squares); a step the file lacks gets
     one row with ``met`` None."""
-    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-    from .tensor_core_results import rec, sizes, target_check, tf32_target_check
+    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, target_check, tf32_target_check
 
     rows = []
 
@@ -253,10 +250,10 @@ def target_rows(results: dict) -> list[dict]:
                      "target": target, "error": error, "SGEMM's error": sgemm_error, "met": met})
 
     tf32_target, x3_target = f"{TARGET_TF32_TFLOPS:.0f} TFLOPS", f"{TARGET_3XTF32_VS_SGEMM}× SGEMM"
-    common = sizes(results, ("tensor_cores", "three_tf32", "cublas", "cublas_tf32"))
+    common = common_sizes(results, ["tensor_cores", "three_tf32", "cublas_tf32"])
     if common:
         big = common[-1]
-        t12, t13, sgemm = (rec(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas"))
+        t12, t13, sgemm = (record(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas"))
         row("12 TF32, `mma.sync`", big, f"{t12['tflops']:.1f} TFLOPS", tf32_target, t12["tflops"] >= TARGET_TF32_TFLOPS)
         ratio = t13["pct_of_cublas"] / 100
         row("13 3xTF32, `mma.sync`", big, f"{ratio:.2f}× SGEMM", x3_target, ratio >= TARGET_3XTF32_VS_SGEMM,

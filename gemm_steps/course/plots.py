@@ -8,6 +8,8 @@
 * :func:`plot_shape_classes` — % of cuBLAS per shape of the shape suite (``gemm-steps bench --suite shapes``),
   grouped by class.
 * :func:`plot_results` — all of them that the results allow, written as PNGs.
+* :func:`speed_error_figure` — chosen kernels' TFLOPS and sampled errors against size, two panels, with a target
+  drawn (lessons 14 and 15).
 
 Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
 numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Steps that compute on the
@@ -35,6 +37,8 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from gemm_steps.harness import results_files
 from gemm_steps.harness.bench import ARITHMETIC_MARK, BASELINES, is_baseline
 from gemm_steps.harness.environment import short_label
+
+from . import timings
 
 Size = tuple[int, int, int]
 
@@ -427,3 +431,28 @@ def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) ->
         plot_shape_classes(results, path=out_dir / f"{stem}-shapes.png")
         paths.append(out_dir / f"{stem}-shapes.png")
     return paths
+
+
+def speed_error_figure(results: dict, rows, size_list: list, draw_target, title: str) -> Figure:
+    """Two panels over ``size_list``: TFLOPS (log) of each of ``rows`` ((record name, label, colour, style)) with
+    ``draw_target(axes, x)`` drawing the target, and their sampled errors. Not closed in ``pyplot``: a
+    :class:`~matplotlib.figure.Figure` of its own."""
+    x = np.arange(len(size_list))
+    fig = Figure(figsize=(12, 4.6), layout="constrained")
+    speed, error = fig.subplots(1, 2)
+    for name, label, colour, style in rows:
+        got = [timings.record(results, name, s) or {} for s in size_list]
+        if not any(got):
+            label += " (not in this file)"
+        speed.plot(x, [g.get("tflops", np.nan) for g in got], style, color=colour, label=label)
+        error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
+    draw_target(speed, x)
+    for ax in (speed, error):
+        ax.set_yscale("log")
+        ax.set_xticks(x, [timings.size_label(s) for s in size_list])
+        ax.set_xlabel("size")
+    speed.set(ylabel="TFLOPS (log scale)", title="Speed")
+    error.set(ylabel="relative error (sampled, vs float64)", title="Accuracy")
+    speed.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=9)
+    return fig

@@ -21,7 +21,9 @@ The quantities the lessons use:
 It is also the one reader of Nsight Compute's text format for every lesson helper: :func:`read_metrics` (name →
 value and unit), :func:`report_metrics` (name → value), :func:`kernel_sections` (one part per profiled kernel),
 :func:`base_units` and :func:`prefixed_metric` (the ``[label] metric unit value`` lines some experiments print);
-:func:`per_warp_k_step` (a report's shared-memory counts per warp and k-step, for the wavefront models).
+:func:`report_text` (a shipped report by file name) and :func:`profile_sections` (the parts of a report that an
+experiment's own header lines start); :func:`per_warp_k_step` (a report's shared-memory counts per warp and k-step, for
+the wavefront models).
 """
 
 from __future__ import annotations
@@ -80,6 +82,22 @@ def kernel_sections(text: str) -> list[tuple[str, str]]:
     starts = list(_KERNEL.finditer(text))
     return [(match.group(1).split("(")[0].split("[")[0].strip(), text[match.start():end.start() if end else len(text)])
             for match, end in zip(starts, starts[1:] + [None])]
+
+
+def report_text(name: str) -> str | None:
+    """The text of a shipped Nsight Compute report, by its file name (a constant of
+    :mod:`~gemm_steps.harness.results_files`); None if it is not shipped."""
+    path = results_files.find(name)
+    return path.read_text() if path else None
+
+
+def profile_sections(text: str, header: re.Pattern) -> list[tuple[re.Match, dict]]:
+    """The sections of an Nsight Compute text that ``header`` (a line pattern) starts: (the header's match, the
+    section's metrics in base units: bytes, seconds, hertz)."""
+    heads = list(header.finditer(text))
+    return [(head, {name: base_units(value, unit) for name, (value, unit)
+                    in read_metrics(text[head.end():nxt.start() if nxt else len(text)]).items()})
+            for head, nxt in zip(heads, heads[1:] + [None])]
 
 
 def prefixed_metric(text: str, label: str, name: str) -> float | None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .tensor_core_results import load_run
+from .timings import load_run
 
 #: Steps 16 and 17's timelines from one H200 run (experiments/timeline.py).
 TIMELINE_RUN = results_files.EXPERIMENT_TIMELINE_NVIDIA_H200

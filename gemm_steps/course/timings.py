@@ -3,10 +3,14 @@
 * :func:`measure_or_load` — fresh timings on a GPU, the shipped benchmark on the simulator, and a sentence saying
   which of the two the reader is looking at.
 * :func:`load_shipped` — a tuning sweep or an experiment, by file name; :func:`shipped_file` — any other shipped
-  file.
-* :func:`record`, :func:`common_sizes`, :func:`headline_size`, :func:`size_label`, :func:`speedups_by_size`,
-  :func:`time_ratios` — reading a results document.
-* :func:`timing_table` — TFLOPS, % of cuBLAS and speedup over the previous step at one size, as a Markdown table.
+  file; :func:`load_run` — a shipped run by its exact name, silently (:func:`producer_order_run`: the H200 run of
+  steps 15–17), and :func:`caption`, the line under a table that says where its numbers come from.
+* :func:`record` (the one record finder), :func:`has_step`, :func:`common_sizes` (the one list of sizes),
+  :func:`headline_size`, :func:`size_label`, :func:`speedups_by_size`, :func:`time_ratios` — reading a results
+  document.
+* :func:`timing_table` — TFLOPS, % of cuBLAS and speedup over the previous step at one size, as a Markdown table;
+  :func:`tflops_table` — TFLOPS by kernel and size (with a ratio, the SM clock or the sampled errors), one line a
+  kernel.
 * :func:`fp32_peak_tflops`, :func:`datasheet_bandwidth_tbs` — the GPU's limits, for the roofline.
 
 Which file is read follows :mod:`gemm_steps.harness.results_files`. Results documents are what
@@ -16,6 +20,7 @@ shipped yet); the helpers then say so instead of failing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterable
 
@@ -24,7 +29,7 @@ from gemm_steps.harness import bench, results_files
 from gemm_steps.harness.environment import short_label
 from gemm_steps.toolkit.backend import SIMULATOR
 
-from .display import MarkdownTable, StepLike, as_step, say
+from .display import MarkdownTable, StepLike, as_step, say, table
 
 #: Said wherever a timing would go when there is neither a GPU nor a shipped results file.
 NO_RESULTS = ("No GPU here and no shipped results yet in `results/`, so there are no timings to show. "
@@ -135,6 +140,55 @@ def shown_path(path: str | Path) -> str:
     return results_files.display_path(path)
 
 
+def load_run(name: str) -> dict | None:
+    """A shipped results document (a course benchmark, an experiment's run) by its exact file name — a constant of
+    :mod:`~gemm_steps.harness.results_files` — with ``path`` added; None if it is not shipped. Silent, unlike
+    :func:`load_shipped`: the lesson helpers that read it say what is missing."""
+    path = results_files.find(name)
+    return None if path is None else {**json.loads(path.read_text()), "path": str(path)}
+
+
+def caption(run: dict) -> str:
+    """Where a table's numbers come from: GPU, date, file."""
+    env = run["environment"]
+    return f"*{env.get('gpu')}, {str(env.get('date'))[:10]}, `{results_files.display_path(run['path'])}`.*"
+
+
+#: Steps 15, 16 and 17 (and the late-producer experiment) beside cuBLAS SGEMM and TF32 in one H200 run
+#: (experiments/producer_order_bench.py), the SM clock recorded per record: lessons 16, 17 and 22 and deep dive 16.
+PRODUCER_ORDER_RUN = results_files.EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200
+#: The records of that run not named after their step: it measured step 17 while it was still the experiment's build
+#: (``specialized_setmaxnreg``: the same kernel).
+PRODUCER_ORDER_RECORDS = {"warp_specialized": "specialized_setmaxnreg"}
+
+
+def producer_order_run() -> dict | None:
+    """:data:`PRODUCER_ORDER_RUN`, its records found by their steps' names (:data:`PRODUCER_ORDER_RECORDS`, as
+    ``record_names``: :func:`record` reads them); None if it is not shipped."""
+    run = load_run(PRODUCER_ORDER_RUN)
+    return None if run is None else {**run, "record_names": PRODUCER_ORDER_RECORDS}
+
+
+# -- the wgmma experiment (experiments/wgmma_swapped.py), read by lessons 14 and 15 --------------------------------
+#: Its runs: the first has every build, the second repeats some; and the run with A in the 128-byte swizzle layout,
+#: every build with and without it.
+WGMMA_SWAPPED_RUNS = (results_files.EXPERIMENT_WGMMA_SWAPPED_NVIDIA_H100,
+                      results_files.EXPERIMENT_WGMMA_SWAPPED_REPEAT_NVIDIA_H100)
+WGMMA_SWIZZLED_RUN = results_files.EXPERIMENT_WGMMA_SWAPPED_SWIZZLED_NVIDIA_H100
+#: Its builds (records' names). Step 14 as the experiment built it (3xTF32, 128×128, big·big flushed per k-tile, A
+#: swizzled); before the swizzle; without the flush.
+STEP14_BUILD = "wgmma swapped 3xTF32 128x128, flush big, swizzled"
+FLUSH_BUILD = "wgmma swapped 3xTF32 128x128, flush big"
+NO_FLUSH_BUILD = "wgmma swapped 3xTF32 128x128"
+#: Step 15 as the experiment built it (TF32, 256×128, A swizzled); before the swizzle (waiting for every wgmma
+#: before loading the next fragments, ``wait_group 0``); the same with ``wait_group 1``.
+STEP15_BUILD = "wgmma swapped 256x128, serial, swizzled"
+SERIAL_BUILD = "wgmma swapped 256x128, serial"
+OVERLAPPED_BUILD = "wgmma swapped 256x128"
+#: The first wgmma GEMM (``experiments/wgmma_gemm.py``: B transposed into K-major order on the way in).
+TRANSPOSING_BUILD = "wgmma_tf32 128x256 (wgmma_gemm.py), pipelined"
+
+
 # -- reading a results document ------------------------------------------------------------------------------------
 def _size(size: int | Size) -> Size:
     return (size, size, size) if isinstance(size, int) else tuple(size)
@@ -145,11 +199,20 @@ def size_label(size: int | Size) -> str:
     return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
 
 
+def _name(step: StepLike) -> str:
+    """A record's name: a step's (given as an object or a number), or the string given (a step's, a baseline's,
+    an experiment's build)."""
+    return step if isinstance(step, str) else as_step(step).name
+
+
 def record(results: dict, step: StepLike, size: int | Size) -> dict | None:
     """The successful record of ``step`` at ``size`` (an int for a square) in a results document; ``None`` if the run
     has none. ``step``: a step (object or number), or a record's name — a step's, a baseline's (``"cublas"``,
-    ``"cublas_tf32"``) or an experiment's variant or build. The one record finder of the lesson helpers."""
-    name = step if isinstance(step, str) else as_step(step).name
+    ``"cublas_tf32"``) or an experiment's variant or build. A document whose records of a step carry another name
+    maps the one to the other in ``record_names`` (:func:`producer_order_run`). The one record finder of the lesson
+    helpers."""
+    name = _name(step)
+    name = results.get("record_names", {}).get(name, name)
     m, n, k = _size(size)
     for rec in results["records"]:
         if rec["step"] == name and (rec["M"], rec["N"], rec["K"]) == (m, n, k) and _ok(rec):
@@ -157,12 +220,24 @@ def record(results: dict, step: StepLike, size: int | Size) -> dict | None:
     return None
 
 
-def common_sizes(results: dict, steps: Iterable[StepLike]) -> list[Size]:
-    """Every size at which all of ``steps`` and cuBLAS ran, smallest first (by FLOPs)."""
-    names = step_names(steps) + ["cublas"]
-    found = {(r["M"], r["N"], r["K"]) for r in results["records"] if _ok(r)}
-    common = [s for s in found if all(record(results, n, s) for n in names)]
-    return sorted(common, key=lambda s: s[0] * s[1] * s[2])
+def has_step(results: dict | None, step: StepLike) -> bool:
+    """Whether a results document (or None) has a record of ``step`` without an error, at any size."""
+    name = _name(step)
+    return bool(results) and any(r["step"] == name and "error" not in r for r in results["records"])
+
+
+def common_sizes(results: dict, steps: Iterable[StepLike] = (), *, squares: bool = False,
+                 in_file_order: bool = False) -> list[Size]:
+    """Every size at which all of ``steps`` (steps, or records' names as :func:`record` takes them) and cuBLAS ran,
+    smallest first (by FLOPs), or in the order the file first has them (``in_file_order``); only the squares if
+    ``squares``. The one list of sizes of the lesson helpers."""
+    names = [_name(s) for s in steps] + ["cublas"]
+    if in_file_order:
+        found = dict.fromkeys((r["M"], r["N"], r["K"]) for r in results["records"] if _ok(r))
+    else:
+        found = {(r["M"], r["N"], r["K"]) for r in results["records"] if _ok(r)}
+    common = [s for s in found if all(record(results, n, s) for n in names) and (not squares or s[0] == s[1] == s[2])]
+    return common if in_file_order else sorted(common, key=lambda s: s[0] * s[1] * s[2])
 
 
 def headline_size(results: dict, steps: Iterable[StepLike]) -> Size | None:
@@ -212,6 +287,49 @@ def timing_table(results: dict | None, steps: Iterable[StepLike], size: int | Si
         lines.append(f"| {label} | {rec['median_ms']:.3f} | {rec['tflops']:.2f} | {pct} | {speedup} |")
         previous = rec
     return MarkdownTable("\n".join(lines))
+
+
+def tflops_table(run: dict, rows, sizes, cell=None, *, against: str | None = None, ratio: str = "{:.2f}×",
+                 clock: bool = False, errors: bool = False, more=None, heading: str | None = None,
+                 with_caption: bool = True, align: str | None = None) -> MarkdownTable:
+    """TFLOPS by kernel and size, as a Markdown table: one line per kernel of ``rows`` ((record name, label, …)), one
+    column per size of ``sizes``; "—" where a kernel has no record at a size.
+
+    A cell is the record's TFLOPS to one decimal; with ``against`` (a record's name) its ratio to that record of the
+    same run and size after it, written with ``ratio`` (``"{:.2f}× SGEMM"``, ``"{:.0%} of TF32"``; "—" where that
+    record is missing); with ``clock`` the TFLOPS in bold and the SM clock after it, median (slowest launch). Or
+    ``cell(record, size)`` writes it (None: "—"). ``errors`` adds the sampled error at the two largest sizes;
+    ``more(name)``, further columns of a kernel ({heading: text}). ``heading`` is a line above the table,
+    ``with_caption`` puts :func:`caption` below it; ``align`` as :func:`~.display.table` takes it (default: the
+    labels left, the rest right)."""
+    big = sizes[-2:] if errors else []
+
+    def standard(r, size):
+        text = f"**{r['tflops']:.1f}**" if clock else f"{r['tflops']:.1f}"
+        if against is not None:
+            reference = record(run, against, size)
+            if reference is None:
+                return None
+            text += f" ({ratio.format(r['tflops'] / reference['tflops'])})"
+        if clock:
+            text += f" · {r['sm_clock_mhz_median']:.0f} ({r['sm_clock_mhz_min']:.0f}) MHz"
+        return text
+
+    def speed(name, size):
+        r = record(run, name, size)
+        shown = None if r is None else (cell or standard)(r, size)
+        return "—" if shown is None else shown
+
+    def error(name, size):
+        r = record(run, name, size)
+        return "—" if r is None or "sampled_rel_error_fp64" not in r else f"{r['sampled_rel_error_fp64']:.1e}"
+
+    lines = [{"kernel": label, **{size_label(s): speed(name, s) for s in sizes},
+              **{f"error at {size_label(s)}": error(name, s) for s in big}, **(more(name) if more else {})}
+             for name, label, *_ in rows]
+    shown = table(lines, align=align or ("l" + "r" * (len(lines[0]) - 1) if lines else ""))
+    return MarkdownTable((f"{heading}\n\n" if heading else "") + shown
+                         + (f"\n\n{caption(run)}" if with_caption else ""))
 
 
 def fp32_peak_tflops(results: dict) -> float | None:

@@ -9,7 +9,8 @@
 
 # %%
 from gemm_steps.course import lesson, lesson_12
-from gemm_steps.course.tensor_core_results import PROFILED_RUN, ROUNDING_RUN, limits, load_run, tensor_core_profiles
+from gemm_steps.course.lesson_12 import PROFILED_RUN, ROUNDING_RUN, limits, tensor_core_profiles
+from gemm_steps.course.timings import load_run
 
 run = load_run(ROUNDING_RUN)
 

@@ -7,10 +7,10 @@
 
 # %%
 from gemm_steps.course import lesson, lesson_14
-from gemm_steps.course import tensor_core_results as tcr
+from gemm_steps.course.timings import WGMMA_SWAPPED_RUNS, WGMMA_SWIZZLED_RUN, caption, load_run
 
-runs = [run for run in map(tcr.load_run, tcr.SWAPPED_RUNS) if run]
-swizzled = tcr.load_run(tcr.SWIZZLED_RUN)
+runs = [run for run in map(load_run, WGMMA_SWAPPED_RUNS) if run]
+swizzled = load_run(WGMMA_SWIZZLED_RUN)
 
 # %% [markdown]
 # ## The first `wgmma` GEMM transposed B
@@ -22,7 +22,7 @@ swizzled = tcr.load_run(tcr.SWIZZLED_RUN)
 if runs:
     w = lesson_14.why_swap(runs[0])
     print(f"{lesson.size_label(w['size'])}: transposing build {w['transposing']:.0f} TFLOPS (TF32), step 12 "
-          f"{w['step12']:.0f} — {tcr.caption(runs[0])}")
+          f"{w['step12']:.0f} — {caption(runs[0])}")
 
 # %% [markdown]
 # Swapping the operands removes the transposition: Aᵀ is K-major as A lies in memory, and Bᵀ goes through

@@ -9,7 +9,7 @@
 
 # %%
 from gemm_steps.course import lesson, lesson_16
-from gemm_steps.course.tensor_core_results import load_run, producer_order_run
+from gemm_steps.course.timings import load_run, producer_order_run
 
 run = producer_order_run()
 order, clocks, timing = (load_run(name) for name in (lesson_16.ORDER_RUN, lesson_16.CLOCKS_RUN,

@@ -16,7 +16,7 @@
 
 # %%
 from gemm_steps.course import gpu_model, lesson, lesson_17, predictions, timelines
-from gemm_steps.course.tensor_core_results import load_run
+from gemm_steps.course.timings import load_run
 
 loop = load_run(lesson_17.LOOP_RUN)
 tile = load_run(lesson_17.PER_TILE_RUN)
