@@ -129,9 +129,9 @@ def test_step_matches_float64(step, shape, random_matrices, monkeypatch):
     if step.tiled is not None:  # record which variants run (step 11 may hand a product to step 10's kernels)
         original = TiledKernels.configured
 
-        def spy(self, variant, grid, stream):
+        def spy(self, variant, grid, stream, launches=None):
             launched.append(variant)
-            return original(self, variant, grid, stream)
+            return original(self, variant, grid, stream, launches)
 
         monkeypatch.setattr(TiledKernels, "configured", spy)
     result = run_poisoned(step, a, b)
