@@ -49,7 +49,7 @@ lesson.show_figure(lesson_12.fragment_figure())
 
 # %%
 warp = lesson_12.one_warp_check()
-print(f"drawn layout: {warp['right']:.1e}    rows swapped: {warp['wrong']:.2f}")
+print(f"drawn layout: {warp.right:.1e}    rows swapped: {warp.wrong:.2f}")
 
 # %% [markdown]
 # ## TF32: what is lost
@@ -93,14 +93,14 @@ print(f"unrounded inputs: {lesson_12.truncation_check():.1e} away from D of the 
 # %%
 if results:
     p = lesson_12.predicted(results)
-    count = p["count"]
-    print(f"FP32 roof {p['fp32']:.1f} TFLOPS; TF32 roof (8×, at {p['clock_mhz']:.0f} MHz) {p['tf32']:.0f} TFLOPS\n"
-          f"step 11 at {lesson.size_label(p['size'])}: {p['step11']:.1f} TFLOPS = {p['step11'] / p['fp32']:.0%} of "
-          f"its roof -> the same share of the new one: {p['carried']:.0f} TFLOPS\n"
-          f"budget: {p['budget']:.0f} instructions per HMMA; step 12's {count['warp_tile'][0]}×{count['warp_tile'][1]} "
-          f"warp tile issues {count['hmma']} HMMAs per k-step and {count['loads']} loads and {count['elements']} "
-          f"roundings for them: {count['per_hmma']:.1f} per HMMA before any addressing or loop control\n"
-          f"prediction: between our target, {p['low']:.0f}, and {p['carried']:.0f} TFLOPS — nearer the target")
+    count = p.count
+    print(f"FP32 roof {p.fp32:.1f} TFLOPS; TF32 roof (8×, at {p.clock_mhz:.0f} MHz) {p.tf32:.0f} TFLOPS\n"
+          f"step 11 at {lesson.size_label(p.size)}: {p.step11:.1f} TFLOPS = {p.step11 / p.fp32:.0%} of "
+          f"its roof -> the same share of the new one: {p.carried:.0f} TFLOPS\n"
+          f"budget: {p.budget:.0f} instructions per HMMA; step 12's {count.warp_tile[0]}×{count.warp_tile[1]} "
+          f"warp tile issues {count.hmma} HMMAs per k-step and {count.loads} loads and {count.elements} "
+          f"roundings for them: {count.per_hmma:.1f} per HMMA before any addressing or loop control\n"
+          f"prediction: between our target, {p.low:.0f}, and {p.carried:.0f} TFLOPS — nearer the target")
 
 # %% [markdown]
 # ## The kernel
@@ -155,14 +155,14 @@ if results:
 # %%
 if results:
     v = lesson_12.verdict(results)
-    for s, r in v["sizes"].items():
-        print(f"{lesson.size_label(s)}: {r['tflops']:.1f} TFLOPS = {r['vs_step11']:.2f}× step 11, {r['pct']:.0f} % of "
-              f"cuBLAS SGEMM, {r['of_cublas_tf32']:.0%} of cuBLAS TF32 ({r['cublas_tf32']:.0f}), "
-              f"{r['of_ceiling']:.0%} of the TF32 roof")
-    print(f"our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS: {'met' if v['met'] else 'not met'} (best {v['best']:.1f})")
-    print(f"the prediction: {v['at_prediction']:.1f} TFLOPS is {v['where']} its range ({v['under_low']:.0%} under its "
-          f"bottom, {v['of_carried']:.0%} of its top)" if v["where"] == "below" else
-          f"the prediction: {v['at_prediction']:.1f} TFLOPS is {v['where']} its range ({v['of_carried']:.0%} of its top)")
+    for s, r in v.sizes.items():
+        print(f"{lesson.size_label(s)}: {r.tflops:.1f} TFLOPS = {r.vs_step11:.2f}× step 11, {r.pct:.0f} % of "
+              f"cuBLAS SGEMM, {r.of_cublas_tf32:.0%} of cuBLAS TF32 ({r.cublas_tf32:.0f}), "
+              f"{r.of_ceiling:.0%} of the TF32 roof")
+    print(f"our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS: {'met' if v.met else 'not met'} (best {v.best:.1f})")
+    print(f"the prediction: {v.at_prediction:.1f} TFLOPS is {v.where} its range ({v.under_low:.0%} under its "
+          f"bottom, {v.of_carried:.0%} of its top)" if v.where == "below" else
+          f"the prediction: {v.at_prediction:.1f} TFLOPS is {v.where} its range ({v.of_carried:.0%} of its top)")
 
 # %% [markdown]
 # Step 11's share of its roof did not carry over. Why? Nsight Compute on one 4096³ launch of each tensor-core step
@@ -174,8 +174,8 @@ profiles = tensor_core_profiles()
 if profiles and results:
     lesson.say(lesson_12.profile_table(profiles))
     f, rate = limits(profiles["tensor_cores"]), lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN))
-    print(f"mma.sync ceiling at {rate['clocks']:.1f} clocks per HMMA: {rate['ceiling']:.0f} TFLOPS; cross-check: "
-          f"{rate['tflops_4096']:.1f} TFLOPS at 4096³ over a {rate['busy']:.0f} % busy pipe = {rate['full_pipe']:.0f}")
+    print(f"mma.sync ceiling at {rate.clocks:.1f} clocks per HMMA: {rate.ceiling:.0f} TFLOPS; cross-check: "
+          f"{rate.tflops_4096:.1f} TFLOPS at 4096³ over a {rate.busy:.0f} % busy pipe = {rate.full_pipe:.0f}")
 
 # %% [markdown]
 # **The pipe's real rate.** Per HMMA the tensor pipe was busy for more clocks than the dense rate's (the table's

@@ -65,8 +65,8 @@ lesson.say(lesson_13.product_errors())
 # %%
 if results:
     p = lesson_13.predicted(results)
-    print(f"step 12 at {lesson.size_label(p['size'])}: {p['step12']:.1f} TFLOPS -> a third: {p['tflops']:.1f} TFLOPS = "
-          f"{p['vs_sgemm']:.2f}× cuBLAS SGEMM ({p['sgemm']:.1f}); our target: ≥ {TARGET_3XTF32_VS_SGEMM}×")
+    print(f"step 12 at {lesson.size_label(p.size)}: {p.step12:.1f} TFLOPS -> a third: {p.tflops:.1f} TFLOPS = "
+          f"{p.vs_sgemm:.2f}× cuBLAS SGEMM ({p.sgemm:.1f}); our target: ≥ {TARGET_3XTF32_VS_SGEMM}×")
 
 # %% [markdown]
 # ## The kernel
@@ -97,9 +97,9 @@ model = lesson_13.accumulation_model()
 if first_try and experiment:
     lesson.show_figure(lesson_13.accumulation_figure(model, first_try, experiment))
     f = lesson_13.first_try(first_try, experiment)
-    print(f"first try: error ∝ K^{f['slope']:.2f}; at {f['shape']} {f['error']:.1e} = {f['error'] / f['sgemm']:.0f}× "
-          f"cuBLAS SGEMM's {f['sgemm']:.1e} (same run), at {f['pct']:.0f} % of SGEMM's speed; "
-          f"step 13 at the same shape: {f['step13']:.1e}")
+    print(f"first try: error ∝ K^{f.slope:.2f}; at {f.shape} {f.error:.1e} = {f.error / f.sgemm:.0f}× "
+          f"cuBLAS SGEMM's {f.sgemm:.1e} (same run), at {f.pct:.0f} % of SGEMM's speed; "
+          f"step 13 at the same shape: {f.step13:.1e}")
 
 # %% [markdown]
 # For TF32 (lesson 12) the bias does not matter — its input error is far larger — but 3xTF32 needs float32's
@@ -168,11 +168,11 @@ print("model, 48×48×4096:", ", ".join(f"b = {b}: {e:.1e}" for b, e in lesson_1
 if results:
     lesson.say(lesson_12.speed_table(results))
     sp = lesson_13.speed(results)
-    for s, r in sp["sizes"].items():
-        print(f"{lesson.size_label(s)}: {r['tflops']:.1f} TFLOPS = {r['vs_sgemm']:.2f}× cuBLAS SGEMM, "
-              f"{r['of_step12']:.2f} of step 12's speed")
-    print(f"measured / predicted: {sp['over_prediction']:.2f}; our target of {TARGET_3XTF32_VS_SGEMM}× SGEMM: "
-          f"{'met' if sp['met'] else 'not met'}")
+    for s, r in sp.sizes.items():
+        print(f"{lesson.size_label(s)}: {r.tflops:.1f} TFLOPS = {r.vs_sgemm:.2f}× cuBLAS SGEMM, "
+              f"{r.of_step12:.2f} of step 12's speed")
+    print(f"measured / predicted: {sp.over_prediction:.2f}; our target of {TARGET_3XTF32_VS_SGEMM}× SGEMM: "
+          f"{'met' if sp.met else 'not met'}")
 cost = contract_cost(load_run(CONTRACT_AB_RUN), "three_tf32")
 for s, c in cost.items():
     print(f"before → after the FP32-contract fixes, {lesson.size_label(s)}: {c['old']:.1f} → {c['new']:.1f} TFLOPS, "

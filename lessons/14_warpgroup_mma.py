@@ -45,9 +45,9 @@ print(warpgroup_mma.doc.splitlines()[0])
 # %%
 lesson.show_figure(lesson_14.warpgroup_figure(n=layout["BLOCK_M"], block_k=layout["BLOCK_K"]))
 check = lesson_14.layout_check(layout)
-print(f"{check['found']} of {check['checked']} elements of A ({check['buffers']} buffers) lie where the descriptors "
-      f"point; Bᵀ's 512 elements have {check['holders']} different holders; chunk 0 of 8 rows lies in "
-      f"{check['slots']} slots ({check['slots_unswizzled']} without the XOR)")
+print(f"{check.found} of {check.checked} elements of A ({check.buffers} buffers) lie where the descriptors "
+      f"point; Bᵀ's 512 elements have {check.holders} different holders; chunk 0 of 8 rows lies in "
+      f"{check.slots} slots ({check.slots_unswizzled} without the XOR)")
 
 # %% [markdown]
 # (This checks the step's copy formula against our reading of the descriptor; the hardware itself is checked by the
@@ -72,8 +72,8 @@ print(f"{check['found']} of {check['checked']} elements of A ({check['buffers']}
 # %%
 split = lesson_14.a_split_errors()
 for name, e in split.items():
-    print(f"big {name}: |small| ≤ {e['small']:.2e} of a; error of big + small as read: largest {e['max']:.1e}, "
-          f"mean {e['mean']:.1e}")
+    print(f"big {name}: |small| ≤ {e.small:.2e} of a; error of big + small as read: largest {e.largest:.1e}, "
+          f"mean {e.mean:.1e}")
 
 # %% [markdown]
 # ## Two hazards the kernel respects
@@ -95,9 +95,9 @@ for name, e in split.items():
 if runs:
     lesson.show_figure(lesson_14.flush_figure(runs[0]))
     f = lesson_14.flush(runs[0])
-    print(f"without the flush: error ∝ K^{f['slope']:.2f}, {f['first']:.1e} at K = {f['k'][0]} to {f['last']:.1e} at "
-          f"K = {f['k'][-1]} ({f['last'] / f['sgemm']:.0f}× cuBLAS SGEMM's {f['sgemm']:.1e}); with it: "
-          f"{f['flushed']:.1e}")
+    print(f"without the flush: error ∝ K^{f.slope:.2f}, {f.first:.1e} at K = {f.k[0]} to {f.last:.1e} at "
+          f"K = {f.k[-1]} ({f.last / f.sgemm:.0f}× cuBLAS SGEMM's {f.sgemm:.1e}); with it: "
+          f"{f.flushed:.1e}")
 
 # %% [markdown]
 # **The register operand must not change while a `wgmma` runs.** A `wgmma` may read its register operand until a
@@ -121,8 +121,8 @@ if runs:
 # %%
 if results and swizzled:
     for s, q in lesson_14.predicted(results, [swizzled]).items():
-        print(f"{lesson.size_label(s)}: {q['low']:.2f}× cuBLAS SGEMM ({q['tflops'][0]:.1f} TFLOPS at this benchmark's "
-              f"SGEMM); the build took {q['ms']:.2f} ms")
+        print(f"{lesson.size_label(s)}: {q.low:.2f}× cuBLAS SGEMM ({q.tflops[0]:.1f} TFLOPS at this benchmark's "
+              f"SGEMM); the build took {q.ms:.2f} ms")
 
 # %% [markdown]
 # ## The kernel
@@ -166,12 +166,12 @@ if results:
     lesson.say(lesson_14.speed_table(results))
     lesson.show_figure(lesson_14.speed_figure(results))
 if v:
-    for s, r in v["sizes"].items():
-        print(f"{lesson.size_label(s)}: {r['tflops']:.1f} TFLOPS = {r['vs_sgemm']:.2f}× cuBLAS SGEMM (predicted "
-              f"{r['predicted'][0]:.2f}×), {r['vs_step13']:.2f}× step 13; the experiment's build took "
-              f"{r['build_minus_step_ms']:+.2f} ms per launch against the step's time")
+    for s, r in v.sizes.items():
+        print(f"{lesson.size_label(s)}: {r.tflops:.1f} TFLOPS = {r.vs_sgemm:.2f}× cuBLAS SGEMM (predicted "
+              f"{r.predicted[0]:.2f}×), {r.vs_step13:.2f}× step 13; the experiment's build took "
+              f"{r.build_minus_step_ms:+.2f} ms per launch against the step's time")
     print(f"our speed target, ≥ {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM at both sizes: "
-          f"{'met' if v['speed_met'] else 'not met'}")
+          f"{'met' if v.speed_met else 'not met'}")
 elif results:
     print("this benchmark has no step 14: no verdict")
 
@@ -221,11 +221,11 @@ for s, c in cost.items():
 # %%
 if swizzled and results:
     left = lesson_14.what_is_left(swizzled, results)
-    for s, r in left["sizes"].items():
-        print(f"{lesson.size_label(s)}: TF32 build {r['tflops']:.1f} TFLOPS = {r['vs_step12']:.2f}× step 12, "
-              f"{r['of_cublas_tf32']:.0%} of cuBLAS TF32; the 3xTF32 build ran at {r['three_share']:.0%} of it")
-    print(f"step 14 against the Hopper chapter's 3xTF32 target ({left['hopper_target']}× SGEMM): "
-          + ", ".join(f"{lesson.size_label(s)} {r:.2f}×" for s, r in left["hopper"].items()))
+    for s, r in left.sizes.items():
+        print(f"{lesson.size_label(s)}: TF32 build {r.tflops:.1f} TFLOPS = {r.vs_step12:.2f}× step 12, "
+              f"{r.of_cublas_tf32:.0%} of cuBLAS TF32; the 3xTF32 build ran at {r.three_share:.0%} of it")
+    print(f"step 14 against the Hopper chapter's 3xTF32 target ({left.hopper_target}× SGEMM): "
+          + ", ".join(f"{lesson.size_label(s)} {r:.2f}×" for s, r in left.hopper.items()))
 
 # %% [markdown]
 # The 3xTF32 build ran near a third of the TF32 build's speed — what three products per product would give if the

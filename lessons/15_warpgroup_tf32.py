@@ -31,11 +31,11 @@ print(warpgroup_tf32.doc.splitlines()[0])
 
 # %%
 b = lesson_15.error_budget(swapped)
-print(f"u = 2^-11 = {b['u']:.1e}; tolerances at K = {b['k']}: {b['tolerance']:.1e} (float32 sums), "
-      f"{b['tf32_tolerance']:.1e} (TF32 inputs)")
-if "accumulator" in b:
-    print(f"{lesson.size_label((b['size'],) * 3)}: accumulator alone {b['accumulator']:.1e}, step 12's TF32 error "
-          f"{b['step12']:.1e}: {b['accumulator'] / b['step12']:.2f}× it, adding {b['combined']:.0%} if independent")
+print(f"u = 2^-11 = {b.u:.1e}; tolerances at K = {b.k}: {b.tolerance:.1e} (float32 sums), "
+      f"{b.tf32_tolerance:.1e} (TF32 inputs)")
+if b.accumulator is not None:
+    print(f"{lesson.size_label((b.size,) * 3)}: accumulator alone {b.accumulator:.1e}, step 12's TF32 error "
+          f"{b.step12:.1e}: {b.accumulator / b.step12:.2f}× it, adding {b.combined:.0%} if independent")
 
 # %% [markdown]
 # The accumulator's drift is a fraction of TF32's own error, so step 15 keeps one accumulator over all of K. One
@@ -44,8 +44,8 @@ if "accumulator" in b:
 
 # %%
 for number, r in lesson_15.registers(warpgroup_mma, warpgroup_tf32).items():
-    print(f"step {number}: {r['tile'][0]}×{r['tile'][1]} tiles, {r['sets']} accumulator set(s) of {r['per_set']} = "
-          f"{r['floats']} floats per thread; {r['reuse']:.0f} multiply-adds per staged float")
+    print(f"step {number}: {r.tile[0]}×{r.tile[1]} tiles, {r.sets} accumulator set(s) of {r.per_set} = "
+          f"{r.floats} floats per thread; {r.reuse:.0f} multiply-adds per staged float")
 
 # %% [markdown]
 # ## The prediction
@@ -58,8 +58,8 @@ for number, r in lesson_15.registers(warpgroup_mma, warpgroup_tf32).items():
 # %%
 if shown and swizzled:
     for s, q in lesson_15.predicted(shown, swizzled).items():
-        print(f"{lesson.size_label(s)}: {q['ratio']:.2f}× step 12 -> {q['tflops']:.0f} TFLOPS (the build ran "
-              f"{q['build']:.1f}, in {q['build_ms']:.2f} ms)")
+        print(f"{lesson.size_label(s)}: {q.ratio:.2f}× step 12 -> {q.tflops:.0f} TFLOPS (the build ran "
+              f"{q.build:.1f}, in {q.build_ms:.2f} ms)")
 
 # %% [markdown]
 # ## The kernel
@@ -99,12 +99,12 @@ if shown:
 # %%
 v = lesson_15.verdict(shown, swizzled) if shown else None
 if v:
-    for s, r in v["sizes"].items():
-        print(f"{lesson.size_label(s)}: {r['tflops']:.1f} TFLOPS (predicted {r['predicted']:.0f}; the build took "
-              f"{r['build_minus_step_ms']:+.2f} ms per launch against the step) = {r['vs_step12']:.2f}× step 12, "
-              f"{r['of_cublas_tf32']:.0%} of cuBLAS TF32")
-    print(f"the TF32 target of {TARGET_TF32_TFLOPS:.0f} TFLOPS at both sizes: {'met' if v['met'] else 'not met'} "
-          f"(step 12 alone: {'met' if v['step12_met'] else 'not met'})")
+    for s, r in v.sizes.items():
+        print(f"{lesson.size_label(s)}: {r.tflops:.1f} TFLOPS (predicted {r.predicted:.0f}; the build took "
+              f"{r.build_minus_step_ms:+.2f} ms per launch against the step) = {r.vs_step12:.2f}× step 12, "
+              f"{r.of_cublas_tf32:.0%} of cuBLAS TF32")
+    print(f"the TF32 target of {TARGET_TF32_TFLOPS:.0f} TFLOPS at both sizes: {'met' if v.met else 'not met'} "
+          f"(step 12 alone: {'met' if v.step12_met else 'not met'})")
 else:
     print("no step 15 at the two largest sizes: no verdict")
 
@@ -119,11 +119,11 @@ else:
 # %%
 check = lesson_15.truncation_check()
 if v:
-    for s, r in v["sizes"].items():
-        print(f"{lesson.size_label(s)}: step 15 {r['error']:.1e}, cuBLAS TF32 {r['cublas_tf32_error']:.1e} "
-              f"({r['error'] / r['cublas_tf32_error']:.2f}×), step 12 {r['step12_error']:.1e}")
-print(f"inputs only, K = {check['k']}: A truncated {check['truncated']:.1e}, both rounded {check['rounded']:.1e} "
-      f"({check['truncated'] / check['rounded']:.2f}×)")
+    for s, r in v.sizes.items():
+        print(f"{lesson.size_label(s)}: step 15 {r.error:.1e}, cuBLAS TF32 {r.cublas_tf32_error:.1e} "
+              f"({r.error / r.cublas_tf32_error:.2f}×), step 12 {r.step12_error:.1e}")
+print(f"inputs only, K = {check.k}: A truncated {check.truncated:.1e}, both rounded {check.rounded:.1e} "
+      f"({check.truncated / check.rounded:.2f}×)")
 
 # %% [markdown]
 # Rounding A would cost a pass over shared memory (or registers) per k-tile; the step does not pay it, and stays

@@ -51,11 +51,11 @@ print(f"file: {run['path']} ({run['method']['seconds']:.0f} s)")
 lesson.show_code(inspect.getsource(fp32_contract.normwise_error) + "\n\n"
                  + inspect.getsource(fp32_contract.contract_bound))
 c = lesson_21.contract_numbers(run)
-print(f"bound = max({c['factor']:g} × e(C_seq), {c['one_product']:.2e} = {c['one_product_in_u']:g}u)")
+print(f"bound = max({c.factor:g} × e(C_seq), {c.one_product:.2e} = {c.one_product_in_u:g}u)")
 seq = lesson_21.sgemm_against_sequential()
-for size, q in seq.get("sizes", {}).items():
-    print(f"{size}³: cuBLAS SGEMM against steps 1–10, largest relative difference in {seq['files']} benchmark files: "
-          f"{q['sequential']:.3g}; against step 11: {q['stream_k']:.3g}")
+for size, q in seq.sizes.items():
+    print(f"{size}³: cuBLAS SGEMM against steps 1–10, largest relative difference in {seq.files} benchmark files: "
+          f"{q.sequential:.3g}; against step 11: {q.stream_k:.3g}")
 
 # %% [markdown]
 # ## Inputs chosen to break it
@@ -126,10 +126,10 @@ rows = lesson_21.model_errors([("scaled 2^-120·A, 2^100·B", 1), ("per-element 
                                ("uniform positive", 16384)])
 lesson.say(lesson_21.model_table(rows))
 r = lesson_21.read_errors()
-print(f"x read to 2^{r['rounded']:.1f}·|x| with big rounded, 2^{r['truncated']:.1f}·|x| with big truncated")
+print(f"x read to 2^{r.rounded:.1f}·|x| with big rounded, 2^{r.truncated:.1f}·|x| with big truncated")
 f = lesson_13.first_try(load_run(FIRST_TRY_RUN), load_run(TENSOR_CORES_RUN))
-print(f"first 3xTF32 try (one accumulator over all of K), measured: error ∝ K^{f['slope']:.2f}, {f['error']:.1e} at "
-      f"{f['shape']} = {f['error'] / f['sgemm']:.0f}× cuBLAS SGEMM's {f['sgemm']:.1e}")
+print(f"first 3xTF32 try (one accumulator over all of K), measured: error ∝ K^{f.slope:.2f}, {f.error:.1e} at "
+      f"{f.shape} = {f.error / f.sgemm:.0f}× cuBLAS SGEMM's {f.sgemm:.1e}")
 
 # %% [markdown]
 # Truncating A alone keeps the contract in the model but multiplies the error at small K; unscaled small parts and a
@@ -211,11 +211,11 @@ lesson.say(lesson_21.specials_table(run))
 
 # %%
 costs = lesson_21.fix_costs()
-print(f"{costs['gpu']}, experiments/results/{costs['file']}")
+print(f"{costs.gpu}, experiments/results/{costs.file}")
 lesson.say(lesson_21.cost_table(costs))
 x = lesson_21.largest_cost(costs)
-print(f"largest cost: {x['largest']:.0%} ({x['largest_step']}, {'×'.join(map(str, x['largest_size']))}); "
-      f"smallest: {x['smallest']:.0%} ({x['smallest_step']}, {'×'.join(map(str, x['smallest_size']))})")
+print(f"largest cost: {x.largest:.0%} ({x.largest_step}, {'×'.join(map(str, x.largest_size))}); "
+      f"smallest: {x.smallest:.0%} ({x.smallest_step}, {'×'.join(map(str, x.smallest_size))})")
 
 # %% [markdown]
 # The model written before that run is in docs/fp32_contract.md ("What to expect in speed"); the table is what the

@@ -63,7 +63,7 @@ def test_one_warp_with_the_drawn_layout_computes_the_mma_and_a_wrong_one_does_no
     tables[2], tables[3] = tables[3], tables[2]  # B's rows and columns swapped: a transposed B
     assert np.abs(lesson_12.one_warp_product(a, b, c, tables) - expected).max() > 0.1
     warp = lesson_12.one_warp_check()
-    assert warp["right"] < 1e-6 and warp["wrong"] > 0.1
+    assert warp.right < 1e-6 and warp.wrong > 0.1
     assert 1e-4 < lesson_12.truncation_check() < 1e-2  # the tensor core reads unrounded inputs truncated
 
 
@@ -95,13 +95,13 @@ def test_the_speed_table_and_verdict_quote_the_benchmark(results):
             r = record(results, name, size)
             assert f"{r['tflops']:.1f} ({r['pct_of_cublas']:.0f} %)" in table
     v = lesson_12.verdict(results)
-    for size, row in v["sizes"].items():
-        assert row["tflops"] == record(results, "tensor_cores", size)["tflops"]
+    for size, row in v.sizes.items():
+        assert row.tflops == record(results, "tensor_cores", size)["tflops"]
     best = max(record(results, "tensor_cores", s)["tflops"] for s in common_sizes(results, COMPARED))
-    assert v["best"] == best and v["met"] == (best >= TARGET_TF32_TFLOPS)
+    assert v.best == best and v.met == (best >= TARGET_TF32_TFLOPS)
     p = lesson_12.predicted(results)
-    assert v["where"] == ("inside" if p["low"] <= v["at_prediction"] <= p["carried"]
-                          else "below" if v["at_prediction"] < p["low"] else "above")
+    assert v.where == ("inside" if p.low <= v.at_prediction <= p.carried
+                       else "below" if v.at_prediction < p.low else "above")
 
 
 def test_the_roof_is_eight_times_fp32_at_the_runs_maximum_clock(results):
@@ -112,16 +112,16 @@ def test_the_roof_is_eight_times_fp32_at_the_runs_maximum_clock(results):
 
 def test_the_instruction_budget_counts_the_warp_tile():
     count = lesson_12.k_step_instructions({"THREAD_M": 8, "THREAD_N": 16})  # a 64×64 warp tile: 4 × 8 mma tiles
-    assert count["hmma"] == 32 and count["elements"] == 4 * 4 + 8 * 2 and count["loads"] == 4 + 8 * 2
-    assert count["per_hmma"] == (32 + 20 + 2 * 32) / 32  # HMMAs, loads, two instructions per rounding
+    assert count.hmma == 32 and count.elements == 4 * 4 + 8 * 2 and count.loads == 4 + 8 * 2
+    assert count.per_hmma == (32 + 20 + 2 * 32) / 32  # HMMAs, loads, two instructions per rounding
     assert clocks_per_hmma() == 4
 
 
 def test_the_profile_is_read_from_the_shipped_report(profiles):
     found = limits(profiles["tensor_cores"])
-    assert found["tensor_pipe"] == pytest.approx(46.07)  # "…hmma_cycles_active… 46.07" in the file
-    assert found["per_hmma"] == pytest.approx(317_218_816 / 67_108_864)
-    assert found["warps_per_sm"] == 8 and found["registers"] == 246  # the report's launch statistics
+    assert found.tensor_pipe == pytest.approx(46.07)  # "…hmma_cycles_active… 46.07" in the file
+    assert found.per_hmma == pytest.approx(317_218_816 / 67_108_864)
+    assert found.warps_per_sm == 8 and found.registers == 246  # the report's launch statistics
     assert "| 46 % |" in lesson_12.profile_table(profiles)
 
 
@@ -142,11 +142,11 @@ def test_the_pipe_cross_check_counts_three_hmma_per_3xtf32_product(results, prof
     its busy share — near the mma.sync ceiling, like step 12's, not a third of it."""
     profiled = load_run(PROFILED_RUN)  # the timing made with the profile: same GPU, same kernels
     one, three = (lesson_12.pipe_rate(profiles, profiled, s) for s in ("tensor_cores", "three_tf32"))
-    assert one["products"] == 1 and three["products"] == 3
+    assert one.products == 1 and three.products == 3
     t13 = record(profiled, "three_tf32", 4096)["tflops"]
-    assert three["full_pipe"] == pytest.approx(3 * t13 / (limits(profiles["three_tf32"])["tensor_pipe"] / 100))
+    assert three.full_pipe == pytest.approx(3 * t13 / (limits(profiles["three_tf32"]).tensor_pipe / 100))
     for rate in (one, three):
-        assert 0.8 * rate["ceiling"] < rate["full_pipe"] <= 1.02 * rate["ceiling"]
+        assert 0.8 * rate.ceiling < rate.full_pipe <= 1.02 * rate.ceiling
 
 
 def test_the_lessons_claims_hold_on_the_shipped_files(results, profiles):
@@ -154,13 +154,13 @@ def test_the_lessons_claims_hold_on_the_shipped_files(results, profiles):
     not carry over); per HMMA the pipe is busy longer than the dense rate's clocks, yet the instructions per HMMA fit within
     them; cuBLAS TF32 runs above the mma.sync ceiling; the issue slots are mostly idle and in most cycles no warp is
     ready; one block of 8 warps per SM; no bank conflicts."""
-    assert lesson_12.verdict(results)["of_carried"] < 1
+    assert lesson_12.verdict(results).of_carried < 1
     found = limits(profiles["tensor_cores"])
-    assert clocks_per_hmma() < found["clocks_per_hmma"] and found["per_hmma"] <= found["clocks_per_hmma"]
-    ceiling = lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN))["ceiling"]
+    assert clocks_per_hmma() < found.clocks_per_hmma and found.per_hmma <= found.clocks_per_hmma
+    ceiling = lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN)).ceiling
     assert all(record(results, "cublas_tf32", s)["tflops"] > ceiling for s in common_sizes(results, COMPARED)[-2:])
-    assert found["issue_busy"] < 50 and found["no_eligible"] > 50
-    assert found["warps_per_sm"] == 8 and found["bank_conflicts"] == 0
+    assert found.issue_busy < 50 and found.no_eligible > 50
+    assert found.warps_per_sm == 8 and found.bank_conflicts == 0
 
 
 def test_the_prediction_uses_no_step_12_timing(results):
@@ -170,7 +170,7 @@ def test_the_prediction_uses_no_step_12_timing(results):
         if r["step"] == "tensor_cores":
             r["tflops"] *= 2
     assert lesson_12.predicted(faster) == p
-    assert p["low"] == TARGET_TF32_TFLOPS and p["carried"] > p["low"]
+    assert p.low == TARGET_TF32_TFLOPS and p.carried > p.low
 
 
 def test_the_lesson_keeps_to_25_cells():

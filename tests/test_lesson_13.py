@@ -30,8 +30,8 @@ def test_the_split_is_exact_and_three_products_get_near_float32():
 
 def test_the_model_shows_truncation_growing_like_k_and_rounding_like_its_root():
     model = lesson_13.accumulation_model(ks=(64, 256, 1024, 4096), outputs=256)
-    assert slope(model["K"], model["truncate"]) == pytest.approx(1.0, abs=0.15)
-    assert slope(model["K"], model["nearest"]) == pytest.approx(0.5, abs=0.2)
+    assert slope(model.ks, model.truncate) == pytest.approx(1.0, abs=0.15)
+    assert slope(model.ks, model.nearest) == pytest.approx(0.5, abs=0.2)
 
 
 def test_adding_blocks_of_products_before_each_float32_add_cuts_the_error():
@@ -52,7 +52,7 @@ def runs():
 def test_the_first_try_grew_like_k_in_the_file(runs):
     first, now, _ = runs
     f = lesson_13.first_try(first, now)
-    assert f["slope"] > 0.8 and f["error"] / f["sgemm"] > 10 and f["step13"] < f["error"] / 10
+    assert f.slope > 0.8 and f.error / f.sgemm > 10 and f.step13 < f.error / 10
 
 
 def test_one_accuracy_rule_judges_the_sweep_and_the_squares(runs):
@@ -84,13 +84,13 @@ def test_every_fp32_kernel_makes_sgemms_error_at_the_large_squares(runs):
 def test_the_speed_prediction_is_a_third_of_step_12_and_the_verdict_follows(runs):
     _, _, results = runs
     p = lesson_13.predicted(results)
-    assert p["tflops"] == pytest.approx(record(results, "tensor_cores", p["size"])["tflops"] / 3)
+    assert p.tflops == pytest.approx(record(results, "tensor_cores", p.size)["tflops"] / 3)
     sp = lesson_13.speed(results)
     ratios = [record(results, "three_tf32", s)["pct_of_cublas"] / 100 for s in common_sizes(results, COMPARED)[-2:]]
-    assert [r["vs_sgemm"] for r in sp["sizes"].values()] == pytest.approx(ratios)
-    assert sp["met"] == (min(ratios) >= TARGET_3XTF32_VS_SGEMM)
-    assert sp["over_prediction"] == pytest.approx(record(results, "three_tf32", p["size"])["tflops"] / p["tflops"])
-    assert sp["over_prediction"] > 1  # the lesson: three products per piece cost less than a factor of 3
+    assert [r.vs_sgemm for r in sp.sizes.values()] == pytest.approx(ratios)
+    assert sp.met == (min(ratios) >= TARGET_3XTF32_VS_SGEMM)
+    assert sp.over_prediction == pytest.approx(record(results, "three_tf32", p.size)["tflops"] / p.tflops)
+    assert sp.over_prediction > 1  # the lesson: three products per piece cost less than a factor of 3
 
 
 def test_small_parts_go_subnormal_and_the_error_grows_per_row():

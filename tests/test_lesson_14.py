@@ -66,14 +66,14 @@ def test_the_step_stages_a_where_its_descriptors_point():
     layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"))
     found, checked = lesson_14.staging_matches(layout)
     assert found == checked == 6 * layout["BLOCK_M"] * layout["BLOCK_K"]  # 4 stages + 2 buffers of small parts
-    assert lesson_14.layout_check(layout)["found"] == checked
+    assert lesson_14.layout_check(layout).found == checked
 
 
 def test_the_layout_check_fails_for_copies_that_ignore_the_xor_or_a_misaligned_buffer():
     layout = lesson_14.gpu_layout(gemm_steps.get_step("warpgroup_mma"))
     found, checked = lesson_14.staging_matches(layout, offset=lambda row, kc: row * 32 + kc * 4)
     assert found < checked
-    assert lesson_14.layout_check(layout, lambda row, kc: row * 32 + kc * 4)["found"] < checked
+    assert lesson_14.layout_check(layout, lambda row, kc: row * 32 + kc * 4).found < checked
     shifted = {**layout, "SMALL_BASE": layout["SMALL_BASE"] + 32}  # small parts 128 bytes off the 1,024 pattern
     found, checked = lesson_14.staging_matches(shifted)
     assert found < checked
@@ -85,7 +85,7 @@ def test_the_swizzle_spreads_a_chunk_of_8_rows_over_all_banks():
 
 
 def test_each_element_of_the_register_operand_has_one_holder_in_lesson_12s_layout():
-    assert lesson_14.layout_check(lesson_14.gpu_layout(gemm_steps.get_step(14)))["holders"] == 512
+    assert lesson_14.layout_check(lesson_14.gpu_layout(gemm_steps.get_step(14))).holders == 512
     for lane in range(32):
         for r in range(4):
             row, k = gpu_model.a_element(lane, r)
@@ -121,8 +121,8 @@ def test_gpu_layout_reads_the_benchmarks_configuration():
 def test_a_truncated_big_leaves_a_larger_small_part_and_a_larger_error():
     """Issue 26, claim 4: truncating A makes |small| < 2^-10 |a| (rounding: 2^-11), and costs accuracy."""
     e = lesson_14.a_split_errors(count=50_000)
-    assert 2.0 ** -11 < e["truncated"]["small"] < 2.0 ** -10 and e["rounded"]["small"] <= 2.0 ** -11
-    assert e["truncated"]["max"] > 1.5 * e["rounded"]["max"] and e["truncated"]["mean"] > 1.5 * e["rounded"]["mean"]
+    assert 2.0 ** -11 < e["truncated"].small < 2.0 ** -10 and e["rounded"].small <= 2.0 ** -11
+    assert e["truncated"].largest > 1.5 * e["rounded"].largest and e["truncated"].mean > 1.5 * e["rounded"].mean
 
 
 # -- the builds before step 14 (deep dive) -----------------------------------------------------------------------------
@@ -151,33 +151,33 @@ def test_prefixed_metric_reads_the_named_kernels_line():
 def test_the_l2_table_shows_both_layouts_from_the_files_and_the_run():
     profiles = lesson_14.l2_profiles()
     assert profiles is not None  # the shipped Nsight Compute files
-    assert profiles["before"]["requests"] > 3 * profiles["after"]["requests"]
+    assert profiles.before.requests > 3 * profiles.after.requests
     l2 = lesson_14.l2_table(_swizzle_run())
-    assert "| 120.0 / 120.0 | 240.0 / 240.0 |" in l2["table"] and "| 1.30× / 1.30× | 1.70× / 1.70× |" in l2["table"]
-    assert f"{profiles['before']['requests'] / 1e9:.2f} G" in l2["table"]
-    assert l2["step12"] == {(4096, 4096, 4096): 150.0, (8192, 8192, 8192): 150.0}
+    assert "| 120.0 / 120.0 | 240.0 / 240.0 |" in l2.table and "| 1.30× / 1.30× | 1.70× / 1.70× |" in l2.table
+    assert f"{profiles.before.requests / 1e9:.2f} G" in l2.table
+    assert l2.step12 == {(4096, 4096, 4096): 150.0, (8192, 8192, 8192): 150.0}
     assert lesson_14.l2_table(None) is None
 
 
 def test_the_overlap_table_and_the_first_gemm_read_the_run():
     table = lesson_14.overlap_table(_run())
     assert "| 3.0e-01 |" in table and "| 9.0e-07 |" in table
-    assert lesson_14.why_swap(_run()) == {"size": (8192, 8192, 8192), "transposing": 110.0, "step12": 150.0}
+    assert lesson_14.why_swap(_run()) == lesson_14.WhySwap((8192, 8192, 8192), 110.0, 150.0)
 
 
 def test_the_flush_numbers_fit_the_growth_with_k():
-    assert lesson_14.flush(_run(no_flush=(1e-5, 2e-5, 4e-5)))["slope"] == pytest.approx(1.0)
-    assert lesson_14.flush(_run(no_flush=(1e-5, 2 ** 0.5 * 1e-5, 2e-5)))["slope"] == pytest.approx(0.5)
+    assert lesson_14.flush(_run(no_flush=(1e-5, 2e-5, 4e-5))).slope == pytest.approx(1.0)
+    assert lesson_14.flush(_run(no_flush=(1e-5, 2 ** 0.5 * 1e-5, 2e-5))).slope == pytest.approx(0.5)
     assert lesson_14.flush_figure(_run()).axes
 
 
 # -- prediction, tables, verdict -----------------------------------------------------------------------------------
 def test_the_prediction_is_the_experiments_range_at_this_benchmarks_sgemm():
     p = lesson_14.predicted(_results(), [_run(build_ratio=1.3), _run(build_ratio=1.4)])
-    assert p[(8192, 8192, 8192)]["low"] == pytest.approx(1.3) and p[(8192, 8192, 8192)]["high"] == pytest.approx(1.4)
-    assert p[(8192, 8192, 8192)]["tflops"] == pytest.approx((65.0, 70.0))
+    assert p[(8192, 8192, 8192)].low == pytest.approx(1.3) and p[(8192, 8192, 8192)].high == pytest.approx(1.4)
+    assert p[(8192, 8192, 8192)].tflops == pytest.approx((65.0, 70.0))
     p = lesson_14.predicted(_results(), [_swizzle_run()])  # no-swizzle build at 1.3×, swizzled at 1.7×
-    assert p[(8192, 8192, 8192)]["low"] == p[(8192, 8192, 8192)]["high"] == pytest.approx(1.7)
+    assert p[(8192, 8192, 8192)].low == p[(8192, 8192, 8192)].high == pytest.approx(1.7)
 
 
 def test_without_step_14_there_is_no_verdict():
@@ -191,12 +191,12 @@ def test_without_step_14_there_is_no_verdict():
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
     met = _results(step14=(1.35, 5e-7))
     v = lesson_14.verdict(met, [_run(build_ratio=1.35 / 1.1)])
-    assert v["speed_met"] and targets.target_check(met)["met"]
-    row = v["sizes"][(8192, 8192, 8192)]
+    assert v.speed_met and targets.target_check(met)["met"]
+    row = v.sizes[(8192, 8192, 8192)]
     build_ms = 2.0 * 8192 ** 3 / (1.35 / 1.1 * SGEMM_TFLOPS) / 1e9
-    assert row["build_minus_step_ms"] == pytest.approx(build_ms - 2.0 * 8192 ** 3 / (1.35 * SGEMM_TFLOPS) / 1e9)
+    assert row.build_minus_step_ms == pytest.approx(build_ms - 2.0 * 8192 ** 3 / (1.35 * SGEMM_TFLOPS) / 1e9)
     slow_at_4096 = _results(step14={2048: (1.4, 5e-7), 4096: (1.2, 5e-7), 8192: (1.4, 5e-7)})
-    assert not lesson_14.verdict(slow_at_4096, [_run()])["speed_met"]
+    assert not lesson_14.verdict(slow_at_4096, [_run()]).speed_met
     inaccurate = _results(step14=(1.35, 2e-6))  # SGEMM's error is 1e-6
     assert targets.target_check(inaccurate)["speed_met"] and not targets.target_check(inaccurate)["met"]
     assert "67.5 (1.35×)" in lesson_14.speed_table(met)
@@ -227,10 +227,10 @@ def test_lesson_22_says_step_14_meets_the_target_only_where_it_is_fast_and_accur
 
 def test_what_is_left_compares_the_swizzled_tf32_build_with_step_12_and_the_hopper_target():
     left = lesson_14.what_is_left(_swizzle_run(), _results(step14=(1.6, 5e-7)))
-    row = left["sizes"][(8192, 8192, 8192)]
-    assert row["tflops"] == 240.0 and row["vs_step12"] == pytest.approx(1.6) and row["of_cublas_tf32"] == 0.6
-    assert row["three_share"] == pytest.approx(85.0 / 240.0) and left["tf32_met"]
-    assert left["hopper"][(8192, 8192, 8192)] == pytest.approx(1.6)
+    row = left.sizes[(8192, 8192, 8192)]
+    assert row.tflops == 240.0 and row.vs_step12 == pytest.approx(1.6) and row.of_cublas_tf32 == 0.6
+    assert row.three_share == pytest.approx(85.0 / 240.0) and left.tf32_met
+    assert left.hopper[(8192, 8192, 8192)] == pytest.approx(1.6)
 
 
 def test_the_lessons_claims_hold_on_the_shipped_files():
@@ -243,13 +243,13 @@ def test_the_lessons_claims_hold_on_the_shipped_files():
     if results is None or swizzled is None:
         pytest.fail("lesson 14's shipped benchmark or swizzle run is missing (renamed?)")
     v = lesson_14.verdict(results, [swizzled])
-    assert v["speed_met"] and all(r["vs_sgemm"] < r["predicted"][0] for r in v["sizes"].values())
-    assert all(r["error"] < r["sgemm_error"] for r in v["sizes"].values())
+    assert v.speed_met and all(r.vs_sgemm < r.predicted[0] for r in v.sizes.values())
+    assert all(r.error < r.sgemm_error for r in v.sizes.values())
     sweep, wide = timings.load_run(lesson_14.WGMMA_ACCURACY_RUN), timings.load_run(lesson_14.WIDE_RUN)
     a = lesson_14.accuracy(results, sweep, wide)
     assert not a["met"] and {kind for kind, *_ in a["misses"]} == {"standard normal", "wide exponent"}
     assert "512×512×64" in {shape for _, shape, _ in a["misses"]}
-    assert all(0.25 < r["three_share"] < 0.45 for r in lesson_14.what_is_left(swizzled, results)["sizes"].values())
+    assert all(0.25 < r.three_share < 0.45 for r in lesson_14.what_is_left(swizzled, results).sizes.values())
 
 
 def test_the_lesson_keeps_to_25_cells():

@@ -46,15 +46,15 @@ def test_the_error_budget_compares_tf32_inputs_with_the_measured_accumulator():
                        _record(timings.NO_FLUSH_BUILD, 8192, 60.0, 6e-5),
                        _record("tensor_cores", 8192, 150.0, 3e-4)]}
     b = lesson_15.error_budget(run)
-    assert b["u"] == 2.0 ** -11 and b["size"] == 8192 and b["accumulator"] == 6e-5 and b["step12"] == 3e-4
-    assert b["combined"] == pytest.approx(0.0198, abs=1e-4)  # hypot(6e-5, 3e-4) / 3e-4 - 1
-    assert "accumulator" not in lesson_15.error_budget(None)
+    assert b.u == 2.0 ** -11 and b.size == 8192 and b.accumulator == 6e-5 and b.step12 == 3e-4
+    assert b.combined == pytest.approx(0.0198, abs=1e-4)  # hypot(6e-5, 3e-4) / 3e-4 - 1
+    assert lesson_15.error_budget(None).accumulator is None
 
 
 def test_registers_are_counted_from_the_kernels_and_configs():
     r = lesson_15.registers(gemm_steps.get_step("warpgroup_mma"), gemm_steps.get_step("warpgroup_tf32"))
-    assert (r[14]["sets"], r[14]["per_set"], r[14]["floats"]) == (3, 64, 192)
-    assert (r[15]["sets"], r[15]["per_set"], r[15]["tile"]) == (1, 128, (256, 128)) and r[15]["reuse"] > r[14]["reuse"]
+    assert (r[14].sets, r[14].per_set, r[14].floats) == (3, 64, 192)
+    assert (r[15].sets, r[15].per_set, r[15].tile) == (1, 128, (256, 128)) and r[15].reuse > r[14].reuse
 
 
 def test_the_benchmark_is_shown_when_it_has_step_15_and_the_steps_own_run_otherwise():
@@ -66,17 +66,17 @@ def test_the_benchmark_is_shown_when_it_has_step_15_and_the_steps_own_run_otherw
 
 def test_the_prediction_keeps_the_builds_ratio_to_step_12():
     p = lesson_15.predicted(_results(), _swizzled_run(ratio=2.0))
-    assert p[(8192, 8192, 8192)]["ratio"] == pytest.approx(2.0) and p[(8192, 8192, 8192)]["tflops"] == pytest.approx(290.0)
+    assert p[(8192, 8192, 8192)].ratio == pytest.approx(2.0) and p[(8192, 8192, 8192)].tflops == pytest.approx(290.0)
 
 
 def test_the_verdict_judges_the_tf32_target_at_both_sizes_and_times_the_build():
     v = lesson_15.verdict(_results(step15=290.0), _swizzled_run(ratio=2.0))
-    assert v["met"] and not v["step12_met"]
-    row = v["sizes"][(8192, 8192, 8192)]
-    assert row["vs_step12"] == pytest.approx(2.0) and row["predicted"] == pytest.approx(290.0)
-    assert row["build_minus_step_ms"] == pytest.approx(2.0 * 8192 ** 3 / 280.0 / 1e9 - 2.0 * 8192 ** 3 / 290.0 / 1e9)
+    assert v.met and not v.step12_met
+    row = v.sizes[(8192, 8192, 8192)]
+    assert row.vs_step12 == pytest.approx(2.0) and row.predicted == pytest.approx(290.0)
+    assert row.build_minus_step_ms == pytest.approx(2.0 * 8192 ** 3 / 280.0 / 1e9 - 2.0 * 8192 ** 3 / 290.0 / 1e9)
     short = _results(step15={2048: 300.0, 4096: 140.0, 8192: 300.0})
-    assert not lesson_15.verdict(short, None)["met"]
+    assert not lesson_15.verdict(short, None).met
     assert lesson_15.verdict(_results(), None) is None
 
 
@@ -89,7 +89,7 @@ def test_the_speed_table_and_figure():
 
 def test_truncating_a_costs_accuracy_on_the_cpu():
     check = lesson_15.truncation_check(k=256)
-    assert check["truncated"] > 1.3 * check["rounded"]
+    assert check.truncated > 1.3 * check.rounded
 
 
 def test_the_lesson_keeps_to_25_cells():

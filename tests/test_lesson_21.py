@@ -109,14 +109,14 @@ def test_worst_counts_a_nan_output_as_broken():
     run = {"records": [{"step": "x", "inputs": "c", "K": 1, "error": 1e-8, "bound": 1e-7, "kept": True},
                        {"step": "x", "inputs": "c", "K": 2, "error": math.nan, "bound": 1e-7, "kept": False}]}
     w = lesson_21.worst(run)[("c", "x")]
-    assert w["K"] == 2 and math.isinf(w["of_bound"]) and not w["kept"]
+    assert w.k == 2 and math.isinf(w.of_bound) and not w.kept
 
 
 def test_the_models_show_each_fault_the_lesson_names():
     """What the lesson says of its model table: unscaled small parts break the contract on the scaled class, a sum
     over all of K in the truncating accumulator on uniform positive at large K; truncating A alone keeps it but
     multiplies the error (per-element exponents); the fixed arithmetic keeps it everywhere."""
-    rows = {r["class"]: r["of_bound"] for r in lesson_21.model_errors(
+    rows = {r.inputs: r.of_bound for r in lesson_21.model_errors(
         [(SCALED, 1), ("per-element exponents", 32), ("uniform positive", 16384)])}
     assert rows[SCALED]["small parts unscaled"] > 3 and rows[SCALED]["fixed"] < 1
     assert rows["uniform positive"]["all of K in the tensor core"] > 3 and rows["uniform positive"]["fixed"] < 1
@@ -130,7 +130,7 @@ def test_the_split_turns_inf_into_nan_and_reads_x_to_2_to_the_minus_23():
     cells = [c.strip() for c in inf_row.strip("|").split("|")]
     assert cells[2] == "nan" and cells[-2] == "nan" and cells[-1] == "inf"  # small, the 3xTF32 sum, IEEE x·b
     r = lesson_21.read_errors()
-    assert r["rounded"] <= -23 + 1e-3 and -22 < r["truncated"] <= -21
+    assert r.rounded <= -23 + 1e-3 and -22 < r.truncated <= -21
 
 
 def test_the_class_table_and_the_fix_costs_come_from_their_sources():
@@ -138,10 +138,10 @@ def test_the_class_table_and_the_fix_costs_come_from_their_sources():
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
         name for name, _, _ in contract.input_classes(1, 1, 1)]
     costs = lesson_21.fix_costs()
-    assert {"three_tf32", "warpgroup_mma"} <= set(costs["steps"])
+    assert {"three_tf32", "warpgroup_mma"} <= set(costs.steps)
     extremes = lesson_21.largest_cost(costs)
-    every = [x for sizes in costs["steps"].values() for c in sizes.values() for x in c["cost"]]
-    assert extremes["largest"] == max(every) and extremes["smallest"] == min(every)
+    every = [x for sizes in costs.steps.values() for c in sizes.values() for x in c["cost"]]
+    assert extremes.largest == max(every) and extremes.smallest == min(every)
 
 
 def test_the_lesson_keeps_to_the_cell_rule():
@@ -166,8 +166,8 @@ def test_cublas_sgemm_is_not_the_sequential_sum_at_every_square():
     """Issue 36: the lesson said cuBLAS SGEMM equals the sequential sum bit for bit at the benchmark's squares; at
     512³ it differs in every benchmark file, and step 11 is not the sequential sum either."""
     seq = lesson_21.sgemm_against_sequential()
-    assert seq["files"] >= 2
-    assert seq["sizes"][512]["sequential"] > 0 and seq["sizes"][8192]["sequential"] == 0
-    assert seq["sizes"][1024]["stream_k"] > 0
+    assert seq.files >= 2
+    assert seq.sizes[512].sequential > 0 and seq.sizes[8192].sequential == 0
+    assert seq.sizes[1024].stream_k > 0
     text = (Path(__file__).resolve().parents[1] / "lessons/21_fp32_contract.py").read_text()
     assert "equal bit for bit at the course benchmark's squares" not in text

@@ -7,6 +7,8 @@ rounding variants (deep dive). Numbers, tables and figures only: the words are t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import cuda
 
@@ -122,16 +124,22 @@ def _one_warp_inputs(seed: int):
     return a, b, c, lambda d: float(np.abs(d - expected).max() / np.abs(expected).max())
 
 
-def one_warp_check(seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class WarpCheck:
+    """One warp's mma against NumPy (:func:`one_warp_check`)."""
+    right: float  # the layout drawn: largest difference relative to D's largest element
+    wrong: float  # the same with A's rows 0–7 and 8–15 swapped in the layout
+
+
+def one_warp_check(seed: int = 0) -> WarpCheck:
     """One warp's mma with the layout drawn against NumPy (``mma_tf32_reference``: A and B rounded to TF32, sums in
-    float64), on A and B rounded to TF32 as the kernels round them: {"right": largest difference relative to D's
-    largest element, "wrong": the same with A's rows 0–7 and 8–15 swapped in the layout}."""
+    float64), on A and B rounded to TF32 as the kernels round them, and with A's rows 0–7 and 8–15 swapped in the
+    layout."""
     a, b, c, worst = _one_warp_inputs(seed)
     a_tf32, b_tf32 = round_to_tf32(a), round_to_tf32(b)
     tables = index_tables()
     tables[0] = (tables[0] + 8) % 16  # a lane passes row group + 8 where row group belongs, and back
-    return {"right": worst(one_warp_product(a_tf32, b_tf32, c)),
-            "wrong": worst(one_warp_product(a_tf32, b_tf32, c, tables))}
+    return WarpCheck(worst(one_warp_product(a_tf32, b_tf32, c)), worst(one_warp_product(a_tf32, b_tf32, c, tables)))
 
 
 def truncation_check(seed: int = 0) -> float:
@@ -173,18 +181,42 @@ def shipped_config(results: dict, name: str = "tensor_cores") -> dict:
     return record(results, name, common_sizes(results, COMPARED)[-1])["config"]
 
 
-def k_step_instructions(config: dict) -> dict:
+@dataclass(frozen=True)
+class KStepInstructions:
+    """One warp's k-step of 8 in the k-loop as written (:func:`k_step_instructions`)."""
+    warp_tile: tuple  # (rows, columns) of the warp's tile of C
+    hmma: int  # HMMAs
+    elements: int  # fragment elements loaded and rounded
+    loads: int  # load instructions: one ldmatrix per A piece, one LDS per B element
+    per_hmma: float  # HMMAs, loads and two instructions per rounding, per HMMA
+
+
+def k_step_instructions(config: dict) -> KStepInstructions:
     """Per warp and per k-step of 8, in the k-loop as written: HMMAs, fragment elements loaded and rounded, and the
     instructions per HMMA that follow: one ``ldmatrix`` per A piece (its four elements), one LDS per B element, and
     a two-instruction rounding per element (ptxas drops ``cvt.rna``'s third instruction before an mma)."""
     mma_m, mma_n = 8 * config["THREAD_M"] // 16, 4 * config["THREAD_N"] // 8
     hmma, elements = mma_m * mma_n, 4 * mma_m + 2 * mma_n
     loads = mma_m + 2 * mma_n
-    return {"warp_tile": (8 * config["THREAD_M"], 4 * config["THREAD_N"]), "hmma": hmma, "elements": elements,
-            "loads": loads, "per_hmma": (hmma + loads + 2 * elements) / hmma}
+    return KStepInstructions((8 * config["THREAD_M"], 4 * config["THREAD_N"]), hmma, elements, loads,
+                             (hmma + loads + 2 * elements) / hmma)
 
 
-def predicted(results: dict) -> dict:
+@dataclass(frozen=True)
+class Prediction:
+    """The prediction's numbers (:func:`predicted`)."""
+    size: tuple  # the largest common size, where it is made
+    step11: float  # step 11's TFLOPS there
+    fp32: float  # the FP32 ceiling (TFLOPS)
+    tf32: float  # the TF32 ceiling: 8× FP32, at the run's maximum clock
+    carried: float  # step 11's share of its ceiling carried over to the TF32 one: the range's top
+    low: float  # our target: the range's bottom
+    count: KStepInstructions  # what the k-loop issues
+    budget: float  # clocks per HMMA at the dense rate: the instructions a warp may spend per HMMA
+    clock_mhz: float | None  # the run's maximum SM clock
+
+
+def predicted(results: dict) -> Prediction:
     """The prediction's numbers, from step 11's timing, the ceilings and the shipped configuration (nothing of step
     12's timing): the FP32 and TF32 ceilings, step 11's share of its ceiling carried over, our target as the low
     end, and the instruction budget (``budget``: clocks per HMMA at the dense rate; ``count``: what the k-loop
@@ -192,9 +224,9 @@ def predicted(results: dict) -> dict:
     big = common_sizes(results, COMPARED)[-1]
     step11 = record(results, "stream_k", big)["tflops"]
     fp32, tf32 = fp32_peak_tflops(results), tf32_peak_tflops(results)
-    return {"size": big, "step11": step11, "fp32": fp32, "tf32": tf32, "carried": step11 / fp32 * tf32,
-            "low": TARGET_TF32_TFLOPS, "count": k_step_instructions(shipped_config(results)),
-            "budget": clocks_per_hmma(), "clock_mhz": results["environment"].get("sm_clock_max_mhz")}
+    return Prediction(big, step11, fp32, tf32, step11 / fp32 * tf32, TARGET_TF32_TFLOPS,
+                      k_step_instructions(shipped_config(results)), clocks_per_hmma(),
+                      results["environment"].get("sm_clock_max_mhz"))
 
 
 # -- the measurement ---------------------------------------------------------------------------------------------------
@@ -237,7 +269,30 @@ def speed_figure(results: dict):
     return fig
 
 
-def verdict(results: dict) -> dict:
+@dataclass(frozen=True)
+class AtSize:
+    """Step 12 at one size (:attr:`Verdict.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_step11: float  # × step 11
+    pct: float  # % of cuBLAS SGEMM, same run
+    of_cublas_tf32: float  # share of cuBLAS TF32 (NaN where it did not run)
+    cublas_tf32: float  # cuBLAS TF32's TFLOPS (NaN where it did not run)
+    of_ceiling: float  # share of the TF32 ceiling
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Step 12 against our target and the prediction (:func:`verdict`)."""
+    sizes: dict  # size → :class:`AtSize`, at the two largest common sizes
+    best: float  # step 12's best TFLOPS over the common sizes
+    met: bool  # the best reaches our target
+    at_prediction: float  # step 12's TFLOPS at the prediction's size
+    where: str  # "inside", "below" or "above" the predicted range
+    of_carried: float  # at_prediction ÷ the range's top
+    under_low: float  # how far below the range's bottom, 1 − at_prediction ÷ it
+
+
+def verdict(results: dict) -> Verdict:
     """Step 12 at the two largest common sizes (TFLOPS, × step 11, % of cuBLAS SGEMM, share of cuBLAS TF32 and of the
     TF32 ceiling), our target (``met``: the best size reaches it) and where the prediction's size landed
     (``where``: "inside", "below" or "above" the predicted range)."""
@@ -245,14 +300,13 @@ def verdict(results: dict) -> dict:
     rows = {}
     for s in common_sizes(results, COMPARED)[-2:]:
         t12, t11, tf32 = (record(results, n, s) for n in ("tensor_cores", "stream_k", "cublas_tf32"))
-        rows[s] = {"tflops": t12["tflops"], "vs_step11": t12["tflops"] / t11["tflops"], "pct": t12["pct_of_cublas"],
-                   "of_cublas_tf32": t12["tflops"] / tf32["tflops"] if tf32 else float("nan"),
-                   "cublas_tf32": tf32["tflops"] if tf32 else float("nan"), "of_ceiling": t12["tflops"] / p["tf32"]}
+        rows[s] = AtSize(t12["tflops"], t12["tflops"] / t11["tflops"], t12["pct_of_cublas"],
+                         t12["tflops"] / tf32["tflops"] if tf32 else float("nan"),
+                         tf32["tflops"] if tf32 else float("nan"), t12["tflops"] / p.tf32)
     best = max(record(results, "tensor_cores", s)["tflops"] for s in common_sizes(results, COMPARED))
-    at = record(results, "tensor_cores", p["size"])["tflops"]
-    where = "inside" if p["low"] <= at <= p["carried"] else ("below" if at < p["low"] else "above")
-    return {"sizes": rows, "best": best, "met": best >= TARGET_TF32_TFLOPS, "at_prediction": at, "where": where,
-            "of_carried": at / p["carried"], "under_low": 1 - at / p["low"]}
+    at = record(results, "tensor_cores", p.size)["tflops"]
+    where = "inside" if p.low <= at <= p.carried else ("below" if at < p.low else "above")
+    return Verdict(rows, best, best >= TARGET_TF32_TFLOPS, at, where, at / p.carried, 1 - at / p.low)
 
 
 # -- what the profile says --------------------------------------------------------------------------------------------
@@ -265,16 +319,30 @@ def tensor_core_profiles() -> dict | None:
     return {kernel.split("::")[0]: report_metrics(part) for kernel, part in kernel_sections(text)}
 
 
-def limits(metrics: dict) -> dict:
+@dataclass(frozen=True)
+class Limits:
+    """One profile's numbers the lessons quote (:func:`limits`)."""
+    tensor_pipe: float  # tensor pipe active, % of its peak
+    issue_busy: float  # issue slots busy, %
+    no_eligible: float  # cycles with no warp ready to issue, %
+    cycles_per_issue: float  # clocks between two instructions of one warp
+    per_hmma: float  # instructions executed per HMMA
+    registers: float  # per thread
+    warps_per_sm: float  # theoretical active warps per SM
+    warps_per_scheduler: float  # active warps per scheduler
+    occupancy: float  # achieved occupancy, %
+    bank_conflicts: float  # shared-memory load bank conflicts
+    clocks_per_hmma: float  # tensor-pipe clocks per HMMA (inferred: :func:`~.gpu_model.mma_sync_clocks`)
+
+
+def limits(metrics: dict) -> Limits:
     """One profile's numbers the lessons quote."""
-    return {"tensor_pipe": metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
-            "issue_busy": metrics["Issue Slots Busy"], "no_eligible": metrics["No Eligible"],
-            "cycles_per_issue": metrics["Warp Cycles Per Issued Instruction"],
-            "per_hmma": metrics["smsp__inst_executed.sum"] / metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"],
-            "registers": metrics["Registers Per Thread"], "warps_per_sm": metrics["Theoretical Active Warps per SM"],
-            "warps_per_scheduler": metrics["Active Warps Per Scheduler"], "occupancy": metrics["Achieved Occupancy"],
-            "bank_conflicts": metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"],
-            "clocks_per_hmma": mma_sync_clocks(metrics)}
+    return Limits(metrics["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+                  metrics["Issue Slots Busy"], metrics["No Eligible"], metrics["Warp Cycles Per Issued Instruction"],
+                  metrics["smsp__inst_executed.sum"] / metrics["smsp__inst_executed_pipe_tensor_op_hmma.sum"],
+                  metrics["Registers Per Thread"], metrics["Theoretical Active Warps per SM"],
+                  metrics["Active Warps Per Scheduler"], metrics["Achieved Occupancy"],
+                  metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"], mma_sync_clocks(metrics))
 
 
 def profile_table(profiles: dict) -> MarkdownTable:
@@ -288,13 +356,25 @@ def profile_table(profiles: dict) -> MarkdownTable:
     steps = [s for s in ("tensor_cores", "three_tf32") if s in profiles]
     found = {s: limits(profiles[s]) for s in steps}
     heads = {s: f"step {12 if s == 'tensor_cores' else 13}" for s in steps}
-    shown = table([{"": label, **{heads[s]: fmt.format(found[s][key]) for s in steps}} for label, key, fmt in rows],
+    shown = table([{"": label, **{heads[s]: fmt.format(getattr(found[s], key)) for s in steps}}
+                   for label, key, fmt in rows],
                   align="l" + "r" * len(steps), tight_blanks=True)
     return MarkdownTable(shown + f"\n\n*Nsight Compute, one 4096³ launch each, `experiments/results/"
                          f"{PROFILE_REPORT}` (`scripts/profile_steps.py`, the command in its docstring).*")
 
 
-def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict:
+@dataclass(frozen=True)
+class PipeRate:
+    """What one profile says about ``mma.sync``'s rate (:func:`pipe_rate`)."""
+    clocks: float  # tensor-pipe clocks per HMMA
+    ceiling: float  # the TF32 ceiling with mma.sync at that rate (TFLOPS)
+    tflops_4096: float  # the benchmark's useful TFLOPS of the step at 4096³ (NaN if not there)
+    products: int  # tensor-core products per useful product (3xTF32: three)
+    busy: float  # tensor pipe active in the profile, % of its peak
+    full_pipe: float  # tflops_4096 × products ÷ busy: the rate a full pipe would give (TFLOPS)
+
+
+def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> PipeRate:
     """What the profile of ``step`` says about ``mma.sync``'s rate: clocks of tensor pipe per HMMA, the TF32 ceiling
     with ``mma.sync`` at that rate, and a cross-check: the benchmark's TFLOPS of ``step`` at the profiled size
     (4096³) × the tensor-core products per useful product (3xTF32: three HMMAs each) over the share of the pipe it
@@ -302,9 +382,8 @@ def pipe_rate(profiles: dict, results: dict, step: str = "tensor_cores") -> dict
     f = limits(profiles[step])
     measured = record(results, step, 4096)
     tflops = measured["tflops"] if measured else float("nan")
-    return {"clocks": f["clocks_per_hmma"], "ceiling": mma_sync_ceiling_tflops(results, profiles[step]),
-            "tflops_4096": tflops, "products": PRODUCTS[step], "busy": f["tensor_pipe"],
-            "full_pipe": tflops * PRODUCTS[step] / (f["tensor_pipe"] / 100)}
+    return PipeRate(f.clocks_per_hmma, mma_sync_ceiling_tflops(results, profiles[step]), tflops, PRODUCTS[step],
+                    f.tensor_pipe, tflops * PRODUCTS[step] / (f.tensor_pipe / 100))
 
 
 # -- the rounding variants (deep dive) ---------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ try's error against K, the accuracy sweep, the prediction and the speed verdict 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gemm_steps.toolkit.tensor_core_ops import SMALL_SCALE, split_tf32_parts, truncate_to_tf32
@@ -98,12 +100,20 @@ def _to_f32(x: np.ndarray, truncate: bool) -> np.ndarray:
     return f
 
 
-def accumulation_model(ks=(64, 256, 1024, 4096, 16384), outputs: int = 512, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class AccumulationModel:
+    """The float32 running sum's error against K, rounding and truncating (:func:`accumulation_model`)."""
+    ks: list  # K, the products summed
+    nearest: list  # relative error at each K, the accumulator rounding to nearest
+    truncate: list  # the same, the accumulator truncating (our model of the tensor core's)
+
+
+def accumulation_model(ks=(64, 256, 1024, 4096, 16384), outputs: int = 512, seed: int = 0) -> AccumulationModel:
     """A NumPy model of one output's running sum: K exact products of standard-normal numbers added one by one
     into a float32 accumulator that rounds to nearest, or truncates (our model of the tensor core's accumulator:
-    a simplification of its fused multi-term add, lesson 13). Returns {"K": ks, "nearest": errors, "truncate": errors} (relative to the exact sums)."""
+    a simplification of its fused multi-term add, lesson 13); the errors relative to the exact sums."""
     rng = np.random.default_rng(seed)
-    out = {"K": list(ks), "nearest": [], "truncate": []}
+    out = {"nearest": [], "truncate": []}
     products = rng.standard_normal((max(ks), outputs)) * rng.standard_normal((max(ks), outputs))
     for truncate in (False, True):
         s = np.zeros(outputs, dtype=np.float32)
@@ -114,7 +124,7 @@ def accumulation_model(ks=(64, 256, 1024, 4096, 16384), outputs: int = 512, seed
             if k + 1 in ks:
                 out["truncate" if truncate else "nearest"].append(
                     float(np.linalg.norm(s - exact) / np.linalg.norm(exact)))
-    return out
+    return AccumulationModel(list(ks), out["nearest"], out["truncate"])
 
 
 def first_try_points(run: dict) -> list[tuple[int, float, str]]:
@@ -129,15 +139,15 @@ def first_try_points(run: dict) -> list[tuple[int, float, str]]:
     return sorted(points)
 
 
-def accumulation_figure(model: dict, first: dict, now: dict):
+def accumulation_figure(model: AccumulationModel, first: dict, now: dict):
     """Left: the model (truncating vs rounding accumulator). Right: the first 3xTF32 (accumulating in the tensor core)
     and step 13 (each k-step summed from zero, added in FP32) as measured, against K."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     left, right = fig.subplots(1, 2)
-    left.loglog(model["K"], model["nearest"], "o-", label=f"rounds to nearest: ∝ K^{slope(model['K'], model['nearest']):.2f}")
-    left.loglog(model["K"], model["truncate"], "s-", label=f"truncates: ∝ K^{slope(model['K'], model['truncate']):.2f}")
+    left.loglog(model.ks, model.nearest, "o-", label=f"rounds to nearest: ∝ K^{slope(model.ks, model.nearest):.2f}")
+    left.loglog(model.ks, model.truncate, "s-", label=f"truncates: ∝ K^{slope(model.ks, model.truncate):.2f}")
     left.set(xlabel="K (products summed)", ylabel="relative error against float64",
              title="Model: a float32 running sum (NumPy; whole sums)")
     left.legend(fontsize=8)
@@ -161,15 +171,26 @@ def accuracy_table(run: dict) -> MarkdownTable:
     return MarkdownTable(table(rows, align="l" + "r" * (len(cols) + 2)) + "\n\n" + caption(run))
 
 
-def first_try(first: dict, now: dict) -> dict:
+@dataclass(frozen=True)
+class FirstTry:
+    """The first 3xTF32 try against K (:func:`first_try`)."""
+    slope: float  # its error's growth, the exponent of K
+    shape: str  # its largest shape, as a label
+    error: float  # its sampled error there
+    sgemm: float  # cuBLAS SGEMM's there, same run
+    pct: float  # its speed there, % of cuBLAS SGEMM's
+    step13: float | None  # step 13's error at that K in its own run (None if not measured there)
+
+
+def first_try(first: dict, now: dict) -> FirstTry:
     """The first try's error growth (exponent of K), its error and speed at its largest K against cuBLAS SGEMM in
     the same run, and step 13's error at that K in its own run."""
     pts, now_pts = first_try_points(first), dict((p[0], p[1]) for p in first_try_points(now))
     big = pts[-1]
     speed = next(r for r in first["records"] if r["step"].startswith("three_tf32 128x256") and r["K"] == big[0])
     sgemm = next(r for r in first["records"] if r["step"] == "cublas" and r["K"] == big[0])
-    return {"slope": slope([p[0] for p in pts], [p[1] for p in pts]), "shape": big[2], "error": big[1],
-            "sgemm": sgemm["sampled_rel_error_fp64"], "pct": speed["pct_of_cublas"], "step13": now_pts.get(big[0])}
+    return FirstTry(slope([p[0] for p in pts], [p[1] for p in pts]), big[2], big[1], sgemm["sampled_rel_error_fp64"],
+                    speed["pct_of_cublas"], now_pts.get(big[0]))
 
 
 def accuracy(run: dict, results: dict) -> dict:
@@ -204,24 +225,50 @@ def blocked_sums(k: int = 4096, size: int = 48, blocks=(1, 8, 32), seed: int = 0
     return out
 
 
-def predicted(results: dict) -> dict:
+@dataclass(frozen=True)
+class Prediction:
+    """Step 13's predicted speed (:func:`predicted`)."""
+    size: tuple  # the largest common size, where it is made
+    step12: float  # step 12's TFLOPS there
+    tflops: float  # a third of it
+    vs_sgemm: float  # that × cuBLAS SGEMM, same run
+    sgemm: float  # cuBLAS SGEMM's TFLOPS there
+
+
+def predicted(results: dict) -> Prediction:
     """The prediction from step 12's timing at the largest size: three times its work per piece, so three times its
     time — a third of its TFLOPS — and that against cuBLAS SGEMM in the same run."""
     big = common_sizes(results, COMPARED)[-1]
     t12, sgemm = record(results, "tensor_cores", big)["tflops"], record(results, "cublas", big)["tflops"]
-    return {"size": big, "step12": t12, "tflops": t12 / 3, "vs_sgemm": t12 / 3 / sgemm, "sgemm": sgemm}
+    return Prediction(big, t12, t12 / 3, t12 / 3 / sgemm, sgemm)
 
 
-def speed(results: dict) -> dict:
+@dataclass(frozen=True)
+class AtSize:
+    """Step 13 at one size (:attr:`Speed.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_sgemm: float  # × cuBLAS SGEMM, same run
+    of_step12: float  # share of step 12's speed
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Step 13's speed against our target and the prediction (:func:`speed`)."""
+    sizes: dict  # size → :class:`AtSize`, at the two largest common sizes
+    met: bool  # ≥ the target × SGEMM at both
+    over_prediction: float  # measured ÷ predicted TFLOPS at the prediction's size
+
+
+def speed(results: dict) -> Speed:
     """Step 13 at the two largest sizes (TFLOPS, × cuBLAS SGEMM, share of step 12's speed), our target (``met``: ≥
     the target × SGEMM at both) and the measurement over the prediction."""
     p = predicted(results)
-    rows = {s: {"tflops": record(results, "three_tf32", s)["tflops"],
-                "vs_sgemm": record(results, "three_tf32", s)["pct_of_cublas"] / 100,
-                "of_step12": record(results, "three_tf32", s)["tflops"] / record(results, "tensor_cores", s)["tflops"]}
+    rows = {s: AtSize(record(results, "three_tf32", s)["tflops"],
+                      record(results, "three_tf32", s)["pct_of_cublas"] / 100,
+                      record(results, "three_tf32", s)["tflops"] / record(results, "tensor_cores", s)["tflops"])
             for s in common_sizes(results, COMPARED)[-2:]}
-    return {"sizes": rows, "met": min(r["vs_sgemm"] for r in rows.values()) >= TARGET_3XTF32_VS_SGEMM,
-            "over_prediction": record(results, "three_tf32", p["size"])["tflops"] / p["tflops"]}
+    return Speed(rows, min(r.vs_sgemm for r in rows.values()) >= TARGET_3XTF32_VS_SGEMM,
+                 record(results, "three_tf32", p.size)["tflops"] / p.tflops)
 
 
 def when_to_use(results: dict, run: dict) -> MarkdownTable:

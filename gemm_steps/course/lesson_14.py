@@ -7,6 +7,8 @@ the words are the lesson's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gemm_steps.harness import results_files
@@ -192,23 +194,42 @@ def slots_of_chunk(offset=None, chunk: int = 0) -> int:
     return len({int(staged_byte(row, 4 * chunk, offset)) % 128 // 16 for row in range(8)})
 
 
-def layout_check(config: dict, offset=None) -> dict:
+@dataclass(frozen=True)
+class LayoutCheck:
+    """The step's staging of A against the descriptors, and Bᵀ's holders (:func:`layout_check`)."""
+    found: int  # elements of A staged where the descriptors make the tensor core read them
+    checked: int  # elements checked
+    buffers: int  # A's buffers checked (stages and small-part buffers)
+    holders: int  # different (warp, lane, register) holding the 512 elements of Bᵀ's 64 × 8
+    slots: int  # 16-byte slots chunk 0 of 8 consecutive rows lies in
+    slots_unswizzled: int  # the same without the XOR
+
+
+def layout_check(config: dict, offset=None) -> LayoutCheck:
     """Does the step stage A where the descriptors say the tensor core reads it (:func:`staging_matches`: elements
     found and checked, over ``buffers`` buffers), how many (warp, lane, register) hold the 512 elements of Bᵀ's
     64 × 8, and in how many 16-byte slots chunk 0 of 8 consecutive rows lies, with and without the XOR."""
     found, checked = staging_matches(config, offset)
-    return {"found": found, "checked": checked, "buffers": len(a_buffers(config)),
-            "holders": len({fragment_holder(r, c) for r in range(64) for c in range(8)}),
-            "slots": slots_of_chunk(offset), "slots_unswizzled": slots_of_chunk(lambda row, kc: row * 32 + kc * 4)}
+    return LayoutCheck(found, checked, len(a_buffers(config)),
+                       len({fragment_holder(r, c) for r in range(64) for c in range(8)}),
+                       slots_of_chunk(offset), slots_of_chunk(lambda row, kc: row * 32 + kc * 4))
 
 
 # -- what truncating A cost (the first version) -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SplitErrors:
+    """One way of taking A's big part, over standard-normal floats (:func:`a_split_errors`)."""
+    small: float  # the largest |small| / |a|
+    mean: float  # the mean error of big + small as the tensor core reads them
+    largest: float  # the largest such error
+
+
 def a_split_errors(seed: int = 0, count: int = 200_000) -> dict:
     """Step 14's first version took A's big part as the tensor core reads the staged float (truncated to TF32) and
     small = a − that; step 13, and step 14 since the FP32 contract, round big to nearest. In NumPy, over
     standard-normal floats: the largest |small| / |a| of each, and the mean and largest error of big + small as the
     tensor core reads them (small truncated too; the 2^11 scaling of today's split changes none of these for normal
-    floats)."""
+    floats). {"truncated" or "rounded": :class:`SplitErrors`}."""
     a = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
     a64 = a.astype(np.float64)
     big_t = truncate_to_tf32(a)
@@ -217,8 +238,8 @@ def a_split_errors(seed: int = 0, count: int = 200_000) -> dict:
     out = {}
     for name, big, small in (("truncated", big_t, small_t), ("rounded", big_r, small_r)):
         err = np.abs(a64 - big.astype(np.float64) - truncate_to_tf32(small).astype(np.float64)) / np.abs(a64)
-        out[name] = {"small": float(np.max(np.abs(small.astype(np.float64)) / np.abs(a64))),
-                     "mean": float(err.mean()), "max": float(err.max())}
+        out[name] = SplitErrors(float(np.max(np.abs(small.astype(np.float64)) / np.abs(a64))), float(err.mean()),
+                                float(err.max()))
     return out
 
 
@@ -257,21 +278,39 @@ def flush_figure(run: dict):
     return fig
 
 
-def flush(run: dict) -> dict:
+@dataclass(frozen=True)
+class Flush:
+    """The build without the flush against the build with it and cuBLAS SGEMM (:func:`flush`)."""
+    slope: float  # without the flush: its error's growth, the exponent of K
+    k: tuple  # the K measured, smallest first
+    first: float  # its error at the smallest K
+    last: float  # at the largest
+    flushed: float  # the build with the flush (step 14's), at the largest K
+    sgemm: float  # cuBLAS SGEMM's, at the largest K
+
+
+def flush(run: dict) -> Flush:
     """Without the flush: error growth (exponent of K), its error at the smallest and largest K; with it, and
     cuBLAS SGEMM's, at the largest."""
     points = flush_points(run)
     ks, errs = zip(*points[NO_FLUSH_BUILD])
-    return {"slope": slope(ks, errs), "k": ks, "first": errs[0], "last": errs[-1],
-            "flushed": dict(points[FLUSH_BUILD])[ks[-1]], "sgemm": dict(points["cublas"])[ks[-1]]}
+    return Flush(slope(ks, errs), ks, errs[0], errs[-1], dict(points[FLUSH_BUILD])[ks[-1]],
+                 dict(points["cublas"])[ks[-1]])
 
 
 # -- the builds before step 14 (deep dive) -------------------------------------------------------------------------------
-def why_swap(run: dict) -> dict:
+@dataclass(frozen=True)
+class WhySwap:
+    """The first wgmma GEMM against step 12 (:func:`why_swap`)."""
+    size: tuple  # the run's largest size
+    transposing: float  # the build that transposed B on the way in: TFLOPS there
+    step12: float  # step 12's TFLOPS there, same run
+
+
+def why_swap(run: dict) -> WhySwap:
     """The first wgmma GEMM (B transposed on the way in) and step 12 at the largest size of ``run`` (same run)."""
     big = max((r["M"], r["N"], r["K"]) for r in run["records"])
-    return {"size": big, "transposing": record(run, TRANSPOSING_BUILD, big)["tflops"],
-            "step12": record(run, "tensor_cores", big)["tflops"]}
+    return WhySwap(big, record(run, TRANSPOSING_BUILD, big)["tflops"], record(run, "tensor_cores", big)["tflops"])
 
 
 def overlap_table(run: dict) -> MarkdownTable:
@@ -286,41 +325,63 @@ def overlap_table(run: dict) -> MarkdownTable:
     return MarkdownTable(shown + "\n\n" + caption(run).replace(".*", " (`checks`).*"))
 
 
-def l2_profiles() -> dict | None:
-    """The TF32 256×128 build at 8192³ before and after the swizzle, from Nsight Compute: {"before"/"after":
-    {"requests", "read_requests", "read_sectors", "l2_busy"}}; None where a file is not shipped."""
+@dataclass(frozen=True)
+class L2Counters:
+    """One build's L2 traffic at 8192³ (Nsight Compute; None where the report lacks a metric)."""
+    requests: float | None  # L2 requests
+    read_requests: float | None  # of them, reads from the SMs' loads
+    read_sectors: float | None  # 32-byte sectors those reads asked for
+    l2_busy: float | None  # L2 cache throughput, %
+
+
+@dataclass(frozen=True)
+class L2Profiles:
+    """The TF32 256×128 build before and after the swizzle (:func:`l2_profiles`)."""
+    before: L2Counters  # A in core matrices (no swizzle)
+    after: L2Counters  # A in 128-byte swizzled rows
+
+
+def l2_profiles() -> L2Profiles | None:
+    """The TF32 256×128 build at 8192³ before and after the swizzle, from Nsight Compute: requests, read requests,
+    read sectors and L2 busy; None where a file is not shipped."""
     requests, before_profile, after_profile = map(report_text, (REQUESTS_PROFILE, SWAPPED_PROFILE, SWIZZLED_PROFILE))
     if not (requests and before_profile and after_profile):
         return None
-    metrics = {"requests": "lts__t_requests.sum", "read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
-               "read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum"}
-    before = {key: prefixed_metric(requests, SERIAL_BUILD, name) for key, name in metrics.items()}
-    after = {key: report_metrics(after_profile).get(name) for key, name in metrics.items()}
-    before["l2_busy"] = report_metrics(before_profile).get("L2 Cache Throughput")
-    after["l2_busy"] = report_metrics(after_profile).get("L2 Cache Throughput")
-    return {"before": before, "after": after}
+    metrics = ("lts__t_requests.sum", "lts__t_requests_srcunit_tex_op_read.sum",
+               "lts__t_sectors_srcunit_tex_op_read.sum")
+    before = [prefixed_metric(requests, SERIAL_BUILD, name) for name in metrics]
+    after = [report_metrics(after_profile).get(name) for name in metrics]
+    return L2Profiles(L2Counters(*before, report_metrics(before_profile).get("L2 Cache Throughput")),
+                      L2Counters(*after, report_metrics(after_profile).get("L2 Cache Throughput")))
 
 
-def l2_table(run: dict | None) -> dict | None:
+@dataclass(frozen=True)
+class L2Table:
+    """The swizzle's effect (:func:`l2_table`)."""
+    table: MarkdownTable  # L2 traffic (Nsight Compute) and speed of the builds without and with the swizzle
+    step12: dict  # size → step 12's TFLOPS in that run
+
+
+def l2_table(run: dict | None) -> L2Table | None:
     """The experiment's builds without and with the swizzle (``table``): L2 requests, sectors per read request and L2
     busy (Nsight Compute, TF32 build, 8192³), TF32 TFLOPS and 3xTF32's × cuBLAS SGEMM at the two largest sizes (same
-    run); ``step12``: {size: step 12's TFLOPS in that run}. None where a file is not shipped."""
+    run); ``step12``: step 12's TFLOPS in that run. None where a file is not shipped."""
     profiles = l2_profiles()
     if run is None or profiles is None:
         return None
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == STEP14_BUILD},
                    key=lambda s: s[0])[-2:]
     label = " / ".join(size_label(s) for s in sizes)
-    b, a = profiles["before"], profiles["after"]
+    b, a = profiles.before, profiles.after
 
     def speeds(name, key, form):
         return " / ".join(form.format(record(run, name, s)[key] / (100 if key == "pct_of_cublas" else 1))
                           for s in sizes)
 
-    rows = [("L2 requests (8192³)", f"{b['requests'] / 1e9:.2f} G", f"{a['requests'] / 1e9:.2f} G"),
-            ("32-byte sectors per read request (8192³)", f"{b['read_sectors'] / b['read_requests']:.2f}",
-             f"{a['read_sectors'] / a['read_requests']:.2f}"),
-            ("L2 busy (8192³)", f"{b['l2_busy']:.0f} %", f"{a['l2_busy']:.0f} %"),
+    rows = [("L2 requests (8192³)", f"{b.requests / 1e9:.2f} G", f"{a.requests / 1e9:.2f} G"),
+            ("32-byte sectors per read request (8192³)", f"{b.read_sectors / b.read_requests:.2f}",
+             f"{a.read_sectors / a.read_requests:.2f}"),
+            ("L2 busy (8192³)", f"{b.l2_busy:.0f} %", f"{a.l2_busy:.0f} %"),
             (f"TF32 build, TFLOPS at {label}", speeds(SERIAL_BUILD, "tflops", "{:.1f}"),
              speeds(STEP15_BUILD, "tflops", "{:.1f}")),
             (f"3xTF32 build (step 14's), × cuBLAS SGEMM at {label}", speeds(FLUSH_BUILD, "pct_of_cublas", "{:.2f}×"),
@@ -328,17 +389,27 @@ def l2_table(run: dict | None) -> dict | None:
     shown = table([dict(zip(("", "A in core matrices (no swizzle)", "A in 128-byte swizzled rows"), r)) for r in rows],
                   align="lrr", tight_blanks=True)
     env = run["environment"]
-    return {"step12": {s: record(run, "tensor_cores", s)["tflops"] for s in sizes}, "table": MarkdownTable(
+    return L2Table(MarkdownTable(
         shown + f"\n\n*{env.get('gpu')}, {str(env.get('date'))[:10]}: "
         f"`{results_files.display_path(run['path'])}`; Nsight Compute: `experiments/results/{REQUESTS_PROFILE}` (lines "
         f"of `[{SERIAL_BUILD}]`), `experiments/results/{SWAPPED_PROFILE}` (L2 busy before), "
-        f"`experiments/results/{SWIZZLED_PROFILE}`.*")}
+        f"`experiments/results/{SWIZZLED_PROFILE}`.*"), {s: record(run, "tensor_cores", s)["tflops"] for s in sizes})
 
 
 # -- prediction, speed, verdict ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PredictedAtSize:
+    """The prediction at one size (:func:`predicted`)."""
+    low: float  # the experiment build's × cuBLAS SGEMM, lowest over the runs
+    high: float  # highest
+    tflops: tuple  # (low, high) × this benchmark's SGEMM
+    ms: float  # the build's shortest time (ms)
+
+
 def predicted(results: dict, runs: list[dict]) -> dict:
-    """Per target size (the two largest where step 13 and cuBLAS SGEMM ran): the experiment build's × cuBLAS SGEMM
-    in each run (low, high), the TFLOPS that gives at this benchmark's SGEMM, and the build's time in ms."""
+    """{size: :class:`PredictedAtSize`} per target size (the two largest where step 13 and cuBLAS SGEMM ran): the
+    experiment build's × cuBLAS SGEMM in each run (low, high), the TFLOPS that gives at this benchmark's SGEMM, and
+    the build's time in ms."""
     out = {}
     for size in common_sizes(results, ["three_tf32"])[-2:]:
         found = [record(run, STEP14_BUILD, size) for run in runs]
@@ -347,8 +418,8 @@ def predicted(results: dict, runs: list[dict]) -> dict:
             continue
         ratios = [r["pct_of_cublas"] / 100 for r in found]
         sgemm = record(results, "cublas", size)["tflops"]
-        out[size] = {"low": min(ratios), "high": max(ratios), "tflops": (min(ratios) * sgemm, max(ratios) * sgemm),
-                     "ms": min(r["median_ms"] for r in found)}
+        out[size] = PredictedAtSize(min(ratios), max(ratios), (min(ratios) * sgemm, max(ratios) * sgemm),
+                                    min(r["median_ms"] for r in found))
     return out
 
 
@@ -384,7 +455,26 @@ def accuracy(results: dict, sweep: dict | None, wide_run: dict | None) -> dict:
     return accuracy_check(ratios)
 
 
-def verdict(results: dict, runs: list[dict]) -> dict | None:
+@dataclass(frozen=True)
+class AtSize:
+    """Step 14 at one size (:attr:`Verdict.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_sgemm: float  # × cuBLAS SGEMM, same run
+    vs_step13: float  # × step 13
+    error: float  # its sampled error
+    sgemm_error: float  # cuBLAS SGEMM's
+    predicted: tuple  # the predicted range of × SGEMM, (low, high); (None, None) without a prediction
+    build_minus_step_ms: float | None  # the experiment build's time minus the step's (ms)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Step 14's speed against our target and the prediction (:func:`verdict`)."""
+    sizes: dict  # size → :class:`AtSize`, at the two largest sizes
+    speed_met: bool  # the speed target met at both
+
+
+def verdict(results: dict, runs: list[dict]) -> Verdict | None:
     """Step 14 at the two largest sizes: TFLOPS, × SGEMM, × step 13, error and SGEMM's, the predicted range, and the
     experiment build's time minus the step's (ms); ``speed_met``; None without step 14 in ``results``."""
     check = target_check(results, STEP)
@@ -394,15 +484,32 @@ def verdict(results: dict, runs: list[dict]) -> dict | None:
     rows = {}
     for size, (ratio, err, err_sgemm) in check["sizes"].items():
         t14 = record(results, STEP, size)
-        q = p.get(size, {})
-        rows[size] = {"tflops": t14["tflops"], "vs_sgemm": ratio,
-                      "vs_step13": t14["tflops"] / record(results, "three_tf32", size)["tflops"],
-                      "error": err, "sgemm_error": err_sgemm, "predicted": (q.get("low"), q.get("high")),
-                      "build_minus_step_ms": q["ms"] - t14["median_ms"] if q else None}
-    return {"sizes": rows, "speed_met": check["speed_met"]}
+        q = p.get(size)
+        rows[size] = AtSize(t14["tflops"], ratio, t14["tflops"] / record(results, "three_tf32", size)["tflops"], err,
+                            err_sgemm, (q.low, q.high) if q else (None, None),
+                            q.ms - t14["median_ms"] if q else None)
+    return Verdict(rows, check["speed_met"])
 
 
-def what_is_left(run: dict, results: dict) -> dict:
+@dataclass(frozen=True)
+class TF32BuildAtSize:
+    """The swizzled TF32 build at one size (:attr:`WhatIsLeft.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_step12: float  # × step 12, same run
+    of_cublas_tf32: float  # share of cuBLAS TF32, same run
+    three_share: float  # the 3xTF32 build's (step 14's) share of its speed
+
+
+@dataclass(frozen=True)
+class WhatIsLeft:
+    """The TF32 build of the same design and step 14 against the Hopper target (:func:`what_is_left`)."""
+    sizes: dict  # size → :class:`TF32BuildAtSize`, at the run's two largest sizes
+    tf32_met: bool  # the TF32 build reaches the TF32 target at both
+    hopper: dict  # size → step 14's × cuBLAS SGEMM in the benchmark (empty without step 14)
+    hopper_target: float  # the Hopper chapter's 3xTF32 target, × SGEMM
+
+
+def what_is_left(run: dict, results: dict) -> WhatIsLeft:
     """The swizzled TF32 build of the same design (now step 15) at the two largest sizes of ``run``: TFLOPS, × step 12
     and share of cuBLAS TF32 (same run), against the TF32 target; step 14's share of that build's speed; and step 14
     against the Hopper chapter's 3xTF32 target in ``results``."""
@@ -410,10 +517,10 @@ def what_is_left(run: dict, results: dict) -> dict:
     rows = {}
     for s in size_list:
         tf32 = record(run, STEP15_BUILD, s)["tflops"]
-        rows[s] = {"tflops": tf32, "vs_step12": tf32 / record(run, "tensor_cores", s)["tflops"],
-                   "of_cublas_tf32": tf32 / record(run, "cublas_tf32", s)["tflops"],
-                   "three_share": record(run, STEP14_BUILD, s)["tflops"] / tf32}
+        rows[s] = TF32BuildAtSize(tf32, tf32 / record(run, "tensor_cores", s)["tflops"],
+                                  tf32 / record(run, "cublas_tf32", s)["tflops"],
+                                  record(run, STEP14_BUILD, s)["tflops"] / tf32)
     check = target_check(results, STEP)
     hopper = {s: r for s, (r, _, _) in check["sizes"].items()} if check else {}
-    return {"sizes": rows, "tf32_met": all(r["tflops"] >= TARGET_TF32_TFLOPS for r in rows.values()),
-            "hopper": hopper, "hopper_target": TARGET_HOPPER_3XTF32_VS_SGEMM}
+    return WhatIsLeft(rows, all(r.tflops >= TARGET_TF32_TFLOPS for r in rows.values()), hopper,
+                      TARGET_HOPPER_3XTF32_VS_SGEMM)

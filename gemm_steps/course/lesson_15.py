@@ -7,6 +7,8 @@ the lesson's. Until the course benchmark has step 15, the timings come from the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from gemm_steps.harness import results_files
@@ -37,22 +39,35 @@ def shown_timings(results: dict | None, run: dict | None) -> tuple[dict | None, 
 
 
 # -- why no flush ------------------------------------------------------------------------------------------------------
-def error_budget(swapped_run: dict | None, k: int = 8192) -> dict:
+@dataclass(frozen=True)
+class ErrorBudget:
+    """TF32's input error against the biased accumulator's (:func:`error_budget`)."""
+    u: float  # TF32's unit roundoff, 2^-11
+    k: int  # the K of the tolerances
+    tolerance: float  # verify's tolerance for float32 sums at K
+    tf32_tolerance: float  # verify's tolerance for TF32 inputs at K
+    size: int | None = None  # the experiment's largest K (M = N = K) of the no-flush build; None without the run
+    accumulator: float | None = None  # that build's sampled error there: the accumulator's alone
+    step12: float | None = None  # step 12's TF32 error there, same run (None if not measured)
+    combined: float | None = None  # how much the accumulator's adds to step 12's if independent (hypot ÷ it − 1)
+
+
+def error_budget(swapped_run: dict | None, k: int = 8192) -> ErrorBudget:
     """TF32's input error against what the biased accumulator adds over K: u = 2^-11, verify's two tolerances at
     ``k``; and, from the experiment, the 3xTF32 build that kept its whole sum in the wgmma accumulator (inputs
     float32-accurate, so its error is the accumulator's) beside step 12's TF32 error, same run, at its largest K."""
-    out = {"u": U_TF32, "k": k, "tolerance": tolerance(k), "tf32_tolerance": tf32_tolerance(k)}
+    out = ErrorBudget(U_TF32, k, tolerance(k), tf32_tolerance(k))
     if swapped_run is None:
         return out
     points = sorted((r["K"], r["sampled_rel_error_fp64"]) for r in swapped_run["records"]
                     if r["step"] == NO_FLUSH_BUILD and r["M"] == r["N"] == r["K"] and "sampled_rel_error_fp64" in r)
-    if points:
-        big, accumulator = points[-1]
-        step12 = record(swapped_run, "tensor_cores", (big, big, big))
-        out.update(size=big, accumulator=accumulator, step12=step12["sampled_rel_error_fp64"] if step12 else None)
-        if step12:
-            out["combined"] = float(np.hypot(accumulator, out["step12"]) / out["step12"] - 1)
-    return out
+    if not points:
+        return out
+    big, accumulator = points[-1]
+    found = record(swapped_run, "tensor_cores", (big, big, big))
+    step12 = found["sampled_rel_error_fp64"] if found else None
+    return replace(out, size=big, accumulator=accumulator, step12=step12,
+                   combined=float(np.hypot(accumulator, step12) / step12 - 1) if found else None)
 
 
 # -- registers ---------------------------------------------------------------------------------------------------------
@@ -61,31 +76,51 @@ def accumulator_sets(step) -> int:
     return step.kernel_source().count("zero_accumulators(ACCUMULATORS)")
 
 
+@dataclass(frozen=True)
+class Registers:
+    """One step's accumulators (:func:`registers`)."""
+    tile: tuple  # (BLOCK_M, BLOCK_N) of its GPU tiles (the search space's first)
+    sets: int  # accumulator sets its kernel keeps
+    per_set: int  # floats per set and thread
+    floats: int  # accumulator floats per thread
+    reuse: float  # multiply-adds per float of A and B staged
+
+
 def registers(step14, step15) -> dict:
-    """Per step (its GPU tiles, the search space's first): BLOCK_M × BLOCK_N, the accumulator sets its kernel keeps,
-    floats per set and per thread, and multiply-adds per float of A and B staged."""
+    """{step number: :class:`Registers`} per step (its GPU tiles, the search space's first): BLOCK_M × BLOCK_N, the
+    accumulator sets its kernel keeps, floats per set and per thread, and multiply-adds per float of A and B
+    staged."""
     out = {}
     for step in (step14, step15):
         config = step.module.SEARCH_SPACE[0]
         per_set, sets = step.module.layout(config)["ACCUMULATORS"], accumulator_sets(step)
-        out[step.number] = {"tile": (config.BLOCK_M, config.BLOCK_N), "sets": sets, "per_set": per_set,
-                            "floats": sets * per_set,
-                            "reuse": config.BLOCK_M * config.BLOCK_N / (config.BLOCK_M + config.BLOCK_N)}
+        out[step.number] = Registers((config.BLOCK_M, config.BLOCK_N), sets, per_set, sets * per_set,
+                                     config.BLOCK_M * config.BLOCK_N / (config.BLOCK_M + config.BLOCK_N))
     return out
 
 
 # -- prediction, speed, verdict ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PredictedAtSize:
+    """The prediction at one square (:func:`predicted`)."""
+    build: float  # the swizzled TF32 build's TFLOPS in the experiment
+    build_ms: float  # its time there (ms)
+    ratio: float  # its TFLOPS ÷ step 12's, same run
+    tflops: float  # the ratio × step 12's TFLOPS in the timings shown: the prediction
+    step12: float  # step 12's TFLOPS in the timings shown
+
+
 def predicted(shown: dict, swizzled_run: dict) -> dict:
-    """Per large square of ``shown``: the swizzled TF32 build's TFLOPS and time in the experiment, its ratio to step 12
-    there, and that ratio applied to step 12 in ``shown``."""
+    """{size: :class:`PredictedAtSize`} per large square of ``shown``: the swizzled TF32 build's TFLOPS and time in
+    the experiment, its ratio to step 12 there, and that ratio applied to step 12 in ``shown``."""
     out = {}
     for size in common_sizes(shown, BASELINES, squares=True)[-2:]:
         build, step12 = record(swizzled_run, STEP15_BUILD, size), record(swizzled_run, "tensor_cores", size)
         here = record(shown, "tensor_cores", size)
         if build and step12 and here:
             ratio = build["tflops"] / step12["tflops"]
-            out[size] = {"build": build["tflops"], "build_ms": build["median_ms"], "ratio": ratio,
-                         "tflops": ratio * here["tflops"], "step12": here["tflops"]}
+            out[size] = PredictedAtSize(build["tflops"], build["median_ms"], ratio, ratio * here["tflops"],
+                                        here["tflops"])
     return out
 
 
@@ -104,7 +139,29 @@ def speed_figure(shown: dict):
         f"TF32 on mma.sync (step 12) and on wgmma (step 15) against cuBLAS\n{env.get('gpu')}, {str(env.get('date'))[:10]}")
 
 
-def verdict(shown: dict, swizzled_run: dict | None) -> dict | None:
+@dataclass(frozen=True)
+class AtSize:
+    """Step 15 at one square (:attr:`Verdict.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_step12: float  # × step 12
+    of_cublas_tf32: float  # share of cuBLAS TF32
+    cublas_tf32_over: float  # cuBLAS TF32 ÷ step 15
+    predicted: float | None  # the prediction's TFLOPS (None without one)
+    build_minus_step_ms: float | None  # the experiment build's time minus the step's (ms)
+    error: float | None  # step 15's sampled error
+    step12_error: float | None  # step 12's
+    cublas_tf32_error: float | None  # cuBLAS TF32's
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Step 15 against the TF32 target (:func:`verdict`)."""
+    sizes: dict  # size → :class:`AtSize`, at the two largest squares
+    met: bool  # the TF32 target at both
+    step12_met: bool  # step 12 alone met it at both
+
+
+def verdict(shown: dict, swizzled_run: dict | None) -> Verdict | None:
     """Step 15 at the two largest squares: TFLOPS, × step 12, share of cuBLAS TF32 and cuBLAS TF32 over it, the
     prediction and the experiment build's time minus the step's (ms); ``met`` (the TF32 target at both) and whether
     step 12 alone met it; None without step 15 at both."""
@@ -116,16 +173,23 @@ def verdict(shown: dict, swizzled_run: dict | None) -> dict | None:
     for size, tflops in check["sizes"].items():
         step12, tf32, r15 = (record(shown, name, size) for name in ("tensor_cores", "cublas_tf32", STEP))
         q = p.get(size)
-        rows[size] = {"tflops": tflops, "vs_step12": tflops / step12["tflops"], "of_cublas_tf32": tflops / tf32["tflops"],
-                      "cublas_tf32_over": tf32["tflops"] / tflops, "predicted": q["tflops"] if q else None,
-                      "build_minus_step_ms": q["build_ms"] - r15["median_ms"] if q else None,
-                      "error": r15.get("sampled_rel_error_fp64"), "step12_error": step12.get("sampled_rel_error_fp64"),
-                      "cublas_tf32_error": tf32.get("sampled_rel_error_fp64")}
+        rows[size] = AtSize(tflops, tflops / step12["tflops"], tflops / tf32["tflops"], tf32["tflops"] / tflops,
+                            q.tflops if q else None, q.build_ms - r15["median_ms"] if q else None,
+                            r15.get("sampled_rel_error_fp64"), step12.get("sampled_rel_error_fp64"),
+                            tf32.get("sampled_rel_error_fp64"))
     step12_met = all(record(shown, "tensor_cores", s)["tflops"] >= TARGET_TF32_TFLOPS for s in check["sizes"])
-    return {"sizes": rows, "met": check["met"], "step12_met": step12_met}
+    return Verdict(rows, check["met"], step12_met)
 
 
-def truncation_check(seed: int = 0, m: int = 64, k: int = 1024) -> dict:
+@dataclass(frozen=True)
+class TruncationCheck:
+    """A truncated against A rounded, in NumPy (:func:`truncation_check`)."""
+    truncated: float  # median relative error, A truncated to TF32 and B rounded
+    rounded: float  # the same, both rounded
+    k: int  # the product's K
+
+
+def truncation_check(seed: int = 0, m: int = 64, k: int = 1024) -> TruncationCheck:
     """Relative error of a product whose A is truncated to TF32 and B rounded (what step 15's tensor core sees),
     against both rounded (cuBLAS TF32's inputs), in float64 sums so that only the inputs differ."""
     rng = np.random.default_rng(seed)
@@ -144,5 +208,5 @@ def truncation_check(seed: int = 0, m: int = 64, k: int = 1024) -> dict:
     def err(x, y):
         return float(np.median(np.abs(x.astype(np.float64) @ y.astype(np.float64) - exact) / scale))
 
-    return {"truncated": err(truncated(a), rounded(b)), "rounded": err(rounded(a), rounded(b)), "k": k}
+    return TruncationCheck(err(truncated(a), rounded(b)), err(rounded(a), rounded(b)), k)
 

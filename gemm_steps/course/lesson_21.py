@@ -6,6 +6,7 @@ Numbers, tables and figures only: the words are the lesson's."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -69,11 +70,19 @@ def label(entry: dict) -> str:
 
 
 # -- the contract's numbers -------------------------------------------------------------------------------------------
-def contract_numbers(run: dict) -> dict:
+@dataclass(frozen=True)
+class ContractNumbers:
+    """The bound's constants as the run recorded them (:func:`contract_numbers`)."""
+    factor: float  # the bound's multiple of the sequential sum's error
+    one_product: float  # its floor, 9u: the worst single 3xTF32 product
+    one_product_in_u: float  # the floor in units of u
+    u: float  # float32's unit roundoff
+
+
+def contract_numbers(run: dict) -> ContractNumbers:
     """The bound's constants as the run recorded them: the factor, 9u (the worst single 3xTF32 product) and u."""
     c = run["contract"]
-    return {"factor": c["factor"], "one_product": c["one_product"], "one_product_in_u": c["one_product"] / c["u"],
-            "u": c["u"]}
+    return ContractNumbers(c["factor"], c["one_product"], c["one_product"] / c["u"], c["u"])
 
 
 def class_ranges(m: int = 16, n: int = 16, k: int = 256) -> MarkdownTable:
@@ -122,36 +131,52 @@ MODELS = {
 }
 
 
-def model_errors(cases, m: int = 16, n: int = 16) -> list[dict]:
-    """For each (class, K) of ``cases``: the sequential sum's error, the bound, and each of :data:`MODELS`' errors as
-    a multiple of the bound (above 1: the contract is broken)."""
+@dataclass(frozen=True)
+class ModelErrors:
+    """The models of :data:`MODELS` on one input class and K (:func:`model_errors`)."""
+    inputs: str  # the input class
+    k: int  # K
+    bound: float  # the contract's bound there
+    of_bound: dict  # model (a key of MODELS) → its error ÷ the bound (above 1: the contract is broken)
+
+
+def model_errors(cases, m: int = 16, n: int = 16) -> list[ModelErrors]:
+    """For each (class, K) of ``cases``: the bound, and each of :data:`MODELS`' errors as a multiple of the bound
+    (above 1: the contract is broken)."""
     rows = []
     for name, k in cases:
         a, b = next((a, b) for c, a, b in contract.input_classes(m, n, k, seed=k) if c == name)
         exact = a.astype(np.float64) @ b.astype(np.float64)
         bound = contract.contract_bound(contract.normwise_error(contract.sgemm_model(a, b), a, b, exact))
-        row = {"class": name, "K": k, "bound": bound, "of_bound": {}}
+        of_bound = {}
         for model, options in MODELS.items():
             options = dict(step=14, accumulator="truncate", **options)
             if options.get("block_k", 32) is None:
                 options["block_k"] = -(-k // 8) * 8
             got = contract.three_tf32_model(a, b, **options)
-            row["of_bound"][model] = contract.normwise_error(got, a, b, exact) / bound
-        rows.append(row)
+            of_bound[model] = contract.normwise_error(got, a, b, exact) / bound
+        rows.append(ModelErrors(name, k, bound, of_bound))
     return rows
 
 
-def model_table(rows: list[dict]) -> MarkdownTable:
+def model_table(rows: list[ModelErrors]) -> MarkdownTable:
     """:func:`model_errors` as a table: error / bound per model (bold where above 1)."""
     def cell(v):
         return f"**{v:.2g}**" if v > 1 else f"{v:.2g}"
 
-    return table([{"class": row["class"], "K": f"{row['K']:,}", "bound": f"{row['bound']:.1e}",
-                   **{model: cell(row["of_bound"][model]) for model in MODELS}} for row in rows],
+    return table([{"class": row.inputs, "K": f"{row.k:,}", "bound": f"{row.bound:.1e}",
+                   **{model: cell(row.of_bound[model]) for model in MODELS}} for row in rows],
                  align="lrr" + "r" * len(MODELS))
 
 
-def read_errors(seed: int = 0, count: int = 100_000) -> dict:
+@dataclass(frozen=True)
+class ReadErrors:
+    """How exactly the tensor core reads a split x (:func:`read_errors`), log2 of the worst relative error."""
+    rounded: float  # big rounded to nearest (the fix)
+    truncated: float  # big truncated (step 14's A before it)
+
+
+def read_errors(seed: int = 0, count: int = 100_000) -> ReadErrors:
     """The largest |x − x as the tensor core reads it| / |x| (big + small, each truncated to TF32 as read) over
     standard-normal x, with big rounded to nearest (the fix) and truncated (step 14's A before it): log2 of each."""
     x = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
@@ -160,28 +185,35 @@ def read_errors(seed: int = 0, count: int = 100_000) -> dict:
     cut = contract.truncate_to_tf32(x)
     truncated = cut.astype(np.float64) + contract.truncate_to_tf32((x - cut).astype(np.float32)).astype(np.float64)
     x64 = x.astype(np.float64)
-    return {"rounded": math.log2(float(np.max(np.abs(rounded - x64) / np.abs(x64)))),
-            "truncated": math.log2(float(np.max(np.abs(truncated - x64) / np.abs(x64))))}
+    return ReadErrors(math.log2(float(np.max(np.abs(rounded - x64) / np.abs(x64)))),
+                      math.log2(float(np.max(np.abs(truncated - x64) / np.abs(x64)))))
 
 
 # -- the measured run -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Worst:
+    """One (class, entry)'s worst record over K (:func:`worst`)."""
+    of_bound: float  # its error ÷ the bound (inf where the output had a NaN)
+    k: int  # the K where it was
+    kept: bool  # every K of the pair kept the contract
+
+
 def worst(run: dict) -> dict:
-    """{(class, entry): the worst record over K} — the largest error / bound (NaN counts as worst)."""
+    """{(class, entry): :class:`Worst`}, the worst record over K — the largest error / bound (NaN counts as worst)."""
     out = {}
     for r in run["records"]:
         ratio = r["error"] / r["bound"] if r["error"] == r["error"] else math.inf
         key = (r["inputs"], r["step"])
-        if key not in out or ratio > out[key]["of_bound"]:
-            out[key] = {"of_bound": ratio, "K": r["K"], "kept": all(
-                q["kept"] for q in run["records"] if (q["inputs"], q["step"]) == key)}
+        if key not in out or ratio > out[key].of_bound:
+            out[key] = Worst(ratio, r["K"], all(q["kept"] for q in run["records"] if (q["inputs"], q["step"]) == key))
     return out
 
 
-def _cell(w: dict | None) -> str:
+def _cell(w: Worst | None) -> str:
     if w is None:
         return "—"
-    value = "nan" if math.isinf(w["of_bound"]) else f"{w['of_bound']:.2g}"
-    return f"✓ {value}" if w["kept"] else f"**✗ {value}**"
+    value = "nan" if math.isinf(w.of_bound) else f"{w.of_bound:.2g}"
+    return f"✓ {value}" if w.kept else f"**✗ {value}**"
 
 
 def accuracy_table(run: dict, kinds=("cublas", "model", "step", "matmul")) -> MarkdownTable:
@@ -199,7 +231,8 @@ def accuracy_table(run: dict, kinds=("cublas", "model", "step", "matmul")) -> Ma
 
 
 def verdicts(run: dict) -> dict:
-    """Per entry: how many (class, K) records kept the contract of how many, the worst error / bound and where."""
+    """Per entry: how many (class, K) records kept the contract of how many, the worst error / bound and where. (A
+    dict of dicts: lesson 18's helper reads it too.)"""
     out = {}
     for e in entries(run):
         mine = [r for r in run["records"] if r["step"] == e["name"]]
@@ -222,7 +255,8 @@ def chosen_steps(run: dict) -> dict:
 
 def specials_kept(run: dict) -> dict:
     """Per entry: whether every special input gave SGEMM's pattern (cuBLAS's, where it ran, else the sequential
-    sum's), how many inputs did not (``off``), and which pattern it was compared with."""
+    sum's), how many inputs did not (``off``), and which pattern it was compared with. (A dict of dicts: lesson
+    18's helper reads it too.)"""
     cublas_ran = any(r["same_as_cublas"] is not None for r in run["specials"])
     against = "same_as_cublas" if cublas_ran else "same_as_sequential"
     out = {}
@@ -324,34 +358,50 @@ def contract_cost(run: dict, step: str) -> dict:
     return out
 
 
-def fix_costs() -> dict:
+@dataclass(frozen=True)
+class FixCosts:
+    """What the FP32-contract fixes cost every step the A/B run timed (:func:`fix_costs`)."""
+    gpu: str  # the run's GPU
+    file: str  # the run's file name (:data:`CONTRACT_AB_RUN`)
+    steps: dict  # step → :func:`contract_cost` of it: {size: {"old", "new", "cost"}}
+
+
+def fix_costs() -> FixCosts:
     """{step: {size: {"old", "new" TFLOPS, "cost": (smallest, largest) speed lost over the passes}}} for every step
-    the same-run A/B of the FP32-contract fixes timed (:data:`CONTRACT_AB_RUN`); and the run's GPU (``"gpu"``)."""
+    the same-run A/B of the FP32-contract fixes timed (:data:`CONTRACT_AB_RUN`); and the run's GPU and file."""
     run = load_run(CONTRACT_AB_RUN)
     if run is None:
         raise FileNotFoundError(f"{CONTRACT_AB_RUN} is missing from experiments/results/")
     steps = sorted({r["step"][:-len(" (new)")] for r in run["records"] if r["step"].endswith(" (new)")},
                    key=lambda s: next(r["number"] for r in run["records"] if r["step"] == f"{s} (new)"))
-    return {"gpu": run["environment"]["gpu"], "file": CONTRACT_AB_RUN,
-            "steps": {s: contract_cost(run, s) for s in steps}}
+    return FixCosts(run["environment"]["gpu"], CONTRACT_AB_RUN, {s: contract_cost(run, s) for s in steps})
 
 
-def largest_cost(costs: dict) -> dict:
+@dataclass(frozen=True)
+class CostExtremes:
+    """The largest and smallest speed lost to the fixes (:func:`largest_cost`)."""
+    largest: float  # the largest, 1 − new/old, of any pass
+    largest_step: str  # where: the step
+    largest_size: tuple  # and the size
+    smallest: float  # the smallest of any pass
+    smallest_step: str  # where: the step
+    smallest_size: tuple  # and the size
+
+
+def largest_cost(costs: FixCosts) -> CostExtremes:
     """The largest speed lost in :func:`fix_costs` (the larger of a size's two passes) and the smallest (the smaller
     of its passes): step, size, cost."""
-    found = [(c["cost"], step, size) for step, sizes in costs["steps"].items() for size, c in sizes.items()]
+    found = [(c["cost"], step, size) for step, sizes in costs.steps.items() for size, c in sizes.items()]
     high, step_high, size_high = max(found, key=lambda f: max(f[0]))
     low, step_low, size_low = min(found, key=lambda f: min(f[0]))
-    high, low = max(high), min(low)
-    return {"largest": high, "largest_step": step_high, "largest_size": size_high,
-            "smallest": low, "smallest_step": step_low, "smallest_size": size_low}
+    return CostExtremes(max(high), step_high, size_high, min(low), step_low, size_low)
 
 
-def cost_table(costs: dict) -> MarkdownTable:
+def cost_table(costs: FixCosts) -> MarkdownTable:
     """:func:`fix_costs` as a table: TFLOPS before → after, and the speed lost (smallest … largest over the passes)."""
     return table([{"step": step, "M × N × K": "×".join(map(str, size)), "before (TFLOPS)": f"{c['old']:.1f}",
                    "after": f"{c['new']:.1f}", "speed lost": f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%}"}
-                  for step, sizes in costs["steps"].items() for size, c in sizes.items()], align="llrrr")
+                  for step, sizes in costs.steps.items() for size, c in sizes.items()], align="llrrr")
 
 
 # -- the sequential sum against cuBLAS SGEMM in the course benchmarks ---------------------------------------------------
@@ -361,10 +411,24 @@ SEQUENTIAL_STEPS = ("naive", "coalesced", "shared_memory", "register_1d", "regis
                     "double_buffered", "warp_tiling", "persistent")
 
 
-def sgemm_against_sequential() -> dict:
+@dataclass(frozen=True)
+class Difference:
+    """cuBLAS SGEMM against the course's FP32 steps at one square (:attr:`AgainstSequential.sizes`)."""
+    sequential: float  # the largest rel_error_vs_cublas of the sequential-sum steps (0: bit for bit)
+    stream_k: float  # the same, step 11
+
+
+@dataclass(frozen=True)
+class AgainstSequential:
+    """cuBLAS SGEMM against the sequential sum in the course benchmarks (:func:`sgemm_against_sequential`)."""
+    files: int  # the benchmark files read (0: none)
+    sizes: dict  # square's M → :class:`Difference`, over all the files
+
+
+def sgemm_against_sequential() -> AgainstSequential:
     """Every course benchmark in ``results/`` (``bench-*.json``): per square, the largest ``rel_error_vs_cublas`` of
     the sequential-sum steps (:data:`SEQUENTIAL_STEPS`) and of step 11 over all the files — 0 where cuBLAS SGEMM's
-    results equal the sequential sum bit for bit in every file — and how many files. {} without any."""
+    results equal the sequential sum bit for bit in every file — and how many files (0 and no sizes without any)."""
     sizes: dict = {}
     files = sorted(results_files.RESULTS_DIR.glob(results_files.BENCH_ANY))
     used = 0
@@ -382,4 +446,4 @@ def sgemm_against_sequential() -> dict:
             if kind:
                 q = sizes.setdefault(r["M"], {"sequential": 0.0, "stream_k": 0.0})
                 q[kind] = max(q[kind], diff)
-    return {"files": used, "sizes": dict(sorted(sizes.items()))} if used else {}
+    return AgainstSequential(used, {m: Difference(q["sequential"], q["stream_k"]) for m, q in sorted(sizes.items())})

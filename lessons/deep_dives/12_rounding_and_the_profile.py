@@ -55,9 +55,9 @@ if profiles and results:
     lesson.say(lesson_12.profile_table(profiles))
     for step in ("tensor_cores", "three_tf32"):
         f, rate = limits(profiles[step]), lesson_12.pipe_rate(profiles, load_run(PROFILED_RUN), step)
-        print(f"{step}: {f['clocks_per_hmma']:.1f} tensor-pipe clocks per HMMA; {rate['tflops_4096']:.1f} useful "
-              f"TFLOPS at 4096³ × {rate['products']} HMMA per product / {rate['busy']:.0f} % busy = "
-              f"{rate['full_pipe']:.0f} TFLOPS with the pipe full, against the mma.sync ceiling of {rate['ceiling']:.0f}")
+        print(f"{step}: {f.clocks_per_hmma:.1f} tensor-pipe clocks per HMMA; {rate.tflops_4096:.1f} useful "
+              f"TFLOPS at 4096³ × {rate.products} HMMA per product / {rate.busy:.0f} % busy = "
+              f"{rate.full_pipe:.0f} TFLOPS with the pipe full, against the mma.sync ceiling of {rate.ceiling:.0f}")
 
 # %% [markdown]
 # Both profiles give the same clocks per HMMA: the pipe's rate is a property of `mma.sync`, not of the kernel. The

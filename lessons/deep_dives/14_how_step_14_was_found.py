@@ -21,8 +21,8 @@ swizzled = load_run(WGMMA_SWIZZLED_RUN)
 # %%
 if runs:
     w = lesson_14.why_swap(runs[0])
-    print(f"{lesson.size_label(w['size'])}: transposing build {w['transposing']:.0f} TFLOPS (TF32), step 12 "
-          f"{w['step12']:.0f} — {caption(runs[0])}")
+    print(f"{lesson.size_label(w.size)}: transposing build {w.transposing:.0f} TFLOPS (TF32), step 12 "
+          f"{w.step12:.0f} — {caption(runs[0])}")
 
 # %% [markdown]
 # Swapping the operands removes the transposition: Aᵀ is K-major as A lies in memory, and Bᵀ goes through
@@ -55,8 +55,8 @@ if runs:
 # %%
 l2 = lesson_14.l2_table(swizzled)
 if l2:
-    lesson.say(l2["table"])
-    print("step 12, same run: " + ", ".join(f"{lesson.size_label(s)} {t:.1f} TFLOPS" for s, t in l2["step12"].items()))
+    lesson.say(l2.table)
+    print("step 12, same run: " + ", ".join(f"{lesson.size_label(s)} {t:.1f} TFLOPS" for s, t in l2.step12.items()))
 else:
     print("the swizzle experiment's files are not shipped here (see experiments/README.md)")
 
