@@ -52,9 +52,8 @@ print(tma_pipeline.doc.splitlines()[0])
 # %%
 lesson.show_figure(lesson_16.ring_figure(tma_pipeline))
 shared = lesson_16.shared_budget(tma_pipeline)
-print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared['stages']} × {shared['stage']:,} bytes "
-      f"= {shared['ring']:,} of the {shared['limit']:,} a block may have; one more stage fits: "
-      f"{shared['one_more_fits']}")
+print(f"STAGES = {ring['STAGES']}, LOAD_AHEAD = {ring['LOAD_AHEAD']}: {shared.stages} × {shared.stage:,} bytes "
+      f"= {shared.ring:,} of the {shared.limit:,} a block may have; one more stage fits: {shared.one_more_fits}")
 
 # %% [markdown]
 # Why four stages for a producer that loads only LOAD_AHEAD = 2 k-tiles ahead? Read the left picture: while the
@@ -80,9 +79,9 @@ for size in HOPPER_SIZES:
     print(f"{lesson.size_label(size)}: step 15 {step15:.1f} TFLOPS in this run -> predicted {low * step15:.1f}–"
           f"{high * step15:.1f}")
 model = lesson_16.pause_model(tma_pipeline, run)
-print(f"worked out after the run: a k-tile is {model['k_tile_mflop']:.1f} MFLOP = {model['tensor_clocks']:,.0f} "
+print(f"worked out after the run: a k-tile is {model.k_tile_mflop:.1f} MFLOP = {model.tensor_clocks:,.0f} "
       f"tensor-core clocks at the dense rate (the prediction's ≈ {p.model['tensor_clocks']:,}); the same pause "
-      f"({model['pause_clocks']} clocks) would be +{model['gain']:.1%}")
+      f"({model.pause_clocks} clocks) would be +{model.gain:.1%}")
 
 # %% [markdown]
 # In words: a k-tile of the block is 2 · 256 · 128 · 32 FLOP; between k-tiles each warpgroup pauses — it waits for
@@ -132,8 +131,8 @@ lesson.show_figure(lesson_16.speed_figure(run, kernels))
 
 # %%
 ragged = lesson_16.ragged_same(run)
-print(f"{lesson.size_label(ragged['size'])}: " + ", ".join(f"{k} {t:.1f}" for k, t in ragged["tflops"].items())
-      + f" TFLOPS; within 2 %: {ragged['same']}")
+print(f"{lesson.size_label(ragged.size)}: " + ", ".join(f"{k} {t:.1f}" for k, t in ragged.tflops.items())
+      + f" TFLOPS; within 2 %: {ragged.same}")
 
 # %% [markdown]
 # ## The verdict
@@ -148,7 +147,7 @@ for size, q in v["sizes"].items():
     inside = "inside" if low <= q["vs_previous"] <= high else ("above" if q["vs_previous"] > high else "below")
     print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['vs_previous']:.3f}× step 15 (predicted "
           f"{low:.2f}–{high:.2f}×: {inside}), {q['pct_of_cublas_tf32']:.0f} % of cuBLAS TF32; the grouped order "
-          f"alone, step 16's kernel grouped / row-major in another H200 run: {order['gain'][size]:.3f}×")
+          f"alone, step 16's kernel grouped / row-major in another H200 run: {order.gain[size]:.3f}×")
 print(f"target {v['target_pct']:.0f} % of cuBLAS TF32 at both sizes: {'met' if v['met'] else 'not met'}; "
       f"at least step 15's speed at 8192³: {v['at_least_previous_at_8192']}")
 

@@ -30,9 +30,9 @@ print(warp_specialized.doc.splitlines()[0])
 
 # %%
 r = lesson_17.register_budget(warp_specialized)
-print(f"{r['registers']:,} registers / {r['threads']} threads -> {r['at_entry']} a thread at entry")
-print(f"after setmaxnreg: producer {r['producer']}, consumers {r['consumer']}: 128 × {r['producer']} + "
-      f"{r['threads'] - 128} × {r['consumer']} = {r['after']:,} registers")
+print(f"{r.registers:,} registers / {r.threads} threads -> {r.at_entry} a thread at entry")
+print(f"after setmaxnreg: producer {r.producer}, consumers {r.consumer}: 128 × {r.producer} + "
+      f"{r.threads - 128} × {r.consumer} = {r.after:,} registers")
 
 # %% [markdown]
 # At the entry share ptxas would spill a consumer's registers and serialise its `wgmma`. The course met that with a
@@ -120,8 +120,8 @@ for size, q in v["sizes"].items():
 print(f"target {v['target_pct']:.0f} % of cuBLAS TF32 at both sizes in this run: {'met' if v['met'] else 'not met'}; "
       f"at least step 16's speed at 8192³: {v['at_least_previous_at_8192']}")
 for b in lesson_17.benchmark_verdicts("warp_specialized"):
-    shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in b["sizes"].items())
-    print(f"course benchmark, {b['gpu']} ({b['file']}): {shares} of cuBLAS TF32: {'met' if b['met'] else 'not met'}")
+    shares = ", ".join(f"{lesson.size_label(s)} {q['pct_of_cublas_tf32']:.0f} %" for s, q in b.sizes.items())
+    print(f"course benchmark, {b.gpu} ({b.file}): {shares} of cuBLAS TF32: {'met' if b.met else 'not met'}")
 
 # %% [markdown]
 # The step gained, but less than the prediction said, on every GPU measured; the target is met on the H200 and
@@ -145,8 +145,8 @@ for name in ("tma_pipeline", "warp_specialized"):
           f"period {m['period']:,.0f}; every SM at the recorded block's pace "
           f"{lesson_16.implied_tflops(timeline, name, tma_pipeline):.0f} TFLOPS")
 shared = lesson_16.shared_budget(warp_specialized)
-print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['limit']:,}; one more stage fits: "
-      f"{shared['one_more_fits']}")
+print(f"the ring: {shared.stages} × {shared.stage:,} bytes of {shared.limit:,}; one more stage fits: "
+      f"{shared.one_more_fits}")
 
 # %% [markdown]
 # The prediction took step 16's copy latency with it. With every SM's consumers asking for k-tiles faster, a copy takes
@@ -163,9 +163,9 @@ print(f"the ring: {shared['stages']} × {shared['stage']:,} bytes of {shared['li
 # %%
 e = lesson_17.clock_share(run, "warp_specialized")
 power = lesson_17.clocks_under_load_power(load_run(lesson_16.CLOCKS_RUN))
-print(f"8192³: step 17 at {e['mhz']:.0f} MHz, cuBLAS TF32 at {e['cublas_tf32_mhz']:.0f}; step 17 did {e['share']:.0%} "
-      f"of cuBLAS TF32's FLOP a second ({e['share_per_clock']:.0%} per clock). If both drew the same power, step 17 "
-      f"spent {e['energy_per_flop_at_equal_power']:.2f}× cuBLAS's energy per FLOP (cuBLAS TF32 drew {power:.0f} W "
+print(f"8192³: step 17 at {e.mhz:.0f} MHz, cuBLAS TF32 at {e.cublas_tf32_mhz:.0f}; step 17 did {e.share:.0%} "
+      f"of cuBLAS TF32's FLOP a second ({e.share_per_clock:.0%} per clock). If both drew the same power, step 17 "
+      f"spent {e.energy_per_flop_at_equal_power:.2f}× cuBLAS's energy per FLOP (cuBLAS TF32 drew {power:.0f} W "
       "back to back at 8192³ in the clocks-under-load run)")
 
 # %% [markdown]

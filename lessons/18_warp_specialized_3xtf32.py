@@ -28,8 +28,8 @@ print(step18.doc.splitlines()[0])
 # %%
 lesson.show_figure(lesson_18.ring_figure(step18))
 for b in lesson_18.barriers(step18):
-    print(f"{b['name']:>5}[s] (barrier {b['index']}, {b['count']} arrivals): arrived on by {b['arrives']}; "
-          f"waited for by {b['waits']}")
+    print(f"{b.name:>5}[s] (barrier {b.index}, {b.count} arrivals): arrived on by {b.arrives}; "
+          f"waited for by {b.waits}")
 
 # %% [markdown]
 # The producer's loop splits k-tile t − SPLIT_BEHIND and then copies k-tile t, so the split never waits for bytes
@@ -50,10 +50,10 @@ p = predictions.get(18, "vector_split")
 lesson.say(predictions.quote(p))
 low, high = p.predicted["tflops"]
 model = lesson_18.model(warp_specialized, step18, run)
-for part, n in lesson_18.shared_bytes(step18)["parts"].items():
+for part, n in lesson_18.shared_bytes(step18).parts.items():
     print(f"{part}: {n:,} bytes")
-print(f"{model['shared_bytes']:,} bytes in the {model['tensor_clocks']:,.0f} clocks the tensor core needs: "
-      f"{model['shared_per_clock']:.0f} bytes a clock (the SM serves {model['shared_limit']}; the docstring counted "
+print(f"{model.shared_bytes:,} bytes in the {model.tensor_clocks:,.0f} clocks the tensor core needs: "
+      f"{model.shared_per_clock:.0f} bytes a clock (the SM serves {model.shared_limit}; the docstring counted "
       f"≈ {p.model['shared_bytes_per_clock_at_full_rate']})")
 
 # %% [markdown]
@@ -111,7 +111,7 @@ lesson.say(lesson_18.speed_table(run))
 shapes_before, shapes_after = lesson_18.shapes_runs()
 split = lesson_18.split_k(step18, shapes_before, shapes_after)
 lesson.say(lesson_18.split_k_table(split, shapes_before, shapes_after))
-print(f"at the suite's other shapes (one slice) step 18's speed moved by at most {split['elsewhere']:.0%} "
+print(f"at the suite's other shapes (one slice) step 18's speed moved by at most {split.elsewhere:.0%} "
       f"between the two runs")
 
 # %% [markdown]
@@ -137,9 +137,9 @@ lesson.say(lesson_18.builds_table(builds))
 # %%
 fp32 = lesson_21.load()
 acc = lesson_18.accuracy(fp32, lesson_21.verdicts(fp32), lesson_21.specials_kept(fp32))
-print(f"step 18 kept the contract at {acc['kept']} of {acc['of']} (class, K) pairs; worst error "
-      f"{acc['worst']:.2f} × the bound ({acc['worst_class']}, K = {acc['worst_K']}); SGEMM's inf/NaN pattern at "
-      f"all {acc['specials']} special inputs: {acc['specials_kept']}")
+print(f"step 18 kept the contract at {acc.kept} of {acc.of} (class, K) pairs; worst error "
+      f"{acc.worst:.2f} × the bound ({acc.worst_class}, K = {acc.worst_K}); SGEMM's inf/NaN pattern at "
+      f"all {acc.specials} special inputs: {acc.specials_kept}")
 
 # %% [markdown]
 # ## The verdict
@@ -149,14 +149,14 @@ print(f"step 18 kept the contract at {acc['kept']} of {acc['of']} (class, K) pai
 
 # %%
 v = lesson_18.verdict(run)
-for size, q in v["sizes"].items():
-    print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS (predicted {low}–{high}) = {q['vs_sgemm']:.2f}× cuBLAS "
-          f"SGEMM ({'met' if q['met'] else 'not met'}), {q['vs_step14']:.2f}× step 14; SM clock {q['mhz']:.0f} MHz "
-          f"median, {q['mhz_min']:.0f} slowest launch (SGEMM {q['sgemm_mhz']:.0f})")
-print(f"target {v['target']}× at both sizes: {'met' if v['met'] else 'not met'}")
+for size, q in v.sizes.items():
+    print(f"{lesson.size_label(size)}: {q.tflops:.1f} TFLOPS (predicted {low}–{high}) = {q.vs_sgemm:.2f}× cuBLAS "
+          f"SGEMM ({'met' if q.met else 'not met'}), {q.vs_step14:.2f}× step 14; SM clock {q.mhz:.0f} MHz "
+          f"median, {q.mhz_min:.0f} slowest launch (SGEMM {q.sgemm_mhz:.0f})")
+print(f"target {v.target}× at both sizes: {'met' if v.met else 'not met'}")
 for b in lesson_18.step17_third_shares():
-    print(f"worked out after the run, {b['gpu']} ({b['file']}): step 18 / (step 17 / 3) = "
-          + ", ".join(f"{lesson.size_label(s)} {share:.1%}" for s, share in b["sizes"].items()))
+    print(f"worked out after the run, {b.gpu} ({b.file}): step 18 / (step 17 / 3) = "
+          + ", ".join(f"{lesson.size_label(s)} {share:.1%}" for s, share in b.sizes.items()))
 
 # %% [markdown]
 # The step ran below the predicted 120–130 TFLOPS at both sizes. The last lines were worked out after the run: step
@@ -186,11 +186,11 @@ timeline = lesson_18.timeline_run()
 lesson.show_figure(lesson_18.timeline_figure(timeline))
 t = lesson_18.timeline_numbers(step18, timeline, run)
 lesson.say(lesson_18.timeline_table(t, timeline))
-print(f"a k-tile: {t['period']:,.0f} clocks in the timeline build ({t['implied_tflops']:.0f} TFLOPS if every SM "
-      f"ran so), {t['shipped_period']:,.0f} in the shipped kernel (its {t['shipped_tflops']:.1f} TFLOPS at "
-      f"{t['size']}³); the tensor core needs {t['tensor_clocks']:,.0f} at its dense TF32 rate")
-print(f"the producer waits {t['producer']['wait_full']:,.0f} clocks for a k-tile's bytes, then splits it in "
-      f"{t['producer']['split']:,.0f}; the bytes land {t['producer']['landed_after_issue']:,.0f} clocks after it "
+print(f"a k-tile: {t.period:,.0f} clocks in the timeline build ({t.implied_tflops:.0f} TFLOPS if every SM "
+      f"ran so), {t.shipped_period:,.0f} in the shipped kernel (its {t.shipped_tflops:.1f} TFLOPS at "
+      f"{t.size}³); the tensor core needs {t.tensor_clocks:,.0f} at its dense TF32 rate")
+print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's bytes, then splits it in "
+      f"{t.producer['split']:,.0f}; the bytes land {t.producer['landed_after_issue']:,.0f} clocks after it "
       f"issued their copies")
 
 # %% [markdown]

@@ -35,10 +35,10 @@ print(step19.doc.splitlines()[0])
 
 # %%
 lesson.show_figure(lesson_19.pingpong_figure(timeline))
-alt = lesson_19.alternation(timeline)["blocks"][0]
-print(f"main loops overlap by at most {alt['overlap']:,.0f} clocks (negative: never at once); from one tile's last "
-      f"wgmma to the next tile's first: {alt['handoff']:,.0f} clocks; a consumer waits {alt['turn_wait']:,.0f} for "
-      f"its turn while the other's main loop takes {alt['other_main_loop']:,.0f}")
+alt = lesson_19.alternation(timeline)[0]
+print(f"main loops overlap by at most {alt.overlap:,.0f} clocks (negative: never at once); from one tile's last "
+      f"wgmma to the next tile's first: {alt.handoff:,.0f} clocks; a consumer waits {alt.turn_wait:,.0f} for "
+      f"its turn while the other's main loop takes {alt.other_main_loop:,.0f}")
 
 # %% [markdown]
 # ## The ring, over tiles
@@ -55,9 +55,9 @@ print(f"main loops overlap by at most {alt['overlap']:,.0f} clocks (negative: ne
 # %%
 lesson.show_figure(lesson_19.ring_figure(step19))
 u = lesson_19.unordered_start(step19, 4096, lesson_19.RUN_STAGES)  # the H100 run's build: 6 stages
-print(f"without the order, at 4096³: consumer 1 starts at once on the block's tile 1, ring k-tile g = {u['g']}, "
-      f"stage {u['stage']} of {u['stages']}, fill {u['fill']} (parity {u['fill'] % 2}), while that stage is in "
-      f"phase {u['phase']}: the wait {'returns at once' if u['at_once'] else 'blocks'}; right: {u['right']}")
+print(f"without the order, at 4096³: consumer 1 starts at once on the block's tile 1, ring k-tile g = {u.g}, "
+      f"stage {u.stage} of {u.stages}, fill {u.wait.fill} (parity {u.wait.fill % 2}), while that stage is in "
+      f"phase {u.wait.phase}: the wait {'returns at once' if u.wait.at_once else 'blocks'}; right: {u.wait.right}")
 
 # %% [markdown]
 # That is what happened on the H100: the build without the order (`pingpong_unordered` in
@@ -76,16 +76,16 @@ print(f"without the order, at 4096³: consumer 1 starts at once on the block's t
 # %%
 lesson.say(predictions.quote(predictions.get(19, "pingpong_over_persistent")))
 m = lesson_19.model(step17, step19, run, timeline17)
-print(f"step 17's k-tile: {m['period17']:,.0f} clocks ({m['timeline_gpu']}); a 128×128 k-tile at the same rate per "
-      f"multiply-add, one consumer at a time: {m['same_rate_period']:,.0f}; saved a 256×128 tile: "
-      f"{m['saved'][0]:,}–{m['saved'][1]:,} clocks")
-for size, q in m["sizes"].items():
-    print(f"{lesson.size_label(size)}: {q['k_tiles']} k-tiles, {q['tile_clocks']:,.0f} clocks a tile -> "
-          f"+{q['gain'][0]:.1%} to +{q['gain'][1]:.1%}: persistent {q['persistent']:.1f} -> "
-          f"{q['predicted'][0]:.1f}–{q['predicted'][1]:.1f} TFLOPS")
-print(f"risks: L2 -> shared memory {m['bytes19']:,.0f} bytes per 2^20 multiply-adds (step 17: {m['bytes17']:,.0f}); "
-      f"a consumer's fragments {m['fragments19']} values a thread a k-tile (step 17: {m['fragments17']}); one k-tile "
-      f"of products in flight lasts {m['tensor_clocks']:,.0f} clocks, step 17's consumer spent {m['fragment_clocks17']:,.0f} "
+print(f"step 17's k-tile: {m.period17:,.0f} clocks ({m.timeline_gpu}); a 128×128 k-tile at the same rate per "
+      f"multiply-add, one consumer at a time: {m.same_rate_period:,.0f}; saved a 256×128 tile: "
+      f"{m.saved[0]:,}–{m.saved[1]:,} clocks")
+for size, q in m.sizes.items():
+    print(f"{lesson.size_label(size)}: {q.k_tiles} k-tiles, {q.tile_clocks:,.0f} clocks a tile -> "
+          f"+{q.gain[0]:.1%} to +{q.gain[1]:.1%}: persistent {q.persistent:.1f} -> "
+          f"{q.predicted[0]:.1f}–{q.predicted[1]:.1f} TFLOPS")
+print(f"risks: L2 -> shared memory {m.bytes19:,.0f} bytes per 2^20 multiply-adds (step 17: {m.bytes17:,.0f}); "
+      f"a consumer's fragments {m.fragments19} values a thread a k-tile (step 17: {m.fragments17}); one k-tile "
+      f"of products in flight lasts {m.tensor_clocks:,.0f} clocks, step 17's consumer spent {m.fragment_clocks17:,.0f} "
       "loading fragments and issuing")
 
 # %% [markdown]
@@ -127,13 +127,13 @@ lesson.say(lesson_19.speed_table(run))
 
 # %%
 v = lesson_19.verdict(run, m)
-for size, q in v["sizes"].items():
-    lo, hi = q["predicted_over_persistent"]
-    print(f"{lesson.size_label(size)}: {q['tflops']:.1f} TFLOPS = {q['over_persistent']:.3f}× persistent (predicted "
-          f"{lo:.3f}–{hi:.3f}), {q['over_step17']:.2f}× step 17 ({q['over_step17_per_clock']:.2f}× per clock: "
-          f"{q['mhz']:.0f} against {q['step17_mhz']:.0f} MHz), {q['pct_of_cublas_tf32']:.0f} % of cuBLAS TF32")
-print(f"prediction met: {v['prediction_met']}; at least step 17's speed at 8192³: {v['at_least_step17_at_8192']}; "
-      f"the course's target, {v['target_pct']:.0f} % of cuBLAS TF32: {'met' if v['target_met'] else 'not met'}")
+for size, q in v.sizes.items():
+    lo, hi = q.predicted_over_persistent
+    print(f"{lesson.size_label(size)}: {q.tflops:.1f} TFLOPS = {q.over_persistent:.3f}× persistent (predicted "
+          f"{lo:.3f}–{hi:.3f}), {q.over_step17:.2f}× step 17 ({q.over_step17_per_clock:.2f}× per clock: "
+          f"{q.mhz:.0f} against {q.step17_mhz:.0f} MHz), {q.pct_of_cublas_tf32:.0f} % of cuBLAS TF32")
+print(f"prediction met: {v.prediction_met}; at least step 17's speed at 8192³: {v.at_least_step17_at_8192}; "
+      f"the course's target, {v.target_pct:.0f} % of cuBLAS TF32: {'met' if v.target_met else 'not met'}")
 
 # %% [markdown]
 # The prediction missed by far, and in the wrong direction: step 19 runs at about two thirds of step 17 at every
@@ -152,7 +152,7 @@ print(f"prediction met: {v['prediction_met']}; at least step 17's speed at 8192�
 lesson.show_figure(lesson_19.kloop_figure(step17, step19, timeline17, timeline))
 k = lesson_19.kloop_numbers(step17, step19, timeline17, timeline, run)
 lesson.say(lesson_19.kloop_table(k))
-print(f"step 19 gets {k['ratio']:.2f}× step 17's multiply-adds a clock by the timelines, {k['bench_ratio']:.2f}× by "
+print(f"step 19 gets {k.ratio:.2f}× step 17's multiply-adds a clock by the timelines, {k.bench_ratio:.2f}× by "
       "the benchmark (one H100 run for both)")
 
 # %% [markdown]
@@ -191,8 +191,8 @@ lesson.say(predictions.quote(predictions.get(19, "pingpong_fair_schedule")))
 fair = lesson_19.fair_runs()
 lesson.say(lesson_19.fair_table(fair))
 for (i, size), q in lesson_19.fair_numbers(fair).items():
-    print(f"run {i + 1}, {lesson.size_label(size)}: the schedule alone {q['schedule']:.2f}×; step 19's tile over the "
-          f"wide one (4 stages each) {q['tile']:.2f}×; step 19 with 6 stages over 4: {q['six_over_four']:.2f}×")
+    print(f"run {i + 1}, {lesson.size_label(size)}: the schedule alone {q.schedule:.2f}×; step 19's tile over the "
+          f"wide one (4 stages each) {q.tile:.2f}×; step 19 with 6 stages over 4: {q.six_over_four:.2f}×")
 
 # %% [markdown]
 # Inside the prediction: with step 17's products, fragments and stages, the schedule alone costs about a third.
@@ -202,11 +202,11 @@ for (i, size), q in lesson_19.fair_numbers(fair).items():
 counters = lesson_19.fair_counters()
 lesson.say(lesson_19.counters_table(counters))
 bt = lesson_19.bytes_and_time(counters)
-print(f"the wide ping-pong over step 17 persistent: {bt['bytes']:.2f}× the L2 bytes, {bt['cycles']:.2f}× the cycles, "
-      f"at {bt['rate_wide']:.1f} against {bt['rate_coop']:.1f} TB/s")
+print(f"the wide ping-pong over step 17 persistent: {bt.bytes:.2f}× the L2 bytes, {bt.cycles:.2f}× the cycles, "
+      f"at {bt.rate_wide:.1f} against {bt.rate_coop:.1f} TB/s")
 for size, q in lesson_19.step19_before_after().items():
-    print(f"step 19 in the course benchmark, {lesson.size_label(size)}: {q['before']:.2f}× step 17 before (6 stages, "
-          f"64-bit ring), {q['after']:.2f}× after (4 stages, 32-bit ring)")
+    print(f"step 19 in the course benchmark, {lesson.size_label(size)}: {q.before:.2f}× step 17 before (6 stages, "
+          f"64-bit ring), {q.after:.2f}× after (4 stages, 32-bit ring)")
 
 # %% [markdown]
 # **A consumer that owns its tile must bring its own A.** Step 17's two consumers read one A k-tile together; the
@@ -228,11 +228,11 @@ for size, q in lesson_19.step19_before_after().items():
 
 # %%
 s = lesson_19.store_numbers(step19, timeline)
-print(f"a consumer's store of its {s['bytes']:,}-byte tile: {s['store']:,.0f} clocks (the docstring's rate would "
-      f"give {s['estimate'][0]:,.0f}–{s['estimate'][1]:,.0f}), {s['covered']:.0%} of it under the other consumer's "
-      f"main loop; the turn from one tile's last wgmma to the next tile's first: {s['handoff']:,.0f} clocks")
-print(f"the build's 'past the order barrier' mark: {alt['mark_after_turn']:,.0f} clocks after the turn, before the "
-      f"other consumer's arrival in every tile: {alt['mark_before_arrival']}")
+print(f"a consumer's store of its {s.bytes:,}-byte tile: {s.store:,.0f} clocks (the docstring's rate would "
+      f"give {s.estimate[0]:,.0f}–{s.estimate[1]:,.0f}), {s.covered:.0%} of it under the other consumer's "
+      f"main loop; the turn from one tile's last wgmma to the next tile's first: {s.handoff:,.0f} clocks")
+print(f"the build's 'past the order barrier' mark: {alt.mark_after_turn:,.0f} clocks after the turn, before the "
+      f"other consumer's arrival in every tile: {alt.mark_before_arrival}")
 
 # %% [markdown]
 # The store took far longer than the docstring guessed, and the other consumer's main loop still covered most of it.

@@ -62,10 +62,10 @@ if results:
 # %%
 if results:
     small = lesson_22.small_shape(results)
-    print(f"{small['size']}: {small['tiles']} tiles of {small['tile']} for {small['sms']} SMs, "
-          f"{small['k_iterations']} k-iterations = {small['k_iterations_per_sm']:.0f} per SM")
-    number, name, pct = small["best"]
-    print(f"step 11 there: {small['step11_pct']:.0f} % of cuBLAS; the fastest FP32 step there: step {number} "
+    print(f"{small.size}: {small.tiles} tiles of {small.tile} for {small.sms} SMs, "
+          f"{small.k_iterations} k-iterations = {small.k_iterations_per_sm:.0f} per SM")
+    number, name, pct = small.best
+    print(f"step 11 there: {small.step11_pct:.0f} % of cuBLAS; the fastest FP32 step there: step {number} "
           f"({name}), {pct:.0f} %")
 
 # %% [markdown]
@@ -112,7 +112,7 @@ if suites:
     lesson.say(lesson_22.suite_speedups(before, after))
 overhead = lesson_22.call_overhead()
 if overhead:
-    print(f"one matmul call at {lesson.size_label(overhead['shape'])}, host time:")
+    print(f"one matmul call at {lesson.size_label(overhead.shape)}, host time:")
     lesson.say(lesson_22.call_overhead_table(overhead))
 
 # %% [markdown]
@@ -264,9 +264,9 @@ if hopper_run:
         print(f"{name}: {shares} of cuBLAS TF32; target {v['target_pct']:.0f} %: {'met' if v['met'] else 'not met'}")
 v18 = lesson_18.verdict(results) if results else None
 if v18:
-    shares = ", ".join(f"{lesson.size_label(s)} {q['vs_sgemm']:.2f}× ({'met' if q['met'] else 'not met'})"
-                       for s, q in v18["sizes"].items())
-    print(f"warp_specialized_3xtf32 (the benchmark above): {shares} cuBLAS SGEMM; target {v18['target']}×")
+    shares = ", ".join(f"{lesson.size_label(s)} {q.vs_sgemm:.2f}× ({'met' if q.met else 'not met'})"
+                       for s, q in v18.sizes.items())
+    print(f"warp_specialized_3xtf32 (the benchmark above): {shares} cuBLAS SGEMM; target {v18.target}×")
 
 # %% [markdown]
 # Steps 12–13 are latency-bound at 8 warps per SM (lesson 12's profile). Steps 14–15 run on `wgmma` (Hopper's

@@ -39,7 +39,7 @@ def test_the_ring_schedule_is_the_kernels_formulas():
 
 def test_the_snapshot_holds_the_k_tiles_the_lesson_names():
     ring = gpu_model.ring_constants(STEP16)
-    snap = {e["state"]: e["k_tile"] for e in lesson_16.ring_snapshot(ring["STAGES"], ring["LOAD_AHEAD"], 6)}
+    snap = {e.state: e.k_tile for e in lesson_16.ring_snapshot(ring["STAGES"], ring["LOAD_AHEAD"], 6)}
     assert snap == {"filling": 6, "ahead": 5, "read": 4, "in flight": 3}  # four stages, all in use
     assert lesson_16.ring_figure(STEP16).axes
 
@@ -47,10 +47,10 @@ def test_the_snapshot_holds_the_k_tiles_the_lesson_names():
 def test_the_pause_model():
     """Worked out after the run (the lesson labels it so): the exact k-tile of 1,024 clocks, not the prediction's."""
     model = lesson_16.pause_model(STEP16, RUN)
-    assert model["tensor_clocks"] == 2 * 256 * 128 * 32 / 2048
-    for size, q in model["sizes"].items():
+    assert model.tensor_clocks == 2 * 256 * 128 * 32 / 2048
+    for size, q in model.sizes.items():
         step15 = record(RUN, "warpgroup_tf32", size)["tflops"]
-        assert q["predicted"] == pytest.approx(step15 * (1 + model["pause_clocks"] / model["tensor_clocks"]))
+        assert q.predicted == pytest.approx(step15 * (1 + model.pause_clocks / model.tensor_clocks))
 
 
 def test_the_verdict_against_the_committed_prediction():
@@ -63,7 +63,7 @@ def test_the_verdict_against_the_committed_prediction():
     v = hopper_tf32_verdict(RUN, "tma_pipeline")["sizes"]
     assert low <= v[BIG[0]]["vs_previous"] <= high
     assert v[BIG[1]]["vs_previous"] > high
-    gain = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN))["gain"]
+    gain = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN)).gain
     assert gain[BIG[1]] > 1.04 and abs(gain[BIG[0]] - 1) < 0.02
 
 
@@ -73,7 +73,7 @@ def test_the_lesson_says_who_adds_and_who_subtracts_the_bytes():
     assert "mbarrier.expect_tx" in text and "complete_tx" in text
     assert "All the timings in this lesson come\n# from one run" not in text  # the builds' table is four H100 runs
     assert "four runs on an **H100**" in text
-    assert {row["gpu"] for row in lesson_16.history()} == {"NVIDIA H100 80GB HBM3"} and len(lesson_16.history()) == 4
+    assert {row.gpu for row in lesson_16.history()} == {"NVIDIA H100 80GB HBM3"} and len(lesson_16.history()) == 4
 
 
 def _fake_run(step16: float, cublas_tf32: float = 400.0):
@@ -107,7 +107,7 @@ def test_the_speed_table_has_every_kernel_with_its_clock():
 
 
 def test_the_ragged_shape_runs_the_edge_kernel_in_every_step():
-    assert lesson_16.ragged_same(RUN)["same"]
+    assert lesson_16.ragged_same(RUN).same
 
 
 def test_the_timeline_medians_come_from_the_events():
@@ -129,7 +129,7 @@ def test_the_timeline_medians_come_from_the_events():
 
 def test_the_history_and_the_late_producer():
     rows = lesson_16.history()
-    assert rows[1]["sizes"][BIG[0]]["vs_step15"] < 1 < rows[-1]["sizes"][BIG[0]]["vs_step15"]  # slower, then faster
+    assert rows[1].sizes[BIG[0]].vs_step15 < 1 < rows[-1].sizes[BIG[0]].vs_step15  # slower, then faster
     for size in BIG:  # "gained little"
         assert record(RUN, "late_producer", size)["tflops"] / record(RUN, "tma_pipeline", size)[
             "tflops"] < 1.05
@@ -137,15 +137,15 @@ def test_the_history_and_the_late_producer():
 
 def test_the_8192_drop_deep_dive():
     gain = lesson_16.order_gain(load_run(lesson_16.ORDER_RUN))
-    assert 0.25 <= gain["share_recovered"] <= 0.45  # "about a third"
+    assert 0.25 <= gain.share_recovered <= 0.45  # "about a third"
     drop = lesson_16.drop(RUN)
-    assert all(q["per_clock"] >= 1.0 for k, q in drop.items() if k != "cublas")  # per clock, no drop
+    assert all(q.per_clock >= 1.0 for k, q in drop.items() if k != "cublas")  # per clock, no drop
     for size in (4096, 8192):  # the model: grouped by 8 reads the fewest bytes per FLOP of the orders
-        per = {g: lesson_16.wave_traffic(size, g, 132)["mb_per_gflop"] for g in (1, 4, 8, 16)}
+        per = {g: lesson_16.wave_traffic(size, g, 132).mb_per_gflop for g in (1, 4, 8, 16)}
         assert min(per, key=per.get) == 8
-    assert lesson_16.wave_traffic(8192, 1, 132)["mb_per_gflop"] > lesson_16.wave_traffic(4096, 1, 132)["mb_per_gflop"]
+    assert lesson_16.wave_traffic(8192, 1, 132).mb_per_gflop > lesson_16.wave_traffic(4096, 1, 132).mb_per_gflop
     profile = lesson_16.order_profile()
-    assert profile[(8192, 1)]["dram_gb"] > 1.5 * profile[(8192, 8)]["dram_gb"]
+    assert profile[(8192, 1)].dram_gb > 1.5 * profile[(8192, 8)].dram_gb
     assert lesson_16.timing_agreement(load_run(lesson_16.TIMING_RUN)) < 0.02
 
 

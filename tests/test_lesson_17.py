@@ -21,9 +21,9 @@ LESSON = Path(__file__).resolve().parents[1] / "lessons/17_warp_specialized.py"
 
 def test_the_register_hand_off_fits_the_register_file():
     r = lesson_17.register_budget(STEP17)
-    assert r["threads"] == 384 and r["at_entry"] == 168
-    assert r["after"] <= r["registers"] and r["consumer"] > r["at_entry"] > r["producer"]
-    assert r["producer"] % 8 == 0 and r["consumer"] % 8 == 0 and 24 <= r["producer"] and r["consumer"] <= 256
+    assert r.threads == 384 and r.at_entry == 168
+    assert r.after <= r.registers and r.consumer > r.at_entry > r.producer
+    assert r.producer % 8 == 0 and r.consumer % 8 == 0 and 24 <= r.producer and r.consumer <= 256
 
 
 def test_the_prediction_is_the_docstrings_and_git_dates_it_after_the_run():
@@ -40,14 +40,14 @@ def test_the_prediction_is_the_docstrings_and_git_dates_it_after_the_run():
 
 
 def test_the_target_is_met_on_the_h200_only():
-    got = {b["gpu"]: b["met"] for b in lesson_17.benchmark_verdicts("warp_specialized")}
+    got = {b.gpu: b.met for b in lesson_17.benchmark_verdicts("warp_specialized")}
     assert got == {"NVIDIA H100 80GB HBM3": False, "NVIDIA H200": True}
 
 
 def test_the_lower_clock_at_8192_is_the_kernels_energy_per_flop():
     e = lesson_17.clock_share(RUN, "warp_specialized")
-    assert e["mhz"] < e["cublas_tf32_mhz"] and e["share"] < 0.95
-    assert e["energy_per_flop_at_equal_power"] == pytest.approx(1 / e["share"]) and e["energy_per_flop_at_equal_power"] > 1.05
+    assert e.mhz < e.cublas_tf32_mhz and e.share < 0.95
+    assert e.energy_per_flop_at_equal_power == pytest.approx(1 / e.share) and e.energy_per_flop_at_equal_power > 1.05
     text = LESSON.read_text()
     assert "the power limit, not the kernel" not in text
 
@@ -84,7 +84,7 @@ def test_the_timelines_say_what_the_lesson_reads():
     assert all(w["lead"] > m17["period"] for w in m17["warpgroups"])  # …though the copies went out long before
     assert 0.4 <= m17["producer"]["wait_empty"] / m17["period"] <= 0.6  # "about half its time": the ring is full
     assert m17["landing"] > 2 * m16["landing"]  # the copies take longer from issue to landing
-    assert not lesson_16.shared_budget(STEP17)["one_more_fits"]
+    assert not lesson_16.shared_budget(STEP17).one_more_fits
     table = lesson_16.timeline_table(TIMELINE, ["tma_pipeline", "warp_specialized"])
     assert f"{m17['period']:,.0f}" in table
     assert len(timelines.timeline_figure(TIMELINE, ["tma_pipeline", "warp_specialized"]).axes) == 2
@@ -109,20 +109,20 @@ def test_deep_dive_17_reads_what_its_verdicts_say():
     8192 and cuBLAS's k-loop is the faster per k; step 20's copies land sooner while its k-tile takes longer; one
     arrival a warpgroup beats every warp arriving in both runs, by less than the predicted range's top."""
     loop = lesson_17.loop_numbers(load_run(lesson_17.LOOP_RUN))
-    assert loop["identical"] and loop["instructions_after"] < 0.8 * loop["instructions_before"]
-    assert loop["instructions_cublas"] < loop["instructions_after"]
-    assert abs(loop["mhz_after"] / loop["mhz_before"] - 1) < 0.02 and loop["mhz_cublas"] > loop["mhz_before"]
+    assert loop.identical and loop.instructions_after < 0.8 * loop.instructions_before
+    assert loop.instructions_cublas < loop.instructions_after
+    assert abs(loop.mhz_after / loop.mhz_before - 1) < 0.02 and loop.mhz_cublas > loop.mhz_before
     table = lesson_17.loop_table(load_run(lesson_17.LOOP_RUN))
     assert all(0.99 <= float(cell) <= 1.01 for line in table.splitlines()[2:] for cell in line.split(" | ")[1::2][:2])
     tile = lesson_17.per_tile_numbers(load_run(lesson_17.PER_TILE_RUN))
-    ratio = tile["ratio_at"]
+    ratio = tile.ratio_at
     assert abs(ratio[8192] - ratio[4096]) < 0.02 and ratio[1024] > ratio[4096]
-    assert tile["loop_pace"] < 0.95 and tile["fixed_us"]["warp_specialized"] < tile["fixed_us"]["cublas_tf32"]
-    assert tile["fixed_us"]["persistent_specialized"] < tile["fixed_us"]["warp_specialized"]
+    assert tile.loop_pace < 0.95 and tile.fixed_us["warp_specialized"] < tile.fixed_us["cublas_tf32"]
+    assert tile.fixed_us["persistent_specialized"] < tile.fixed_us["warp_specialized"]
     pair = lesson_17.timeline_compare(load_run(lesson_17.TIMELINE_17_20_RUN))
-    assert pair["copy"] < 1 and pair["wait_data"] < 1 and pair["period"] > 1 and pair["wait_previous"] > 1.1
+    assert pair.copy < 1 and pair.wait_data < 1 and pair.period > 1 and pair.wait_previous > 1.1
     again = lesson_17.timeline_compare(load_run(lesson_17.TIMELINE_17_20_RUN_2))  # one arrival a warpgroup
-    assert again["rest"] < pair["rest"] and 0.95 <= again["rest"] <= 1.05 and again["wait_previous"] > 1.1
-    assert again["period"] > 1
+    assert again.rest < pair.rest and 0.95 <= again.rest <= 1.05 and again.wait_previous > 1.1
+    assert again.period > 1
     rows = [line.split(" | ") for line in lesson_17.arrivals_table().splitlines()[2:]]
     assert len(rows) == 6 and all(1.0 < float(row[2]) < 1.05 for row in rows)

@@ -9,7 +9,7 @@ def test_every_run_lesson_22_reads_is_found_in_the_checkout():
     assert lesson_22.shape_suites() is not None, "no two shape-suite runs of one GPU in results/"
     overhead = lesson_22.call_overhead()
     assert overhead is not None, "experiments/results/experiment-call-overhead{-before,}-nvidia-h100.json missing"
-    assert overhead["before"]["shape"] == overhead["after"]["shape"]
+    assert overhead.before["shape"] == overhead.after["shape"] == overhead.shape
     assert lesson_22.held_out() is not None, "no experiments/results/experiment-matmul-held-out-*.json"
 
 
@@ -30,8 +30,8 @@ def test_the_suite_table_says_which_time_moved():
 
 def test_the_call_overhead_table_divides_by_the_empty_launches():
     run = {"shape": [64, 64, 64], "matmul_us": 30.0, "empty_kernel_us": 10.0}
-    table = lesson_22.call_overhead_table({"shape": [64, 64, 64], "before": run,
-                                           "after": {**run, "matmul_us": 12.0, "direct_empty_kernel_us": 4.0}})
+    after = {**run, "matmul_us": 12.0, "direct_empty_kernel_us": 4.0}
+    table = lesson_22.call_overhead_table(lesson_22.CallOverhead([64, 64, 64], run, after))
     before, after = table.rows
     assert before["matmul ÷ empty Numba launch"] == 3.0 and before["matmul ÷ empty cuda.core launch"] is None
     assert after["matmul ÷ empty Numba launch"] == 1.2 and after["matmul ÷ empty cuda.core launch"] == 3.0

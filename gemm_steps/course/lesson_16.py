@@ -10,6 +10,7 @@ period implies, the builds before step 16, and the facts behind step 15's drop f
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,7 +39,16 @@ ROWS = [("cublas", "cuBLAS SGEMM (FP32 units)", "tab:red"), ("cublas_tf32", "cuB
 
 
 # -- the ring: which k-tile in which stage -----------------------------------------------------------------------------
-def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[dict]:
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the ring during a turn (:func:`ring_snapshot`)."""
+    stage: int  # its index
+    k_tile: int | None  # the newest k-tile put there (None: none yet)
+    state: str  # "filling", "ahead", "read", "in flight" or "free"
+    full_parity: int | None  # the parity a consumer of that k-tile waits on full[stage] with (None: no k-tile)
+
+
+def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[Stage]:
     """Step 16's ring during turn ``turn`` of its loop: per stage, the newest k-tile put there, and its state —
     "filling" (the producer loads k-tile ``turn``), "ahead" (loaded, not read yet), "read" (its fragments are loaded
     and its wgmma issued: k-tile ``turn − LOAD_AHEAD``), "in flight" (the k-tile before, whose wgmma may still run,
@@ -59,8 +69,7 @@ def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[dict]:
             state = "in flight"
         else:
             state = "free"
-        out.append({"stage": s, "k_tile": t, "state": state,
-                    "full_parity": None if t is None else t // stages % 2})
+        out.append(Stage(s, t, state, None if t is None else t // stages % 2))
     return out
 
 
@@ -79,11 +88,11 @@ def ring_figure(step, k_tiles: int = 12, turn: int = 6):
     fig = Figure(figsize=(13, 4.4), layout="constrained")
     snap, table = fig.subplots(1, 2, width_ratios=[1, 1.6])
     for entry in ring_snapshot(stages, ahead, turn):
-        s, t = entry["stage"], entry["k_tile"]
-        snap.add_patch(Rectangle((s, 0.9), 0.9, 1.2, color=STATE_COLOURS[entry["state"]]))
+        s, t = entry.stage, entry.k_tile
+        snap.add_patch(Rectangle((s, 0.9), 0.9, 1.2, color=STATE_COLOURS[entry.state]))
         snap.text(s + 0.45, 1.75, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
         snap.text(s + 0.45, 1.45, f"k-tile {t}" if t is not None else "—", ha="center", fontsize=9)
-        snap.text(s + 0.45, 1.1, entry["state"], ha="center", fontsize=8)
+        snap.text(s + 0.45, 1.1, entry.state, ha="center", fontsize=8)
         fill = t // stages if t is not None else 0
         snap.text(s + 0.45, 0.6, f"full[{s}]\nwait parity {fill % 2}", ha="center", fontsize=7.5, va="center")
         snap.text(s + 0.45, 0.15, f"empty[{s}]\nnext refill waits\nparity {fill % 2}", ha="center", fontsize=7.5,
@@ -112,7 +121,17 @@ def ring_figure(step, k_tiles: int = 12, turn: int = 6):
     return fig
 
 
-def shared_budget(step) -> dict:
+@dataclass(frozen=True)
+class SharedBudget:
+    """The ring's shared memory (:func:`shared_budget`)."""
+    stage: int  # bytes of one stage (a k-tile of A and B)
+    stages: int  # STAGES
+    ring: int  # bytes of the whole ring
+    limit: int  # bytes a block may have on the SM (sm_90, less the per-block reserve)
+    one_more_fits: bool  # whether the ring plus one more stage is within ``limit``
+
+
+def shared_budget(step) -> SharedBudget:
     """The ring's shared memory: bytes per stage, the ring's, the SM's per-block limit, and whether one more stage
     would fit."""
     from .compiled import SM90_LIMITS
@@ -120,8 +139,7 @@ def shared_budget(step) -> dict:
     c = ring_constants(step)
     ring = c["STAGES"] * c["STAGE_BYTES"]
     limit = SM90_LIMITS["shared_bytes"] - SM90_LIMITS["shared_reserved_per_block"]
-    return {"stage": c["STAGE_BYTES"], "stages": c["STAGES"], "ring": ring, "limit": limit,
-            "one_more_fits": ring + c["STAGE_BYTES"] <= limit}
+    return SharedBudget(c["STAGE_BYTES"], c["STAGES"], ring, limit, ring + c["STAGE_BYTES"] <= limit)
 
 
 # -- the model the prediction comes from -------------------------------------------------------------------------------
@@ -136,7 +154,25 @@ def tensor_ceiling_tflops(run: dict, mhz: float | None = None) -> float:
     return env["sm_count"] * TF32_FLOP_PER_CLOCK * (mhz or env["sm_clock_max_mhz"]) * 1e6 / 1e12
 
 
-def pause_model(step, run: dict) -> dict:
+@dataclass(frozen=True)
+class PausePrediction:
+    """The pause model at one size (:attr:`PauseModel.sizes`)."""
+    step15: float  # step 15's TFLOPS in the run
+    predicted: float  # step 15 × (tensor + pause) / tensor
+    ceiling: float  # the tensor cores busy all the time, at step 15's median clock there (TFLOPS)
+
+
+@dataclass(frozen=True)
+class PauseModel:
+    """Lesson 16's pause model (:func:`pause_model`)."""
+    k_tile_mflop: float  # one k-tile of the block, MFLOP
+    tensor_clocks: float  # clocks the tensor cores need for it at the dense TF32 rate
+    pause_clocks: int  # the pause between k-tiles the model assumes (shared-memory latency + fragment work)
+    gain: float  # pause / tensor: what hiding the pause would add
+    sizes: dict  # size → PausePrediction, at the big squares the run has step 15 at
+
+
+def pause_model(step, run: dict) -> PauseModel:
     """Lesson 16's prediction: step 15 spends a k-tile's tensor-core time plus a pause (the model's constants) with
     the tensor cores idle, since ``bar.sync`` keeps both warpgroups' pauses together; step 16 hides the pause (the
     ring lets the warpgroups drift apart, and a second fragment register set overlaps it with the wgmma in flight).
@@ -144,19 +180,29 @@ def pause_model(step, run: dict) -> dict:
     ceiling at that record's median clock."""
     c = ring_constants(step)
     tensor, pause = tensor_clocks(c), SHARED_LATENCY_CLOCKS + FRAGMENT_WORK_CLOCKS
-    out = {"k_tile_mflop": k_tile_flop(c) / 1e6, "tensor_clocks": tensor, "pause_clocks": pause,
-           "gain": pause / tensor, "sizes": {}}
+    sizes = {}
     for size in HOPPER_SIZES:
         r15 = record(run, "warpgroup_tf32", size)
         if r15:
-            out["sizes"][size] = {"step15": r15["tflops"], "predicted": r15["tflops"] * (tensor + pause) / tensor,
-                                  "ceiling": tensor_ceiling_tflops(run, r15.get("sm_clock_mhz_median"))}
-    return out
+            sizes[size] = PausePrediction(r15["tflops"], r15["tflops"] * (tensor + pause) / tensor,
+                                          tensor_ceiling_tflops(run, r15.get("sm_clock_mhz_median")))
+    return PauseModel(k_tile_flop(c) / 1e6, tensor, pause, pause / tensor, sizes)
 
 
 # -- speed: the run that measured steps 15–17 beside both cuBLAS -------------------------------------------------------
+@dataclass(frozen=True)
+class Speed:
+    """One kernel at one size in the run (:func:`speed_rows`)."""
+    tflops: float  # its TFLOPS
+    of_cublas_tf32: float  # over cuBLAS TF32's, same run
+    vs_sgemm: float  # over cuBLAS SGEMM's, same run
+    mhz: float | None  # its SM clock, median of the launches
+    mhz_min: float | None  # … and the slowest launch's
+    ms: float  # median time of a launch
+
+
 def speed_rows(run: dict) -> dict:
-    """{kernel: {size: {"tflops", "of_cublas_tf32", "vs_sgemm", "mhz", "mhz_min", "ms"}}} for :data:`ROWS`."""
+    """{kernel: {size: :class:`Speed`}} for :data:`ROWS`."""
     out = {}
     for kernel, *_ in ROWS:
         out[kernel] = {}
@@ -164,9 +210,8 @@ def speed_rows(run: dict) -> dict:
             r, tf32, sgemm = (record(run, k, size) for k in (kernel, "cublas_tf32", "cublas"))
             if r is None:
                 continue
-            out[kernel][size] = {"tflops": r["tflops"], "of_cublas_tf32": r["tflops"] / tf32["tflops"],
-                                 "vs_sgemm": r["tflops"] / sgemm["tflops"], "mhz": r.get("sm_clock_mhz_median"),
-                                 "mhz_min": r.get("sm_clock_mhz_min"), "ms": r["median_ms"]}
+            out[kernel][size] = Speed(r["tflops"], r["tflops"] / tf32["tflops"], r["tflops"] / sgemm["tflops"],
+                                      r.get("sm_clock_mhz_median"), r.get("sm_clock_mhz_min"), r["median_ms"])
     return out
 
 
@@ -191,14 +236,14 @@ def speed_figure(run: dict, kernels=None):
     width = 0.8 / len(chosen)
     for i, (kernel, label, colour) in enumerate(chosen):
         x = np.arange(len(size_list)) + (i - (len(chosen) - 1) / 2) * width
-        speed.bar(x, [rows[kernel].get(s, {}).get("tflops", np.nan) for s in size_list], width, color=colour,
+        speed.bar(x, [q.tflops if (q := rows[kernel].get(s)) else np.nan for s in size_list], width, color=colour,
                   label=label)
         if kernel not in ("cublas", "cublas_tf32"):
             xb = np.arange(len(HOPPER_SIZES)) + (i - (len(chosen) - 1) / 2) * width
-            share.bar(xb, [100 * rows[kernel].get(s, {}).get("of_cublas_tf32", np.nan) for s in HOPPER_SIZES], width,
-                      color=colour, label=label)
+            share.bar(xb, [100 * q.of_cublas_tf32 if (q := rows[kernel].get(s)) else np.nan for s in HOPPER_SIZES],
+                      width, color=colour, label=label)
     speed.set_xticks(range(len(size_list)), [size_label(s) for s in size_list])
-    top = max(q["tflops"] for kernel, *_ in chosen for q in rows[kernel].values())
+    top = max(q.tflops for kernel, *_ in chosen for q in rows[kernel].values())
     speed.set(ylabel="TFLOPS", title="Speed", ylim=(0, 1.6 * top))  # room for the legend above the bars
     speed.legend(fontsize=7, loc="upper right")
     share.axhline(TARGET_HOPPER_TF32_PCT_OF_CUBLAS, color="k", ls="--", lw=1,
@@ -213,16 +258,24 @@ def speed_figure(run: dict, kernels=None):
     return fig
 
 
-def ragged_same(run: dict, tolerance: float = 0.02) -> dict:
+@dataclass(frozen=True)
+class Ragged:
+    """Steps 15–17 at the ragged shape (:func:`ragged_same`)."""
+    size: tuple  # the shape (M, N, K)
+    tflops: dict  # kernel → its TFLOPS there
+    same: bool  # whether the fastest is within the tolerance of the slowest
+
+
+def ragged_same(run: dict, tolerance: float = 0.02) -> Ragged | None:
     """The ragged shape (K not a multiple of 32: every tile on step 15's edge kernel): each step's TFLOPS there and
-    whether steps 15–17 are within ``tolerance`` of each other."""
+    whether steps 15–17 are within ``tolerance`` of each other; None if the run has no ragged shape."""
     ragged = [s for s in common_sizes(run, in_file_order=True) if s not in HOPPER_SIZES]
     if not ragged:
-        return {}
+        return None
     size = ragged[0]
     got = {k: record(run, k, size)["tflops"] for k in ("warpgroup_tf32", "tma_pipeline", "warp_specialized")
            if record(run, k, size)}
-    return {"size": size, "tflops": got, "same": max(got.values()) / min(got.values()) - 1 <= tolerance}
+    return Ragged(size, got, max(got.values()) / min(got.values()) - 1 <= tolerance)
 
 
 # -- the timeline ------------------------------------------------------------------------------------------------------
@@ -262,42 +315,66 @@ HISTORY = [(results_files.EXPERIMENT_WARPGROUP_TMA_BULK_ROWS_NVIDIA_H100, "warpg
             "two fragment register sets: a k-tile of wgmma in flight (step 16 but for the tile order)")]
 
 
-def history() -> list[dict]:
+@dataclass(frozen=True)
+class BuildSpeed:
+    """One build of :data:`HISTORY` at one size."""
+    tflops: float  # its TFLOPS
+    vs_step15: float  # over step 15's, same run
+
+
+@dataclass(frozen=True)
+class Build:
+    """One build of :data:`HISTORY` in its run (:func:`history`)."""
+    file: str  # the run's file
+    what: str  # what changed
+    gpu: str | None  # the run's GPU
+    sizes: dict  # size → BuildSpeed, at the big squares the run has both at
+
+
+def history() -> list[Build]:
     """Each build of :data:`HISTORY` at 4096³ and 8192³: its TFLOPS and × step 15 in the same run."""
     out = []
     for name, build, what in HISTORY:
         run = load_run(name)
         if run is None:
             continue
-        row = {"file": name, "what": what, "gpu": run["environment"].get("gpu"), "sizes": {}}
+        sizes = {}
         for size in HOPPER_SIZES:
             r, r15 = record(run, build, size), record(run, "warpgroup_tf32", size)
             if r and r15:
-                row["sizes"][size] = {"tflops": r["tflops"], "vs_step15": r["tflops"] / r15["tflops"]}
-        out.append(row)
+                sizes[size] = BuildSpeed(r["tflops"], r["tflops"] / r15["tflops"])
+        out.append(Build(name, what, run["environment"].get("gpu"), sizes))
     return out
 
 
 def history_table() -> MarkdownTable:
     def cell(q):
-        return "—" if q is None else f"{q['tflops']:.1f} ({q['vs_step15']:.2f}×)"
+        return "—" if q is None else f"{q.tflops:.1f} ({q.vs_step15:.2f}×)"
 
-    return table([{"build": row["what"], **{f"{size_label(s)}: TFLOPS (× step 15)": cell(row["sizes"].get(s))
-                                            for s in HOPPER_SIZES}, "file": f"`{row['file']}` ({row['gpu']})"}
+    return table([{"build": row.what, **{f"{size_label(s)}: TFLOPS (× step 15)": cell(row.sizes.get(s))
+                                         for s in HOPPER_SIZES}, "file": f"`{row.file}` ({row.gpu})"}
                   for row in history()], align="lrrl")
 
 
 # -- step 15's drop from 4096³ to 8192³ (deep dive 16) -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Drop:
+    """One kernel from 4096³ to 8192³ (:func:`drop`)."""
+    ratio: float  # TFLOPS at 8192³ over 4096³
+    mhz: tuple  # its median SM clocks at 4096³ and 8192³
+    per_clock: float | None  # the ratio per clock: TFLOPS / MHz at 8192³ over 4096³ (None without both clocks)
+
+
 def drop(run: dict) -> dict:
-    """Per kernel of :data:`ROWS`: TFLOPS at 8192³ over 4096³, the two median clocks, and the ratio per clock
-    (TFLOPS / MHz at 8192³ over 4096³), from ``run``."""
+    """{kernel: :class:`Drop`} for the kernels of :data:`ROWS` at both sizes in ``run``: TFLOPS at 8192³ over 4096³,
+    the two median clocks, and the ratio per clock."""
     out = {}
     for kernel, *_ in ROWS:
         small, big = (record(run, kernel, s) for s in HOPPER_SIZES)
         if small and big:
             mhz = (small.get("sm_clock_mhz_median"), big.get("sm_clock_mhz_median"))
             ratio = big["tflops"] / small["tflops"]
-            out[kernel] = {"ratio": ratio, "mhz": mhz, "per_clock": ratio * mhz[0] / mhz[1] if all(mhz) else None}
+            out[kernel] = Drop(ratio, mhz, ratio * mhz[0] / mhz[1] if all(mhz) else None)
     return out
 
 
@@ -314,7 +391,16 @@ def first_wave_tiles(size: int, group_m: int, sms: int, bm: int = 256, bn: int =
     return out
 
 
-def wave_traffic(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> dict:
+@dataclass(frozen=True)
+class WaveTraffic:
+    """The DRAM model of one wave (:func:`wave_traffic`)."""
+    a_panels: int  # A panels (bm × K floats) the wave's tiles touch
+    b_panels: int  # B panels (K × bn)
+    mb: float  # MB they read
+    mb_per_gflop: float  # MB per GFLOP of the wave's work
+
+
+def wave_traffic(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128) -> WaveTraffic:
     """The DRAM model of experiments/warpgroup_order_bench.py: one wave's tiles read each A panel (bm × K floats) and
     B panel (K × bn) they touch once, and nothing survives in L2 between waves. The wave's panels, its MB, and MB per
     GFLOP of the wave's work."""
@@ -322,7 +408,7 @@ def wave_traffic(size: int, group_m: int, sms: int, bm: int = 256, bn: int = 128
     rows, cols = len({r for r, _ in tiles}), len({c for _, c in tiles})
     mb = (rows * bm + cols * bn) * size * 4 / 1e6
     gflop = 2 * len(tiles) * bm * bn * size / 1e9
-    return {"a_panels": rows, "b_panels": cols, "mb": mb, "mb_per_gflop": mb / gflop}
+    return WaveTraffic(rows, cols, mb, mb / gflop)
 
 
 def order_table(order_run: dict) -> MarkdownTable:
@@ -336,7 +422,16 @@ def order_table(order_run: dict) -> MarkdownTable:
                         more=lambda name: {"8192³ / 4096³": f"{got[name][1]['tflops'] / got[name][0]['tflops']:.3f}"})
 
 
-def order_gain(order_run: dict) -> dict:
+@dataclass(frozen=True)
+class OrderGain:
+    """What grouping by 8 bought (:func:`order_gain`)."""
+    gain: dict  # size → grouped TFLOPS over row-major
+    drop_row_major: float  # 1 − 8192³ / 4096³ TFLOPS, row-major
+    drop_grouped: float  # the same, grouped by 8
+    share_recovered: float | None  # the share of the row-major drop grouping makes up (None: no drop)
+
+
+def order_gain(order_run: dict) -> OrderGain:
     """What grouping by 8 bought at each square (× row-major), and the share of step 15's drop it makes up at
     8192³ (the gain over the row-major drop's size)."""
     out = {}
@@ -346,28 +441,36 @@ def order_gain(order_run: dict) -> dict:
     group = [record(order_run, "overlap_group8", s)["tflops"] for s in HOPPER_SIZES]
     lost_row = 1 - row[1] / row[0]
     lost_group = 1 - group[1] / group[0]
-    return {"gain": out, "drop_row_major": lost_row, "drop_grouped": lost_group,
-            "share_recovered": (lost_row - lost_group) / lost_row if lost_row > 0 else None}
+    return OrderGain(out, lost_row, lost_group, (lost_row - lost_group) / lost_row if lost_row > 0 else None)
 
 
 _PROFILE_HEADER = re.compile(r"^=== size (\d+) group (\d+)\s*$", re.M)
 
 
+@dataclass(frozen=True)
+class ProfiledLaunch:
+    """One launch under Nsight Compute (:func:`order_profile`)."""
+    dram_gb: float  # DRAM bytes read, GB
+    l2_hit_pct: float  # L2 sector hit rate, %
+    ms: float  # the launch's duration
+    ghz: float  # SM clock
+
+
 def order_profile() -> dict:
-    """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): {"dram_gb", "l2_hit_pct",
-    "ms", "ghz"}}; {} if the report is not shipped."""
+    """Nsight Compute on step 16's kernel (:data:`ORDER_PROFILE`): {(size, group): :class:`ProfiledLaunch`}; {} if
+    the report is not shipped."""
     text = report_text(ORDER_PROFILE)
     if text is None:
         return {}
-    return {(int(head.group(1)), int(head.group(2))): {
-        "dram_gb": metrics["dram__bytes_read.sum"] / 1e9, "l2_hit_pct": metrics["lts__t_sector_hit_rate.pct"],
-        "ms": metrics["gpu__time_duration.sum"] * 1e3, "ghz": metrics["sm__cycles_elapsed.avg.per_second"] / 1e9}
+    return {(int(head.group(1)), int(head.group(2))): ProfiledLaunch(
+        metrics["dram__bytes_read.sum"] / 1e9, metrics["lts__t_sector_hit_rate.pct"],
+        metrics["gpu__time_duration.sum"] * 1e3, metrics["sm__cycles_elapsed.avg.per_second"] / 1e9)
         for head, metrics in profile_sections(text, _PROFILE_HEADER)}
 
 
 def profile_tflops(profile: dict) -> dict:
     """TFLOPS of each profiled launch (one launch, Nsight Compute's duration)."""
-    return {key: 2 * key[0] ** 3 / (q["ms"] * 1e-3) / 1e12 for key, q in profile.items()}
+    return {key: 2 * key[0] ** 3 / (q.ms * 1e-3) / 1e12 for key, q in profile.items()}
 
 
 def clocks_table(clocks_run: dict) -> MarkdownTable:

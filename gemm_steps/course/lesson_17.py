@@ -9,6 +9,7 @@ only: the words are the lessons'.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,16 @@ LOOP_BUILDS = [("before", "step 17 before"), ("ring_32", "+ 32-bit ring arithmet
 BENCHMARKS = (results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26, results_files.BENCH_NVIDIA_H200_2026_11_26_3)
 
 
-def benchmark_verdicts(step: str) -> list[dict]:
+@dataclass(frozen=True)
+class BenchmarkVerdict:
+    """The Hopper TF32 target in one course benchmark (:func:`benchmark_verdicts`)."""
+    gpu: str | None  # the run's GPU
+    file: str  # the run's file
+    met: bool  # the course's target met at both sizes
+    sizes: dict  # size → :func:`~.targets.hopper_tf32_verdict`'s numbers there (a dict: targets.py's)
+
+
+def benchmark_verdicts(step: str) -> list[BenchmarkVerdict]:
     """:func:`~.targets.hopper_tf32_verdict` of ``step`` in each of :data:`BENCHMARKS` that is shipped, with its GPU
     and file: whether the course's target is met depends on the GPU."""
     out = []
@@ -56,19 +66,28 @@ def benchmark_verdicts(step: str) -> list[dict]:
         run = load_run(name)
         v = hopper_tf32_verdict(run, step) if run else None
         if v:
-            out.append({**v, "gpu": run["environment"].get("gpu"), "file": name})
+            out.append(BenchmarkVerdict(run["environment"].get("gpu"), name, v["met"], v["sizes"]))
     return out
 
 
-def clock_share(run: dict, step: str, size: tuple = HOPPER_SIZES[1]) -> dict:
+@dataclass(frozen=True)
+class ClockShare:
+    """A step against cuBLAS TF32 at one size, per clock (:func:`clock_share`)."""
+    mhz: float  # the step's SM clock, median
+    cublas_tf32_mhz: float  # cuBLAS TF32's
+    share: float  # the step's TFLOPS over cuBLAS TF32's
+    share_per_clock: float  # the same, per clock
+    energy_per_flop_at_equal_power: float  # the step's energy per FLOP over cuBLAS's if both drew the same power
+
+
+def clock_share(run: dict, step: str, size: tuple = HOPPER_SIZES[1]) -> ClockShare:
     """At ``size``, ``step`` against cuBLAS TF32 in one run: both SM clocks (medians), the share of cuBLAS TF32's
     throughput, the share per clock, and the energy per FLOP of the step over cuBLAS's *if both drew the same
     power* (the board's limit): cuBLAS's TFLOPS over the step's."""
     r, tf32 = record(run, step, size), record(run, "cublas_tf32", size)
     share = r["tflops"] / tf32["tflops"]
     mhz, tf32_mhz = r["sm_clock_mhz_median"], tf32["sm_clock_mhz_median"]
-    return {"mhz": mhz, "cublas_tf32_mhz": tf32_mhz, "share": share, "share_per_clock": share * tf32_mhz / mhz,
-            "energy_per_flop_at_equal_power": 1 / share}
+    return ClockShare(mhz, tf32_mhz, share, share * tf32_mhz / mhz, 1 / share)
 
 
 def clocks_under_load_power(clocks_run: dict, kernel: str = "cublas_tf32", size: int = 8192) -> float | None:
@@ -78,7 +97,18 @@ def clocks_under_load_power(clocks_run: dict, kernel: str = "cublas_tf32", size:
     return got[0] if got else None
 
 
-def register_budget(step) -> dict:
+@dataclass(frozen=True)
+class RegisterBudget:
+    """Step 17's register arithmetic (:func:`register_budget`)."""
+    registers: int  # the SM's register file
+    threads: int  # threads launched a block: the consumers and the producer warpgroup
+    at_entry: int  # the cap each thread gets at entry: registers / threads, down to a multiple of 8
+    producer: int  # registers a producer thread keeps after setmaxnreg
+    consumer: int  # registers a consumer thread gets
+    after: int  # registers the block holds after the hand-off
+
+
+def register_budget(step) -> RegisterBudget:
     """Step 17's register arithmetic: the SM's registers, the threads launched, the cap each thread gets at entry
     (registers / threads, rounded down to a multiple of 8), and the registers the roles keep after the hand-off."""
     from .compiled import SM90_LIMITS
@@ -88,8 +118,8 @@ def register_budget(step) -> dict:
     threads = config.THREADS + c["PRODUCER_THREADS"]
     total = SM90_LIMITS["registers"]
     after = c["PRODUCER_THREADS"] * c["PRODUCER_REGISTERS"] + config.THREADS * c["CONSUMER_REGISTERS"]
-    return {"registers": total, "threads": threads, "at_entry": total // threads // 8 * 8,
-            "producer": c["PRODUCER_REGISTERS"], "consumer": c["CONSUMER_REGISTERS"], "after": after}
+    return RegisterBudget(total, threads, total // threads // 8 * 8, c["PRODUCER_REGISTERS"], c["CONSUMER_REGISTERS"],
+                          after)
 
 
 # -- setmaxnreg: what ptxas says, assembled as a unit or linked whole (deep dive 17) -----------------------------------
@@ -146,14 +176,23 @@ def ptxas_table(reports: dict) -> MarkdownTable:
 _BUILD_HEADER = re.compile(r"^=== build (\w+)", re.M)
 
 
+@dataclass(frozen=True)
+class ProfiledBuild:
+    """One build of the loop experiment under Nsight Compute, one launch at 4096³ (:func:`loop_profile`)."""
+    instructions: float  # warp instructions executed
+    l2_gb: float  # L2 bytes, GB
+    uniform: float  # instructions on the uniform pipe
+    cycles: float  # SM cycles elapsed (the slowest SM)
+
+
 def loop_profile() -> dict:
     """Nsight Compute on the ``before`` and ``rounding_2`` builds at 4096³ (:data:`LOOP_PROFILE`): {build:
-    {"instructions", "uniform", "cycles", "l2_gb"}}; {} if the report is not shipped."""
+    :class:`ProfiledBuild`}; {} if the report is not shipped."""
     text = report_text(LOOP_PROFILE)
     if text is None:
         return {}
-    return {head.group(1): {"instructions": m["smsp__inst_executed.sum"], "l2_gb": m["lts__t_bytes.sum"] / 1e9,
-                            "uniform": m["sm__inst_executed_pipe_uniform.sum"], "cycles": m["sm__cycles_elapsed.max"]}
+    return {head.group(1): ProfiledBuild(m["smsp__inst_executed.sum"], m["lts__t_bytes.sum"] / 1e9,
+                                         m["sm__inst_executed_pipe_uniform.sum"], m["sm__cycles_elapsed.max"])
             for head, m in profile_sections(text, _BUILD_HEADER)}
 
 
@@ -171,20 +210,30 @@ def loop_table(run: dict) -> MarkdownTable:
     return table(rows)
 
 
-def loop_numbers(run: dict) -> dict:
+@dataclass(frozen=True)
+class LoopNumbers:
+    """What the loop experiment's verdict reads (:func:`loop_numbers`)."""
+    instructions_before: float  # warp instructions at 4096³, millions: ``before``
+    instructions_after: float  # … ``rounding_2``
+    cycles_ratio: float  # ``rounding_2``'s cycles over ``before``'s
+    instructions_cublas: float | None  # cuBLAS TF32's, millions, from the reference file (None: none shipped)
+    mhz_before: float  # SM clock under load at 8192³: ``before``
+    mhz_after: float  # … ``rounding_2``
+    mhz_cublas: float  # … cuBLAS TF32
+    identical: bool  # every C of every build the same bit for bit as ``before``'s
+
+
+def loop_numbers(run: dict) -> LoopNumbers:
     """What the loop experiment's verdict reads: warp instructions executed at 4096³ (millions, ``before`` and
     ``rounding_2``), cuBLAS TF32's from the reference file of the same GPU, and the SM clock under load at 8192³."""
     profile, load = loop_profile(), run["under_load_8192"]
     ref = reference.load(run["environment"]["gpu"])
-    return {"instructions_before": profile["before"]["instructions"] / 1e6,
-            "instructions_after": profile["rounding_2"]["instructions"] / 1e6,
-            "cycles_ratio": profile["rounding_2"]["cycles"] / profile["before"]["cycles"],
-            "instructions_cublas": (ref.kernel("cublas_tf32", 4096).warp_instructions_per_flop * 2 * 4096 ** 3 / 1e6
-                                    if ref else None),
-            "mhz_before": load["before"]["sm_clock_mhz"], "mhz_after": load["rounding_2"]["sm_clock_mhz"],
-            "mhz_cublas": load["cublas_tf32"]["sm_clock_mhz"],
-            "identical": all(v for shape in run["bit_identical_to_before"].values()
-                             for k, v in shape.items() if k != "nan_elements")}
+    before, after = profile["before"], profile["rounding_2"]
+    return LoopNumbers(
+        before.instructions / 1e6, after.instructions / 1e6, after.cycles / before.cycles,
+        ref.kernel("cublas_tf32", 4096).warp_instructions_per_flop * 2 * 4096 ** 3 / 1e6 if ref else None,
+        load["before"]["sm_clock_mhz"], load["rounding_2"]["sm_clock_mhz"], load["cublas_tf32"]["sm_clock_mhz"],
+        all(v for shape in run["bit_identical_to_before"].values() for k, v in shape.items() if k != "nan_elements"))
 
 
 # -- a tile's cost besides its k-loop (experiments/per_tile_cost.py) ---------------------------------------------------
@@ -210,15 +259,23 @@ def per_tile_table(run: dict) -> MarkdownTable:
     return table(rows + [fits])
 
 
-def per_tile_numbers(run: dict) -> dict:
+@dataclass(frozen=True)
+class PerTileNumbers:
+    """What the per-tile experiment's verdict reads (:func:`per_tile_numbers`)."""
+    ratio_at: dict  # K → step 17's TFLOPS per clock over cuBLAS TF32's
+    fixed_us: dict  # kernel → its line's fixed µs
+    per_1024_us: dict  # kernel → its line's µs per 1,024 of K
+    loop_pace: float  # cuBLAS TF32's µs per 1,024 of K over step 17's
+
+
+def per_tile_numbers(run: dict) -> PerTileNumbers:
     """What the verdict reads: step 17's per-clock ratio to cuBLAS TF32 at each K, each kernel's fixed µs and µs per
     1,024 of K, and cuBLAS's µs per 1,024 of K over step 17's (``loop_pace``)."""
     per_k, lines = run["summary"]["per_k"], run["summary"]["lines"]
     ratio_at = {int(k): row["warp_specialized"]["over_tf32_per_clock"] for k, row in per_k.items()}
-    return {"ratio_at": ratio_at,
-            "fixed_us": {name: line["intercept_us"] for name, line in lines.items()},
-            "per_1024_us": {name: line["us_per_1024_k"] for name, line in lines.items()},
-            "loop_pace": lines["cublas_tf32"]["us_per_1024_k"] / lines["warp_specialized"]["us_per_1024_k"]}
+    return PerTileNumbers(ratio_at, {name: line["intercept_us"] for name, line in lines.items()},
+                          {name: line["us_per_1024_k"] for name, line in lines.items()},
+                          lines["cublas_tf32"]["us_per_1024_k"] / lines["warp_specialized"]["us_per_1024_k"])
 
 
 # -- step 17's and step 20's timelines in one run ----------------------------------------------------------------------
@@ -248,7 +305,20 @@ def timeline_compare_table(run: dict) -> MarkdownTable:
     return table(rows)
 
 
-def timeline_compare(run: dict) -> dict:
+@dataclass(frozen=True)
+class TimelineRatios:
+    """Step 20 over step 17, the warpgroups' and blocks' mean of each part of :data:`TIMELINE_PARTS`
+    (:func:`timeline_compare`)."""
+    period: float  # turn to turn
+    wait_data: float  # waits for data
+    issue: float  # loads fragments, issues wgmma
+    wait_previous: float  # waits for the previous wgmma
+    rest: float  # releases the stage, loops
+    copy: float  # copies issued → data there (landing)
+    lead: float  # copies issued → the warpgroup turns to it
+
+
+def timeline_compare(run: dict) -> TimelineRatios:
     """Step 20 over step 17, the warpgroups' and blocks' mean of each part of :data:`TIMELINE_PARTS`."""
     medians = {name: [timeline_medians(run, name, block) for block in (0, 1)]
                for name in ("warp_specialized", "cluster_multicast")}
@@ -257,7 +327,7 @@ def timeline_compare(run: dict) -> dict:
         mean = {name: np.mean([m["warpgroups"][w][key] for m in blocks for w in (0, 1)])
                 for name, blocks in medians.items()}
         out[key] = mean["cluster_multicast"] / mean["warp_specialized"]
-    return out
+    return TimelineRatios(**out)
 
 
 # -- one cluster arrival a warpgroup (experiments/cluster_arrivals.py) -------------------------------------------------

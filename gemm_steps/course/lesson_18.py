@@ -7,6 +7,8 @@ the words are the lesson's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gemm_steps.harness import results_files
@@ -60,20 +62,38 @@ def timeline_run() -> dict | None:
     return load_run(TIMELINE_RUN)
 
 
-def barriers(step) -> list[dict]:
+@dataclass(frozen=True)
+class Barrier:
+    """One of a stage's three barriers (:func:`barriers`)."""
+    name: str  # "full", "ready" or "empty"
+    index: str  # its index in the kernel's barrier array, in terms of the stage s
+    count: int  # the arrivals a phase counts
+    arrives: str  # who arrives on it
+    waits: str  # who waits for it
+
+
+def barriers(step) -> list[Barrier]:
     """The three barriers of a stage in the step's kernel: which index, who arrives (and how many arrivals it
     counts), who waits."""
     c = step.module.layout(step.module.SEARCH_SPACE[0])
     stages = c["STAGES"]
-    return [{"name": "full", "index": "s", "count": 1, "arrives": "producer thread 0 (expect_tx) + the copy engine's bytes",
-             "waits": "the producer warpgroup, before it splits"},
-            {"name": "ready", "index": f"{stages} + s", "count": c["PRODUCER_THREADS"],
-             "arrives": "every producer thread, after its split", "waits": "the consumers, before their wgmma"},
-            {"name": "empty", "index": f"{2 * stages} + s", "count": c["WARPS"],
-             "arrives": "one lane per consumer warp, once its wgmma finished", "waits": "producer thread 0, before a refill"}]
+    return [Barrier("full", "s", 1, "producer thread 0 (expect_tx) + the copy engine's bytes",
+                    "the producer warpgroup, before it splits"),
+            Barrier("ready", f"{stages} + s", c["PRODUCER_THREADS"], "every producer thread, after its split",
+                    "the consumers, before their wgmma"),
+            Barrier("empty", f"{2 * stages} + s", c["WARPS"], "one lane per consumer warp, once its wgmma finished",
+                    "producer thread 0, before a refill")]
 
 
-def ring_snapshot(stages: int, split_behind: int, turn: int) -> list[dict]:
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the ring during a pass of the producer's loop (:func:`ring_snapshot`)."""
+    stage: int  # its index
+    k_tile: int | None  # the newest k-tile put there (None: none yet)
+    state: str  # "copying", "landed", "splitting", "computing" or "free"
+
+
+def ring_snapshot(stages: int, split_behind: int, turn: int) -> list[Stage]:
     """Step 18's ring during pass ``turn`` of the producer's loop, if the consumers keep up: per stage the newest
     k-tile put there and its state — "copying" (k-tile ``turn``), "landed" (copied, not split yet), "splitting"
     (k-tile ``turn − SPLIT_BEHIND``), "computing" (split: the consumers' k-tile), "free"."""
@@ -90,7 +110,7 @@ def ring_snapshot(stages: int, split_behind: int, turn: int) -> list[dict]:
             state = "splitting"
         else:
             state = "computing"
-        out.append({"stage": s, "k_tile": t, "state": state})
+        out.append(Stage(s, t, state))
     return out
 
 
@@ -118,8 +138,8 @@ def ring_figure(step, turn: int = 6):
         cycle.text(x, 1.5, text, ha="center", va="center", fontsize=8)
     for b, x0, x1 in zip(barriers(step), xs, xs[1:]):
         cycle.add_patch(FancyArrowPatch((x0 + 0.8, 1.5), (x1 - 0.8, 1.5), arrowstyle="-|>", mutation_scale=14))
-        cycle.text((x0 + x1) / 2, 2.15, f"{b['name']}[s]", ha="center", fontsize=9, fontweight="bold")
-        cycle.text((x0 + x1) / 2, 0.75, f"{b['count']} arrival{'s' if b['count'] > 1 else ''}", ha="center",
+        cycle.text((x0 + x1) / 2, 2.15, f"{b.name}[s]", ha="center", fontsize=9, fontweight="bold")
+        cycle.text((x0 + x1) / 2, 0.75, f"{b.count} arrival{'s' if b.count > 1 else ''}", ha="center",
                    fontsize=7.5)
     cycle.add_patch(FancyArrowPatch((xs[-1], 1.0), (xs[0], 1.0), connectionstyle="arc3,rad=-0.25", arrowstyle="-|>",
                                     mutation_scale=14, color="0.5"))
@@ -129,11 +149,11 @@ def ring_figure(step, turn: int = 6):
     cycle.title.set_fontsize(9)
     cycle.axis("off")
     for e in ring_snapshot(stages, behind, turn):
-        s, t = e["stage"], e["k_tile"]
-        snap.add_patch(Rectangle((s, 0.5), 0.9, 1.4, color=STATE_COLOURS[e["state"]], alpha=0.6))
+        s, t = e.stage, e.k_tile
+        snap.add_patch(Rectangle((s, 0.5), 0.9, 1.4, color=STATE_COLOURS[e.state], alpha=0.6))
         snap.text(s + 0.45, 1.6, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
         snap.text(s + 0.45, 1.25, "—" if t is None else f"k-tile {t}", ha="center", fontsize=9)
-        snap.text(s + 0.45, 0.85, e["state"], ha="center", fontsize=8)
+        snap.text(s + 0.45, 0.85, e.state, ha="center", fontsize=8)
     snap.set(xlim=(-0.1, stages), ylim=(0.3, 2.3), title=f"Pass {turn} of the producer's loop: copy k-tile {turn}, "
              f"split k-tile {turn - behind}\n(SPLIT_BEHIND = {behind}; STAGES = {stages})")
     snap.title.set_fontsize(9)
@@ -142,7 +162,14 @@ def ring_figure(step, turn: int = 6):
 
 
 # -- the model ---------------------------------------------------------------------------------------------------------
-def shared_bytes(step) -> dict:
+@dataclass(frozen=True)
+class SharedBytes:
+    """Bytes through one block's shared memory per k-tile (:func:`shared_bytes`)."""
+    parts: dict  # who moves them (the label the lesson prints) → bytes
+    total: int  # all of them
+
+
+def shared_bytes(step) -> SharedBytes:
     """Bytes through one block's shared memory per k-tile, by who moves them: the copy engine writes A's tile and
     B's copy box (the step's ``B_STAGE_FLOATS``: BLOCK_K rows of ``B_STRIDE``, the padded box its tensor map asks
     for, wider than the BLOCK_N columns used); the producer reads A and writes its big and small parts; each
@@ -156,10 +183,28 @@ def shared_bytes(step) -> dict:
     consumers = c["CONSUMERS"]
     parts = {"copies (A, B's box)": a + b_box, "split (read A, write big + small)": 3 * a, "B fragments": b,
              "wgmma reads of A": 3 * a * consumers}
-    return {"parts": parts, "total": sum(parts.values())}
+    return SharedBytes(parts, sum(parts.values()))
 
 
-def model(step17, step18, run: dict) -> dict:
+@dataclass(frozen=True)
+class StepSeventeenThird:
+    """Step 17's TF32 speed / 3 at one size, worked out after the run (:attr:`Model.sizes`)."""
+    step17: float  # step 17's TFLOPS in the run
+    step17_third: float  # / 3
+    step17_third_vs_sgemm: float  # over cuBLAS SGEMM's, same run
+
+
+@dataclass(frozen=True)
+class Model:
+    """Lesson 18's counts (:func:`model`)."""
+    tensor_clocks: float  # clocks the tensor core needs for a 3xTF32 k-tile at its dense TF32 rate
+    shared_bytes: int  # bytes through shared memory a k-tile (:func:`shared_bytes`)
+    shared_per_clock: float  # those bytes over ``tensor_clocks``
+    shared_limit: int  # what the SM serves a clock (:data:`SHARED_BYTES_PER_CLOCK`)
+    sizes: dict  # size → StepSeventeenThird, at the sizes the run has step 17 and SGEMM at
+
+
+def model(step17, step18, run: dict) -> Model:
     """Lesson 18's counts. Tensor core: a 3xTF32 k-tile is three TF32 k-tiles of work; ``step17_third`` is step 17's
     TF32 speed / 3 in ``run`` (and × cuBLAS SGEMM of the same run) — worked out after the run, and not a ceiling
     (:func:`step17_third_shares`). Shared memory: the bytes of a k-tile (:func:`shared_bytes`) over the clocks the
@@ -167,14 +212,12 @@ def model(step17, step18, run: dict) -> dict:
     c = ring_constants(step18)
     tensor = 3 * 2 * c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"] / TF32_FLOP_PER_CLOCK
     shared = shared_bytes(step18)
-    out = {"tensor_clocks": tensor, "shared_bytes": shared["total"],
-           "shared_per_clock": shared["total"] / tensor, "shared_limit": SHARED_BYTES_PER_CLOCK, "sizes": {}}
+    sizes = {}
     for size in BIG:
         r17, sgemm = record(run, step17.name, size), record(run, "cublas", size)
         if r17 and sgemm:
-            out["sizes"][size] = {"step17": r17["tflops"], "step17_third": r17["tflops"] / 3,
-                                  "step17_third_vs_sgemm": r17["tflops"] / 3 / sgemm["tflops"]}
-    return out
+            sizes[size] = StepSeventeenThird(r17["tflops"], r17["tflops"] / 3, r17["tflops"] / 3 / sgemm["tflops"])
+    return Model(tensor, shared.total, shared.total / tensor, SHARED_BYTES_PER_CLOCK, sizes)
 
 
 # -- speed and verdict -------------------------------------------------------------------------------------------------
@@ -184,7 +227,28 @@ def speed_table(run: dict, rows=ROWS) -> MarkdownTable:
                         heading="TFLOPS (× cuBLAS SGEMM, same run) · SM clock, median (slowest launch):")
 
 
-def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
+@dataclass(frozen=True)
+class SizeVerdict:
+    """The step against the 3xTF32 target at one size (:attr:`Verdict.sizes`)."""
+    tflops: float  # its TFLOPS
+    vs_sgemm: float  # over cuBLAS SGEMM's, same run
+    met: bool  # ``vs_sgemm`` at least the target
+    vs_step14: float | None  # over step 14's (None: not in the run)
+    of_step17_third: float | None  # over step 17's TF32 / 3 (None: not in the run)
+    mhz: float  # its SM clock, median
+    mhz_min: float  # … the slowest launch's
+    sgemm_mhz: float  # SGEMM's, median
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Step 18 against issue 24's 3xTF32 target (:func:`verdict`)."""
+    sizes: dict  # size → SizeVerdict, at 4096³ and 8192³
+    target: float  # the target: × cuBLAS SGEMM
+    met: bool  # met at both sizes
+
+
+def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> Verdict | None:
     """``step`` against issue 24's 3xTF32 target (:data:`TARGET_HOPPER_3XTF32_VS_SGEMM` × cuBLAS SGEMM at 4096³ and
     8192³, same run): per size its TFLOPS, × SGEMM, × step 14 and × step 17's TF32 / 3, its SM clock and SGEMM's,
     whether met there; ``met`` at both. None without the step and SGEMM at both sizes."""
@@ -194,21 +258,28 @@ def verdict(run: dict, step: str = "warp_specialized_3xtf32") -> dict | None:
         if r is None or sgemm is None:
             return None
         vs = r["tflops"] / sgemm["tflops"]
-        out[size] = {"tflops": r["tflops"], "vs_sgemm": vs, "met": vs >= TARGET_HOPPER_3XTF32_VS_SGEMM,
-                     "vs_step14": r["tflops"] / s14["tflops"] if s14 else None,
-                     "of_step17_third": 3 * r["tflops"] / s17["tflops"] if s17 else None,
-                     "mhz": r["sm_clock_mhz_median"], "mhz_min": r["sm_clock_mhz_min"],
-                     "sgemm_mhz": sgemm["sm_clock_mhz_median"]}
-    return {"sizes": out, "target": TARGET_HOPPER_3XTF32_VS_SGEMM, "met": all(q["met"] for q in out.values())}
+        out[size] = SizeVerdict(r["tflops"], vs, vs >= TARGET_HOPPER_3XTF32_VS_SGEMM,
+                                r["tflops"] / s14["tflops"] if s14 else None,
+                                3 * r["tflops"] / s17["tflops"] if s17 else None,
+                                r["sm_clock_mhz_median"], r["sm_clock_mhz_min"], sgemm["sm_clock_mhz_median"])
+    return Verdict(out, TARGET_HOPPER_3XTF32_VS_SGEMM, all(q.met for q in out.values()))
 
 
 #: The course benchmarks with steps 17 and 18: one H100 run and one H200 run (the latter is :data:`BENCH_RUN`).
 BENCHMARKS = (results_files.BENCH_NVIDIA_H100_80GB_HBM3_2026_11_26, BENCH_RUN)
 
 
-def step17_third_shares() -> list[dict]:
-    """Step 18 over step 17's TF32 speed / 3 in each course benchmark of :data:`BENCHMARKS`: {gpu, file, sizes:
-    {size: share}} — above 1 where step 18 ran faster than step 17 / 3, which a ceiling would not allow."""
+@dataclass(frozen=True)
+class ThirdShares:
+    """Step 18 over step 17's TF32 speed / 3 in one course benchmark (:func:`step17_third_shares`)."""
+    gpu: str | None  # the run's GPU
+    file: str  # the run's file
+    sizes: dict  # size → the share, where the run has both steps
+
+
+def step17_third_shares() -> list[ThirdShares]:
+    """Step 18 over step 17's TF32 speed / 3 in each course benchmark of :data:`BENCHMARKS` — above 1 where step 18
+    ran faster than step 17 / 3, which a ceiling would not allow."""
     out = []
     for name in BENCHMARKS:
         run = load_run(name)
@@ -216,7 +287,7 @@ def step17_third_shares() -> list[dict]:
             continue
         got = {size: 3 * record(run, STEP, size)["tflops"] / record(run, "warp_specialized", size)["tflops"]
                for size in BIG if record(run, STEP, size) and record(run, "warp_specialized", size)}
-        out.append({"gpu": run["environment"].get("gpu"), "file": name, "sizes": got})
+        out.append(ThirdShares(run["environment"].get("gpu"), name, got))
     return out
 
 
@@ -233,15 +304,26 @@ def build_ratios(run: dict) -> dict:
                    for size in BIG} for name, _ in BUILDS}
 
 
-def accuracy(run: dict, verdicts: dict, specials_kept: dict, step: str = "warp_specialized_3xtf32") -> dict:
+@dataclass(frozen=True)
+class Accuracy:
+    """Step 18 in the FP32-accuracy run (:func:`accuracy`)."""
+    kept: int  # (class, K) records that kept the contract
+    of: int  # … of how many
+    worst: float  # the worst error over its bound
+    worst_class: str  # the input class it was in
+    worst_K: int  # … and its K
+    specials_kept: bool  # every special input gave SGEMM's inf/NaN pattern
+    specials: int  # the special inputs it ran
+
+
+def accuracy(run: dict, verdicts: dict, specials_kept: dict, step: str = "warp_specialized_3xtf32") -> Accuracy:
     """Step 18 in the FP32-accuracy run: (class, K) records that kept the contract of how many, the worst error /
     bound, and whether every special input gave SGEMM's inf/NaN pattern. ``verdicts`` and ``specials_kept``: lesson
     21's per-kernel summaries of the run (``lesson_21.verdicts(run)``, ``lesson_21.specials_kept(run)``), which the
     lesson passes in (one lesson's helpers do not import another's)."""
     v, s = verdicts[step], specials_kept[step]
-    return {"kept": v["kept"], "of": v["of"], "worst": v["worst"], "worst_class": v["worst_class"],
-            "worst_K": v["worst_K"], "specials_kept": s["kept"], "specials": sum(r["step"] == step
-                                                                                 for r in run["specials"])}
+    return Accuracy(v["kept"], v["of"], v["worst"], v["worst_class"], v["worst_K"], s["kept"],
+                    sum(r["step"] == step for r in run["specials"]))
 
 
 # -- split-K -----------------------------------------------------------------------------------------------------------
@@ -254,7 +336,28 @@ def slices_in_the_runs(tiles: int, k_tiles: int, sms: int) -> int:
     return max(1, min(sms // max(tiles, 1), k_tiles // 8, 8))
 
 
-def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> dict:
+@dataclass(frozen=True)
+class SplitShape:
+    """One shape the policy splits (:attr:`SplitK.rows`)."""
+    size: tuple  # (M, N, K)
+    tiles: int  # full BLOCK_M × BLOCK_N tiles
+    k_tiles: int  # k-tiles of K
+    slices: int  # the slices the policy splits K into
+    before: float  # the step's TFLOPS before split-K
+    before_pct: float  # … its % of cuBLAS SGEMM, same run
+    after: float  # the step's TFLOPS after
+    after_pct: float  # … its % of cuBLAS SGEMM, same run
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """Step 18 in the shape suite before and after split-K (:func:`split_k`)."""
+    rows: list  # SplitShape per shape the policy splits, in the suite's order
+    sms: int  # the after-run's SM count
+    elsewhere: float | None  # the largest |after / before − 1| at the shapes left whole (None: there are none)
+
+
+def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> SplitK:
     """Step 18 in the shape suite before and after split-K. ``rows``: every shape of the suite where ``policy`` (the
     one the runs ran, on the after-run's SM count) splits K — its full 128×128 tiles, k-tiles, slices, and the step's TFLOPS
     and % of cuBLAS SGEMM (same run) in each file. ``elsewhere``: the largest change |after / before − 1| of the
@@ -272,18 +375,17 @@ def split_k(step, before: dict, after: dict, policy=slices_in_the_runs) -> dict:
         if slices == 1:
             changes.append(abs(new["tflops"] / old["tflops"] - 1))
             continue
-        rows.append({"size": size, "tiles": tiles, "k_tiles": k_tiles, "slices": slices,
-                     "before": old["tflops"], "before_pct": old["pct_of_cublas"],
-                     "after": new["tflops"], "after_pct": new["pct_of_cublas"]})
-    return {"rows": rows, "sms": sms, "elsewhere": max(changes) if changes else None}
+        rows.append(SplitShape(size, tiles, k_tiles, slices, old["tflops"], old["pct_of_cublas"], new["tflops"],
+                               new["pct_of_cublas"]))
+    return SplitK(rows, sms, max(changes) if changes else None)
 
 
-def split_k_table(result: dict, before: dict, after: dict) -> MarkdownTable:
+def split_k_table(result: SplitK, before: dict, after: dict) -> MarkdownTable:
     """:func:`split_k`'s rows: shape, full tiles, slices, TFLOPS and % of cuBLAS SGEMM before and after."""
-    rows = [{"M×N×K": "×".join(map(str, r["size"])), "full tiles": str(r["tiles"]), "k-tiles": str(r["k_tiles"]),
-             "slices": str(r["slices"]), "before split-K": f"{r['before']:.1f} ({r['before_pct']:.0f} %)",
-             "after": f"**{r['after']:.1f}** ({r['after_pct']:.0f} %)"} for r in result["rows"]]
-    return MarkdownTable(f"Step 18, TFLOPS (% of cuBLAS SGEMM, same run); {result['sms']} SMs:\n\n"
+    rows = [{"M×N×K": "×".join(map(str, r.size)), "full tiles": str(r.tiles), "k-tiles": str(r.k_tiles),
+             "slices": str(r.slices), "before split-K": f"{r.before:.1f} ({r.before_pct:.0f} %)",
+             "after": f"**{r.after:.1f}** ({r.after_pct:.0f} %)"} for r in result.rows]
+    return MarkdownTable(f"Step 18, TFLOPS (% of cuBLAS SGEMM, same run); {result.sms} SMs:\n\n"
                          + table(rows, align="lrrrrr") + "\n\nBefore: " + caption(before) + " After: " + caption(after))
 
 
@@ -307,7 +409,39 @@ def neither_spans(timeline: dict, block: int = 0) -> np.ndarray:
     return np.array(spans)
 
 
-def timeline_numbers(step, timeline: dict, run: dict) -> dict:
+@dataclass(frozen=True)
+class ConsumerTimeline:
+    """One consumer warpgroup's k-tile in step 18's timeline (:attr:`TimelineNumbers.warpgroups`)."""
+    stretches: dict  # the run's summary of it: median clocks of each stretch (keys of :data:`TIMELINE_ROWS`), period
+    outside: float  # the serial stretch with none of its own wgmma in flight, median clocks
+    outside_share: float  # … over its period
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """Shares of a recorded block's time with wgmma in flight (:attr:`TimelineNumbers.shares`)."""
+    both: float  # on both consumers
+    one: float  # on one
+    neither: float  # on neither
+
+
+@dataclass(frozen=True)
+class TimelineNumbers:
+    """Step 18's timeline in numbers (:func:`timeline_numbers`)."""
+    warpgroups: list  # ConsumerTimeline per consumer warpgroup
+    period: float  # the consumers' mean period, clocks a k-tile
+    mhz: float  # the SM clock after the launch
+    producer: dict  # the run's summary of the producer's stretches (median clocks)
+    shares: list  # InFlight per recorded block
+    tensor_clocks: float  # clocks the tensor core needs a k-tile (the model)
+    implied_tflops: float  # every SM at the timeline build's period
+    shipped_tflops: float  # the shipped kernel's TFLOPS in the benchmark at the timeline's size
+    shipped_period: float  # the period that speed implies, clocks
+    k_tiles: list  # the first and past-the-last k-tile the summary covers
+    size: int  # the timeline's square
+
+
+def timeline_numbers(step, timeline: dict, run: dict) -> TimelineNumbers:
     """Step 18's timeline in numbers (block 0's medians over the k-tiles the run's summary covers, from its file):
     per consumer warpgroup the summary's stretches of a k-tile and ``outside`` — the serial stretch with none of its
     own ``wgmma`` in flight (from ``wait_group 0`` done to its next fragments split: add + release, wait for ready, B's
@@ -322,20 +456,18 @@ def timeline_numbers(step, timeline: dict, run: dict) -> dict:
     for w, s in zip((1, 2), blocks[0]["warpgroups"]):
         x = e[w][start:]
         outside = float(np.nanmedian(x[:, 4] - x[:, 1]))
-        warpgroups.append({**s, "outside": outside, "outside_share": outside / s["period"]})
+        warpgroups.append(ConsumerTimeline(s, outside, outside / s["period"]))
     c = ring_constants(step)
     flop = 2 * c["BLOCK_M"] * c["BLOCK_N"] * c["BLOCK_K"]
     sms, mhz = timeline["environment"]["sm_count"], timeline["steps"][STEP]["sm_clock_mhz_after"]
-    period = float(np.mean([w["period"] for w in warpgroups]))
+    period = float(np.mean([w.stretches["period"] for w in warpgroups]))
     shipped = record(run, STEP, (timeline["size"],) * 3)
-    return {"warpgroups": warpgroups, "period": period, "mhz": mhz, "producer": blocks[0]["producer"],
-            "shares": [{k: b["consumers"][f"share_{k}_in_flight"] for k in ("both", "one", "neither")}
-                       for b in blocks],
-            "tensor_clocks": 3 * flop / TF32_FLOP_PER_CLOCK,
-            "implied_tflops": sms * flop * mhz * 1e6 / period / 1e12,
-            "shipped_tflops": shipped["tflops"],
-            "shipped_period": sms * flop * shipped["sm_clock_mhz_median"] * 1e6 / shipped["tflops"] / 1e12,
-            "k_tiles": summary["k_tiles_summarised"], "size": timeline["size"]}
+    return TimelineNumbers(
+        warpgroups, period, mhz, blocks[0]["producer"],
+        [InFlight(*(b["consumers"][f"share_{k}_in_flight"] for k in ("both", "one", "neither"))) for b in blocks],
+        3 * flop / TF32_FLOP_PER_CLOCK, sms * flop * mhz * 1e6 / period / 1e12, shipped["tflops"],
+        sms * flop * shipped["sm_clock_mhz_median"] * 1e6 / shipped["tflops"] / 1e12,
+        summary["k_tiles_summarised"], timeline["size"])
 
 
 #: The timeline's rows: (label, summary key), per consumer warpgroup, in the order of its loop.
@@ -345,22 +477,22 @@ TIMELINE_ROWS = [("waits for k-tile u − 1's wgmma (wait_group 0)", "wait_wgmma
                  ("issues the k-tile's wgmma, commits", "issue")]
 
 
-def timeline_table(numbers: dict, timeline: dict) -> MarkdownTable:
+def timeline_table(numbers: TimelineNumbers, timeline: dict) -> MarkdownTable:
     """Per consumer warpgroup the median clocks of each stretch of its loop, the period, and the serial stretch with
     none of its own wgmma in flight; then the shares of time both, one or neither has wgmma in flight."""
-    w = numbers["warpgroups"]
-    rows = [(label, *(f"{q[key]:,.0f}" for q in w)) for label, key in TIMELINE_ROWS]
-    rows.append(("**period** (commit to commit)", *(f"**{q['period']:,.0f}**" for q in w)))
+    w = numbers.warpgroups
+    rows = [(label, *(f"{q.stretches[key]:,.0f}" for q in w)) for label, key in TIMELINE_ROWS]
+    rows.append(("**period** (commit to commit)", *(f"**{q.stretches['period']:,.0f}**" for q in w)))
     rows.append(("none of its own wgmma in flight (add + release, ready, fragments)",
-                 *(f"{q['outside']:,.0f} ({q['outside_share']:.0%})" for q in w)))
+                 *(f"{q.outside:,.0f} ({q.outside_share:.0%})" for q in w)))
     shown = table([dict(zip(("median, SM clocks a k-tile", "warpgroup 0", "warpgroup 1"), r)) for r in rows],
                   align="lrr")
-    shares = " · ".join(f"block {b}: both {s['both']:.0%}, one {s['one']:.0%}, neither {s['neither']:.0%}"
-                        for b, s in enumerate(numbers["shares"]))
+    shares = " · ".join(f"block {b}: both {s.both:.0%}, one {s.one:.0%}, neither {s.neither:.0%}"
+                        for b, s in enumerate(numbers.shares))
     env = timeline["environment"]
     return MarkdownTable(shown + f"\n\nwgmma in flight on the SM — {shares}.\n\n*k-tiles "
-                         f"{numbers['k_tiles'][0]}–{numbers['k_tiles'][1] - 1} of block 0, one launch at "
-                         f"{numbers['size']}³, SM clock {numbers['mhz']:.0f} MHz; {env.get('gpu')}, "
+                         f"{numbers.k_tiles[0]}–{numbers.k_tiles[1] - 1} of block 0, one launch at "
+                         f"{numbers.size}³, SM clock {numbers.mhz:.0f} MHz; {env.get('gpu')}, "
                          f"{str(env.get('date'))[:10]}, `{TIMELINE_RUN}`.*")
 
 

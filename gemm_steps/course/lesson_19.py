@@ -7,6 +7,8 @@ Numbers, tables and figures only: the words are the lesson's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gemm_steps.harness import results_files
@@ -64,16 +66,39 @@ def consumer_tile(step) -> tuple[int, int]:
     return (c["BLOCK_M"], c["BLOCK_N"]) if step.name == "pingpong" else (c["BLOCK_M"], c["BLOCK_N"] // 2)
 
 
-def ring_walk(step, k_tiles: int, tiles: int = 3) -> list[dict]:
+@dataclass(frozen=True)
+class RingTile:
+    """One k-tile g of the ring's walk over a block's tiles (:func:`ring_walk`)."""
+    k_tile: int  # g, the ring's counter
+    stage: int  # g % STAGES
+    fill: int  # which fill of that stage: g // STAGES
+    full_parity: int  # the parity its reader waits on full[stage] with
+    empty_parity: int | None  # the parity the producer waits on empty[stage] with before the fill (None: the first)
+    tile: int  # the block's tile it belongs to
+    consumer: int  # the consumer that reads it
+
+
+def ring_walk(step, k_tiles: int, tiles: int = 3) -> list[RingTile]:
     """The ring's k-tiles g of a block's first ``tiles`` tiles of ``k_tiles`` k-tiles each, as step 19 counts them:
     per g its tile (g // k_tiles), the consumer that reads it (tile % 2), its stage, which fill of that stage it is,
     the parity its reader waits for (:func:`gemm_steps.course.gpu_model.ring_schedule`: the kernel's formulas)."""
     stages = ring_constants(step)["STAGES"]
-    return [{**e, "tile": e["k_tile"] // k_tiles, "consumer": e["k_tile"] // k_tiles % 2}
+    return [RingTile(**e, tile=e["k_tile"] // k_tiles, consumer=e["k_tile"] // k_tiles % 2)
             for e in ring_schedule(stages, tiles * k_tiles)]
 
 
-def parity_wait(fill: int, phase: int) -> dict:
+@dataclass(frozen=True)
+class ParityWait:
+    """A parity wait for one fill of a stage, begun in one phase of its full barrier (:func:`parity_wait`)."""
+    fill: int  # the fill waited for
+    phase: int  # the barrier's phase when the wait begins
+    at_once: bool  # it returns at once (the phase's parity is not the fill's)
+    ends_at: int | None  # else the fill whose landing ends it
+    landed: bool  # the fill had landed when the wait began
+    right: bool  # it ends when the fill has landed and not later
+
+
+def parity_wait(fill: int, phase: int) -> ParityWait:
     """A wait for fill ``fill`` of a stage (``try_wait.parity`` with parity fill % 2) that starts while the stage's
     full barrier is in phase ``phase`` (fills 0 … phase − 1 have landed). The barrier knows only its phase's parity:
     the wait returns at once if phase % 2 ≠ fill % 2 (``at_once``), else when the phase in progress completes —
@@ -81,22 +106,30 @@ def parity_wait(fill: int, phase: int) -> dict:
     wait ends when fill ``fill`` has landed and not later — only for phase fill (it blocks until exactly that fill
     lands) and phase fill + 1 (it has landed: at once)."""
     at_once = phase % 2 != fill % 2
-    return {"fill": fill, "phase": phase, "at_once": at_once, "ends_at": None if at_once else phase,
-            "landed": phase > fill, "right": phase in (fill, fill + 1)}
+    return ParityWait(fill, phase, at_once, None if at_once else phase, phase > fill, phase in (fill, fill + 1))
 
 
 #: The stage count of the builds the H100 run timed (the most that fit, then): step 19 keeps 4 since the fair run.
 RUN_STAGES = 6
 
 
-def unordered_start(step, k: int, stages: int | None = None) -> dict:
+@dataclass(frozen=True)
+class UnorderedStart:
+    """Consumer 1's first wait without the order (:func:`unordered_start`)."""
+    g: int  # the ring's k-tile it waits for: k_tiles, where the block's second tile starts
+    stage: int  # its stage
+    stages: int  # the ring's stages
+    wait: ParityWait  # the wait for its fill, begun while the stage is in phase 0
+
+
+def unordered_start(step, k: int, stages: int | None = None) -> UnorderedStart:
     """What consumer 1 would wait for first without the order: the ring's k-tile g = k_tiles (the block's second tile
     starts there), its stage and fill, and the wait's answer while that stage is still in phase 0 (nothing landed:
     its earlier fills are consumer 0's, which has only just started). ``stages``: the ring's (default: the step's)."""
     c = ring_constants(step)
     stages = stages or c["STAGES"]
     g = k // c["BLOCK_K"]
-    return {"k_tiles": g, "g": g, "stage": g % stages, "stages": stages, **parity_wait(g // stages, 0)}
+    return UnorderedStart(g, g % stages, stages, parity_wait(g // stages, 0))
 
 
 STATE_COLOURS = {0: "tab:blue", 1: "tab:orange"}
@@ -115,9 +148,9 @@ def ring_figure(step, k_tiles: int = 4, fill: int = 3):
     fig = Figure(figsize=(13, 4.2), layout="constrained")
     ring, table = fig.subplots(1, 2, width_ratios=[1.6, 1])
     for e in walk:
-        x, y = e["k_tile"], stages - 1 - e["stage"]
-        ring.add_patch(Rectangle((x, y), 0.92, 0.88, color=STATE_COLOURS[e["consumer"]], alpha=0.35))
-        ring.text(x + 0.46, y + 0.44, f"g={x}\nfill {e['fill']}\nparity {e['full_parity']}", ha="center",
+        x, y = e.k_tile, stages - 1 - e.stage
+        ring.add_patch(Rectangle((x, y), 0.92, 0.88, color=STATE_COLOURS[e.consumer], alpha=0.35))
+        ring.text(x + 0.46, y + 0.44, f"g={x}\nfill {e.fill}\nparity {e.full_parity}", ha="center",
                   va="center", fontsize=7)
     for t in range(1, len(walk) // k_tiles):
         ring.axvline(t * k_tiles - 0.04, color="k", lw=1)
@@ -133,12 +166,12 @@ def ring_figure(step, k_tiles: int = 4, fill: int = 3):
     for i, p in enumerate(phases):
         w = parity_wait(fill, p)
         y = len(phases) - 0.55 - i
-        table.add_patch(Rectangle((0, y - 0.45), 3, 0.9, color="tab:green" if w["right"] else "tab:red", alpha=0.25))
+        table.add_patch(Rectangle((0, y - 0.45), 3, 0.9, color="tab:green" if w.right else "tab:red", alpha=0.25))
         landed = "nothing landed" if p == 0 else "fill 0 landed" if p == 1 else f"fills 0–{p - 1} landed"
         table.text(0.05, y, f"phase {p}: {landed}", fontsize=8, va="center")
-        table.text(1.25, y, "returns at once" if w["at_once"] else f"waits for fill {w['ends_at']}", fontsize=8,
+        table.text(1.25, y, "returns at once" if w.at_once else f"waits for fill {w.ends_at}", fontsize=8,
                    va="center")
-        table.text(2.3, y, "right" if w["right"] else ("too early" if p < fill else "too late"), fontsize=8,
+        table.text(2.3, y, "right" if w.right else ("too early" if p < fill else "too late"), fontsize=8,
                    va="center", fontweight="bold")
     table.set(xlim=(0, 3), ylim=(0, len(phases)))
     table.axis("off")
@@ -178,7 +211,33 @@ def consumers_at_once(step) -> int:
     return 1 if step.name == "pingpong" else step.module.layout(step.module.SEARCH_SPACE[0])["CONSUMERS"]
 
 
-def model(step17, step19, run: dict, timeline17: dict) -> dict:
+@dataclass(frozen=True)
+class SizePrediction:
+    """The model at one size (:attr:`Model.sizes`)."""
+    k_tiles: int  # k-tiles of K
+    tile_clocks: float  # a 256×128 tile's k-loop at step 17's period
+    gain: tuple  # the saved clocks over that, low and high
+    persistent: float  # step 17 persistent's TFLOPS in the run
+    predicted: tuple  # step 19's predicted TFLOPS, low and high
+
+
+@dataclass(frozen=True)
+class Model:
+    """The docstring's prediction and the risks it named (:func:`model`)."""
+    period17: float  # step 17's k-tile period (its timeline), clocks
+    same_rate_period: float  # a 128×128 k-tile at step 17's rate per multiply-add, one consumer at a time
+    saved: tuple  # :data:`SAVED_CLOCKS`
+    bytes17: float  # bytes from L2 into shared memory per 2^20 multiply-adds, step 17
+    bytes19: float  # … step 19
+    tensor_clocks: float  # clocks the tensor cores need for one of step 19's consumer k-tiles
+    fragment_clocks17: float  # step 17's consumer: loads fragments and issues wgmma (its timeline), clocks
+    fragments17: int  # B's values a consumer thread loads and rounds a k-tile, step 17
+    fragments19: int  # … step 19
+    timeline_gpu: str | None  # the GPU of step 17's timeline
+    sizes: dict  # size → SizePrediction, at the sizes the run has step 17 persistent at
+
+
+def model(step17, step19, run: dict, timeline17: dict) -> Model:
     """The docstring's prediction: step 17's k-tile period (its timeline), so a 256×128 tile's k-loop of K / 32
     k-tiles takes k_tiles × period clocks; ping-pong takes :data:`SAVED_CLOCKS` off each such tile (the store and the
     turn, now under the other consumer's main loop), so step 19 = step 17 persistent (same run) × (1 + saved / tile
@@ -188,12 +247,7 @@ def model(step17, step19, run: dict, timeline17: dict) -> dict:
     m17 = step17_medians(timeline17, "warp_specialized")
     period = m17["period"]
     same_rate = period * k_tile_macs(step19) / (consumers_at_once(step17) * k_tile_macs(step17))
-    out = {"period17": period, "same_rate_period": same_rate,
-           "saved": SAVED_CLOCKS, "bytes17": bytes_per_mac(step17), "bytes19": bytes_per_mac(step19),
-           "tensor_clocks": tensor_clocks(step19),
-           "fragment_clocks17": float(np.mean([w["issue"] for w in m17["warpgroups"]])),
-           "fragments17": fragment_values(step17), "fragments19": fragment_values(step19),
-           "timeline_gpu": timeline17["environment"].get("gpu"), "sizes": {}}
+    sizes = {}
     for size in SIZES:
         k_tiles = size[2] // ring_constants(step19)["BLOCK_K"]
         clocks = k_tiles * period
@@ -201,10 +255,11 @@ def model(step17, step19, run: dict, timeline17: dict) -> dict:
         persistent = record(run, "persistent_specialized", size)
         if persistent is None:
             continue
-        out["sizes"][size] = {"k_tiles": k_tiles, "tile_clocks": clocks, "gain": gain,
-                              "persistent": persistent["tflops"],
-                              "predicted": tuple(persistent["tflops"] * (1 + g) for g in gain)}
-    return out
+        sizes[size] = SizePrediction(k_tiles, clocks, gain, persistent["tflops"],
+                                     tuple(persistent["tflops"] * (1 + g) for g in gain))
+    return Model(period, same_rate, SAVED_CLOCKS, bytes_per_mac(step17), bytes_per_mac(step19), tensor_clocks(step19),
+                 float(np.mean([w["issue"] for w in m17["warpgroups"]])), fragment_values(step17),
+                 fragment_values(step19), timeline17["environment"].get("gpu"), sizes)
 
 
 # -- speed and verdict --------------------------------------------------------------------------------------------------
@@ -214,7 +269,30 @@ def speed_table(run: dict) -> MarkdownTable:
                         heading="TFLOPS (× step 17, same run) · SM clock, median (slowest launch):")
 
 
-def verdict(run: dict, prediction: dict) -> dict:
+@dataclass(frozen=True)
+class SizeVerdict:
+    """Step 19 at one size (:attr:`Verdict.sizes`)."""
+    tflops: float  # its TFLOPS
+    over_persistent: float  # over step 17 persistent's, same run
+    predicted_over_persistent: tuple  # the predicted range of that, low and high
+    over_step17: float  # over step 17's
+    over_step17_per_clock: float  # … per clock: TFLOPS / MHz over step 17's
+    mhz: float  # its SM clock, median
+    step17_mhz: float  # step 17's
+    pct_of_cublas_tf32: float  # % of cuBLAS TF32's TFLOPS
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Step 19 against the prediction, step 17 and the course's TF32 target (:func:`verdict`)."""
+    sizes: dict  # size → SizeVerdict, at :data:`SIZES`
+    target_pct: float  # the course's target, % of cuBLAS TF32
+    prediction_met: bool  # the range's low end reached at every size
+    target_met: bool  # the target met at every size
+    at_least_step17_at_8192: bool  # at least step 17's speed at 8192³ (the issue's rule for a new step)
+
+
+def verdict(run: dict, prediction: Model) -> Verdict:
     """Step 19 against the prediction (× step 17 persistent, same run, against the predicted range), against step 17
     (and per clock: TFLOPS / MHz against step 17's), and against the course's TF32 target (% of cuBLAS TF32);
     ``prediction_met`` where it reached the range's low end at every size, ``target_met`` at every size,
@@ -223,22 +301,35 @@ def verdict(run: dict, prediction: dict) -> dict:
     for size in SIZES:
         r, s17, per, tf32 = (record(run, n, size) for n in (RECORD, "warp_specialized", "persistent_specialized",
                                                           "cublas_tf32"))
-        gain = prediction["sizes"][size]["gain"]
-        out[size] = {"tflops": r["tflops"], "over_persistent": r["tflops"] / per["tflops"],
-                     "predicted_over_persistent": tuple(1 + g for g in gain),
-                     "over_step17": r["tflops"] / s17["tflops"],
-                     "over_step17_per_clock": (r["tflops"] / r["sm_clock_mhz_median"])
-                     / (s17["tflops"] / s17["sm_clock_mhz_median"]),
-                     "mhz": r["sm_clock_mhz_median"], "step17_mhz": s17["sm_clock_mhz_median"],
-                     "pct_of_cublas_tf32": 100 * r["tflops"] / tf32["tflops"]}
-    return {"sizes": out, "target_pct": TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
-            "prediction_met": all(q["over_persistent"] >= q["predicted_over_persistent"][0] for q in out.values()),
-            "target_met": all(q["pct_of_cublas_tf32"] >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
-            "at_least_step17_at_8192": out[(8192, 8192, 8192)]["over_step17"] >= 1.0}
+        gain = prediction.sizes[size].gain
+        out[size] = SizeVerdict(r["tflops"], r["tflops"] / per["tflops"], tuple(1 + g for g in gain),
+                                r["tflops"] / s17["tflops"],
+                                (r["tflops"] / r["sm_clock_mhz_median"]) / (s17["tflops"] / s17["sm_clock_mhz_median"]),
+                                r["sm_clock_mhz_median"], s17["sm_clock_mhz_median"],
+                                100 * r["tflops"] / tf32["tflops"])
+    return Verdict(out, TARGET_HOPPER_TF32_PCT_OF_CUBLAS,
+                   all(q.over_persistent >= q.predicted_over_persistent[0] for q in out.values()),
+                   all(q.pct_of_cublas_tf32 >= TARGET_HOPPER_TF32_PCT_OF_CUBLAS for q in out.values()),
+                   out[(8192, 8192, 8192)].over_step17 >= 1.0)
 
 
 # -- the timeline -------------------------------------------------------------------------------------------------------
-def tiles(timeline: dict, block: int = 0) -> list[dict]:
+@dataclass(frozen=True)
+class Tile:
+    """One recorded tile of a block, clocks of its events (:func:`tiles`)."""
+    consumer: int  # the consumer that computed it
+    first: int  # its first ring k-tile g
+    last: int  # its last
+    turn: float  # the consumer turned to it
+    data: float  # its first k-tile's data landed
+    first_issue: float  # its first wgmma issued
+    last_issue: float  # its last wgmma issued
+    done: float  # its products done
+    stored: float  # its stores issued
+    past_order: float  # the build's "past the order barrier" mark
+
+
+def tiles(timeline: dict, block: int = 0) -> list[Tile]:
     """The block's recorded tiles in the ring's order: per tile its consumer, first and last g, and the clocks at
     which the consumer turned to it, its first k-tile's data landed, its first and last wgmma were issued, its
     products were done and its stores issued. The build's events (:func:`gemm_steps.course.timelines.events`,
@@ -253,36 +344,47 @@ def tiles(timeline: dict, block: int = 0) -> list[dict]:
         runs = np.split(written, np.flatnonzero(np.diff(written) > 1) + 1) if written.size else []
         for r in runs:
             f, last = int(r[0]), int(r[-1])
-            out.append({"consumer": w, "first": f, "last": last, "turn": x[f, 0], "data": x[f, 1],
-                        "first_issue": x[f, 2], "last_issue": x[last, 2], "done": x[last, 4], "stored": x[last, 5],
-                        "past_order": x[f, 4]})
-    return sorted(out, key=lambda t: t["first"])
+            out.append(Tile(w, f, last, x[f, 0], x[f, 1], x[f, 2], x[last, 2], x[last, 4], x[last, 5], x[f, 4]))
+    return sorted(out, key=lambda t: t.first)
 
 
-def alternation(timeline: dict) -> dict:
+@dataclass(frozen=True)
+class Alternation:
+    """How one recorded block's consumers took turns (:func:`alternation`)."""
+    tiles: int  # the tiles recorded
+    overlap: float  # the most consecutive tiles' main loops overlap, clocks (≤ 0: never at once)
+    handoff: float  # last wgmma issued of one tile to the first of the next, median clocks
+    turn_wait: float  # turning to a tile to its first data landing (tiles after the first pair), median
+    other_main_loop: float  # the other consumer's main loop meanwhile, median
+    mark_after_turn: float  # the "past the order barrier" mark, clocks after the turn (median)
+    mark_before_arrival: bool  # the mark came before the other consumer's last issue in every tile
+    store: float  # a consumer's store, median clocks (the run's summary)
+    store_covered: float  # the share of it under the other consumer's main loop (the run's summary)
+    period: float  # a consumer's k-tile period, median clocks (the run's summary)
+
+
+def alternation(timeline: dict) -> list[Alternation]:
     """Per recorded block, from :func:`tiles`: the overlap of consecutive tiles' main loops (first to last wgmma
     issued; ≤ 0: they never run at once), the hand-off (last issue of one tile to the first of the next), the wait
     for the turn (turning to a tile to its first data landing, tiles after the first pair) against the other
     consumer's main loop, and where the build's "past the order barrier" mark sits: clocks after the turn, and
     whether it came before the other consumer's last issue (the arrival the barrier waits for). With the run's
-    ``summary`` (experiments/kernels/pingpong_specialized_timeline.py) per block."""
+    ``summary`` (experiments/kernels/pingpong_specialized_timeline.py): one :class:`Alternation` per block."""
     out = []
     for block, summary in enumerate(timeline["steps"][TIMELINE_BUILD]["summary"]["blocks"]):
         t = tiles(timeline, block)
         pairs = list(zip(t, t[1:]))
-        later = [(a, b) for a, b in pairs if b["first"] >= 2 * (t[0]["last"] - t[0]["first"] + 1)]
-        out.append({
-            "tiles": len(t),
-            "overlap": max(a["last_issue"] - b["first_issue"] for a, b in pairs),
-            "handoff": float(np.median([b["first_issue"] - a["last_issue"] for a, b in pairs])),
-            "turn_wait": float(np.median([b["data"] - b["turn"] for _, b in later])),
-            "other_main_loop": float(np.median([a["done"] - a["first_issue"] for a, _ in later])),
-            "mark_after_turn": float(np.median([b["past_order"] - b["turn"] for _, b in pairs])),
-            "mark_before_arrival": all(b["past_order"] < a["last_issue"] for a, b in pairs),
-            "store": float(np.median([c["store"] for c in summary["consumers"]])),
-            "store_covered": summary["store_covered"], "period": float(np.median([c["period"] for c in
-                                                                                summary["consumers"]]))})
-    return {"blocks": out}
+        later = [(a, b) for a, b in pairs if b.first >= 2 * (t[0].last - t[0].first + 1)]
+        out.append(Alternation(
+            len(t), max(a.last_issue - b.first_issue for a, b in pairs),
+            float(np.median([b.first_issue - a.last_issue for a, b in pairs])),
+            float(np.median([b.data - b.turn for _, b in later])),
+            float(np.median([a.done - a.first_issue for a, _ in later])),
+            float(np.median([b.past_order - b.turn for _, b in pairs])),
+            all(b.past_order < a.last_issue for a, b in pairs),
+            float(np.median([c["store"] for c in summary["consumers"]])), summary["store_covered"],
+            float(np.median([c["period"] for c in summary["consumers"]]))))
+    return out
 
 
 #: The segments of the ping-pong picture: (label, colour).
@@ -299,11 +401,11 @@ def pingpong_figure(timeline: dict, block: int = 0):
     fig = Figure(figsize=(13, 2.8), layout="constrained")
     ax = fig.subplots()
     for i, t in enumerate(tiles(timeline, block)):
-        y = 1 - t["consumer"]
-        spans = [(t["turn"], t["data"]), (t["data"], t["done"]), (t["done"], t["stored"])]
+        y = 1 - t.consumer
+        spans = [(t.turn, t.data), (t.data, t.done), (t.done, t.stored)]
         for (_, colour), (a, b) in zip(TILE_SEGMENTS, spans):
             ax.barh(y, (b - a) / 1e3, left=a / 1e3, color=colour, height=0.55)
-        ax.text((t["data"] + t["done"]) / 2e3, y, f"tile {i}", ha="center", va="center", fontsize=8, color="w")
+        ax.text((t.data + t.done) / 2e3, y, f"tile {i}", ha="center", va="center", fontsize=8, color="w")
     ax.set_yticks([1, 0], ["consumer 0", "consumer 1"])
     ax.set_xlabel("thousands of SM clocks since the block's first event")
     env = timeline["environment"]
@@ -323,7 +425,35 @@ def _stretches(x: np.ndarray) -> dict:
             "rest": float(np.nanmedian(x[1:, 0] - x[:-1, 3]))}
 
 
-def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict) -> dict:
+@dataclass(frozen=True)
+class ConsumerKTile:
+    """One consumer's k-tile in a timeline (:attr:`KLoopNumbers.step17`, :attr:`KLoopNumbers.step19`)."""
+    wait_data: float  # waits for its data, median clocks
+    issue: float  # loads and rounds B's fragments, issues the wgmma
+    wait_previous: float  # waits for the previous k-tile's wgmma
+    rest: float  # release, loop, the recording's stores
+    period: float  # turn to turn
+    tensor_clocks: float  # the tensor core's clocks for the k-tile at the dense TF32 rate
+    busy: float  # the share of the tensor core's time the consumers keep busy: running × tensor_clocks / period
+    running: int  # consumers multiplying at once
+    macs_per_clock: float  # multiply-adds an SM does a clock, by the timeline
+    fragments: int  # B's values a thread loads and rounds a k-tile
+    shape: tuple  # the consumer's k-tile: rows, columns, BLOCK_K
+    bench_macs_per_clock: float  # multiply-adds an SM does a clock, by the benchmark at the timeline's size
+    gpu: str | None  # the timeline's GPU
+    size: int  # the timeline's square
+
+
+@dataclass(frozen=True)
+class KLoopNumbers:
+    """A consumer's k-tile in step 17's and step 19's timelines (:func:`kloop_numbers`)."""
+    step17: ConsumerKTile  # step 17 (``warp_specialized``)
+    step19: ConsumerKTile  # step 19 (``pingpong``)
+    ratio: float  # step 19's multiply-adds a clock over step 17's, by the timelines
+    bench_ratio: float  # … by the benchmark
+
+
+def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict) -> KLoopNumbers:
     """A consumer's k-tile in both timelines (block 0; step 17 past the timelines' warm-up k-tiles, step 19 within its
     tiles, the tile's first k-tile left out) — its period, the stretches, the clocks the tensor core needs for it, and
     the share of the SM's tensor-core time the consumers keep busy (both of step 17's at once, one of step 19's);
@@ -335,7 +465,7 @@ def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict)
             e = events(timeline, TIMELINE_BUILD, 0)
             stretches = []
             for t in tiles(timeline):
-                x = e[1 + t["consumer"]][t["first"] + 1: t["last"] + 1]
+                x = e[1 + t.consumer][t.first + 1: t.last + 1]
                 stretches.append(_stretches(x))
             s = {k: float(np.median([q[k] for q in stretches])) for k in stretches[0]}
             period = float(np.median([c["period"] for c in
@@ -350,18 +480,18 @@ def kloop_numbers(step17, step19, timeline17: dict, timeline19: dict, run: dict)
         tensor = tensor_clocks(step)
         macs = k_tile_macs(step)
         sms = run["environment"]["sm_count"]
-        out[name] = {**s, "period": period, "tensor_clocks": tensor, "busy": running * tensor / period,
-                     "running": running,
-                     "macs_per_clock": running * macs / period, "fragments": fragment_values(step),
-                     "shape": (*consumer_tile(step), ring_constants(step)["BLOCK_K"]),
-                     "bench_macs_per_clock": found["tflops"] * 1e12 / 2 / (sms * found["sm_clock_mhz_median"] * 1e6),
-                     "gpu": timeline["environment"].get("gpu"), "size": timeline["size"]}
-    out["ratio"] = out["pingpong"]["macs_per_clock"] / out["warp_specialized"]["macs_per_clock"]
-    out["bench_ratio"] = out["pingpong"]["bench_macs_per_clock"] / out["warp_specialized"]["bench_macs_per_clock"]
-    return out
+        out[name] = ConsumerKTile(
+            **s, period=period, tensor_clocks=tensor, busy=running * tensor / period, running=running,
+            macs_per_clock=running * macs / period, fragments=fragment_values(step),
+            shape=(*consumer_tile(step), ring_constants(step)["BLOCK_K"]),
+            bench_macs_per_clock=found["tflops"] * 1e12 / 2 / (sms * found["sm_clock_mhz_median"] * 1e6),
+            gpu=timeline["environment"].get("gpu"), size=timeline["size"])
+    n17, n19 = out["warp_specialized"], out["pingpong"]
+    return KLoopNumbers(n17, n19, n19.macs_per_clock / n17.macs_per_clock,
+                        n19.bench_macs_per_clock / n17.bench_macs_per_clock)
 
 
-#: The k-tile table's rows: (label, key, format).
+#: The k-tile table's rows: (label, field of :class:`ConsumerKTile`, format).
 KLOOP_ROWS = [("waits for its k-tile's data", "wait_data", "{:,.0f}"),
               ("loads and rounds B's fragments, issues the k-tile's wgmma", "issue", "{:,.0f}"),
               ("waits for the previous k-tile's wgmma", "wait_previous", "{:,.0f}"),
@@ -375,16 +505,16 @@ KLOOP_ROWS = [("waits for its k-tile's data", "wait_data", "{:,.0f}"),
               ("… by the benchmark (H100 run, 4096³)", "bench_macs_per_clock", "{:,.0f}")]
 
 
-def kloop_table(numbers: dict) -> MarkdownTable:
+def kloop_table(numbers: KLoopNumbers) -> MarkdownTable:
     """One consumer's k-tile of step 17 and of step 19, median clocks of each stretch, and what the SM gets done."""
-    cols = {"step 17": "warp_specialized", "step 19": "pingpong"}
+    n17, n19 = numbers.step17, numbers.step19
+    cols = {"step 17": n17, "step 19": n19}
     shown = table([{"one consumer's k-tile (median, SM clocks)": label,
-                    **{head: fmt.format(numbers[c][key]) for head, c in cols.items()}}
+                    **{head: fmt.format(getattr(n, key)) for head, n in cols.items()}}
                    for label, key, fmt in KLOOP_ROWS], align="lrr")
-    n17, n19 = numbers["warp_specialized"], numbers["pingpong"]
-    return MarkdownTable(shown + f"\n\n*Step 17: {n17['gpu']}, {n17['size']}³, `{STEP17_TIMELINE_RUN}`; "
-                         f"step 19: {n19['gpu']}, {n19['size']}³, `{TIMELINE_RUN}`; block 0. A consumer's k-tile: step 17 "
-                         f"{' × '.join(map(str, n17['shape']))}, step 19 {' × '.join(map(str, n19['shape']))} "
+    return MarkdownTable(shown + f"\n\n*Step 17: {n17.gpu}, {n17.size}³, `{STEP17_TIMELINE_RUN}`; "
+                         f"step 19: {n19.gpu}, {n19.size}³, `{TIMELINE_RUN}`; block 0. A consumer's k-tile: step 17 "
+                         f"{' × '.join(map(str, n17.shape))}, step 19 {' × '.join(map(str, n19.shape))} "
                          "multiply-adds.*")
 
 
@@ -400,7 +530,7 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
                 ("waits for the previous wgmma", "tab:green"), ("the rest", "0.85")]
     t0 = tiles(timeline19)[0]
     e19 = events(timeline19, TIMELINE_BUILD, 0)
-    rows19 = {0: e19[1 + t0["consumer"]][t0["first"]: t0["last"] + 1]}
+    rows19 = {0: e19[1 + t0.consumer][t0.first: t0.last + 1]}
     e17 = events(timeline17, "warp_specialized", 0)
     panels = [("step 17: two consumers on one 256×128 tile", {0: e17[1], 1: e17[2]}, step17),
               ("step 19: the consumer whose turn it is, on its 128×128 tile", rows19, step19)]
@@ -436,15 +566,24 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
     return fig
 
 
-def store_numbers(step19, timeline19: dict) -> dict:
+@dataclass(frozen=True)
+class StoreNumbers:
+    """A consumer's store of its tile of C (:func:`store_numbers`)."""
+    bytes: int  # the tile's bytes
+    estimate: tuple  # the clocks the docstring's rates would give, fast and slow
+    store: float  # the measured store, median clocks
+    covered: float  # the share of it under the other consumer's main loop
+    handoff: float  # one tile's last wgmma to the next tile's first, median clocks
+
+
+def store_numbers(step19, timeline19: dict) -> StoreNumbers:
     """The store: the bytes of a consumer's tile of C, the clocks the docstring's rate would give
     (:data:`STORE_BYTES_PER_CLOCK`), and the measured median store and the share of it under the other consumer's
     main loop (block 0 of the timeline's summary)."""
     rows, cols = consumer_tile(step19)
     b = rows * cols * 4
-    alt = alternation(timeline19)["blocks"][0]
-    return {"bytes": b, "estimate": tuple(b / r for r in STORE_BYTES_PER_CLOCK), "store": alt["store"],
-            "covered": alt["store_covered"], "handoff": alt["handoff"]}
+    alt = alternation(timeline19)[0]
+    return StoreNumbers(b, tuple(b / r for r in STORE_BYTES_PER_CLOCK), alt.store, alt.store_covered, alt.handoff)
 
 
 # -- ping-pong, fairly: the schedule alone (experiments/pingpong_fair.py, two H200 runs) -----------------------------
@@ -486,17 +625,25 @@ def fair_table(runs: list[dict]) -> MarkdownTable:
     return table(rows)
 
 
+@dataclass(frozen=True)
+class FairPairs:
+    """The pairs the lesson reads in one fair run at one size (:func:`fair_numbers`)."""
+    schedule: float  # the schedule alone: the wide ping-pong over step 17 persistent
+    tile: float  # the tile under ping-pong: step 19's tile over the wide one, 4 stages each
+    six_over_four: float  # step 19 with 6 stages over 4
+    best_over_step17: float  # the faster ping-pong of 4 stages over step 17
+
+
 def fair_numbers(runs: list[dict]) -> dict:
-    """The pairs the lesson reads, per run and size: the schedule alone (wide ping-pong over step 17 persistent), the
+    """{(run index, size): :class:`FairPairs`}: the schedule alone (wide ping-pong over step 17 persistent), the
     tile under ping-pong (step 19's tile over the wide one, 4 stages each), and step 19's 6 stages over 4."""
     out = {}
     for i, run in enumerate(runs):
         for s in FAIR_SIZES:
             t = {name: record(run, name, s)["tflops"] for name, _ in FAIR_ROWS}
-            out[(i, s[0])] = {"schedule": t["pingpong_wide_4"] / t["persistent_specialized"],
-                              "tile": t["pingpong_4"] / t["pingpong_wide_4"],
-                              "six_over_four": t["pingpong"] / t["pingpong_4"],
-                              "best_over_step17": max(t["pingpong_wide_4"], t["pingpong_4"]) / t["warp_specialized"]}
+            out[(i, s[0])] = FairPairs(t["pingpong_wide_4"] / t["persistent_specialized"],
+                                       t["pingpong_4"] / t["pingpong_wide_4"], t["pingpong"] / t["pingpong_4"],
+                                       max(t["pingpong_wide_4"], t["pingpong_4"]) / t["warp_specialized"])
     return out
 
 
@@ -513,16 +660,32 @@ def counters_table(counters: dict) -> MarkdownTable:
                   "warp instructions / MFLOP": "{:.0f}", "cycles ÷ step 17": "{:.2f}"})
 
 
-def bytes_and_time(counters: dict) -> dict:
+@dataclass(frozen=True)
+class BytesAndTime:
+    """The wide ping-pong against step 17 persistent under Nsight Compute (:func:`bytes_and_time`)."""
+    bytes: float  # L2 bytes, wide over persistent
+    cycles: float  # cycles, wide over persistent
+    rate_wide: float  # the wide ping-pong's L2 TB/s
+    rate_coop: float  # step 17 persistent's
+
+
+def bytes_and_time(counters: dict) -> BytesAndTime:
     """The wide ping-pong against step 17 persistent: how many times the L2 bytes, and how many times the cycles."""
     wide, coop = counters["builds"]["pingpong_wide_4"], counters["builds"]["persistent_specialized"]
-    return {"bytes": wide["l2_bytes"] / coop["l2_bytes"], "cycles": wide["cycles"] / coop["cycles"],
-            "rate_wide": wide["l2_tb_per_s"], "rate_coop": coop["l2_tb_per_s"]}
+    return BytesAndTime(wide["l2_bytes"] / coop["l2_bytes"], wide["cycles"] / coop["cycles"], wide["l2_tb_per_s"],
+                        coop["l2_tb_per_s"])
+
+
+@dataclass(frozen=True)
+class BeforeAfter:
+    """Step 19 over step 17 in the course benchmark at one size (:func:`step19_before_after`)."""
+    before: float  # 6 stages, 64-bit ring
+    after: float  # 4 stages, 32-bit ring
 
 
 def step19_before_after() -> dict | None:
-    """Step 19 in the course benchmark before (6 stages, 64-bit ring) and after (4 stages, 32-bit ring), each over
-    step 17 in its own run."""
+    """{size: :class:`BeforeAfter`}: step 19 in the course benchmark before (6 stages, 64-bit ring) and after (4
+    stages, 32-bit ring), each over step 17 in its own run; None without both runs."""
     before, after = load_run(BENCH_BEFORE), load_run(BENCH_AFTER)
     if before is None or after is None:
         return None
@@ -530,5 +693,5 @@ def step19_before_after() -> dict | None:
     for s in FAIR_SIZES:
         b, a = (record(run, "pingpong", s)["tflops"] / record(run, "warp_specialized", s)["tflops"]
                 for run in (before, after))
-        out[s[0]] = {"before": b, "after": a}
+        out[s[0]] = BeforeAfter(b, a)
     return out

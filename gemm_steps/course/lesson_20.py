@@ -89,13 +89,15 @@ def cluster_figure(step):
 # -- speed ---------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Speed:
-    tflops: float
-    of_step17: float
-    of_cublas_tf32: float
-    mhz: float | None
+    """One kernel at one size in a run (:func:`speed`)."""
+    tflops: float  # its TFLOPS
+    of_step17: float  # over step 17's, same run
+    of_cublas_tf32: float  # over cuBLAS TF32's, same run
+    mhz: float | None  # its SM clock, median of the launches (None: not recorded)
 
 
 def speed(run: dict, kernel: str, size: tuple) -> Speed:
+    """``kernel`` at ``size`` in ``run``, against step 17 and cuBLAS TF32 of the same run."""
     r, s17, tf32 = (record(run, k, size) for k in (kernel, "warp_specialized", "cublas_tf32"))
     return Speed(r["tflops"], r["tflops"] / s17["tflops"], r["tflops"] / tf32["tflops"], r.get("sm_clock_mhz_median"))
 
@@ -112,13 +114,15 @@ def speed_table(run: dict) -> MarkdownTable:
 # -- the verdict ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Verdict:
-    size: tuple
-    ratio: float
-    low: float
-    high: float
+    """Step 20 / step 17 at one size against the predicted range (:func:`verdicts`)."""
+    size: tuple  # (M, N, K)
+    ratio: float  # step 20's TFLOPS over step 17's, same run
+    low: float  # the predicted range's low end
+    high: float  # … and high end
 
     @property
     def where(self) -> str:
+        """"inside", "above" or "below" the predicted range."""
         return "inside" if self.low <= self.ratio <= self.high else ("above" if self.ratio > self.high else "below")
 
 
@@ -134,16 +138,17 @@ def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
 # -- what moved: the counters ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Counters:
-    kernel: str
-    size: int
-    grid: int
-    cluster: int
-    l2_bytes_per_flop: float
-    dram_bytes_per_flop: float
-    instructions_per_kflop: float
-    cycles: int
-    mhz_under_load: float
-    watts_under_load: float
+    """One kernel at one size in the reference file (:func:`counters`)."""
+    kernel: str  # its record's name
+    size: int  # the square
+    grid: int  # blocks launched
+    cluster: int  # blocks a cluster (1: no clusters)
+    l2_bytes_per_flop: float  # L2 bytes per FLOP (Nsight Compute)
+    dram_bytes_per_flop: float  # DRAM bytes per FLOP
+    instructions_per_kflop: float  # warp instructions per 1,000 FLOP
+    cycles: int  # the profiled launch's cycles
+    mhz_under_load: float  # SM clock while it runs back to back (NVML)
+    watts_under_load: float  # board power meanwhile
 
 
 def counters(ref: dict) -> list[Counters]:

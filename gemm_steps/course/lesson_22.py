@@ -10,6 +10,7 @@ per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its meas
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -157,7 +158,15 @@ def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> Markdow
     return table(rows, {"step 11 faster by": "{:.2f}×", "cuBLAS faster by": "{:.2f}×"})
 
 
-def call_overhead() -> dict | None:
+@dataclass(frozen=True)
+class CallOverhead:
+    """One ``matmul`` call's host time before and after launch plans (:func:`call_overhead`)."""
+    shape: list  # the suite's smallest shape, [M, N, K]
+    before: dict  # the before-run's row at that shape (as the file has it: µs a call of each kind)
+    after: dict  # the after-run's
+
+
+def call_overhead() -> CallOverhead | None:
     """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
     experiment-call-overhead-*.json), or None if the files are missing."""
     import json
@@ -167,15 +176,14 @@ def call_overhead() -> dict | None:
     if None in paths:
         return None
     before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
-    return {"shape": before["shape"], "before": before, "after": after}
+    return CallOverhead(before["shape"], before, after)
 
 
-def call_overhead_table(overhead: dict) -> MarkdownTable:
+def call_overhead_table(overhead: CallOverhead) -> MarkdownTable:
     """:func:`call_overhead` as a table: one ``matmul`` call's host time before and after launch plans, against an
     empty kernel launched through Numba and (where measured) through ``cuda.core``."""
     rows = []
-    for run in ("before", "after"):
-        r = overhead[run]
+    for run, r in (("before", overhead.before), ("after", overhead.after)):
         direct = r.get("direct_empty_kernel_us")
         rows.append({"launch plans": run, "matmul, µs a call": r["matmul_us"],
                      "empty Numba launch, µs": r["empty_kernel_us"],
@@ -216,7 +224,20 @@ def held_out_table(rows: list[dict]) -> MarkdownTable:
     return table(rows, {"`matmul`, % of cuBLAS": "{:.0f} %", "step 11, % of cuBLAS": "{:.0f} %"})
 
 
-def small_shape(results: dict) -> dict:
+@dataclass(frozen=True)
+class SmallShape:
+    """Why the smallest benchmarked square is hard for step 11 (:func:`small_shape`)."""
+    size: str  # the square, as the lesson prints it
+    tile: str  # step 11's block tile, BLOCK_M×BLOCK_N
+    tiles: int  # tiles of C
+    sms: int | None  # the run's SMs
+    k_iterations: int  # BLOCK_K-deep slices of a tile, all tiles together
+    k_iterations_per_sm: float  # … per SM
+    step11_pct: float  # step 11's % of cuBLAS there
+    best: tuple  # the fastest FP32 step there: (number, name, % of cuBLAS)
+
+
+def small_shape(results: dict) -> SmallShape:
     """Why the smallest benchmarked square is hard for step 11, computed: its size, step 11's tile, how many tiles
     and k-iterations (one ``BLOCK_K``-deep slice of one tile) that makes, per SM, step 11's % of cuBLAS there, and
     the FP32 step that was fastest at that size (number, name, % of cuBLAS)."""
@@ -229,10 +250,9 @@ def small_shape(results: dict) -> dict:
     sms = results["environment"].get("sm_count")
     steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
     best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
-    return {"size": size_label(small), "tile": f"{config.BLOCK_M}×{config.BLOCK_N}", "tiles": tiles, "sms": sms,
-            "k_iterations": iterations, "k_iterations_per_sm": iterations / sms,
-            "step11_pct": record(results, "stream_k", small)["pct_of_cublas"],
-            "best": (best.number, best.name, record(results, best.name, small)["pct_of_cublas"])}
+    return SmallShape(size_label(small), f"{config.BLOCK_M}×{config.BLOCK_N}", tiles, sms, iterations,
+                      iterations / sms, record(results, "stream_k", small)["pct_of_cublas"],
+                      (best.number, best.name, record(results, best.name, small)["pct_of_cublas"]))
 
 
 def target_rows(results: dict) -> list[dict]:

@@ -15,8 +15,8 @@ run = producer_order_run()
 order, clocks, timing = (load_run(name) for name in (lesson_16.ORDER_RUN, lesson_16.CLOCKS_RUN,
                                                      lesson_16.TIMING_RUN))
 for kernel, q in lesson_16.drop(run).items():
-    print(f"{kernel:18s} 8192³ / 4096³: {q['ratio']:.3f}; SM clock {q['mhz'][0]:.0f} -> {q['mhz'][1]:.0f} MHz; "
-          f"per clock {q['per_clock']:.3f}")
+    print(f"{kernel:18s} 8192³ / 4096³: {q.ratio:.3f}; SM clock {q.mhz[0]:.0f} -> {q.mhz[1]:.0f} MHz; "
+          f"per clock {q.per_clock:.3f}")
 
 # %% [markdown]
 # That is lesson 16's run, which records each kernel's SM clock (the median after each timed launch). The clock
@@ -35,8 +35,8 @@ for kernel, q in lesson_16.drop(run).items():
 for size in (4096, 8192):
     for group in (1, 4, 8, 16):
         w = lesson_16.wave_traffic(size, group, run["environment"]["sm_count"])
-        print(f"{size}³, groups of {group:2d}: {w['a_panels']} A + {w['b_panels']} B panels = {w['mb']:.0f} MB, "
-              f"{w['mb_per_gflop']:.2f} MB per GFLOP")
+        print(f"{size}³, groups of {group:2d}: {w.a_panels} A + {w.b_panels} B panels = {w.mb:.0f} MB, "
+              f"{w.mb_per_gflop:.2f} MB per GFLOP")
 
 # %% [markdown]
 # Row-major, 8192³ reads more bytes per FLOP than 4096³; grouped by 8, fewer than either size row-major. If the
@@ -46,9 +46,9 @@ for size in (4096, 8192):
 # %%
 lesson.say(lesson_16.order_table(order))
 gain = lesson_16.order_gain(order)
-print("groups of 8 over row-major: " + ", ".join(f"{lesson.size_label(s)} {g:.3f}×" for s, g in gain["gain"].items())
-      + f"; the drop {gain['drop_row_major']:.1%} row-major, {gain['drop_grouped']:.1%} grouped: "
-      f"{gain['share_recovered']:.0%} of it recovered")
+print("groups of 8 over row-major: " + ", ".join(f"{lesson.size_label(s)} {g:.3f}×" for s, g in gain.gain.items())
+      + f"; the drop {gain.drop_row_major:.1%} row-major, {gain.drop_grouped:.1%} grouped: "
+      f"{gain.share_recovered:.0%} of it recovered")
 
 # %% [markdown]
 # Grouping recovers part of the drop, not all. Nsight Compute confirms the bytes — and says something more: timed
@@ -57,8 +57,8 @@ print("groups of 8 over row-major: " + ", ".join(f"{lesson.size_label(s)} {g:.3f
 # %%
 profile = lesson_16.order_profile()
 for (size, group), q in profile.items():
-    print(f"{size}³, groups of {group}: DRAM read {q['dram_gb']:.2f} GB, L2 hit rate {q['l2_hit_pct']:.1f} %, "
-          f"{q['ms']:.3f} ms at {q['ghz']:.2f} GHz = {lesson_16.profile_tflops(profile)[(size, group)]:.0f} TFLOPS")
+    print(f"{size}³, groups of {group}: DRAM read {q.dram_gb:.2f} GB, L2 hit rate {q.l2_hit_pct:.1f} %, "
+          f"{q.ms:.3f} ms at {q.ghz:.2f} GHz = {lesson_16.profile_tflops(profile)[(size, group)]:.0f} TFLOPS")
 
 # %% [markdown]
 # So the rest of the drop is not in the kernel.

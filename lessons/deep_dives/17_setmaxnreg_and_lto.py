@@ -15,7 +15,7 @@ budget = lesson_17.register_budget(gemm_steps.get_step("warp_specialized"))
 reports = lesson_17.ptxas_reports(["step:warp_specialized", "step:tma_pipeline",
                                    "gemm_steps.course.ninth_warp:ptx_kernels"])
 lesson.say(lesson_17.ptxas_table(reports))
-print(f"{budget['registers']:,} registers over {budget['threads']} threads: {budget['at_entry']} a thread at entry")
+print(f"{budget.registers:,} registers over {budget.threads} threads: {budget.at_entry} a thread at entry")
 
 # %% [markdown]
 # **Relocatable** (`harness.ptx.ptxas_info`): the PTX assembled as one unit of a program that will be linked later —

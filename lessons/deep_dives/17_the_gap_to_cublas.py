@@ -43,10 +43,10 @@ tile = load_run(lesson_17.PER_TILE_RUN)
 lesson.say(predictions.quote(predictions.get(17, "loop_instructions_8192")))
 lesson.say(lesson_17.loop_table(loop))
 q = lesson_17.loop_numbers(loop)
-print(f"warp instructions at 4096³: {q['instructions_before']:.1f} M before, {q['instructions_after']:.1f} M after "
-      f"(cuBLAS TF32: {q['instructions_cublas']:.1f} M), cycles ×{q['cycles_ratio']:.3f}; SM clock under load at "
-      f"8192³: {q['mhz_before']:.0f} → {q['mhz_after']:.0f} MHz (cuBLAS TF32 {q['mhz_cublas']:.0f}); every C the "
-      f"same bit for bit: {q['identical']}")
+print(f"warp instructions at 4096³: {q.instructions_before:.1f} M before, {q.instructions_after:.1f} M after "
+      f"(cuBLAS TF32: {q.instructions_cublas:.1f} M), cycles ×{q.cycles_ratio:.3f}; SM clock under load at "
+      f"8192³: {q.mhz_before:.0f} → {q.mhz_after:.0f} MHz (cuBLAS TF32 {q.mhz_cublas:.0f}); every C the "
+      f"same bit for bit: {q.identical}")
 
 # %% [markdown]
 # With the changes step 17 executes nearly as few instructions as cuBLAS TF32, and it is **no faster, and its clock
@@ -68,11 +68,11 @@ print(f"warp instructions at 4096³: {q['instructions_before']:.1f} M before, {q
 lesson.say(predictions.quote(predictions.get(17, "per_tile_cost")))
 lesson.say(lesson_17.per_tile_table(tile))
 t = lesson_17.per_tile_numbers(tile)
-slope = t["per_1024_us"]
-print(f"step 17 over cuBLAS TF32 per clock: {t['ratio_at'][1024]:.3f} at K = 1024, {t['ratio_at'][4096]:.3f} at "
-      f"4096, {t['ratio_at'][8192]:.3f} at 8192; µs per 1,024 of K: step 17 {slope['warp_specialized']:.1f}, "
+slope = t.per_1024_us
+print(f"step 17 over cuBLAS TF32 per clock: {t.ratio_at[1024]:.3f} at K = 1024, {t.ratio_at[4096]:.3f} at "
+      f"4096, {t.ratio_at[8192]:.3f} at 8192; µs per 1,024 of K: step 17 {slope['warp_specialized']:.1f}, "
       f"persistent {slope['persistent_specialized']:.1f}, cuBLAS TF32 {slope['cublas_tf32']:.1f} "
-      f"(cuBLAS's k-loop {1 / t['loop_pace']:.2f}× as fast as step 17's)")
+      f"(cuBLAS's k-loop {1 / t.loop_pace:.2f}× as fast as step 17's)")
 
 # %% [markdown]
 # **The prediction failed, and that is the finding.** A fixed cost would make step 17's ratio to cuBLAS rise with K;
@@ -121,8 +121,8 @@ landing = {name: [timelines.timeline_medians(pair, name, block)["landing"] for b
 r = lesson_17.timeline_compare(pair)
 print("landing, step 20 / step 17: " + ", ".join(f"block {b} {x / y:.2f}" for b, (x, y) in
                                                  enumerate(zip(landing["cluster_multicast"], landing["warp_specialized"])))
-      + f"; means over both blocks and warpgroups: waits for data ×{r['wait_data']:.2f}, waits for the previous wgmma "
-        f"×{r['wait_previous']:.2f}, releases and loops ×{r['rest']:.2f}, period ×{r['period']:.2f}")
+      + f"; means over both blocks and warpgroups: waits for data ×{r.wait_data:.2f}, waits for the previous wgmma "
+        f"×{r.wait_previous:.2f}, releases and loops ×{r.rest:.2f}, period ×{r.period:.2f}")
 
 # %% [markdown]
 # **Yes — and step 20 spends the gain elsewhere.** Its copies land sooner and its consumers wait less for data, as
@@ -158,8 +158,8 @@ lesson.say(predictions.quote(predictions.get(17, "timeline_20_one_arrival")))
 for label, name in (("every warp arrives", lesson_17.TIMELINE_17_20_RUN),
                     ("one arrival a warpgroup", lesson_17.TIMELINE_17_20_RUN_2)):
     r = lesson_17.timeline_compare(load_run(name))
-    print(f"{label}: releases and loops ×{r['rest']:.2f}, waits for the previous wgmma ×{r['wait_previous']:.2f}, "
-          f"loads and issues ×{r['issue']:.2f}, waits for data ×{r['wait_data']:.2f}, period ×{r['period']:.2f}")
+    print(f"{label}: releases and loops ×{r.rest:.2f}, waits for the previous wgmma ×{r.wait_previous:.2f}, "
+          f"loads and issues ×{r.issue:.2f}, waits for data ×{r.wait_data:.2f}, period ×{r.period:.2f}")
 
 # %% [markdown]
 # The release now costs about what step 17's does, as predicted — and step 20's k-tile is still longer than step
