@@ -19,9 +19,10 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import LAYOUT, clocks_per_hmma, mma_sync_ceiling_tflops, mma_sync_clocks, owners, tf32_peak_tflops
+from .plots import speed_error_figure
 from .profiles import kernel_sections, report_metrics, report_text
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
-from .timings import caption, common_sizes, fp32_peak_tflops, record, size_label, tflops_table
+from .timings import caption, common_sizes, fp32_peak_tflops, record, tflops_table
 
 # -- the shipped files (experiments/results/ and results/) -----------------------------------------------------------
 #: Nsight Compute, one 4096³ launch of steps 12 and 13.
@@ -240,33 +241,24 @@ def speed_table(results: dict) -> MarkdownTable:
 def speed_figure(results: dict):
     """TFLOPS against size for the rows of :func:`speed_table`, with the TF32 ceiling (and what ``mma.sync`` reaches
     of it, from the shipped profile) and our targets."""
-    from matplotlib.figure import Figure
-
     from ..harness.environment import short_label
 
     size_list = common_sizes(results, COMPARED)
-    x = np.arange(len(size_list))
-    fig = Figure(figsize=(9, 5.2), layout="constrained")
-    ax = fig.subplots()
-    for name, label, colour, style in SPEED_ROWS:
-        ax.plot(x, [(record(results, name, s) or {}).get("tflops", np.nan) for s in size_list], style, color=colour,
-                label=label)
     sgemm = np.array([record(results, "cublas", s)["tflops"] for s in size_list])
-    ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
-            label=f"our target for step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
-    ax.axhline(TARGET_TF32_TFLOPS, color="tab:brown", lw=1.5, ls="--",
-               label=f"our target for step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
     peak, profiles = tf32_peak_tflops(results), tensor_core_profiles()
     reach = (f"; mma.sync reaches ≈ {mma_sync_ceiling_tflops(results, profiles['tensor_cores']):.0f}"
              if profiles and "tensor_cores" in profiles else "")
-    ax.axhline(peak, color="k", lw=1, ls="-.", label=f"TF32 ceiling: 8× FP32 at the max clock, {peak:.0f}{reach}")
-    ax.set_yscale("log")
-    ax.set_xticks(x, [size_label(s) for s in size_list])
-    ax.set(xlabel="size", ylabel="TFLOPS (log scale)",
-           title=f"The tensor-core steps against step 11 and cuBLAS\n{short_label(results['environment'])}")
-    ax.title.set_fontsize(9)
-    ax.legend(fontsize=9, loc="lower right")
-    return fig
+
+    def targets(ax, x):
+        ax.plot(x, TARGET_3XTF32_VS_SGEMM * sgemm, color="tab:olive", lw=1.5, ls="--",
+                label=f"our target for step 13: {TARGET_3XTF32_VS_SGEMM}× cuBLAS SGEMM")
+        ax.axhline(TARGET_TF32_TFLOPS, color="tab:brown", lw=1.5, ls="--",
+                   label=f"our target for step 12: {TARGET_TF32_TFLOPS:.0f} TFLOPS")
+        ax.axhline(peak, color="k", lw=1, ls="-.", label=f"TF32 ceiling: 8× FP32 at the max clock, {peak:.0f}{reach}")
+
+    title = f"The tensor-core steps against step 11 and cuBLAS\n{short_label(results['environment'])}"
+    return speed_error_figure(results, SPEED_ROWS, size_list, targets, title, errors=False, figsize=(9, 5.2),
+                              legend_fontsize=9)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import numpy as np
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .gpu_model import TF32_FLOP_PER_CLOCK, k_tile_flop, ring_constants, ring_schedule, tensor_clocks
+from .gpu_model import TF32_FLOP_PER_CLOCK, k_tile_flop, ring_constants, ring_schedule, ring_states, tensor_clocks
+from .plots import k_tile_grid, ring_stage_boxes
 from .profiles import profile_sections, report_text
 from .targets import HOPPER_SIZES, TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .timelines import TIMELINE_RUN, WARM_UP_K_TILES, timeline_medians
@@ -53,24 +54,9 @@ def ring_snapshot(stages: int, load_ahead: int, turn: int) -> list[Stage]:
     "filling" (the producer loads k-tile ``turn``), "ahead" (loaded, not read yet), "read" (its fragments are loaded
     and its wgmma issued: k-tile ``turn − LOAD_AHEAD``), "in flight" (the k-tile before, whose wgmma may still run,
     released after this turn's wait) or "free"."""
-    computed = turn - load_ahead
-    out = []
-    for s in range(stages):
-        t = max((t for t in range(turn + 1) if t % stages == s), default=None)
-        if t is None:
-            state = "free"
-        elif t == turn:
-            state = "filling"
-        elif t > computed:
-            state = "ahead"
-        elif t == computed:
-            state = "read"
-        elif t == computed - 1:
-            state = "in flight"
-        else:
-            state = "free"
-        out.append(Stage(s, t, state, None if t is None else t // stages % 2))
-    return out
+    ladder = [(0, "filling"), (load_ahead - 1, "ahead"), (load_ahead, "read"), (load_ahead + 1, "in flight")]
+    return [Stage(s, t, state, None if t is None else t // stages % 2)
+            for s, (t, state) in enumerate(ring_states(stages, turn, ladder, "free"))]
 
 
 STATE_COLOURS = {"filling": "tab:orange", "ahead": "tab:olive", "read": "tab:blue", "in flight": "lightsteelblue",
@@ -81,37 +67,24 @@ def ring_figure(step, k_tiles: int = 12, turn: int = 6):
     """Left: step 16's ring during one turn (which k-tile each stage holds, its state, and the barriers' parities);
     right: every k-tile's stage and the parities its waiters use, from :func:`ring_schedule`."""
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
 
     c = ring_constants(step)
     stages, ahead = c["STAGES"], c["LOAD_AHEAD"]
     fig = Figure(figsize=(13, 4.4), layout="constrained")
     snap, table = fig.subplots(1, 2, width_ratios=[1, 1.6])
-    for entry in ring_snapshot(stages, ahead, turn):
-        s, t = entry.stage, entry.k_tile
-        snap.add_patch(Rectangle((s, 0.9), 0.9, 1.2, color=STATE_COLOURS[entry.state]))
-        snap.text(s + 0.45, 1.75, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
-        snap.text(s + 0.45, 1.45, f"k-tile {t}" if t is not None else "—", ha="center", fontsize=9)
-        snap.text(s + 0.45, 1.1, entry.state, ha="center", fontsize=8)
-        fill = t // stages if t is not None else 0
-        snap.text(s + 0.45, 0.6, f"full[{s}]\nwait parity {fill % 2}", ha="center", fontsize=7.5, va="center")
-        snap.text(s + 0.45, 0.15, f"empty[{s}]\nnext refill waits\nparity {fill % 2}", ha="center", fontsize=7.5,
+    snapshot = ring_snapshot(stages, ahead, turn)
+    ring_stage_boxes(snap, snapshot, STATE_COLOURS,
+                     f"During turn {turn}: the producer loads k-tile {turn}, every warp computes k-tile "
+                     f"{turn - ahead}\n(LOAD_AHEAD = {ahead}; k-tile {turn - ahead - 1}'s wgmma may still run)")
+    for e in snapshot:  # under each box its barriers' parities (0 before the stage's first fill)
+        s, parity = e.stage, e.full_parity or 0
+        snap.text(s + 0.45, 0.6, f"full[{s}]\nwait parity {parity}", ha="center", fontsize=7.5, va="center")
+        snap.text(s + 0.45, 0.15, f"empty[{s}]\nnext refill waits\nparity {parity}", ha="center", fontsize=7.5,
                   va="center")
-    snap.set(xlim=(-0.1, stages), ylim=(-0.2, 2.3), title=f"During turn {turn}: the producer loads k-tile {turn}, "
-             f"every warp computes k-tile {turn - ahead}\n(LOAD_AHEAD = {ahead}; k-tile {turn - ahead - 1}'s wgmma "
-             "may still run)")
-    snap.title.set_fontsize(9)
-    snap.axis("off")
-    schedule = ring_schedule(stages, k_tiles)
-    for e in schedule:
-        x, y = e["k_tile"], stages - 1 - e["stage"]
-        table.add_patch(Rectangle((x, y), 0.95, 0.9, color=("tab:green", "tab:purple")[e["full_parity"]], alpha=0.25))
-        empty = "—" if e["empty_parity"] is None else str(e["empty_parity"])
-        table.text(x + 0.47, y + 0.45, f"t={x}\nfill {e['fill']}\nfull: {e['full_parity']}\nempty: {empty}",
-                   ha="center", va="center", fontsize=7)
-    table.set_xlim(0, k_tiles)
-    table.set_ylim(0, stages)
-    table.set_yticks([stages - 1 - s + 0.45 for s in range(stages)], [f"stage {s}" for s in range(stages)])
+    k_tile_grid(table, [(e["k_tile"], e["stage"], ("tab:green", "tab:purple")[e["full_parity"]],
+                         f"t={e['k_tile']}\nfill {e['fill']}\nfull: {e['full_parity']}\nempty: "
+                         f"{'—' if e['empty_parity'] is None else e['empty_parity']}")
+                        for e in ring_schedule(stages, k_tiles)], stages, alpha=0.25)
     table.set_xticks([])
     table.set_title("Each k-tile t: its stage t % STAGES, which fill of it (t // STAGES), the parity consumers wait "
                     "on full[s] for\n(fill % 2; green 0, purple 1) and the parity the producer waits on empty[s] "

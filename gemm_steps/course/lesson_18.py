@@ -14,7 +14,8 @@ import numpy as np
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants
+from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_states
+from .plots import ring_stage_boxes
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .timelines import events
 from .timings import caption, common_sizes, load_run, record, tflops_table
@@ -97,21 +98,8 @@ def ring_snapshot(stages: int, split_behind: int, turn: int) -> list[Stage]:
     """Step 18's ring during pass ``turn`` of the producer's loop, if the consumers keep up: per stage the newest
     k-tile put there and its state — "copying" (k-tile ``turn``), "landed" (copied, not split yet), "splitting"
     (k-tile ``turn − SPLIT_BEHIND``), "computing" (split: the consumers' k-tile), "free"."""
-    out = []
-    for s in range(stages):
-        t = max((t for t in range(turn + 1) if t % stages == s), default=None)
-        if t is None:
-            state = "free"
-        elif t == turn:
-            state = "copying"
-        elif t > turn - split_behind:
-            state = "landed"
-        elif t == turn - split_behind:
-            state = "splitting"
-        else:
-            state = "computing"
-        out.append(Stage(s, t, state))
-    return out
+    ladder = [(0, "copying"), (split_behind - 1, "landed"), (split_behind, "splitting")]
+    return [Stage(s, t, state) for s, (t, state) in enumerate(ring_states(stages, turn, ladder, "computing"))]
 
 
 STATE_COLOURS = {"copying": "tab:orange", "landed": "tab:olive", "splitting": "tab:green", "computing": "tab:blue",
@@ -148,16 +136,10 @@ def ring_figure(step, turn: int = 6):
               "left and waited for by the role on its right")
     cycle.title.set_fontsize(9)
     cycle.axis("off")
-    for e in ring_snapshot(stages, behind, turn):
-        s, t = e.stage, e.k_tile
-        snap.add_patch(Rectangle((s, 0.5), 0.9, 1.4, color=STATE_COLOURS[e.state], alpha=0.6))
-        snap.text(s + 0.45, 1.6, f"stage {s}", ha="center", fontsize=9, fontweight="bold")
-        snap.text(s + 0.45, 1.25, "—" if t is None else f"k-tile {t}", ha="center", fontsize=9)
-        snap.text(s + 0.45, 0.85, e.state, ha="center", fontsize=8)
-    snap.set(xlim=(-0.1, stages), ylim=(0.3, 2.3), title=f"Pass {turn} of the producer's loop: copy k-tile {turn}, "
-             f"split k-tile {turn - behind}\n(SPLIT_BEHIND = {behind}; STAGES = {stages})")
-    snap.title.set_fontsize(9)
-    snap.axis("off")
+    ring_stage_boxes(snap, ring_snapshot(stages, behind, turn), STATE_COLOURS,
+                     f"Pass {turn} of the producer's loop: copy k-tile {turn}, split k-tile {turn - behind}\n"
+                     f"(SPLIT_BEHIND = {behind}; STAGES = {stages})", box=(0.5, 1.4), rows=(1.6, 1.25, 0.85),
+                     alpha=0.6, ylim=(0.3, 2.3))
     return fig
 
 

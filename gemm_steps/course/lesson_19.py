@@ -15,6 +15,7 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
+from .plots import k_tile_grid, span_bar
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .timelines import TIMELINE_RUN as STEP17_TIMELINE_RUN
 from .timelines import WARM_UP_K_TILES, events
@@ -147,15 +148,11 @@ def ring_figure(step, k_tiles: int = 4, fill: int = 3):
     walk = ring_walk(step, k_tiles)
     fig = Figure(figsize=(13, 4.2), layout="constrained")
     ring, table = fig.subplots(1, 2, width_ratios=[1.6, 1])
-    for e in walk:
-        x, y = e.k_tile, stages - 1 - e.stage
-        ring.add_patch(Rectangle((x, y), 0.92, 0.88, color=STATE_COLOURS[e.consumer], alpha=0.35))
-        ring.text(x + 0.46, y + 0.44, f"g={x}\nfill {e.fill}\nparity {e.full_parity}", ha="center",
-                  va="center", fontsize=7)
+    k_tile_grid(ring, [(e.k_tile, e.stage, STATE_COLOURS[e.consumer],
+                        f"g={e.k_tile}\nfill {e.fill}\nparity {e.full_parity}") for e in walk], stages, alpha=0.35,
+                cell=(0.92, 0.88), centre=(0.46, 0.44))
     for t in range(1, len(walk) // k_tiles):
         ring.axvline(t * k_tiles - 0.04, color="k", lw=1)
-    ring.set(xlim=(0, len(walk)), ylim=(0, stages))
-    ring.set_yticks([stages - 1 - s + 0.44 for s in range(stages)], [f"stage {s}" for s in range(stages)])
     ring.set_xticks([(t + 0.5) * k_tiles for t in range(len(walk) // k_tiles)],
                     [f"the block's tile {t}" for t in range(len(walk) // k_tiles)])
     ring.legend(handles=[Patch(color=STATE_COLOURS[w], alpha=0.35, label=f"read by consumer {w}") for w in (0, 1)],
@@ -545,8 +542,7 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
             for u in range(x.shape[0] - 1):
                 edges = [x[u, 0], x[u, 1], x[u, 2], x[u, 3], x[u + 1, 0]]
                 for (_, colour), a, b in zip(segments, edges, edges[1:]):
-                    if np.isfinite(a) and np.isfinite(b) and a < span and b > 0:
-                        ax.barh(len(rows) - w, b - a, left=a, color=colour, height=0.6)
+                    span_bar(ax, len(rows) - w, a, b, colour, span)
                 issues.append(x[u, 2])
         end, busy = -np.inf, []
         for t in sorted(i for i in issues if np.isfinite(i)):
@@ -554,8 +550,7 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
             end = a + tensor_clocks(step)
             busy.append((a, end))
         for a, b in busy:
-            if a < span and b > 0:
-                ax.barh(0, b - a, left=a, color="tab:purple", height=0.5)
+            span_bar(ax, 0, a, b, "tab:purple", span, height=0.5)
         ax.set_yticks([len(rows) - w for w in rows] + [0],
                       [f"consumer {w}" for w in rows] + ["tensor core (model)"])
         ax.set_xlim(0, span)

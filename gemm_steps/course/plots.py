@@ -9,7 +9,9 @@
   grouped by class.
 * :func:`plot_results` — all of them that the results allow, written as PNGs.
 * :func:`speed_error_figure` — chosen kernels' TFLOPS and sampled errors against size, two panels, with a target
-  drawn (lessons 14 and 15).
+  drawn (lessons 14 and 15), or the TFLOPS panel alone (lesson 12).
+* :func:`ring_stage_boxes`, :func:`k_tile_grid` — a Hopper step's ring: its stages during one turn, and its k-tiles
+  by stage (lessons 16, 18 and 19); :func:`span_bar`, a timeline's bar (lessons 16, 17 and 19).
 
 Every title carries :func:`gemm_steps.harness.environment.short_label` (GPU, SMs, driver, CUDA and cuBLAS versions,
 numba-cuda, date), wrapped to the figure's width: a plot must say where it was measured. Steps that compute on the
@@ -433,26 +435,69 @@ def plot_results(results: dict, out_dir: str | Path, stem: str | None = None) ->
     return paths
 
 
-def speed_error_figure(results: dict, rows, size_list: list, draw_target, title: str) -> Figure:
+# -- a Hopper step's ring (lessons 16, 18 and 19) ----------------------------------------------------------------------
+def ring_stage_boxes(ax, stages, colours: dict, title: str, *, box=(0.9, 1.2), rows=(1.75, 1.45, 1.1), alpha=None,
+                     ylim=(-0.2, 2.3)) -> None:
+    """The ring during one turn on ``ax``, a box per stage coloured by its state (``colours``): the stage, its newest
+    k-tile and its state, on the three heights ``rows``. ``stages``: per stage an object with ``stage``, ``k_tile``
+    (None: none yet) and ``state``; ``box``: the boxes' bottom and height."""
+    for e in stages:
+        s, t = e.stage, e.k_tile
+        ax.add_patch(plt.Rectangle((s, box[0]), 0.9, box[1], color=colours[e.state], alpha=alpha))
+        ax.text(s + 0.45, rows[0], f"stage {s}", ha="center", fontsize=9, fontweight="bold")
+        ax.text(s + 0.45, rows[1], "—" if t is None else f"k-tile {t}", ha="center", fontsize=9)
+        ax.text(s + 0.45, rows[2], e.state, ha="center", fontsize=8)
+    ax.set(xlim=(-0.1, len(stages)), ylim=ylim, title=title)
+    ax.title.set_fontsize(9)
+    ax.axis("off")
+
+
+def k_tile_grid(ax, cells, stages: int, *, alpha: float, cell=(0.95, 0.9), centre=(0.47, 0.45)) -> None:
+    """The ring's k-tiles on ``ax``: one column per k-tile, one row per stage (stage 0 on top), a box of size ``cell``
+    with its text at ``centre``. ``cells``: (k-tile, stage, colour, text), one per k-tile 0, 1, …"""
+    for x, s, colour, text in cells:
+        y = stages - 1 - s
+        ax.add_patch(plt.Rectangle((x, y), *cell, color=colour, alpha=alpha))
+        ax.text(x + centre[0], y + centre[1], text, ha="center", va="center", fontsize=7)
+    ax.set(xlim=(0, len(cells)), ylim=(0, stages))
+    ax.set_yticks([stages - 1 - s + centre[1] for s in range(stages)], [f"stage {s}" for s in range(stages)])
+
+
+def span_bar(ax, y, a, b, colour, span: float, height: float = 0.6) -> bool:
+    """A timeline's bar from ``a`` to ``b`` on row ``y`` if both ends were recorded (finite) and it shows in
+    [0, ``span``); whether it was drawn."""
+    shown = bool(np.isfinite(a) and np.isfinite(b) and a < span and b > 0)
+    if shown:
+        ax.barh(y, b - a, left=a, color=colour, height=height)
+    return shown
+
+
+def speed_error_figure(results: dict, rows, size_list: list, draw_target, title: str, *, errors: bool = True,
+                       figsize=(12, 4.6), legend_fontsize: float = 8) -> Figure:
     """Two panels over ``size_list``: TFLOPS (log) of each of ``rows`` ((record name, label, colour, style)) with
-    ``draw_target(axes, x)`` drawing the target, and their sampled errors. Not closed in ``pyplot``: a
-    :class:`~matplotlib.figure.Figure` of its own."""
+    ``draw_target(axes, x)`` drawing the target, and their sampled errors; with ``errors=False`` the TFLOPS panel
+    alone, ``title`` over it. Not closed in ``pyplot``: a :class:`~matplotlib.figure.Figure` of its own."""
     x = np.arange(len(size_list))
-    fig = Figure(figsize=(12, 4.6), layout="constrained")
-    speed, error = fig.subplots(1, 2)
+    fig = Figure(figsize=figsize, layout="constrained")
+    speed, error = fig.subplots(1, 2) if errors else (fig.subplots(), None)
     for name, label, colour, style in rows:
         got = [timings.record(results, name, s) or {} for s in size_list]
         if not any(got):
             label += " (not in this file)"
         speed.plot(x, [g.get("tflops", np.nan) for g in got], style, color=colour, label=label)
-        error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
+        if errors:
+            error.plot(x, [g.get("sampled_rel_error_fp64", np.nan) for g in got], style, color=colour, label=label)
     draw_target(speed, x)
-    for ax in (speed, error):
+    for ax in (speed, error) if errors else (speed,):
         ax.set_yscale("log")
         ax.set_xticks(x, [timings.size_label(s) for s in size_list])
         ax.set_xlabel("size")
-    speed.set(ylabel="TFLOPS (log scale)", title="Speed")
+    speed.set_ylabel("TFLOPS (log scale)")
+    speed.legend(fontsize=legend_fontsize, loc="lower right")
+    if not errors:
+        speed.set_title(title, fontsize=9)
+        return fig
+    speed.set_title("Speed")
     error.set(ylabel="relative error (sampled, vs float64)", title="Accuracy")
-    speed.legend(fontsize=8, loc="lower right")
     fig.suptitle(title, fontsize=9)
     return fig

@@ -11,6 +11,7 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
+from .plots import span_bar
 from .timings import load_run
 
 #: Steps 16 and 17's timelines from one H200 run (experiments/timeline.py).
@@ -95,8 +96,7 @@ def timeline_figure(timeline: dict, step_names, block: int = 0, first: int = 16,
         e = events(timeline, name, block) - starts[name]
 
         def bar(y, a, b, colour, label_at=None, text=None):
-            if np.isfinite(a) and np.isfinite(b) and a < span and b > 0:
-                ax.barh(y, b - a, left=a, color=colour, height=0.6)
+            if span_bar(ax, y, a, b, colour, span):
                 if text is not None and 0 <= label_at < span * 0.98:
                     ax.text(label_at, y + 0.36, text, fontsize=6, ha="left")
 
