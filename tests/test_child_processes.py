@@ -31,6 +31,7 @@ ALLOWED = {
     "tests/test_exercises.py": "the grader in a fresh Python, for what its exit leaves (warnings, a running child)",
     "tests/test_first_hour.py": "a learner's first commands, each in a fresh Python as the README gives them",
     "tests/test_mbarrier_ops.py": "a kernel that deadlocks on a GPU, in a Python that may have to be killed",
+    "tests/test_package_layers.py": "a fresh Python that imports the lesson helpers, for what their import loads",
     "tests/test_readable_kernels.py": "a step run in a fresh Python (nothing imported before helps it)",
     "tests/test_run_output.py": "a pytest run under pytest-xdist, for what its workers report",
     "tests/test_tile_configs.py": "a fresh Python told another GPU's name, for the tiles it builds at import",

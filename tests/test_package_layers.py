@@ -151,3 +151,22 @@ def test_no_lesson_helper_imports_another():
         wrong += [f"{path.name}:{line} imports {module}" for line, module in imports(path)
                   if module.startswith("gemm_steps.course.lesson_") and module != own]
     assert not wrong, "\n".join(wrong)
+
+
+def test_importing_a_lesson_helper_loads_no_pyplot():
+    """The lesson helpers import Matplotlib (and :mod:`gemm_steps.course.plots`, which loads pyplot) inside the
+    functions that draw: a test, a script or the command that reads a helper's numbers does not pay for pyplot."""
+    import subprocess
+    import sys
+
+    helpers = sorted(p.stem for p in (PACKAGE / "course").glob("lesson_*.py")) + ["timelines", "timings", "targets",
+                                                                                      "gpu_model", "profiles"]
+    script = ("import importlib, sys\n"
+              f"for name in {helpers!r}:\n"
+              "    importlib.import_module('gemm_steps.course.' + name)\n"
+              "    if 'matplotlib.pyplot' in sys.modules:\n"
+              "        print(name)\n"
+              "        break\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"importing gemm_steps.course.{done.stdout.strip()} loaded matplotlib.pyplot"

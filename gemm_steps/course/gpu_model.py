@@ -252,7 +252,6 @@ def ring_schedule(stages: int, k_tiles: int) -> list[dict]:
              "empty_parity": None if t < stages else (t // stages - 1) % 2} for t in range(k_tiles)]
 
 
-
 def newest_k_tiles(stages: int, turn: int) -> list[int | None]:
     """Per stage of a ring of ``stages`` (k-tile t goes to stage t % STAGES, on turn t): the newest k-tile put there
     by turn ``turn`` (None: none yet)."""
@@ -265,6 +264,7 @@ def ring_states(stages: int, turn: int, ladder, older: str, empty: str = "free")
     ``older`` past them all; ``empty`` for a stage not filled yet."""
     return [(t, empty if t is None else next((state for most, state in ladder if turn - t <= most), older))
             for t in newest_k_tiles(stages, turn)]
+
 
 # -- the tensor cores' dense TF32 rate (lessons 16–19) -----------------------------------------------------------------
 #: Dense TF32 FLOP per clock per SM: 8 × the FP32 units' 128 multiply-adds, 2 FLOP each.

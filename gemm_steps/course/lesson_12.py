@@ -19,7 +19,6 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import LAYOUT, clocks_per_hmma, mma_sync_ceiling_tflops, mma_sync_clocks, owners, tf32_peak_tflops
-from .plots import speed_error_figure
 from .profiles import kernel_sections, report_metrics, report_text
 from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS
 from .timings import caption, common_sizes, fp32_peak_tflops, record, tflops_table
@@ -242,6 +241,7 @@ def speed_figure(results: dict):
     """TFLOPS against size for the rows of :func:`speed_table`, with the TF32 ceiling (and what ``mma.sync`` reaches
     of it, from the shipped profile) and our targets."""
     from ..harness.environment import short_label
+    from .plots import speed_error_figure  # here: importing the helper loads no pyplot
 
     size_list = common_sizes(results, COMPARED)
     sgemm = np.array([record(results, "cublas", s)["tflops"] for s in size_list])

@@ -17,7 +17,6 @@ from gemm_steps.toolkit.tensor_core_ops import split_tf32_parts, truncate_to_tf3
 
 from .display import MarkdownTable, table
 from .gpu_model import owners
-from .plots import speed_error_figure
 from .profiles import prefixed_metric, report_metrics, report_text
 from .targets import (TARGET_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, accuracy_check, slope,
                       square_ratios, sweep_ratios, target_check, wide_ratios)
@@ -433,6 +432,7 @@ def speed_table(results: dict) -> MarkdownTable:
 def speed_figure(results: dict):
     """Left: TFLOPS against size of :data:`SPEED_ROWS`, with our target; right: their sampled errors."""
     from ..harness.environment import short_label
+    from .plots import speed_error_figure  # here: importing the helper loads no pyplot
 
     size_list = common_sizes(results, ["three_tf32"])
     sgemm = np.array([record(results, "cublas", s)["tflops"] for s in size_list])

@@ -15,7 +15,6 @@ from gemm_steps.harness import results_files
 from gemm_steps.harness.verify import U_TF32, tf32_tolerance, tolerance
 
 from .display import MarkdownTable
-from .plots import speed_error_figure
 from .targets import TARGET_TF32_TFLOPS, tf32_target_check
 from .timings import NO_FLUSH_BUILD, STEP15_BUILD, common_sizes, has_step, record, tflops_table
 
@@ -131,6 +130,8 @@ def speed_table(shown: dict) -> MarkdownTable:
 
 def speed_figure(shown: dict):
     """Left: TFLOPS against square size of :data:`SPEED_ROWS` with the TF32 target; right: their sampled errors."""
+    from .plots import speed_error_figure  # here: importing the helper loads no pyplot
+
     env = shown["environment"]
     return speed_error_figure(
         shown, SPEED_ROWS, common_sizes(shown, BASELINES, squares=True),

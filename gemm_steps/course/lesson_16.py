@@ -18,7 +18,6 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, k_tile_flop, ring_constants, ring_schedule, ring_states, tensor_clocks
-from .plots import k_tile_grid, ring_stage_boxes
 from .profiles import profile_sections, report_text
 from .targets import HOPPER_SIZES, TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .timelines import TIMELINE_RUN, WARM_UP_K_TILES, timeline_medians
@@ -67,6 +66,8 @@ def ring_figure(step, k_tiles: int = 12, turn: int = 6):
     """Left: step 16's ring during one turn (which k-tile each stage holds, its state, and the barriers' parities);
     right: every k-tile's stage and the parities its waiters use, from :func:`ring_schedule`."""
     from matplotlib.figure import Figure
+
+    from .plots import k_tile_grid, ring_stage_boxes  # here: importing the helper loads no pyplot
 
     c = ring_constants(step)
     stages, ahead = c["STAGES"], c["LOAD_AHEAD"]

@@ -15,7 +15,6 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_states
-from .plots import ring_stage_boxes
 from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from .timelines import events
 from .timings import caption, common_sizes, load_run, record, tflops_table
@@ -111,6 +110,8 @@ def ring_figure(step, turn: int = 6):
     the ring during one pass of the producer's loop (:func:`ring_snapshot`)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from .plots import ring_stage_boxes  # here: importing the helper loads no pyplot
 
     c = step.module.layout(step.module.SEARCH_SPACE[0])
     stages, behind = c["STAGES"], c["SPLIT_BEHIND"]

@@ -15,7 +15,6 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_schedule
-from .plots import k_tile_grid, span_bar
 from .targets import TARGET_HOPPER_TF32_PCT_OF_CUBLAS
 from .timelines import TIMELINE_RUN as STEP17_TIMELINE_RUN
 from .timelines import WARM_UP_K_TILES, events
@@ -143,6 +142,8 @@ def ring_figure(step, k_tiles: int = 4, fill: int = 3):
     does not."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
+
+    from .plots import k_tile_grid  # here: importing the helper loads no pyplot
 
     stages = ring_constants(step)["STAGES"]
     walk = ring_walk(step, k_tiles)
@@ -522,6 +523,8 @@ def kloop_figure(step17, step19, timeline17: dict, timeline19: dict, k_tiles: in
     model, from the issue marks)."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+
+    from .plots import span_bar  # here: importing the helper loads no pyplot
 
     segments = [("waits for data", "tab:red"), ("loads fragments, issues wgmma", "tab:blue"),
                 ("waits for the previous wgmma", "tab:green"), ("the rest", "0.85")]

@@ -15,7 +15,6 @@ from ..harness import results_files
 from ..harness.bench import load as load_results_document
 from ..harness.environment import short_label
 from .display import MarkdownTable, table
-from .plots import step_colour
 from .timings import load_run
 
 #: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
@@ -311,6 +310,8 @@ def error_figure(run: dict, classes: list[str]):
     """Error against K, one panel per class: every step and cuBLAS SGEMM, the sequential sum (dotted) and the
     contract's bound (the grey region above it is outside the contract)."""
     import matplotlib.pyplot as plt
+
+    from .plots import step_colour  # here: importing the helper loads no pyplot
 
     shown = entries(run, ("cublas", "model", "step"))
     top = max([1e-2] + [3 * r["error"] for r in run["records"] if r["inputs"] in classes and math.isfinite(r["error"])])

@@ -11,7 +11,6 @@ import numpy as np
 
 from gemm_steps.harness import results_files
 
-from .plots import span_bar
 from .timings import load_run
 
 #: Steps 16 and 17's timelines from one H200 run (experiments/timeline.py).
@@ -86,6 +85,8 @@ def timeline_figure(timeline: dict, step_names, block: int = 0, first: int = 16,
     wgmma issue, its waits for the previous k-tile's wgmma, and the rest; each bar labelled with its k-tile."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+
+    from .plots import span_bar  # here: reading a timeline loads no pyplot
 
     names = list(step_names)
     starts = {name: np.nanmin(events(timeline, name, block)[1:, first, 0]) for name in names}
