@@ -177,7 +177,8 @@ def run_in_nan_margin(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def spy_launches(monkeypatch, kernels) -> list:
-    """Record each launch ``kernels`` (a TMA build) or its partial-tile build configures: (variant, grid). (Its
+    """Record each launch ``kernels`` (a TMA build) or its partial-tile build configures: (variant, grid); its
+    ``thread_copies`` build's as ("thread copies: <variant>", grid). (Its
     "edge" launch is configured by the build its edge kernel comes from, through the same method: that inner call is
     not a second launch.)"""
     from gemm_steps.toolkit.tiles import TiledKernels
@@ -185,10 +186,13 @@ def spy_launches(monkeypatch, kernels) -> list:
     launched: list = []
     original = TiledKernels.configured
     ours = (kernels, getattr(kernels, "partial", None) or kernels)
+    threads = getattr(kernels, "thread_copies", None)
 
     def spy(self, which, grid, stream, launches=None):
         if any(self is built for built in ours):
             launched.append((which, grid))
+        elif threads is not None and self is threads:
+            launched.append((f"thread copies: {which}", grid))
         return original(self, which, grid, stream, launches)
 
     monkeypatch.setattr(TiledKernels, "configured", spy)

@@ -8,8 +8,9 @@ multiple of 4 but not of 32 (one, two, four and ten k-tiles, the last partial; t
 shapes smaller than one tile — and on full tiles, the product equals float64 on the inputs the tensor core reads (A
 truncated to TF32, B rounded) to float32 rounding and meets the TF32 tolerance; ONE launch made it (the fast kernel,
 on a grid of every tile); nothing around C was written (C sits in a NaN buffer with a margin on either side); on full
-tiles the bits are step 17's. Shapes the copy engine cannot read as they are (N or K not a multiple of 4, A not
-16-byte aligned) copy that matrix into rows it can read, then run the partial build: one copy, one launch, right. The fast kernel's PTX at the GPU's tiles
+tiles the bits are step 17's. Shapes the copy engine cannot read as they are (N or K not a multiple of 4, A or B
+not 16-byte aligned) run the THREAD_COPIES build — the producer's threads copy each stage with 4-byte cp.async — on A
+and B as they are: no copy, one launch, right; on full tiles its bits are step 17's. The fast kernel's PTX at the GPU's tiles
 (compiled on a CPU): step 17's wgmma count, no local memory, and ptxas keeps step 17's register hand-off (≤ 168
 registers at entry, no spills, no serialised wgmma). The bench's summary on made-up records.
 
@@ -103,34 +104,84 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
 
 
 #: Shapes the copy engine cannot read as they are: N or K not a multiple of 4 (a row pitch not a multiple of 16
-#: bytes), and A one float off 16-byte alignment. Step 17 copies the matrix it cannot read (B where N is not a
-#: multiple of 4, A where K is not or A is misaligned) into rows it can, then runs its partial-tile build.
-FALLBACK = [pytest.param((20, 30, 20), False, "B", id="N30"), pytest.param((20, 24, 18), False, "A", id="K18"),
-            pytest.param((20, 24, 20), True, "A", id="A_misaligned")]
+#: bytes), A or B one float off 16-byte alignment, both at once, and K long enough that the ring wraps (131: five
+#: k-tiles, the last of 3 columns). Step 17 runs its THREAD_COPIES build on A and B as they are: the producer's
+#: threads copy each stage with 4-byte cp.async.
+UNREADABLE = [pytest.param((20, 30, 20), "", (False, True), id="N30"),
+              pytest.param((20, 24, 18), "", (True, False), id="K18"),
+              pytest.param((20, 24, 20), "A", (True, False), id="A_misaligned"),
+              pytest.param((20, 24, 20), "B", (False, True), id="B_misaligned"),
+              pytest.param((45, 67, 37), "", (True, True), id="K37_N67"),
+              pytest.param((33, 65, 131), "", (True, True), id="K131_ring_wraps"),
+              pytest.param((5, 3, 1), "", (True, True), id="tiny-5x3x1")]
 
 
-@pytest.mark.parametrize("shape, misaligned, copied", FALLBACK)
-def test_a_shape_the_copy_engine_cannot_read_is_copied_then_runs_on_the_partial_build(shape, misaligned, copied,
-                                                                                      monkeypatch):
-    """One copy of the matrix the copy engine cannot read (rows widened to a multiple of 4 floats), then one launch
-    of the partial-tile build over every tile; the product right and nothing around C written."""
+@pytest.mark.parametrize("shape, misaligned, copies", UNREADABLE)
+def test_a_shape_the_copy_engine_cannot_read_runs_on_the_thread_copies_build(shape, misaligned, copies,
+                                                                             monkeypatch):
+    """No copy of A or B: one launch of the THREAD_COPIES build over every tile (× the slices of K its policy
+    gives), the product right and nothing around C written."""
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
-    if misaligned:
-        a_buffer = cuda.to_device(np.concatenate([np.zeros(1, np.float32), a.ravel()]))
-        a_dev = a_buffer[1:].reshape(m, k)
-    else:
-        a_dev = cuda.to_device(a)
-    b_dev = cuda.to_device(b)
-    assert kernels.copies(a_dev, b_dev) == (copied == "A", copied == "B")
+
+    def on_device(x, off):
+        if not off:
+            return cuda.to_device(x)
+        buffer = cuda.to_device(np.concatenate([np.zeros(1, np.float32), x.ravel()]))
+        return buffer[1:].reshape(x.shape)
+
+    a_dev, b_dev = on_device(a, misaligned == "A"), on_device(b, misaligned == "B")
+    assert kernels.copies(a_dev, b_dev) == copies
+    launched = spy_launches(monkeypatch, kernels)
+    copied = spy_row_copies(monkeypatch)
+    buffer, c = nan_c_with_margin(m, n)
+    kernels.launch(a_dev, b_dev, c)
+    assert copied == [], copied
+    assert launched == [("thread copies: fast", _grid(kernels.thread_copies, m, n, k))], launched
+    _check_product(only_c_written(buffer, m, n), a, b)
+
+
+@pytest.mark.parametrize("shape, copied", [((20, 30, 20), "B"), ((20, 24, 18), "A"), ((45, 67, 37), "AB")])
+def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on_the_partial_build(shape, copied,
+                                                                                                  monkeypatch):
+    """With no product below the threads' threshold (THREAD_COPIES_BELOW = 0), step 17 takes the other way: one copy
+    of each matrix the copy engine cannot read (rows widened to a multiple of 4 floats), then one launch of the
+    partial build over every tile; the product right and nothing around C written."""
+    monkeypatch.setattr(warp_specialized, "THREAD_COPIES_BELOW", 0)
+    m, n, k = shape
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
+    kernels = warp_specialized.build(CONFIG)
     launched = spy_launches(monkeypatch, kernels)
     copies = spy_row_copies(monkeypatch)
     buffer, c = nan_c_with_margin(m, n)
-    kernels.launch(a_dev, b_dev, c)
-    assert copies == [copied], copies
+    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    assert copies == list(copied), copies
     assert launched == [("fast", _grid(kernels.partial, m, n, k))], launched
     _check_product(only_c_written(buffer, m, n), a, b)
+
+
+def test_the_threads_copy_below_100_flops_per_copied_byte():
+    """The policy on experiments/thread_copies.py's shapes (its run 3, H200): the threads where they won by 1.8–2.5×
+    (49–56 FLOPs per copied byte), the copy where it won by 2× (750–890); only the matrices that need a copy count."""
+    policy = warp_specialized.copies_by_threads
+    assert policy(12941, 112, 7341, True, False) and policy(103, 1933, 12403, True, True)
+    assert not policy(3742, 3390, 7590, True, True) and not policy(3001, 2999, 1531, True, True)
+    assert not policy(14744, 453, 9662, True, True)  # 220 FLOPs a byte: even (0.95×); the copy stays
+    assert policy(12941, 112, 7341, True, False) != policy(12941, 112, 7341, False, True)  # B alone: 2 MB
+
+
+def test_the_thread_copies_build_gives_step_17s_bits():
+    """On 2 × 2 full tiles over 3 k-tiles, the THREAD_COPIES build launched directly (A and B readable, so the
+    choice is the test's) gives step 17's bits: the same stages in shared memory, the same loop and store — only who
+    copies differs."""
+    m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
+    a, b = random_matrices(np.random.default_rng(5), m, n, k)
+    kernels = warp_specialized.build(CONFIG)
+    by_copy_engine = run_in_nan_margin(kernels, a, b)
+    by_threads = run_in_nan_margin(kernels.thread_copies, a, b)
+    differ = by_copy_engine.view(np.uint32) != by_threads.view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ from step 17's"
 
 
 def test_the_partial_build_rule_is_the_copy_engines():

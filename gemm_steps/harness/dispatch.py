@@ -478,8 +478,12 @@ def _path_words(name: str, m: int, n: int, k: int) -> str:
         return "its fast kernel on copies padded to whole tiles" if _copies(name, m, n, k) else \
             "its fast kernel, no copies"
     if _has_partial_build(name):
-        return "its fast kernel over every tile (its partial-tile build where tiles are partial)" + (
-            ", A or B copied into rows the copy engine can read" if _copies_rows(m, n, k) else ", no copies")
+        words = "its fast kernel over every tile (its partial-tile build where tiles are partial)"
+        if not _copies_rows(m, n, k):
+            return words + ", no copies"
+        if candidate(name).tiled.uses_thread_copies(m, n, k, k % 4 != 0, n % 4 != 0):
+            return words + ", A and B read as they are by its producer's threads (THREAD_COPIES: 4-byte cp.async)"
+        return words + ", A or B copied into rows the copy engine can read"
     return "mostly its fast kernel" if _mostly_fast(name, m, n, k) else "its edge kernel"
 
 

@@ -48,16 +48,18 @@ from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
-from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
-                                    mbarrier_wait, tensor_map_acquire)
+from ..toolkit.mbarrier_ops import (copy_async_arrive, copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
+                                    mbarrier_init, mbarrier_wait, tensor_map_acquire)
+from ..toolkit.tensor_core_ops import copy_async_at_or_zero
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
                                      registers_at_entry, registers_lower_to, registers_raise_to, rounded_operand_bits,
-                                     shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
-                                     warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32, zero_accumulators)
+                                     shared_address, swizzled_descriptor, swizzled_offset, warpgroup_commit,
+                                     warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
+                                     zero_accumulators)
 from . import warpgroup_tf32
 
 TITLE = "Warp specialization: a producer warpgroup and setmaxnreg"
@@ -71,9 +73,10 @@ REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, partials, *,
                            BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                            A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
-                           PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES):
+                           PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES, THREAD_COPIES, PRODUCER_THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
-    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; ``partials``: split-K's workspace (see
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; THREAD_COPIES: the build whose producer
+    threads copy the stages themselves (A or B unreadable by the copy engine); ``partials``: split-K's workspace (see
     the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
@@ -103,14 +106,47 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     k_tiles = min(per_slice, all_k_tiles - k_first)  # the launch makes no empty slice (SplitKTmaTiles.slice_count)
     if tid == 0:
         for s in unroll(STAGES):
-            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
+            if THREAD_COPIES:
+                mbarrier_init(barriers, s, PRODUCER_THREADS)  # full: every producer thread, once its copies landed
+            else:
+                mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
             mbarrier_init(barriers, STAGES + s, WARPS)  # empty: one arrival per consumer warp
-        tensor_map_acquire(a_map)
-        tensor_map_acquire(b_map)
+        if not THREAD_COPIES:
+            tensor_map_acquire(a_map)
+            tensor_map_acquire(b_map)
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier
 
-    if warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
+    if warpgroup == CONSUMERS and THREAD_COPIES:  # A or B unreadable by the copy engine: the producer's threads copy
+        registers_lower_to(PRODUCER_REGISTERS)
+        p = tid - uint32(CONSUMERS * 128)  # 0 … 127: warp p // 32 copies A's rows p // 32, + 4, …; B's likewise
+        a_row = uint32(block_row + p // 32)  # the first of A's rows this thread copies (it steps on by 4)
+        b_col = uint32(block_col + p % BLOCK_N)  # the column of B it copies (rows p // BLOCK_N, + 128 // BLOCK_N…)
+        for t in range(k_tiles):  # each stage as step 17's producer, but 96 copies a thread of 4 bytes each
+            stage = uint32(t % STAGES)
+            if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
+                mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+            k_at = uint32((k_first + t) * BLOCK_K)
+            # A: a warp a row, its 32 lanes 32 floats along k (128 bytes), into the copy engine's layout (16-byte
+            # chunks swizzled by row % 8); the index and the test step on, a row at a time
+            index = uint32(a_row * k + k_at + lane)
+            inside_k = k_at + lane < k
+            to = stage * A_STAGE_FLOATS + lane % 4
+            for i in range(uint32(BLOCK_M // 4)):
+                row = i * uint32(4) + p // 32
+                copy_async_at_or_zero(tiles, to + swizzled_offset(row, lane // 4), a, index,
+                                      inside_k and a_row + i * uint32(4) < m)
+                index += uint32(4) * k
+            # B: a warp 32 consecutive columns of a row (rows padded to B_STRIDE floats)
+            index = uint32((k_at + p // BLOCK_N) * n + b_col)
+            to = B_BASE + stage * B_STAGE_FLOATS + p // BLOCK_N * B_STRIDE + p % BLOCK_N
+            for i in range(uint32(BLOCK_K * BLOCK_N // 128)):
+                copy_async_at_or_zero(tiles, to, b, index,
+                                      b_col < n and k_at + p // BLOCK_N + i * uint32(128 // BLOCK_N) < k)
+                index += uint32(128 // BLOCK_N) * n
+                to += uint32(128 // BLOCK_N * B_STRIDE)
+            copy_async_arrive(barriers, stage)  # arrives when this thread's copies have landed
+    elif warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
         registers_lower_to(PRODUCER_REGISTERS)
         if tid == CONSUMERS * 128:
             for t in range(k_tiles):
@@ -138,6 +174,8 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                     stage = u % stages
                     stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
                     mbarrier_wait(barriers, stage, u // stages % uint32(2))  # its bytes have landed
+                    if THREAD_COPIES:  # the producer threads' cp.async wrote them (generic proxy): let wgmma's reads
+                        fence_proxy_async()  # (async proxy) see them
                     for s in unroll(K_STEPS):
                         for q in unroll(4):
                             x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
@@ -197,6 +235,24 @@ def slices(tiles: int, k_tiles: int, sms: int) -> int:
     return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
 
 
+#: Where the copy engine cannot read A or B there are two ways: copy the matrix into rows it can read, then run the
+#: partial build at step 17's pace; or the THREAD_COPIES build, which reads A and B as they are but whose producer
+#: threads, 4 bytes a ``cp.async``, feed the tensor cores at ~103 TFLOPS (0.28× step 17 at 4096³, forced). The copy
+#: costs a read and a write of the copied matrix, the threads' pace costs time per FLOP: per byte that needs a copy,
+#: the fewer FLOPs, the more the threads win. Measured on an H200 (experiments/thread_copies.py, run 3): the threads
+#: 2.54× and 1.77× at 56 and 49 FLOPs per copied byte (12941×112×7341, 103×1933×12403), 0.95× at 220, 0.44× and
+#: 0.50× at 890 and 750; the small products (≤ 1 GFLOP) do not follow it (1.16× at 242, 0.89× at 36). So the threads
+#: copy below this many FLOPs per byte of the matrices that need a copy (set after that run, from it):
+THREAD_COPIES_BELOW = 100
+
+
+def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
+    """Whether M×N×K, whose A (``copy_a``) or B the copy engine cannot read, runs on the THREAD_COPIES build: fewer
+    than THREAD_COPIES_BELOW FLOPs per byte of the matrices the other way would copy."""
+    copied_bytes = 4 * ((m * k if copy_a else 0) + (k * n if copy_b else 0))
+    return 2 * m * n * k < THREAD_COPIES_BELOW * copied_bytes
+
+
 @dataclass(frozen=True)
 class Config(StepConfig):
     """Every compile-time constant of this step's kernel, with its value (a field) or its formula (a property).
@@ -223,6 +279,10 @@ class Config(StepConfig):
     # every k-tile, the copy engine filling with zeros whatever of a box lies outside A or B, and its store keeps to
     # C. build() makes it beside the full-tile build (False), which is the one the benchmark's squares run.
     PARTIAL_TILES: bool = False
+    # The build for A or B whose rows the copy engine cannot read (K or N not a multiple of 4, or a matrix not 16-byte
+    # aligned), a PARTIAL_TILES build too: the producer warpgroup's 128 threads copy each stage themselves, 4 bytes a
+    # cp.async, zeros outside, into the layouts the copy engine writes; each announces its share on the full barrier.
+    THREAD_COPIES: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -306,6 +366,8 @@ class Config(StepConfig):
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
             return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
                     "BLOCK_K = 32"]
+        if self.THREAD_COPIES and (128 % self.BLOCK_N or self.PRODUCER_THREADS != 128):
+            return ["THREAD_COPIES needs 128 producer threads and BLOCK_N dividing 128 (whole rows of B a pass)"]
         threads = self.THREADS + self.PRODUCER_THREADS
         try:
             check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
@@ -342,12 +404,15 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
     config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
                                          CONSUMER_REGISTERS=consumer_registers))
     edge = warpgroup_tf32.build(config)
+    common = dict(edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
+                  reduce=add_slices_kernel)
     partial = SplitKTmaTiles("warp_specialized_partial", warp_specialized_kernel, replace(config, PARTIAL_TILES=True),
-                             edge=edge, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
-                             reduce=add_slices_kernel)
+                             **common)
+    thread_copies = SplitKTmaTiles("warp_specialized_thread_copies", warp_specialized_kernel,
+                                   replace(config, PARTIAL_TILES=True, THREAD_COPIES=True), **common)
     return SplitKTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
-                          edge=edge, partial=partial, requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
-                          slices=slices, reduce=add_slices_kernel)
+                          partial=partial, thread_copies=thread_copies, thread_copies_when=copies_by_threads,
+                          **common)
 
 
 TUNING = Tuning(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
@@ -364,7 +429,16 @@ PTX_EXPECT = {"warp_specialized_fast": {
     "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 0, "setp.num.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2,
     "bar.sync": 1,
     "fence.proxy.tensormap.acquire.sys": 2, "fence.proxy.tensormap.acquire.gpu": 0,
-    "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0}}
+    "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0},
+    # … and its THREAD_COPIES build: the same loop; 4-byte cp.async instead of tensor copies, one arrival a k-tile
+    # made when they land (no wait for them, no tensor map), a proxy fence after each full barrier's wait
+    "warp_specialized_thread_copies_fast": {
+        "cp.async.bulk.tensor": 0, "mbarrier.arrive.expect_tx": 0, "cp.async.ca.shared.global": ">=2",
+        "cp.async.mbarrier.arrive.noinc": 1, "cp.async.wait_group": 0, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
+        "wgmma.wait_group": 2 + 1, "setmaxnreg": 2, "bar.sync": 1, "fence.proxy.tensormap.acquire.sys": 0,
+        "local": 0, "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off: 168
 #: registers at entry (the cap for 384 threads), no spills, no wgmma serialised, no C7504.
-PTXAS_EXPECT = {"warp_specialized_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}}
+PTXAS_EXPECT = {"warp_specialized_fast": {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0},
+                "warp_specialized_thread_copies_fast": {"spill_bytes": 0, "registers": "<=168",
+                                                        "wgmma_serialized": 0}}

@@ -14,6 +14,7 @@ function                                    PTX                                 
 ``copy_async_commit()``                     ``cp.async.commit_group``                                    ``LDGDEPBAR``
 ``copy_async_wait(n)``                      ``cp.async.wait_group n`` (n a literal)                      ``DEPBAR``
 ``copy_async_or_zero(s, j, m, r, c, R, C)`` ``cp.async.ca.shared.global [s+j], [m+r*C+c], 4, size``       ``LDGSTS``
+``copy_async_at_or_zero(s, j, m, i, inside)``  the same for element ``m[i]`` (a 32-bit index) where ``inside``   ``LDGSTS``
 ==========================================  ===========================================================  ==========
 
 **What one ``mma_tf32`` computes.** A *warp* — 32 threads — multiplies a 16×8 tile of A by an 8×8 tile of B and
@@ -83,7 +84,7 @@ from .backend import SIMULATOR
 
 __all__ = ["to_tf32", "split_tf32", "split_tf32_scaled", "split_tf32_scaled_parts", "SMALL_SCALE", "below_tf32",
            "mma_tf32", "load_matrix_x4", "copy_async_commit", "copy_async_wait",
-           "copy_async_or_zero", "truncate_to_tf32",
+           "copy_async_or_zero", "copy_async_at_or_zero", "truncate_to_tf32",
            "round_to_tf32", "mma_tf32_reference", "TF32_MANTISSA_BITS"]
 
 #: Explicit mantissa bits of TF32 (float32 has 23).
@@ -270,6 +271,10 @@ if SIMULATOR:
         inside = row < rows and col < cols
         shared[shared_index] = matrix[row * cols + col] if inside else 0.0
 
+    def copy_async_at_or_zero(shared, shared_index, matrix, index, inside):
+        """``shared[shared_index]`` = ``matrix[index]`` where ``inside``, else 0 (``index`` is then not read)."""
+        shared[shared_index] = matrix[index] if inside else 0.0
+
 else:
     from llvmlite import ir
     from numba.cuda import types
@@ -430,6 +435,34 @@ else:
             destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
             destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
             size = builder.select(inside, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
+            copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
+                                "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
+            builder.call(copy, [destination, source, size])
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def copy_async_at_or_zero(typingctx, shared, shared_index, matrix, index, inside):
+        """``cp.async`` of one float, ``matrix[index]`` (taken as an unsigned 32-bit index: no 64-bit multiply a
+        copy, as :func:`copy_async_or_zero` does) into ``shared[shared_index]`` where ``inside``; else the copy reads 0 bytes
+        of ``matrix[0]`` and zero-fills. The kernel works out ``index`` and ``inside`` once a row or column and steps
+        them on."""
+        if not (_is_float32_vector(shared) and _is_float32_vector(matrix) and isinstance(shared_index, types.Integer)
+                and isinstance(index, types.Integer) and isinstance(inside, types.Boolean)):
+            return None
+        signature = types.void(shared, shared_index, matrix, index, inside)
+
+        def codegen(context, builder, sig, args):
+            flag = context.cast(builder, args[4], sig.args[4], types.boolean)
+            flag = builder.icmp_unsigned("!=", flag, ir.Constant(flag.type, 0))
+            index = builder.zext(context.cast(builder, args[3], sig.args[3], types.uint32), ir.IntType(64))
+            index = builder.select(flag, index, ir.Constant(ir.IntType(64), 0))
+            data = context.make_array(sig.args[2])(context, builder, args[2]).data
+            source = builder.gep(data, [index], inbounds=True)
+            destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
+            size = builder.select(flag, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
             copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
                                 "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
             builder.call(copy, [destination, source, size])

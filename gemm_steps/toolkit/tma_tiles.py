@@ -54,15 +54,20 @@ class TmaTiles(TiledKernels):
     kernel as before; any other runs on ``partial`` (:meth:`partial_applies`): in one launch where the copy engine
     can read A and B as they are, else after copying the one it cannot into rows it can (:meth:`readable_copy`: A
     when K is not a multiple of 4, B when N is not, either when it is not 16-byte aligned; C is never copied, its
-    stores are scalar). A build without ``partial`` runs the fast kernel's full tiles and the edge kernel."""
+    stores are scalar) — or, where the step's policy ``thread_copies_when`` says so, on ``thread_copies``, a build
+    whose producer threads copy A and B as they are (its kernel takes two blank maps). A build without ``partial``
+    runs the fast kernel's full tiles and the edge kernel."""
 
     signature_fast = SIGNATURE[:-1] + ", uint64[::1], uint64[::1])"
     #: Maps kept at most (a map holds its matrix's address; old ones are dropped, not freed one by one).
     MAPS_KEPT = 16
 
-    def __init__(self, *args, partial: "TmaTiles | None" = None, **kwargs):
+    def __init__(self, *args, partial: "TmaTiles | None" = None, thread_copies: "TmaTiles | None" = None,
+                 thread_copies_when=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
+        self.thread_copies = thread_copies
+        self.thread_copies_when = thread_copies_when
         self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
 
@@ -73,8 +78,12 @@ class TmaTiles(TiledKernels):
         return (*super().plan_key(a, b, pointers, stream), *pointers[:2])  # the plan holds A's and B's tensor maps
 
     def tensor_maps(self, a, b) -> tuple:
-        """A's and B's tensor maps (device arrays), made on first use for these buffers and shapes."""
+        """A's and B's tensor maps (device arrays), made on first use for these buffers and shapes; a
+        ``THREAD_COPIES`` build's kernel reads A and B itself and takes two blank maps it never reads."""
         config = self.config
+        if self.constants.get("THREAD_COPIES"):
+            blank = self._maps.made("blank", lambda: cuda.to_device(np.zeros(16, np.uint64)))
+            return blank, blank
         a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
         return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
             tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True),
@@ -86,17 +95,20 @@ class TmaTiles(TiledKernels):
                                                                            *self.tensor_maps(*matrices))
 
     def labelled_variants(self) -> list:
-        """The fast and edge kernels, and the ``partial`` build's fast kernel (``<name>_partial_fast``) if any."""
-        partial = [(f"{self.partial.name}_fast", self.partial, "fast")] if self.partial is not None else []
-        return super().labelled_variants() + partial
+        """The fast and edge kernels, and the ``partial`` and ``thread_copies`` builds' fast kernels if any."""
+        return super().labelled_variants() + [(f"{built.name}_fast", built, "fast")
+                                              for built in (self.partial, self.thread_copies) if built is not None]
 
     def generated_source(self) -> str:
-        """The fast and edge kernels as compiled, and the ``partial`` build's fast kernel if any."""
+        """The fast and edge kernels as compiled, and the ``partial`` and ``thread_copies`` builds' fast kernels if any."""
         source = super().generated_source()
-        if self.partial is None:
-            return source
-        return (source + "\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
-                "store kept to C ----\n" + self.partial.generated("fast"))
+        if self.partial is not None:
+            source += ("\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
+                       "store kept to C ----\n" + self.partial.generated("fast"))
+        if self.thread_copies is not None:
+            source += ("\n# ---- THREAD_COPIES build of the fast kernel: the producer's threads copy A and B with "
+                       "cp.async ----\n" + self.thread_copies.generated("fast"))
+        return source
 
     @staticmethod
     def copies(a, b) -> tuple[bool, bool]:
@@ -116,6 +128,12 @@ class TmaTiles(TiledKernels):
         whole = m % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0 and k % cfg.BLOCK_K == 0
         return not whole or any(self.copies(a, b)) or device_pointer(c) % 16 != 0
 
+    def uses_thread_copies(self, m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
+        """Whether a product whose A (``copy_a``) or B the copy engine cannot read runs on the ``thread_copies``
+        build — the producer's threads copying A and B as they are — rather than copying them into readable rows
+        for ``partial``: the step's policy, ``thread_copies_when(m, n, k, copy_a, copy_b)``."""
+        return self.thread_copies is not None and bool(self.thread_copies_when(m, n, k, copy_a, copy_b))
+
     def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
         (m, n, k), flat = flat_operands(a, b, c)
         if not self.partial_applies(a, b, c) or max(m * ceil_div(k, 4), k * ceil_div(n, 4)) * 4 >= 2 ** 32:
@@ -123,6 +141,12 @@ class TmaTiles(TiledKernels):
             return
         cfg = self.partial.config
         copy_a, copy_b = self.copies(a, b)
+        if (copy_a or copy_b) and self.uses_thread_copies(m, n, k, copy_a, copy_b):  # A and B read as they are
+            rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
+            sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
+            with quiet_small_grids():
+                self.thread_copies.launch_full_tiles(flat, sizes, rows, cols, stream, (a, b), launches)
+            return
         read_a = self.readable_copy(0, flat, (m, n, k), stream, launches) if copy_a else a
         read_b = self.readable_copy(1, flat, (m, n, k), stream, launches) if copy_b else b
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
