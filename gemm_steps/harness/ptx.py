@@ -184,7 +184,6 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "fence.proxy.tensormap.acquire.sys": ops["fence.proxy.tensormap::generic.acquire.sys"],
         "fence.proxy.tensormap.acquire.gpu": ops["fence.proxy.tensormap::generic.acquire.gpu"],
         "cp.async.commit_group": ops["cp.async.commit_group"],
-        "cp.async.mbarrier.arrive.noinc": ops["cp.async.mbarrier.arrive.noinc.shared::cta.b64"],
         # Clusters (step 20): the copies multicast to the cluster, remote arrivals, the cluster barrier and rank.
         "cp.async.bulk.tensor.multicast": _count(ops, r"cp\.async\.bulk\.tensor\.[A-Za-z0-9_:.]*multicast::cluster"),
         "mapa.shared::cluster": _count(ops, r"mapa\.shared::cluster\.u(?:32|64)"),

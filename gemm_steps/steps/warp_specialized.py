@@ -48,9 +48,9 @@ from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
-from ..toolkit.mbarrier_ops import (copy_async_arrive, copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
+from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
                                     mbarrier_init, mbarrier_wait, tensor_map_acquire)
-from ..toolkit.tensor_core_ops import copy_async_at_or_zero
+from ..toolkit.tensor_core_ops import copy_async_at_or_zero, copy_async_commit, copy_async_wait
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import Tuning, default_config
@@ -73,7 +73,8 @@ REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, partials, *,
                            BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                            A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
-                           PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES, THREAD_COPIES, PRODUCER_THREADS):
+                           PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES, THREAD_COPIES, PRODUCER_THREADS,
+                           THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; THREAD_COPIES: the build whose producer
     threads copy the stages themselves (A or B unreadable by the copy engine); ``partials``: split-K's workspace (see
@@ -110,7 +111,9 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                 mbarrier_init(barriers, s, PRODUCER_THREADS)  # full: every producer thread, once its copies landed
             else:
                 mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
-            mbarrier_init(barriers, STAGES + s, WARPS)  # empty: one arrival per consumer warp
+            # empty: one arrival a consumer warp; with THREAD_COPIES, whose producer threads' writes racecheck sees,
+            # one a consumer thread, each releasing its own reads of B's fragments (docs/sanitizer-report.md)
+            mbarrier_init(barriers, STAGES + s, THREADS if THREAD_COPIES else WARPS)
         if not THREAD_COPIES:
             tensor_map_acquire(a_map)
             tensor_map_acquire(b_map)
@@ -122,30 +125,38 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         p = tid - uint32(CONSUMERS * 128)  # 0 … 127: warp p // 32 copies A's rows p // 32, + 4, …; B's likewise
         a_row = uint32(block_row + p // 32)  # the first of A's rows this thread copies (it steps on by 4)
         b_col = uint32(block_col + p % BLOCK_N)  # the column of B it copies (rows p // BLOCK_N, + 128 // BLOCK_N…)
-        for t in range(k_tiles):  # each stage as step 17's producer, but 96 copies a thread of 4 bytes each
-            stage = uint32(t % STAGES)
-            if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
-                mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
-            k_at = uint32((k_first + t) * BLOCK_K)
-            # A: a warp a row, its 32 lanes 32 floats along k (128 bytes), into the copy engine's layout (16-byte
-            # chunks swizzled by row % 8); the index and the test step on, a row at a time
-            index = uint32(a_row * k + k_at + lane)
-            inside_k = k_at + lane < k
-            to = stage * A_STAGE_FLOATS + lane % 4
-            for i in range(uint32(BLOCK_M // 4)):
-                row = i * uint32(4) + p // 32
-                copy_async_at_or_zero(tiles, to + swizzled_offset(row, lane // 4), a, index,
-                                      inside_k and a_row + i * uint32(4) < m)
-                index += uint32(4) * k
-            # B: a warp 32 consecutive columns of a row (rows padded to B_STRIDE floats)
-            index = uint32((k_at + p // BLOCK_N) * n + b_col)
-            to = B_BASE + stage * B_STAGE_FLOATS + p // BLOCK_N * B_STRIDE + p % BLOCK_N
-            for i in range(uint32(BLOCK_K * BLOCK_N // 128)):
-                copy_async_at_or_zero(tiles, to, b, index,
-                                      b_col < n and k_at + p // BLOCK_N + i * uint32(128 // BLOCK_N) < k)
-                index += uint32(128 // BLOCK_N) * n
-                to += uint32(128 // BLOCK_N * B_STRIDE)
-            copy_async_arrive(barriers, stage)  # arrives when this thread's copies have landed
+        for t in range(k_tiles + 1):  # issue k-tile t's copies (96 of 4 bytes a thread), announce k-tile t − 1's
+            if t < k_tiles:
+                stage = uint32(t % STAGES)
+                if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
+                    mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+                k_at = uint32((k_first + t) * BLOCK_K)
+                # A: a warp a row, its 32 lanes 32 floats along k (128 bytes), into the copy engine's layout (16-byte
+                # chunks swizzled by row % 8); the index and the test step on, a row at a time
+                index = uint32(a_row * k + k_at + lane)
+                inside_k = k_at + lane < k
+                to = stage * A_STAGE_FLOATS + lane % 4
+                for i in range(uint32(BLOCK_M // 4)):
+                    row = i * uint32(4) + p // 32
+                    copy_async_at_or_zero(tiles, to + swizzled_offset(row, lane // 4), a, index,
+                                          inside_k and a_row + i * uint32(4) < m)
+                    index += uint32(4) * k
+                # B: a warp 32 consecutive columns of a row (rows padded to B_STRIDE floats)
+                index = uint32((k_at + p // BLOCK_N) * n + b_col)
+                to = B_BASE + stage * B_STAGE_FLOATS + p // BLOCK_N * B_STRIDE + p % BLOCK_N
+                for i in range(uint32(BLOCK_K * BLOCK_N // 128)):
+                    copy_async_at_or_zero(tiles, to, b, index,
+                                          b_col < n and k_at + p // BLOCK_N + i * uint32(128 // BLOCK_N) < k)
+                    index += uint32(128 // BLOCK_N) * n
+                    to += uint32(128 // BLOCK_N * B_STRIDE)
+                copy_async_commit()
+            if t > 0:  # k-tile t − 1's copies have landed (all groups but the newest; after the last, all)
+                if t < k_tiles:
+                    copy_async_wait(1)
+                else:
+                    copy_async_wait(0)
+                fence_proxy_async()  # this thread's copies (generic proxy) → visible to wgmma (async proxy)
+                mbarrier_arrive(barriers, (t - 1) % STAGES)
     elif warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
         registers_lower_to(PRODUCER_REGISTERS)
         if tid == CONSUMERS * 128:
@@ -174,8 +185,6 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                     stage = u % stages
                     stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
                     mbarrier_wait(barriers, stage, u // stages % uint32(2))  # its bytes have landed
-                    if THREAD_COPIES:  # the producer threads' cp.async wrote them (generic proxy): let wgmma's reads
-                        fence_proxy_async()  # (async proxy) see them
                     for s in unroll(K_STEPS):
                         for q in unroll(4):
                             x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
@@ -187,8 +196,8 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                                          b_frag[half][s][3], a_stage + uint64(s * 2), acc, 1)
                     warpgroup_commit()
                     acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
-                    if u > 0 and lane == 0:
-                        mbarrier_arrive(barriers, stages + (u - uint32(1)) % stages)
+                    if u > 0 and (THREAD_COPIES or lane == 0):  # the producer's threads write the stage next:
+                        mbarrier_arrive(barriers, stages + (u - uint32(1)) % stages)  # every lane releases its reads
         acc = warpgroup_wait_all(acc)
 
         out = c if slices == 1 else partials  # one slice: C; else this slice's part of the sum (add_slices_kernel)
@@ -430,11 +439,11 @@ PTX_EXPECT = {"warp_specialized_fast": {
     "bar.sync": 1,
     "fence.proxy.tensormap.acquire.sys": 2, "fence.proxy.tensormap.acquire.gpu": 0,
     "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0, "wgmma.written_after_fence": 0},
-    # … and its THREAD_COPIES build: the same loop; 4-byte cp.async instead of tensor copies, one arrival a k-tile
-    # made when they land (no wait for them, no tensor map), a proxy fence after each full barrier's wait
+    # … and its THREAD_COPIES build: the same loop; 4-byte cp.async instead of tensor copies, a group a k-tile and
+    # two waits (all but the newest group in the loop, all after it), no tensor map
     "warp_specialized_thread_copies_fast": {
         "cp.async.bulk.tensor": 0, "mbarrier.arrive.expect_tx": 0, "cp.async.ca.shared.global": ">=2",
-        "cp.async.mbarrier.arrive.noinc": 1, "cp.async.wait_group": 0, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
+        "cp.async.commit_group": ">=1", "cp.async.wait_group": 2, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
         "wgmma.wait_group": 2 + 1, "setmaxnreg": 2, "bar.sync": 1, "fence.proxy.tensormap.acquire.sys": 0,
         "local": 0, "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off: 168

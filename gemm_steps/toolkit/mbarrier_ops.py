@@ -14,7 +14,6 @@ function                                   PTX                                  
 ``mbarrier_init(bar, i, count)``           ``mbarrier.init.shared::cta.b64 [&bar[i]], count``                     ``SYNCS.EXCH``
 ``mbarrier_arrive(bar, i)``                ``mbarrier.arrive.shared::cta.b64 _, [&bar[i]]``                       ``SYNCS.ARRIVE``
 ``mbarrier_arrive_expect_tx(bar, i, n)``   ``mbarrier.arrive.expect_tx.shared::cta.b64 _, [&bar[i]], n``          ``SYNCS.ARRIVE``
-``copy_async_arrive(bar, i)``              ``cp.async.mbarrier.arrive.noinc.shared::cta.b64 [&bar[i]]``           ``ARRIVES.LDGSTSBAR``
 ``mbarrier_try_wait(bar, i, parity)``      ``mbarrier.try_wait.parity.shared::cta.b64 p, [&bar[i]], parity``      ``SYNCS.PHASECHK``
 ``mbarrier_wait(bar, i, parity)``          ``try_wait`` in a loop, with a time limit (``%globaltimer``, ``trap``)
 ``copy_bulk(dst, j, src, k, n, bar, i)``   ``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``  ``UBLKCP``
@@ -29,10 +28,7 @@ function                                   PTX                                  
 then ``fence_proxy_async()`` and ``cuda.syncthreads()`` make it visible to every thread and to the copy engine,
 before anyone arrives. A producer that starts a bulk copy of ``n`` bytes calls ``mbarrier_arrive_expect_tx(bar, i,
 n)`` (one arrival, and ``n`` bytes to wait for) and then ``copy_bulk``, whose completion subtracts the bytes. A
-consumer calls ``mbarrier_wait(bar, i, parity)`` and finds the bytes in shared memory. Threads that copy with
-``cp.async`` (4 or 16 bytes each) instead call ``copy_async_arrive(bar, i)`` after their copies: an arrival made
-*when this thread's earlier cp.async copies have landed* (``.noinc``: it counts as one of the phase's arrivals), so
-a barrier of ``count`` such threads completes once every copy of all of them has landed — no thread waits for it.
+consumer calls ``mbarrier_wait(bar, i, parity)`` and finds the bytes in shared memory.
 
 **Tiles by the tensor-memory accelerator (TMA).** ``copy_bulk`` moves contiguous bytes; ``copy_tile`` moves a whole
 ``rows × cols`` box of a row-major matrix, described by a *tensor map* made on the host (``tensor_map_2d``: the
@@ -86,7 +82,7 @@ from numba import cuda
 
 from .backend import SIMULATOR
 
-__all__ = ["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "copy_async_arrive", "mbarrier_try_wait", "mbarrier_wait",
+__all__ = ["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
            "copy_bulk", "copy_tile", "tensor_map_acquire", "tensor_map_2d", "WAIT_LIMIT_NS", "SIMULATOR_WAIT_LIMIT_S",
            "MbarrierTimeout", "named_barrier_sync", "named_barrier_arrive", "NAMED_BARRIERS", "DEFAULT_WAIT_LIMIT_S",
            "wait_limit_ns"]
@@ -232,10 +228,6 @@ if SIMULATOR:
     def mbarrier_arrive_expect_tx(array, index, count):
         """One arrival on ``array[index]``, and ``count`` more bytes its phase waits for."""
         _barrier(array, index).arrive(expect_bytes=count)
-
-    def copy_async_arrive(array, index):
-        """One arrival on ``array[index]`` once this thread's cp.async copies have landed (simulator: they have)."""
-        _barrier(array, index).arrive()
 
     def mbarrier_try_wait(array, index, parity):
         """Whether the phase of parity ``parity`` of barrier ``array[index]`` has completed (1) or not (0)."""
@@ -405,22 +397,6 @@ else:
             address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
             _asm(builder, "{\n\t.reg .b64 state;\n\tmbarrier.arrive.shared::cta.b64 state, [$0];\n\t}",
                  "r,~{memory}", ir.VoidType(), [address])
-            return context.get_dummy_value()
-
-        return types.void(array, index), codegen
-
-    @intrinsic
-    def copy_async_arrive(typingctx, array, index):
-        """``cp.async.mbarrier.arrive.noinc.shared::cta.b64``: one arrival on barrier ``array[index]``, made when
-        every ``cp.async`` this thread issued before it has landed (``.noinc``: the arrival is one the barrier's count
-        expects, not an extra one)."""
-        if not _barrier_ok(array, index):
-            return None
-
-        def codegen(context, builder, sig, args):
-            address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
-            _asm(builder, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", ir.VoidType(),
-                 [address])
             return context.get_dummy_value()
 
         return types.void(array, index), codegen
