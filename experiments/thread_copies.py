@@ -10,13 +10,21 @@ Builds:
 * ``warp_specialized@readable-copy``: the same step without its THREAD_COPIES build (the copy, then the partial
   build);
 * ``warp_specialized+padded``: ``matmul``'s padded candidate (whole-tile copies of A, B and C);
-* ``warp_specialized@thread-copies``: the THREAD_COPIES build forced on every shape — at 4096³, whole tiles the copy
-  engine could read, it prices the producer's threads against the copy engine.
+* ``warp_specialized@thread-copies``: the THREAD_COPIES build launched on its own — at 4096³, whole tiles the copy
+  engine could read, it prices the producer's threads against the copy engine (elsewhere it runs its full tiles and
+  leaves the rest to step 15's edge kernel, unsplit: ``forced_over_step_17`` there compares nothing useful).
 
 Shapes: the held-out run's slowest odd-pitch ones (results/held-out-nvidia-h200-2026-11-28-6.json), a compute-bound
 odd one, the suite's 3001×2999×1531, two small ones, and 4096³.
 
-Prediction: predictions/thread-copies-before-run.md (written before the run).
+Prediction: predictions/thread-copies-before-run.md (written before the first run). Seven H200 runs, one a build
+(experiments/results/experiment-thread-copies-nvidia-h200.json, then -2 … -7): the first build computed each copy's
+address in 64-bit arithmetic and spilled 5,460 bytes; the second (32-bit indices) waited for its copies, fenced and
+arrived; the third arrived with ``cp.async.mbarrier.arrive.noinc`` instead (as fast; racecheck then reported the
+consumers' reads of B against the copies), from which ``warp_specialized.copies_by_threads`` was set; the fourth ran
+with that policy; the fifth went back to the second's signal, the sixth added a warp barrier before each lane-0
+release (racecheck still reported), and the seventh — shipped — has every consumer thread release a stage (racecheck
+clean; docs/sanitizer-report.md).
 
     python -m experiments.thread_copies [OUT.json]   # default experiments/results/experiment-thread-copies-<gpu>.json
 """

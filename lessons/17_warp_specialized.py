@@ -77,11 +77,15 @@ for size in HOPPER_SIZES:
 #
 # ## The kernel
 #
-# The roles part after the barriers are initialised; the consumers' loop is step 16's without the producer's turn.
-# The whole kernel: `warp_specialized.source()`, or `gemm-steps diff 16 17`.
+# The roles part after the barriers are initialised: first the producer, one thread issuing the copy engine's
+# copies; then the consumers, whose loop is step 16's without the producer's turn. (Between them sits a second
+# producer, for matrices whose rows the copy engine cannot read — the end of the next section.) The whole kernel:
+# `warp_specialized.source()`, or `gemm-steps diff 16 17`.
 
 # %%
-lesson.show_kernel(warp_specialized, start="if warpgroup == CONSUMERS:", stop="acc = warpgroup_wait_all(acc)")
+lesson.show_kernel(warp_specialized, start="if warpgroup == CONSUMERS and not THREAD_COPIES:",
+                   stop="copy_tile(tiles, B_BASE")
+lesson.show_kernel(warp_specialized, start="else:  # a consumer warpgroup", stop="acc = warpgroup_wait_all(acc)")
 
 # %% [markdown]
 # ## Is it right?
@@ -89,9 +93,14 @@ lesson.show_kernel(warp_specialized, start="if warpgroup == CONSUMERS:", stop="a
 # On the simulator (`setmaxnreg` is a no-op there; the simulator's tiles have one consumer warpgroup), with a shape
 # that fills every stage twice, a ragged one that runs on the step's partial-tile build (K and N multiples of 4: the
 # copy engine fills the missing rows and columns with zeros, the store keeps to C), and one whose N = 70 the copy
-# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16): B is first copied into rows of 72
-# floats, then the same build runs. (Where its tiles are few and K is long, step 17 also splits K into slices that
-# run side by side and are added up after — lesson 22's section on split-K; these K are too short for it.)
+# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16). For that one the producer warpgroup
+# works differently (`THREAD_COPIES`): all 128 of its threads copy each stage themselves, 4 bytes at a time with
+# `cp.async`, into the same swizzled layout the copy engine writes. That is slower per stage — forced on 4096³ it feeds
+# the tensor cores at well under half of step 17's speed — but it reads the matrix once. So where many FLOPs share
+# each byte, step 17 instead copies the matrix into rows the copy engine can read and runs as usual; where few do (a
+# skinny product with a huge unreadable A), the threads win (`experiments/thread_copies.py` times both). (Where its
+# tiles are few and K is long, step 17 also splits K into slices that run side by side and are added up after —
+# lesson 22's section on split-K; these K are too short for it.)
 
 # %%
 lesson.check_against_numpy(warp_specialized, [(64, 128, 256), (45, 68, 20), (45, 70, 20)])

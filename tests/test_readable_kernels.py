@@ -217,12 +217,14 @@ def test_no_step_is_a_text_template(step):
 
 def generated_parts(step: Step) -> dict[str, str]:
     """``generated_source()`` split into its header, the fast and edge kernels and (steps 17, 18) the fast kernel's
-    partial-tile build."""
+    partial-tile build, and (step 17) its THREAD_COPIES build."""
     text = step.generated_source()
     match = re.fullmatch(r"(# Generated for [^\n]*\n)\n# ---- fast kernel[^\n]*\n(.*)\n# ---- edge kernel[^\n]*\n(.*?)"
-                         r"(?:\n# ---- partial-tile build[^\n]*\n(.*))?", text, re.S)
+                         r"(?:\n# ---- partial-tile build[^\n]*\n(.*?))?"
+                         r"(?:\n# ---- THREAD_COPIES build[^\n]*\n(.*))?", text, re.S)
     assert match, f"step {step.name}: generated_source() has not the header / fast / edge layout:\n{text[:400]}"
-    return {"header": match.group(1), "fast": match.group(2), "edge": match.group(3), "partial": match.group(4)}
+    return {"header": match.group(1), "fast": match.group(2), "edge": match.group(3), "partial": match.group(4),
+            "thread_copies": match.group(5)}
 
 
 def owner(step: Step, variant: str):
@@ -256,6 +258,12 @@ def test_generated_source_is_the_source_of_the_launched_kernels(step):
         assert inspect.getsource(partial.kernel("fast").py_func) == parts["partial"], (
             f"step {step.name}: the partial-tile build that runs differs from generated_source()'s")
         assert partial.kernel("fast").py_func.__globals__["PARTIAL_TILES"] is True
+    threads = getattr(step.tiled, "thread_copies", None)
+    assert (parts["thread_copies"] is None) == (threads is None), f"{step.name}: THREAD_COPIES shown iff it exists"
+    if threads is not None:
+        assert inspect.getsource(threads.kernel("fast").py_func) == parts["thread_copies"], (
+            f"step {step.name}: the THREAD_COPIES build that runs differs from generated_source()'s")
+        assert threads.kernel("fast").py_func.__globals__["THREAD_COPIES"] is True
 
 
 @pytest.mark.parametrize("step", TILED, ids=step_id)

@@ -259,3 +259,24 @@ def test_the_bench_summary_divides_the_variant_by_step_17_and_cublas_tf32():
         assert tma_edges.step_17_launches(m, n, k) == (["edge"] if k % 32 else ["fast", "edge"]), (m, n, k)
     gpu = GPU_CONFIG
     assert (tma_edges.BLOCK_M, tma_edges.BLOCK_N, tma_edges.BLOCK_K) == (gpu.BLOCK_M, gpu.BLOCK_N, gpu.BLOCK_K)
+
+
+def test_the_thread_copies_summary_divides_the_builds():
+    """experiments/thread_copies.py's stored ratios, on made-up records (None where a record is missing), and its
+    shapes: the held-out set's odd-pitch ones and 4096³, the control."""
+    from experiments import thread_copies as tc
+
+    def rec(step, tflops, shape=(12941, 112, 7341)):
+        return {"step": step, "M": shape[0], "N": shape[1], "K": shape[2], **({"tflops": tflops} if tflops else {})}
+
+    records = [rec(tc.NEW, 60.0), rec(tc.OLD, 24.0), rec(tc.PADDED, 30.0), rec("cublas_tf32", 80.0),
+               rec(tc.FORCED, 100.0, (4096, 4096, 4096)), rec(tc.NEW, 400.0, (4096, 4096, 4096))]
+    summary = tc.summary({"records": records})
+    row = summary["12941x112x7341"]
+    assert row["new_over_old"] == pytest.approx(2.5) and row["new_over_padded"] == pytest.approx(2.0)
+    assert row["new_over_cublas_tf32"] == pytest.approx(0.75) and row["old_over_cublas_tf32"] == pytest.approx(0.3)
+    assert row["forced_over_step_17"] is None
+    assert summary["4096x4096x4096"]["forced_over_step_17"] == pytest.approx(0.25)
+    assert summary["4096x4096x4096"]["new_over_old"] is None
+    assert tc.SIZES[-1] == (4096, 4096, 4096)
+    assert all(k % 4 or n % 4 for m, n, k in tc.SIZES[:-1])  # every other shape has a matrix to copy

@@ -35,8 +35,11 @@ matrices). A shape with partial tiles or a partial last k-tile runs on the same 
 launch over every tile and every k-tile, the copy engine zero-filling what of a box lies outside A or B, the store
 keeping to C (experiments/tma_edges.py measured it against the old way, the border on step 15's edge kernel). Where
 the copy engine cannot read A or B as they are — K or N not a multiple of 4 (a row pitch not a multiple of 16
-bytes), or a matrix not 16-byte aligned — that matrix is first copied into rows it can read, each widened to a
-multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never copied). Where the tiles do not fill the SMs
+bytes), or a matrix not 16-byte aligned — one of two ways (``copies_by_threads``): where few FLOPs share each byte
+that needs a copy, the THREAD_COPIES build, whose producer threads copy every stage themselves with 4-byte
+``cp.async`` (zeros outside A and B) into the layouts the copy engine writes; elsewhere that matrix is first copied
+into rows it can read, each widened to a multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never
+copied), and the partial build runs (experiments/thread_copies.py timed both). Where the tiles do not fill the SMs
 and K is long, both builds split K as step 18 does (``slices``): slice z of the grid's third dimension sums its
 share of the k-tiles into a workspace and ``add_slices_kernel`` adds the slices in order into C. Compute capability
 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there).
@@ -120,7 +123,18 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier
 
-    if warpgroup == CONSUMERS and THREAD_COPIES:  # A or B unreadable by the copy engine: the producer's threads copy
+    if warpgroup == CONSUMERS and not THREAD_COPIES:  # the producer: gives up registers; one thread issues the copies
+        registers_lower_to(PRODUCER_REGISTERS)
+        if tid == CONSUMERS * 128:
+            for t in range(k_tiles):
+                stage = t % STAGES
+                if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
+                    mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
+                mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
+                k_at = (k_first + t) * BLOCK_K
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
+                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
+    elif warpgroup == CONSUMERS:  # THREAD_COPIES (A or B unreadable by the copy engine): the producer's threads copy
         registers_lower_to(PRODUCER_REGISTERS)
         p = tid - uint32(CONSUMERS * 128)  # 0 … 127: warp p // 32 copies A's rows p // 32, + 4, …; B's likewise
         a_row = uint32(block_row + p // 32)  # the first of A's rows this thread copies (it steps on by 4)
@@ -157,17 +171,6 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                     copy_async_wait(0)
                 fence_proxy_async()  # this thread's copies (generic proxy) → visible to wgmma (async proxy)
                 mbarrier_arrive(barriers, (t - 1) % STAGES)
-    elif warpgroup == CONSUMERS:  # the producer warpgroup: gives up registers; one thread issues the copies
-        registers_lower_to(PRODUCER_REGISTERS)
-        if tid == CONSUMERS * 128:
-            for t in range(k_tiles):
-                stage = t % STAGES
-                if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
-                    mbarrier_wait(barriers, STAGES + stage, uint32((t // STAGES - 1) % 2))
-                mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
-                k_at = (k_first + t) * BLOCK_K
-                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
-                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
     else:  # a consumer warpgroup: takes the registers; only waits for data, multiplies and releases stages
         registers_raise_to(CONSUMER_REGISTERS)
         base = shared_address(tiles, 0)
