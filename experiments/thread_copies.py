@@ -26,7 +26,8 @@ with that policy; the fifth went back to the second's signal, the sixth added a 
 release (racecheck still reported), and the seventh — shipped — has every consumer thread release a stage (racecheck
 clean; docs/sanitizer-report.md).
 
-    python -m experiments.thread_copies [OUT.json]   # default experiments/results/experiment-thread-copies-<gpu>.json
+    python -m experiments.thread_copies [OUT.json] [--step warp_specialized_3xtf32]
+    # default experiments/results/experiment-thread-copies[-3xtf32]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -38,33 +39,47 @@ from experiments import output_path, ratio, require_gpu, run_and_save
 
 SIZES = [(12941, 112, 7341), (103, 1933, 12403), (14744, 453, 9662), (3742, 3390, 7590), (3001, 2999, 1531),
          (6294, 523, 135), (1016, 77, 2605), (4096, 4096, 4096)]
-NEW, OLD, PADDED, FORCED = ("warp_specialized", "warp_specialized@readable-copy", "warp_specialized+padded",
-                            "warp_specialized@thread-copies")
+#: The step timed (``--step``: step 18's THREAD_COPIES build the same way, against cuBLAS SGEMM) and its cuBLAS.
+STEPS = {"warp_specialized": "cublas_tf32", "warp_specialized_3xtf32": "cublas"}
+
+
+def names(step: str = "warp_specialized") -> tuple[str, str, str, str]:
+    """The four entries' names for ``step``: as shipped, without THREAD_COPIES, padded, THREAD_COPIES alone."""
+    return step, f"{step}@readable-copy", f"{step}+padded", f"{step}@thread-copies"
+
+
+NEW, OLD, PADDED, FORCED = names()
 
 
 def summary(results: dict) -> dict:
-    """Per shape: each build's TFLOPS, the new path over the old, over the padded candidate and over cuBLAS TF32,
-    and the forced THREAD_COPIES build over step 17."""
+    """Per shape: each build's TFLOPS, the new path over the old, over the padded candidate and over its cuBLAS
+    (TF32 for step 17, SGEMM for step 18: the keys say ``cublas_tf32`` for both, as step 17's first runs did), and
+    the THREAD_COPIES build alone over the step as shipped."""
     tflops: dict = {}
+    step = "warp_specialized"
     for r in results["records"]:
         tflops.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r.get("tflops")
-    return {f"{m}x{n}x{k}": {"tflops": by, "new_over_old": ratio(by.get(NEW), by.get(OLD)),
-                             "new_over_padded": ratio(by.get(NEW), by.get(PADDED)),
-                             "new_over_cublas_tf32": ratio(by.get(NEW), by.get("cublas_tf32")),
-                             "old_over_cublas_tf32": ratio(by.get(OLD), by.get("cublas_tf32")),
-                             "forced_over_step_17": ratio(by.get(FORCED), by.get(NEW))}
+        step = r["step"] if r["step"] in STEPS else step
+    new, old, padded, forced = names(step)
+    cublas = STEPS[step]
+    return {f"{m}x{n}x{k}": {"tflops": by, "new_over_old": ratio(by.get(new), by.get(old)),
+                             "new_over_padded": ratio(by.get(new), by.get(padded)),
+                             "new_over_cublas_tf32": ratio(by.get(new), by.get(cublas)),
+                             "old_over_cublas_tf32": ratio(by.get(old), by.get(cublas)),
+                             "forced_over_step_17": ratio(by.get(forced), by.get(new))}
             for (m, n, k), by in tflops.items()}
 
 
-def builds():
-    """Step 17 without its THREAD_COPIES build, and its THREAD_COPIES build alone (fresh builds of the shipped
+def builds(step: str = "warp_specialized"):
+    """The step without its THREAD_COPIES build, and its THREAD_COPIES build alone (fresh builds of the shipped
     configuration: the step's own stays as it is)."""
-    from gemm_steps.steps import warp_specialized
+    from gemm_steps.harness.step import get_step
     from gemm_steps.toolkit.tuned import default_config
 
-    old = warp_specialized.build(default_config(warp_specialized.SEARCH_SPACE))
+    module = get_step(step).module
+    old = module.build(default_config(module.SEARCH_SPACE))
     old.thread_copies = None
-    forced = warp_specialized.build(default_config(warp_specialized.SEARCH_SPACE)).thread_copies
+    forced = module.build(default_config(module.SEARCH_SPACE)).thread_copies
     return old, forced
 
 
@@ -73,14 +88,23 @@ def main(argv: list[str] = sys.argv) -> None:
     import gemm_steps
     from gemm_steps.harness.dispatch import candidate
 
-    out = output_path("thread-copies", argv[1] if len(argv) > 1 else None)
-    old, forced = builds()
-    entry = lambda name, launch: SimpleNamespace(name=name, number=17, arithmetic="tf32", launch=launch)  # noqa: E731
-    entries = [entry(NEW, gemm_steps.get_step(NEW).launch), entry(OLD, old.launch),
-               entry(PADDED, candidate(PADDED).launch), entry(FORCED, forced.launch)]
-    results = run_and_save(entries, SIZES, out, "step 17's THREAD_COPIES build (the producer's threads copy with "
+    args = list(argv[1:])
+    step = "warp_specialized"
+    if "--step" in args:
+        step = args.pop(args.index("--step") + 1)
+        args.remove("--step")
+    out = output_path("thread-copies" if step == "warp_specialized" else "thread-copies-3xtf32",
+                      args[0] if args else None)
+    new, old_name, padded, forced_name = names(step)
+    old, forced = builds(step)
+    module = gemm_steps.get_step(step)
+    entry = lambda name, launch: SimpleNamespace(name=name, number=module.number,  # noqa: E731
+                                                 arithmetic=module.arithmetic, launch=launch)
+    entries = [entry(new, module.launch), entry(old_name, old.launch), entry(padded, candidate(padded).launch),
+               entry(forced_name, forced.launch)]
+    results = run_and_save(entries, SIZES, out, f"{step}'s THREAD_COPIES build (the producer's threads copy with "
                            "4-byte cp.async) against its readable copies and the padded candidate "
-                           "(experiments/thread_copies.py)", summary, width=34)
+                           "(experiments/thread_copies.py)", summary, width=42)
     for shape, row in results["summary"].items():
         print(shape, {key: (None if value is None else round(value, 3)) for key, value in row.items()
                       if key != "tflops"})

@@ -99,11 +99,15 @@ def test_full_tiles_give_the_full_tile_builds_bits():
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("slices", [1, 2], ids=["one_slice", "two_slices"])
-def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch):
-    """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198): A and B copied into
-    rows of 40 and 72 floats, then one launch of the partial build (over two slices of K too), within the contract; an
-    inf in A's last column (the partial k-tile, next to the copy's zeros) and a NaN in B's last column give SGEMM's
-    pattern."""
+@pytest.mark.parametrize("way", ["copies", "threads"])
+def test_a_shape_the_copy_engine_cannot_read_is_copied_or_read_by_the_threads(way, slices, monkeypatch):
+    """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198), 35 FLOPs per byte a
+    copy would move (on a GPU 66): by default the THREAD_COPIES build, its producer threads reading A and B as they
+    are; with no product below the threads' threshold (``copies``), A and B copied into rows of 40 and 72 floats, then
+    the partial build. One launch (over two slices of K too), within the contract; an inf in A's last column (the
+    partial k-tile, next to the zeros) and a NaN in B's last column give SGEMM's pattern."""
+    if way == "copies":
+        monkeypatch.setattr(step18, "THREAD_COPIES_BELOW", 0)
     m, n, k = (45, 70, 37) if gemm_steps.SIMULATOR else (200, 198, 101)
     a, b = random_matrices(np.random.default_rng(101), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: slices)
@@ -112,7 +116,10 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_first(slices, monkeypatch
     launched = spy_launches(monkeypatch, kernels)
     _within_the_contract(run_in_nan_margin(kernels, a, b), a, b)
     grid = (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), slices)
-    assert launched == [("fast", grid)] and copied == ["A", "B"], (launched, copied)
+    if way == "copies":
+        assert launched == [("fast", grid)] and copied == ["A", "B"], (launched, copied)
+    else:
+        assert launched == [("thread copies: fast", grid)] and copied == [], (launched, copied)
     a[7, k - 1] = np.inf
     b[3, n - 1] = np.nan
     got = contract.special_pattern(run_in_nan_margin(kernels, a, b))
@@ -139,3 +146,15 @@ def test_a_readable_copy_widens_each_row_with_zeros(m, n, k, widths):
         got = kernels.readable_copy(which, flat, (m, n, k), 0).copy_to_host()
         assert got.shape == (matrix.shape[0], width)
         assert np.array_equal(got[:, :matrix.shape[1]], matrix) and not got[:, matrix.shape[1]:].any()
+
+
+def test_the_thread_copies_build_gives_step_18s_bits():
+    """On 2 × 2 full tiles over 3 k-tiles, the THREAD_COPIES build launched directly (A and B readable, so the choice
+    is the test's) gives the full-tile build's bits: the same stages once split, the same loop and store."""
+    m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
+    a, b = random_matrices(np.random.default_rng(18), m, n, k)
+    kernels = step18.build(CONFIG)
+    by_threads = run_in_nan_margin(kernels.thread_copies, a, b)
+    whole = run_in_nan_margin(kernels, a, b)
+    differ = by_threads.view(np.uint32) != whole.view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ from the full-tile build's"

@@ -55,7 +55,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
                                     mbarrier_init, mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import copy_async_at_or_zero, copy_async_commit, copy_async_wait
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import SplitKTmaTiles
+from ..toolkit.tma_tiles import SplitKTmaTiles, flops_per_copied_byte
 from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -261,8 +261,7 @@ THREAD_COPIES_BELOW = 100
 def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
     """Whether M×N×K, whose A (``copy_a``) or B the copy engine cannot read, runs on the THREAD_COPIES build: fewer
     than THREAD_COPIES_BELOW FLOPs per byte of the matrices the other way would copy."""
-    copied_bytes = 4 * ((m * k if copy_a else 0) + (k * n if copy_b else 0))
-    return 2 * m * n * k < THREAD_COPIES_BELOW * copied_bytes
+    return flops_per_copied_byte(m, n, k, copy_a, copy_b) < THREAD_COPIES_BELOW
 
 
 @dataclass(frozen=True)

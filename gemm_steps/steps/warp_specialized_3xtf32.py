@@ -61,15 +61,15 @@ from ..toolkit.intrinsics import divide_u32, load_float4, store_float4
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
-from ..toolkit.tensor_core_ops import split_tf32_scaled
+from ..toolkit.tensor_core_ops import copy_async_at_or_zero, copy_async_commit, copy_async_wait, split_tf32_scaled
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import SplitKTmaTiles
+from ..toolkit.tma_tiles import SplitKTmaTiles, flops_per_copied_byte
 from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
                                      operand_bits, registers_lower_to, registers_raise_to, shared_address,
-                                     swizzled_descriptor, warpgroup_commit, warpgroup_fence, warpgroup_wait_all,
-                                     wgmma_tf32, zero_accumulators)
+                                     swizzled_descriptor, swizzled_offset, warpgroup_commit, warpgroup_fence,
+                                     warpgroup_wait_all, wgmma_tf32, zero_accumulators)
 from ..toolkit.warpgroup_ops import check_register_handoff, registers_at_entry
 from . import warpgroup_mma
 
@@ -89,9 +89,10 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, THREAD_COPIES, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
-    PARTIAL_TILES: the build whose grid covers every tile, partial ones too (see the module's docstring)."""
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; THREAD_COPIES: the build whose producer
+    threads copy the stages themselves (see the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
@@ -120,11 +121,16 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     k_tiles = min(per_slice, all_k_tiles - k_first)  # the launch makes no empty slice
     if tid == 0:
         for s in unroll(STAGES):
-            mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
+            if THREAD_COPIES:
+                mbarrier_init(barriers, s, PRODUCER_THREADS)  # full: every producer thread, its copies landed
+            else:
+                mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
             mbarrier_init(barriers, STAGES + s, PRODUCER_THREADS)  # ready: every producer thread split its share
-            mbarrier_init(barriers, 2 * STAGES + s, WARPS)  # empty: one arrival per consumer warp
-        tensor_map_acquire(a_map)
-        tensor_map_acquire(b_map)
+            # empty: one arrival per consumer warp; with THREAD_COPIES one per consumer thread (step 17's reason)
+            mbarrier_init(barriers, 2 * STAGES + s, THREADS if THREAD_COPIES else WARPS)
+        if not THREAD_COPIES:
+            tensor_map_acquire(a_map)
+            tensor_map_acquire(b_map)
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier before the end
     special = 0  # did this thread store an inf or NaN?
@@ -132,10 +138,39 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     if warpgroup == CONSUMERS:  # the producer warpgroup: copies (one thread) and splits A (all 128)
         registers_lower_to(PRODUCER_REGISTERS)
         p = tid - CONSUMERS * 128
+        a_row = uint32(block_row + p // 32)  # THREAD_COPIES: the first of A's rows this thread copies (then + 4, …)
+        b_col = uint32(block_col + p % BLOCK_N)  # … and its column of B (rows p // BLOCK_N, + 128 // BLOCK_N, …)
         for t in range(k_tiles + SPLIT_BEHIND):
             u = t - SPLIT_BEHIND  # split k-tile u, SPLIT_BEHIND behind the copies …
+            if THREAD_COPIES and t < k_tiles:  # A or B unreadable by the copy engine: every producer thread copies
+                stage = uint32(t % STAGES)  # its share of k-tile t first, 4 bytes a cp.async (step 17's way)
+                if t >= STAGES:
+                    mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
+                k_at = uint32((k_first + t) * BLOCK_K)
+                index = uint32(a_row * k + k_at + lane)
+                inside_k = k_at + lane < k
+                to = stage * A_STAGE_FLOATS + lane % 4
+                for i in range(uint32(BLOCK_M // 4)):
+                    row = i * uint32(4) + p // 32
+                    copy_async_at_or_zero(tiles, to + swizzled_offset(row, lane // 4), a, index,
+                                          inside_k and a_row + i * uint32(4) < m)
+                    index += uint32(4) * k
+                index = uint32((k_at + p // BLOCK_N) * n + b_col)
+                to = B_BASE + stage * B_STAGE_FLOATS + p // BLOCK_N * B_STRIDE + p % BLOCK_N
+                for i in range(uint32(BLOCK_K * BLOCK_N // 128)):
+                    copy_async_at_or_zero(tiles, to, b, index,
+                                          b_col < n and k_at + p // BLOCK_N + i * uint32(128 // BLOCK_N) < k)
+                    index += uint32(128 // BLOCK_N) * n
+                    to += uint32(128 // BLOCK_N * B_STRIDE)
+                copy_async_commit()
             if u >= 0:
                 stage = u % STAGES
+                if THREAD_COPIES:  # this thread's copies of k-tile u have landed (all groups but the newest
+                    if t < k_tiles:  # SPLIT_BEHIND; at the end, all): it says so, and waits for the others'
+                        copy_async_wait(SPLIT_BEHIND)
+                    else:
+                        copy_async_wait(0)
+                    mbarrier_arrive(barriers, stage)
                 mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
                 for e in unroll(SPLIT_VECTORS):  # 16-byte vectors, a warp's 512 consecutive bytes at a time
                     at = stage * A_STAGE_FLOATS + (e * PRODUCER_THREADS + p) * 4
@@ -147,7 +182,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                     store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])  # 16-byte chunks)
                 fence_proxy_async()  # these writes → visible to the tensor core's reads
                 mbarrier_arrive(barriers, STAGES + stage)
-            if p == 0 and t < k_tiles:  # … then copy k-tile t once its stage is empty
+            if not THREAD_COPIES and p == 0 and t < k_tiles:  # … then copy k-tile t once its stage is empty
                 stage = t % STAGES
                 if t >= STAGES:  # the stage's (t // STAGES)-th fill: wait until every consumer warp released it
                     mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
@@ -187,7 +222,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             warpgroup_commit()
             fresh = warpgroup_wait_all(fresh)  # the k-tile's products are in: its fragments and stage are free
             total = add_accumulators(total, fresh)
-            if lane == 0:
+            if THREAD_COPIES or lane == 0:
                 mbarrier_arrive(barriers, 2 * STAGES + stage)  # the stage is empty (one arrival per warp)
 
         for v in unroll(ACCUMULATORS):
@@ -280,6 +315,9 @@ class Config(StepConfig):
     # its k-loop every k-tile, the copy engine filling with zeros whatever of a box lies outside A or B, and its
     # stores keep to C. build() makes it beside the full-tile build (False), which the benchmark's squares run.
     PARTIAL_TILES: bool = False
+    # The build for A or B whose rows the copy engine cannot read, a PARTIAL_TILES build too: the producer warpgroup's
+    # 128 threads copy each stage themselves, 4 bytes a cp.async, as step 17's THREAD_COPIES build does.
+    THREAD_COPIES: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -370,6 +408,8 @@ class Config(StepConfig):
         return self.THREADS // 128
 
     def problems(self) -> list[str]:
+        if self.THREAD_COPIES and (128 % self.BLOCK_N or self.PRODUCER_THREADS != 128):
+            return ["THREAD_COPIES needs 128 producer threads and BLOCK_N dividing 128 (whole rows of B a pass)"]
         warpgroups = self.BLOCK_N // 64
         if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
@@ -403,19 +443,31 @@ SEARCH_SPACE = [Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_
 SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=1)
 
 
+#: Where the copy engine cannot read A or B: below this many FLOPs per byte a readable copy would move, the
+#: THREAD_COPIES build (step 17's rule, ``copies_by_threads``; not yet measured on this step: step 17's value).
+THREAD_COPIES_BELOW = 100
+
+
+def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
+    """Whether M×N×K, whose A (``copy_a``) or B the copy engine cannot read, runs on the THREAD_COPIES build: fewer
+    than THREAD_COPIES_BELOW FLOPs per byte of the matrices the other way would copy."""
+    return flops_per_copied_byte(m, n, k, copy_a, copy_b) < THREAD_COPIES_BELOW
+
+
 def build(config: Config | TileConfig, slices=slices) -> SplitKTmaTiles:
     """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
-    build, with the PARTIAL_TILES build beside it (``.partial``) and step 14's kernel for the edges."""
+    build, with the PARTIAL_TILES and THREAD_COPIES builds beside it (``.partial``, ``.thread_copies``) and step 14's
+    kernel for the edges."""
     config = Config.of(config)
-    edge = warpgroup_mma.build(config)
+    common = dict(edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
+                  slices=slices, reduce=add_slices_kernel)
     partial = SplitKTmaTiles("warp_specialized_3xtf32_partial", warp_specialized_3xtf32_kernel,
-                             replace(config, PARTIAL_TILES=True), edge=edge,
-                             requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
-                             reduce=add_slices_kernel)
+                             replace(config, PARTIAL_TILES=True), **common)
+    thread_copies = SplitKTmaTiles("warp_specialized_3xtf32_thread_copies", warp_specialized_3xtf32_kernel,
+                                   replace(config, PARTIAL_TILES=True, THREAD_COPIES=True), **common)
     return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel,
-                          replace(config, PARTIAL_TILES=False), edge=edge, partial=partial,
-                          requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY, slices=slices,
-                          reduce=add_slices_kernel)
+                          replace(config, PARTIAL_TILES=False), partial=partial, thread_copies=thread_copies,
+                          thread_copies_when=copies_by_threads, **common)
 
 
 TUNING = Tuning(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
@@ -430,7 +482,12 @@ _GPU = default_config(SEARCH_SPACE)
 _PTX = {"cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmma.mma_async.tf32": 3 * _GPU.BLOCK_K // 8,
         "wgmma.wait_group": 1, "setmaxnreg": 2, "bar.sync": 1, "cp.async.cg.shared.global": 0, "local": 0,
         "wgmma.written_after_fence": 0}
-PTX_EXPECT = {"warp_specialized_3xtf32_fast": _PTX, "warp_specialized_3xtf32_partial_fast": _PTX}
+PTX_EXPECT = {"warp_specialized_3xtf32_fast": _PTX, "warp_specialized_3xtf32_partial_fast": _PTX,
+              # the THREAD_COPIES build: the same main loop; 4-byte cp.async, a group a k-tile, no tensor copies
+              "warp_specialized_3xtf32_thread_copies_fast": {
+                  **_PTX, "cp.async.bulk.tensor": 0, "mbarrier.arrive.expect_tx": 0,
+                  "cp.async.ca.shared.global": ">=2", "cp.async.commit_group": ">=1"}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a): no spills, no wgmma serialised.
 _PTXAS = {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}
-PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": _PTXAS, "warp_specialized_3xtf32_partial_fast": _PTXAS}
+PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": _PTXAS, "warp_specialized_3xtf32_partial_fast": _PTXAS,
+                "warp_specialized_3xtf32_thread_copies_fast": _PTXAS}

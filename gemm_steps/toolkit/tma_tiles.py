@@ -215,6 +215,14 @@ class ClusterTmaTiles(TmaTiles):
         self.full_cols_multiple = self.constants["CLUSTER"]
 
 
+def flops_per_copied_byte(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> float:
+    """The product's FLOPs (2·M·N·K) per byte of the matrices a readable copy would move (A where ``copy_a``, B where
+    ``copy_b``): what a step's ``thread_copies_when`` weighs — the copy costs those bytes, a THREAD_COPIES build's
+    slower producer costs time per FLOP."""
+    copied_bytes = 4 * ((m * k if copy_a else 0) + (k * n if copy_b else 0))
+    return 2 * m * n * k / copied_bytes if copied_bytes else float("inf")
+
+
 def launched_slices(policy, tiles: int, k_tiles: int, sms: int) -> int:
     """How many slices of K a split-K launch runs: what ``policy(tiles, k_tiles, sms)`` asks for, none of them empty —
     the kernel gives each slice ⌈k-tiles / slices⌉ k-tiles, so 17 k-tiles asked in 8 slices of 3 run in 6 (8 would
@@ -278,4 +286,5 @@ class SplitKTmaTiles(TmaTiles):
                                   self.REDUCE_THREADS, stream, arguments, launches)
 
 
-__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles", "launched_slices"]
+__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "TmaTiles", "flops_per_copied_byte",
+           "launched_slices"]
