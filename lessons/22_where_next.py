@@ -196,11 +196,11 @@ if split_k and split_k_prediction:
 # empty. Step 17's kernel built for 128-row tiles ran such shapes faster (`experiments/hopper_tiles.py`) and became a
 # tile variant `matmul` may choose at `precision="tf32"` (`warp_specialized@128x128`); the set was drawn once more.
 # Its slowest shapes were skinny, with a big matrix whose rows the copy engine cannot read: copying it cost more than
-# the product. Step 17's producer threads now read such a matrix as it is (lesson 17), and the set was drawn a sixth
-# time — the run in the table above. Its slowest shapes are the same kind, but the dispatch table, measured before
-# the threads could read, still sends most of them to the padded copies: what re-measuring the table on such shapes,
-# stream-K on the tensor cores and a model that predicts between measured shapes are for, which the course has not
-# yet built.
+# the product. Step 17's producer threads now read such a matrix as it is (lesson 17), then step 18's too, and the set
+# was drawn again after each — the run in the table above is the seventh draw's. Its slowest shapes are still short
+# on one side, and at `precision="tf32"` the dispatch table, measured before the threads could read, sends most of
+# them to the padded copies: what re-measuring the table on such shapes, stream-K on the tensor cores and a model
+# that predicts between measured shapes are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #
