@@ -432,4 +432,4 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
     # rule takes the geometric mean over all the large products where each ran its path, and the padded one's takes
     # in 4096×64×8192)
     assert "warp_specialized on the kernel path it takes here (its fast kernel over every tile" in why
-    assert "A or B copied into rows the copy engine can read" in why and "the tensor cores run" in why
+    assert "A or B unreadable by the copy engine: copied into rows it can read" in why and "the tensor cores run" in why

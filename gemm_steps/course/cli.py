@@ -641,10 +641,16 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
                          + (" — all data-parallel: step 10's kernel runs" if not streamed else ""))
     elif getattr(step.tiled, "partial", None) is not None and not (full == tiles and fast_path):
         copied = [name for name, copy in (("A", k % 4), ("B", n % 4)) if copy]  # (fresh arrays: 16-byte aligned)
-        lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles (the copy engine "
-                     f"zero-fills what of a box lies outside A or B; the store keeps to C)"
-                     + (f", after {' and '.join(copied)} {'is' if len(copied) == 1 else 'are'} copied into rows "
-                        f"the copy engine can read (K or N not a multiple of 4)" if copied else ""))
+        if copied and step.tiled.uses_thread_copies(m, n, k, k % 4 != 0, n % 4 != 0):
+            lines.append(f"kernel: the fast kernel's THREAD_COPIES build over all {tiles} tiles: its producer's "
+                         f"threads copy every stage with 4-byte cp.async, zeros outside A and B ({' and '.join(copied)}"
+                         f" unreadable by the copy engine: K or N not a multiple of 4; few FLOPs a byte a copy would "
+                         f"move); the store keeps to C")
+        else:
+            lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles (the copy engine "
+                         f"zero-fills what of a box lies outside A or B; the store keeps to C)"
+                         + (f", after {' and '.join(copied)} {'is' if len(copied) == 1 else 'are'} copied into rows "
+                            f"the copy engine can read (K or N not a multiple of 4)" if copied else ""))
     else:
         covered = full if fast_path else 0
         lines.append(f"kernels: the fast kernel on {covered} full tiles, the guarded edge kernel on {tiles - covered}")

@@ -481,9 +481,9 @@ def _path_words(name: str, m: int, n: int, k: int) -> str:
         words = "its fast kernel over every tile (its partial-tile build where tiles are partial)"
         if not _copies_rows(m, n, k):
             return words + ", no copies"
-        if candidate(name).tiled.uses_thread_copies(m, n, k, k % 4 != 0, n % 4 != 0):
-            return words + ", A and B read as they are by its producer's threads (THREAD_COPIES: 4-byte cp.async)"
-        return words + ", A or B copied into rows the copy engine can read"
+        # one path class: the table was measured before the THREAD_COPIES builds, and on either way (the step picks)
+        return words + (", A or B unreadable by the copy engine: copied into rows it can read, or, where few FLOPs "
+                        "share each byte, read by the producer's threads")
     return "mostly its fast kernel" if _mostly_fast(name, m, n, k) else "its edge kernel"
 
 

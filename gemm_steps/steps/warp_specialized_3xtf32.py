@@ -136,7 +136,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier before the end
     special = 0  # did this thread store an inf or NaN?
 
-    if warpgroup == CONSUMERS:  # the producer warpgroup: copies (one thread) and splits A (all 128)
+    if warpgroup == CONSUMERS:  # the producer warpgroup: copies (one thread; THREAD_COPIES: all) and splits A (all)
         registers_lower_to(PRODUCER_REGISTERS)
         p = tid - CONSUMERS * 128
         a_row = uint32(block_row + p // 32)  # THREAD_COPIES: the first of A's rows this thread copies (then + 4, …)
@@ -224,7 +224,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             fresh = warpgroup_wait_all(fresh)  # the k-tile's products are in: its fragments and stage are free
             total = add_accumulators(total, fresh)
             if THREAD_COPIES or lane == 0:
-                mbarrier_arrive(barriers, 2 * STAGES + stage)  # the stage is empty (one arrival per warp)
+                mbarrier_arrive(barriers, 2 * STAGES + stage)  # the stage is empty (an arrival a warp, or a thread)
 
         for v in unroll(ACCUMULATORS):
             row = block_row + lane % 4 * 2 + (v // 4 * 8 + v % 2)
