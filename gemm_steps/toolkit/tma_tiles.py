@@ -100,7 +100,8 @@ class TmaTiles(TiledKernels):
                                               for built in (self.partial, self.thread_copies) if built is not None]
 
     def generated_source(self) -> str:
-        """The fast and edge kernels as compiled, and the ``partial`` and ``thread_copies`` builds' fast kernels if any."""
+        """The fast and edge kernels as compiled, and the ``partial`` and ``thread_copies`` builds' fast kernels (if
+        any)."""
         source = super().generated_source()
         if self.partial is not None:
             source += ("\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
