@@ -252,18 +252,13 @@ def test_generated_source_is_the_source_of_the_launched_kernels(step):
         for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "EDGE"):
             assert function.__globals__[name] == compiled_with[name] == config.get(name, compiled_with[name]), (
                 f"step {step.name} {variant}: {name} is {function.__globals__[name]} in the running kernel")
-    partial = getattr(step.tiled, "partial", None)
-    assert (parts["partial"] is None) == (partial is None), f"{step.name}: the partial-tile build is shown iff it exists"
-    if partial is not None:
-        assert inspect.getsource(partial.kernel("fast").py_func) == parts["partial"], (
-            f"step {step.name}: the partial-tile build that runs differs from generated_source()'s")
-        assert partial.kernel("fast").py_func.__globals__["PARTIAL_TILES"] is True
-    threads = getattr(step.tiled, "thread_copies", None)
-    assert (parts["thread_copies"] is None) == (threads is None), f"{step.name}: THREAD_COPIES shown iff it exists"
-    if threads is not None:
-        assert inspect.getsource(threads.kernel("fast").py_func) == parts["thread_copies"], (
-            f"step {step.name}: the THREAD_COPIES build that runs differs from generated_source()'s")
-        assert threads.kernel("fast").py_func.__globals__["THREAD_COPIES"] is True
+    for build_name, flag in (("partial", "PARTIAL_TILES"), ("thread_copies", "THREAD_COPIES")):
+        built = getattr(step.tiled, build_name, None)
+        assert (parts[build_name] is None) == (built is None), f"{step.name}: the {flag} build is shown iff it exists"
+        if built is not None:
+            assert inspect.getsource(built.kernel("fast").py_func) == parts[build_name], (
+                f"step {step.name}: the {flag} build that runs differs from generated_source()'s")
+            assert built.kernel("fast").py_func.__globals__[flag] is True
 
 
 @pytest.mark.parametrize("step", TILED, ids=step_id)

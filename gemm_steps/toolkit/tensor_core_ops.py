@@ -417,6 +417,19 @@ else:
 
         return signature, codegen
 
+    def _copy_one_float_or_zero(context, builder, sig, args, index, inside):
+        """The ``cp.async.ca`` of the two copies below: float ``index`` (64-bit, 0 where not ``inside``) of the matrix
+        ``args[2]`` into ``args[0][args[1]]``, reading 4 bytes where ``inside``, else none (the copy zero-fills)."""
+        data = context.make_array(sig.args[2])(context, builder, args[2]).data
+        source = builder.gep(data, [index], inbounds=True)
+        destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
+        size = builder.select(inside, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
+        copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
+                            "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
+        builder.call(copy, [destination, source, size])
+        return context.get_dummy_value()
+
     @intrinsic
     def copy_async_or_zero(typingctx, shared, shared_index, matrix, row, col, rows, cols):
         """``cp.async`` of one float: element (row, col) of a flat row-major ``rows × cols`` matrix into
@@ -430,15 +443,7 @@ else:
             row, col, rows, cols = (_as_int64(builder, v, t) for v, t in zip(args[3:7], sig.args[3:7]))
             inside = builder.and_(builder.icmp_signed("<", row, rows), builder.icmp_signed("<", col, cols))
             index = builder.select(inside, builder.add(builder.mul(row, cols), col), ir.Constant(ir.IntType(64), 0))
-            data = context.make_array(sig.args[2])(context, builder, args[2]).data
-            source = builder.gep(data, [index], inbounds=True)
-            destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
-            size = builder.select(inside, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
-            copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
-                                "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
-            builder.call(copy, [destination, source, size])
-            return context.get_dummy_value()
+            return _copy_one_float_or_zero(context, builder, sig, args, index, inside)
 
         return signature, codegen
 
@@ -458,14 +463,6 @@ else:
             flag = builder.icmp_unsigned("!=", flag, ir.Constant(flag.type, 0))
             index = builder.zext(context.cast(builder, args[3], sig.args[3], types.uint32), ir.IntType(64))
             index = builder.select(flag, index, ir.Constant(ir.IntType(64), 0))
-            data = context.make_array(sig.args[2])(context, builder, args[2]).data
-            source = builder.gep(data, [index], inbounds=True)
-            destination = _element_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            destination = builder.addrspacecast(builder.bitcast(destination, _F32.as_pointer()), _F32.as_pointer(3))
-            size = builder.select(flag, ir.Constant(_I32, 4), ir.Constant(_I32, 0))
-            copy = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [destination.type, source.type, _I32]),
-                                "cp.async.ca.shared.global [$0], [$1], 4, $2;", "l,l,r,~{memory}", side_effect=True)
-            builder.call(copy, [destination, source, size])
-            return context.get_dummy_value()
+            return _copy_one_float_or_zero(context, builder, sig, args, index, flag)
 
         return signature, codegen

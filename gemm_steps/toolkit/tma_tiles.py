@@ -143,17 +143,15 @@ class TmaTiles(TiledKernels):
         cfg = self.partial.config
         copy_a, copy_b = self.copies(a, b)
         if (copy_a or copy_b) and self.uses_thread_copies(m, n, k, copy_a, copy_b):  # A and B read as they are
-            rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
-            sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
-            with quiet_small_grids():
-                self.thread_copies.launch_full_tiles(flat, sizes, rows, cols, stream, (a, b), launches)
-            return
-        read_a = self.readable_copy(0, flat, (m, n, k), stream, launches) if copy_a else a
-        read_b = self.readable_copy(1, flat, (m, n, k), stream, launches) if copy_b else b
+            build, matrices = self.thread_copies, (a, b)
+        else:
+            build = self.partial
+            matrices = (self.readable_copy(0, flat, (m, n, k), stream, launches) if copy_a else a,
+                        self.readable_copy(1, flat, (m, n, k), stream, launches) if copy_b else b)
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
-            self.partial.launch_full_tiles(flat, sizes, rows, cols, stream, (read_a, read_b), launches)
+            build.launch_full_tiles(flat, sizes, rows, cols, stream, matrices, launches)
 
     #: Threads a block of :func:`copy_rows_kernel`.
     COPY_THREADS = 256
