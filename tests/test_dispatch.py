@@ -241,6 +241,31 @@ def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chos
     assert partial.step_name == "warp_specialized_3xtf32" and set(partial.judged) == set(names), partial.reason
 
 
+def test_the_two_ways_of_an_unreadable_matrix_are_two_kernel_paths():
+    """Where the copy engine cannot read A or B (K or N not a multiple of 4), steps 17 and 18 either copy it into
+    readable rows or, where few FLOPs share each byte, read it with their producer's threads (THREAD_COPIES): two
+    paths, judged apart — a skinny product on the threads' path says nothing of a compute-bound one on the copy's
+    (the 2026-11-29 suite: step 18 at 0.59–0.79× cuBLAS SGEMM on the first, 1.7–2.2× on the second)."""
+    skinny, ragged, whole = (9001, 99, 5003), (3001, 2999, 1531), (4096, 4096, 4096)
+    for name in ("warp_specialized", "warp_specialized_3xtf32"):
+        assert dispatch._row_path(name, *skinny) == "threads"
+        assert dispatch._row_path(name, *ragged) == "copied"
+        assert dispatch._row_path(name, *whole) == "as they are"
+        assert not dispatch._same_path(name, skinny, ragged)
+        assert dispatch._same_path(name, (100, 6001, 4003), skinny)
+        assert "THREAD_COPIES" in dispatch._path_words(name, *skinny)
+        assert "copied into rows" in dispatch._path_words(name, *ragged)
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [3001, 2999, 1531, {"warp_specialized_3xtf32": 1.0, "stream_k": 1.6}, 1.5],
+        [9001, 99, 5003, {"warp_specialized_3xtf32": 1.0, "stream_k": 0.8}, 0.7]]}
+    names = {"warp_specialized_3xtf32", "stream_k"}
+    near_ragged = dispatch.choose_from(table, 3300, 3100, 1601, names)  # odd K, compute-bound: the copy's path
+    assert near_ragged.step_name == "warp_specialized_3xtf32"
+    assert near_ragged.judged["warp_specialized_3xtf32"][0] == ragged
+    near_skinny = dispatch.choose_from(table, 8000, 97, 4999, names)  # the threads' path: judged at the skinny one
+    assert near_skinny.step_name == "stream_k" and near_skinny.judged["warp_specialized_3xtf32"][0] == skinny
+
+
 def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
     """A step faster at the nearest measured shape but on another kernel path here is marked as not counted, with
     where it was judged instead — else `explain` would call the slower step's number the fastest."""

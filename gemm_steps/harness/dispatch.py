@@ -296,8 +296,8 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
         return True
     if name in PADDED_VARIANTS:  # the fast kernel everywhere; what differs is whether the matrices are copied
         return _copies(name, *a) == _copies(name, *b)
-    if _has_partial_build(name):  # the same: whether A or B is copied into rows the copy engine can read
-        return _copies_rows(*a) == _copies_rows(*b)
+    if _has_partial_build(name):  # the same: whether A or B is read as it is, copied into readable rows, or read
+        return _row_path(name, *a) == _row_path(name, *b)  # by the producer's threads
     return _mostly_fast(name, *a) == _mostly_fast(name, *b)
 
 
@@ -307,9 +307,22 @@ def _has_partial_build(name: str) -> bool:
 
 
 def _copies_rows(m: int, n: int, k: int) -> bool:
-    """Whether a step with a partial-tile build copies A or B at M×N×K (K or N not a multiple of 4; fresh arrays are
-    16-byte aligned)."""
+    """Whether the copy engine cannot read A or B as they are at M×N×K (K or N not a multiple of 4; fresh arrays are
+    16-byte aligned): a step with a partial-tile build then copies them, or reads them with its producer's threads."""
     return k % 4 != 0 or n % 4 != 0
+
+
+def _row_path(name: str, m: int, n: int, k: int) -> str:
+    """How a step with a partial-tile build reads A and B at M×N×K: ``"as they are"`` (the copy engine), ``"copied"``
+    (into rows the copy engine can read) or ``"threads"`` (its ``THREAD_COPIES`` build: the step's own policy,
+    ``TmaTiles.uses_thread_copies``). The two ways of an unreadable matrix are two paths: the suite of 2026-11-29
+    measured the threads' at two skinny shapes (~49 FLOPs a copied byte), where step 18 ran 0.59–0.79× cuBLAS SGEMM,
+    and the copy's at the ragged ones (1.7–2.2×); judged as one path, the skinny shapes pulled step 18 below its
+    padded copies at compute-bound shapes with an odd K."""
+    if not _copies_rows(m, n, k):
+        return "as they are"
+    tiled = candidate(name).tiled
+    return "threads" if tiled.uses_thread_copies(m, n, k, k % 4 != 0, n % 4 != 0) else "copied"
 
 
 def _copies(name: str, m: int, n: int, k: int) -> bool:
@@ -479,11 +492,13 @@ def _path_words(name: str, m: int, n: int, k: int) -> str:
             "its fast kernel, no copies"
     if _has_partial_build(name):
         words = "its fast kernel over every tile (its partial-tile build where tiles are partial)"
-        if not _copies_rows(m, n, k):
+        way = _row_path(name, m, n, k)
+        if way == "as they are":
             return words + ", no copies"
-        # one path class: the table was measured before the THREAD_COPIES builds, and on either way (the step picks)
-        return words + (", A or B unreadable by the copy engine: copied into rows it can read, or, where few FLOPs "
-                        "share each byte, read by the producer's threads")
+        if way == "copied":
+            return words + ", A or B unreadable by the copy engine: copied into rows it can read"
+        return words + (", A or B unreadable by the copy engine and few FLOPs a byte: read by the producer's threads "
+                        "(THREAD_COPIES)")
     return "mostly its fast kernel" if _mostly_fast(name, m, n, k) else "its edge kernel"
 
 

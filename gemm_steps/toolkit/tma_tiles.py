@@ -13,9 +13,10 @@ edge kernel that a TMA build takes from another build, ``edge=``).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 from .backend import SIMULATOR
+from .intrinsics import divide_u32, store_float4
 from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 from .mbarrier_ops import tensor_map_2d
 from .kernel_builds import SIGNATURE
@@ -28,18 +29,32 @@ from .workspaces import Workspaces
 def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
     """``rows_out`` = A (``which`` 0: M rows of K floats) or B (``which`` 1: K rows of N floats), each row widened to
     ``width`` floats with zeros past its end: a row pitch the copy engine can read (a multiple of 16 bytes). A thread
-    an element of ``rows_out``, striding on by the grid's size where the grid is smaller (the simulator's: one block);
-    consecutive threads, consecutive columns. (C is not read: the launch's first three arguments are always A, B and
-    C.)"""
+    four consecutive floats of a row of ``rows_out`` (``width`` is a multiple of 4: one 128-bit store; four scalar
+    loads, as A's or B's rows are not 16-byte aligned), striding on by the grid's size where the grid is smaller (the
+    simulator's: one block); consecutive threads, consecutive columns. (C is not read: the launch's first three
+    arguments are always A, B and C.)
+
+    The index is 32-bit (the launch keeps ``rows_out`` under 2³² bytes) and divided with ``div.u32``: Numba widens
+    integer arithmetic to 64 bits, and a 64-bit division is a long software routine. On an H200 (2026-11-29,
+    experiments/readable_copy_speed.py) a thread an element with a Python ``range`` loop — a 64-bit division per
+    element and one more for the trip count — moved ~1.0 TB/s; a 32-bit ``while`` loop 1.6–1.9 TB/s."""
     rows = m if which == 0 else k
     cols = k if which == 0 else n
-    for i in range(cuda.grid(1), rows * width, cuda.gridsize(1)):
-        row = i // width
-        col = i - row * width
-        value = float32(0.0)
-        if col < cols:
-            value = a[row * cols + col] if which == 0 else b[row * cols + col]
-        rows_out[i] = value
+    quads = uint32(width >> 2)
+    total = uint32(rows * quads)
+    i = uint32(cuda.grid(1))
+    stride = uint32(cuda.gridsize(1))
+    while i < total:
+        row = divide_u32(i, quads)
+        col = uint32((i - row * quads) << 2)
+        start = row * cols + col
+        source = a if which == 0 else b
+        x0 = source[start] if col < cols else float32(0.0)
+        x1 = source[start + 1] if col + 1 < cols else float32(0.0)
+        x2 = source[start + 2] if col + 2 < cols else float32(0.0)
+        x3 = source[start + 3] if col + 3 < cols else float32(0.0)
+        store_float4(rows_out, i << 2, x0, x1, x2, x3)
+        i = uint32(i + stride)
 
 
 class TmaTiles(TiledKernels):
@@ -168,9 +183,9 @@ class TmaTiles(TiledKernels):
         buffer = self._copies.get(("AB"[which], rows, width), stream,
                                   lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
         arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
-        # on a GPU a thread an element; on the simulator, where every thread is a Python thread started and joined,
+        # on a GPU a thread four floats; on the simulator, where every thread is a Python thread started and joined,
         # one block whose threads stride over the rest (the same kernel and copy)
-        blocks = 1 if SIMULATOR else ceil_div(rows * width, self.COPY_THREADS)
+        blocks = 1 if SIMULATOR else ceil_div(rows * width // 4, self.COPY_THREADS)
         self.launch_or_record(copy_rows_kernel, self.rows_signature, blocks, self.COPY_THREADS, stream, arguments,
                               launches)
         return buffer.reshape(rows, width)
