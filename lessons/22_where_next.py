@@ -197,9 +197,11 @@ if split_k and split_k_prediction:
 # tile variant `matmul` may choose at `precision="tf32"` (`warp_specialized@128x128`); the set was drawn once more.
 # Its slowest shapes were skinny, with a big matrix whose rows the copy engine cannot read: copying it cost more than
 # the product. Step 17's producer threads now read such a matrix as it is (lesson 17), then step 18's too, and the set
-# was drawn again after each — the run in the table above is the seventh draw's. Its slowest shapes are still short
-# on one side, and at `precision="tf32"` the dispatch table, measured before the threads could read, sends most of
-# them to the padded copies: what re-measuring the table on such shapes, stream-K on the tensor cores and a model
+# was drawn again after each. Then the shape suite measured the threads' path on two skinny shapes, the readable
+# copy got faster (it had been doing a 64-bit division per float: `experiments/readable_copy_speed.py`), and the set
+# was drawn an eighth time — the run in the table above. Its slowest shapes are still short on one side: skinny
+# products whose odd K sends step 17 to the readable copy, a path the table measured only on compact ragged shapes,
+# too far away to judge it, so `matmul` ran ping-pong there. That is what stream-K on the tensor cores and a model
 # that predicts between measured shapes are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS

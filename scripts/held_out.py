@@ -162,12 +162,18 @@ def output_path(out: str | None, gpu: str, quick: bool) -> Path:
 
 
 def commit() -> str | None:
+    """The checkout's commit, with ``+modified`` where tracked files differ from it: the tree that ran is then not
+    that commit's (a device run copies the working tree onto the checkout it started from: results/README.md names
+    the tree where this says so)."""
     try:
-        done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
+        status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    name = head.stdout.strip()
+    return (name + ("+modified" if status.stdout.strip() else "")) if name else None
 
 
 def main(argv: list[str] | None = None) -> int:

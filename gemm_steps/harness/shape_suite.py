@@ -14,8 +14,8 @@ Each class names what makes it hard for a tiled kernel:
 * **K-heavy** — M·N ≤ 1024², K ≥ 8192: few tiles, long k-loops;
 * **skinny** — one of M, N ≤ 128, the others ≥ 4096: most of a 128×256 tile is outside C; in the last two K and the
   long side are odd, so the big operand's rows are unreadable by the copy engine and few FLOPs share each of its bytes
-  (about 50): steps 17 and 18 read it with their producer's threads (``THREAD_COPIES``; added 2026-11-29, not yet in a
-  suite run, so the dispatch table has no measurement of that path yet);
+  (about 50): steps 17 and 18 read it with their producer's threads (``THREAD_COPIES``; added 2026-11-29, first run
+  in results/shapes-nvidia-h200-2026-11-29.json);
 * **small** — under a millisecond at cuBLAS speed: a few tiles for 132 SMs, and the call's own overhead shows.
 """
 
