@@ -221,20 +221,24 @@ def test_a_tensor_core_step_is_judged_where_its_kernel_path_is_the_one_it_takes(
     assert fast_there.step_name == "warpgroup_mma" and "judged at 4096³" in fast_there.reason
 
 
-def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_not_chosen():
+def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_modelled_or_not_chosen():
     """At 5000×5000×5001 (K = 5001: step 18 copies A into rows the copy engine can read before its partial-tile
-    build runs) the only measurement within reach is 4096³, where nothing was copied: the step is not judged by it
-    and an FP32 step runs. With a measurement of that path within reach, it is judged there (as in the test above).
-    At 5000³ the copy engine reads A and B as they are: step 18 runs every tile on its fast kernel's loop (its
-    partial-tile build), no copies, and 4096³ judges it."""
+    build runs) the only measurement within reach is 4096³, where nothing was copied: the step is judged by it only
+    with the copy's time added (``modelled``), and runs where that still beats the FP32 step. A step whose path here
+    is its edge kernel (step 14 at K = 5001) is not judged by a whole-tile shape at all. At 5000³ the copy engine
+    reads A and B as they are: step 18 runs every tile on its fast kernel's loop (its partial-tile build), no copies,
+    and 4096³ judges it."""
     table = {"gpu": "GPU A", "date": "d", "shapes": [
-        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "stream_k": 3.0}, 2.7]]}
+        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.2, "warpgroup_mma": 1.3, "stream_k": 3.0}, 2.7]]}
     names = {"warp_specialized_3xtf32", "stream_k"}
     assert dispatch._copies_rows(5000, 5000, 5001) and not dispatch._copies_rows(4096, 4096, 4096)
     far_path = dispatch.choose_from(table, 5000, 5000, 5001, names)
-    assert far_path.step_name == "stream_k" and set(far_path.judged) == {"stream_k"}
+    assert far_path.step_name == "warp_specialized_3xtf32" and far_path.modelled == ("warp_specialized_3xtf32",)
+    assert far_path.judged["warp_specialized_3xtf32"][1] < 100 * 2.7 / 1.2  # the copy costs it something
+    edge = dispatch.choose_from(table, 5000, 5000, 5001, {"warpgroup_mma", "stream_k"})
+    assert edge.step_name == "stream_k" and set(edge.judged) == {"stream_k"} and not edge.modelled
     assert dispatch.choose_from(table, 4000, 4000, 4000, names).step_name == "warp_specialized_3xtf32"
-    only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5001, {"warp_specialized_3xtf32"})
+    only_tensor_core = dispatch.choose_from(table, 5000, 5000, 5001, {"warpgroup_mma"})
     assert "kernel path" in only_tensor_core.reason
     assert dispatch.fast_share("warp_specialized_3xtf32", 5000, 5000, 5000) == 1.0
     partial = dispatch.choose_from(table, 5000, 5000, 5000, names)
@@ -266,6 +270,47 @@ def test_the_two_ways_of_an_unreadable_matrix_are_two_kernel_paths():
     assert near_skinny.step_name == "stream_k" and near_skinny.judged["warp_specialized_3xtf32"][0] == skinny
 
 
+def test_a_copy_path_measured_nowhere_near_is_modelled_from_where_the_step_read_a_and_b_as_they_are():
+    """7218×268×5910 (K odd: step 17 copies A into readable rows, ~134 FLOPs a copied byte) had no measured shape of
+    that path within reach; the nearest skinny shape where step 17 read A and B as they are judges it, with the
+    copy's time added — not "not judged", which left ping-pong's far slower time to decide there (seed 20261206:
+    0.40× cuBLAS TF32)."""
+    here = (7218, 268, 5910)
+    row = [8192, 128, 4096, {"warp_specialized": 0.1, "stream_k": 0.3}, 0.2]
+    table = {"gpu": "GPU A", "date": "d", "shapes": [row]}
+    names = {"warp_specialized", "stream_k"}
+    assert dispatch._row_path("warp_specialized", *here) == "copied"
+    assert dispatch._row_path("warp_specialized", *row[:3]) == "as they are"
+    choice = dispatch.choose_from(table, *here, names)
+    assert choice.step_name == "warp_specialized" and choice.modelled == ("warp_specialized",), choice.reason
+    assert "modelled" in choice.reason and "readable copies" in choice.reason
+    kernel_ms = 0.1 * (7218 * 268 * 5910) / (8192 * 128 * 4096)
+    copy_ms = 1e3 * 4 * (7218 * 5910 + 7218 * 5912) / dispatch.READABLE_COPY_BYTES_PER_S
+    assert abs(choice.judged["warp_specialized"][1] - 200 * kernel_ms / (kernel_ms + copy_ms)) < 1e-9
+    assert dispatch.readable_copy_seconds(4096, 4096, 4096) == 0  # nothing copied: the measured pace as it is
+    assert dispatch.with_the_copy("warp_specialized", row, (8000, 128, 4000)) == 200.0
+    slow_copy = {"gpu": "GPU A", "date": "d", "shapes": [[8192, 128, 4096, {"warp_specialized": 0.3,
+                                                                            "stream_k": 0.3}, 0.2]]}
+    assert dispatch.choose_from(slow_copy, *here, names).step_name == "stream_k"  # the copy tips it
+
+
+def test_the_copy_model_against_the_suite_that_measured_the_copy():
+    """The model of :func:`dispatch.with_the_copy`, from step 17's and step 18's time at 2500×3000×1500 (A and B read
+    as they are) to the suite's three shapes where they copy, against what that same run measured there."""
+    from gemm_steps.harness.bench import load
+    from gemm_steps.harness.results_files import RESULTS_DIR
+
+    records = load(RESULTS_DIR / "shapes-nvidia-h200-2026-11-29-3.json")["records"]
+    ms = {(r["step"], r["M"], r["N"], r["K"]): r["median_ms"] for r in records}
+    source = (2500, 3000, 1500)
+    for name in ("warp_specialized", "warp_specialized_3xtf32"):
+        row = [*source, {name: ms[(name, *source)]}, ms[("cublas", *source)]]
+        for here in ((3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333)):
+            modelled = dispatch.with_the_copy(name, row, here)
+            measured = 100 * ms[("cublas", *here)] / ms[(name, *here)]
+            assert 0.8 <= modelled / measured <= 1.2, (name, here, modelled, measured)
+
+
 def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
     """A step faster at the nearest measured shape but on another kernel path here is marked as not counted, with
     where it was judged instead — else `explain` would call the slower step's number the fastest."""
@@ -275,15 +320,16 @@ def test_explain_says_which_measured_numbers_did_not_count(capsys, monkeypatch):
     monkeypatch.setattr(dispatch, "table", lambda gpu: table)
     dispatch.forget()
     try:
-        assert cli.main(["explain", "3000", "3000", "3001"]) == 0  # K = 3001: step 18 on its edge kernel
+        assert cli.main(["explain", "3000", "3000", "3001"]) == 0  # K = 3001: step 14 on its edge kernel, step 18
+        # copying A into readable rows
     finally:
         dispatch.forget()
     measured = next(line for line in capsys.readouterr().out.splitlines() if "measured at" in line)
     assert "stream_k 90 %," in measured or measured.endswith("stream_k 90 %")
     assert "warpgroup_mma 142 % (not counted: here it takes another kernel path, the one it took at " \
            "3001×2999×1531: 75 %)" in measured
-    assert "warp_specialized_3xtf32 225 % (not counted: here it takes another kernel path, measured at no shape " \
-           "near)" in measured
+    assert "warp_specialized_3xtf32 225 % (not counted: here it copies A or B into readable rows, measured doing " \
+           "so at no shape near; modelled from 4096, where it read them as they are, with the copy: 211 %)" in measured
 
 
 def test_a_few_tiles_with_edges_count_as_the_edge_path():
@@ -319,9 +365,11 @@ def test_beyond_the_tables_large_products_the_steps_keep_their_order():
     assert "too far" in dispatch.choose_from(table, 65536, 4096, 1024, names).reason  # K smaller than measured
     small_only = {"gpu": "GPU A", "date": "d", "shapes": [table["shapes"][0]]}
     assert "too far" in dispatch.choose_from(small_only, 3000, 3000, 3000, names).reason  # 256³ is no large product
-    # where a step's kernel path changes beyond the table (K = 12001: its edge kernel), it is not judged by 4096³
+    # where a step's kernel path changes beyond the table (K = 12001: step 18 copies A into readable rows), 4096³
+    # judges it only with the copy's time added
     ragged = dispatch.choose_from(table, 12000, 12000, 12001, names)
-    assert ragged.step_name == "stream_k" and "warp_specialized_3xtf32" not in ragged.judged
+    assert ragged.step_name == "warp_specialized_3xtf32" and ragged.modelled == ("warp_specialized_3xtf32",)
+    assert ragged.judged["warp_specialized_3xtf32"][1] < 100 * 2.7 / 1.2
 
 
 def test_the_order_at_4096_holds_at_8192_in_the_course_benchmarks():
@@ -371,6 +419,9 @@ AN_H100_TABLE = {"gpu": "GPU A", "date": "d", "shapes": [
 #: Shapes of the kinds issue 37 names, outside that table: ragged (within reach of 4096³, but K = 5001 puts every
 #: tensor-core step on a path measured near at no shape), skinny and K-heavy (too far from every measured shape).
 OUTSIDE = {"ragged": (9001, 3003, 5001), "skinny": (64, 12000, 1500), "K-heavy": (300, 200, 30000)}
+#: … and where the evidence from afar decides: the ragged one within reach of 4096³ is judged there, steps 17 and
+#: 18 with their copies modelled (:func:`dispatch.with_the_copy`); the other two are too far from every shape.
+FAR = ("skinny", "K-heavy")
 
 
 @pytest.mark.parametrize("kind", OUTSIDE)
@@ -384,7 +435,15 @@ def test_precision_tf32_keeps_to_the_tensor_cores_outside_the_table(kind):
                                               "warp_specialized_3xtf32+padded"}
     choice = dispatch.choose_from(AN_H100_TABLE, *OUTSIDE[kind], names)
     assert dispatch._step_arithmetic(choice.step_name) != "fp32", choice.reason
-    assert "the tensor cores run" in choice.reason and "fastest FP32 step" in choice.reason
+    if kind in FAR:
+        assert "the tensor cores run" in choice.reason and "fastest FP32 step" in choice.reason
+    else:
+        assert choice.step_name == "warp_specialized" and "modelled" in choice.reason
+    # without the steps that copy, the padded copies (never measured copying near) are chosen from afar too
+    padded = dispatch.choose_from(AN_H100_TABLE, *OUTSIDE[kind], {"stream_k", "warp_specialized+padded"})
+    assert padded.step_name == "warp_specialized+padded" and "the tensor cores run" in padded.reason
+    if kind not in FAR:
+        assert "but no tensor-core step was measured near on the path it takes here" in padded.reason
 
 
 @pytest.mark.parametrize("kind", OUTSIDE)
@@ -394,8 +453,10 @@ def test_the_default_precision_runs_3xtf32_outside_the_table_where_the_table_mea
     (77 % against 86 % at 3001×2999×1531), the FP32 units keep the ragged shape. "ieee" never leaves them."""
     names = {"stream_k", "stream_k@64x64", "warp_specialized_3xtf32", "warp_specialized_3xtf32+padded"}
     shape = OUTSIDE[kind]
-    assert dispatch.choose_from(AN_H100_TABLE, *shape, names).step_name == "warp_specialized_3xtf32+padded"
-    no_copies = dispatch.choose_from(AN_H100_TABLE, *OUTSIDE["ragged"], names - {"warp_specialized_3xtf32+padded"})
+    chosen = dispatch.choose_from(AN_H100_TABLE, *shape, names)
+    assert chosen.step_name == ("warp_specialized_3xtf32+padded" if kind in FAR else "warp_specialized_3xtf32")
+    edge_only = {"stream_k", "stream_k@64x64", "warpgroup_mma"}  # step 14: its edge kernel at K = 5001, unmeasured
+    no_copies = dispatch.choose_from(AN_H100_TABLE, *OUTSIDE["ragged"], edge_only)
     assert no_copies.step_name == "stream_k" and "the tensor cores run" not in no_copies.reason
     assert dispatch._step_arithmetic(dispatch.choose_from(AN_H100_TABLE, *shape, {"stream_k", "stream_k@64x64"})
                                      .step_name) == "fp32"
@@ -452,9 +513,16 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
     finally:
         dispatch.forget()
     why = next(line for line in capsys.readouterr().out.splitlines() if "why:" in line)
-    assert "but no tensor-core step was measured near on the path it takes here" in why
-    # step 17 copying A and B into readable rows, as at 3001×2999×1531 (its padded copies ran faster there, but the
-    # rule takes the geometric mean over all the large products where each ran its path, and the padded one's takes
-    # in 4096×64×8192)
+    # step 17 copies A and B into readable rows here, a path measured at no shape near: judged at 4096³, with the copy
+    assert "modelled: its time at 4096³, where it read A and B as they are" in why and "readable copies" in why
+    dispatch.forget()
+    try:  # too far from every measured shape: the rest of the table decides, on the path step 17 takes here
+        assert cli.main(["explain", "64", "12000", "1501", "--precision", "tf32"]) == 0
+    finally:
+        dispatch.forget()
+    why = next(line for line in capsys.readouterr().out.splitlines() if "why:" in line)
+    assert "too far" in why and "the tensor cores run" in why
+    # as at 3001×2999×1531 (its padded copies ran faster there, but the rule takes the geometric mean over all the
+    # large products where each ran its path, and the padded one's takes in 4096×64×8192)
     assert "warp_specialized on the kernel path it takes here (its fast kernel over every tile" in why
-    assert "A or B unreadable by the copy engine: copied into rows it can read" in why and "the tensor cores run" in why
+    assert "A or B unreadable by the copy engine: copied into rows it can read" in why

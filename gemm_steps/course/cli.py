@@ -515,6 +515,9 @@ def _judged_note(choice, name: str) -> str:
     if name not in choice.judged:
         return " (not counted: here it takes another kernel path, measured at no shape near)"
     shape, pct = choice.judged[name]
+    if name in choice.modelled:
+        return (f" (not counted: here it copies A or B into readable rows, measured doing so at no shape near; "
+                f"modelled from {_size_label(*shape)}, where it read them as they are, with the copy: {pct:.0f} %)")
     return "" if shape == choice.nearest else \
         f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"
 

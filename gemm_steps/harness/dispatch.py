@@ -161,6 +161,9 @@ class Choice:
     #: {step name: (shape, % of cuBLAS)}: where each step was judged — the nearest shape, or another one where its
     #: kernel path was the one it takes here; a step of ``pct_of_cublas`` missing here was not judged at all
     judged: dict | None = None
+    #: the steps of ``judged`` whose % is modelled, not measured: a step that copies A or B into readable rows here,
+    #: judged where it read them as they are with the copy's time added (:func:`with_the_copy`)
+    modelled: tuple = ()
 
 
 def user_table() -> Path:
@@ -301,6 +304,40 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
     return _mostly_fast(name, *a) == _mostly_fast(name, *b)
 
 
+#: The readable copy's pace on an H200, bytes read and written a second, a launch included: the slowest copy of
+#: experiments/results/experiment-readable-copy-speed-nvidia-h200-2.json (four floats a thread: 2.3–3.1 TB/s).
+READABLE_COPY_BYTES_PER_S = 2.3e12
+
+
+def readable_copy_seconds(m: int, n: int, k: int) -> float:
+    """The modelled time of the readable copies at M×N×K (fresh, 16-byte-aligned arrays): A where K is not a multiple
+    of 4, B where N is not, each read and written widened to a multiple of 4 floats, at
+    :data:`READABLE_COPY_BYTES_PER_S`."""
+    widen = (lambda x: -(-x // 4) * 4)
+    copied = (4 * (m * k + m * widen(k)) if k % 4 else 0) + (4 * (k * n + k * widen(n)) if n % 4 else 0)
+    return copied / READABLE_COPY_BYTES_PER_S
+
+
+def with_the_copy(name: str, row: list, here: tuple[int, int, int]) -> float:
+    """The % of cuBLAS a step with a partial-tile build is modelled to reach at ``here``, where it copies A or B into
+    readable rows, from a measured ``row`` where it read them as they are: its pace there (FLOPs a second) carried to
+    this shape's FLOPs, plus :func:`readable_copy_seconds`, against cuBLAS's % at that row — the nearest-shape rule's
+    assumption, with the copy's time added. On the suite of 2026-11-29 (…-29-3.json), from 2500×3000×1500 it gave
+    step 17 at the three copy shapes 0.85–1.01× its measured TFLOPS, step 18 0.88–1.07×."""
+    kernel_s = math.prod(here) * row[3][name] / math.prod(row[:3])  # ms: the measured row's, scaled by the FLOPs
+    copy_ms = 1e3 * readable_copy_seconds(*here)
+    return 100 * row[4] / row[3][name] * kernel_s / (kernel_s + copy_ms)
+
+
+def _readable_rows(name: str, here: tuple[int, int, int], measured: list, within: float) -> list:
+    """The rows within ``within`` of ``here`` where ``name`` read A and B as they are — if it has a partial-tile build
+    and copies A or B here (else none: :func:`with_the_copy` models only that)."""
+    if not _has_partial_build(name) or _row_path(name, *here) != "copied":
+        return []
+    return [row for row in measured if name in row[3] and _row_path(name, *row[:3]) == "as they are"
+            and distance(here, tuple(row[:3])) <= within]
+
+
 def _has_partial_build(name: str) -> bool:
     """Whether a candidate runs every shape on its own kernel (steps 17, 18: ``TmaTiles.partial``)."""
     return name not in PADDED_VARIANTS and getattr(candidate(name).tiled, "partial", None) is not None
@@ -376,15 +413,20 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
         within = distance(here, shape)  # the steps are judged among the large shapes no farther than it
         measured = [row for row in measured if row[0] * row[1] >= LARGE_C]
     pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1]) if s in steps}
-    judged, judged_at = dict(pct), {s: shape for s in pct}
+    judged, judged_at, modelled = dict(pct), {s: shape for s in pct}, []
     for s in pct:
         if _same_path(s, here, shape):
             continue
         same = [row for row in measured if s in row[3] and _same_path(s, here, tuple(row[:3]))
                 and distance(here, tuple(row[:3])) <= within]
+        readable = [] if same else _readable_rows(s, here, measured, within)
         if same:  # judged where its kernel path is the one it would take here
             row = min(same, key=lambda r: distance(here, tuple(r[:3])))
             judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
+        elif readable:  # it copies A or B here, measured doing so at no shape near: its time where it read them as
+            row = min(readable, key=lambda r: distance(here, tuple(r[:3])))  # they are, with the copy added
+            judged[s], judged_at[s] = with_the_copy(s, row, here), tuple(row[:3])
+            modelled.append(s)
         else:  # no measurement of the path it would take here: not judged at all (5000³ sends every tile of
             del judged[s], judged_at[s]  # step 18 to its edge kernel; its 4096³ time says nothing of that)
     unjudged = {s for s in pct if s not in judged} & tensor_cores
@@ -407,6 +449,9 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
                       f"at most this shape's, C of at least {LARGE_C:,} elements: this shape is beyond the table, "
                       f"log₂ distance {away:.1f}, and more of the same tiles on the same kernel paths keep the "
                       f"steps' order)")
+    if best in modelled:
+        note = (f" (modelled: its time at {_label(at)}, where it read A and B as they are, scaled to this shape's "
+                f"FLOPs, plus {1e6 * readable_copy_seconds(*here):.0f} µs of readable copies)")
     reason = (f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at "
               f"{where_measured}: {judged[best]:.0f} % of cuBLAS" + note)
     judgements = {s: (judged_at[s], judged[s]) for s in judged}
@@ -416,8 +461,8 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
             return Choice(evidence.name, f"{best} was the fastest step measured near on the kernel path it takes "
                                          f"({reason}), but no tensor-core step was measured near on the path it "
                                          f"takes here; {evidence.reason}",
-                          shape, pct, entry.get("gpu"), judgements)
-    return Choice(best, reason, shape, pct, entry.get("gpu"), judgements)
+                          shape, pct, entry.get("gpu"), judgements, tuple(modelled))
+    return Choice(best, reason, shape, pct, entry.get("gpu"), judgements, tuple(modelled))
 
 
 #: From this M·N·K on a product counts as large (the issue-37 targets split the held-out set here). A tensor-core
