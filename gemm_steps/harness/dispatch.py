@@ -324,9 +324,9 @@ def with_the_copy(name: str, row: list, here: tuple[int, int, int]) -> float:
     this shape's FLOPs, plus :func:`readable_copy_seconds`, against cuBLAS's % at that row — the nearest-shape rule's
     assumption, with the copy's time added. On the suite of 2026-11-29 (…-29-3.json), from 2500×3000×1500 it gave
     step 17 at the three copy shapes 0.85–1.01× its measured TFLOPS, step 18 0.88–1.07×."""
-    kernel_s = math.prod(here) * row[3][name] / math.prod(row[:3])  # ms: the measured row's, scaled by the FLOPs
+    kernel_ms = math.prod(here) * row[3][name] / math.prod(row[:3])  # the measured row's time, scaled by the FLOPs
     copy_ms = 1e3 * readable_copy_seconds(*here)
-    return 100 * row[4] / row[3][name] * kernel_s / (kernel_s + copy_ms)
+    return 100 * row[4] / row[3][name] * kernel_ms / (kernel_ms + copy_ms)
 
 
 def _readable_rows(name: str, here: tuple[int, int, int], measured: list, within: float) -> list:
