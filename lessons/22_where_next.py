@@ -199,10 +199,12 @@ if split_k and split_k_prediction:
 # the product. Step 17's producer threads now read such a matrix as it is (lesson 17), then step 18's too, and the set
 # was drawn again after each. Then the shape suite measured the threads' path on two skinny shapes, the readable
 # copy got faster (it had been doing a 64-bit division per float: `experiments/readable_copy_speed.py`), and the set
-# was drawn an eighth time — the run in the table above. Its slowest shapes are still short on one side: skinny
-# products whose odd K sends step 17 to the readable copy, a path the table measured only on compact ragged shapes,
-# too far away to judge it, so `matmul` ran ping-pong there. That is what stream-K on the tensor cores and a model
-# that predicts between measured shapes are for, which the course has not yet built.
+# was drawn an eighth time. Its slowest shapes were skinny products whose odd K sends step 17 to the readable copy, a
+# path the table measured only on compact ragged shapes, too far away to judge it, so `matmul` ran ping-pong there.
+# Now `matmul` models that case — step 17's time where it read A and B as they are, plus the copy — and the set was
+# drawn a ninth time: the run in the table above. Its slowest shapes are still short on one side (fewer than 135 rows,
+# or a tiny C with a long K): what stream-K on the tensor cores and a model of tiles and waves are for, which the
+# course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #

@@ -11,6 +11,11 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 3. Beyond the table's large products — a shape larger in every side than a measured product whose C holds at least
    :data:`LARGE_C` elements (12000³ against 4096³) — the step fastest at the nearest such product: more of the same
    tiles on the same kernel paths keep the steps' order.
+
+   In 2 and 3 a tensor-core step is judged where it takes the kernel path it would take here (:func:`_same_path`):
+   the nearest such shape within reach; where it would copy A or B into readable rows (steps 17 and 18) and was
+   measured doing so nowhere near, at the nearest shape where it read them as they are, with the copy's time added
+   (:func:`with_the_copy`, a model); else not at all.
 4. Otherwise — no measured shape within reach, or the tensor-core steps measured near only on another kernel path
    than the one they would take here (their edge kernel, or copies to whole tiles) — the rest of the table decides:
    the tensor-core step that ran fastest against the FP32 units where the table measured it on that path, at
