@@ -127,13 +127,13 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_or_read_by_the_threads(wa
     assert (got == expected).all(), f"{(got != expected).sum()} elements off SGEMM's pattern"
 
 
-@pytest.mark.parametrize("m, n, k, widths", [(5, 6, 7, (8, 8)), (45, 9, 11, (12, 12))],
+@pytest.mark.parametrize("m, n, k, widths", [(5, 6, 7, (8, 8)), (101, 9, 11, (12, 12))],
                          ids=["one_block", "more_than_a_block"])
 def test_a_readable_copy_widens_each_row_with_zeros(m, n, k, widths):
     """TmaTiles.readable_copy on its own: A (5 × 7) into rows of 8 floats and B (7 × 6) into rows of 8, each row's
     values in place and zeros past its end — the zeros matter: the copy engine reads them, and an inf or NaN there
-    would meet the zero-filled rows of the other matrix as NaN. Then A of 45 × 11 (540 floats: more than a block's
-    256 threads, which on the simulator's one block stride on)."""
+    would meet the zero-filled rows of the other matrix as NaN. Then A of 101 × 11 (303 quads of 4 floats, a thread a
+    quad: more than a block's 256 threads, which on the simulator's one block stride on)."""
     from gemm_steps.toolkit.tiles import flat_operands
 
     a, b = random_matrices(np.random.default_rng(7), m, n, k)
