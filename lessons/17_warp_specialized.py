@@ -238,8 +238,10 @@ if ref is not None:
 # 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet — and by
 # the deep dive's measurement it is not where step 17 loses at 4096³.
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
-# runs it only when asked for TF32: `gemm-steps explain 4096 4096 4096 --precision tf32` picks step 17 (from the
-# shape table of the GPU you run on, or the newest one shipped); at the default precision `matmul` never does.
+# runs it only when asked for TF32, where the shape table (of the GPU you run on, or the newest one shipped) measured
+# it fastest: `gemm-steps explain 2500 3000 1500 --precision tf32` picks step 17. At 4096³ step 20 (lesson 20: this
+# kernel in clusters of two blocks) ran within 3 % of it on the H200, and a tie goes to the later step. At the default
+# precision `matmul` never runs step 17.
 #
 # Deep dives: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb);
 # [the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb).

@@ -53,10 +53,19 @@ def test_the_lower_clock_at_8192_is_the_kernels_energy_per_flop():
 
 
 def test_matmul_picks_step_17_when_asked_for_tf32():
+    """What the lesson says `explain` prints: step 17 at 2500×3000×1500; at 4096³ step 20, within the tie of step 17
+    (the H200's table, the newest shipped)."""
     from gemm_steps.harness import dispatch
 
-    assert dispatch.choose(4096, 4096, 4096, "tf32").step_name == "warp_specialized"
-    assert "`matmul` never picks it: its" not in LESSON.read_text()
+    dispatch.forget()
+    assert dispatch.choose(2500, 3000, 1500, "tf32").step_name == "warp_specialized"
+    square = dispatch.choose(4096, 4096, 4096, "tf32")
+    assert square.step_name == "cluster_multicast" and square.gpu == "NVIDIA H200"
+    assert square.judged["warp_specialized"][1] * (1 + dispatch.TIE) >= square.judged["cluster_multicast"][1]
+    assert square.judged["warp_specialized"][1] > square.judged["cluster_multicast"][1]  # the tie, not speed
+    text = LESSON.read_text()
+    assert "`matmul` never picks it: its" not in text
+    assert "explain 2500 3000 1500 --precision tf32` picks step 17" in text and "a tie goes to the later" in text
 
 
 def test_the_register_claim_names_both_models():
