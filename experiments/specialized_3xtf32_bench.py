@@ -65,7 +65,7 @@ def main(argv: list[str] = sys.argv) -> None:
     edge = warpgroup_mma.build(config)
 
     def build(name, kernel, **changes):
-        constants = {**step18.layout(config), **changes}
+        constants = {**step18.Config.of(config).check().constants(), **changes}
         if kernel is step18.warp_specialized_3xtf32_kernel:  # the step's kernel takes split-K's workspace: one slice
             tiles = SplitKTmaTiles(name, kernel, config, constants, edge=edge, slices=lambda *_: 1,
                                    reduce=step18.add_slices_kernel,

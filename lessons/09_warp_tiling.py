@@ -21,8 +21,8 @@ print(warp_tiling.doc)
 #
 # Three levels of tiling. The **block tile** is cut into **warp tiles**, one per warp. Inside a warp tile the 32
 # lanes form an 8 × 4 grid of 4 × 4 cells, and that grid repeats; so each lane's results (its **thread tile**) are
-# 4 × 4 sub-blocks spaced a whole lane grid apart. Drawn from the shipped tile configuration and the step's
-# `layout(config)`:
+# 4 × 4 sub-blocks spaced a whole lane grid apart. Drawn from the shipped tile configuration and the constants the
+# step's `Config` derives from it:
 
 # %%
 lesson.show_figure(lesson_09.tiling_figure(warp_tiling))

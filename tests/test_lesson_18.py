@@ -32,7 +32,7 @@ def test_the_shipped_files_are_there():
 
 
 def test_three_barriers_a_stage_with_the_kernels_arrival_counts():
-    c = STEP18.module.layout(STEP18.module.SEARCH_SPACE[0])
+    c = STEP18.module.Config.of(STEP18.module.SEARCH_SPACE[0]).check().constants()
     b = lesson_18.barriers(STEP18)
     assert [x.name for x in b] == ["full", "ready", "empty"] and c["BARRIERS"] == 3 * c["STAGES"]
     assert [x.count for x in b] == [1, c["PRODUCER_THREADS"], c["WARPS"]]
@@ -46,7 +46,7 @@ def test_the_shared_memory_count_and_step_17_over_three():
     m = lesson_18.model(STEP17, STEP18, RUN)
     assert m.tensor_clocks == 3 * 128 * 128 * 32 / 1024
     # issue 36: the copy engine writes B's padded box (32 rows of B_STRIDE = 136 floats: 17,408 bytes), not 16,384
-    layout = STEP18.module.layout(STEP18.module.SEARCH_SPACE[0])
+    layout = STEP18.module.Config.of(STEP18.module.SEARCH_SPACE[0]).check().constants()
     assert layout["B_STAGE_FLOATS"] * 4 == 17408 and layout["STAGE_BYTES"] == 16384 + 17408
     assert lesson_18.shared_bytes(STEP18).parts["copies (A, B's box)"] == layout["STAGE_BYTES"]
     assert m.shared_bytes == 16384 + 17408 + 3 * 16384 + 16384 + 2 * 3 * 16384

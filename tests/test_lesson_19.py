@@ -63,7 +63,7 @@ def test_step_19_is_the_experiments_ordered_build_the_run_measured_but_for_the_r
 
 # -- the ring and the parity rule ---------------------------------------------------------------------------------
 def test_the_ring_walk_is_the_kernels_counter():
-    stages = STEP19.module.layout(STEP19.module.SEARCH_SPACE[0])["STAGES"]
+    stages = STEP19.module.Config.of(STEP19.module.SEARCH_SPACE[0]).check().constants()["STAGES"]
     walk = lesson_19.ring_walk(STEP19, k_tiles=5, tiles=3)
     assert [e.consumer for e in walk] == [0] * 5 + [1] * 5 + [0] * 5
     assert all(e.stage == e.k_tile % stages and e.full_parity == e.k_tile // stages % 2 for e in walk)

@@ -109,18 +109,19 @@ def test_the_layout_fits_the_ring_in_shared_memory():
     tile must be 128 columns (two halves) and at most 128 rows (step 17's 256×128 tile would be 256 accumulators a
     thread)."""
     gpu_config = pingpong.SEARCH_SPACE[0]
-    assert pingpong.layout(gpu_config)["STAGES"] == 4 and pingpong.Config.of(gpu_config).fitting_stages() == 6
-    constants = pingpong.layout(gpu_config, stages=6)
+    shipped = pingpong.Config.of(gpu_config)
+    assert shipped.check().constants()["STAGES"] == 4 and shipped.fitting_stages() == 6
+    constants = pingpong.Config.of(gpu_config, STAGES=6).check().constants()
     assert constants["STAGES"] == 6 and constants["WARPS"] == 4 and constants["BARRIERS"] == 12
     stage = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
     assert stage == 33_792
     used = constants["STAGES"] * (stage + 16) + constants["EXTRA_SHARED_FLOATS"] * 4
     assert used <= pingpong.SHARED_BYTES_PER_BLOCK < used + stage + 16
     with pytest.raises(ValueError, match="2 to 6"):
-        pingpong.layout(gpu_config, stages=7)
+        pingpong.Config.of(gpu_config, STAGES=7).check().constants()
     for other in (warp_specialized.SEARCH_SPACE[0], warpgroup_tf32.SIMULATOR_CONFIG):  # 256×128; 32×64
         with pytest.raises(ValueError, match="BLOCK_N = 128"):
-            pingpong.layout(other)
+            pingpong.Config.of(other).check().constants()
 
 
 # -- the fair control: step 19's schedule, step 17's tile per consumer (experiments/kernels/pingpong_wide.py) --------

@@ -36,9 +36,9 @@ def test_a_split_that_fits_the_sm_but_not_the_pool_is_refused():
 
 
 def test_the_layout_refuses_a_split_that_would_hang():
-    warp_specialized.layout(CONFIG)  # the shipped split
+    warp_specialized.Config.of(CONFIG).check().constants()  # the shipped split
     with pytest.raises(ValueError, match="forever"):
-        warp_specialized.layout(CONFIG, producer_registers=32, consumer_registers=240)
+        warp_specialized.Config.of(CONFIG, PRODUCER_REGISTERS=32, CONSUMER_REGISTERS=240).check().constants()
 
 
 def test_roles_must_cover_the_block():

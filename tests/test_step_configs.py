@@ -121,3 +121,13 @@ def test_the_constants_a_build_binds_are_its_configs(name):
     entry = {field: getattr(configs[-1], field) for field in TILE_FIELDS}
     assert type(configs[0])(**entry).check() == module.Config.of(configs[-1])  # what tuned.tuned_config makes
     assert tile_fields(module.Config.of(configs[-1])) == entry
+
+
+@pytest.mark.parametrize("name", COURSE)
+def test_a_steps_constants_have_one_home_its_config(name):
+    """No second way to the constants: a step file keeps no ``layout()`` view beside its Config (nine did, as a
+    compatibility shim for lessons and experiments; they now ask the Config: ``Config.of(config, FIELD=…)
+    .check().constants()``)."""
+    tree = ast.parse(step_file(name).read_text())
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "layout" not in functions, f"steps/{name}.py defines layout(): read the constants from its Config"

@@ -59,7 +59,7 @@ def test_the_step_18_timeline_records_its_events_in_causal_order():
     assert (np.diff(c, axis=2) >= 0).all()
     assert (p[:, 1] >= p[:, 5]).all(), "a k-tile's bytes landed before its copies were issued"
     assert (c[:, :, 3] >= p[None, :, 1]).all(), "a stage was ready before the producer's first thread split it"
-    stages = warp_specialized_3xtf32.layout(config)["STAGES"]
+    stages = warp_specialized_3xtf32.Config.of(config).check().constants()["STAGES"]
     # k-tile t's stage is empty once every consumer released k-tile t − STAGES (after its wait_group 0 at
     # t − STAGES + 1)
     assert (p[stages:, 4] >= c[:, 1:K_TILES - stages + 1, 1]).all(), "a stage was refilled before it was released"

@@ -156,7 +156,7 @@ def test_setmaxnreg_takes_only_what_the_isa_allows():
         with pytest.raises(ValueError, match="24 to 256, a multiple of 8"):
             _check_register_count(bad)
     with pytest.raises(ValueError, match="the block's pool holds 384 × 168 = 64,512"):
-        warp_specialized.layout(warp_specialized.SEARCH_SPACE[0], consumer_registers=256)
+        warp_specialized.Config.of(warp_specialized.SEARCH_SPACE[0], CONSUMER_REGISTERS=256).check().constants()
 
 
 def test_the_persistent_build_runs_its_ring_on_across_tiles():

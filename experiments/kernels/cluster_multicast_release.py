@@ -137,5 +137,6 @@ def cluster_multicast_release_kernel(a, b, c, m, n, k, full_row_blocks, full_col
 
 def build(config: TileConfig, cluster: int = cluster_multicast.Config.CLUSTER) -> ClusterTmaTiles:
     return ClusterTmaTiles("cluster_multicast_release", cluster_multicast_release_kernel, config,
-                           cluster_multicast.layout(config, cluster), edge=warpgroup_tf32.build(config),
+                           cluster_multicast.Config.of(config, CLUSTER=cluster).check().constants(),
+                           edge=warpgroup_tf32.build(config),
                            requires_compute_capability=cluster_multicast.REQUIRES_COMPUTE_CAPABILITY)

@@ -116,7 +116,7 @@ SIMULATOR_CONFIG = warp_specialized.SIMULATOR_CONFIG
 
 def build(config: TileConfig = CONFIG) -> TmaTiles:
     return PersistentTmaTiles("persistent_specialized", persistent_specialized_kernel, config,
-                              warp_specialized.layout(config), edge=warpgroup_tf32.build(config),
+                              warp_specialized.Config.of(config).check().constants(), edge=warpgroup_tf32.build(config),
                               requires_compute_capability=(9, 0))
 
 

@@ -205,7 +205,8 @@ def layout(config: TileConfig, stages: int | None = None, ordered: bool = True, 
     if config.BLOCK_N != 128 or config.THREADS != 256 or config.BLOCK_M > 128:
         raise ValueError("a consumer owns a whole tile of two 64-column halves: BLOCK_N = 128, 256 threads (two "
                          "consumer warpgroups) and BLOCK_M <= 128 (BLOCK_M accumulators a thread)")
-    constants = warp_specialized.layout(config, group_m, producer_registers, consumer_registers)
+    constants = warp_specialized.Config.of(config, GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
+                                           CONSUMER_REGISTERS=consumer_registers).check().constants()
     stage_bytes = (constants["A_STAGE_FLOATS"] + constants["B_STAGE_FLOATS"]) * 4
     fitting = (SHARED_BYTES_PER_BLOCK - constants["EXTRA_SHARED_FLOATS"] * 4) // (stage_bytes + 16)  # + 2 barriers
     stages = fitting if stages is None else stages

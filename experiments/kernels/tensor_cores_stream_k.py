@@ -246,7 +246,8 @@ def build(config: TileConfig = CONFIG, split=stream_k_split, name: str = "tensor
     """The kernel with step 12's layout for ``config``, launched on step 11's schedule with ``split`` deciding
     (data-parallel, stream-K) tiles. Builds with the same ``name`` and configuration generate the same source, so on
     a GPU the second one loads the first one's compiled kernel from Numba's disk cache."""
-    return StreamKTiles(name, tensor_core_stream_k_kernel, config, tensor_cores.layout(config), overrides, split=split)
+    constants = tensor_cores.Config.of(config).check().constants()
+    return StreamKTiles(name, tensor_core_stream_k_kernel, config, constants, overrides, split=split)
 
 
 def hybrid_launch(stream_k: StreamKTiles, data_parallel):

@@ -242,7 +242,7 @@ def tensor_cores_vector_kernel(a, b, c, m, n, k, full_row_blocks, full_col_block
 
 def layout(config: TileConfig, vector_fragments: bool, round_in_shared: bool, matrix_load_a: bool = False,
            round_late: bool = False, stages: int = 3) -> dict:
-    constants = tensor_cores.layout(config)
+    constants = tensor_cores.Config.of(config).check().constants()
     constants["STAGES"] = stages
     if vector_fragments:
         if config.BLOCK_K != 32 or constants["MMA_TILES_N"] != 8:

@@ -105,7 +105,8 @@ def tma_pipeline_late_producer_kernel(a, b, c, m, n, k, full_row_blocks, full_co
 
 def build(config: TileConfig, group_m: int = tma_pipeline.Config.GROUP_M) -> TmaTiles:
     return TmaTiles("tma_pipeline_late_producer", tma_pipeline_late_producer_kernel, config,
-                    tma_pipeline.layout(config, group_m), edge=warpgroup_tf32.build(config),
+                    tma_pipeline.Config.of(config, GROUP_M=group_m).check().constants(),
+                    edge=warpgroup_tf32.build(config),
                     requires_compute_capability=(9, 0))
 
 

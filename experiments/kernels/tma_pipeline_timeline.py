@@ -137,7 +137,7 @@ class TimelineTiles(TmaTiles):
 
 
 def build(config: TileConfig, recorded_blocks: int, recorded_k_tiles: int) -> TmaTiles:
-    constants = {**tma_pipeline.layout(config), "RECORDED_BLOCKS": recorded_blocks,
+    constants = {**tma_pipeline.Config.of(config).check().constants(), "RECORDED_BLOCKS": recorded_blocks,
                  "RECORDED_K_TILES": recorded_k_tiles}
     return TimelineTiles("tma_pipeline_timeline", tma_pipeline_timeline_kernel, config, constants,
                     edge=warpgroup_tf32.build(config), requires_compute_capability=(9, 0))

@@ -210,7 +210,7 @@ def warp_specialized_3xtf32_timeline_kernel(a, b, c, m, n, k, full_row_blocks, f
 
 def layout(config: TileConfig, recorded_blocks: int, recorded_k_tiles: int) -> dict:
     """Step 18's constants, and how many blocks and k-tiles record."""
-    return {**warp_specialized_3xtf32.layout(config), "RECORDED_BLOCKS": recorded_blocks,
+    return {**warp_specialized_3xtf32.Config.of(config).check().constants(), "RECORDED_BLOCKS": recorded_blocks,
             "RECORDED_K_TILES": recorded_k_tiles}
 
 

@@ -125,7 +125,7 @@ def warp_specialized_timeline_kernel(a, b, c, m, n, k, full_row_blocks, full_col
 
 
 def build(config: TileConfig, recorded_blocks: int, recorded_k_tiles: int) -> TmaTiles:
-    constants = {**warp_specialized.layout(config), "RECORDED_BLOCKS": recorded_blocks,
+    constants = {**warp_specialized.Config.of(config).check().constants(), "RECORDED_BLOCKS": recorded_blocks,
                  "RECORDED_K_TILES": recorded_k_tiles}
     return TimelineTiles("warp_specialized_timeline", warp_specialized_timeline_kernel, config, constants,
                          edge=warpgroup_tf32.build(config), requires_compute_capability=(9, 0))

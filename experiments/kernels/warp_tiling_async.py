@@ -146,5 +146,5 @@ def build(config: TileConfig, async_a: bool = False, async_b: bool = False, uint
           name: str = "warp_tiling_async") -> TiledKernels:
     """Step 9's tile computation with the chosen copies asynchronous and/or the unsigned stage index."""
     return TiledKernels(name, warp_tiling_async_kernel, config,
-                        {**warp_tiling.layout(config), "ASYNC_A": async_a, "ASYNC_B": async_b,
+                        {**warp_tiling.Config.of(config).check().constants(), "ASYNC_A": async_a, "ASYNC_B": async_b,
                          "UINT32_STAGE": uint32_stage})

@@ -164,4 +164,5 @@ def build(config: TileConfig, order: str, name: str | None = None) -> TiledKerne
     if order not in ORDERS:
         raise ValueError(f"unknown FMA order {order!r}; the orders are {ORDERS}")
     name = name or "warp_tiling_" + order.replace(" ", "_")
-    return TiledKernels(name, warp_tiling_fma_order_kernel, config, {**warp_tiling.layout(config), "ORDER": order})
+    constants = {**warp_tiling.Config.of(config).check().constants(), "ORDER": order}
+    return TiledKernels(name, warp_tiling_fma_order_kernel, config, constants)

@@ -144,4 +144,4 @@ def warp_tiling_pipelined_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blo
 
 def build(config: TileConfig, name: str = "warp_tiling_pipelined") -> TiledKernels:
     """Step 9's tile computation with pipelined fragments, for one tile configuration (step 9's layout)."""
-    return TiledKernels(name, warp_tiling_pipelined_kernel, config, warp_tiling.layout(config))
+    return TiledKernels(name, warp_tiling_pipelined_kernel, config, warp_tiling.Config.of(config).check().constants())

@@ -123,7 +123,7 @@ def warpgroup_tma_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_m
 
 def layout(config: TileConfig) -> dict:
     """Step 15's stages (same shapes, same padding), the ring's barriers and the bytes one stage waits for."""
-    constants = warpgroup_tf32.layout(config)
+    constants = warpgroup_tf32.Config.of(config).check().constants()
     constants["BARRIERS"] = 2 * constants["STAGES"]  # a full and an empty barrier per stage
     constants["WARPS"] = config.THREADS // 32
     constants["STAGE_BYTES"] = (config.BLOCK_M + constants["B_STRIDE"]) * config.BLOCK_K * 4  # both boxes, whole

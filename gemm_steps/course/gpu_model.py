@@ -236,7 +236,7 @@ def ring_constants(step) -> dict:
     """The ring's constants of a step at its GPU tiles (``SEARCH_SPACE[0]``): STAGES, LOAD_AHEAD (step 16; step 17
     has none: its producer runs as far ahead as the ring lets it), BLOCK_M/N/K, STAGE_BYTES, WARPS, threads."""
     config = step.module.SEARCH_SPACE[0]
-    constants = step.module.layout(config)
+    constants = step.module.Config.of(config).check().constants()
     return {"STAGES": constants["STAGES"], "LOAD_AHEAD": constants.get("LOAD_AHEAD"),
             "STAGE_BYTES": constants["STAGE_BYTES"], "WARPS": constants["WARPS"], "BLOCK_M": config.BLOCK_M,
             "BLOCK_N": config.BLOCK_N, "BLOCK_K": config.BLOCK_K,

@@ -155,7 +155,7 @@ def gpu_layout(step, results: dict | None = None) -> dict:
             found = max(records, key=lambda r: r["M"] * r["N"] * r["K"])["config"]
             config = type(config)(**{f.name: found[f.name] for f in fields(config) if f.name in found})
     return {**{f.name: getattr(config, f.name) for f in fields(config)}, "THREADS": config.THREADS,
-            **module.layout(config)}
+            **module.Config.of(config).check().constants()}
 
 
 def a_buffers(config: dict) -> list[int]:

@@ -92,7 +92,7 @@ def registers(step14, step15) -> dict:
     out = {}
     for step in (step14, step15):
         config = step.module.SEARCH_SPACE[0]
-        per_set, sets = step.module.layout(config)["ACCUMULATORS"], accumulator_sets(step)
+        per_set, sets = step.module.Config.of(config).check().constants()["ACCUMULATORS"], accumulator_sets(step)
         out[step.number] = Registers((config.BLOCK_M, config.BLOCK_N), sets, per_set, sets * per_set,
                                      config.BLOCK_M * config.BLOCK_N / (config.BLOCK_M + config.BLOCK_N))
     return out

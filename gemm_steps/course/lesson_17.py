@@ -114,7 +114,7 @@ def register_budget(step) -> RegisterBudget:
     from .compiled import SM90_LIMITS
 
     config = step.module.SEARCH_SPACE[0]
-    c = step.module.layout(config)
+    c = step.module.Config.of(config).check().constants()
     threads = config.THREADS + c["PRODUCER_THREADS"]
     total = SM90_LIMITS["registers"]
     after = c["PRODUCER_THREADS"] * c["PRODUCER_REGISTERS"] + config.THREADS * c["CONSUMER_REGISTERS"]

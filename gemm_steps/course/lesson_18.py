@@ -75,7 +75,7 @@ class Barrier:
 def barriers(step) -> list[Barrier]:
     """The three barriers of a stage in the step's kernel: which index, who arrives (and how many arrivals it
     counts), who waits."""
-    c = step.module.layout(step.module.SEARCH_SPACE[0])
+    c = step.module.Config.of(step.module.SEARCH_SPACE[0]).check().constants()
     stages = c["STAGES"]
     return [Barrier("full", "s", 1, "producer thread 0 (expect_tx) + the copy engine's bytes",
                     "the producer warpgroup, before it splits"),
@@ -113,7 +113,7 @@ def ring_figure(step, turn: int = 6):
 
     from .plots import ring_stage_boxes  # here: importing the helper loads no pyplot
 
-    c = step.module.layout(step.module.SEARCH_SPACE[0])
+    c = step.module.Config.of(step.module.SEARCH_SPACE[0]).check().constants()
     stages, behind = c["STAGES"], c["SPLIT_BEHIND"]
     fig = Figure(figsize=(13, 4.6), layout="constrained")
     cycle, snap = fig.subplots(1, 2, width_ratios=[1.4, 1])
@@ -159,7 +159,7 @@ def shared_bytes(step) -> SharedBytes:
     consumer warpgroup loads its columns of B into registers; each consumer's three wgmma a k-step read all of A's
     tile (big twice, small once)."""
     config = step.module.SEARCH_SPACE[0]
-    c = step.module.layout(config)
+    c = step.module.Config.of(config).check().constants()
     a = config.BLOCK_M * config.BLOCK_K * 4
     b = config.BLOCK_K * config.BLOCK_N * 4
     b_box = c["B_STAGE_FLOATS"] * 4

@@ -193,7 +193,7 @@ def tensor_clocks(step) -> float:
 def fragment_values(step) -> int:
     """B's values a consumer thread loads from shared memory and rounds to TF32 per k-tile: 4 per 64 columns of C
     and k-step (the register operand of one m64nNk8)."""
-    c = step.module.layout(step.module.SEARCH_SPACE[0])
+    c = step.module.Config.of(step.module.SEARCH_SPACE[0]).check().constants()
     return consumer_tile(step)[1] // 64 * c["K_STEPS"] * 4
 
 
@@ -206,7 +206,9 @@ def bytes_per_mac(step) -> float:
 def consumers_at_once(step) -> int:
     """How many consumer warpgroups multiply at the same time: both of step 17's (they share the tile), one of step
     19's (they take turns)."""
-    return 1 if step.name == "pingpong" else step.module.layout(step.module.SEARCH_SPACE[0])["CONSUMERS"]
+    if step.name == "pingpong":
+        return 1
+    return step.module.Config.of(step.module.SEARCH_SPACE[0]).check().constants()["CONSUMERS"]
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def reference() -> dict | None:
 def gpu_constants(step) -> dict:
     """The step's compile-time constants at its GPU tile (``SEARCH_SPACE[0]``), with BLOCK_M/N/K."""
     config = step.module.SEARCH_SPACE[0]
-    return {**step.module.layout(config), "BLOCK_M": config.BLOCK_M, "BLOCK_N": config.BLOCK_N,
+    return {**step.module.Config.of(config).check().constants(), "BLOCK_M": config.BLOCK_M, "BLOCK_N": config.BLOCK_N,
             "BLOCK_K": config.BLOCK_K}
 
 

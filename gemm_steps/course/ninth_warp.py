@@ -104,7 +104,7 @@ def warpgroup_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blo
 def layout(config: TileConfig) -> dict:
     """Step 15's stages (same shapes, same padding), a full and an empty barrier per stage, the bytes one stage waits
     for, and one producer warp beside the tile's threads."""
-    constants = warpgroup_tf32.layout(config)
+    constants = warpgroup_tf32.Config.of(config).check().constants()
     constants["BARRIERS"] = 2 * constants["STAGES"]  # full[s] and empty[s]
     constants["WARPS"] = config.THREADS // 32  # the consumer warps: the empty barrier's arrivals
     constants["STAGE_BYTES"] = (config.BLOCK_M + constants["B_STRIDE"]) * config.BLOCK_K * 4  # both boxes, whole

@@ -277,12 +277,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig, cluster: int | None = None) -> dict:
-    """The constants of this step's kernel for a configuration's tiles (and another cluster size), as a dict
-    (lessons and experiments)."""
-    return Config.of(config, **({} if cluster is None else {"CLUSTER": cluster})).check().constants()
-
-
 #: Step 17's tile: 256 rows × 2 consumer warpgroups and a producer, a block of a cluster of two.
 SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: one consumer warpgroup on a 32×64 tile, as steps 14–17.

@@ -323,12 +323,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig, stages: int | None = None, group_m: int | None = None) -> dict:
-    """The constants of this step's kernel for a configuration's tiles (and other values of some fields), as a dict
-    (lessons and experiments)."""
-    return Config.of(config, **_fields(STAGES=stages, GROUP_M=group_m)).check().constants()
-
-
 def _fields(**values) -> dict:
     return {name: value for name, value in values.items() if value is not None}
 

@@ -269,12 +269,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig) -> dict:
-    """The constants of this step's kernel for a configuration's tiles, as a dict (experiments build variants of
-    the kernel with it; :func:`ptx_claims` counts with it)."""
-    return Config.of(config).check().constants()
-
-
 #: First: the fastest on an H100 for both steps 12 and 13 (experiments/results/experiment-tensor-cores-nvidia-h100.json).
 SEARCH_SPACE = [
     Config(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, THREAD_M=8, THREAD_N=16, MIN_BLOCKS_PER_SM=1),
@@ -303,7 +297,7 @@ def ptx_claims(name: str, config: TileConfig, products_per_piece: int, rounding:
     per element), 16-byte cp.async copies, one barrier and one wait per k-tile, no FP32 FMAs, no local memory.
     ``config``: the tiles a GPU build uses (the PTX is compiled for them, also on a machine without a GPU).
     ``a_by_ldmatrix``: A's fragments come in one ``ldmatrix`` per piece instead of four scalar shared loads."""
-    shape = layout(config)
+    shape = Config.of(config).check().constants()
     pieces = shape["MMA_TILES_M"] * shape["MMA_TILES_N"] * config.BLOCK_K // 8
     fragments = (4 * shape["MMA_TILES_M"] + 2 * shape["MMA_TILES_N"]) * config.BLOCK_K // 8
     a_matrices = shape["MMA_TILES_M"] * config.BLOCK_K // 8 if a_by_ldmatrix else 0  # one per piece and k-step

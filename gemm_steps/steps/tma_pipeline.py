@@ -242,12 +242,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig, group_m: int | None = None) -> dict:
-    """The constants of this step's kernel for a configuration's tiles (and another ``GROUP_M``), as a dict (lessons
-    and experiments)."""
-    return Config.of(config, **({} if group_m is None else {"GROUP_M": group_m})).check().constants()
-
-
 #: Step 15's tile: 256 rows (wgmma N = 256) × 2 consumer warpgroups.
 SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: one warpgroup on a 32×64 tile, as steps 14 and 15.

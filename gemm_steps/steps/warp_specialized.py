@@ -389,14 +389,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
-           consumer_registers: int | None = None) -> dict:
-    """The constants of this step's kernel for a configuration's tiles (and other values of some fields), as a dict
-    (lessons and experiments)."""
-    return Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
-                                       CONSUMER_REGISTERS=consumer_registers)).check().constants()
-
-
 def _fields(**values) -> dict:
     return {name: value for name, value in values.items() if value is not None}
 

@@ -432,11 +432,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig) -> dict:
-    """The constants of this step's kernel for a configuration's tiles, as a dict (lessons and experiments)."""
-    return Config.of(config).check().constants()
-
-
 #: Step 14's tile (128×128, two consumer warpgroups of 64 columns): three products a k-step make each k-tile three
 #: times a TF32 one's work, so the copies of a 128-row tile keep up; 256 rows would need 256 accumulators a thread.
 SEARCH_SPACE = [Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]

@@ -227,12 +227,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig) -> dict:
-    """The constants of this step's kernel for a configuration's tiles, as a dict (experiments build variants of
-    the kernel with it)."""
-    return Config.of(config).check().constants()
-
-
 #: Configurations ``gemm-steps tune warp_tiling`` tries. The first is what a GPU without a tuning table of its own
 #: runs: the rule's pick of the course's sweep (results/tuning-warp_tiling-nvidia-h200.json; tests/test_tile_configs.py).
 SEARCH_SPACE = [

@@ -290,11 +290,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig) -> dict:
-    """The constants of this step's kernel for a configuration's tiles, as a dict (lessons and experiments)."""
-    return Config.of(config).check().constants()
-
-
 #: The tiles of experiments/wgmma_swapped.py's fastest 3xTF32 build (128 rows: wgmma's N, 64 accumulators per sum).
 SEARCH_SPACE = [Config(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 

@@ -211,11 +211,6 @@ class Config(StepConfig):
         return []
 
 
-def layout(config: Config | TileConfig) -> dict:
-    """The constants of this step's kernel for a configuration's tiles, as a dict (lessons and experiments)."""
-    return Config.of(config).check().constants()
-
-
 #: The fastest TF32 tile of experiments/wgmma_swapped.py on an H100: 256 rows (wgmma N = 256) × 2 warpgroups.
 SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: one warpgroup on a 32×64 tile, as step 14.
