@@ -150,6 +150,12 @@ if experiment:
 #   Signed op unsigned is signed, so `tid * 8` is an `int64` again even if `tid` is unsigned.
 # * `range(TM)` over a `uint32` counts in `uint64`; `range(A_LOADS)` over a Python int counts in `int64`, hence
 #   `uint32(load)` in the tile copies.
+# * **Unsigned does not make a division cheap.** Numba widens `uint32 // uint32` to a `uint64` division. The GPU
+#   has no integer divide instruction: `div.u32` in PTX becomes a short sequence of SASS instructions, a 64-bit
+#   division a much longer routine. Where the values fit in 32 bits, the toolkit's `divide_u32` emits one `div.u32`.
+#   Steps 17 and 18's readable copy (`toolkit/tma_tiles.copy_rows_kernel`) once divided a 64-bit index per float,
+#   and moved memory measurably slower for it (`experiments/readable_copy_speed.py`; experiments/README.md has the
+#   numbers).
 # * `cuda.threadIdx.x` and `cuda.blockIdx.x` are `int32` in numba-cuda (`Dim3_attrs` in `numba/cuda/cudadecl.py`,
 #   in the release named in the plot's title above), so they must be cast: `tid = uint32(cuda.threadIdx.x)`. So must
 #   the array shapes, which are `int64`.
