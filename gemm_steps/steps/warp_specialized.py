@@ -254,7 +254,10 @@ def slices(tiles: int, k_tiles: int, sms: int) -> int:
 #: the fewer FLOPs, the more the threads win. Measured on an H200 (experiments/thread_copies.py, run 3): the threads
 #: 2.54× and 1.77× at 56 and 49 FLOPs per copied byte (12941×112×7341, 103×1933×12403), 0.95× at 220, 0.44× and
 #: 0.50× at 890 and 750; the small products (≤ 1 GFLOP) do not follow it (1.16× at 242, 0.89× at 36). So the threads
-#: copy below this many FLOPs per byte of the matrices that need a copy (set after that run, from it):
+#: copy below this many FLOPs per byte of the matrices that need a copy (set after that run, from it). That run's
+#: copy was ~1.6× slower than the one shipped since (a 64-bit division per float; experiments/readable_copy_speed.py),
+#: so the crossover is lower now — predicted ~50–60, predictions/thread-copies-after-copy-fix-before-run.md — and
+#: waits for the experiment to run again:
 THREAD_COPIES_BELOW = 100
 
 

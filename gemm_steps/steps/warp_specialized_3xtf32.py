@@ -443,7 +443,7 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 #: THREAD_COPIES build (step 17's rule and value, set before this step's build ran). Measured on an H200
 #: (experiments/thread_copies.py --step warp_specialized_3xtf32, one run): the threads 1.52× and 1.78× the copy at 56
 #: and 49 FLOPs per copied byte, 1.22× at 36 (1016×77×2605, small); forced, 0.59× at 220, 0.94× at 242, 0.44× at
-#: 4096³ — the value holds.
+#: 4096³ — the value holds. (Against the slow copy of that day, as step 17's: to be measured again.)
 THREAD_COPIES_BELOW = 100
 
 
