@@ -183,3 +183,11 @@ def async_copy_variant_kernels() -> dict:
     kernels = warp_tiling_async.build(TileConfig(**ASYNC_VARIANT_CONFIG), async_a=True, async_b=True,
                                       name="variant_async_ptx")
     return {"fast": (kernels.kernels["fast"], kernels.signature("fast"))}
+
+
+def readable_copy_kernels() -> dict:
+    """``toolkit/tma_tiles.copy_rows_kernel`` (steps 17 and 18's readable copy), labelled ``copy``
+    (tests/test_tma_edges.py)."""
+    from gemm_steps.toolkit.tma_tiles import TmaTiles, copy_rows_kernel
+
+    return {"copy": (copy_rows_kernel, TmaTiles.rows_signature)}

@@ -229,6 +229,24 @@ def test_the_fast_kernel_keeps_step_17s_main_loop_and_registers(ptx):
     assert info["spill_bytes"] == 0 and info["wgmma_serialized"] == 0 and info["registers"] <= 168, info
 
 
+COPY_JOB = "kernels:ptx_jobs:readable_copy_kernels"
+
+
+@pytest.mark.ptx(COPY_JOB)
+def test_the_readable_copy_divides_in_32_bits_and_stores_128_bits(ptx):
+    """The readable copy (``tma_tiles.copy_rows_kernel``), compiled on a CPU: one ``div.u32`` and no 64-bit division
+    or remainder (9e593d4's grid-stride ``range`` loop divided a 64-bit index per float, and the copy moved ~1.6× slower
+    on an H200: experiments/readable_copy_speed.py), one 128-bit store of four floats a thread, no local memory."""
+    stats = ptx.stats(COPY_JOB, "copy")
+    assert "error" not in stats, stats.get("error")
+    opcodes = stats["opcodes"]
+    wide = {op: count for op, count in opcodes.items() if op.startswith(("div.", "rem.")) and op.endswith("64")}
+    assert not wide, f"64-bit divisions in the copy: {wide}"
+    assert opcodes.get("div.u32") == 1, {op: c for op, c in opcodes.items() if op.startswith(("div", "rem"))}
+    assert stats["st.global.v4.f32"] + opcodes.get("st.v4.f32", 0) == 1
+    assert stats["st.global.f32"] + opcodes.get("st.f32", 0) == 0 and stats["local"] == 0
+
+
 def test_the_bench_summary_divides_the_variant_by_step_17_and_cublas_tf32():
     """experiments/tma_edges.py's stored ratios, on made-up records (None where a record is missing or failed), and
     its shapes: the ragged ones are one launch for the variant (K % 4 = N % 4 = 0) and all edge kernel for step 17
