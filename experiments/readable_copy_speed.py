@@ -95,7 +95,7 @@ def main(argv: list[str] = sys.argv) -> int:
     from gemm_steps.harness.bench import Timer
     from gemm_steps.harness.environment import environment
     from gemm_steps.toolkit.kernel_tools import ceil_div
-    from gemm_steps.toolkit.tma_tiles import TmaTiles
+    from gemm_steps.toolkit.tma_tiles import TmaTiles, readable_width
 
     out = output_path("readable-copy-speed", argv[1] if len(argv) > 1 else None)
     stream = cuda.stream()
@@ -109,7 +109,7 @@ def main(argv: list[str] = sys.argv) -> int:
         for which, (rows, cols) in enumerate(((m, k), (k, n))):
             if cols % 4 == 0:
                 continue  # the copy engine reads this one as it is: no copy
-            width = ceil_div(cols, 4) * 4
+            width = readable_width(cols)
             expected = np.zeros((rows, width), np.float32)
             expected[:, :cols] = (a, b)[which]
             buffer = cuda.device_array(rows * width, dtype=np.float32, stream=stream)

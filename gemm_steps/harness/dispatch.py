@@ -318,9 +318,11 @@ def readable_copy_seconds(m: int, n: int, k: int) -> float:
     """The modelled time of the readable copies at M×N×K (fresh, 16-byte-aligned arrays): A where K is not a multiple
     of 4, B where N is not, each read and written widened to a multiple of 4 floats, at
     :data:`READABLE_COPY_BYTES_PER_S`."""
-    widen = (lambda x: -(-x // 4) * 4)
-    copied = (4 * (m * k + m * widen(k)) if k % 4 else 0) + (4 * (k * n + k * widen(n)) if n % 4 else 0)
-    return copied / READABLE_COPY_BYTES_PER_S
+    from ..toolkit.tma_tiles import readable_width
+
+    copied_a = 4 * (m * k + m * readable_width(k)) if k % 4 else 0  # read, and written widened
+    copied_b = 4 * (k * n + k * readable_width(n)) if n % 4 else 0
+    return (copied_a + copied_b) / READABLE_COPY_BYTES_PER_S
 
 
 def with_the_copy(name: str, row: list, here: tuple[int, int, int]) -> float:

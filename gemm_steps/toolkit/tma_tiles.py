@@ -57,6 +57,12 @@ def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
         i = uint32(i + stride)
 
 
+def readable_width(cols: int) -> int:
+    """The floats a row of A or B is widened to by :meth:`TmaTiles.readable_copy`: the next multiple of 4 (a row pitch
+    of a multiple of 16 bytes, the copy engine's rule)."""
+    return ceil_div(cols, 4) * 4
+
+
 class TmaTiles(TiledKernels):
     """A tiled build whose fast kernel takes tensor maps of A (``BLOCK_M × BLOCK_K`` boxes, 128-byte swizzled: the
     layout ``wgmma`` reads) and B (``BLOCK_K × B_STRIDE`` boxes: ``B_STRIDE − BLOCK_N`` columns wider than the tile,
@@ -152,7 +158,7 @@ class TmaTiles(TiledKernels):
 
     def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
         (m, n, k), flat = flat_operands(a, b, c)
-        if not self.partial_applies(a, b, c) or max(m * ceil_div(k, 4), k * ceil_div(n, 4)) * 4 >= 2 ** 32:
+        if not self.partial_applies(a, b, c) or max(m * readable_width(k), k * readable_width(n)) >= 2 ** 32:
             super().launch_through_numba(a, b, c, stream, launches)  # (a copy's indices must stay in 32 bits)
             return
         cfg = self.partial.config
@@ -179,7 +185,7 @@ class TmaTiles(TiledKernels):
         specials) and M, N, K as they are; the widened rows' zeros, like the copy engine's, add nothing."""
         m, n, k = sizes
         rows, cols = (m, k) if which == 0 else (k, n)
-        width = ceil_div(cols, 4) * 4
+        width = readable_width(cols)
         buffer = self._copies.get(("AB"[which], rows, width), stream,
                                   lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
         arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
