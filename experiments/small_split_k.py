@@ -35,7 +35,7 @@ def policy(min_k_tiles: int):
     def slices(tiles: int, k_tiles: int, sms: int) -> int:
         if tiles >= sms:
             return 1
-        return max(1, min(sms // max(tiles, 1), k_tiles // min_k_tiles, step18.MAX_SLICES))
+        return max(1, min(sms // max(tiles, 1), k_tiles // min_k_tiles, 8))  # the cap of that run (removed 2026-11-29)
     return slices
 
 

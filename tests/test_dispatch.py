@@ -245,11 +245,16 @@ def test_a_tensor_core_step_never_measured_on_the_path_it_would_take_is_modelled
     assert partial.step_name == "warp_specialized_3xtf32" and set(partial.judged) == set(names), partial.reason
 
 
-def test_the_two_ways_of_an_unreadable_matrix_are_two_kernel_paths():
+def test_the_two_ways_of_an_unreadable_matrix_are_two_kernel_paths(monkeypatch):
     """Where the copy engine cannot read A or B (K or N not a multiple of 4), steps 17 and 18 either copy it into
-    readable rows or, where few FLOPs share each byte, read it with their producer's threads (THREAD_COPIES): two
-    paths, judged apart — a skinny product on the threads' path says nothing of a compute-bound one on the copy's
-    (the 2026-11-29 suite: step 18 at 0.59–0.79× cuBLAS SGEMM on the first, 1.7–2.2× on the second)."""
+    readable rows or, where their policy says so, read it with their producer's threads (THREAD_COPIES): two paths,
+    judged apart — a skinny product on the threads' path says nothing of a compute-bound one on the copy's (the
+    2026-11-29 suite: step 18 at 0.59–0.79× cuBLAS SGEMM on the first, 1.7–2.2× on the second). With the threshold
+    those runs had (100 FLOPs a copied byte; 0 since, no product on the threads)."""
+    from gemm_steps.steps import warp_specialized, warp_specialized_3xtf32
+
+    for module in (warp_specialized, warp_specialized_3xtf32):
+        monkeypatch.setattr(module, "THREAD_COPIES_BELOW", 100)
     skinny, ragged, whole = (9001, 99, 5003), (3001, 2999, 1531), (4096, 4096, 4096)
     for name in ("warp_specialized", "warp_specialized_3xtf32"):
         assert dispatch._row_path(name, *skinny) == "threads"

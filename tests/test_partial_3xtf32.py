@@ -102,12 +102,13 @@ def test_full_tiles_give_the_full_tile_builds_bits():
 @pytest.mark.parametrize("way", ["copies", "threads"])
 def test_a_shape_the_copy_engine_cannot_read_is_copied_or_read_by_the_threads(way, slices, monkeypatch):
     """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198), 35 FLOPs per byte a
-    copy would move (on a GPU 66): by default the THREAD_COPIES build, its producer threads reading A and B as they
-    are; with no product below the threads' threshold (``copies``), A and B copied into rows of 40 and 72 floats, then
-    the partial build. One launch (over two slices of K too), within the contract; an inf in A's last column (the
-    partial k-tile, next to the zeros) and a NaN in B's last column give SGEMM's pattern."""
-    if way == "copies":
-        monkeypatch.setattr(step18, "THREAD_COPIES_BELOW", 0)
+    copy would move (on a GPU 66): by default (no product below THREAD_COPIES_BELOW = 0, since 2026-11-29) A and B
+    copied into rows of 40 and 72 floats, then the partial build; with every product below the threshold
+    (``threads``), the THREAD_COPIES build, its producer threads reading A and B as they are. One launch (over two
+    slices of K too), within the contract; an inf in A's last column (the partial k-tile, next to the zeros) and a
+    NaN in B's last column give SGEMM's pattern."""
+    if way == "threads":
+        monkeypatch.setattr(step18, "THREAD_COPIES_BELOW", float("inf"))
     m, n, k = (45, 70, 37) if gemm_steps.SIMULATOR else (200, 198, 101)
     a, b = random_matrices(np.random.default_rng(101), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: slices)

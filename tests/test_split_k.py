@@ -61,7 +61,8 @@ def test_the_policy_fills_the_sms_once_with_long_enough_slices():
     assert step18.slices(16, 16, 132) == 8  # 512³: slices of MIN_SLICE_K_TILES (2) k-tiles
     assert step18.slices(4, 8, 132) == 4  # 256³
     assert step18.slices(49, 4, 132) == 1  # 726×793×102 padded: fewer than MIN_SPLIT_K_TILES k-tiles, no split
-    assert step18.slices(1, 4096, 132) == step18.MAX_SLICES
+    assert step18.slices(1, 4096, 132) == 132  # one tile, long K: every SM (no cap since 2026-11-29; it was 8)
+    assert step18.slices(1, 512, 132) == 132  # 128×128×16384: launched as 128 slices of 4 (launched_slices)
 
 
 @pytest.mark.skipif(not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
@@ -99,7 +100,8 @@ def test_step_17s_slices_add_up_to_the_tf32_product(slices, sim_shape, gpu_shape
 
 def test_step_17s_policy_fills_the_sms_once_with_slices_of_sixteen_k_tiles():
     assert step17.slices(20, 448, 132) == 6  # 900×640×14336: 4 × 5 tiles, 120 blocks
-    assert step17.slices(16, 159, 132) == step17.MAX_SLICES  # 2 × 8 tiles, 159 k-tiles: 8 slices of 20
+    assert step17.slices(16, 159, 132) == 8  # 2 × 8 tiles, 159 k-tiles: 8 slices of 20 (SMs ÷ tiles)
+    assert step17.slices(1, 512, 132) == 32  # 128×128×16384: slices of 16, no cap (8 before 2026-11-29)
     assert step17.slices(32, 64, 132) == 4  # 1024×1024×2048: slices of 16
     assert step17.slices(52, 94, 132) == 2  # 1 × 52 tiles, 94 k-tiles: 104 blocks, slices of 47
     assert step17.slices(32, 32, 132) == 1  # 1024³: fewer than MIN_SPLIT_K_TILES k-tiles (split, it lost)

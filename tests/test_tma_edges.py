@@ -30,7 +30,7 @@ from gemm_steps.steps import warp_specialized
 from gemm_steps.toolkit.kernel_tools import ceil_div
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tuned import default_config
-from helpers import (nan_c_with_margin, only_c_written, random_matrices, run_in_nan_margin, spy_launches,
+from helpers import (REPO, nan_c_with_margin, only_c_written, random_matrices, run_in_nan_margin, spy_launches,
                      spy_row_copies)
 
 pytestmark = pytest.mark.skipif(
@@ -105,8 +105,9 @@ def test_full_tiles_take_one_launch_and_give_step_17s_bits(monkeypatch):
 
 #: Shapes the copy engine cannot read as they are: N or K not a multiple of 4 (a row pitch not a multiple of 16
 #: bytes), A or B one float off 16-byte alignment, both at once, and K long enough that the ring wraps (131: five
-#: k-tiles, the last of 3 columns). Step 17 runs its THREAD_COPIES build on A and B as they are: the producer's
-#: threads copy each stage with 4-byte cp.async.
+#: k-tiles, the last of 3 columns). Step 17 runs its THREAD_COPIES build on A and B as they are where its policy says
+#: so (since 2026-11-29 nowhere by default: the tests below raise THREAD_COPIES_BELOW): the producer's threads copy
+#: each stage with 4-byte cp.async.
 UNREADABLE = [pytest.param((20, 30, 20), "", (False, True), id="N30"),
               pytest.param((20, 24, 18), "", (True, False), id="K18"),
               pytest.param((20, 24, 20), "A", (True, False), id="A_misaligned"),
@@ -119,8 +120,10 @@ UNREADABLE = [pytest.param((20, 30, 20), "", (False, True), id="N30"),
 @pytest.mark.parametrize("shape, misaligned, copies", UNREADABLE)
 def test_a_shape_the_copy_engine_cannot_read_runs_on_the_thread_copies_build(shape, misaligned, copies,
                                                                              monkeypatch):
-    """No copy of A or B: one launch of the THREAD_COPIES build over every tile (× the slices of K its policy
-    gives), the product right and nothing around C written."""
+    """Where the policy sends a product to the threads (every product, with THREAD_COPIES_BELOW raised): no copy of
+    A or B, one launch of the THREAD_COPIES build over every tile (× the slices of K its policy gives), the product
+    right and nothing around C written."""
+    monkeypatch.setattr(warp_specialized, "THREAD_COPIES_BELOW", float("inf"))
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
@@ -145,10 +148,9 @@ def test_a_shape_the_copy_engine_cannot_read_runs_on_the_thread_copies_build(sha
 @pytest.mark.parametrize("shape, copied", [((20, 30, 20), "B"), ((20, 24, 18), "A"), ((45, 67, 37), "AB")])
 def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on_the_partial_build(shape, copied,
                                                                                                   monkeypatch):
-    """With no product below the threads' threshold (THREAD_COPIES_BELOW = 0), step 17 takes the other way: one copy
-    of each matrix the copy engine cannot read (rows widened to a multiple of 4 floats), then one launch of the
-    partial build over every tile; the product right and nothing around C written."""
-    monkeypatch.setattr(warp_specialized, "THREAD_COPIES_BELOW", 0)
+    """With no product below the threads' threshold (THREAD_COPIES_BELOW = 0, shipped since 2026-11-29), step 17
+    takes the other way: one copy of each matrix the copy engine cannot read (rows widened to a multiple of 4
+    floats), then one launch of the partial build over every tile; the product right and nothing around C written."""
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
@@ -161,14 +163,29 @@ def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on
     _check_product(only_c_written(buffer, m, n), a, b)
 
 
-def test_the_threads_copy_below_100_flops_per_copied_byte():
-    """The policy on experiments/thread_copies.py's shapes (its run 3, H200): the threads where they won by 1.8–2.5×
-    (49–56 FLOPs per copied byte), the copy where it won by 2× (750–890); only the matrices that need a copy count."""
-    policy = warp_specialized.copies_by_threads
-    assert policy(12941, 112, 7341, True, False) and policy(103, 1933, 12403, True, True)
-    assert not policy(3742, 3390, 7590, True, True) and not policy(3001, 2999, 1531, True, True)
-    assert not policy(14744, 453, 9662, True, True)  # 220 FLOPs a byte: even (0.95×); the copy stays
-    assert policy(12941, 112, 7341, True, False) != policy(12941, 112, 7341, False, True)  # B alone: 2 MB
+@pytest.mark.parametrize("step, run", [("warp_specialized", "experiment-thread-copies-nvidia-h200-8.json"),
+                                       ("warp_specialized_3xtf32", "experiment-thread-copies-3xtf32-nvidia-h200-2.json")])
+def test_the_threads_take_a_product_only_where_they_beat_the_copy(step, run):
+    """The policy against experiments/thread_copies.py's last run of each step (H200, the readable copy four floats a
+    thread): at every shape where the step as timed (its old threshold, 100) ran the threads and the copy was timed
+    beside it, the policy picks the threads exactly where they were faster — with the copy of 2026-11-28 (~1.6×
+    slower) that was 12941×112×7341 and 103×1933×12403, now none. Fails on THREAD_COPIES_BELOW = 100."""
+    import json
+
+    from gemm_steps.harness.step import get_step
+    from gemm_steps.toolkit.tma_tiles import flops_per_copied_byte
+
+    module = get_step(step).module
+    summary = json.loads((REPO / "experiments" / "results" / run).read_text())["summary"]
+    judged = 0
+    for shape, row in summary.items():
+        m, n, k = map(int, shape.split("x"))
+        copy_a, copy_b = k % 4 != 0, n % 4 != 0
+        if not (copy_a or copy_b) or flops_per_copied_byte(m, n, k, copy_a, copy_b) >= 100 or not row["new_over_old"]:
+            continue  # readable, or the step as timed copied: the two records are one path
+        judged += 1
+        assert module.copies_by_threads(m, n, k, copy_a, copy_b) == (row["new_over_old"] > 1.0), (shape, row)
+    assert judged >= 3
 
 
 def test_the_thread_copies_build_gives_step_17s_bits():

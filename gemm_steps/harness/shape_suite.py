@@ -11,11 +11,15 @@ Each class names what makes it hard for a tiled kernel:
   builds);
 * **wave boundary** — just over one wave of tiles on a 132-SM GPU (133 tiles of 128×256): the second wave is
   nearly empty;
-* **K-heavy** — M·N ≤ 1024², K ≥ 8192: few tiles, long k-loops;
+* **K-heavy** — M·N ≤ 1024², K ≥ 8192: few tiles, long k-loops; the last two have C of one or two tiles
+  (128 × 128 × 16384, and 150 × 181 × 10001 with K and N odd: A and B copied into readable rows), where only split-K
+  fills the SMs (added 2026-11-29 after held-out seed 20261207's slowest shape, 101 × 116 × 13918, was of the kind
+  and steps 17 and 18 lost their cap of 8 slices);
 * **skinny** — one of M, N ≤ 128, the others ≥ 4096: most of a 128×256 tile is outside C; in the last two K and the
   long side are odd, so the big operand's rows are unreadable by the copy engine and few FLOPs share each of its bytes
   (about 50): steps 17 and 18 read it with their producer's threads (``THREAD_COPIES``; added 2026-11-29, first run
-  in results/shapes-nvidia-h200-2026-11-29.json); in 8000 × 250 × 6001 K and N are odd with ~121 FLOPs a copied
+  in results/shapes-nvidia-h200-2026-11-29.json) — since their threshold went to 0 the same day, they copy it; in
+  8000 × 250 × 6001 K and N are odd with ~121 FLOPs a copied
   byte, so steps 17 and 18 copy A and B into readable rows: a skinny product on that path (added 2026-11-29 after
   held-out seed 20261206's slowest shapes were of the kind, which the dispatch rule then judged by a model,
   ``dispatch.with_the_copy``; not yet in a suite run);
@@ -28,7 +32,7 @@ SHAPE_CLASSES: dict[str, list[tuple[int, int, int]]] = {
     "square": [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)],
     "ragged": [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333), (2500, 3000, 1500)],
     "wave boundary": [(2432, 1792, 4096), (2432, 1792, 1024)],
-    "K-heavy": [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192)],
+    "K-heavy": [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192), (128, 128, 16384), (150, 181, 10001)],
     "skinny": [(128, 8192, 4096), (4096, 64, 8192), (8192, 128, 4096), (100, 6001, 4003), (9001, 99, 5003),
                (8000, 250, 6001)],
     "small": [(256, 256, 256), (512, 512, 512), (640, 640, 640)],

@@ -232,33 +232,34 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
 #: 0.89×, 0.95×; 640³'s 20: 0.97×), 64 k-tiles won in 4 slices of 16 (1024×1024×2048: 1.33×), 128 and more won
 #: 1.34–5.4×. So only a product of at least this many k-tiles is split (33–63 were not measured) …
 MIN_SPLIT_K_TILES = 64
-#: … into slices of at least this many k-tiles …
+#: … into slices of at least this many k-tiles, as many as fill the SMs once. (Until 2026-11-29 at most 8 slices, step
+#: 18's limit then: without it, on an H200 (experiments/split_k_slices.py), 0.51–0.76× the capped time on seven
+#: products of 1–4 tiles and K of 8,192–16,384; slices of ≥ 4 k-tiles instead of 16 won only on the THREAD_COPIES
+#: build and lost elsewhere, not taken.)
 MIN_SLICE_K_TILES = 16
-#: … and at most this many slices (step 18's limit).
-MAX_SLICES = 8
 
 
 def slices(tiles: int, k_tiles: int, sms: int) -> int:
     """How many slices of K a launch takes: one where the tiles fill the SMs (one block an SM) or K is short; else as
     many as fill them once, each at least MIN_SLICE_K_TILES long — 900×640×14336 is 4 × 5 = 20 tiles of 448 k-tiles
-    on 132 SMs: 6 slices, 120 blocks."""
+    on 132 SMs: 6 slices, 120 blocks; 128×128×16384 is one tile of 512 k-tiles: 32 slices of 16."""
     if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
         return 1
-    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
+    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
 
 
 #: Where the copy engine cannot read A or B there are two ways: copy the matrix into rows it can read, then run the
 #: partial build at step 17's pace; or the THREAD_COPIES build, which reads A and B as they are but whose producer
 #: threads, 4 bytes a ``cp.async``, feed the tensor cores at ~103 TFLOPS (0.28× step 17 at 4096³, forced). The copy
-#: costs a read and a write of the copied matrix, the threads' pace costs time per FLOP: per byte that needs a copy,
-#: the fewer FLOPs, the more the threads win. Measured on an H200 (experiments/thread_copies.py, run 3): the threads
-#: 2.54× and 1.77× at 56 and 49 FLOPs per copied byte (12941×112×7341, 103×1933×12403), 0.95× at 220, 0.44× and
-#: 0.50× at 890 and 750; the small products (≤ 1 GFLOP) do not follow it (1.16× at 242, 0.89× at 36). So the threads
-#: copy below this many FLOPs per byte of the matrices that need a copy (set after that run, from it). That run's
-#: copy was ~1.6× slower than the one shipped since (a 64-bit division per float; experiments/readable_copy_speed.py),
-#: so the crossover is lower now — predicted ~50–60, predictions/thread-copies-after-copy-fix-before-run.md — and
-#: waits for the experiment to run again:
-THREAD_COPIES_BELOW = 100
+#: costs a read and a write of the copied matrix, the threads' pace costs time per FLOP. Measured on an H200
+#: (experiments/thread_copies.py): against the readable copy of 2026-11-28 (~1.0 TB/s: a 64-bit division per float,
+#: runs 3–7) the threads won 2.54× and 1.77× at 56 and 49 FLOPs per copied byte (12941×112×7341, 103×1933×12403), so
+#: they took every product below 100 FLOPs a copied byte. Against the copy shipped since (four floats a thread,
+#: 2.3–3.1 TB/s; run 8) the copy wins at both (the threads 0.94× and 0.84× its speed) and at 36 (1016×77×2605:
+#: 0.61×). Both ways are bound by bytes at such shapes — at 12941×112×7341 (A: 380 MB) the copy path's 0.315 ms moves
+#: the matrix three times (read, write, read again: ~3.6 TB/s), the threads' 0.335 ms once (~1.1 TB/s) — so fewer
+#: FLOPs a byte does not turn the result, as the threshold assumed. No product takes the threads now; the build stays for a GPU where they win (none yet):
+THREAD_COPIES_BELOW = 0
 
 
 def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:

@@ -277,20 +277,21 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
 #: Split-K (:class:`~gemm_steps.toolkit.tma_tiles.SplitKTmaTiles`): only a product of at least this many k-tiles is
 #: split (below it the reduction's launch and traffic cost more than the k-tiles a slice saves) …
 MIN_SPLIT_K_TILES = 8
-#: … into slices of at least this many k-tiles …
+#: … into slices of at least this many k-tiles, as many as fill the SMs once. (Until 2026-11-29 at most 8 slices: a
+#: product of one or two tiles ran on 8–16 of 132 SMs. Without the cap, on an H200 (experiments/split_k_slices.py):
+#: 0.35–0.55× the capped time on seven products of 1–6 tiles and K of 8,192–16,384, 0.86–1.71× cuBLAS SGEMM there.)
 MIN_SLICE_K_TILES = 2
-#: … and at most this many slices.
-MAX_SLICES = 8
 
 
 def slices(tiles: int, k_tiles: int, sms: int) -> int:
     """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM) or K is short;
     else as many as fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs:
-    3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2. Measured on small products
-    (experiments/small_split_k.py): slices of 2 k-tiles beat the first policy's 8 at 256³–640³ and tie above."""
+    3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2; 128×128×16384 is one tile of 512 k-tiles:
+    132 asked, 128 slices of 4 launched. Measured on small products (experiments/small_split_k.py): slices of 2
+    k-tiles beat the first policy's 8 at 256³–640³ and tie above."""
     if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
         return 1
-    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES, MAX_SLICES))
+    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
 
 
 @dataclass(frozen=True)
@@ -440,11 +441,13 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 #: Where the copy engine cannot read A or B: below this many FLOPs per byte a readable copy would move, the
-#: THREAD_COPIES build (step 17's rule and value, set before this step's build ran). Measured on an H200
-#: (experiments/thread_copies.py --step warp_specialized_3xtf32, one run): the threads 1.52× and 1.78× the copy at 56
-#: and 49 FLOPs per copied byte, 1.22× at 36 (1016×77×2605, small); forced, 0.59× at 220, 0.94× at 242, 0.44× at
-#: 4096³ — the value holds. (Against the slow copy of that day, as step 17's: to be measured again.)
-THREAD_COPIES_BELOW = 100
+#: THREAD_COPIES build (step 17's rule). Measured on an H200 (experiments/thread_copies.py --step
+#: warp_specialized_3xtf32): against the copy of 2026-11-28 (~1.0 TB/s, run 1) the threads won 1.52× and 1.78× at 56
+#: and 49 FLOPs per copied byte and 1.22× at 36, so the threshold was 100; against the copy shipped since (2.3–3.1
+#: TB/s, run 2) the copy wins at all three (the threads 0.71×, 0.89×, 0.89× its speed): both ways are bound by bytes
+#: there (step 17's note), so fewer FLOPs a byte does not turn it. No product takes the threads now; the build
+#: stays for a GPU where they win (none yet):
+THREAD_COPIES_BELOW = 0
 
 
 def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
