@@ -93,12 +93,13 @@ lesson.show_kernel(warp_specialized, start="else:  # a consumer warpgroup", stop
 # On the simulator (`setmaxnreg` is a no-op there; the simulator's tiles have one consumer warpgroup), with a shape
 # that fills every stage twice, a ragged one that runs on the step's partial-tile build (K and N multiples of 4: the
 # copy engine fills the missing rows and columns with zeros, the store keeps to C), and one whose N = 70 the copy
-# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16). For that one the producer warpgroup
-# works differently (`THREAD_COPIES`): all 128 of its threads copy each stage themselves, 4 bytes at a time with
-# `cp.async`, into the same swizzled layout the copy engine writes. That is slower per stage — forced on 4096³ it feeds
-# the tensor cores at well under half of step 17's speed — but it reads the matrix once. So where many FLOPs share
-# each byte, step 17 instead copies the matrix into rows the copy engine can read and runs as usual; where few do (a
-# skinny product with a huge unreadable A), the threads win (`experiments/thread_copies.py` times both). (Where its
+# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16). For that one step 17 first copies B
+# into rows the copy engine can read (each row widened with zeros to a multiple of 4 floats) and then runs as usual.
+# The step also has a way that needs no copy (`THREAD_COPIES`): all 128 producer threads copy each stage themselves,
+# 4 bytes at a time with `cp.async`, into the same swizzled layout the copy engine writes. It reads the matrix once,
+# but slowly — forced on 4096³ it feeds the tensor cores at well under half of step 17's speed — and on an H200 the
+# copy (read, write, read again, at close to full memory speed) won at every shape timed, even skinny products with
+# a huge unreadable A; so no product takes the threads (`experiments/thread_copies.py` times both). (Where its
 # tiles are few and K is long, step 17 also splits K into slices that run side by side and are added up after —
 # lesson 22's section on split-K; these K are too short for it.)
 

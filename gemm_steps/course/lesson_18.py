@@ -313,7 +313,8 @@ def accuracy(run: dict, verdicts: dict, specials_kept: dict, step: str = "warp_s
 def slices_in_the_runs(tiles: int, k_tiles: int, sms: int) -> int:
     """The split-K policy step 18 ran with in the two shape-suite runs (2026-11-26): slices of at least 8 k-tiles, as
     many as fill the SMs once, at most 8. Since tuned for small products (slices of 2 k-tiles, none below 8 in all:
-    the step's ``slices``, measured by experiments/small_split_k.py); the runs are read with the policy they ran."""
+    experiments/small_split_k.py) and uncapped (experiments/split_k_slices.py): the step's ``slices``; the runs are
+    read with the policy they ran."""
     if tiles >= sms:
         return 1
     return max(1, min(sms // max(tiles, 1), k_tiles // 8, 8))
