@@ -531,3 +531,21 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
     # large products where each ran its path, and the padded one's takes in 4096×64×8192)
     assert "warp_specialized on the kernel path it takes here (its fast kernel over every tile" in why
     assert "A or B unreadable by the copy engine: copied into rows it can read" in why
+
+
+def test_padded_copies_are_judged_beside_their_step():
+    """Where step 17 takes another kernel path at the nearest shape than here (it copies A or B here, read them as
+    they are there) and is judged at a farther shape of its path, its padded candidate — the same kernel on
+    whole-tile copies — is judged at that shape too: at 230×9851×6277 the copies' 195 % at 128×8192×4096 (where they
+    copied nothing) no longer beats step 17's 105 % at 100×6001×4003, where the copies ran 68 %. Fails without
+    ``_copies_beside_their_step``."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [128, 8192, 4096, {"warp_specialized": 1.0, "warp_specialized+padded": 0.96}, 1.87],
+        [100, 6001, 4003, {"warp_specialized": 1.0, "warp_specialized+padded": 1.54}, 1.05]]}
+    names = {"warp_specialized", "warp_specialized+padded"}
+    choice = dispatch.choose_from(table, 230, 9851, 6277, names)
+    assert choice.step_name == "warp_specialized", choice.reason
+    assert choice.judged["warp_specialized+padded"][0] == (100, 6001, 4003)
+    assert choice.judged["warp_specialized"][0] == (100, 6001, 4003)
+    readable = dispatch.choose_from(table, 128, 8192, 4000, names)  # both on their nearest shape's path: unchanged
+    assert readable.judged["warp_specialized+padded"][0] == (128, 8192, 4096)

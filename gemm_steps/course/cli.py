@@ -518,8 +518,14 @@ def _judged_note(choice, name: str) -> str:
     if name in choice.modelled:
         return (f" (not counted: here it copies A or B into readable rows, measured doing so at no shape near; "
                 f"modelled from {_size_label(*shape)}, where it read them as they are, with the copy: {pct:.0f} %)")
-    return "" if shape == choice.nearest else \
-        f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"
+    if shape == choice.nearest:
+        return ""
+    from ..harness.dispatch import PADDED_VARIANTS
+
+    if name in PADDED_VARIANTS:
+        return (f" (not counted: judged at {_size_label(*shape)} beside {PADDED_VARIANTS[name]}, whose kernel path "
+                f"here is the one it took there: {pct:.0f} %)")
+    return f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"
 
 
 def cmd_explain(args) -> int:
