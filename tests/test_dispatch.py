@@ -533,19 +533,25 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
     assert "A or B unreadable by the copy engine: copied into rows it can read" in why
 
 
-def test_padded_copies_are_judged_beside_their_step():
-    """Where step 17 takes another kernel path at the nearest shape than here (it copies A or B here, read them as
-    they are there) and is judged at a farther shape of its path, its padded candidate — the same kernel on
-    whole-tile copies — is judged at that shape too: at 230×9851×6277 the copies' 195 % at 128×8192×4096 (where they
-    copied nothing) no longer beats step 17's 105 % at 100×6001×4003, where the copies ran 68 %. Fails without
-    ``_copies_beside_their_step``."""
+def test_padded_copies_are_judged_beside_their_step_or_not_at_all():
+    """Step 17's padded candidate is step 17's kernel on the same tiles plus copies of A, B and C: where it would copy
+    and step 17 may be chosen, it is judged only where step 17 is, if step 17 was measured there (not modelled) and
+    the copies were timed there copying. At 230×9851×6277 (K and N odd) it had been judged at 128×8192×4096 (195 %),
+    against step 17 at 100×6001×4003, where its path is the one it takes here (105 %; the copies ran 68 % there), and
+    won. Where step 17 is modelled (320×5043×2431: no shape near where it copied) the copies are not judged; where
+    step 17 may not be chosen they are judged as before; where they copy nothing they tie step 17, which wins the
+    tie. Fails without ``_padded_beside_their_step``."""
     table = {"gpu": "GPU A", "date": "d", "shapes": [
         [128, 8192, 4096, {"warp_specialized": 1.0, "warp_specialized+padded": 0.96}, 1.87],
-        [100, 6001, 4003, {"warp_specialized": 1.0, "warp_specialized+padded": 1.54}, 1.05]]}
+        [100, 6001, 4003, {"warp_specialized": 1.0, "warp_specialized+padded": 1.54}, 1.05],
+        [4096, 4096, 4096, {"warp_specialized": 1.0, "warp_specialized+padded": 1.0}, 7.0]]}
     names = {"warp_specialized", "warp_specialized+padded"}
     choice = dispatch.choose_from(table, 230, 9851, 6277, names)
     assert choice.step_name == "warp_specialized", choice.reason
-    assert choice.judged["warp_specialized+padded"][0] == (100, 6001, 4003)
-    assert choice.judged["warp_specialized"][0] == (100, 6001, 4003)
-    readable = dispatch.choose_from(table, 128, 8192, 4000, names)  # both on their nearest shape's path: unchanged
-    assert readable.judged["warp_specialized+padded"][0] == (128, 8192, 4096)
+    assert choice.judged["warp_specialized+padded"] == ((100, 6001, 4003), pytest.approx(100 * 1.05 / 1.54))
+    modelled = dispatch.choose_from({**table, "shapes": table["shapes"][::2]}, 320, 5043, 2431, names)
+    assert "warp_specialized" in modelled.modelled and "warp_specialized+padded" not in modelled.judged
+    alone = dispatch.choose_from(table, 230, 9851, 6277, {"warp_specialized+padded"})
+    assert alone.step_name == "warp_specialized+padded" and alone.judged["warp_specialized+padded"][0] == (128, 8192, 4096)
+    whole = dispatch.choose_from(table, 4096, 4096, 4096, names)  # no copies: a tie, the step wins it
+    assert whole.step_name == "warp_specialized" and "warp_specialized+padded" in whole.judged

@@ -507,12 +507,18 @@ def cmd_diff(args) -> int:
     return 0
 
 
-def _judged_note(choice, name: str) -> str:
+def _judged_note(choice, name: str, here: tuple[int, int, int]) -> str:
     """Whether a step's number at the nearest measured shape counted: not where the step would take another kernel
     path here (a tensor-core step's edge kernel, a padded copy) — then it was judged at another shape, or not at all."""
     if choice.judged is None:
         return ""
     if name not in choice.judged:
+        from ..harness.dispatch import PADDED_VARIANTS, _padded_dominated
+
+        if name in PADDED_VARIANTS and _padded_dominated(name, set(choice.pct_of_cublas), here):
+            return (f" (not counted: here it would copy A, B or C into whole tiles, and {PADDED_VARIANTS[name]}'s "
+                    f"partial-tile build runs the same tiles without those copies, judged at no measured shape near "
+                    f"where both were timed)")
         return " (not counted: here it takes another kernel path, measured at no shape near)"
     shape, pct = choice.judged[name]
     if name in choice.modelled:
@@ -520,11 +526,11 @@ def _judged_note(choice, name: str) -> str:
                 f"modelled from {_size_label(*shape)}, where it read them as they are, with the copy: {pct:.0f} %)")
     if shape == choice.nearest:
         return ""
-    from ..harness.dispatch import PADDED_VARIANTS
+    from ..harness.dispatch import PADDED_VARIANTS, _padded_dominated
 
-    if name in PADDED_VARIANTS:
-        return (f" (not counted: judged at {_size_label(*shape)} beside {PADDED_VARIANTS[name]}, whose kernel path "
-                f"here is the one it took there: {pct:.0f} %)")
+    if name in PADDED_VARIANTS and _padded_dominated(name, set(choice.pct_of_cublas), here):
+        return (f" (not counted: judged at {_size_label(*shape)} beside {PADDED_VARIANTS[name]}, whose copies it would "
+                f"make here as it made them there: {pct:.0f} %)")
     return f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"
 
 
@@ -558,7 +564,7 @@ def cmd_explain(args) -> int:
     print(f"  why: {choice.reason}")
     print(f"  may choose: {precision_means(args.precision)}")
     if choice.pct_of_cublas:
-        measured = ", ".join(f"{name} {pct:.0f} %{_judged_note(choice, name)}"
+        measured = ", ".join(f"{name} {pct:.0f} %{_judged_note(choice, name, (m, n, k))}"
                              for name, pct in choice.pct_of_cublas.items())
         print(f"  measured at {_size_label(*choice.nearest)} ({choice.gpu}), % of cuBLAS: {measured}")
         print(f"  source: {_dispatch_source(gpu, choice.gpu)}")

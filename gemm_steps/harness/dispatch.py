@@ -377,20 +377,36 @@ def _copies(name: str, m: int, n: int, k: int) -> bool:
     return any(copies(default_config(candidate(_base_step(name)).module.SEARCH_SPACE), m, n, k))
 
 
-def _copies_beside_their_step(judged: dict, judged_at: dict, measured: list, modelled: list) -> None:
-    """Judge each padded candidate where its step is judged. A padded candidate is its step's kernel on whole-tile
-    copies; where the step takes another kernel path at the nearest shape than here and is judged at another shape,
-    the copies are judged at that shape too (if they were measured there), so that the two ways of one kernel meet at
-    one shape. At 230×9851×6277 (seed 20261207's set, seen) the copies' 195 % of cuBLAS at 128×8192×4096 — where
-    they copied nothing — beat step 17's 105 % at 100×6001×4003, where the copies ran 68 %: ``matmul(precision=
-    "tf32")`` ran them at 0.58× cuBLAS TF32."""
-    for name in [s for s in judged if s in PADDED_VARIANTS]:
+def _padded_dominated(name: str, steps: set[str], here: tuple[int, int, int]) -> bool:
+    """Whether padded candidate ``name`` would copy at ``here`` while its step, which has a partial-tile build (the
+    same kernel on the same tiles, without the copies), may be chosen: then the copies are judged only beside the
+    step (:func:`_padded_beside_their_step`)."""
+    base = PADDED_VARIANTS[name]
+    return base in steps and _has_partial_build(base) and _copies(name, *here)
+
+
+def _padded_beside_their_step(judged: dict, judged_at: dict, measured: list, modelled: list, steps: set[str],
+                              here: tuple[int, int, int]) -> None:
+    """Judge a padded candidate that would copy here where its step is judged, or not at all. A padded candidate is
+    its step's kernel on copies padded to whole tiles; steps 17 and 18 cover partial tiles themselves, and in the
+    shape suite of 2026-11-29 (results/shapes-nvidia-h200-2026-11-29-4.json) the copies took 1.17–2.58× the time of
+    the step or its 128-row variant at every one of the 17 shapes where they copied. Judged at the nearest shape
+    instead, they won on a number from another path: at 230×9851×6277 (seed 20261207's set, seen) their 195 % of
+    cuBLAS at 128×8192×4096 beat step 17's 105 % at 100×6001×4003, where the copies ran 68 %; ``matmul(precision=
+    "tf32")`` ran them at 0.58× cuBLAS TF32. So where the step is judged at a measured shape (not modelled) at which
+    the copies were timed copying as they would here, they are judged there; otherwise not. (A table measured before
+    the partial-tile builds, the H100's of 2026-11-26, has the copies faster than the step beside it: they win there.)"""
+    for name in [s for s in judged if s in PADDED_VARIANTS and _padded_dominated(s, steps, here)]:
         base = PADDED_VARIANTS[name]
-        if base not in judged or judged_at[base] == judged_at[name]:
-            continue
-        row = next((r for r in measured if tuple(r[:3]) == judged_at[base] and name in r[3]), None)
-        if row is not None:
+        row = None
+        if base in judged and base not in modelled:
+            row = next((r for r in measured if tuple(r[:3]) == judged_at[base] and name in r[3]), None)
+        if row is not None and _same_path(name, here, judged_at[base]):
             judged[name], judged_at[name] = 100 * row[4] / row[3][name], judged_at[base]
+            if name in modelled:
+                modelled.remove(name)
+        else:
+            del judged[name], judged_at[name]
             if name in modelled:
                 modelled.remove(name)
 
@@ -404,8 +420,8 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     where its path is the same, if one is within :data:`NEAREST_WITHIN` — step 14 measured at 4096³ says nothing
     of 3000³, where K = 3000 sends every tile to its edge kernel (it ran 76 % of cuBLAS there against step 11's 90 %
     on an H200, experiments/results/experiment-matmul-held-out-nvidia-h200.json); its time at 3001×2999×1531 does.
-    Steps are then compared by % of cuBLAS, each at the shape that represents it; a padded candidate at its step's
-    (:func:`_copies_beside_their_step`).
+    Steps are then compared by % of cuBLAS, each at the shape that represents it; a padded candidate that would copy
+    where its step has a partial-tile build, only beside its step (:func:`_padded_beside_their_step`).
 
     And where that leaves an FP32 step — no measured shape within reach, or none of the tensor-core steps measured
     near on the kernel path it would take — the tensor cores are not given up: :func:`_tensor_core_evidence`."""
@@ -455,7 +471,7 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
             modelled.append(s)
         else:  # no measurement of the path it would take here: not judged at all (5000³ sends every tile of
             del judged[s], judged_at[s]  # step 18 to its edge kernel; its 4096³ time says nothing of that)
-    _copies_beside_their_step(judged, judged_at, measured, modelled)
+    _padded_beside_their_step(judged, judged_at, measured, modelled, steps, here)
     unjudged = {s for s in pct if s not in judged} & tensor_cores
     if not judged:
         evidence = _tensor_core_evidence(every_measured, here, unjudged, steps)
