@@ -14,9 +14,16 @@ Three things add to a small product's kernel time on step 18, each measured here
 
 Shapes: small products of the held-out classes (skinny, short K, few tiles), none of them in a held-out set, each
 with its even-K neighbour; cuBLAS SGEMM and TF32 in the same run. Prediction: predictions/small-products-before-run.md
-(committed before the run).
+(committed before the first run).
 
-    python -m experiments.small_products [OUT.json]   # default experiments/results/experiment-small-products-<gpu>.json
+The second run (``--pdl``) asks whether the copies' and the reduction's launches cost less as programmatic dependent
+launches (PDL: the kernel after a readable copy, and split-K's reduction, launched with
+``programmatic_stream_serialization`` and waiting with ``griddepcontrol.wait`` after their set-up;
+``launch_plans.PROGRAMMATIC_LAUNCHES``): step 18 as shipped (PDL) against the same build with its launch plans
+recorded without PDL, same shapes. Prediction: predictions/small-products-pdl-before-run.md.
+
+    python -m experiments.small_products [OUT.json] [--pdl]
+    # default experiments/results/experiment-small-products[-pdl]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -33,6 +40,71 @@ PAIRS = [((1900, 1100, 155), (1900, 1100, 156)), ((3300, 150, 457), (3300, 150, 
 WAVES = [(1664, 1280, 256), (1792, 1280, 256)]
 SIZES = [shape for pair in PAIRS for shape in pair] + WAVES
 SHIPPED, ONE_SLICE = "warp_specialized_3xtf32", "warp_specialized_3xtf32@one_slice"
+NO_PDL = "warp_specialized_3xtf32@no_pdl"
+
+
+def pdl_summary(results: dict) -> dict:
+    """Per shape: both builds' times (µs), the PDL build's time over the one without, and cuBLAS SGEMM over each."""
+    us: dict = {}
+    for r in results["records"]:
+        if r.get("median_ms"):
+            us.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = 1000 * r["median_ms"]
+    return {shape: {"us": by, "pdl_time_over_without": ratio(by.get(SHIPPED), by.get(NO_PDL)),
+                    "over_cublas": ratio(by.get("cublas"), by.get(SHIPPED)),
+                    "without_over_cublas": ratio(by.get("cublas"), by.get(NO_PDL))}
+            for shape, by in us.items()}
+
+
+def recorded_without_pdl(built):
+    """``built.launch`` whose launch plans are recorded with ``PROGRAMMATIC_LAUNCHES`` off (a plan is recorded on
+    the first launch of a shape and replayed after: the flag is off around every call of this entry only)."""
+    from gemm_steps.toolkit import launch_plans
+
+    def launch(a, b, c, stream=0):
+        launch_plans.PROGRAMMATIC_LAUNCHES = False
+        try:
+            built.launch(a, b, c, stream)
+        finally:
+            launch_plans.PROGRAMMATIC_LAUNCHES = True
+    return launch
+
+
+def dependent_launches(built, shape) -> int:
+    """How many of the launches ``built`` records for ``shape`` are programmatic dependent launches."""
+    import numpy as np
+    from numba import cuda
+
+    from gemm_steps.toolkit.launch_plans import LaunchPlan
+
+    m, n, k = shape
+    a, b = cuda.device_array((m, k), np.float32), cuda.device_array((k, n), np.float32)
+    return LaunchPlan.record(built, a, b, cuda.device_array((m, n), np.float32), 0).dependent_launches
+
+
+def main_pdl(argv: list[str]) -> None:
+    from gemm_steps.steps import warp_specialized_3xtf32 as step18
+    from gemm_steps.toolkit.tuned import default_config
+
+    out = output_path("small-products-pdl", argv[1] if len(argv) > 1 else None)
+    config = default_config(step18.SEARCH_SPACE)
+    pdl, without = step18.build(config), step18.build(config)
+    entries = [SimpleNamespace(name=SHIPPED, number=18, arithmetic="3xtf32", launch=pdl.launch),
+               SimpleNamespace(name=NO_PDL, number=18, arithmetic="3xtf32", launch=recorded_without_pdl(without))]
+    results = run_and_save(entries, SIZES, out, "step 18's dependent launches (a readable copy's kernel, split-K's "
+                           "reduction) as programmatic dependent launches or not (experiments/small_products.py "
+                           "--pdl)", pdl_summary, width=36)
+    counts = {f"{m}x{n}x{k}": dependent_launches(pdl, (m, n, k)) for m, n, k in SIZES}
+    import json
+
+    saved = json.loads(out.read_text())
+    saved["dependent_launches"] = counts
+    out.write_text(json.dumps(saved, indent=1))
+    for shape, row in results["summary"].items():
+        nan = float("nan")
+        print(f"{shape}: {row['us']}  PDL/without {row['pdl_time_over_without'] or nan:.3f}  / cuBLAS SGEMM "
+              f"{row['over_cublas'] or nan:.2f} (without {row['without_over_cublas'] or nan:.2f})  dependent "
+              f"launches {counts[shape]}")
+    print(f"wrote {out}")
 
 
 def summary(results: dict) -> dict:
@@ -59,6 +131,9 @@ def summary(results: dict) -> dict:
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/small_products.py")
+    if "--pdl" in argv:
+        main_pdl([a for a in argv if a != "--pdl"])
+        return
     from gemm_steps.steps import warp_specialized_3xtf32 as step18
     from gemm_steps.toolkit.tuned import default_config
 

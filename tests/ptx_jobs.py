@@ -191,3 +191,13 @@ def readable_copy_kernels() -> dict:
     from gemm_steps.toolkit.tma_tiles import TmaTiles, copy_rows_kernel
 
     return {"copy": (copy_rows_kernel, TmaTiles.rows_signature)}
+
+
+def split_k_reduce_kernels() -> dict:
+    """Steps 17 and 18's split-K reductions (``add_slices_kernel``), labelled ``17`` and ``18``: kernels launched as
+    programmatic dependent launches (tests/test_tma_edges.py)."""
+    from gemm_steps.steps import warp_specialized, warp_specialized_3xtf32
+    from gemm_steps.toolkit.tma_tiles import TmaTiles
+
+    return {"17": (warp_specialized.add_slices_kernel, TmaTiles.rows_signature),
+            "18": (warp_specialized_3xtf32.add_slices_kernel, TmaTiles.rows_signature)}

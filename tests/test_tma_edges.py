@@ -315,3 +315,31 @@ def test_the_thread_copies_summary_divides_the_builds():
     assert summary["4096x4096x4096"]["new_over_old"] is None
     assert tc.SIZES[-1] == (4096, 4096, 4096)
     assert all(k % 4 or n % 4 for m, n, k in tc.SIZES[:-1])  # every other shape has a matrix to copy
+
+
+REDUCE_JOB = "kernels:ptx_jobs:split_k_reduce_kernels"
+
+
+@pytest.mark.ptx(REDUCE_JOB)
+def test_the_kernels_launched_early_wait_for_the_kernel_before(ptx):
+    """A launch plan launches a kernel after the first as a programmatic dependent launch only if the kernel waits
+    for the one before (``wait_for_previous_grid``: ``griddepcontrol.wait``) — steps 17 and 18's kernels (after a
+    readable copy) and their split-K reductions (after the kernel) do, before any global access; the readable copy,
+    always first, does not. The reductions compiled on a CPU hold exactly one ``griddepcontrol.wait``."""
+    from gemm_steps.steps import warp_specialized_3xtf32
+    from gemm_steps.toolkit.launch_plans import waits_for_previous_grid
+    from gemm_steps.toolkit.tma_tiles import copy_rows_kernel
+
+    built = warp_specialized.build(CONFIG)
+    for kernels in (built, built.partial, warp_specialized_3xtf32.build(warp_specialized_3xtf32.SIMULATOR_CONFIG
+                                                                         if gemm_steps.SIMULATOR else
+                                                                         default_config(
+                                                                             warp_specialized_3xtf32.SEARCH_SPACE))):
+        assert waits_for_previous_grid(kernels.kernel("fast")), kernels.name
+        assert waits_for_previous_grid(kernels.reduce), kernels.name
+    assert not waits_for_previous_grid(copy_rows_kernel)
+    for label in ("17", "18"):
+        stats = ptx.stats(REDUCE_JOB, label)
+        assert "error" not in stats, stats.get("error")
+        assert stats["opcodes"].get("griddepcontrol.wait") == 1, {op: c for op, c in stats["opcodes"].items()
+                                                                   if op.startswith("grid")}

@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 
 from numba import cuda, float32, uint32, uint64
 
-from ..toolkit.intrinsics import divide_u32
+from ..toolkit.intrinsics import divide_u32, wait_for_previous_grid
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx,
                                     mbarrier_init, mbarrier_wait, tensor_map_acquire)
@@ -122,6 +122,7 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
             tensor_map_acquire(b_map)
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier
+    wait_for_previous_grid()  # launched early after a readable copy (PDL): its A and B are written now
 
     if warpgroup == CONSUMERS and not THREAD_COPIES:  # the producer: gives up registers; one thread issues the copies
         registers_lower_to(PRODUCER_REGISTERS)
@@ -216,6 +217,7 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
 def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
     """Split-K's second kernel: C = the slices' partial sums added in slice order, over C's first rows × cols
     elements (what the tiles cover). One thread an element; consecutive threads, consecutive columns."""
+    wait_for_previous_grid()  # launched early (PDL): the slices of the kernel before are written now
     i = cuda.grid(1)
     if i < rows * cols:
         row, col = i // cols, i % cols

@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 
 from numba import cuda, float32, uint32, uint64
 
-from ..toolkit.intrinsics import divide_u32, load_float4, store_float4
+from ..toolkit.intrinsics import divide_u32, load_float4, store_float4, wait_for_previous_grid
 from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
@@ -134,6 +134,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             tensor_map_acquire(b_map)
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier before the end
+    wait_for_previous_grid()  # launched early after a readable copy (PDL): its A and B are written now
     special = 0  # did this thread store an inf or NaN?
 
     if warpgroup == CONSUMERS:  # the producer warpgroup: copies (one thread; THREAD_COPIES: all) and splits A (all)
@@ -261,6 +262,7 @@ def add_slices_kernel(a, b, c, m, n, k, rows, cols, partials):
     """Split-K's second kernel: C = the slices' partial sums added in slice order, over C's first rows × cols
     elements (the full tiles); a sum that is inf or NaN is computed again as cuBLAS SGEMM does, one float32 FMA per k
     in order over all of K (the specials rule, for the whole sum)."""
+    wait_for_previous_grid()  # launched early (PDL): the slices of the kernel before are written now
     i = cuda.grid(1)
     if i < rows * cols:
         row, col = i // cols, i % cols

@@ -26,6 +26,8 @@ R, C, x)``                                                             predicate
 R, C, x0, x1, x2, x3)``
 ``divide_u32(a, b)``          ``udiv i32`` (both operands truncated)   ``div.u32`` → a short
                                                                        inline sequence (no call)
+``wait_for_previous_grid()``  inline PTX ``griddepcontrol.wait``       ``griddepcontrol.wait``
+                                                                       (sm_90)
 ============================  =======================================  ==========================
 
 The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
@@ -90,6 +92,10 @@ if SIMULATOR:
 
     def copy_async_wait_all():
         """Wait for this thread's asynchronous copies (simulator: they are already done)."""
+
+    def wait_for_previous_grid():
+        """Wait until the kernel launched before this one on the stream has finished and its writes are visible
+        (simulator: launches run one after another)."""
 
     def load_or_zero(matrix, row, col, rows, cols):
         """Element (row, col) of a flat row-major rows × cols matrix, or 0 outside it."""
@@ -256,6 +262,24 @@ else:
 
         def codegen(context, builder, sig, args):
             wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_all;", "~{memory}", side_effect=True)
+            builder.call(wait, [])
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    @intrinsic
+    def wait_for_previous_grid(typingctx):
+        """``griddepcontrol.wait`` (PTX ISA 7.8, sm_90): where this kernel was launched with programmatic stream
+        serialization (``LaunchConfig(programmatic_stream_serialization=True)``: programmatic dependent launch), its
+        blocks may start while the kernel before it on the stream is still running; this waits until that kernel
+        has completed and its memory operations are visible. Everything before it may not read what that kernel
+        writes, nor write what it reads. Launched the ordinary way, the kernel before it has finished already and
+        this returns at once."""
+        signature = types.void()
+
+        def codegen(context, builder, sig, args):
+            wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "griddepcontrol.wait;", "~{memory}",
+                                side_effect=True)
             builder.call(wait, [])
             return context.get_dummy_value()
 

@@ -77,13 +77,25 @@ class DirectLaunch:
     prepared once and called with the raw argument list (:func:`flat_array_arguments` for arrays,
     ``ctypes.c_uint32`` for sizes) — what Numba itself ends up passing to the driver."""
 
-    def __init__(self, dispatcher, signature: str, grid, block, shared_bytes: int, stream, cluster=None):
+    def __init__(self, dispatcher, signature: str, grid, block, shared_bytes: int, stream, cluster=None,
+                 dependent: bool = False):
         from cuda.core import LaunchConfig, launch
         from numba.cuda.cudadrv import driver
 
         compiled = dispatcher.compile(signature)
         self._kernel = compiled._codelibrary.get_cufunc().kernel
-        if cluster is None:
+        #: Launched as a programmatic dependent launch (PDL: ``programmatic_stream_serialization``): its blocks may
+        #: start before the kernel ahead of it on the stream has finished, and must ``wait_for_previous_grid()``
+        #: before touching what that kernel reads or writes. False where asked for but this cuda.core cannot.
+        self.dependent = False
+        if cluster is None and dependent:
+            try:
+                self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes,
+                                            programmatic_stream_serialization=True)
+                self.dependent = True
+            except TypeError:  # a cuda.core without the option: an ordinary launch
+                self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+        elif cluster is None:
             self._config = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
         else:  # ``grid`` counts blocks, as CUDA's launch does; cuda.core's LaunchConfig counts clusters
             grid, cluster = _three(grid), _three(cluster)
@@ -109,8 +121,9 @@ class DirectLaunch:
         """Like :meth:`bind`, but the callable is one call of the driver's ``cuLaunchKernel`` on a parameter array
         packed here, once (:class:`DriverLaunch`) — ``cuda.core.launch`` packs the arguments again at every call."""
         grid, block, shared_bytes = self._dims
-        if self._cluster is not None:
-            raise ValueError("a cluster launch goes through cuda.core (cuLaunchKernelEx), not cuLaunchKernel")
+        if self._cluster is not None or self.dependent:
+            raise ValueError("a cluster or dependent launch goes through cuda.core (cuLaunchKernelEx), not "
+                             "cuLaunchKernel")
         return DriverLaunch(int(self._kernel.handle), (*_three(grid), *_three(block), int(shared_bytes)),
                             int(self._stream.handle), arguments)
 

@@ -26,6 +26,23 @@ from .kernel_tools import DirectLaunch, device_pointer, flat_array_arguments
 #: the same results, faster (experiments/call_overhead.py measures both, and compares their results bitwise).
 DRIVER_LAUNCHES = False
 
+#: Launch every kernel of a plan after the first that waits for its predecessor in its own code
+#: (:func:`waits_for_previous_grid`) as a programmatic dependent launch (PDL, ``DirectLaunch(dependent=True)``): its
+#: blocks may be scheduled, and run their set-up, while the kernel before it finishes — steps 17 and 18's kernel after
+#: a readable copy, their split-K reduction after the kernel. Not with DRIVER_LAUNCHES (``cuLaunchKernel`` has no
+#: launch attributes). Measured in experiments/small_products.py.
+PROGRAMMATIC_LAUNCHES = True
+
+
+def waits_for_previous_grid(dispatcher) -> bool:
+    """Whether a kernel calls ``wait_for_previous_grid()`` (``griddepcontrol.wait``) in its own code: only such a
+    kernel may be launched before the kernel ahead of it has finished. (A global name the kernel's Python function
+    uses; a kernel written with ``unroll`` keeps its calls.)"""
+    function = getattr(dispatcher, "py_func", dispatcher)
+    code = getattr(function, "__code__", None)
+    return code is not None and "wait_for_previous_grid" in code.co_names
+
+
 def direct_arguments(arguments) -> list:
     """Kernel arguments as Numba passes them to the driver: an integer as a ``uint32`` (the kernels' sizes), a 1-D
     device array as its struct's fields (:func:`~.kernel_tools.flat_array_arguments`)."""
@@ -72,13 +89,20 @@ class LaunchPlan:
     def record(cls, tiles, a, b, c, stream) -> "LaunchPlan":
         """The launches of ``tiles.launch_through_numba`` (:func:`recorded_launches`), made ready to replay."""
         launches = []
-        for dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments, cluster in (
+        for i, (dispatcher, signature, grid, threads, shared_bytes, launch_stream, arguments, cluster) in enumerate(
                 recorded_launches(tiles, a, b, c, stream)):
             rest = direct_arguments(arguments[3:])  # after A, B and C
+            dependent = (PROGRAMMATIC_LAUNCHES and not DRIVER_LAUNCHES and i > 0 and cluster is None
+                         and waits_for_previous_grid(dispatcher))
             launches.append((DirectLaunch(dispatcher, signature, grid, threads, shared_bytes, launch_stream,
-                                          cluster=cluster), tuple(rest), arguments))
+                                          cluster=cluster, dependent=dependent), tuple(rest), arguments))
         m, k = a.shape
         return cls(launches, (m * k, k * b.shape[1], m * b.shape[1]))
+
+    @property
+    def dependent_launches(self) -> int:
+        """How many of the plan's launches are programmatic dependent launches (:data:`PROGRAMMATIC_LAUNCHES`)."""
+        return sum(launch.dependent for launch, _rest, _recorded in self._launches)
 
     def __call__(self, a_pointer: int, b_pointer: int, c_pointer: int) -> None:
         pointers = (a_pointer, b_pointer, c_pointer, DRIVER_LAUNCHES)
