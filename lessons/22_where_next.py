@@ -196,15 +196,17 @@ if split_k and split_k_prediction:
 # empty. Step 17's kernel built for 128-row tiles ran such shapes faster (`experiments/hopper_tiles.py`) and became a
 # tile variant `matmul` may choose at `precision="tf32"` (`warp_specialized@128x128`); the set was drawn once more.
 # Its slowest shapes were skinny, with a big matrix whose rows the copy engine cannot read: copying it cost more than
-# the product. Step 17's producer threads now read such a matrix as it is (lesson 17), then step 18's too, and the set
-# was drawn again after each. Then the shape suite measured the threads' path on two skinny shapes, the readable
-# copy got faster (it had been doing a 64-bit division per float: `experiments/readable_copy_speed.py`), and the set
-# was drawn an eighth time. Its slowest shapes were skinny products whose odd K sends step 17 to the readable copy, a
-# path the table measured only on compact ragged shapes, too far away to judge it, so `matmul` ran ping-pong there.
-# Now `matmul` models that case — step 17's time where it read A and B as they are, plus the copy — and the set was
-# drawn a ninth time: the run in the table above. Its slowest shapes are still short on one side (fewer than 135 rows,
-# or a tiny C with a long K): what stream-K on the tensor cores and a model of tiles and waves are for, which the
-# course has not yet built.
+# the product. Step 17's producer threads then read such a matrix as it is (lesson 17), then step 18's too, and the
+# set was drawn again after each. Then the readable copy got faster (it had been doing a 64-bit division per float:
+# `experiments/readable_copy_speed.py`) — and measured again, the copy beat the producer's threads at every shape, so
+# no product takes the threads any more (`experiments/thread_copies.py`). A C of one or two tiles with a long K had
+# run on 8–16 of 132 SMs, split into at most 8 slices; the cap went (`experiments/split_k_slices.py`). `matmul` learned
+# to model a step's copies where the table never measured them, and no longer trusts a padded copy's speed measured
+# where it copied nothing. Each change was followed by a new draw: thirteen so far, the table above the last. Its
+# slowest shapes now have a side under ~100 (most of a tile outside C), or are small products just past one wave of
+# tiles (160 tiles on 132 SMs run two rounds of the k-loop: 140 tiles took 1.67× the time of 130 in
+# `experiments/small_products.py`) — what stream-K on the tensor cores and smaller tiles are for, which the course has
+# not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #

@@ -555,3 +555,16 @@ def test_padded_copies_are_judged_beside_their_step_or_not_at_all():
     assert alone.step_name == "warp_specialized+padded" and alone.judged["warp_specialized+padded"][0] == (128, 8192, 4096)
     whole = dispatch.choose_from(table, 4096, 4096, 4096, names)  # no copies: a tie, the step wins it
     assert whole.step_name == "warp_specialized" and "warp_specialized+padded" in whole.judged
+
+
+def test_no_evidence_reaches_a_product_smaller_than_every_measured_one():
+    """Far from the table, the evidence of the table's products of the same size decides (``_tensor_core_evidence``)
+    — but not below the smallest measured product, where launches set the time: 5×6×7 stays on the FP32 units though
+    step 18 ran 1.9× step 11 at the one small product measured on its path; 1000×1000×1001 (odd K, as that product) takes
+    step 18 on that word. Fails without the floor."""
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [150, 181, 10001, {"warp_specialized_3xtf32": 1.0, "stream_k": 1.9}, 1.1],
+        [4096, 4096, 4096, {"warp_specialized_3xtf32": 1.0, "stream_k": 2.2}, 2.0]]}
+    names = {"warp_specialized_3xtf32", "stream_k"}
+    assert dispatch.choose_from(table, 5, 6, 7, names).step_name == "stream_k"
+    assert dispatch.choose_from(table, 1000, 1000, 1001, names).step_name == "warp_specialized_3xtf32"

@@ -75,3 +75,16 @@ def test_the_split_k_section_reads_both_runs_and_its_words_hold():
     second = runs[1]["summary"]
     assert all(row["branch_over_after"] < 1 for row in second.values())
     assert len(lesson_22.split_k_figure(list(rows.values())).axes) == 1
+
+
+def test_the_wave_number_lesson_22_quotes_is_the_experiments():
+    """Lesson 22's "140 tiles took 1.67× the time of 130" is experiments/small_products.py's first H200 run (step 18 on
+    one slice, 1792×1280×256 over 1664×1280×256), rounded as quoted."""
+    import json
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    run = json.loads((repo / "experiments" / "results" / "experiment-small-products-nvidia-h200.json").read_text())
+    quoted = f"{run['summary']['140_tiles_time_over_130']:.2f}×"
+    text = " ".join((repo / "lessons" / "22_where_next.py").read_text().split())
+    assert f"140 tiles took {quoted} the time of 130" in text.replace("# ", ""), quoted

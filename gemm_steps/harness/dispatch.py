@@ -538,10 +538,15 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     H100 the TF32 steps ran 2–7× the FP32 units' speed at most measured shapes, on their edge kernels too (issue 37:
     step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to
     the tensor cores; at the default precision a 3xTF32 step runs only where the table measured it faster on products
-    of this size (its padded copies cost a small product more: 257×384×384 stays on the FP32 units)."""
+    of this size (its padded copies cost a small product more: 257×384×384 stays on the FP32 units). A product smaller
+    than every measured one gets no evidence: the FP32 units run it."""
     fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
     large = math.prod(here) >= LARGE_PRODUCT
     rows = [row for row in measured if fp32 & set(row[3])]
+    if rows and math.prod(here) < min(math.prod(row[:3]) for row in rows):
+        return None  # smaller than every measured product (256³ in the shipped tables): launches, not tiles, set its
+        # time, and no measurement says how a tensor-core step's two or three launches compare there (5×6×7 had taken
+        # step 18's copies and kernel on the word of 150×181×10001 alone)
     same_size = [row for row in rows if (math.prod(row[:3]) >= LARGE_PRODUCT) == large]
     found = _speedups(same_size, here, candidates, fp32)
     size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
