@@ -45,7 +45,8 @@ def test_the_held_out_section_reads_a_set_nobody_had_seen():
 
     run = lesson_22.held_out_set()
     assert run is not None, "no results/held-out-*.json of an unseen set"
-    assert not run["held_out"].get("seen") and run["held_out"]["seed"] not in held_out.SEEN_SEEDS
+    assert not run["held_out"].get("seen")  # unseen when it ran (its seed may be seen since: redrawn after it)
+    assert run["held_out"]["seed"] in (*held_out.SEEN_SEEDS, held_out.SEED)
     table = lesson_22.held_out_set_table(run)
     assert [(row["precision"], row["M·N·K"]) for row in table.rows] == [
         ("`tf32`", "≥ 2³⁰"), ("`tf32`", "< 2³⁰"), ("`tf32x3`", "≥ 2³⁰"), ("`tf32x3`", "< 2³⁰")]
