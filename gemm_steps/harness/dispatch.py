@@ -524,6 +524,11 @@ class Evidence:
     reason: str
 
 
+#: The smallest product of the shape suite (256³): below it, and below every product a table measured, a product is
+#: launch-bound and the table's evidence for the tensor cores (:func:`_tensor_core_evidence`) does not reach it.
+TINY_PRODUCT = 256**3
+
+
 def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates: set[str], steps: set[str]):
     """The tensor-core step (of ``candidates``) to run at ``here`` where no measured shape near decided, or None.
 
@@ -539,14 +544,14 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     step 11 at 10–13 % of cuBLAS TF32 where a tensor-core step ran 3–4× faster), so ``precision="tf32"`` keeps to
     the tensor cores; at the default precision a 3xTF32 step runs only where the table measured it faster on products
     of this size (its padded copies cost a small product more: 257×384×384 stays on the FP32 units). A product smaller
-    than every measured one gets no evidence: the FP32 units run it."""
+    than every measured one and than :data:`TINY_PRODUCT` gets no evidence: the FP32 units run it."""
     fp32 = {s for s in steps if _step_arithmetic(s) == "fp32"}
     large = math.prod(here) >= LARGE_PRODUCT
     rows = [row for row in measured if fp32 & set(row[3])]
-    if rows and math.prod(here) < min(math.prod(row[:3]) for row in rows):
-        return None  # smaller than every measured product (256³ in the shipped tables): launches, not tiles, set its
-        # time, and no measurement says how a tensor-core step's two or three launches compare there (5×6×7 had taken
-        # step 18's copies and kernel on the word of 150×181×10001 alone)
+    if rows and math.prod(here) < min(TINY_PRODUCT, *(math.prod(row[:3]) for row in rows)):
+        return None  # smaller than every measured product and than 256³: launches, not tiles, set its time, and no
+        # measurement says how a tensor-core step's two or three launches compare there (5×6×7 had taken step 18's
+        # copies and kernel on the word of 150×181×10001 alone)
     same_size = [row for row in rows if (math.prod(row[:3]) >= LARGE_PRODUCT) == large]
     found = _speedups(same_size, here, candidates, fp32)
     size = "large products (M·N·K ≥ 2³⁰)" if large else "products smaller than 2³⁰"
