@@ -202,11 +202,11 @@ if split_k and split_k_prediction:
 # no product takes the threads any more (`experiments/thread_copies.py`). A C of one or two tiles with a long K had
 # run on 8–16 of 132 SMs, split into at most 8 slices; the cap went (`experiments/split_k_slices.py`). `matmul` learned
 # to model a step's copies where the table never measured them, and no longer trusts a padded copy's speed measured
-# where it copied nothing. Each change was followed by a new draw: the table above is the last one run. Its
-# slowest shapes now have a side under ~100 (most of a tile outside C), or are small products just past one wave of
-# tiles (160 tiles on 132 SMs run two rounds of the k-loop: 140 tiles took 1.67× the time of 130 in
-# `experiments/small_products.py`) — what stream-K on the tensor cores and smaller tiles are for, which the course has
-# not yet built.
+# where it copied nothing. Each change was followed by a new draw: the table above is the last one run. Its slowest
+# shapes are small products, where a readable copy and each extra launch weigh most and a product just past one wave
+# of tiles runs its k-loop twice (140 tiles took 1.67× the time of 130 in `experiments/small_products.py`), and
+# shapes with a side under ~100, most of each tile outside C — what stream-K on the tensor cores and smaller tiles
+# are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #

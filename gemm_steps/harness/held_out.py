@@ -85,8 +85,8 @@ time of small products with such launches). Redrawn with seed 20261211 before an
 
 A thirteenth time: seed 20261211's set was measured on an H200 (results/held-out-nvidia-h200-2026-11-29-10.json:
 three targets met). The dispatch rule then stopped taking the table's evidence for a product smaller than every
-measured one (``dispatch._tensor_core_evidence``: 5×6×7 had gone to step 18) — a rule that cannot reach a held-out
-shape (each at least 2²⁷, the table's smallest 256³) — and the set was drawn again, with seed 20261212, so that the
+measured one and than 256³ (``dispatch.TINY_PRODUCT``: 5×6×7 had gone to step 18) — a rule that cannot reach a
+held-out shape (each at least 2²⁷) — and the set was drawn again, with seed 20261212, so that the
 next run meets a set nobody has seen (measured: results/held-out-nvidia-h200-2026-11-29-11.json).
 """
 
