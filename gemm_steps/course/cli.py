@@ -510,12 +510,13 @@ def cmd_diff(args) -> int:
 def _judged_note(choice, name: str, here: tuple[int, int, int]) -> str:
     """Whether a step's number at the nearest measured shape counted: not where the step would take another kernel
     path here (a tensor-core step's edge kernel, a padded copy) — then it was judged at another shape, or not at all."""
+    from ..harness.dispatch import PADDED_VARIANTS, _padded_dominated
+
     if choice.judged is None:
         return ""
+    copies_beside_step = name in PADDED_VARIANTS and _padded_dominated(name, set(choice.pct_of_cublas), here)
     if name not in choice.judged:
-        from ..harness.dispatch import PADDED_VARIANTS, _padded_dominated
-
-        if name in PADDED_VARIANTS and _padded_dominated(name, set(choice.pct_of_cublas), here):
+        if copies_beside_step:
             return (f" (not counted: here it would copy A, B or C into whole tiles, and {PADDED_VARIANTS[name]}'s "
                     f"partial-tile build runs the same tiles without those copies, judged at no measured shape near "
                     f"where both were timed)")
@@ -526,9 +527,7 @@ def _judged_note(choice, name: str, here: tuple[int, int, int]) -> str:
                 f"modelled from {_size_label(*shape)}, where it read them as they are, with the copy: {pct:.0f} %)")
     if shape == choice.nearest:
         return ""
-    from ..harness.dispatch import PADDED_VARIANTS, _padded_dominated
-
-    if name in PADDED_VARIANTS and _padded_dominated(name, set(choice.pct_of_cublas), here):
+    if copies_beside_step:
         return (f" (not counted: judged at {_size_label(*shape)} beside {PADDED_VARIANTS[name]}, whose copies it would "
                 f"make here as it made them there: {pct:.0f} %)")
     return f" (not counted: here it takes another kernel path, the one it took at {_size_label(*shape)}: {pct:.0f} %)"

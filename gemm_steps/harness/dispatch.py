@@ -403,12 +403,8 @@ def _padded_beside_their_step(judged: dict, judged_at: dict, measured: list, mod
             row = next((r for r in measured if tuple(r[:3]) == judged_at[base] and name in r[3]), None)
         if row is not None and _same_path(name, here, judged_at[base]):
             judged[name], judged_at[name] = 100 * row[4] / row[3][name], judged_at[base]
-            if name in modelled:
-                modelled.remove(name)
         else:
             del judged[name], judged_at[name]
-            if name in modelled:
-                modelled.remove(name)
 
 
 def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:

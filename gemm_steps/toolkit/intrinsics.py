@@ -255,35 +255,30 @@ else:
 
         return signature, codegen
 
-    @intrinsic
-    def copy_async_wait_all(typingctx):
-        """``cp.async.wait_all``: this thread's asynchronous copies have landed (follow with a barrier)."""
-        signature = types.void()
+    def _void_asm(text: str, doc: str):
+        """An intrinsic of no operands and no result: one inline PTX statement ``text``, kept in place (a side effect)
+        and ordered against memory accesses (``~{memory}``) — a wait, a fence, a commit."""
+        @intrinsic
+        def emit(typingctx):
+            def codegen(context, builder, sig, args):
+                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
+                return context.get_dummy_value()
 
-        def codegen(context, builder, sig, args):
-            wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_all;", "~{memory}", side_effect=True)
-            builder.call(wait, [])
-            return context.get_dummy_value()
+            return types.void(), codegen
 
-        return signature, codegen
+        emit.__doc__ = doc
+        return emit
 
-    @intrinsic
-    def wait_for_previous_grid(typingctx):
+    copy_async_wait_all = _void_asm("cp.async.wait_all;", "``cp.async.wait_all``: this thread's asynchronous copies "
+                                                          "have landed (follow with a barrier).")
+    wait_for_previous_grid = _void_asm(
+        "griddepcontrol.wait;",
         """``griddepcontrol.wait`` (PTX ISA 7.8, sm_90): where this kernel was launched with programmatic stream
         serialization (``LaunchConfig(programmatic_stream_serialization=True)``: programmatic dependent launch), its
         blocks may start while the kernel before it on the stream is still running; this waits until that kernel
         has completed and its memory operations are visible. Everything before it may not read what that kernel
         writes, nor write what it reads. Launched the ordinary way, the kernel before it has finished already and
-        this returns at once."""
-        signature = types.void()
-
-        def codegen(context, builder, sig, args):
-            wait = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "griddepcontrol.wait;", "~{memory}",
-                                side_effect=True)
-            builder.call(wait, [])
-            return context.get_dummy_value()
-
-        return signature, codegen
+        this returns at once.""")
 
     def _as_int64(builder, value, value_type):
         """An integer argument widened to 64 bits with its own signedness (so comparisons keep Numba's meaning)."""

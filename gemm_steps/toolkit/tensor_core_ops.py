@@ -280,7 +280,7 @@ else:
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
-    from .intrinsics import _as_int64, _element_pointer, _is_float32_vector
+    from .intrinsics import _as_int64, _element_pointer, _is_float32_vector, _void_asm
 
     _F32 = ir.FloatType()
     _I32 = ir.IntType(32)
@@ -387,18 +387,8 @@ else:
 
         return signature, codegen
 
-    @intrinsic
-    def copy_async_commit(typingctx):
-        """``cp.async.commit_group``: the copies this thread issued since the last commit form one group."""
-        signature = types.void()
-
-        def codegen(context, builder, sig, args):
-            commit = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.commit_group;", "~{memory}",
-                                  side_effect=True)
-            builder.call(commit, [])
-            return context.get_dummy_value()
-
-        return signature, codegen
+    copy_async_commit = _void_asm("cp.async.commit_group;", "``cp.async.commit_group``: the copies this thread "
+                                                            "issued since the last commit form one group.")
 
     @intrinsic
     def copy_async_wait(typingctx, pending):

@@ -343,19 +343,9 @@ else:
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
+    from .intrinsics import _void_asm
+
     _F32, _I32, _I64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-
-    def _void_asm(text: str, doc: str):
-        @intrinsic
-        def emit(typingctx):
-            def codegen(context, builder, sig, args):
-                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", side_effect=True), [])
-                return context.get_dummy_value()
-
-            return types.void(), codegen
-
-        emit.__doc__ = doc
-        return emit
 
     def _set_max_registers(action: str, doc: str):
         """``setmaxnreg.{inc,dec}.sync.aligned.u32 count``: ``count`` a compile-time integer, 24–256, a multiple of 8."""
