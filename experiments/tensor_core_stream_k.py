@@ -1,0 +1,78 @@
+"""Wave quantization on the tensor cores: step 17 against its kernel on step 11's schedule (persistent, stream-K),
+timed in one run with cuBLAS TF32 (issue 37, Deliver 3).
+
+The builds (experiments/kernels/warp_specialized_stream_k.py; one change from step 17: the schedule):
+
+* ``warp_specialized``: step 17 as ``matmul(precision="tf32")`` runs it — one block a tile (split-K where the tiles
+  do not fill the SMs and K is long);
+* ``warp_specialized_stream_k``: the same k-tile on a persistent grid of one block an SM, step 11's hybrid split —
+  whole waves data-parallel, the last part-empty wave plus one by k-tiles, fixed up through a workspace; step 17
+  itself where one block a tile keeps ≥ 90 % of the SMs busy;
+* ``warp_specialized_persistent``: the persistent loop alone (every tile data-parallel, no fallback): what the
+  persistent grid costs or gives where there is nothing to balance.
+
+cuBLAS SGEMM and cuBLAS TF32 are timed in the same run. Shapes: wave boundaries (150, 144, 270, 288 and 576 tiles of
+256 × 128 on 132 SMs), one K-heavy product of 32 tiles, and 4096³ (512 tiles, 97 % of four waves: the control).
+
+Prediction: predictions/warp-specialized-stream-k-before-run.md (written before the run).
+
+    python -m experiments.tensor_core_stream_k [OUT.json]   # default experiments/results/experiment-tensor-core-stream-k-<gpu>.json
+"""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+from experiments import output_path, ratio, require_gpu, run_and_save
+
+SIZES = [(1152, 3840, 2048), (2304, 2048, 8192), (6784, 1280, 3072), (3000, 3000, 3000), (4096, 4608, 4096),
+         (1024, 1024, 8192), (4096, 4096, 4096)]
+SHIPPED = "warp_specialized"
+STREAM_K = "warp_specialized_stream_k"
+PERSISTENT = "warp_specialized_persistent"
+
+
+def variants() -> list:
+    """The two builds of the variant kernel, as benchmark entries (step 17 itself is taken from the course)."""
+    from experiments.kernels import warp_specialized_stream_k as kernel
+
+    return [SimpleNamespace(name=STREAM_K, number=17, arithmetic="tf32", built=kernel.build(),
+                            launch=None),
+            SimpleNamespace(name=PERSISTENT, number=17, arithmetic="tf32",
+                            built=kernel.build(split=kernel.no_stream_k, fallback=False), launch=None)]
+
+
+def summary(results: dict) -> dict:
+    """Per shape ``"MxNxK"``: each build's TFLOPS and both cuBLAS', each build over step 17 and over cuBLAS TF32."""
+    tflops: dict = {}
+    for r in results["records"]:
+        tflops.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r.get("tflops")
+    names = [SHIPPED, STREAM_K, PERSISTENT]
+    return {f"{m}x{n}x{k}": {"tflops": {name: by.get(name) for name in (*names, "cublas_tf32", "cublas")},
+                             "over_step17": {name: ratio(by.get(name), by.get(SHIPPED)) for name in names[1:]},
+                             "over_tf32": {name: ratio(by.get(name), by.get("cublas_tf32")) for name in names}}
+            for (m, n, k), by in tflops.items()}
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/tensor_core_stream_k.py")
+    import gemm_steps
+
+    out = output_path("tensor-core-stream-k", argv[1] if len(argv) > 1 else None)
+    entries = [SimpleNamespace(name=SHIPPED, number=17, arithmetic="tf32", launch=gemm_steps.get_step(SHIPPED).launch)]
+    for entry in variants():
+        entry.launch = entry.built.launch
+        entries.append(entry)
+    results = run_and_save(entries, SIZES, out, "step 17 against its kernel on a persistent grid with step 11's "
+                           "stream-K split, and the persistent loop alone (experiments/tensor_core_stream_k.py)",
+                           summary, width=28)
+    nan = float("nan")
+    for shape, row in results["summary"].items():
+        over = ", ".join(f"{name} / step 17 {value or nan:.3f}" for name, value in row["over_step17"].items())
+        print(f"{shape}: {over}; / cuBLAS TF32: " + ", ".join(f"{v or nan:.2f}" for v in row["over_tf32"].values()))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

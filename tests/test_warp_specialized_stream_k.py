@@ -1,0 +1,164 @@
+"""Step 17 on step 11's schedule (experiments/kernels/warp_specialized_stream_k.py) stays correct.
+
+The experiment (experiments/tensor_core_stream_k.py) times it on a GPU; here it runs on the simulator, on step 17's
+SIMULATOR_CONFIG (32×64 tiles, one consumer warpgroup and the producer, BLOCK_K = 32) and the simulator's grid of 3
+blocks (or 2, forced), on small products where the schedule does what it is for — each launch's (data-parallel,
+stream-K) split is recorded and checked, not assumed:
+
+* one tile whose 7 k-tiles are shared by all 3 blocks (2, 2 and 3): the finishing block adds two blocks' partial
+  sums, and a second launch gives the same bits (the fixed order);
+* full tiles on a grid of 2 forced: whole waves data-parallel, the rest split by k-tiles, a tile split in the middle
+  of the blocks' shares, the ring running on from unit to unit (more units than stages);
+* ragged products on the PARTIAL_TILES build (one after a readable copy of B): every element written, none past C;
+* where the split leaves nothing to stream-K, step 17 runs (the fallback), and without it the persistent loop;
+* the PTX at the GPU's tiles: step 17's k-loop, the fixup's loads, no local memory, and ptxas keeps the register
+  hand-off (compiled by the GPU-mode worker, tests/ptx_jobs.py).
+
+Every product is checked against float64 with the TF32 tolerance and, sharper, against float64 on TF32 inputs (A
+truncated, B rounded: what step 17 multiplies) with the float32 tolerance: a dropped or doubled partial sum moves C by
+O(1), a dropped k-tile by ~1/√(k-tiles).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness.verify import tolerance_for
+from gemm_steps.steps import warp_specialized
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
+from helpers import nan_c_with_margin, only_c_written, random_matrices, rel_error, rng_for, tolerance
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from experiments.kernels import warp_specialized_stream_k as variant  # noqa: E402
+
+simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
+                                    reason="sizes chosen for the simulator's 32×64 tiles and grid of 3 blocks")
+PTX_JOB = "kernels:experiments.kernels.warp_specialized_stream_k:ptx_kernels"
+
+
+def _recording(built, blocks: int | None = None) -> list:
+    """Make ``built`` and its partial build record each launch as (build, grid, dp_tiles, sk_tiles); ``blocks``
+    forces their grid size."""
+    launches = []
+    for label, one in (("full", built), ("partial", built.partial)):
+        configured = one.configured
+
+        def recorded(variant_name, grid, stream, plan_launches=None, configured=configured, label=label):
+            launch = configured(variant_name, grid, stream, plan_launches)
+
+            def call(*arguments):
+                launches.append((label, grid, int(arguments[-2]), int(arguments[-1])))
+                launch(*arguments)
+
+            return call
+
+        one.configured = recorded
+        if blocks is not None:
+            one._resident_blocks = {"fast": blocks, "edge": blocks}
+    return launches
+
+
+def _product(built, m, n, k, name):
+    """C = A·B by ``built`` into NaN inside a NaN margin: nothing written outside C, every element of C written, and
+    within the tolerances."""
+    a, b = random_matrices(rng_for(name), m, n, k)
+    buffer, c = nan_c_with_margin(m, n)
+    built.launch(cuda.to_device(a), cuda.to_device(b), c)
+    result = only_c_written(buffer, m, n)
+    assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} elements unwritten"
+    error, limit = rel_error(result, a, b), tolerance_for(variant, k)
+    assert error <= limit, f"error {error:.2e} > TF32 tolerance {limit:.2e}"
+    on_tf32 = rel_error(result, truncate_to_tf32(a), round_to_tf32(b))
+    assert on_tf32 <= tolerance(k), f"error {on_tf32:.2e} on TF32 inputs > {tolerance(k):.2e}"
+    return result
+
+
+def test_the_variant_is_step_17_s_tiles_and_kernel_constants():
+    assert variant.CONFIG == warp_specialized.SEARCH_SPACE[0]
+    assert variant.ARITHMETIC == warp_specialized.ARITHMETIC
+    built = variant.build(variant.CONFIG, fallback=False)
+    shipped = warp_specialized.build(variant.CONFIG)
+    for name, value in shipped.constants.items():  # the k-tile's constants are step 17's
+        if name in built.constants:
+            assert built.constants[name] == value, name
+    assert built.fallback is None and variant.build(variant.CONFIG).fallback is not None
+
+
+@simulator_only
+def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k)
+    launches = _recording(built)
+    config = built.config
+    m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K  # one full tile of 7 k-tiles: 2, 2 and 3 a block
+    first = _product(built, m, n, k, "one tile, three blocks")
+    assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 0, 1)], "1 tile on 3 blocks: all stream-K"
+    again = _product(built, m, n, k, "one tile, three blocks")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
+
+
+@simulator_only
+def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
+    built = variant.build(variant.SIMULATOR_CONFIG)
+    launches = _recording(built, blocks=2)
+    config = built.config
+    m, n, k = 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K  # 5 full tiles of 5 k-tiles
+    assert stream_k_split(5, 2) == (2, 3)
+    _product(built, m, n, k, "five tiles, two blocks")
+    # 2 tiles data-parallel (one a block), then 3 tiles × 5 k-tiles = 15 iterations, [0, 7) and [7, 15): block 0 has
+    # stream-K tile 0 and k-tiles 0–1 of tile 1, block 1 k-tiles 2–4 of tile 1 (fixed up) and tile 2 — four units
+    # and 12 k-tiles on block 1, three times round its ring of 4 stages
+    assert launches == [("full", 2, 2, 3)]
+
+
+@simulator_only
+@pytest.mark.parametrize("m, n, k", [(50, 70, 200), (70, 130, 93)], ids=["B-copied", "ragged-K"])
+def test_ragged_products_run_the_partial_build_inside_c_only(m, n, k):
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k)
+    launches = _recording(built)
+    _product(built, m, n, k, f"ragged {m}x{n}x{k}")
+    assert [launch[0] for launch in launches] == ["partial"]
+
+
+@simulator_only
+def test_without_stream_k_tiles_step_17_runs_or_the_persistent_loop():
+    built = variant.build(variant.SIMULATOR_CONFIG)
+    launches = _recording(built)
+    config = built.config
+    step17 = []
+    built.fallback.launch_full_tiles = lambda *arguments, **keywords: step17.append(arguments[2:4])
+    a = np.zeros((6 * config.BLOCK_M, config.BLOCK_K), np.float32)
+    b = np.zeros((config.BLOCK_K, config.BLOCK_N), np.float32)
+    built.launch(cuda.to_device(a), cuda.to_device(b), cuda.to_device(np.zeros((6 * config.BLOCK_M, config.BLOCK_N),
+                                                                               np.float32)))
+    assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
+    assert step17 == [(6, 1)] and launches == [], "6 tiles on 3 blocks: step 17 itself"
+    persistent = variant.build(variant.SIMULATOR_CONFIG, fallback=False)
+    launches = _recording(persistent)
+    _product(persistent, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
+    assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)]
+    assert variant.no_stream_k(5, 3) == (5, 0) and variant.all_stream_k(5, 3) == (0, 5)
+
+
+@pytest.mark.ptx(PTX_JOB)
+def test_ptx_is_step_17s_k_loop_with_the_fixup_and_no_local_memory(ptx):
+    stats = ptx.stats(PTX_JOB, "warp_specialized_stream_k_fast")
+    assert "error" not in stats, stats.get("error")
+    step17 = warp_specialized.PTX_EXPECT["warp_specialized_fast"]
+    for key in ("wgmma.mma_async.tf32", "setp.num.f32", "setmaxnreg", "fence.proxy.tensormap.acquire.sys"):
+        assert stats[key] == step17[key], f"{key}: {stats[key]}, step 17 has {step17[key]}"
+    assert stats["local"] == 0 and stats["wgmma.written_after_fence"] == 0
+    assert stats["ld.global.f32"] == variant.CONFIG.BLOCK_M // 2  # the fixup: one ld.global.cg per accumulator
+    info = stats.get("ptxas") or {}
+    assert info.get("spill_bytes") == 0 and info.get("wgmma_serialized") == 0, info
+    assert info.get("registers", 999) <= 168, info
