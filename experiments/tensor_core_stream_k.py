@@ -1,13 +1,15 @@
 """Wave quantization on the tensor cores: step 17 against its kernel on step 11's schedule (persistent, stream-K),
 timed in one run with cuBLAS TF32 (issue 37, Deliver 3).
 
-The builds (experiments/kernels/warp_specialized_stream_k.py; one change from step 17: the schedule):
+The builds (first written as experiments/kernels/warp_specialized_stream_k.py, now step 21,
+gemm_steps/steps/warp_specialized_stream_k.py; one change from step 17: the schedule):
 
 * ``warp_specialized``: step 17 as ``matmul(precision="tf32")`` runs it — one block a tile (split-K where the tiles
   do not fill the SMs and K is long);
 * ``warp_specialized_stream_k``: the same k-tile on a persistent grid of one block an SM, step 11's hybrid split —
   whole waves data-parallel, the last part-empty wave plus one by k-tiles, fixed up through a workspace; step 17
-  itself where one block a tile keeps ≥ 90 % of the SMs busy;
+  itself where one block a tile keeps ≥ 90 % of the SMs busy (the first run, ``…-nvidia-h200.json``, timed this
+  build with that one fallback; step 21 also leaves to step 17 the products step 17 splits K on, from that run);
 * ``warp_specialized_persistent``: the persistent loop alone (every tile data-parallel, no fallback): what the
   persistent grid costs or gives where there is nothing to balance.
 
@@ -35,12 +37,13 @@ PERSISTENT = "warp_specialized_persistent"
 
 def variants() -> list:
     """The two builds of the variant kernel, as benchmark entries (step 17 itself is taken from the course)."""
-    from experiments.kernels import warp_specialized_stream_k as kernel
+    from gemm_steps.steps import warp_specialized_stream_k as step
+    from gemm_steps.toolkit.tuned import default_config
 
-    return [SimpleNamespace(name=STREAM_K, number=17, arithmetic="tf32", built=kernel.build(),
-                            launch=None),
-            SimpleNamespace(name=PERSISTENT, number=17, arithmetic="tf32",
-                            built=kernel.build(split=kernel.no_stream_k, fallback=False), launch=None)]
+    config = default_config(step.SEARCH_SPACE)
+    return [SimpleNamespace(name=STREAM_K, number=21, arithmetic="tf32", built=step.build(config), launch=None),
+            SimpleNamespace(name=PERSISTENT, number=21, arithmetic="tf32",
+                            built=step.build(config, split=step.no_stream_k, fallback=False), launch=None)]
 
 
 def summary(results: dict) -> dict:

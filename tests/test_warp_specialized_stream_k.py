@@ -1,6 +1,7 @@
-"""Step 17 on step 11's schedule (experiments/kernels/warp_specialized_stream_k.py) stays correct.
+"""Step 21 (steps/warp_specialized_stream_k.py: step 17's k-tile on step 11's schedule) is right where its schedule
+does something.
 
-The experiment (experiments/tensor_core_stream_k.py) times it on a GPU; here it runs on the simulator, on step 17's
+The experiment (experiments/tensor_core_stream_k.py) times it on a GPU; here it runs on the simulator, on its
 SIMULATOR_CONFIG (32×64 tiles, one consumer warpgroup and the producer, BLOCK_K = 32) and the simulator's grid of 3
 blocks (or 2, forced), on small products where the schedule does what it is for — each launch's (data-parallel,
 stream-K) split is recorded and checked, not assumed:
@@ -10,9 +11,13 @@ stream-K) split is recorded and checked, not assumed:
 * full tiles on a grid of 2 forced: whole waves data-parallel, the rest split by k-tiles, a tile split in the middle
   of the blocks' shares, the ring running on from unit to unit (more units than stages);
 * ragged products on the PARTIAL_TILES build (one after a readable copy of B): every element written, none past C;
-* where the split leaves nothing to stream-K, step 17 runs (the fallback), and without it the persistent loop;
-* the PTX at the GPU's tiles: step 17's k-loop, the fixup's loads, no local memory, and ptxas keeps the register
-  hand-off (compiled by the GPU-mode worker, tests/ptx_jobs.py).
+* where the split leaves nothing to stream-K, or step 17 would split K, step 17 runs (the fallback); without it the
+  persistent loop;
+* where step 17 runs instead, for a GPU of 132 SMs (whole waves, or the few tiles and long K step 17 splits);
+* on a GPU, four shapes (one tile over every block, a ragged wave boundary, one wave data-parallel and the rest split,
+  A copied into readable rows) right and the same bits twice.
+
+Its PTX and ptxas claims (``PTX_EXPECT``, ``PTXAS_EXPECT``) are checked with every step's by tests/test_ptx.py.
 
 Every product is checked against float64 with the TF32 tolerance and, sharper, against float64 on TF32 inputs (A
 truncated, B rounded: what step 17 multiplies) with the float32 tolerance: a dropped or doubled partial sum moves C by
@@ -20,9 +25,6 @@ O(1), a dropped k-tile by ~1/√(k-tiles).
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,15 +38,10 @@ from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
 from helpers import nan_c_with_margin, only_c_written, random_matrices, rel_error, rng_for, tolerance
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from experiments.kernels import warp_specialized_stream_k as variant  # noqa: E402
+from gemm_steps.steps import warp_specialized_stream_k as variant
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
                                     reason="sizes chosen for the simulator's 32×64 tiles and grid of 3 blocks")
-PTX_JOB = "kernels:experiments.kernels.warp_specialized_stream_k:ptx_kernels"
 
 
 def _recording(built, blocks: int | None = None) -> list:
@@ -84,20 +81,20 @@ def _product(built, m, n, k, name):
     return result
 
 
-def test_the_variant_is_step_17_s_tiles_and_kernel_constants():
-    assert variant.CONFIG == warp_specialized.SEARCH_SPACE[0]
-    assert variant.ARITHMETIC == warp_specialized.ARITHMETIC
-    built = variant.build(variant.CONFIG, fallback=False)
-    shipped = warp_specialized.build(variant.CONFIG)
-    for name, value in shipped.constants.items():  # the k-tile's constants are step 17's
-        if name in built.constants:
-            assert built.constants[name] == value, name
-    assert built.fallback is None and variant.build(variant.CONFIG).fallback is not None
+def test_the_step_is_step_17s_tiles_and_kernel_constants():
+    assert variant.SEARCH_SPACE[0].constants().items() >= {
+        name: value for name, value in warp_specialized.SEARCH_SPACE[0].constants().items()
+        if name in variant.Config().constants()}.items(), "a constant of step 17's k-tile changed"
+    assert variant.ARITHMETIC == warp_specialized.ARITHMETIC and variant.BUILDS_ON == "warp_specialized"
+    built = variant.build(variant.SEARCH_SPACE[0])
+    assert built.fallback is gemm_steps.get_step("warp_specialized").module.TUNING.kernels() or \
+        built.fallback.config == warp_specialized.Config.of(variant.SEARCH_SPACE[0])
+    assert variant.build(variant.SEARCH_SPACE[0], fallback=False).fallback is None
 
 
 @simulator_only
 def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
-    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k)
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False)
     launches = _recording(built)
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K  # one full tile of 7 k-tiles: 2, 2 and 3 a block
@@ -124,10 +121,22 @@ def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
 @simulator_only
 @pytest.mark.parametrize("m, n, k", [(50, 70, 200), (70, 130, 93)], ids=["B-copied", "ragged-K"])
 def test_ragged_products_run_the_partial_build_inside_c_only(m, n, k):
-    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k)
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False)
     launches = _recording(built)
     _product(built, m, n, k, f"ragged {m}x{n}x{k}")
     assert [launch[0] for launch in launches] == ["partial"]
+
+
+def test_step_17_runs_where_nothing_is_split_and_where_it_would_split_k():
+    built = variant.build(variant.SEARCH_SPACE[0])
+    sms = 132
+    built.sm_count = lambda: sms
+    k = 4096  # 128 k-tiles
+    assert built.runs_stream_k(150, k) and built.runs_stream_k(270, k), "part-empty waves"
+    assert not built.runs_stream_k(132, k) and not built.runs_stream_k(512, k), "whole waves (≥ 90 % busy)"
+    assert not built.runs_stream_k(32, 8192), "32 tiles of 256 k-tiles: step 17 splits K"
+    assert built.runs_stream_k(100, 1024), "100 tiles of 32 k-tiles: too short for step 17's split-K"
+    assert variant.runs_step_17(32, 256, sms) and not variant.runs_step_17(100, 32, sms)
 
 
 @simulator_only
@@ -143,22 +152,25 @@ def test_without_stream_k_tiles_step_17_runs_or_the_persistent_loop():
                                                                                np.float32)))
     assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
     assert step17 == [(6, 1)] and launches == [], "6 tiles on 3 blocks: step 17 itself"
-    persistent = variant.build(variant.SIMULATOR_CONFIG, fallback=False)
+    persistent = variant.build(variant.SIMULATOR_CONFIG, split=variant.no_stream_k, fallback=False)
     launches = _recording(persistent)
     _product(persistent, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
     assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)]
     assert variant.no_stream_k(5, 3) == (5, 0) and variant.all_stream_k(5, 3) == (0, 5)
 
 
-@pytest.mark.ptx(PTX_JOB)
-def test_ptx_is_step_17s_k_loop_with_the_fixup_and_no_local_memory(ptx):
-    stats = ptx.stats(PTX_JOB, "warp_specialized_stream_k_fast")
-    assert "error" not in stats, stats.get("error")
-    step17 = warp_specialized.PTX_EXPECT["warp_specialized_fast"]
-    for key in ("wgmma.mma_async.tf32", "setp.num.f32", "setmaxnreg", "fence.proxy.tensormap.acquire.sys"):
-        assert stats[key] == step17[key], f"{key}: {stats[key]}, step 17 has {step17[key]}"
-    assert stats["local"] == 0 and stats["wgmma.written_after_fence"] == 0
-    assert stats["ld.global.f32"] == variant.CONFIG.BLOCK_M // 2  # the fixup: one ld.global.cg per accumulator
-    info = stats.get("ptxas") or {}
-    assert info.get("spill_bytes") == 0 and info.get("wgmma_serialized") == 0, info
-    assert info.get("registers", 999) <= 168, info
+#: On a GPU (132 SMs an H100 or H200, step 17's 256 × 128 tiles): one tile shared by every block; a wave boundary of
+#: ragged tiles (all stream-K); 270 tiles (one wave data-parallel, the rest by k-tiles); a K not a multiple of 4
+#: (A copied into readable rows first).
+GPU_SHAPES = [(256, 128, 4096), (1152, 3840, 512), (6784, 1280, 320), (700, 2500, 1001)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES])
+def test_on_the_gpu_every_split_is_right_and_the_same_bits_twice(m, n, k):
+    if tuple(cuda.get_current_device().compute_capability) != (9, 0):
+        pytest.skip("wgmma and the copy engine's tensor copies need compute capability 9.0")
+    built = variant.build(variant.SEARCH_SPACE[0], fallback=False)
+    first = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
+    again = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"

@@ -27,4 +27,5 @@ COURSE = [
     "warp_specialized_3xtf32",
     "pingpong",
     "cluster_multicast",
+    "warp_specialized_stream_k",
 ]
