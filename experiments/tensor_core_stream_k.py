@@ -19,6 +19,12 @@ cuBLAS SGEMM and cuBLAS TF32 are timed in the same run. Shapes: wave boundaries 
 Prediction: predictions/warp-specialized-stream-k-before-run.md (written before the run).
 
     python -m experiments.tensor_core_stream_k [OUT.json]   # default experiments/results/experiment-tensor-core-stream-k-<gpu>.json
+    python -m experiments.tensor_core_stream_k OUT.json 8192x8192x8192 2048x2048x2048   # other shapes
+
+Runs: ``…-nvidia-h200.json`` (the prediction above; step 21 then fell back to step 17 only where nothing was split)
+and ``-2`` (predictions/warp-specialized-stream-k-second-run.md: the same builds, step 21 leaving split-K products to
+step 17); ``-3``, whole waves only (predictions/persistent-loop-before-run.md: does the persistent loop alone beat
+step 17 where nothing is split?).
 """
 
 from __future__ import annotations
@@ -63,11 +69,12 @@ def main(argv: list[str] = sys.argv) -> None:
     import gemm_steps
 
     out = output_path("tensor-core-stream-k", argv[1] if len(argv) > 1 else None)
+    sizes = [tuple(int(x) for x in shape.split("x")) for shape in argv[2:]] or SIZES
     entries = [SimpleNamespace(name=SHIPPED, number=17, arithmetic="tf32", launch=gemm_steps.get_step(SHIPPED).launch)]
     for entry in variants():
         entry.launch = entry.built.launch
         entries.append(entry)
-    results = run_and_save(entries, SIZES, out, "step 17 against its kernel on a persistent grid with step 11's "
+    results = run_and_save(entries, sizes, out, "step 17 against its kernel on a persistent grid with step 11's "
                            "stream-K split, and the persistent loop alone (experiments/tensor_core_stream_k.py)",
                            summary, width=28)
     nan = float("nan")
