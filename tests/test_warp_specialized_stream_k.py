@@ -11,9 +11,9 @@ stream-K) split is recorded and checked, not assumed:
 * full tiles on a grid of 2 forced: whole waves data-parallel, the rest split by k-tiles, a tile split in the middle
   of the blocks' shares, the ring running on from unit to unit (more units than stages);
 * ragged products on the PARTIAL_TILES build (one after a readable copy of B): every element written, none past C;
-* where the split leaves nothing to stream-K, or step 17 would split K, step 17 runs (the fallback); without it the
-  persistent loop;
-* where step 17 runs instead, for a GPU of 132 SMs (whole waves, or the few tiles and long K step 17 splits);
+* where the split leaves nothing to stream-K, the persistent tile loop (no more blocks than tiles); where step 17
+  would split K, step 17 runs (the fallback);
+* where step 17 runs instead, for a GPU of 132 SMs: only the few tiles and long K step 17 splits;
 * on a GPU, four shapes (one tile over every block, a ragged wave boundary, one wave data-parallel and the rest split,
   A copied into readable rows) right and the same bits twice.
 
@@ -94,7 +94,7 @@ def test_the_step_is_step_17s_tiles_and_kernel_constants():
 
 @simulator_only
 def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
-    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False)
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False, min_share=1)
     launches = _recording(built)
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K  # one full tile of 7 k-tiles: 2, 2 and 3 a block
@@ -106,7 +106,7 @@ def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
 
 @simulator_only
 def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
-    built = variant.build(variant.SIMULATOR_CONFIG)
+    built = variant.build(variant.SIMULATOR_CONFIG, min_share=1)
     launches = _recording(built, blocks=2)
     config = built.config
     m, n, k = 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K  # 5 full tiles of 5 k-tiles
@@ -121,41 +121,54 @@ def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
 @simulator_only
 @pytest.mark.parametrize("m, n, k", [(50, 70, 200), (70, 130, 93)], ids=["B-copied", "ragged-K"])
 def test_ragged_products_run_the_partial_build_inside_c_only(m, n, k):
-    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False)
+    built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False, min_share=1)
     launches = _recording(built)
     _product(built, m, n, k, f"ragged {m}x{n}x{k}")
     assert [launch[0] for launch in launches] == ["partial"]
 
 
-def test_step_17_runs_where_nothing_is_split_and_where_it_would_split_k():
+def test_step_17_runs_only_where_it_would_split_k():
     built = variant.build(variant.SEARCH_SPACE[0])
-    sms = 132
-    built.sm_count = lambda: sms
-    k = 4096  # 128 k-tiles
-    assert built.runs_stream_k(150, k) and built.runs_stream_k(270, k), "part-empty waves"
-    assert not built.runs_stream_k(132, k) and not built.runs_stream_k(512, k), "whole waves (≥ 90 % busy)"
-    assert not built.runs_stream_k(32, 8192), "32 tiles of 256 k-tiles: step 17 splits K"
-    assert built.runs_stream_k(100, 1024), "100 tiles of 32 k-tiles: too short for step 17's split-K"
-    assert variant.runs_step_17(32, 256, sms) and not variant.runs_step_17(100, 32, sms)
+    built.sm_count = lambda: 132
+    assert built.runs_fallback(32, 8192), "32 tiles of 256 k-tiles: step 17 splits K"
+    for tiles, k in [(150, 4096), (512, 4096), (132, 8192), (100, 1024)]:  # part-empty, whole waves, short K
+        assert not built.runs_fallback(tiles, k), (tiles, k)
+    assert variant.runs_step_17(32, 256, 132) and not variant.runs_step_17(100, 32, 132)
+    assert not variant.build(variant.SEARCH_SPACE[0], fallback=False).runs_fallback(32, 8192)
 
 
 @simulator_only
-def test_without_stream_k_tiles_step_17_runs_or_the_persistent_loop():
+def test_a_small_product_gives_each_block_at_least_min_share_k_tiles():
+    built = variant.build(variant.SIMULATOR_CONFIG, min_share=4)
+    launches = _recording(built)
+    config = built.config
+    _product(built, config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K, "one tile, shares of four")
+    assert launches == [("full", 1, 0, 1)], "7 k-tiles in shares of at least 4: one block"
+    _product(built, 2 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K, "two tiles, shares of four")
+    assert launches[-1] == ("full", 2, 0, 2), "10 k-tiles: two blocks of 5"
+    assert variant.MIN_SHARE_K_TILES == variant.build(variant.SIMULATOR_CONFIG).min_share
+
+
+@simulator_only
+def test_whole_waves_run_the_persistent_loop_and_split_k_products_step_17():
     built = variant.build(variant.SIMULATOR_CONFIG)
     launches = _recording(built)
     config = built.config
+    assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
+    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
+    assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], "6 tiles on 3 blocks: two tiles a block"
+    loop = variant.build(variant.SIMULATOR_CONFIG, split=variant.no_stream_k, fallback=False)
+    loop_launches = _recording(loop)
+    _product(loop, 2 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "two tiles, two blocks")
+    assert loop_launches == [("full", 2, 2, 0)], "2 tiles, nothing split: a grid of 2"
     step17 = []
     built.fallback.launch_full_tiles = lambda *arguments, **keywords: step17.append(arguments[2:4])
-    a = np.zeros((6 * config.BLOCK_M, config.BLOCK_K), np.float32)
+    built.fallback_when = lambda tiles, k_tiles, sms: True
+    a = np.zeros((config.BLOCK_M, config.BLOCK_K), np.float32)
     b = np.zeros((config.BLOCK_K, config.BLOCK_N), np.float32)
-    built.launch(cuda.to_device(a), cuda.to_device(b), cuda.to_device(np.zeros((6 * config.BLOCK_M, config.BLOCK_N),
+    built.launch(cuda.to_device(a), cuda.to_device(b), cuda.to_device(np.zeros((config.BLOCK_M, config.BLOCK_N),
                                                                                np.float32)))
-    assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
-    assert step17 == [(6, 1)] and launches == [], "6 tiles on 3 blocks: step 17 itself"
-    persistent = variant.build(variant.SIMULATOR_CONFIG, split=variant.no_stream_k, fallback=False)
-    launches = _recording(persistent)
-    _product(persistent, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
-    assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)]
+    assert step17 == [(1, 1)] and len(launches) == 1, "where fallback_when says so, step 17 runs"
     assert variant.no_stream_k(5, 3) == (5, 0) and variant.all_stream_k(5, 3) == (0, 5)
 
 
@@ -170,7 +183,7 @@ GPU_SHAPES = [(256, 128, 4096), (1152, 3840, 512), (6784, 1280, 320), (700, 2500
 def test_on_the_gpu_every_split_is_right_and_the_same_bits_twice(m, n, k):
     if tuple(cuda.get_current_device().compute_capability) != (9, 0):
         pytest.skip("wgmma and the copy engine's tensor copies need compute capability 9.0")
-    built = variant.build(variant.SEARCH_SPACE[0], fallback=False)
+    built = variant.build(variant.SEARCH_SPACE[0], fallback=False, min_share=1)
     first = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
     again = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
     assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"

@@ -20,17 +20,18 @@ per k-step, tiles and grouped order): the schedule — step 11's, brought to the
   elements of C waits for that flag, fences, reads them (``ld.global.cg``: from L2, never a stale L1 line) and lowers
   it. No barrier between threads is needed: a consumer warpgroup never waits for the other.
 * **When.** ``stream_k.stream_k_split`` decides, as in step 11: where one block a tile keeps ≥ 90 % of the SMs busy,
-  nothing is split and step 17 runs itself; otherwise whole waves stay data-parallel and the last part-empty wave plus
-  one are shared out by k-tiles. Where step 17 splits K (few tiles, long K: ``warp_specialized.slices``), step 17
-  runs too — its split-K was faster there (experiments/tensor_core_stream_k.py).
+  nothing is split and every tile is data-parallel — the persistent tile loop, which still saves each tile's start
+  and lets its store overlap the next tile's first copies; otherwise whole waves stay data-parallel and the last
+  part-empty wave plus one are shared out by k-tiles. Where step 17 splits K (few tiles, long K:
+  ``warp_specialized.slices``) step 17 runs: its split-K was faster there (``runs_step_17``).
 
 Deadlock-free for the reason step 11 is: a block waits only for lower-numbered blocks, whose partial sums never wait,
 and the grid is sized to the blocks the GPU holds at once (it assumes no other work holds the SMs).
 
-Why faster: every SM computes ≈ T · k-tiles / 132 k-tiles instead of ceil(T / 132) tiles' worth, plus the fixup.
-Expect: predictions/warp-specialized-stream-k-before-run.md (written before the first GPU run). Measured: lesson 21
-reads experiments/results/experiment-tensor-core-stream-k-*.json (on the course benchmark's squares this step runs step
-17: their tiles fill whole waves).
+Why faster: every SM computes ≈ T · k-tiles / 132 k-tiles instead of ceil(T / 132) tiles' worth, plus the fixup;
+where tiles fill whole waves, a tile's start and end are hidden behind the ring.
+Expect: predictions/warp-specialized-stream-k-before-run.md and predictions/persistent-loop-before-run.md (each
+written before its run). Measured: lesson 21 reads experiments/results/experiment-tensor-core-stream-k-*.json.
 
 Shapes: as step 17 — the full-tile build where the tiles are whole and the copy engine can read A and B, else the
 PARTIAL_TILES build (the copy engine zero-fills past A and B, the stores keep to C), after a readable copy where a row
@@ -346,6 +347,13 @@ def runs_step_17(tiles: int, k_tiles: int, sms: int) -> bool:
     return warp_specialized.slices(tiles, k_tiles, sms) > 1
 
 
+#: The fewest k-tiles a block's share of the stream-K k-tiles has, where a small product leaves no whole wave (fewer
+#: blocks then): handing a partial tile over costs about as much as 9 k-tiles — on an H200 (lesson 21's timeline of
+#: this kernel) a block stored its 128 KB of partial sums and fenced in ≈ 4 µs, the finishing block waited and read
+#: them in ≈ 2–3 µs, a k-tile took ≈ 0.6–0.75 µs — so a share of 16 k-tiles keeps that cost under half its work. A
+#: value from that model, not from a sweep.
+MIN_SHARE_K_TILES = 16
+
 #: Step 17's tile: 256 rows (wgmma N = 256) × 2 consumer warpgroups, and a producer warpgroup.
 SEARCH_SPACE = [Config(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, THREAD_M=16, THREAD_N=8, MIN_BLOCKS_PER_SM=1)]
 #: On the simulator: one consumer warpgroup on a 32×64 tile, as steps 14–17 (a grid of 3 blocks).
@@ -353,15 +361,16 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 def build(config: Config | TileConfig, split=stream_k_split, fallback_when=runs_step_17,
-          fallback: bool = True) -> StreamKTmaTiles:
+          fallback: bool = True, min_share: int = MIN_SHARE_K_TILES) -> StreamKTmaTiles:
     """The step built for a configuration (or another configuration's tiles): the full-tile build with the
-    PARTIAL_TILES build beside it, each falling back to step 17's build for the same tiles (``toolkit.tuned.built``:
-    the one step 17 runs, compiled once) where ``split`` leaves nothing to stream-K or ``fallback_when`` says so.
-    ``fallback=False``: this kernel runs every launch (with ``no_stream_k``: the persistent tile loop alone)."""
+    PARTIAL_TILES build beside it, each leaving to step 17's build for the same tiles (``toolkit.tuned.built``: the
+    one step 17 runs, compiled once) the launches ``fallback_when`` names. ``fallback=False``: this kernel runs every
+    launch (with ``no_stream_k``: the persistent tile loop alone; with ``all_stream_k``: every tile split);
+    ``min_share``: the fewest k-tiles a block's share has where every tile is split."""
     config = Config.of(config)
     step17 = built(warp_specialized.build, warp_specialized.Config.of(config)) if fallback else None
     common = dict(edge=warpgroup_tf32.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
-                  split=split, fallback_when=fallback_when)
+                  split=split, fallback_when=fallback_when, min_share=min_share)
     partial = StreamKTmaTiles("warp_specialized_stream_k_partial", warp_specialized_stream_k_kernel,
                               replace(config, PARTIAL_TILES=True), fallback=step17 and step17.partial, **common)
     return StreamKTmaTiles("warp_specialized_stream_k", warp_specialized_stream_k_kernel,
@@ -374,7 +383,7 @@ def all_stream_k(tiles: int, blocks: int) -> tuple[int, int]:
 
 
 def no_stream_k(tiles: int, blocks: int) -> tuple[int, int]:
-    """Every tile data-parallel: the persistent tile loop alone (built with ``fallback=False``)."""
+    """Every tile data-parallel: the persistent tile loop alone."""
     return tiles, 0
 
 

@@ -310,17 +310,20 @@ class StreamKTmaTiles(TmaTiles):
     """A TMA build whose fast kernel runs step 11's schedule on a persistent grid of one block an SM (step 21):
     ``split(tiles, blocks)`` gives (data-parallel, stream-K) tiles, and the kernel takes the partial sums' workspace
     (a tile a block), the flags (one a consumer thread: ``THREADS`` a block) and the two counts after the tensor maps.
-    Where the split leaves nothing to stream-K, or ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback``
-    build (step 17's) runs the launch instead; without one (``None``: an experiment's persistent loop) the kernel
-    runs every launch, on no more blocks than tiles where nothing is split. Workspace and flags are kept per stream (:class:`Workspaces`); every
-    launch leaves the flags at 0 (each raised flag is lowered by the thread that read it)."""
+    Where nothing is split the grid has no more blocks than tiles (the persistent tile loop); where everything is
+    (a small product), no more than give each block ``min_share`` k-tiles. Where
+    ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback`` build (step 17's) runs the launch instead.
+    Workspace and flags are kept per stream (:class:`Workspaces`); every launch leaves the flags at 0 (each raised flag
+    is lowered by the thread that read it)."""
 
     schedule = "stream-K"
     signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
 
-    def __init__(self, *args, split, fallback: TmaTiles | None, fallback_when, **kwargs):
+    def __init__(self, *args, split, min_share: int = 1, fallback: TmaTiles | None = None, fallback_when=None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.split = split
+        self.min_share = min_share
         self.fallback = fallback
         self.fallback_when = fallback_when
         self._stream_k = Workspaces()
@@ -333,24 +336,22 @@ class StreamKTmaTiles(TmaTiles):
         block_k = self.config.BLOCK_K
         return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
 
-    def runs_stream_k(self, tiles: int, k: int) -> bool:
-        """Whether a launch of so many full tiles and this K runs the stream-K kernel (else ``fallback``): the split
-        gives stream-K tiles on a grid of one block an SM, and ``fallback_when`` does not claim the product."""
-        if self.fallback is None:
-            return True
-        sms = self.sm_count()
-        return self.split(tiles, sms)[1] > 0 and not self.fallback_when(tiles, self.k_tiles(k), sms)
+    def runs_fallback(self, tiles: int, k: int) -> bool:
+        """Whether the ``fallback`` build runs a launch of so many full tiles and this K: ``fallback_when`` says so."""
+        return self.fallback is not None and bool(self.fallback_when(tiles, self.k_tiles(k), self.sm_count()))
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
                           launches: list | None = None) -> None:
         tiles = full_rows * full_cols
-        if not self.runs_stream_k(tiles, int(sizes[2])):
+        if self.runs_fallback(tiles, int(sizes[2])):
             self.fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, matrices, launches)
             return
         blocks = self.resident_blocks("fast")
         data_parallel, stream_k = self.split(tiles, blocks)
-        if stream_k == 0:  # the persistent loop alone: no block without a tile
+        if stream_k == 0:  # the persistent tile loop alone: no block without a tile
             blocks = min(blocks, tiles)
+        elif data_parallel == 0:  # all of it split: no block with fewer than min_share k-tiles
+            blocks = max(1, min(blocks, stream_k * self.k_tiles(int(sizes[2])) // self.min_share))
         config = self.config
         workspace, flags = self._stream_k.get(blocks, stream, lambda: (
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
