@@ -138,14 +138,14 @@ def test_step_17_runs_only_where_it_would_split_k():
 
 
 @simulator_only
-def test_a_small_product_gives_each_block_at_least_min_share_k_tiles():
+def test_a_small_product_gives_each_block_min_share_k_tiles_or_a_tile():
     built = variant.build(variant.SIMULATOR_CONFIG, min_share=4)
     launches = _recording(built)
     config = built.config
     _product(built, config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K, "one tile, shares of four")
     assert launches == [("full", 1, 0, 1)], "7 k-tiles in shares of at least 4: one block"
-    _product(built, 2 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K, "two tiles, shares of four")
-    assert launches[-1] == ("full", 2, 0, 2), "10 k-tiles: two blocks of 5"
+    _product(built, 2 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "two tiles, shares of four")
+    assert launches[-1] == ("full", 2, 0, 2), "6 k-tiles in shares of four, but a block a tile: two blocks"
     assert variant.MIN_SHARE_K_TILES == variant.build(variant.SIMULATOR_CONFIG).min_share
 
 

@@ -311,7 +311,7 @@ class StreamKTmaTiles(TmaTiles):
     ``split(tiles, blocks)`` gives (data-parallel, stream-K) tiles, and the kernel takes the partial sums' workspace
     (a tile a block), the flags (one a consumer thread: ``THREADS`` a block) and the two counts after the tensor maps.
     Where nothing is split the grid has no more blocks than tiles (the persistent tile loop); where everything is
-    (a small product), no more than give each block ``min_share`` k-tiles. Where
+    (a small product), no more than give each block ``min_share`` k-tiles, or one tile. Where
     ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback`` build (step 17's) runs the launch instead.
     Workspace and flags are kept per stream (:class:`Workspaces`); every launch leaves the flags at 0 (each raised flag
     is lowered by the thread that read it)."""
@@ -350,8 +350,8 @@ class StreamKTmaTiles(TmaTiles):
         data_parallel, stream_k = self.split(tiles, blocks)
         if stream_k == 0:  # the persistent tile loop alone: no block without a tile
             blocks = min(blocks, tiles)
-        elif data_parallel == 0:  # all of it split: no block with fewer than min_share k-tiles
-            blocks = max(1, min(blocks, stream_k * self.k_tiles(int(sizes[2])) // self.min_share))
+        elif data_parallel == 0:  # all of it split: no block with fewer than min_share k-tiles, but a block a tile
+            blocks = min(blocks, max(tiles, stream_k * self.k_tiles(int(sizes[2])) // self.min_share))
         config = self.config
         workspace, flags = self._stream_k.get(blocks, stream, lambda: (
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
