@@ -236,13 +236,15 @@ if ref is not None:
 #
 # The next lessons build on this design: 3xTF32 on it (step 18, lesson 18), two consumer warpgroups on alternate tiles
 # of a persistent grid (ping-pong, step 19, lesson 19) and clusters of two blocks sharing A's tile by multicast (step
-# 20, lesson 20). A persistent grid with a TMA-store epilogue, cuBLAS's last difference, is not built yet — and by
-# the deep dive's measurement it is not where step 17 loses at 4096³.
+# 20, lesson 20) and this kernel on a persistent grid with stream-K (step 21, lesson 21). A TMA-store epilogue,
+# cuBLAS's last difference, is not built yet — and by the deep dive's measurement it is not where step 17 loses at
+# 4096³.
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
 # runs it only when asked for TF32, where the shape table (of the GPU you run on, or the newest one shipped) measured
-# it fastest: `gemm-steps explain 2500 3000 1500 --precision tf32` picks step 17. At 4096³ step 20 (lesson 20: this
-# kernel in clusters of two blocks) ran within 3 % of it on the H200, and a tie goes to the later step. At the default
-# precision `matmul` never runs step 17.
+# it fastest — and a tie goes to the later step. Step 21 (lesson 21) runs this very k-tile on a persistent grid and
+# leaves to step 17 only the products step 17 splits K on; on the H200's table it ran within 3 % of step 17 or faster
+# at every shape, so `gemm-steps explain 2500 3000 1500 --precision tf32` picks step 21, and step 17's kernel runs
+# inside it. At the default precision `matmul` never runs step 17.
 #
 # Deep dives: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb);
 # [the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb).

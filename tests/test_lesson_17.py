@@ -52,20 +52,20 @@ def test_the_lower_clock_at_8192_is_the_kernels_energy_per_flop():
     assert "the power limit, not the kernel" not in text
 
 
-def test_matmul_picks_step_17_when_asked_for_tf32():
-    """What the lesson says `explain` prints: step 17 at 2500×3000×1500; at 4096³ step 20, within the tie of step 17
-    (the H200's table, the newest shipped)."""
+def test_matmul_runs_step_17s_kernel_through_step_21_when_asked_for_tf32():
+    """What the lesson says `explain` prints: step 21 at 2500×3000×1500, with step 17 within the tie (the H200's
+    table, the newest shipped); step 21 leaves to step 17 the products step 17 splits K on."""
     from gemm_steps.harness import dispatch
+    from gemm_steps.steps import warp_specialized_stream_k
 
     dispatch.forget()
-    assert dispatch.choose(2500, 3000, 1500, "tf32").step_name == "warp_specialized"
-    square = dispatch.choose(4096, 4096, 4096, "tf32")
-    assert square.step_name == "cluster_multicast" and square.gpu == "NVIDIA H200"
-    assert square.judged["warp_specialized"][1] * (1 + dispatch.TIE) >= square.judged["cluster_multicast"][1]
-    # within the tie either way: step 17 was ahead in the 2026-11-29-3 suite, step 20 by 0.2 % in -4
+    choice = dispatch.choose(2500, 3000, 1500, "tf32")
+    assert choice.step_name == "warp_specialized_stream_k" and choice.gpu == "NVIDIA H200"
+    assert choice.judged["warp_specialized"][1] * (1 + dispatch.TIE) >= choice.judged["warp_specialized_stream_k"][1]
+    assert warp_specialized_stream_k.BUILDS_ON == "warp_specialized"
     text = LESSON.read_text()
     assert "`matmul` never picks it: its" not in text
-    assert "explain 2500 3000 1500 --precision tf32` picks step 17" in text and "a tie goes to the later" in text
+    assert "explain 2500 3000 1500 --precision tf32` picks step 21" in text and "a tie goes to the later" in text
 
 
 def test_the_register_claim_names_both_models():

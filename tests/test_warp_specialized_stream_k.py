@@ -147,6 +147,11 @@ def test_a_small_product_gives_each_block_min_share_k_tiles_or_a_tile():
     _product(built, 2 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "two tiles, shares of four")
     assert launches[-1] == ("full", 2, 0, 2), "6 k-tiles in shares of four, but a block a tile: two blocks"
     assert variant.MIN_SHARE_K_TILES == variant.build(variant.SIMULATOR_CONFIG).min_share
+    short = variant.build(variant.SIMULATOR_CONFIG, min_share=6)
+    short_launches = _recording(short, blocks=2)
+    assert stream_k_split(5, 2) == (2, 3)
+    _product(short, 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K, "five tiles of five k-tiles")
+    assert short_launches == [("full", 2, 5, 0)], "tiles of 5 k-tiles, shares of at least 6: nothing split"
 
 
 @simulator_only

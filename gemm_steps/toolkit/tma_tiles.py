@@ -311,7 +311,8 @@ class StreamKTmaTiles(TmaTiles):
     ``split(tiles, blocks)`` gives (data-parallel, stream-K) tiles, and the kernel takes the partial sums' workspace
     (a tile a block), the flags (one a consumer thread: ``THREADS`` a block) and the two counts after the tensor maps.
     Where nothing is split the grid has no more blocks than tiles (the persistent tile loop); where everything is
-    (a small product), no more than give each block ``min_share`` k-tiles, or one tile. Where
+    (a small product), no more than give each block ``min_share`` k-tiles, or one tile; where a tile has fewer than
+    ``min_share`` k-tiles and whole waves run beside the split, nothing is split. Where
     ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback`` build (step 17's) runs the launch instead.
     Workspace and flags are kept per stream (:class:`Workspaces`); every launch leaves the flags at 0 (each raised flag
     is lowered by the thread that read it)."""
@@ -347,11 +348,14 @@ class StreamKTmaTiles(TmaTiles):
             self.fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, matrices, launches)
             return
         blocks = self.resident_blocks("fast")
+        k_tiles = self.k_tiles(int(sizes[2]))
         data_parallel, stream_k = self.split(tiles, blocks)
+        if data_parallel and k_tiles < self.min_share:  # a whole tile is shorter than a share: nothing to split
+            data_parallel, stream_k = tiles, 0
         if stream_k == 0:  # the persistent tile loop alone: no block without a tile
             blocks = min(blocks, tiles)
         elif data_parallel == 0:  # all of it split: no block with fewer than min_share k-tiles, but a block a tile
-            blocks = min(blocks, max(tiles, stream_k * self.k_tiles(int(sizes[2])) // self.min_share))
+            blocks = min(blocks, max(tiles, stream_k * k_tiles // self.min_share))
         config = self.config
         workspace, flags = self._stream_k.get(blocks, stream, lambda: (
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
