@@ -568,3 +568,15 @@ def test_no_evidence_reaches_a_product_smaller_than_every_measured_one():
     names = {"warp_specialized_3xtf32", "stream_k"}
     assert dispatch.choose_from(table, 5, 6, 7, names).step_name == "stream_k"
     assert dispatch.choose_from(table, 1000, 1000, 1001, names).step_name == "warp_specialized_3xtf32"
+
+
+def test_step_21_is_judged_only_where_it_ran_the_same_kernel():
+    """Step 21 runs step 17's split-K where step 17 splits K and its own kernel elsewhere: a measurement of one says
+    nothing of the other (seed 20261213's 94×13363×1051, judged on 100×6001×4003's split-K, ran its stream-K at 0.56×
+    cuBLAS TF32)."""
+    assert dispatch._schedule("warp_specialized_stream_k", 100, 6001, 4003) == "step 17"  # 47 tiles, 126 k-tiles
+    assert dispatch._schedule("warp_specialized_stream_k", 94, 13363, 1051) == "own"  # 33 k-tiles: no split-K
+    assert dispatch._schedule("warp_specialized_stream_k", 4096, 4096, 4096) == "own"
+    assert dispatch._schedule("warp_specialized", 100, 6001, 4003) == "one"
+    assert not dispatch._same_path("warp_specialized_stream_k", (94, 13363, 1051), (100, 6001, 4003))
+    assert dispatch._same_path("warp_specialized_stream_k", (4096, 4096, 4096), (2048, 2048, 2048))

@@ -94,6 +94,11 @@ targets met, the small products' minimum at 0.72×). Step 21 then joined the cou
 grid, stream-K where waves are part-empty) and the shape suite was recorded again with it
 (results/shapes-nvidia-h200-2026-11-29-5.json): ``precision="tf32"`` now takes step 21 wherever it ran within the tie
 of step 17 or faster. Redrawn with seed 20261213 before any measurement of it.
+
+A fifteenth time: seed 20261213's set was measured on an H200 (results/held-out-nvidia-h200-2026-11-29-12.json: two
+targets met; ``tf32``'s minimum 0.56× at 94×13363×1051, where step 21 ran its stream-K, chosen on a suite shape
+where it had run step 17's split-K). The dispatch rule then judged step 21 only where it ran the same kernel
+(``dispatch._schedule``). Redrawn with seed 20261214 before any measurement of it.
 """
 
 from __future__ import annotations
@@ -105,9 +110,10 @@ from dataclasses import dataclass
 
 #: The draw's seed (a number fixed before the draw) and its size. Redrawn on 2026-11-28 (see the module docstring):
 #: SEEN_SEEDS lists the seeds whose sets were measured under a rule that changed afterwards.
-SEED = 20261213
+SEED = 20261214
 SEEN_SEEDS = (20261129, 20261130, 20261201, 20261202, 20261203, 20261204, 20261205, 20261206,
-              20261207, 20261208, 20261209, 20261210, 20261211, 20261212)
+              20261207, 20261208, 20261209, 20261210, 20261211, 20261212,
+              20261213)
 DRAWN = 24
 #: Each side log-uniform in [SIDE_MIN, SIDE_MAX].
 SIDE_MIN, SIDE_MAX = 64, 16384
