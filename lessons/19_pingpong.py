@@ -257,4 +257,4 @@ print(f"the build's 'past the order barrier' mark: {alt.mark_after_turn:,.0f} cl
 # [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) (`gemm-steps exercise check warp_specialized`).
 #
 # Next: [Lesson 20: a cluster of two blocks that share A's tile](20_cluster_multicast.ipynb) (step 20), then
-# [Lesson 21: the FP32 contract](21_fp32_contract.ipynb).
+# [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21).

@@ -175,5 +175,6 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and
 # [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) practise both, on the simulator.
 #
-# Next: [Lesson 21: the FP32 contract](21_fp32_contract.ipynb), what "FP32" promises; then
-# [Lesson 22: where next](22_where_next.ipynb).
+# Next: [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21: step 17's kernel on
+# a persistent grid, the part-empty last wave shared out by k-tiles), then
+# [Lesson 22: the FP32 contract](22_fp32_contract.ipynb), what "FP32" promises.

@@ -351,7 +351,7 @@ def runs_step_17(tiles: int, k_tiles: int, sms: int) -> bool:
 #: blocks (but a block a tile); where whole waves run beside the split and a tile has fewer k-tiles than this, no
 #: split at all (the persistent loop). Handing a partial tile over costs about as much as 9 k-tiles — on an H200
 #: (experiments/stream_k_timeline.py, this kernel with records) a block stored its 128 KB of partial sums and fenced in
-#: ≈ 4 µs, the finishing block waited and read them in ≈ 2–3 µs, a k-tile took ≈ 0.6–0.75 µs — so a share of 16
+#: ≈ 4 µs, the finishing block waited and read them in ≈ 2–5 µs, a k-tile took ≈ 0.6–0.75 µs — so a share of 16
 #: k-tiles keeps that cost under half its work. A value from that model, not from a sweep.
 MIN_SHARE_K_TILES = 16
 
