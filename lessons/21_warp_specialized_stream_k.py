@@ -22,8 +22,8 @@ print(step.doc.splitlines()[0])
 #
 # Left, step 17 at 1152×3840×2048: 150 tiles (256 × 128) of 64 k-tiles (32 deep), each SM a row, time to the right.
 # Right, step 21: the grid is 132 blocks, one an SM, and each takes an equal share of the 150 × 64 k-tiles — 72 or 73
-# — walked from its end backwards and cut where a tile ends. A hatched piece is part of a tile that two SMs share: the
-# SM that computes the tile's last k-tile adds the other's partial sums before it stores C.
+# — walked from its end backwards and cut where a tile ends, so most rows hold pieces of two tiles, and most tiles lie
+# on two rows: the SM that computes a tile's last k-tile adds the other's partial sums before it stores C.
 
 # %%
 lesson.show_figure(lesson_21.waves_figure(tiles=150, k_tiles=64))

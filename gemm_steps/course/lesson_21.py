@@ -98,8 +98,8 @@ def schedule_table(shapes) -> MarkdownTable:
 
 
 def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS):
-    """Each SM's work over time (in k-tiles) for ``tiles`` tiles: one block a tile in waves (left), step 21's equal
-    shares walked backwards, cut where tiles end (right); a colour a tile, the split tiles' pieces hatched."""
+    """Each SM's work over time (in k-tiles) for ``tiles`` tiles: one block a tile in waves (left, the idle SMs of the
+    last wave marked), step 21's equal shares walked backwards, cut where tiles end (right); a colour a tile."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 4.2), layout="constrained")
@@ -114,14 +114,17 @@ def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS):
         while x > begin:  # the walk of step 21's work_unit: backwards, a piece a tile
             start = max(begin, (x - 1) // k_tiles * k_tiles)
             tile = (x - 1) // k_tiles
-            whole = start % k_tiles == 0 and x - start == k_tiles
-            right.broken_barh([(at, x - start)], (b, 0.9), color=colours[tile], hatch=None if whole else "///")
+            right.broken_barh([(at, x - start)], (b, 0.9), color=colours[tile])
             at, x = at + x - start, start
+    idle = sms - tiles % sms if tiles % sms else 0
+    if idle:
+        last = tiles // sms * k_tiles
+        left.text(last + k_tiles / 2, (tiles % sms + sms) / 2, f"{idle} SMs idle", ha="center", va="center")
     for ax, title in ((left, f"step 17: {math.ceil(tiles / sms)} waves"),
                       (right, "step 21: an equal share of k-tiles an SM")):
         ax.set(xlabel="time (k-tiles)", title=title, xlim=(0, math.ceil(tiles / sms) * k_tiles))
     left.set_ylabel(f"SM (of {sms})")
-    fig.suptitle(f"{tiles} tiles of {k_tiles} k-tiles on {sms} SMs (hatched: a tile split between SMs)")
+    fig.suptitle(f"{tiles} tiles of {k_tiles} k-tiles on {sms} SMs (a colour a tile)")
     return fig
 
 
