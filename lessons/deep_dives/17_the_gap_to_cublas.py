@@ -81,6 +81,9 @@ print(f"step 17 over cuBLAS TF32 per clock: {t.ratio_at[1024]:.3f} at K = 1024, 
 # lines agree: step 17's fixed part is *smaller* than cuBLAS's, and what it loses is in the slope — its k-loop runs
 # slower per k-tile at the same clock. The persistent build does hide part of the fixed cost (the smaller intercept)
 # but its own k-loop is slower still (its ring counter runs across tiles in 64-bit arithmetic; not measured apart).
+# Step 21 (lesson 21) later ran step 17's k-loop on a persistent grid with the ring counted in 32 bits: a few percent
+# faster than step 17 at 4096³ in three runs, its prediction written before the third — a small part of the gap, not
+# the rest of it.
 #
 # So at 4096³ a persistent grid and a TMA-store epilogue, cuBLAS's remaining differences in design, are not where
 # step 17 loses: its k-loop's pace is. What sets that pace — with the same tensor-core instruction, the same fragment
