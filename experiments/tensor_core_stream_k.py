@@ -24,7 +24,8 @@ Prediction: predictions/warp-specialized-stream-k-before-run.md (written before 
 Runs: ``…-nvidia-h200.json`` (the prediction above; step 21 then fell back to step 17 only where nothing was split)
 and ``-2`` (predictions/warp-specialized-stream-k-second-run.md: the same builds, step 21 leaving split-K products to
 step 17); ``-3``, whole waves only (predictions/persistent-loop-before-run.md: does the persistent loop alone beat
-step 17 where nothing is split?).
+step 17 where nothing is split?); ``-4``, one shape class with and without the readable copies
+(predictions/stream-k-copies-before-run.md).
 """
 
 from __future__ import annotations

@@ -139,9 +139,22 @@ if suite is not None:
 # Where a part-empty wave is split, step 21 gains most (2432×1792, 140 tiles); where step 17 splits K it *is* step
 # 17. Four rows missed the prediction, all below it: the three ragged shapes whose A and B are both copied into
 # readable rows first (K and N odd) gained only a few percent, where the same schedule on a shape without copies
-# (3000³ above) gained about a fifth — not explained yet; and 640³, where 15 tiles of 20 k-tiles are cut into shares
-# and the fixup costs more than it saves. The other small products lose a little too: a persistent block's
-# bookkeeping is not free where a tile has 8–20 k-tiles.
+# (3000³ above) gained about a fifth; and 640³, where 15 tiles of 20 k-tiles are cut into shares and the fixup costs
+# more than it saves. The other small products lose a little too: a persistent block's bookkeeping is not free where
+# a tile has 8–20 k-tiles (probably; not measured apart).
+#
+# Were the copies what took the gain? One shape class, 288 tiles of 48 k-tiles, with nothing, B, A, and both copied —
+# one change a row, in one run, its prediction (`predictions/stream-k-copies-before-run.md`) written before it:
+
+# %%
+if len(runs) > 3:
+    lesson.say(lesson_21.copies_table(runs[3]))
+    print(lesson_21.caption(runs[3]))
+
+# %% [markdown]
+# No: with or without copies step 21 gains about the same here, less than at 3000³ — the shorter K is what gives
+# less (a tile of 48 k-tiles, against 94), and the suite's smaller gain at 3001×2999×1531 against this run's is a
+# spread between two processes, larger than the few percent usual.
 #
 # ## Where the time goes
 #

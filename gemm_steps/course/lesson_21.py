@@ -17,10 +17,11 @@ from .timings import load_run
 
 #: experiments/tensor_core_stream_k.py: step 17, step 21 (stream-K where waves are part-empty), step 21's kernel as a
 #: persistent loop alone, both cuBLAS — the first run (its prediction), the second (the same shapes again), the third
-#: (whole waves only: the persistent loop's prediction).
+#: (whole waves only: the persistent loop's prediction), the fourth (one shape class with and without the copies).
 RUNS = (results_files.EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200,
         results_files.EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_2,
-        results_files.EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_3)
+        results_files.EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_3,
+        results_files.EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_4)
 #: experiments/stream_k_timeline.py: step 21's kernel with %clock64 records, at three split shapes and 4096³.
 TIMELINE = results_files.EXPERIMENT_STREAM_K_TIMELINE_NVIDIA_H200
 #: The shape suite that first timed step 21 (and that the dispatch table was recorded from).
@@ -224,6 +225,18 @@ def suite_rows(run: dict) -> list[dict]:
                     "step 21 / cuBLAS TF32": t["warp_specialized_stream_k"] / t["cublas_tf32"],
                     "copies": "A" * (k % 4 != 0) + "B" * (n % 4 != 0) or "none"})
     return out
+
+
+def copies_table(run: dict) -> MarkdownTable:
+    """Step 21 over step 17 at each shape of a run, with what the launch copies first (A where K is not a multiple of
+    4, B where N is not)."""
+    rows = []
+    for shape, t in tflops(run).items():
+        m, n, k = map(int, shape.split("x"))
+        rows.append({"M×N×K": shape.replace("x", "×"), "copied": " and ".join(
+                         name for name, copied in (("A", k % 4), ("B", n % 4)) if copied) or "nothing",
+                     "step 21 / step 17": t["warp_specialized_stream_k"] / t["warp_specialized"]})
+    return table(rows, {"step 21 / step 17": "{:.3f}"})
 
 
 def suite_table(rows: list[dict]) -> MarkdownTable:

@@ -247,6 +247,7 @@ EXPERIMENT_STREAM_K_READER_FENCE_NVIDIA_H100 = "experiment-stream-k-reader-fence
 EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200 = "experiment-tensor-core-stream-k-nvidia-h200.json"  # step 21, run 1
 EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_2 = "experiment-tensor-core-stream-k-nvidia-h200-2.json"
 EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_3 = "experiment-tensor-core-stream-k-nvidia-h200-3.json"  # whole waves
+EXPERIMENT_TENSOR_CORE_STREAM_K_NVIDIA_H200_4 = "experiment-tensor-core-stream-k-nvidia-h200-4.json"  # the copies
 EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100 = "experiment-tensor-cores-first-try-nvidia-h100.json"
 EXPERIMENT_TENSOR_CORES_NVIDIA_H100 = "experiment-tensor-cores-nvidia-h100.json"
 EXPERIMENT_TF32_CONVERSION_NVIDIA_H100 = "experiment-tf32-conversion-nvidia-h100.json"
