@@ -6,7 +6,7 @@
 # with 18 tiles and 114 idle SMs — for 1.14 waves of work. This is **wave quantization**, and lesson 11 fixed it on the
 # FP32 units with **stream-K**: whole waves stay one block a tile, and the k-loops of the tiles left over are shared
 # out evenly over all the SMs, a tile's pieces added up at the end. Step 21 is step 17's k-tile, unchanged, on that
-# schedule. The timings come from three runs on an **H200**, each with step 17 and cuBLAS TF32 in the same process
+# schedule. The timings come from four runs on an **H200**, each with step 17 and cuBLAS TF32 in the same process
 # (the captions name the files).
 
 # %%
@@ -87,10 +87,11 @@ if runs:
 # %% [markdown]
 # Five of seven inside. The two misses say where the model is too simple:
 #
-# * **1152×3840×2048, below.** Equal shares do not end together: the timeline below shows blocks with the same number
-#   of k-tiles ending far apart, because with every SM busy some SMs' k-tiles run slower than others' (they share L2
-#   bandwidth), and the kernel ends with the slowest. Step 17's second wave of 18 tiles, on an idle GPU, runs faster
-#   than a full wave — the model charged it a full wave's time.
+# * **1152×3840×2048, below.** The model counted k-tiles only. The timeline below shows what else a block of step 21
+#   does here: two stores of C in the partial build this ragged shape runs (M = 1152 is 4.5 tiles), each as long as
+#   several k-tiles, and a hand-over of partial sums; and blocks with the same number of k-tiles ended far apart —
+#   some SMs' k-tiles ran slower (most likely waiting on L2 with every SM busy; not measured) — and the kernel ends
+#   with the slowest.
 # * **1024×1024×8192, below.** 32 tiles of 256 k-tiles: step 17 splits K here (split-K, lesson 17: 4 slices that a
 #   second kernel adds up) and was faster — its slices are summed by a kernel that reads them all at once, while step
 #   21's finishing blocks read four partial tiles one after another at the end. Since that run, step 21 leaves the
