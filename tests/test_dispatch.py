@@ -478,7 +478,9 @@ def test_the_evidence_from_afar_is_read_at_products_of_the_same_size():
     # within the tie of the FP32 units the tensor-core step wins, as the later step does at a measured shape
     tied = {"gpu": "GPU A", "date": "d", "shapes": AN_H100_TABLE["shapes"] + [
         _row((600, 600, 600), {"warp_specialized_3xtf32+padded": 86, "stream_k@64x64": 87, "stream_k": 46})]}
-    assert dispatch.choose_from(tied, 300, 200, 3000, names).step_name == "warp_specialized_3xtf32+padded"
+    # (at 256×256×3000, where both fill their tiles: at 300×200 the 128-row tile fills less than the 64-row one)
+    assert dispatch.choose_from(tied, 256, 256, 3000, names).step_name == "warp_specialized_3xtf32+padded"
+    assert dispatch.choose_from(tied, 300, 200, 3000, names).step_name == "stream_k"  # no evidence: the last FP32 step
     # with no small product measured on its path, the large ones decide for a TF32 step (the reason says so), never
     # for a 3xTF32 one: copies to whole tiles cost a small product more
     untested = dispatch.choose_from(AN_H100_TABLE, 300, 200, 3000, names | {"warp_specialized+padded"})
@@ -527,10 +529,9 @@ def test_explain_says_why_the_tensor_cores_run_outside_the_table(capsys, monkeyp
         dispatch.forget()
     why = next(line for line in capsys.readouterr().out.splitlines() if "why:" in line)
     assert "too far" in why and "the tensor cores run" in why
-    # as at 3001×2999×1531 (its padded copies ran faster there, but the rule takes the geometric mean over all the
-    # large products where each ran its path, and the padded one's takes in 4096×64×8192)
-    assert "warp_specialized on the kernel path it takes here (its fast kernel over every tile" in why
-    assert "A or B unreadable by the copy engine: copied into rows it can read" in why
+    # M = 64 fills a quarter of step 17's 256-row tiles and half of step 18's 128-row ones: carried to this shape by
+    # the tiles they fill (dispatch._carried), step 18's padded copies run, and the reason names their path
+    assert "warp_specialized_3xtf32+padded on the kernel path it takes here (its fast kernel on copies padded" in why
 
 
 def test_padded_copies_are_judged_beside_their_step_or_not_at_all():
@@ -580,3 +581,16 @@ def test_step_21_is_judged_only_where_it_ran_the_same_kernel():
     assert dispatch._schedule("warp_specialized", 100, 6001, 4003) == "one"
     assert not dispatch._same_path("warp_specialized_stream_k", (94, 13363, 1051), (100, 6001, 4003))
     assert dispatch._same_path("warp_specialized_stream_k", (4096, 4096, 4096), (2048, 2048, 2048))
+
+
+def test_far_from_the_table_a_step_is_judged_by_the_tiles_it_fills():
+    """Where no measured shape is near, each tensor-core step's evidence is carried to this shape by the share of its
+    tiles inside C: M = 94 fills 37 % of a 256-row tile and 73 % of a 128-row one, and the 128-row variant runs
+    (seed 20261213's 94×13363×1051 and seed 20261214's 126×3795×14063 ran step 21 and step 17 at 0.56× and 0.62×
+    cuBLAS TF32 before)."""
+    assert dispatch.tile_efficiency("warp_specialized", 94, 13363) == pytest.approx(94 * 13363 / (256 * 13440))
+    assert dispatch.tile_efficiency("warp_specialized@128x128", 94, 13363) == pytest.approx(94 * 13363 / (128 * 13440))
+    assert dispatch.tile_efficiency("warp_specialized_stream_k", 4096, 4096) == 1.0
+    dispatch.forget()
+    for shape in [(94, 13363, 1051), (126, 3795, 14063)]:
+        assert dispatch.choose(*shape, "tf32").step_name == "warp_specialized@128x128", shape

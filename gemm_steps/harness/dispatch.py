@@ -589,12 +589,34 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     return Evidence(name, speedup, shapes, reason)
 
 
+def tile_efficiency(name: str, m: int, n: int) -> float:
+    """The share of a candidate's tiles of C that lies inside C at M×N, with the tiles a GPU runs: M·N over the
+    padded area ⌈M/BLOCK_M⌉·BLOCK_M · ⌈N/BLOCK_N⌉·BLOCK_N (a tensor-core tile costs the same full or not)."""
+    from ..toolkit.tuned import default_config
+
+    config = TILE_VARIANTS.get(name) or default_config(candidate(_base_step(name)).module.SEARCH_SPACE)
+    return m * n / (ceil_div(m, config.BLOCK_M) * config.BLOCK_M * ceil_div(n, config.BLOCK_N) * config.BLOCK_N)
+
+
+def _carried(name: str, row: list, here: tuple[int, int, int], fp32: set[str]) -> float:
+    """``name``'s speed-up over the fastest FP32 step of a measured ``row``, carried to ``here`` by both kernels' tile
+    efficiencies (here over there): the FP32 step's tiles waste part of a small side too."""
+    fastest = min((s for s in fp32 if s in row[3]), key=lambda s: row[3][s])
+    here_ratio = tile_efficiency(name, *here[:2]) / tile_efficiency(fastest, *here[:2])
+    there_ratio = tile_efficiency(name, *row[:2]) / tile_efficiency(fastest, *row[:2])
+    return row[3][fastest] / row[3][name] * here_ratio / there_ratio
+
+
 def _speedups(rows: list, here: tuple[int, int, int], candidates: set[str], fp32: set[str]) -> list:
     """(geometric-mean speed-up over the fastest FP32 step, step number, name, shapes) of each candidate measured in
-    ``rows`` on the kernel path it takes at ``here``."""
+    ``rows`` on the kernel path it takes at ``here``, each carried to ``here`` by the share of its tiles that lies
+    inside C against the FP32 step's (:func:`_carried`): measured where its tiles were full, a 256-row tile says little
+    of M = 94, which fills 37 % of it (and 73 % of the FP32 step's 128-row tile). Seed 20261213's and 20261214's held-out sets (results/held-out-nvidia-h200-
+    2026-11-29-12.json, -13) ran their slowest ``tf32`` shapes, 94×13363×1051 and 126×3795×14063, on 256-row tiles
+    chosen so (0.56× and 0.62× cuBLAS TF32), where the 128-row variant had run 1.6× step 17 at 128×8192×4096."""
     found = []
     for name in sorted(candidates):
-        speedups = [(tuple(row[:3]), min(row[3][s] for s in fp32 if s in row[3]) / row[3][name]) for row in rows
+        speedups = [(tuple(row[:3]), _carried(name, row, here, fp32)) for row in rows
                     if name in row[3] and _same_path(name, here, tuple(row[:3]))]
         if speedups:
             mean = math.exp(sum(math.log(x) for _, x in speedups) / len(speedups))
