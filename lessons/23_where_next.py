@@ -202,11 +202,13 @@ if split_k and split_k_prediction:
 # no product takes the threads any more (`experiments/thread_copies.py`). A C of one or two tiles with a long K had
 # run on 8–16 of 132 SMs, split into at most 8 slices; the cap went (`experiments/split_k_slices.py`). `matmul` learned
 # to model a step's copies where the table never measured them, and no longer trusts a padded copy's speed measured
-# where it copied nothing. Each change was followed by a new draw: the table above is the last one run. Its slowest
-# shapes are small products, where a readable copy and each extra launch weigh most and a product just past one wave
-# of tiles runs its k-loop twice (140 tiles took 1.67× the time of 130 in `experiments/small_products.py`), and
-# shapes with a side under ~100, most of each tile outside C — what stream-K on the tensor cores and smaller tiles
-# are for, which the course has not yet built.
+# where it copied nothing. Then step 21 brought stream-K to the tensor cores (lesson 21): at `precision="tf32"` a
+# product just past one wave of tiles no longer runs its k-loop twice — step 18, the default, still does (140 tiles
+# took 1.67× the time of 130 in `experiments/small_products.py`) — and `matmul` judges a step far from its table by
+# the share of its tiles inside C. Each change was followed by a new draw: the table above is the last one run. Its
+# slowest shapes are small products, where a readable copy and each extra launch weigh most, and shapes with a side
+# under ~100, most of each tile outside C — what 3xTF32 on stream-K and tiles narrower than 128 columns (one consumer
+# warpgroup) are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #
@@ -243,8 +245,10 @@ if split_k and split_k_prediction:
 # Hopper's warpgroup MMA, `wgmma`, and [lesson 15](15_warpgroup_tf32.ipynb) ran plain TF32 on it;
 # [lesson 16](16_tma_pipeline.ipynb) fed it with the copy engine through an mbarrier ring and
 # [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own, and
-# [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design, and [lesson 19](19_pingpong.ipynb) made
-# step 17 persistent and ping-pong (slower, and why). Where steps 12–15 stand against the course's targets, from the
+# [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design, [lesson 19](19_pingpong.ipynb) made
+# step 17 persistent and ping-pong (slower, and why), [lesson 20](20_cluster_multicast.ipynb) ran it in clusters of
+# two blocks that share A's tile, and [lesson 21](21_warp_specialized_stream_k.ipynb) brought step 11's stream-K to
+# it. Where steps 12–15 stand against the course's targets, from the
 # same results file (errors: sampled, relative to float64; a 3xTF32 step meets its target only at an error no
 # larger than cuBLAS SGEMM's):
 
@@ -290,10 +294,11 @@ if v18:
 # changed, ping-pong still ran about a third slower, because a consumer that owns its tile loads its own A — more
 # L2 bytes per FLOP, at the highest L2 rate any build drew. Not the operand path: CUTLASS's ping-pong and cuBLAS's
 # TF32 kernel take it too. Step 20 puts two blocks in a cluster that share A's tile by TMA multicast (lesson 20);
-# what is left is ping-pong on that design, and a persistent step with a TMA-store epilogue
-# ([docs/tensor_cores.md](../docs/tensor_cores.md)) — though at 4096³ step 17 loses to cuBLAS TF32 in its k-loop's
-# pace, not in the fixed costs those would hide ([deep dive 17: the gap to
-# cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb)).
+# step 21 runs step 17's k-tile on a persistent grid with stream-K (lesson 21: faster where the last wave is
+# part-empty, a few percent where the waves are whole). What is left is ping-pong on the cluster design, and a
+# persistent step with clusters and a TMA-store epilogue ([docs/tensor_cores.md](../docs/tensor_cores.md)) — though at
+# 4096³ step 17 loses to cuBLAS TF32 mostly in its k-loop's pace, not in the fixed costs those would hide ([deep dive
+# 17: the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb)).
 #
 # ## Your turn
 #
