@@ -78,12 +78,10 @@ def schedule(m: int, n: int, k: int, sms: int = SMS) -> Schedule:
     """The model of lesson 21's prediction at M×N×K: step 17's waves against step 21's shares, in k-tiles."""
     from gemm_steps.steps.stream_k import stream_k_split
     from gemm_steps.steps.warp_specialized_stream_k import MIN_SHARE_K_TILES
+    from gemm_steps.toolkit.tma_tiles import stream_k_grid
 
     tiles, k_tiles = math.ceil(m / 256) * math.ceil(n / 128), math.ceil(k / 32)
-    dp, sk = stream_k_split(tiles, sms)
-    if dp and k_tiles < MIN_SHARE_K_TILES:  # StreamKTmaTiles' rules for the grid, as it launches
-        dp, sk = tiles, 0
-    blocks = min(sms, tiles) if sk == 0 else sms if dp else min(sms, max(tiles, sk * k_tiles // MIN_SHARE_K_TILES))
+    blocks, dp, sk = stream_k_grid(tiles, k_tiles, sms, stream_k_split, MIN_SHARE_K_TILES)  # as step 21 launches
     return Schedule((m, n, k), tiles, k_tiles, tiles / sms, math.ceil(tiles / sms) * k_tiles, (dp, sk),
                     dp // sms * k_tiles + sk * k_tiles / blocks if sk else math.ceil(tiles / blocks) * k_tiles,
                     blocks)
@@ -204,7 +202,7 @@ def speed_figure(run: dict):
 def suite_rows(run: dict) -> list[dict]:
     """Per suite shape: step 21 over step 17 (time ratio, > 1 faster) and both over cuBLAS TF32, with step 21's
     schedule there (split-K products go to step 17)."""
-    from gemm_steps.steps import warp_specialized
+    from gemm_steps.steps.warp_specialized_stream_k import runs_step_17
 
     out = []
     for shape, t in tflops(run).items():
@@ -212,7 +210,7 @@ def suite_rows(run: dict) -> list[dict]:
             continue
         m, n, k = map(int, shape.split("x"))
         s = schedule(m, n, k)
-        if warp_specialized.slices(s.tiles, s.k_tiles, SMS) > 1:
+        if runs_step_17(s.tiles, s.k_tiles, SMS):
             how = "step 17 (split-K)"
         elif s.split[1] == 0:
             how = "persistent"

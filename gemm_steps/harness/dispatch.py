@@ -325,9 +325,7 @@ def _schedule(name: str, m: int, n: int, k: int) -> str:
     module = candidate(name).module
     if not hasattr(module, "runs_step_17"):
         return "one"
-    from ..toolkit.tuned import default_config
-
-    config = default_config(module.SEARCH_SPACE)
+    config = _gpu_tiles(name)
     tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
     return "step 17" if module.runs_step_17(tiles, ceil_div(k, config.BLOCK_K), TABLE_SMS) else "own"
 
@@ -395,9 +393,16 @@ def _row_path(name: str, m: int, n: int, k: int) -> str:
 def _copies(name: str, m: int, n: int, k: int) -> bool:
     """Whether padded candidate ``name`` copies any matrix at M×N×K, with the tiles a GPU runs (the table's)."""
     from ..toolkit.padded_tiles import copies
+
+    return any(copies(_gpu_tiles(name), m, n, k))
+
+
+def _gpu_tiles(name: str) -> TileConfig:
+    """The tiles a GPU runs for candidate ``name`` (the table was measured on one), also where the simulator runs
+    smaller ones: a tile variant's own, else its step's first candidate."""
     from ..toolkit.tuned import default_config
 
-    return any(copies(default_config(candidate(_base_step(name)).module.SEARCH_SPACE), m, n, k))
+    return TILE_VARIANTS.get(name) or default_config(candidate(_base_step(name)).module.SEARCH_SPACE)
 
 
 def _padded_dominated(name: str, steps: set[str], here: tuple[int, int, int]) -> bool:
@@ -592,9 +597,7 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
 def tile_efficiency(name: str, m: int, n: int) -> float:
     """The share of a candidate's tiles of C that lies inside C at M×N, with the tiles a GPU runs: M·N over the
     padded area ⌈M/BLOCK_M⌉·BLOCK_M · ⌈N/BLOCK_N⌉·BLOCK_N (a tensor-core tile costs the same full or not)."""
-    from ..toolkit.tuned import default_config
-
-    config = TILE_VARIANTS.get(name) or default_config(candidate(_base_step(name)).module.SEARCH_SPACE)
+    config = _gpu_tiles(name)
     return m * n / (ceil_div(m, config.BLOCK_M) * config.BLOCK_M * ceil_div(n, config.BLOCK_N) * config.BLOCK_N)
 
 

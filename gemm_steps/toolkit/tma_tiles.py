@@ -98,6 +98,15 @@ class TmaTiles(TiledKernels):
     def plan_key(self, a, b, pointers, stream) -> tuple:
         return (*super().plan_key(a, b, pointers, stream), *pointers[:2])  # the plan holds A's and B's tensor maps
 
+    def sm_count(self) -> int:
+        """The SMs a launch plans for (split-K's slices, stream-K's fallback rule): the GPU's, or the simulator's grid."""
+        return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+    def k_tiles(self, k: int) -> int:
+        """The k-tiles the kernel walks: whole ones, or every one with a partial last (a ``PARTIAL_TILES`` build)."""
+        block_k = self.config.BLOCK_K
+        return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
+
     def tensor_maps(self, a, b) -> tuple:
         """A's and B's tensor maps (device arrays), made on first use for these buffers and shapes; a
         ``THREAD_COPIES`` build's kernel reads A and B itself and takes two blank maps it never reads."""
@@ -276,14 +285,6 @@ class SplitKTmaTiles(TmaTiles):
         """``floats`` float32 of device memory for the partial tiles, kept per context, size and stream."""
         return self._partials.get(floats, stream, lambda: cuda.device_array(floats, dtype=np.float32, stream=stream))
 
-    def sm_count(self) -> int:
-        return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
-
-    def k_tiles(self, k: int) -> int:
-        """The k-tiles the kernel walks: whole ones, or every one with a partial last (a ``PARTIAL_TILES`` build)."""
-        block_k = self.config.BLOCK_K
-        return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
-
     def slice_count(self, m: int, n: int, k: int, tiles: int) -> int:
         """How many slices the policy gives this product (:func:`launched_slices`; 1 where the workspace's indices
         would pass 2^32)."""
@@ -304,6 +305,22 @@ class SplitKTmaTiles(TmaTiles):
             # the reduction kernel: a, b, c, m, n, k, C's rows and columns the tiles cover, the partials
             self.launch_or_record(self.reduce, self.rows_signature, ceil_div(rows * cols, self.REDUCE_THREADS),
                                   self.REDUCE_THREADS, stream, arguments, launches)
+
+
+def stream_k_grid(tiles: int, k_tiles: int, blocks: int, split, min_share: int) -> tuple[int, int, int]:
+    """(blocks, data-parallel tiles, stream-K tiles) of a :class:`StreamKTmaTiles` launch of ``tiles`` tiles of
+    ``k_tiles`` k-tiles on at most ``blocks`` blocks: ``split(tiles, blocks)``'s, except that nothing is split where
+    whole waves run beside the split and a tile is shorter than ``min_share`` k-tiles; where nothing is split, no block
+    without a tile (the persistent tile loop); where everything is (a small product), no block with fewer than
+    ``min_share`` k-tiles, but a block a tile."""
+    data_parallel, stream_k = split(tiles, blocks)
+    if data_parallel and k_tiles < min_share:  # a whole tile is shorter than a share: nothing to split
+        data_parallel, stream_k = tiles, 0
+    if stream_k == 0:
+        blocks = min(blocks, tiles)
+    elif data_parallel == 0:
+        blocks = min(blocks, max(tiles, stream_k * k_tiles // min_share))
+    return blocks, data_parallel, stream_k
 
 
 class StreamKTmaTiles(TmaTiles):
@@ -329,14 +346,6 @@ class StreamKTmaTiles(TmaTiles):
         self.fallback_when = fallback_when
         self._stream_k = Workspaces()
 
-    def sm_count(self) -> int:
-        return SIMULATED_RESIDENT_BLOCKS if SIMULATOR else cuda.get_current_device().MULTIPROCESSOR_COUNT
-
-    def k_tiles(self, k: int) -> int:
-        """The k-tiles the kernel walks: whole ones, or every one with a partial last (a ``PARTIAL_TILES`` build)."""
-        block_k = self.config.BLOCK_K
-        return ceil_div(k, block_k) if getattr(self.config, "PARTIAL_TILES", False) else k // block_k
-
     def runs_fallback(self, tiles: int, k: int) -> bool:
         """Whether the ``fallback`` build runs a launch of so many full tiles and this K: ``fallback_when`` says so."""
         return self.fallback is not None and bool(self.fallback_when(tiles, self.k_tiles(k), self.sm_count()))
@@ -347,15 +356,8 @@ class StreamKTmaTiles(TmaTiles):
         if self.runs_fallback(tiles, int(sizes[2])):
             self.fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, matrices, launches)
             return
-        blocks = self.resident_blocks("fast")
-        k_tiles = self.k_tiles(int(sizes[2]))
-        data_parallel, stream_k = self.split(tiles, blocks)
-        if data_parallel and k_tiles < self.min_share:  # a whole tile is shorter than a share: nothing to split
-            data_parallel, stream_k = tiles, 0
-        if stream_k == 0:  # the persistent tile loop alone: no block without a tile
-            blocks = min(blocks, tiles)
-        elif data_parallel == 0:  # all of it split: no block with fewer than min_share k-tiles, but a block a tile
-            blocks = min(blocks, max(tiles, stream_k * k_tiles // self.min_share))
+        blocks, data_parallel, stream_k = stream_k_grid(tiles, self.k_tiles(int(sizes[2])), self.resident_blocks("fast"),
+                                                        self.split, self.min_share)
         config = self.config
         workspace, flags = self._stream_k.get(blocks, stream, lambda: (
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
@@ -365,4 +367,4 @@ class StreamKTmaTiles(TmaTiles):
 
 
 __all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
-           "flops_per_copied_byte", "launched_slices"]
+           "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
