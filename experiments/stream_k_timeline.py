@@ -21,6 +21,8 @@ from numba import cuda
 
 from experiments import require_gpu
 from experiments.kernels import warp_specialized_stream_k_timeline as sk_tl
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.steps.warp_specialized_stream_k import all_stream_k
 
 
 def main(argv=sys.argv):
@@ -28,8 +30,8 @@ def main(argv=sys.argv):
     out = argv[1]
     res = {}
     for (m, n, k) in [(1152, 3840, 2048), (1024, 1024, 8192), (2304, 2048, 8192), (4096, 4096, 4096)]:
-        split = sk_tl.all_stream_k if (m, n, k) == (4096, 4096, 4096) else sk_tl.stream_k_split
-        built = sk_tl.build(fallback=False, split=split)
+        split = all_stream_k if (m, n, k) == (4096, 4096, 4096) else stream_k_split
+        built = sk_tl.build(split=split)
         times = cuda.to_device(np.zeros(132 * 64, np.uint64))
         built.times = times
         if built.partial is not None:

@@ -1,50 +1,38 @@
 """Step 21's kernel (gemm_steps/steps/warp_specialized_stream_k.py) with a timeline: thread 0 of each block records
 ``%clock64`` when each work unit's k-loop ends (code 1, with its k-tiles), after a partial tile is handed over
 (stored, fenced, flagged: 2), after each wait for another block's flag (3) and its read (4), and after each store of C
-(5); ``%globaltimer`` at the block's start and end. The kernel and its launch class are otherwise the step's as first
-written (it was generated from the experiment kernel that became step 21, with these records added; nothing else
-changed). Measured by experiments/stream_k_timeline.py.
+(5); ``%globaltimer`` at the block's start and end. The kernel is otherwise the step's as first written (it was
+generated from the experiment kernel that became step 21, with these records added; nothing else changed); its
+``work_unit``, launch class and splits are the step's and the toolkit's, launched with no minimum share (as the run
+of experiments/results/experiment-stream-k-timeline-nvidia-h200.json was, before step 21 had one) and no fallback. Measured by experiments/stream_k_timeline.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 from numba import cuda, float32, uint32, uint64
 
-from gemm_steps.steps import warp_specialized, warpgroup_tf32
+from gemm_steps.steps import warp_specialized_stream_k as step
+from gemm_steps.steps import warpgroup_tf32
 from gemm_steps.steps.pingpong import grouped_tile, ring_place
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.toolkit.intrinsics import divide_u32, load4_bypassing_l1, store4, wait_for_previous_grid
+from gemm_steps.steps.warp_specialized_stream_k import work_unit
+from gemm_steps.toolkit.intrinsics import load4_bypassing_l1, store4, wait_for_previous_grid
 from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                              mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tile_config import TileConfig
-from gemm_steps.toolkit.tma_tiles import TmaTiles
+from gemm_steps.toolkit.tma_tiles import StreamKTmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, registers_lower_to,
                                               registers_raise_to, rounded_operand_bits, shared_address,
                                               swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                               warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
                                               zero_accumulators)
-from gemm_steps.toolkit.workspaces import Workspaces
 from gemm_steps.toolkit.timers import clock_cycles, global_timer
 
 ARITHMETIC = "tf32"  # step 17's
-
-
-@cuda.jit(device=True, inline=True)
-def work_unit(block, blocks, dp_done, dp_count, iteration, sk_begin, k_tiles, dp_tiles):
-    """The block's next unit of work: (tile, first k-tile, k-tiles, data-parallel tiles done, stream-K iteration).
-    Its data-parallel tiles first (block, block + blocks, …: whole k-loops), then the last run of k-tiles left in its
-    stream-K share below ``iteration``, all within one tile (the share walked backwards)."""
-    if dp_done < dp_count:
-        return uint32(block + dp_done * blocks), uint32(0), k_tiles, uint32(dp_done + 1), iteration
-    in_tiles = divide_u32(iteration - uint32(1), k_tiles)  # the stream-K tile that holds iteration − 1 …
-    tile_start = in_tiles * k_tiles  # … and its first iteration
-    first = max(sk_begin, tile_start)
-    return uint32(dp_tiles + in_tiles), uint32(first - tile_start), uint32(iteration - first), dp_done, first
 
 
 def warp_specialized_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, a_map, b_map, workspace, flags,
@@ -208,68 +196,27 @@ def warp_specialized_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, a_m
         times[rec + 63] = global_timer()
 
 
-class StreamKTmaTiles(TmaTiles):
-    """A TMA build whose fast kernel runs step 11's schedule on a persistent grid: ``split(tiles, blocks)`` gives
-    (data-parallel, stream-K) tiles; where it gives no stream-K tiles and there is a ``fallback`` build (step 17's),
-    that runs instead. The partial sums' workspace (a tile a block) and the flags (one a consumer thread) are kept per
-    stream; every launch leaves the flags at 0."""
+class TimelineTiles(StreamKTmaTiles):
+    """Step 21's launch, its fast kernel given the timeline buffer (``times``, 64 records a block) as a last argument."""
 
-    schedule = "stream-K"
-    signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1], int32[::1], uint32, uint32, uint64[::1])"
+    signature_fast = StreamKTmaTiles.signature_fast[:-1] + ", uint64[::1])"
     times = None
 
-    def __init__(self, *args, split=stream_k_split, fallback: TmaTiles | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.split = split
-        self.fallback = fallback
-        self._stream_k = Workspaces()
-
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
-                          launches: list | None = None) -> None:
-        tiles = full_rows * full_cols
-        blocks = self.resident_blocks("fast")
-        data_parallel, stream_k = self.split(tiles, blocks)
-        if stream_k == 0 and self.fallback is not None:
-            self.fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, matrices, launches)
-            return
-        if stream_k == 0:  # all data-parallel: no more blocks than tiles
-            blocks = min(blocks, tiles)
-        threads = self.config.THREADS
-        workspace, flags = self._stream_k.get(blocks, stream, lambda: (
-            cuda.device_array(blocks * self.config.BLOCK_M * self.config.BLOCK_N, dtype=np.float32, stream=stream),
-            cuda.to_device(np.zeros(blocks * threads, dtype=np.int32), stream=stream)))
-        self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices), workspace,
-                                                          flags, np.uint32(data_parallel), np.uint32(stream_k), self.times)
+    def configured(self, variant: str, grid, stream, launches: list | None = None):
+        launch = super().configured(variant, grid, stream, launches)
+        return (lambda *arguments: launch(*arguments, self.times)) if variant == "fast" else launch
 
 
-CONFIG = warp_specialized.SEARCH_SPACE[0]
-SIMULATOR_CONFIG = warp_specialized.SIMULATOR_CONFIG
+CONFIG = step.SEARCH_SPACE[0]
+SIMULATOR_CONFIG = step.SIMULATOR_CONFIG
 
 
-def build(config: TileConfig = CONFIG, split=stream_k_split, fallback: bool = True) -> StreamKTmaTiles:
-    """Step 17's kernel on step 11's schedule, for step 17's tiles (or another configuration's): the full-tile build
-    with the PARTIAL_TILES build beside it, both falling back to step 17 (as built by ``warp_specialized.build``)
-    where ``split`` leaves nothing to stream-K — unless ``fallback`` is False (the persistent loop runs then)."""
-    config = warp_specialized.Config.of(config)
-    step17 = warp_specialized.build(config) if fallback else None
+def build(config: TileConfig = CONFIG, split=stream_k_split) -> TimelineTiles:
+    """The timeline kernel on step 21's launch for a configuration's tiles: the full-tile build with the PARTIAL_TILES
+    build beside it, every launch on this kernel (no fallback), no minimum share."""
+    config = step.Config.of(config)
     common = dict(edge=warpgroup_tf32.build(config), requires_compute_capability=(9, 0), split=split)
-    partial = StreamKTmaTiles("warp_specialized_stream_k_partial", warp_specialized_stream_k_kernel,
-                              replace(config, PARTIAL_TILES=True),
-                              fallback=step17.partial if step17 is not None else None, **common)
-    return StreamKTmaTiles("warp_specialized_stream_k", warp_specialized_stream_k_kernel,
-                           replace(config, PARTIAL_TILES=False), partial=partial, fallback=step17, **common)
-
-
-def all_stream_k(tiles: int, blocks: int) -> tuple[int, int]:
-    """Every tile shared out by k-tiles (no data-parallel part): a split for tests and experiments."""
-    return 0, tiles
-
-
-def no_stream_k(tiles: int, blocks: int) -> tuple[int, int]:
-    """Every tile data-parallel: the persistent tile loop alone."""
-    return tiles, 0
-
-
-def ptx_kernels() -> dict:
-    built = build(CONFIG, fallback=False)
-    return {"warp_specialized_stream_k_fast": (built.kernel("fast"), built.signature("fast"))}
+    partial = TimelineTiles("warp_specialized_stream_k_timeline_partial", warp_specialized_stream_k_kernel,
+                            replace(config, PARTIAL_TILES=True), **common)
+    return TimelineTiles("warp_specialized_stream_k_timeline", warp_specialized_stream_k_kernel,
+                         replace(config, PARTIAL_TILES=False), partial=partial, **common)
