@@ -28,4 +28,5 @@ COURSE = [
     "pingpong",
     "cluster_multicast",
     "warp_specialized_stream_k",
+    "warp_specialized_3xtf32_stream_k",
 ]
