@@ -101,7 +101,7 @@ lesson.show_kernel(warp_specialized, start="else:  # a consumer warpgroup", stop
 # copy (read, write, read again, at close to full memory speed) won at every shape timed, even skinny products with
 # a huge unreadable A; so no product takes the threads (`experiments/thread_copies.py` times both). (Where its
 # tiles are few and K is long, step 17 also splits K into slices that run side by side and are added up after —
-# lesson 23's section on split-K; these K are too short for it.)
+# lesson 24's section on split-K; these K are too short for it.)
 
 # %%
 lesson.check_against_numpy(warp_specialized, [(64, 128, 256), (45, 68, 20), (45, 70, 20)])

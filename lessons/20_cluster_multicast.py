@@ -177,4 +177,4 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 #
 # Next: [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21: step 17's kernel on
 # a persistent grid, the part-empty last wave shared out by k-tiles), then
-# [Lesson 22: the FP32 contract](22_fp32_contract.ipynb), what "FP32" promises.
+# [Lesson 23: the FP32 contract](23_fp32_contract.ipynb), what "FP32" promises.

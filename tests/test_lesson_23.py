@@ -1,4 +1,4 @@
-"""The FP32-contract lesson (lessons/*fp32_contract.py), its helpers (gemm_steps/course/lesson_22.py) and the run it
+"""The FP32-contract lesson (lessons/*fp32_contract.py), its helpers (gemm_steps/course/lesson_23.py) and the run it
 reads (experiments/fp32_accuracy.py): the experiment finds its kernels in the step registry and runs end to end on
 the simulator at a tiny size (a smoke test: one class, one special input, one kernel of each kind, a few seconds on
 one core; the simulated wgmma steps cost tens of seconds on a busy machine, and test_fp32_contract.py runs them), the
@@ -16,7 +16,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_22
+from gemm_steps.course import lesson_23
 from gemm_steps.harness import fp32_contract as contract
 from gemm_steps.harness import results_files
 from gemm_steps.harness.bench import save
@@ -60,7 +60,7 @@ def test_the_experiment_finds_every_kernel_it_should():
 
 def test_the_experiment_records_what_ran_and_what_could_not(smoke_run):
     assert [e["name"] for e in smoke_run["entries"]] == SMOKE_ENTRIES
-    assert lesson_22.unavailable(smoke_run) == {"cublas": smoke_run["entries"][0]["unavailable"]}
+    assert lesson_23.unavailable(smoke_run) == {"cublas": smoke_run["entries"][0]["unavailable"]}
     assert smoke_run["environment"]["simulator"]
 
 
@@ -83,32 +83,32 @@ def test_the_experiment_tells_kept_from_broken(smoke_run):
 
 def test_the_helpers_read_the_experiments_file(smoke_run, tmp_path, monkeypatch):
     _point_results_at(monkeypatch, tmp_path)
-    save(smoke_run, tmp_path / "experiments" / "results" / lesson_22.RUN)
-    run = lesson_22.load()
-    table = lesson_22.accuracy_table(run)
+    save(smoke_run, tmp_path / "experiments" / "results" / lesson_23.RUN)
+    run = lesson_23.load()
+    table = lesson_23.accuracy_table(run)
     assert len(table.splitlines()) == 2 + len(run["classes"]) + 1  # header, rule, a row a class, the specials
     assert "✓" in table and "**✗" in table and "cuBLAS SGEMM" not in table  # cuBLAS did not run here
-    verdicts = lesson_22.verdicts(run)
+    verdicts = lesson_23.verdicts(run)
     assert verdicts["three_tf32"]["kept"] == verdicts["three_tf32"]["of"] == 1
     assert verdicts["tensor_cores"]["kept"] == 0 and verdicts["tensor_cores"]["worst"] > 100
-    assert lesson_22.tf32_over_3xtf32(run)[0] > 100
-    assert set(lesson_22.chosen_steps(run)) == {"tf32x3"}
-    assert lesson_22.specials_kept(run)["three_tf32"] == {"kept": True, "off": 0, "against": "same_as_sequential"}
-    assert "inf in A" in lesson_22.specials_table(run)
-    fig = lesson_22.error_figure(run, [SCALED])
+    assert lesson_23.tf32_over_3xtf32(run)[0] > 100
+    assert set(lesson_23.chosen_steps(run)) == {"tf32x3"}
+    assert lesson_23.specials_kept(run)["three_tf32"] == {"kept": True, "off": 0, "against": "same_as_sequential"}
+    assert "inf in A" in lesson_23.specials_table(run)
+    fig = lesson_23.error_figure(run, [SCALED])
     assert fig.axes[0].get_title() == SCALED
 
 
 def test_a_missing_run_stops_the_lesson(tmp_path, monkeypatch):
     _point_results_at(monkeypatch, tmp_path)
     with pytest.raises(FileNotFoundError, match="experiments.fp32_accuracy"):
-        lesson_22.load()
+        lesson_23.load()
 
 
 def test_worst_counts_a_nan_output_as_broken():
     run = {"records": [{"step": "x", "inputs": "c", "K": 1, "error": 1e-8, "bound": 1e-7, "kept": True},
                        {"step": "x", "inputs": "c", "K": 2, "error": math.nan, "bound": 1e-7, "kept": False}]}
-    w = lesson_22.worst(run)[("c", "x")]
+    w = lesson_23.worst(run)[("c", "x")]
     assert w.k == 2 and math.isinf(w.of_bound) and not w.kept
 
 
@@ -116,7 +116,7 @@ def test_the_models_show_each_fault_the_lesson_names():
     """What the lesson says of its model table: unscaled small parts break the contract on the scaled class, a sum
     over all of K in the truncating accumulator on uniform positive at large K; truncating A alone keeps it but
     multiplies the error (per-element exponents); the fixed arithmetic keeps it everywhere."""
-    rows = {r.inputs: r.of_bound for r in lesson_22.model_errors(
+    rows = {r.inputs: r.of_bound for r in lesson_23.model_errors(
         [(SCALED, 1), ("per-element exponents", 32), ("uniform positive", 16384)])}
     assert rows[SCALED]["small parts unscaled"] > 3 and rows[SCALED]["fixed"] < 1
     assert rows["uniform positive"]["all of K in the tensor core"] > 3 and rows["uniform positive"]["fixed"] < 1
@@ -126,20 +126,20 @@ def test_the_models_show_each_fault_the_lesson_names():
 
 
 def test_the_split_turns_inf_into_nan_and_reads_x_to_2_to_the_minus_23():
-    inf_row = next(line for line in lesson_22.special_split().splitlines() if line.startswith("| inf |"))
+    inf_row = next(line for line in lesson_23.special_split().splitlines() if line.startswith("| inf |"))
     cells = [c.strip() for c in inf_row.strip("|").split("|")]
     assert cells[2] == "nan" and cells[-2] == "nan" and cells[-1] == "inf"  # small, the 3xTF32 sum, IEEE x·b
-    r = lesson_22.read_errors()
+    r = lesson_23.read_errors()
     assert r.rounded <= -23 + 1e-3 and -22 < r.truncated <= -21
 
 
 def test_the_class_table_and_the_fix_costs_come_from_their_sources():
-    table = lesson_22.class_ranges()
+    table = lesson_23.class_ranges()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
         name for name, _, _ in contract.input_classes(1, 1, 1)]
-    costs = lesson_22.fix_costs()
+    costs = lesson_23.fix_costs()
     assert {"three_tf32", "warpgroup_mma"} <= set(costs.steps)
-    extremes = lesson_22.largest_cost(costs)
+    extremes = lesson_23.largest_cost(costs)
     every = [x for sizes in costs.steps.values() for c in sizes.values() for x in c["cost"]]
     assert extremes.largest == max(every) and extremes.smallest == min(every)
 
@@ -150,14 +150,14 @@ def test_the_lesson_keeps_to_the_cell_rule():
 
 
 def test_the_shipped_gpu_run_covers_every_class_and_3xtf32_step():
-    path = results_files.find(lesson_22.RUN)
-    assert path is not None, f"{lesson_22.RUN} is missing (renamed?): the lesson reads it"
-    run = lesson_22.load()
-    assert not run["environment"].get("simulator"), f"{lesson_22.RUN} was measured on the simulator"
+    path = results_files.find(lesson_23.RUN)
+    assert path is not None, f"{lesson_23.RUN} is missing (renamed?): the lesson reads it"
+    run = lesson_23.load()
+    assert not run["environment"].get("simulator"), f"{lesson_23.RUN} was measured on the simulator"
     assert run["classes"] == [name for name, _, _ in contract.input_classes(1, 1, 1)]
-    measured = {e["name"] for e in lesson_22.entries(run, ("step",))}
+    measured = {e["name"] for e in lesson_23.entries(run, ("step",))}
     assert {s.name for s in all_steps() if s.arithmetic == "3xtf32"} <= measured, "re-run: a 3xTF32 step is missing"
-    assert "cublas" not in lesson_22.unavailable(run)
+    assert "cublas" not in lesson_23.unavailable(run)
     assert len({r["inputs"] for r in run["specials"]}) == len(list(contract.special_inputs(2, 2, 2)))
     assert np.isfinite([r["error"] for r in run["records"] if r["step"] == "cublas"]).all()
 
@@ -165,9 +165,9 @@ def test_the_shipped_gpu_run_covers_every_class_and_3xtf32_step():
 def test_cublas_sgemm_is_not_the_sequential_sum_at_every_square():
     """Issue 36: the lesson said cuBLAS SGEMM equals the sequential sum bit for bit at the benchmark's squares; at
     512³ it differs in every benchmark file, and step 11 is not the sequential sum either."""
-    seq = lesson_22.sgemm_against_sequential()
+    seq = lesson_23.sgemm_against_sequential()
     assert seq.files >= 2
     assert seq.sizes[512].sequential > 0 and seq.sizes[8192].sequential == 0
     assert seq.sizes[1024].stream_k > 0
-    text = (Path(__file__).resolve().parents[1] / "lessons/22_fp32_contract.py").read_text()
+    text = (Path(__file__).resolve().parents[1] / "lessons/23_fp32_contract.py").read_text()
     assert "equal bit for bit at the course benchmark's squares" not in text

@@ -1,4 +1,4 @@
-"""Lesson 23's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–19, under a
+"""Lesson 24's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–19, under a
 second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock at the run's maximum SM clock).
 
 Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
