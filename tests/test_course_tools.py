@@ -111,9 +111,11 @@ def test_each_step_is_compared_with_the_cublas_of_its_arithmetic():
             assert "×" not in labels[step.name] and f"first {step.arithmetic.upper().replace('X', 'x')}" in \
                 labels[step.name], labels[step.name]
         elif earlier:
-            # the step it says it changes (BUILDS_ON: step 20 names step 17), else the step of its arithmetic before it
+            # the step it says it changes (BUILDS_ON: step 20 names step 17) where that computes as it does, else the
+            # step of its arithmetic before it (step 22 changes step 21's arithmetic: compared with step 18)
             base = getattr(step.module, "BUILDS_ON", None)
-            compared = gemm_steps.get_step(base) if base else earlier[-1]
+            compared = gemm_steps.get_step(base) if base and gemm_steps.get_step(base).arithmetic == step.arithmetic \
+                else earlier[-1]
             ratio = at[compared.name]["median_ms"] / at[step.name]["median_ms"]
             assert f"×{ratio:.1f}" in labels[step.name], (step.name, labels[step.name])
             assert (f"vs {compared.number}" in labels[step.name]) == (compared is not steps[i - 1])

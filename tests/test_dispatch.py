@@ -581,6 +581,9 @@ def test_step_21_is_judged_only_where_it_ran_the_same_kernel():
     assert dispatch._schedule("warp_specialized", 100, 6001, 4003) == "one"
     assert not dispatch._same_path("warp_specialized_stream_k", (94, 13363, 1051), (100, 6001, 4003))
     assert dispatch._same_path("warp_specialized_stream_k", (4096, 4096, 4096), (2048, 2048, 2048))
+    # step 22 (128 × 128 tiles) likewise, with step 18's split-K: 36 tiles of 512 k-tiles; 158 tiles of 128
+    assert dispatch._schedule("warp_specialized_3xtf32_stream_k", 768, 768, 16384) == "step 18"
+    assert dispatch._schedule("warp_specialized_3xtf32_stream_k", 10077, 164, 4066) == "own"
 
 
 def test_far_from_the_table_a_step_is_judged_by_the_tiles_it_fills():

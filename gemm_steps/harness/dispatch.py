@@ -304,7 +304,7 @@ def _same_path(name: str, a: tuple[int, int, int], b: tuple[int, int, int]) -> b
         return True
     if name in PADDED_VARIANTS:  # the fast kernel everywhere; what differs is whether the matrices are copied
         return _copies(name, *a) == _copies(name, *b)
-    if _schedule(name, *a) != _schedule(name, *b):  # step 21: its own kernel, or step 17's split-K
+    if _schedule(name, *a) != _schedule(name, *b):  # steps 21, 22: their own kernel, or step 17's/18's split-K
         return False
     if _has_partial_build(name):  # the same: whether A or B is read as it is, copied into readable rows, or read
         return _row_path(name, *a) == _row_path(name, *b)  # by the producer's threads
@@ -321,13 +321,15 @@ def _schedule(name: str, m: int, n: int, k: int) -> str:
     step 21 runs ``"step 17"`` (its split-K) where step 17 splits K (``warp_specialized_stream_k.runs_step_17``), else
     ``"own"``. Judged on a product where step 21 ran step 17, it said nothing of its own kernel: seed 20261213's
     set (results/held-out-nvidia-h200-2026-11-29-12.json) ran step 21's stream-K at 94×13363×1051 at 0.56× cuBLAS TF32,
-    chosen on a skinny suite shape where it had run step 17's split-K. Every other candidate: ``"one"``."""
+    chosen on a skinny suite shape where it had run step 17's split-K. Step 22 likewise runs ``"step 18"`` where step
+    18 splits K (``warp_specialized_3xtf32_stream_k.runs_step_18``). Every other candidate: ``"one"``."""
     module = candidate(name).module
-    if not hasattr(module, "runs_step_17"):
-        return "one"
-    config = _gpu_tiles(name)
-    tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
-    return "step 17" if module.runs_step_17(tiles, ceil_div(k, config.BLOCK_K), TABLE_SMS) else "own"
+    for rule, other in (("runs_step_17", "step 17"), ("runs_step_18", "step 18")):
+        if hasattr(module, rule):
+            config = _gpu_tiles(name)
+            tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
+            return other if getattr(module, rule)(tiles, ceil_div(k, config.BLOCK_K), TABLE_SMS) else "own"
+    return "one"
 
 
 #: The readable copy's pace on an H200, bytes read and written a second, a launch included: the slowest copy of
