@@ -22,10 +22,11 @@ from gemm_steps.toolkit.tensor_core_ops import split_tf32_scaled, split_tf32_sca
 SIMT_STEPS = [9, 10, 11]
 THREE_TF32_STEPS = [13, 14]
 STEPS = SIMT_STEPS + THREE_TF32_STEPS
-#: On a GPU every step that keeps the contract, step 18 (3xTF32 on the warp-specialized design) too. On the simulator
+#: On a GPU every step that keeps the contract, steps 18 and 22 (3xTF32 on the warp-specialized design, and on its
+#: stream-K schedule) too. On the simulator
 #: step 18 runs what its own code makes new — the specials' vote with the producer warpgroup in it, and several
 #: k-tiles of its one-accumulator sum — and the GPU tests run every class on it.
-GPU_STEPS = STEPS + [18]
+GPU_STEPS = STEPS + [18, 22]
 SPECIALIZED_3XTF32 = [18]
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="simulator-sized; on a GPU the gpu tests run")
@@ -236,9 +237,9 @@ def test_finite_classes_keep_the_contract_at_larger_k(number):
     assert not failures, f"step {number}:\n" + "\n".join(failures)
 
 
-#: Every step's edge kernel, and step 14's fast one: the specials' path (a block vote, then the tile recomputed by
+#: Every step's edge kernel, and the fast ones of steps 14, 18 and 22 (22: per thread, no vote): the specials' path (a block vote, then the tile recomputed by
 #: sequential FMAs) is the same code in a step's fast and edge kernels; step 13's fast kernel costs 40 s here.
-SPECIAL_RUNS = [(n, "edge") for n in STEPS] + [(14, "fast"), (18, "fast")]
+SPECIAL_RUNS = [(n, "edge") for n in STEPS] + [(14, "fast"), (18, "fast"), (22, "fast")]
 
 
 @simulator_only
