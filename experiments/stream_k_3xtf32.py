@@ -18,6 +18,14 @@ Prediction: predictions/stream-k-3xtf32-before-run.md (written before the run).
 
     python -m experiments.stream_k_3xtf32 [OUT.json]   # default experiments/results/experiment-stream-k-3xtf32-<gpu>.json
     python -m experiments.stream_k_3xtf32 OUT.json 8192x8192x8192   # other shapes
+    python -m experiments.stream_k_3xtf32 OUT.json --pace   # the second run: why step 22's k-tiles are slower
+
+The first run (``…-nvidia-h200.json``) found step 22's persistent loop alone at 0.86–0.92× step 18 where both run
+the same waves (step 21's had run 1.03–1.05× step 17's): its k-tiles are slower. ``--pace`` times, at 4096³ and
+2048³ (nothing split), step 18, the persistent loop, and the persistent loop with the producer warpgroup given 56
+registers instead of 40 (the consumers 224 instead of 232: the same pool) — one change: does the producer, whose loop
+now also walks the work units, run short of registers for its split? (Prediction:
+predictions/stream-k-3xtf32-pace-before-run.md.)
 """
 
 from __future__ import annotations
@@ -29,23 +37,34 @@ from experiments import output_path, ratio, require_gpu, run_and_save
 
 SIZES = [(1152, 2048, 4096), (1664, 1664, 4096), (10077, 164, 4066), (3000, 3000, 3000), (768, 768, 16384),
          (2048, 2048, 2048), (4096, 4096, 4096)]
+PACE_SIZES = [(4096, 4096, 4096), (2048, 2048, 2048)]
 SHIPPED = "warp_specialized_3xtf32"
 STREAM_K = "warp_specialized_3xtf32_stream_k"
 PERSISTENT = "warp_specialized_3xtf32_persistent"
+PRODUCER_56 = "warp_specialized_3xtf32_persistent_producer56"
 
 
-def entries() -> list:
-    """Step 18 and step 22 from the course, and step 22's persistent loop alone, as benchmark entries."""
+def entries(pace: bool = False) -> list:
+    """Step 18 and step 22 from the course, and step 22's persistent loop alone, as benchmark entries; ``pace``:
+    step 18, the persistent loop, and the persistent loop with 56 producer registers."""
+    from dataclasses import replace
+
     import gemm_steps
     from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step
     from gemm_steps.steps.warp_specialized_stream_k import no_stream_k
     from gemm_steps.toolkit.tuned import default_config
 
-    loop = step.build(default_config(step.SEARCH_SPACE), split=no_stream_k, fallback=False)
-    return [SimpleNamespace(name=SHIPPED, number=18, arithmetic="3xtf32", launch=gemm_steps.get_step(SHIPPED).launch),
-            SimpleNamespace(name=STREAM_K, number=22, arithmetic="3xtf32",
-                            launch=gemm_steps.get_step(STREAM_K).launch),
-            SimpleNamespace(name=PERSISTENT, number=22, arithmetic="3xtf32", launch=loop.launch)]
+    config = default_config(step.SEARCH_SPACE)
+    loop = step.build(config, split=no_stream_k, fallback=False)
+    shipped = SimpleNamespace(name=SHIPPED, number=18, arithmetic="3xtf32", launch=gemm_steps.get_step(SHIPPED).launch)
+    persistent = SimpleNamespace(name=PERSISTENT, number=22, arithmetic="3xtf32", launch=loop.launch)
+    if pace:
+        wider = step.build(replace(config, PRODUCER_REGISTERS=56, CONSUMER_REGISTERS=224), split=no_stream_k,
+                           fallback=False)
+        return [shipped, persistent, SimpleNamespace(name=PRODUCER_56, number=22, arithmetic="3xtf32",
+                                                     launch=wider.launch)]
+    return [shipped, SimpleNamespace(name=STREAM_K, number=22, arithmetic="3xtf32",
+                                     launch=gemm_steps.get_step(STREAM_K).launch), persistent]
 
 
 def summary(results: dict) -> dict:
@@ -53,7 +72,7 @@ def summary(results: dict) -> dict:
     tflops: dict = {}
     for r in results["records"]:
         tflops.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = r.get("tflops")
-    names = [SHIPPED, STREAM_K, PERSISTENT]
+    names = [SHIPPED, *sorted({r["step"] for r in results["records"]} - {SHIPPED, "cublas", "cublas_tf32"})]
     return {f"{m}x{n}x{k}": {"tflops": {name: by.get(name) for name in (*names, "cublas", "cublas_tf32")},
                              "over_step18": {name: ratio(by.get(name), by.get(SHIPPED)) for name in names[1:]},
                              "over_sgemm": {name: ratio(by.get(name), by.get("cublas")) for name in names}}
@@ -62,9 +81,11 @@ def summary(results: dict) -> dict:
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/stream_k_3xtf32.py")
+    pace = "--pace" in argv
+    argv = [arg for arg in argv if arg != "--pace"]
     out = output_path("stream-k-3xtf32", argv[1] if len(argv) > 1 else None)
-    sizes = [tuple(int(x) for x in shape.split("x")) for shape in argv[2:]] or SIZES
-    results = run_and_save(entries(), sizes, out, "step 18 against step 22 (its k-tile on step 21's stream-K "
+    sizes = [tuple(int(x) for x in shape.split("x")) for shape in argv[2:]] or (PACE_SIZES if pace else SIZES)
+    results = run_and_save(entries(pace), sizes, out, "step 18 against step 22 (its k-tile on step 21's stream-K "
                            "schedule) and step 22's persistent loop alone (experiments/stream_k_3xtf32.py)",
                            summary, width=34)
     nan = float("nan")
