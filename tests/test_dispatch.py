@@ -597,3 +597,19 @@ def test_far_from_the_table_a_step_is_judged_by_the_tiles_it_fills():
     dispatch.forget()
     for shape in [(94, 13363, 1051), (126, 3795, 14063)]:
         assert dispatch.choose(*shape, "tf32").step_name == "warp_specialized@128x128", shape
+
+
+def test_tile_efficiency_and_choices_at_small_products_for_every_step():
+    """Every candidate has tiles a GPU runs, steps 1–5 (no search space) too: a fresh run of
+    experiments/fp32_accuracy.py on an H200 (2026-11-29) stopped in ``matmul`` at 256 × 256 × K with an
+    AttributeError where the fastest FP32 step of a measured row was step 3 (``_carried`` asked its tiles)."""
+    for step in gemm_steps.steps() + dispatch.variants():
+        assert 0 < dispatch.tile_efficiency(step.name, 257, 255) <= 1, step.name
+    assert dispatch.tile_efficiency("shared_memory", 32, 48) == pytest.approx(32 * 48 / (32 * 64))
+    assert dispatch.tile_efficiency("naive", 32, 32) == 1.0
+    for gpu in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
+        entry = dispatch.table(gpu)
+        for precision in dispatch.PRECISIONS:
+            for k in (1, 4, 32, 256, 1024, 4096, 16384):
+                for m, n in ((256, 256), (257, 255), (8, 8)):
+                    dispatch.choose_from(entry, m, n, k, dispatch.allowed_steps(precision), gpu)

@@ -596,11 +596,25 @@ def _tensor_core_evidence(measured: list, here: tuple[int, int, int], candidates
     return Evidence(name, speedup, shapes, reason)
 
 
+def _tile_sides(name: str) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N) of the tiles a GPU runs for candidate ``name``: :func:`_gpu_tiles` for a tuned step or a
+    variant; the steps without a search space from their module's ``DEFAULT_CONFIG`` or ``CONFIG`` (steps 1–2: a
+    BLOCK_SIZE square of threads, an element each)."""
+    module = candidate(_base_step(name)).module
+    if name in TILE_VARIANTS or hasattr(module, "SEARCH_SPACE"):
+        config = _gpu_tiles(name)
+        return config.BLOCK_M, config.BLOCK_N
+    if hasattr(module, "DEFAULT_CONFIG"):  # steps 6–7: one configuration, no search space
+        return module.DEFAULT_CONFIG.BLOCK_M, module.DEFAULT_CONFIG.BLOCK_N
+    fixed = module.CONFIG
+    return fixed.get("BLOCK_M", fixed.get("BLOCK_SIZE")), fixed.get("BLOCK_N", fixed.get("BLOCK_SIZE"))
+
+
 def tile_efficiency(name: str, m: int, n: int) -> float:
     """The share of a candidate's tiles of C that lies inside C at M×N, with the tiles a GPU runs: M·N over the
     padded area ⌈M/BLOCK_M⌉·BLOCK_M · ⌈N/BLOCK_N⌉·BLOCK_N (a tensor-core tile costs the same full or not)."""
-    config = _gpu_tiles(name)
-    return m * n / (ceil_div(m, config.BLOCK_M) * config.BLOCK_M * ceil_div(n, config.BLOCK_N) * config.BLOCK_N)
+    block_m, block_n = _tile_sides(name)
+    return m * n / (ceil_div(m, block_m) * block_m * ceil_div(n, block_n) * block_n)
 
 
 def _carried(name: str, row: list, here: tuple[int, int, int], fp32: set[str]) -> float:
