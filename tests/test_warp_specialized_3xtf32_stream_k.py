@@ -13,7 +13,7 @@ checked, not assumed:
 * specials where the tile is shared: an inf in A inside another block's k-tiles, a NaN in B in the finishing
   block's, and a finite sum past float32's range — each result as the sequential float32 sum gives it (pattern and
   value), the tile's other results within float32's tolerance;
-* the persistent loop where nothing is split; step 18 where it would split K;
+* step 18 where it would split K or where the waves are (nearly) whole; the persistent loop alone is right;
 * on a GPU, four shapes (one tile over every block, a ragged wave boundary, whole waves plus a split, A copied) right
   and the same bits twice, and specials on one shared tile.
 
@@ -31,7 +31,7 @@ import gemm_steps
 from gemm_steps.harness.fp32_contract import sgemm_model, special_pattern
 from gemm_steps.steps import warp_specialized_3xtf32
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.steps.warp_specialized_stream_k import all_stream_k
+from gemm_steps.steps.warp_specialized_stream_k import all_stream_k, no_stream_k
 from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
 from helpers import nan_c_with_margin, only_c_written, random_matrices, rel_error, rng_for, tolerance
 
@@ -106,7 +106,7 @@ def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
 
 @simulator_only
 def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
-    built = variant.build(variant.SIMULATOR_CONFIG, min_share=1)
+    built = variant.build(variant.SIMULATOR_CONFIG, min_share=1, fallback=False)  # (1.67 waves: step 18's by the rule)
     launches = _recording(built, blocks=2)
     config = built.config
     m, n, k = 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K  # 5 full tiles of 5 k-tiles
@@ -180,24 +180,33 @@ def test_specials_on_a_shared_tile_are_sgemms(case):
     assert error <= tolerance(k), f"the other results: error {error:.2e} > {tolerance(k):.2e}"
 
 
-def test_step_18_runs_only_where_it_would_split_k():
+def test_step_18_runs_where_it_splits_k_or_the_waves_are_nearly_whole():
     built = variant.build(variant.SEARCH_SPACE[0])
     built.sm_count = lambda: 132
     assert built.runs_fallback(36, 16384), "36 tiles of 512 k-tiles: step 18 splits K"
-    for tiles, k in [(160, 4096), (1024, 4096), (132, 8192), (80, 128)]:  # part-empty, whole waves, short K
+    for tiles in (1024, 576, 256, 132):  # whole waves, 4.36 waves in 5 (3000³), 1.94 in 2, one
+        assert built.runs_fallback(tiles, 4096), tiles
+    for tiles, k in [(144, 4096), (158, 4066), (169, 4096), (80, 128), (404, 4096)]:  # part-empty waves
         assert not built.runs_fallback(tiles, k), (tiles, k)
     assert variant.runs_step_18(36, 512, 132) and not variant.runs_step_18(80, 4, 132)
     assert not variant.build(variant.SEARCH_SPACE[0], fallback=False).runs_fallback(36, 16384)
 
 
 @simulator_only
-def test_whole_waves_run_the_persistent_loop():
+def test_whole_waves_run_step_18_and_the_persistent_loop_is_right():
     built = variant.build(variant.SIMULATOR_CONFIG)
     launches = _recording(built)
     config = built.config
-    assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
-    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
-    assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], "6 tiles on 3 blocks: two tiles a block"
+    step18 = []
+    launch_18 = built.fallback.launch_full_tiles
+    built.fallback.launch_full_tiles = lambda *arguments, **keywords: (step18.append(arguments[2:4]),
+                                                                       launch_18(*arguments, **keywords))
+    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, step 18")
+    assert step18 == [(6, 1)] and launches == [], "6 tiles on 3 blocks, two whole waves: step 18 runs"
+    loop = variant.build(variant.SIMULATOR_CONFIG, split=no_stream_k, fallback=False)
+    loop_launches = _recording(loop)
+    _product(loop, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
+    assert loop_launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], "6 tiles on 3 blocks: two tiles a block"
     assert variant.MIN_SHARE_K_TILES == built.min_share
 
 

@@ -23,15 +23,17 @@ accuracy from three TF32 products per k-step — with step 18's roles and tile.
   recomputed here, and the tile's other results keep their 3xTF32 sums.
 * **When.** As step 21: whole waves data-parallel, the last part-empty wave plus one shared out by k-tiles
   (``stream_k.stream_k_split``); where step 18 splits K (few tiles, long K: ``warp_specialized_3xtf32.slices``),
-  step 18 runs (``runs_step_18``).
+  step 18 runs. Unlike step 21's, this kernel's k-tiles ran slower than its base step's (0.87× step 18's where both
+  ran the same waves; the cause is not found: ``PACE_OF_STEP_18``), so it runs only where the part-empty wave it
+  saves is worth more than that (``runs_step_18``): no persistent loop where the waves are whole.
 
 Deadlock-free for step 11's reason: a block waits only for lower-numbered blocks, whose partial sums never wait, and
 the grid is the blocks the GPU holds at once.
 
-Why faster than step 18: the default precision's tile is half of step 17's (128×128), and its k-tile three times the
-work, so a part-empty last wave costs it as much as step 17's — 10077×164×4066 is 80 tiles for 132 SMs: one wave 61 %
-full. Here every SM computes ≈ 80 · 128 / 132 k-tiles instead of 128.
-Expect: predictions/3xtf32-stream-k-before-run.md, written before the first GPU run.
+Why faster than step 18 where it runs: a part-empty last wave costs step 18 a whole wave — 10077×164×4066 is 158
+tiles of 128×128 for 132 SMs, 1.20 waves of work in 2; here every SM computes ≈ 158 · 128 / 132 k-tiles instead of
+2 · 128. Expect: predictions/stream-k-3xtf32-before-run.md, written before the first GPU run. Measured: lesson 22
+reads experiments/results/experiment-stream-k-3xtf32-*.json.
 
 Shapes: as step 18 — the full-tile build where the tiles are whole and the copy engine can read A and B, else the
 PARTIAL_TILES build (the copy engine zero-fills past A and B, the stores keep to C), after a readable copy where a row
@@ -384,10 +386,25 @@ class Config(StepConfig):
         return []
 
 
+#: This kernel's k-tiles run at about this pace of step 18's: its persistent loop alone (nothing split, the same waves)
+#: ran 0.87× step 18 at 4096³ and 0.92× at 2048³ on an H200, 0.85× and 0.90× in a second run with 56 producer
+#: registers instead of 40 (experiments/stream_k_3xtf32.py, runs 1 and 2: the same DRAM and L2 bytes, 2.5 % more
+#: instructions, fewer issued a cycle; the cause is not found). Step 21's persistent loop had run 1.03–1.05× step 17's.
+PACE_OF_STEP_18 = 0.87
+#: … so this kernel runs a product only where the waves it saves are worth more than that, by this margin.
+MIN_GAIN = 1.05
+
+
 def runs_step_18(tiles: int, k_tiles: int, sms: int) -> bool:
-    """Whether step 18 runs a product this step would split by k-tiles: where step 18 splits K (``slices``: fewer
-    tiles than SMs and a long K), as step 21 leaves such products to step 17 (its split-K was faster there)."""
-    return warp_specialized_3xtf32.slices(tiles, k_tiles, sms) > 1
+    """Whether step 18 runs a product instead: where step 18 splits K (``slices``: fewer tiles than SMs and a long K,
+    as step 21 leaves such products to step 17), and where the waves this kernel saves do not pay for its slower
+    k-tiles — step 18's ceil(T / sms) waves over the T / sms this kernel computes, times ``PACE_OF_STEP_18``, under
+    ``MIN_GAIN``: whole waves (4096³: 1024 tiles, 7.76 waves in 8) and nearly whole ones (3000³: 4.36 in 5, where the
+    first run measured 0.97×) run step 18; 144–169 tiles (1.09–1.28 waves in 2) this kernel."""
+    if warp_specialized_3xtf32.slices(tiles, k_tiles, sms) > 1:
+        return True
+    waves = -(-tiles // sms)
+    return waves * sms / tiles * PACE_OF_STEP_18 < MIN_GAIN
 
 
 #: The fewest k-tiles a block's share of the stream-K k-tiles has (step 21's rule, step 21's model): handing a
