@@ -18,7 +18,7 @@ from .display import MarkdownTable, table
 from .timings import load_run
 
 #: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
-RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200
+RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200_2
 #: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
 #: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``. Lessons
 #: 13 and 14 quote its cost too (:func:`contract_cost`).
