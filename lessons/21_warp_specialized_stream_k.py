@@ -191,4 +191,4 @@ if timeline is not None:
 # Deep dive: [step 11's fixup protocol](deep_dives/11_fixup_protocol.ipynb) — the flags, fences and the backward walk
 # this kernel keeps.
 #
-# Next: [Lesson 23: the FP32 contract](23_fp32_contract.ipynb), what "FP32" promises.
+# Next: [Lesson 22: the default precision on stream-K](22_warp_specialized_3xtf32_stream_k.ipynb), step 18 on this schedule.

@@ -96,9 +96,10 @@ def schedule_table(shapes) -> MarkdownTable:
                         "model: step 17 / step 21": "{:.2f}×"})
 
 
-def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS):
+def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS, steps: tuple[str, str] = ("step 17", "step 21")):
     """Each SM's work over time (in k-tiles) for ``tiles`` tiles: one block a tile in waves (left, the idle SMs of the
-    last wave marked), step 21's equal shares walked backwards, cut where tiles end (right); a colour a tile."""
+    last wave marked), stream-K's equal shares walked backwards, cut where tiles end (right); a colour a tile.
+    ``steps``: the two kernels' names (lesson 22 draws step 18 and step 22)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 4.2), layout="constrained")
@@ -119,8 +120,8 @@ def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS):
     if idle:
         last = tiles // sms * k_tiles
         left.text(last + k_tiles / 2, (tiles % sms + sms) / 2, f"{idle} SMs idle", ha="center", va="center")
-    for ax, title in ((left, f"step 17: {math.ceil(tiles / sms)} waves"),
-                      (right, "step 21: an equal share of k-tiles an SM")):
+    for ax, title in ((left, f"{steps[0]}: {math.ceil(tiles / sms)} waves"),
+                      (right, f"{steps[1]}: an equal share of k-tiles an SM")):
         ax.set(xlabel="time (k-tiles)", title=title, xlim=(0, math.ceil(tiles / sms) * k_tiles))
     left.set_ylabel(f"SM (of {sms})")
     fig.suptitle(f"{tiles} tiles of {k_tiles} k-tiles on {sms} SMs (a colour a tile)")
