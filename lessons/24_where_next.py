@@ -2,7 +2,7 @@
 # # Lesson 24 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–19 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–22 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
@@ -203,12 +203,13 @@ if split_k and split_k_prediction:
 # run on 8–16 of 132 SMs, split into at most 8 slices; the cap went (`experiments/split_k_slices.py`). `matmul` learned
 # to model a step's copies where the table never measured them, and no longer trusts a padded copy's speed measured
 # where it copied nothing. Then step 21 brought stream-K to the tensor cores (lesson 21): at `precision="tf32"` a
-# product just past one wave of tiles no longer runs its k-loop twice — step 18, the default, still does (140 tiles
-# took 1.67× the time of 130 in `experiments/small_products.py`) — and `matmul` judges a step far from its table by
-# the share of its tiles inside C. Each change was followed by a new draw: the table above is the last one run. Its
-# slowest shapes are small products, where a readable copy and each extra launch weigh most, and shapes with a side
-# under ~100, most of each tile outside C — what 3xTF32 on stream-K and tiles narrower than 128 columns (one consumer
-# warpgroup) are for, which the course has not yet built.
+# product just past one wave of tiles no longer runs its k-loop twice — and `matmul` judges a step far from its table
+# by the share of its tiles inside C. Step 22 did the same for step 18, the default (lesson 22), where the waves it
+# saves pay for its k-tiles, which run slower than step 18's for a reason not yet found; `matmul` runs it only near
+# where it was measured. Each change was followed by a new draw: the table above is the last one run. Its slowest
+# shapes are small and short-K products, where a readable copy and each extra launch weigh most, and shapes with a
+# side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are
+# for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #
@@ -237,7 +238,7 @@ if split_k and split_k_prediction:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–19, and what is left
+# ## The tensor cores: steps 12–22, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
@@ -295,7 +296,7 @@ if v18:
 # L2 bytes per FLOP, at the highest L2 rate any build drew. Not the operand path: CUTLASS's ping-pong and cuBLAS's
 # TF32 kernel take it too. Step 20 puts two blocks in a cluster that share A's tile by TMA multicast (lesson 20);
 # step 21 runs step 17's k-tile on a persistent grid with stream-K (lesson 21: faster where the last wave is
-# part-empty, a few percent where the waves are whole). What is left is ping-pong on the cluster design, and a
+# part-empty, a few percent where the waves are whole), step 22 step 18's (lesson 22). What is left is ping-pong on the cluster design, and a
 # persistent step with clusters and a TMA-store epilogue ([docs/tensor_cores.md](../docs/tensor_cores.md)) — though at
 # 4096³ step 17 loses to cuBLAS TF32 mostly in its k-loop's pace, not in the fixed costs those would hide ([deep dive
 # 17: the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb)).
