@@ -204,8 +204,8 @@ if split_k and split_k_prediction:
 # to model a step's copies where the table never measured them, and no longer trusts a padded copy's speed measured
 # where it copied nothing. Then step 21 brought stream-K to the tensor cores (lesson 21): at `precision="tf32"` a
 # product just past one wave of tiles no longer runs its k-loop twice — and `matmul` judges a step far from its table
-# by the share of its tiles inside C. Step 22 did the same for step 18, the default (lesson 22), where the waves it
-# saves pay for its k-tiles, which run slower than step 18's for a reason not yet found; `matmul` runs it only near
+# by the share of its tiles inside C. Step 22 did the same for step 18, the default (on step 18, 140 tiles took 1.67×
+# the time of 130 in `experiments/small_products.py`; lesson 22), where the waves it saves pay for its k-tiles, which run slower than step 18's for a reason not yet found; `matmul` runs it only near
 # where it was measured. Each change was followed by a new draw: the table above is the last one run. Its slowest
 # shapes are small and short-K products, where a readable copy and each extra launch weigh most, and shapes with a
 # side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are
