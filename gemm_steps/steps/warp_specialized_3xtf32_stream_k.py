@@ -46,7 +46,8 @@ from dataclasses import dataclass, replace
 
 from numba import cuda, float32, uint32, uint64
 
-from ..toolkit.intrinsics import load4_bypassing_l1, load_float4, store4, store_float4, wait_for_previous_grid
+from ..toolkit.intrinsics import (load4_bypassing_l1, load_float4, store4, store_float4, wait_for_flag,
+                                  wait_for_previous_grid)
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
@@ -221,8 +222,7 @@ def warp_specialized_3xtf32_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_co
                     other -= uint32(1)
                     if other * sk_iterations // blocks < (other + uint32(1)) * sk_iterations // blocks:  # it had work
                         flag = other * uint32(THREADS) + tid  # the same thread of that block: the same elements
-                        while cuda.atomic.add(flags, flag, 0) == 0:
-                            pass  # spin: that block never waits on us
+                        wait_for_flag(flags, flag)  # that block never waits on us; the warp polls together
                         cuda.threadfence()  # pairs with the writer's fence across the flag: the sums are visible
                         flags[flag] = 0  # reset for the next launch (each flag is raised once per launch)
                         slot = other * uint32(BLOCK_M * BLOCK_N) + tid

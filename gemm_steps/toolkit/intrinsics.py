@@ -28,6 +28,8 @@ R, C, x0, x1, x2, x3)``
                                                                        inline sequence (no call)
 ``wait_for_previous_grid()``  inline PTX ``griddepcontrol.wait``       ``griddepcontrol.wait``
                                                                        (sm_90)
+``wait_for_flag(flags, i)``   ``vote.sync.any`` around an atomic read   ``VOTE.ANY`` + ``ATOMG``: one
+                                                                       loop exit for the warp
 ============================  =======================================  ==========================
 
 The 128-bit pair take a 1-D float32 array (global or shared) and an element index ``i``; elements ``i .. i+3`` must lie in the
@@ -47,6 +49,14 @@ same compare, branch (or predicate) and load.
 ``uint64`` division, ``div.u64`` in PTX, which ptxas makes a call to a division subroutine — and one call anywhere in
 a kernel makes ptxas serialise every ``wgmma`` in it (warning C7509). A division by a compile-time constant is a
 multiply and shift and needs none of this; ``divide_u32`` is for divisors known only at run time (a grid's size).
+
+``wait_for_flag`` is stream-K's wait for another block's partial sums (steps 21 and 22): until ``flags[i]`` is
+non-zero, all 32 lanes of the warp polling together — each lane its own flag, the warp leaving the loop when every
+lane's flag is up (``cuda.any_sync``). Written as a plain ``while`` on each lane's atomic read, the loop's exit differs
+from lane to lane, and ptxas then keeps every value carried round the persistent loop in per-thread registers: the
+``wgmma`` descriptors built from the ring's stage had to be moved to uniform registers (``R2UR``) before each
+``HGMMA`` — 22 of them in step 22's k-tile, none in step 18's (SASS of both, experiments/results/
+experiment-stream-k-3xtf32-sass-nvidia-h200.json). The whole warp must call it (every consumer warp does).
 
 ``copy_async`` copies global memory straight into shared memory without passing through registers (Ampere and
 later): ``n`` floats (1 or 4) from ``src[i]`` to ``dst[j]``, where ``dst`` is a shared array. The copy is in flight
@@ -96,6 +106,11 @@ if SIMULATOR:
     def wait_for_previous_grid():
         """Wait until the kernel launched before this one on the stream has finished and its writes are visible
         (simulator: launches run one after another)."""
+
+    def wait_for_flag(flags, index):
+        """Wait until ``flags[index]`` is non-zero (simulator: this thread alone polls its flag)."""
+        while flags[index] == 0:
+            pass
 
     def load_or_zero(matrix, row, col, rows, cols):
         """Element (row, col) of a flat row-major rows × cols matrix, or 0 outside it."""
@@ -357,3 +372,13 @@ else:
             return context.get_dummy_value()
 
         return signature, codegen
+
+    from numba import cuda as _cuda
+
+    @_cuda.jit(device=True, inline=True)
+    def wait_for_flag(flags, index):
+        """Wait until ``flags[index]`` is non-zero, the warp's 32 lanes together: each reads its own flag atomically
+        (from L2), and the warp loops while any lane's is still 0 (``vote.sync.any``), so the loop's exit is the
+        same for every lane (see the module docstring for why that matters). The whole warp must call it."""
+        while _cuda.any_sync(0xFFFFFFFF, _cuda.atomic.add(flags, index, 0) == 0):
+            pass
