@@ -26,6 +26,10 @@ the same waves (step 21's had run 1.03–1.05× step 17's): its k-tiles are slow
 registers instead of 40 (the consumers 224 instead of 232: the same pool) — one change: does the producer, whose loop
 now also walks the work units, run short of registers for its split? (Prediction:
 predictions/stream-k-3xtf32-pace-before-run.md.)
+
+The third run (``-3.json``, the shapes given on the command line) times the build whose stream-K wait polls as a warp
+(``toolkit.intrinsics.wait_for_flag``), with ``warp_specialized_3xtf32_stream_k_own`` (its own kernel at every
+shape, no fallback to step 18) beside (predictions/stream-k-warp-wait-before-run.md).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ SHIPPED = "warp_specialized_3xtf32"
 STREAM_K = "warp_specialized_3xtf32_stream_k"
 PERSISTENT = "warp_specialized_3xtf32_persistent"
 PRODUCER_56 = "warp_specialized_3xtf32_persistent_producer56"
+OWN = "warp_specialized_3xtf32_stream_k_own"
 
 
 def entries(pace: bool = False) -> list:
@@ -63,8 +68,10 @@ def entries(pace: bool = False) -> list:
                            fallback=False)
         return [shipped, persistent, SimpleNamespace(name=PRODUCER_56, number=22, arithmetic="3xtf32",
                                                      launch=wider.launch)]
+    own = step.build(config, fallback=False)  # its own kernel at every shape (runs_step_18 not asked)
     return [shipped, SimpleNamespace(name=STREAM_K, number=22, arithmetic="3xtf32",
-                                     launch=gemm_steps.get_step(STREAM_K).launch), persistent]
+                                     launch=gemm_steps.get_step(STREAM_K).launch), persistent,
+            SimpleNamespace(name=OWN, number=22, arithmetic="3xtf32", launch=own.launch)]
 
 
 def summary(results: dict) -> dict:
