@@ -100,11 +100,28 @@ if profile is not None:
 
 # %% [markdown]
 # Not the registers. Nsight Compute on one 4096³ launch of each (the table above, clocks locked by the profiler):
-# the same DRAM and L2 bytes, 2.5 % more instructions, and fewer instructions issued a cycle — the warps wait longer
-# for something. What they wait for is not found yet (the next step would be the stall reasons and the SASS of both
-# loops). Until then the step uses the measurement: a k-tile of step 22 costs about 1 / 0.87 of step 18's
-# (`PACE_OF_STEP_18`), so it runs its own kernel only where the waves it saves are worth more than that, with a 5 %
-# margin, and runs step 18 elsewhere:
+# the same DRAM and L2 bytes, 2.5 % more instructions, and fewer instructions issued a cycle — the warps wait longer,
+# mostly on the long scoreboard and at warpgroup barriers. The machine code says why, in part: in step 22 every
+# `HGMMA` of a k-tile takes its shared-memory descriptor through an `R2UR` (a move from a thread's registers to the
+# warp's uniform registers, 22 a k-tile), where step 18 builds its descriptors in the uniform registers. The cause was
+# the fixup's wait for another block's flag: a loop whose exit differs from lane to lane, after which ptxas no
+# longer treats the ring's stage as the same for the whole warp. Waiting as a warp (`wait_for_flag`: the lanes poll
+# together and leave together) removes every `R2UR` from the k-tile — in step 21 too. The third run, its prediction
+# committed before it:
+
+# %%
+wait = predictions.get(22, "warp_wait_persistent_over_step18_h200")
+lesson.say(predictions.quote(wait))
+if len(runs) > 2:
+    lesson.say(lesson_22.verdict_table(lesson_22.verdicts(runs[2], wait), "persistent loop"))
+    lesson.say(lesson_22.pace_table(runs[2]))
+    print(lesson_22.caption(runs[2]))
+
+# %% [markdown]
+# Closer, not there: 4–5 % back at every shape, the loop still about 0.9× step 18's at 4096³ (2048³ inside the range,
+# 4096³ below it). The rest is not found yet. Until it is, the step uses the measurement: a k-tile of step 22 costs
+# about 1 / 0.9 of step 18's (`PACE_OF_STEP_18`), so it runs its own kernel only where the waves it saves are worth
+# more than that, with a 5 % margin, and runs step 18 elsewhere:
 
 # %%
 lesson.say(lesson_22.waves_table([(10077, 164, 4066), (1152, 2048, 4096), (2432, 1792, 4096), (3000, 3000, 3000),
@@ -146,9 +163,10 @@ if held is not None:
 #
 # ## The verdict
 #
-# Stream-K pays at the default precision too: 1.1–1.45× step 18 where its last wave is part-empty, up to 2.35× cuBLAS
-# SGEMM. But step 22's k-tiles run at 0.87× step 18's for a reason not yet found, so where the waves are whole it
-# leaves the product to step 18. Left: that reason (stall reasons, SASS), the dispatch rule's trust in the model far
-# from a measurement, and the short-K and small products where the default is still under 1× cuBLAS SGEMM.
+# Stream-K pays at the default precision too: 1.1–1.5× step 18 where its last wave is part-empty, up to 2.35× cuBLAS
+# SGEMM. But step 22's k-tiles run at about 0.9× step 18's — a wait loop that split the warp cost part of it, and the
+# rest is not found — so where the waves are whole it leaves the product to step 18. Left: the rest of that gap, the
+# dispatch rule's trust in the model far from a measurement, and the short-K and small products where the default is
+# still under 1× cuBLAS SGEMM. (The shape suite and the held-out draw above ran before the warp's wait.)
 #
 # Next: [Lesson 23: the FP32 contract](23_fp32_contract.ipynb), what "FP32" promises.

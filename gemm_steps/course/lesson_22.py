@@ -11,13 +11,14 @@ from gemm_steps.harness import results_files
 
 from . import timings
 from .display import MarkdownTable, table
-from .lesson_21 import SMS, tflops
 from .predictions import Prediction, ratio_range
 from .timings import load_run
 
 #: experiments/stream_k_3xtf32.py: step 18, step 22, step 22's persistent loop alone, both cuBLAS (its prediction);
-#: then ``--pace``: step 18, the persistent loop, and the loop with 56 producer registers.
-RUNS = (results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200, results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_2)
+#: then ``--pace``: step 18, the persistent loop, and the loop with 56 producer registers; then the build whose flag
+#: wait polls as a warp (``toolkit.intrinsics.wait_for_flag``), with step 22's own kernel at every shape beside.
+RUNS = (results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200, results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_2,
+        results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_3)
 #: The shape suite that first timed step 22 (the dispatch table was recorded from it), and the first held-out draw run
 #: with step 22 in the table.
 SUITE = results_files.SHAPES_NVIDIA_H200_2026_11_29_6
@@ -26,6 +27,7 @@ STEP_18, STEP_22 = "warp_specialized_3xtf32", "warp_specialized_3xtf32_stream_k"
 #: The records of the runs, with their labels.
 KERNELS = {STEP_18: "step 18", STEP_22: "step 22", "warp_specialized_3xtf32_persistent": "persistent loop alone",
            "warp_specialized_3xtf32_persistent_producer56": "persistent loop, 56 producer registers",
+           "warp_specialized_3xtf32_stream_k_own": "step 22's own kernel",
            "cublas": "cuBLAS SGEMM"}
 
 
@@ -44,6 +46,18 @@ def suite() -> dict | None:
 
 def held_out() -> dict | None:
     return load_run(HELD_OUT)
+
+
+SMS = 132  # an H100's or H200's SMs: one block of step 18's tile an SM
+
+
+def tflops(run: dict) -> dict[str, dict[str, float]]:
+    """{"MxNxK": {record: TFLOPS}} of a run (failed records left out)."""
+    out: dict = {}
+    for r in run["records"]:
+        if r.get("tflops"):
+            out.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r["tflops"]
+    return out
 
 
 # -- the model -------------------------------------------------------------------------------------------------------
@@ -105,10 +119,10 @@ def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
     return out
 
 
-def verdict_table(found: list[Verdict]) -> MarkdownTable:
-    return table([{"M×N×K": v.shape.replace("x", "×"), "step 22 / step 18": v.ratio,
-                   "predicted": f"{v.low:.2f}–{v.high:.2f}", "": v.where, "step 22 / cuBLAS SGEMM": v.over_sgemm}
-                  for v in found], {"step 22 / step 18": "{:.3f}", "step 22 / cuBLAS SGEMM": "{:.2f}"})
+def verdict_table(found: list[Verdict], what: str = "step 22") -> MarkdownTable:
+    return table([{"M×N×K": v.shape.replace("x", "×"), f"{what} / step 18": v.ratio,
+                   "predicted": f"{v.low:.2f}–{v.high:.2f}", "": v.where, f"{what} / cuBLAS SGEMM": v.over_sgemm}
+                  for v in found], {f"{what} / step 18": "{:.3f}", f"{what} / cuBLAS SGEMM": "{:.2f}"})
 
 
 def pace_table(run: dict) -> MarkdownTable:

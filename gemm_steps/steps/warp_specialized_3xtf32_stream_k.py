@@ -23,9 +23,9 @@ accuracy from three TF32 products per k-step — with step 18's roles and tile.
   recomputed here, and the tile's other results keep their 3xTF32 sums.
 * **When.** As step 21: whole waves data-parallel, the last part-empty wave plus one shared out by k-tiles
   (``stream_k.stream_k_split``); where step 18 splits K (few tiles, long K: ``warp_specialized_3xtf32.slices``),
-  step 18 runs. Unlike step 21's, this kernel's k-tiles ran slower than its base step's (0.87× step 18's where both
-  ran the same waves; the cause is not found: ``PACE_OF_STEP_18``), so it runs only where the part-empty wave it
-  saves is worth more than that (``runs_step_18``): no persistent loop where the waves are whole.
+  step 18 runs. Unlike step 21's, this kernel's k-tiles run slower than its base step's (0.90× step 18's where both
+  run the same waves; the cause is only partly found: ``PACE_OF_STEP_18``), so it runs only where the part-empty
+  wave it saves is worth more than that (``runs_step_18``): no persistent loop where the waves are whole.
 
 Deadlock-free for step 11's reason: a block waits only for lower-numbered blocks, whose partial sums never wait, and
 the grid is the blocks the GPU holds at once.
@@ -98,11 +98,8 @@ def warp_specialized_3xtf32_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_co
     lane = tid % 32
     rows, cols = uint32(tile_rows), uint32(tile_cols)
     tiles_per_group = uint32(GROUP_M) * cols
-    if PARTIAL_TILES:  # every k-tile, the last one partial: A's columns and B's rows past K arrive as zeros
-        k_tiles = (k + uint32(BLOCK_K - 1)) // BLOCK_K
-    else:
-        k_tiles = k // BLOCK_K
-    k_tiles = uint32(k_tiles)
+    # PARTIAL_TILES: every k-tile, the last one partial (A's columns and B's rows past K arrive as zeros)
+    k_tiles = uint32((k + uint32(BLOCK_K - 1)) // BLOCK_K if PARTIAL_TILES else k // BLOCK_K)
     # This block's work (step 21's): its data-parallel tiles, then its share [sk_begin, sk_end) of the stream-K
     # tiles' k-tiles, walked down from sk_end.
     blocks, block = uint32(cuda.gridDim.x), uint32(cuda.blockIdx.x)
@@ -387,10 +384,12 @@ class Config(StepConfig):
 
 
 #: This kernel's k-tiles run at about this pace of step 18's: its persistent loop alone (nothing split, the same waves)
-#: ran 0.87× step 18 at 4096³ and 0.92× at 2048³ on an H200, 0.85× and 0.90× in a second run with 56 producer
-#: registers instead of 40 (experiments/stream_k_3xtf32.py, runs 1 and 2: the same DRAM and L2 bytes, 2.5 % more
-#: instructions, fewer issued a cycle; the cause is not found). Step 21's persistent loop had run 1.03–1.05× step 17's.
-PACE_OF_STEP_18 = 0.87
+#: ran 0.87× step 18 at 4096³ and 0.92× at 2048³ on an H200, 0.85× and 0.90× with 56 producer registers instead of 40
+#: (experiments/stream_k_3xtf32.py, runs 1 and 2: the same DRAM and L2 bytes, 2.5 % more instructions, fewer issued a
+#: cycle). Part of it was the fixup's flag wait, a loop whose exit differed from lane to lane: ptxas then moved every
+#: wgmma descriptor through R2UR; with the warp's wait (``wait_for_flag``) the loop ran 0.905× and 0.956× (run 3).
+#: The rest is not found. Step 21's persistent loop runs 1.03–1.05× step 17's.
+PACE_OF_STEP_18 = 0.90
 #: … so this kernel runs a product only where the waves it saves are worth more than that, by this margin.
 MIN_GAIN = 1.05
 

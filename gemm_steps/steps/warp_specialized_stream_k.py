@@ -17,8 +17,9 @@ per k-step, tiles and grouped order): the schedule — step 11's, brought to the
   that share the tile, nearest first (step 11's fixed order: the same C bit for bit on every run of one grid). The
   hand-over is per consumer **thread**: each writes its 128 partial sums, fences (``threadfence``: its writes are
   visible GPU-wide before its flag) and raises its own flag; the thread of the finishing block that holds the same
-  elements of C waits for that flag, fences, reads them (``ld.global.cg``: from L2, never a stale L1 line) and lowers
-  it. No barrier between threads is needed: a consumer warpgroup never waits for the other.
+  elements of C waits for that flag (its warp's 32 lanes polling together, ``wait_for_flag``: a loop with one exit
+  for the warp keeps the wgmma descriptors in uniform registers), fences, reads them (``ld.global.cg``: from L2, never
+  a stale L1 line) and lowers it. No barrier between threads is needed: a consumer warpgroup never waits for the other.
 * **When.** ``stream_k.stream_k_split`` decides, as in step 11: where one block a tile keeps ≥ 90 % of the SMs busy,
   nothing is split and every tile is data-parallel — the persistent tile loop, which still saves each tile's start
   and lets its store overlap the next tile's first copies; otherwise whole waves stay data-parallel and the last

@@ -55,8 +55,10 @@ non-zero, all 32 lanes of the warp polling together — each lane its own flag, 
 lane's flag is up (``cuda.any_sync``). Written as a plain ``while`` on each lane's atomic read, the loop's exit differs
 from lane to lane, and ptxas then keeps every value carried round the persistent loop in per-thread registers: the
 ``wgmma`` descriptors built from the ring's stage had to be moved to uniform registers (``R2UR``) before each
-``HGMMA`` — 22 of them in step 22's k-tile, none in step 18's (SASS of both, experiments/results/
-experiment-stream-k-3xtf32-sass-nvidia-h200.json). The whole warp must call it (every consumer warp does).
+``HGMMA`` — 22 of them in step 22's k-tile, none in step 18's (ptxas for sm_90a; predictions/
+stream-k-warp-wait-before-run.md has the counts, experiments/results/experiment-stream-k-3xtf32-nvidia-h200-3.json the
+run after: step 22's persistent loop 0.87× → 0.905× step 18 at 4096³). The whole warp must call it (every consumer
+warp does).
 
 ``copy_async`` copies global memory straight into shared memory without passing through registers (Ampere and
 later): ``n`` floats (1 or 4) from ``src[i]`` to ``dst[j]``, where ``dst`` is a shared array. The copy is in flight
