@@ -2,8 +2,8 @@
 # # Lesson 22 — The default precision on stream-K
 #
 # `gemm_steps.matmul` computes at float32 accuracy by default, on step 18 (lesson 18): three TF32 products a k-step
-# on the tensor cores, 128 × 128 tiles, one block a tile. Its slowest shape in the last held-out draw was 10077×164×4066
-# — 0.97× cuBLAS SGEMM — and the reason is lesson 21's: 158 tiles for 132 SMs run in two **waves**, the second with 26
+# on the tensor cores, 128 × 128 tiles, one block a tile. Its slowest shape in the held-out draw before this step
+# (seed 20261215) was 10077×164×4066 — 0.97× cuBLAS SGEMM — and the reason is lesson 21's: 158 tiles for 132 SMs run in two **waves**, the second with 26
 # tiles and 106 idle SMs, for 1.2 waves of work. Step 22 is step 18's k-tile on step 21's stream-K schedule. The
 # timings come from runs on an **H200**, each with step 18 and cuBLAS SGEMM in the same process (the captions name the
 # files).
@@ -49,8 +49,9 @@ lesson.say(predictions.quote(prediction))
 #   part of a tile carries the same scale, so the finishing thread adds them and unscales once.
 # * **Specials per thread.** Step 18 votes over the whole block (`syncthreads_or`) and recomputes a tile with an inf
 #   or NaN as cuBLAS SGEMM does. Here the producer is already in the next unit and the consumers never wait for each
-#   other, so each consumer thread recomputes its own results that came out inf or NaN — the same results step 18
-#   would recompute, since a special input makes its whole row or column of the 3xTF32 sum NaN.
+#   other, so each consumer thread recomputes its own results that came out inf or NaN. Those are the results where
+#   the recompute matters: a special input makes its whole row or column of the 3xTF32 sum NaN (and a sum past
+#   float32's range inf), while finite inputs within the contract never do (docs/fp32_contract.md).
 #
 # The producer's loop:
 
