@@ -213,3 +213,25 @@ def spy_row_copies(monkeypatch) -> list:
 
     monkeypatch.setattr(TmaTiles, "launch_or_record", staticmethod(spy))
     return copied
+
+
+def record_stream_k_launches(built, blocks: int | None = None) -> list:
+    """Make a stream-K build (steps 21, 22: ``StreamKTmaTiles``) and its partial build record each launch as
+    (build, grid, dp_tiles, sk_tiles); ``blocks`` forces their grid size."""
+    launches = []
+    for label, one in (("full", built), ("partial", built.partial)):
+        configured = one.configured
+
+        def recorded(variant_name, grid, stream, plan_launches=None, configured=configured, label=label):
+            launch = configured(variant_name, grid, stream, plan_launches)
+
+            def call(*arguments):
+                launches.append((label, grid, int(arguments[-2]), int(arguments[-1])))
+                launch(*arguments)
+
+            return call
+
+        one.configured = recorded
+        if blocks is not None:
+            one._resident_blocks = {"fast": blocks, "edge": blocks}
+    return launches

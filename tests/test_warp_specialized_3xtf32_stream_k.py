@@ -33,7 +33,7 @@ from gemm_steps.steps import warp_specialized_3xtf32
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.steps.warp_specialized_stream_k import all_stream_k, no_stream_k
 from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
-from helpers import nan_c_with_margin, only_c_written, random_matrices, rel_error, rng_for, tolerance
+from helpers import random_matrices, record_stream_k_launches, rel_error, rng_for, run_in_nan_margin, tolerance
 
 from gemm_steps.steps import warp_specialized_3xtf32_stream_k as variant
 
@@ -41,40 +41,10 @@ simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
                                     reason="sizes chosen for the simulator's 32×64 tiles and grid of 3 blocks")
 
 
-def _recording(built, blocks: int | None = None) -> list:
-    """Make ``built`` and its partial build record each launch as (build, grid, dp_tiles, sk_tiles); ``blocks``
-    forces their grid size."""
-    launches = []
-    for label, one in (("full", built), ("partial", built.partial)):
-        configured = one.configured
-
-        def recorded(variant_name, grid, stream, plan_launches=None, configured=configured, label=label):
-            launch = configured(variant_name, grid, stream, plan_launches)
-
-            def call(*arguments):
-                launches.append((label, grid, int(arguments[-2]), int(arguments[-1])))
-                launch(*arguments)
-
-            return call
-
-        one.configured = recorded
-        if blocks is not None:
-            one._resident_blocks = {"fast": blocks, "edge": blocks}
-    return launches
-
-
-def _run(built, a, b):
-    """C = A·B by ``built`` into NaN inside a NaN margin: nothing written outside C, every element of C written."""
-    m, n = a.shape[0], b.shape[1]
-    buffer, c = nan_c_with_margin(m, n)
-    built.launch(cuda.to_device(a), cuda.to_device(b), c)
-    return only_c_written(buffer, m, n)
-
-
 def _product(built, m, n, k, name):
     """A random product, every element written and within float32's tolerance."""
     a, b = random_matrices(rng_for(name), m, n, k)
-    result = _run(built, a, b)
+    result = run_in_nan_margin(built, a, b)
     assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} elements unwritten"
     error = rel_error(result, a, b)
     assert error <= tolerance(k), f"error {error:.2e} > float32 tolerance {tolerance(k):.2e}"
@@ -95,7 +65,7 @@ def test_the_step_is_step_18s_tiles_and_kernel_constants():
 @simulator_only
 def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
     built = variant.build(variant.SIMULATOR_CONFIG, split=all_stream_k, fallback=False, min_share=1)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K  # one full tile of 7 k-tiles: 2, 2 and 3 a block
     first = _product(built, m, n, k, "one tile, three blocks")
@@ -107,7 +77,7 @@ def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
 @simulator_only
 def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
     built = variant.build(variant.SIMULATOR_CONFIG, min_share=1, fallback=False)  # (1.67 waves: step 18's by the rule)
-    launches = _recording(built, blocks=2)
+    launches = record_stream_k_launches(built, blocks=2)
     config = built.config
     m, n, k = 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K  # 5 full tiles of 5 k-tiles
     assert stream_k_split(5, 2) == (2, 3)
@@ -121,7 +91,7 @@ def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
 @pytest.mark.parametrize("m, n, k", [(50, 70, 200), (70, 130, 93)], ids=["B-copied", "ragged-K"])
 def test_ragged_products_run_the_partial_build_inside_c_only(m, n, k):
     built = variant.build(variant.SIMULATOR_CONFIG, split=all_stream_k, fallback=False, min_share=1)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     _product(built, m, n, k, f"ragged {m}x{n}x{k}")
     assert [launch[0] for launch in launches] == ["partial"]
 
@@ -163,7 +133,7 @@ def test_specials_on_a_shared_tile_are_sgemms(case):
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K
     a, b = _specials_case(case, m, n, k)
-    result = _run(built, a, b)
+    result = run_in_nan_margin(built, a, b)
     sgemm = sgemm_model(a, b)
     pattern = special_pattern(sgemm)
     assert pattern.any() == (case != SCALED_ONLY), "the case's specials are not what it says"
@@ -195,7 +165,7 @@ def test_step_18_runs_where_it_splits_k_or_the_waves_are_nearly_whole():
 @simulator_only
 def test_whole_waves_run_step_18_and_the_persistent_loop_is_right():
     built = variant.build(variant.SIMULATOR_CONFIG)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     config = built.config
     step18 = []
     launch_18 = built.fallback.launch_full_tiles
@@ -204,7 +174,7 @@ def test_whole_waves_run_step_18_and_the_persistent_loop_is_right():
     _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, step 18")
     assert step18 == [(6, 1)] and launches == [], "6 tiles on 3 blocks, two whole waves: step 18 runs"
     loop = variant.build(variant.SIMULATOR_CONFIG, split=no_stream_k, fallback=False)
-    loop_launches = _recording(loop)
+    loop_launches = record_stream_k_launches(loop)
     _product(loop, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
     assert loop_launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], "6 tiles on 3 blocks: two tiles a block"
     assert variant.MIN_SHARE_K_TILES == built.min_share
@@ -238,7 +208,7 @@ def test_on_the_gpu_specials_on_a_shared_tile_are_sgemms(case):
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K
     a, b = _specials_case(case, m, n, k)
-    result, sgemm = _run(built, a, b), sgemm_model(a, b)
+    result, sgemm = run_in_nan_margin(built, a, b), sgemm_model(a, b)
     assert np.array_equal(special_pattern(result), special_pattern(sgemm))
     if "range" in case:  # the recomputed row: SGEMM's sum where it is finite (the model's double rounding aside)
         finite = np.isfinite(sgemm[7])

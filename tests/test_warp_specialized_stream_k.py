@@ -36,34 +36,13 @@ from gemm_steps.steps import warp_specialized
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
-from helpers import nan_c_with_margin, only_c_written, random_matrices, rel_error, rng_for, tolerance
+from helpers import (nan_c_with_margin, only_c_written, random_matrices, record_stream_k_launches, rel_error,
+                     rng_for, tolerance)
 
 from gemm_steps.steps import warp_specialized_stream_k as variant
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
                                     reason="sizes chosen for the simulator's 32×64 tiles and grid of 3 blocks")
-
-
-def _recording(built, blocks: int | None = None) -> list:
-    """Make ``built`` and its partial build record each launch as (build, grid, dp_tiles, sk_tiles); ``blocks``
-    forces their grid size."""
-    launches = []
-    for label, one in (("full", built), ("partial", built.partial)):
-        configured = one.configured
-
-        def recorded(variant_name, grid, stream, plan_launches=None, configured=configured, label=label):
-            launch = configured(variant_name, grid, stream, plan_launches)
-
-            def call(*arguments):
-                launches.append((label, grid, int(arguments[-2]), int(arguments[-1])))
-                launch(*arguments)
-
-            return call
-
-        one.configured = recorded
-        if blocks is not None:
-            one._resident_blocks = {"fast": blocks, "edge": blocks}
-    return launches
 
 
 def _product(built, m, n, k, name):
@@ -95,7 +74,7 @@ def test_the_step_is_step_17s_tiles_and_kernel_constants():
 @simulator_only
 def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
     built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False, min_share=1)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     config = built.config
     m, n, k = config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K  # one full tile of 7 k-tiles: 2, 2 and 3 a block
     first = _product(built, m, n, k, "one tile, three blocks")
@@ -107,7 +86,7 @@ def test_one_tile_split_over_three_blocks_is_fixed_up_in_a_fixed_order():
 @simulator_only
 def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
     built = variant.build(variant.SIMULATOR_CONFIG, min_share=1)
-    launches = _recording(built, blocks=2)
+    launches = record_stream_k_launches(built, blocks=2)
     config = built.config
     m, n, k = 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K  # 5 full tiles of 5 k-tiles
     assert stream_k_split(5, 2) == (2, 3)
@@ -122,7 +101,7 @@ def test_whole_waves_stay_data_parallel_and_the_rest_is_split_by_k():
 @pytest.mark.parametrize("m, n, k", [(50, 70, 200), (70, 130, 93)], ids=["B-copied", "ragged-K"])
 def test_ragged_products_run_the_partial_build_inside_c_only(m, n, k):
     built = variant.build(variant.SIMULATOR_CONFIG, split=variant.all_stream_k, fallback=False, min_share=1)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     _product(built, m, n, k, f"ragged {m}x{n}x{k}")
     assert [launch[0] for launch in launches] == ["partial"]
 
@@ -140,7 +119,7 @@ def test_step_17_runs_only_where_it_would_split_k():
 @simulator_only
 def test_a_small_product_gives_each_block_min_share_k_tiles_or_a_tile():
     built = variant.build(variant.SIMULATOR_CONFIG, min_share=4)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     config = built.config
     _product(built, config.BLOCK_M, config.BLOCK_N, 7 * config.BLOCK_K, "one tile, shares of four")
     assert launches == [("full", 1, 0, 1)], "7 k-tiles in shares of at least 4: one block"
@@ -148,7 +127,7 @@ def test_a_small_product_gives_each_block_min_share_k_tiles_or_a_tile():
     assert launches[-1] == ("full", 2, 0, 2), "6 k-tiles in shares of four, but a block a tile: two blocks"
     assert variant.MIN_SHARE_K_TILES == variant.build(variant.SIMULATOR_CONFIG).min_share
     short = variant.build(variant.SIMULATOR_CONFIG, min_share=6)
-    short_launches = _recording(short, blocks=2)
+    short_launches = record_stream_k_launches(short, blocks=2)
     assert stream_k_split(5, 2) == (2, 3)
     _product(short, 5 * config.BLOCK_M, config.BLOCK_N, 5 * config.BLOCK_K, "five tiles of five k-tiles")
     assert short_launches == [("full", 2, 5, 0)], "tiles of 5 k-tiles, shares of at least 6: nothing split"
@@ -157,13 +136,13 @@ def test_a_small_product_gives_each_block_min_share_k_tiles_or_a_tile():
 @simulator_only
 def test_whole_waves_run_the_persistent_loop_and_split_k_products_step_17():
     built = variant.build(variant.SIMULATOR_CONFIG)
-    launches = _recording(built)
+    launches = record_stream_k_launches(built)
     config = built.config
     assert stream_k_split(6, SIMULATED_RESIDENT_BLOCKS) == (6, 0)
     _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
     assert launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], "6 tiles on 3 blocks: two tiles a block"
     loop = variant.build(variant.SIMULATOR_CONFIG, split=variant.no_stream_k, fallback=False)
-    loop_launches = _recording(loop)
+    loop_launches = record_stream_k_launches(loop)
     _product(loop, 2 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "two tiles, two blocks")
     assert loop_launches == [("full", 2, 2, 0)], "2 tiles, nothing split: a grid of 2"
     step17 = []

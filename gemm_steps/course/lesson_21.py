@@ -13,7 +13,7 @@ from gemm_steps.harness import results_files
 from .display import MarkdownTable, table
 from .predictions import Prediction, ratio_range
 from . import timings
-from .timings import load_run
+from .timings import load_run, tflops_by_shape
 
 #: experiments/tensor_core_stream_k.py: step 17, step 21 (stream-K where waves are part-empty), step 21's kernel as a
 #: persistent loop alone, both cuBLAS — the first run (its prediction), the second (the same shapes again), the third
@@ -51,10 +51,6 @@ def suite() -> dict | None:
 
 def timeline() -> dict | None:
     return load_run(TIMELINE)
-
-
-def shape_key(m: int, n: int, k: int) -> str:
-    return f"{m}x{n}x{k}"
 
 
 # -- the schedule: waves against shares ----------------------------------------------------------------------------------
@@ -129,15 +125,6 @@ def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS, steps: tup
 
 
 # -- the speed, against the prediction -------------------------------------------------------------------------------
-def tflops(run: dict) -> dict[str, dict[str, float]]:
-    """{"MxNxK": {record: TFLOPS}} of a run (failed records left out)."""
-    out: dict = {}
-    for r in run["records"]:
-        if r.get("tflops"):
-            out.setdefault(shape_key(r["M"], r["N"], r["K"]), {})[r["step"]] = r["tflops"]
-    return out
-
-
 @dataclass(frozen=True)
 class Verdict:
     shape: str
@@ -154,7 +141,7 @@ class Verdict:
 def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
     """The compared record over its baseline at each predicted shape, against the predicted range."""
     record, baseline = prediction.compared_with["record"], prediction.compared_with["baseline"]
-    by_shape = tflops(run)
+    by_shape = tflops_by_shape(run)
     out = []
     for shape in prediction.predicted["shapes"]:
         t = by_shape.get(shape, {})
@@ -172,7 +159,7 @@ def verdict_table(found: list[Verdict], what: str) -> MarkdownTable:
 
 def repeat_table(first: dict, second: dict) -> MarkdownTable:
     """Step 21 over step 17 in two runs of the same shapes: how far a ratio moves between processes."""
-    a, b = tflops(first), tflops(second)
+    a, b = tflops_by_shape(first), tflops_by_shape(second)
     rows = []
     for shape in a:
         if shape in b and "warp_specialized_stream_k" in a[shape] and "warp_specialized_stream_k" in b[shape]:
@@ -186,7 +173,7 @@ def speed_figure(run: dict):
     """TFLOPS of step 17, step 21 and cuBLAS TF32 at each shape of a run."""
     from matplotlib.figure import Figure
 
-    by_shape = tflops(run)
+    by_shape = tflops_by_shape(run)
     names = ("warp_specialized", "warp_specialized_stream_k", "cublas_tf32")
     fig = Figure(figsize=(12, 3.8), layout="constrained")
     ax = fig.subplots()
@@ -206,7 +193,7 @@ def suite_rows(run: dict) -> list[dict]:
     from gemm_steps.steps.warp_specialized_stream_k import runs_step_17
 
     out = []
-    for shape, t in tflops(run).items():
+    for shape, t in tflops_by_shape(run).items():
         if "warp_specialized_stream_k" not in t or "warp_specialized" not in t:
             continue
         m, n, k = map(int, shape.split("x"))
@@ -230,7 +217,7 @@ def copies_table(run: dict) -> MarkdownTable:
     """Step 21 over step 17 at each shape of a run, with what the launch copies first (A where K is not a multiple of
     4, B where N is not)."""
     rows = []
-    for shape, t in tflops(run).items():
+    for shape, t in tflops_by_shape(run).items():
         m, n, k = map(int, shape.split("x"))
         rows.append({"M×N×K": shape.replace("x", "×"), "copied": " and ".join(
                          name for name, copied in (("A", k % 4), ("B", n % 4)) if copied) or "nothing",

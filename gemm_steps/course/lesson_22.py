@@ -12,7 +12,7 @@ from gemm_steps.harness import results_files
 from . import timings
 from .display import MarkdownTable, table
 from .predictions import Prediction, ratio_range
-from .timings import load_run
+from .timings import load_run, tflops_by_shape
 
 #: experiments/stream_k_3xtf32.py: step 18, step 22, step 22's persistent loop alone, both cuBLAS (its prediction);
 #: then ``--pace``: step 18, the persistent loop, and the loop with 56 producer registers; then the build whose flag
@@ -49,15 +49,6 @@ def held_out() -> dict | None:
 
 
 SMS = 132  # an H100's or H200's SMs: one block of step 18's tile an SM
-
-
-def tflops(run: dict) -> dict[str, dict[str, float]]:
-    """{"MxNxK": {record: TFLOPS}} of a run (failed records left out)."""
-    out: dict = {}
-    for r in run["records"]:
-        if r.get("tflops"):
-            out.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r["tflops"]
-    return out
 
 
 # -- the model -------------------------------------------------------------------------------------------------------
@@ -109,7 +100,7 @@ class Verdict:
 
 def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
     record, baseline = prediction.compared_with["record"], prediction.compared_with["baseline"]
-    by_shape = tflops(run)
+    by_shape = tflops_by_shape(run)
     out = []
     for shape in prediction.predicted["shapes"]:
         t = by_shape.get(shape, {})
@@ -128,7 +119,7 @@ def verdict_table(found: list[Verdict], what: str = "step 22") -> MarkdownTable:
 def pace_table(run: dict) -> MarkdownTable:
     """Each record over step 18 at each shape of a run (the persistent loops: the pace of step 22's k-tiles)."""
     rows = []
-    for shape, t in tflops(run).items():
+    for shape, t in tflops_by_shape(run).items():
         row = {"M×N×K": shape.replace("x", "×")}
         for name, label in KERNELS.items():
             if name in t and name not in (STEP_18, "cublas"):
@@ -172,7 +163,7 @@ def profile_table() -> MarkdownTable | None:
 def suite_rows(run: dict) -> list[dict]:
     """Per suite shape: whether step 22 runs its own kernel there, step 22 over step 18 and over cuBLAS SGEMM."""
     rows = []
-    for shape, t in tflops(run).items():
+    for shape, t in tflops_by_shape(run).items():
         if STEP_22 in t and STEP_18 in t and "cublas" in t:
             m, n, k = map(int, shape.split("x"))
             rows.append({"M×N×K": shape.replace("x", "×"), "runs": "own" if waves(m, n, k).runs_own else "step 18",

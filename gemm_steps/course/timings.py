@@ -332,6 +332,15 @@ def tflops_table(run: dict, rows, sizes, cell=None, *, against: str | None = Non
                          + (f"\n\n{caption(run)}" if with_caption else ""))
 
 
+def tflops_by_shape(run: dict) -> dict[str, dict[str, float]]:
+    """{"MxNxK": {record: TFLOPS}} of a run (failed records left out): an experiment's records by shape."""
+    out: dict = {}
+    for r in run["records"]:
+        if r.get("tflops"):
+            out.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r["tflops"]
+    return out
+
+
 def fp32_peak_tflops(results: dict) -> float | None:
     """The GPU's FP32 peak as estimated in the results (SMs × 128 FP32 lanes × 2 FLOP × max SM clock)."""
     return results["environment"].get("fp32_peak_tflops_estimate")
