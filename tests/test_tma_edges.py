@@ -343,3 +343,37 @@ def test_the_kernels_launched_early_wait_for_the_kernel_before(ptx):
         assert "error" not in stats, stats.get("error")
         assert stats["opcodes"].get("griddepcontrol.wait") == 1, {op: c for op, c in stats["opcodes"].items()
                                                                    if op.startswith("grid")}
+
+
+@pytest.mark.parametrize("shape, widened", [((45, 68, 36), "A"), ((20, 30, 42), "AB"), ((33, 60, 100), "A")])
+def test_a_copied_onto_128_byte_rows_gives_the_same_bits(shape, widened, monkeypatch):
+    """Where K is a multiple of 4 but not of 32 and the build's ``aligned_a_when`` says so, A is copied first into rows
+    of a multiple of 32 floats (128-byte lines, ``tma_tiles.aligned_a_pays``) — also where it is copied anyway (N or
+    K not a multiple of 4: B copied too) — and the product has the same bits as without the copy: the zeros past K
+    in the widened rows are those the copy engine fills in past A's end. Where K is a multiple of 32 nothing is
+    copied: the rows are on lines already."""
+    from gemm_steps.toolkit.tma_tiles import LINE_FLOATS, copy_rows_kernel
+
+    m, n, k = shape
+    a, b = random_matrices(np.random.default_rng(m * k + n), m, n, k)
+    plain = run_in_nan_margin(warp_specialized.build(CONFIG), a, b)
+    kernels = warp_specialized.build(CONFIG)
+    kernels.aligned_a_when = lambda m, n, k: True
+    widths = []
+    original = kernels.launch_or_record
+
+    def spy(function, signature, blocks, threads, stream, arguments, launches=None):
+        if function is copy_rows_kernel:
+            widths.append(("AB"[int(arguments[6])], int(arguments[7])))
+        return original(function, signature, blocks, threads, stream, arguments, launches)
+
+    monkeypatch.setattr(kernels, "launch_or_record", spy)
+    got = run_in_nan_margin(kernels, a, b)
+    assert [which for which, _ in widths] == list(widened), widths
+    assert widths[0][1] == ceil_div(k, LINE_FLOATS) * LINE_FLOATS, widths
+    differ = got.view(np.uint32) != plain.view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ from the build that reads A as it is"
+    _check_product(got, a, b)
+    widths.clear()
+    run_in_nan_margin(kernels, *random_matrices(np.random.default_rng(1), m, n, 64))
+    assert [which for which, _ in widths] == (["B"] if n % 4 else []), widths  # B only where unreadable

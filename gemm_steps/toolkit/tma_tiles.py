@@ -57,10 +57,25 @@ def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
         i = uint32(i + stride)
 
 
-def readable_width(cols: int) -> int:
+def readable_width(cols: int, floats: int = 4) -> int:
     """The floats a row of A or B is widened to by :meth:`TmaTiles.readable_copy`: the next multiple of 4 (a row pitch
-    of a multiple of 16 bytes, the copy engine's rule)."""
-    return ceil_div(cols, 4) * 4
+    of a multiple of 16 bytes, the copy engine's rule), or of ``floats`` (32: rows on 128-byte lines, see
+    :func:`aligned_a_pays`)."""
+    return ceil_div(cols, floats) * floats
+
+
+#: Floats in a 128-byte L2 line: a row pitch of a multiple of them starts every row of A's boxes on a line.
+LINE_FLOATS = 32
+
+
+def aligned_a_pays(m: int, n: int, k: int) -> bool:
+    """Whether a product whose A the copy engine *can* read (K a multiple of 4) copies A first into rows of a multiple
+    of 32 floats (:data:`LINE_FLOATS`) — where K is not one. Such a row pitch is a multiple of 16 bytes, the copy
+    engine's rule, but not of 32 or 128: every 128-byte row of an A box then starts inside a sector and spans two L2
+    lines. On an H200 that cost step 21 a fifth of its speed at 3072×16128×14460 against ×14464
+    (experiments/results/experiment-tf32-minimum-shape-nvidia-h200-2.json; B's rows, 512 bytes a box row, cost
+    about 7 %). Never here: the rule is set from the copy's measurement (experiments/aligned_rows.py)."""
+    return False
 
 
 class TmaTiles(TiledKernels):
@@ -84,11 +99,12 @@ class TmaTiles(TiledKernels):
     MAPS_KEPT = 16
 
     def __init__(self, *args, partial: "TmaTiles | None" = None, thread_copies: "TmaTiles | None" = None,
-                 thread_copies_when=None, **kwargs):
+                 thread_copies_when=None, aligned_a_when=aligned_a_pays, **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
         self.thread_copies = thread_copies
         self.thread_copies_when = thread_copies_when
+        self.aligned_a_when = aligned_a_when  # (m, n, k) → copy A into 128-byte rows (aligned_a_pays)
         self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
 
@@ -167,7 +183,7 @@ class TmaTiles(TiledKernels):
 
     def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
         (m, n, k), flat = flat_operands(a, b, c)
-        if not self.partial_applies(a, b, c) or max(m * readable_width(k), k * readable_width(n)) >= 2 ** 32:
+        if not self.partial_applies(a, b, c) or max(m * readable_width(k, LINE_FLOATS), k * readable_width(n)) >= 2 ** 32:
             super().launch_through_numba(a, b, c, stream, launches)  # (a copy's indices must stay in 32 bits)
             return
         cfg = self.partial.config
@@ -176,25 +192,33 @@ class TmaTiles(TiledKernels):
             build, matrices = self.thread_copies, (a, b)
         else:
             build = self.partial
-            matrices = (self.readable_copy(0, flat, (m, n, k), stream, launches) if copy_a else a,
+            aligned_a = self.aligns_a(m, n, k)  # A's rows onto 128-byte lines, readable or not
+            matrices = (self.readable_copy(0, flat, (m, n, k), stream, launches, LINE_FLOATS if aligned_a else 4)
+                        if copy_a or aligned_a else a,
                         self.readable_copy(1, flat, (m, n, k), stream, launches) if copy_b else b)
         rows, cols = ceil_div(m, cfg.BLOCK_M), ceil_div(n, cfg.BLOCK_N)
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
             build.launch_full_tiles(flat, sizes, rows, cols, stream, matrices, launches)
 
+    def aligns_a(self, m: int, n: int, k: int) -> bool:
+        """Whether A is copied into rows of a multiple of 32 floats before the ``partial`` build runs: K is not such a
+        multiple (A's rows off the L2 lines) and ``aligned_a_when(m, n, k)`` says the copy pays."""
+        return k % LINE_FLOATS != 0 and self.aligned_a_when is not None and bool(self.aligned_a_when(m, n, k))
+
     #: Threads a block of :func:`copy_rows_kernel`.
     COPY_THREADS = 256
 
     def readable_copy(self, which: int, flat: tuple, sizes: tuple[int, int, int], stream,
-                      launches: list | None = None):
-        """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of 4
-        floats, zeros past its end, in a buffer kept per shape and stream (16-byte aligned) — as a 2-D array the
-        kernel's tensor map is made of. The kernel still takes A and B themselves (step 18 reads them for its
-        specials) and M, N, K as they are; the widened rows' zeros, like the copy engine's, add nothing."""
+                      launches: list | None = None, floats: int = 4):
+        """A (``which`` 0) or B (1) copied into rows the copy engine can read — each row widened to a multiple of
+        ``floats`` (4, or 32 for rows on 128-byte lines), zeros past its end, in a buffer kept per shape and stream
+        (16-byte aligned) — as a 2-D array the kernel's tensor map is made of. The kernel still takes A and B
+        themselves (step 18 reads them for its specials) and M, N, K as they are; the widened rows' zeros, like the
+        copy engine's, add nothing."""
         m, n, k = sizes
         rows, cols = (m, k) if which == 0 else (k, n)
-        width = readable_width(cols)
+        width = readable_width(cols, floats)
         buffer = self._copies.get(("AB"[which], rows, width), stream,
                                   lambda: cuda.device_array(rows * width, dtype=np.float32, stream=stream))
         arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
@@ -366,5 +390,5 @@ class StreamKTmaTiles(TmaTiles):
                                                           flags, np.uint32(data_parallel), np.uint32(stream_k))
 
 
-__all__ = ["ClusterTmaTiles", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
-           "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
+__all__ = ["ClusterTmaTiles", "LINE_FLOATS", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
+           "aligned_a_pays", "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
