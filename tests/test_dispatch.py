@@ -613,3 +613,18 @@ def test_tile_efficiency_and_choices_at_small_products_for_every_step():
             for k in (1, 4, 32, 256, 1024, 4096, 16384):
                 for m, n in ((256, 256), (257, 255), (8, 8)):
                     dispatch.choose_from(entry, m, n, k, dispatch.allowed_steps(precision), gpu)
+
+
+def test_a_step_measured_copying_a_matrix_is_judged_where_it_reads_it_as_it_is():
+    """A step with a partial-tile build measured near only where it copied A or B into readable rows (K or N not a
+    multiple of 4) is judged at face value where it reads them as they are: the same kernel without the copy, no
+    slower. 1527×9584×1592 (held-out seed 20261217, looked at on a CPU before its run) had steps 17 and 21 measured
+    near only at 1531×3989×2003 (K odd) and went to step 20, whose fast kernel takes no partial k-tile: every tile on
+    step 15's edge kernel, which ran at half their speed there."""
+    entry = dispatch.table("NVIDIA H200")
+    choice = dispatch.choose_from(entry, 1527, 9584, 1592, dispatch.allowed_steps("tf32"), "NVIDIA H200")
+    assert choice.step_name in ("warp_specialized", "warp_specialized_stream_k"), choice
+    assert "reads them as they are, no slower" in choice.reason, choice.reason
+    assert choice.judged[choice.step_name][0] == (1531, 3989, 2003)
+    # the other way round is still modelled with the copy's time added, not at face value
+    assert not dispatch._copied_rows("warp_specialized", (1531, 3989, 2003), entry["shapes"], 10.0)

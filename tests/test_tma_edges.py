@@ -377,3 +377,30 @@ def test_a_copied_onto_128_byte_rows_gives_the_same_bits(shape, widened, monkeyp
     widths.clear()
     run_in_nan_margin(kernels, *random_matrices(np.random.default_rng(1), m, n, 64))
     assert [which for which, _ in widths] == (["B"] if n % 4 else []), widths  # B only where unreadable
+
+
+def test_a_is_aligned_only_by_the_tf32_steps_and_where_the_run_saw_it_pay():
+    """``aligned_a_pays`` against experiments/aligned_rows.py's H200 run: at every shape where it copied (K a multiple
+    of 4, not of 32) and steps 17 and 21 ran more than 3 % faster for it, the rule copies; where they ran slower, it
+    does not (within ±3 %: either). Steps 18 and 22, which gained nothing, do not ask."""
+    import json
+
+    from gemm_steps.steps import warp_specialized_3xtf32, warp_specialized_3xtf32_stream_k, warp_specialized_stream_k
+    from gemm_steps.toolkit.tma_tiles import aligned_a_pays
+
+    run = json.loads((REPO / "experiments" / "results" / "experiment-aligned-rows-nvidia-h200.json").read_text())
+    judged = 0
+    for shape, row in run["summary"].items():
+        m, n, k = (int(x) for x in shape.split("x"))
+        if k % 4 or k % 32 == 0:
+            continue
+        for step in ("warp_specialized", "warp_specialized_stream_k"):
+            gain = row["aligned_over_shipped"][step]
+            if abs(gain - 1) > 0.03:
+                judged += 1
+                assert aligned_a_pays(m, n, k) == (gain > 1), (shape, step, gain)
+    assert judged >= 8, judged
+    for module in (warp_specialized, warp_specialized_stream_k):
+        assert module.build(module.SIMULATOR_CONFIG).aligned_a_when is aligned_a_pays
+    for module in (warp_specialized_3xtf32, warp_specialized_3xtf32_stream_k):
+        assert module.build(module.SIMULATOR_CONFIG).aligned_a_when is None

@@ -368,6 +368,18 @@ def _readable_rows(name: str, here: tuple[int, int, int], measured: list, within
             and distance(here, tuple(row[:3])) <= within]
 
 
+def _copied_rows(name: str, here: tuple[int, int, int], measured: list, within: float) -> list:
+    """The rows within ``within`` of ``here`` where ``name`` copied A or B into readable rows first — if it has a
+    partial-tile build and reads them as they are here. Its time there bounds its time here from below: the same
+    kernel on the same tiles, without the copy. 1527×9584×1592 (K a multiple of 4, odd M and N) had step 17 and 21
+    measured near only at 1531×3989×2003 (K odd: A copied), and went to step 20's edge kernel at half their speed
+    (held-out seed 20261217, looked at before its run)."""
+    if not _has_partial_build(name) or _row_path(name, *here) != "as they are":
+        return []
+    return [row for row in measured if name in row[3] and _row_path(name, *row[:3]) == "copied"
+            and distance(here, tuple(row[:3])) <= within]
+
+
 def _has_partial_build(name: str) -> bool:
     """Whether a candidate runs every shape on its own kernel (steps 17, 18: ``TmaTiles.partial``)."""
     return name not in PADDED_VARIANTS and getattr(candidate(name).tiled, "partial", None) is not None
@@ -481,16 +493,19 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
         within = distance(here, shape)  # the steps are judged among the large shapes no farther than it
         measured = [row for row in measured if row[0] * row[1] >= LARGE_C]
     pct = {s: 100 * nearest[4] / ms for s, ms in sorted(nearest[3].items(), key=lambda item: item[1]) if s in steps}
-    judged, judged_at, modelled = dict(pct), {s: shape for s in pct}, []
+    judged, judged_at, modelled, bounded = dict(pct), {s: shape for s in pct}, [], []
     for s in pct:
         if _same_path(s, here, shape):
             continue
         same = [row for row in measured if s in row[3] and _same_path(s, here, tuple(row[:3]))
                 and distance(here, tuple(row[:3])) <= within]
         readable = [] if same else _readable_rows(s, here, measured, within)
-        if same:  # judged where its kernel path is the one it would take here
-            row = min(same, key=lambda r: distance(here, tuple(r[:3])))
+        copied = [] if same or readable else _copied_rows(s, here, measured, within)
+        if same or copied:  # judged where its kernel path is the one it would take here (or that path and a copy)
+            row = min(same or copied, key=lambda r: distance(here, tuple(r[:3])))
             judged[s], judged_at[s] = 100 * row[4] / row[3][s], tuple(row[:3])
+            if not same:
+                bounded.append(s)
         elif readable:  # it copies A or B here, measured doing so at no shape near: its time where it read them as
             row = min(readable, key=lambda r: distance(here, tuple(r[:3])))  # they are, with the copy added
             judged[s], judged_at[s] = with_the_copy(s, row, here), tuple(row[:3])
@@ -518,6 +533,9 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
                       f"at most this shape's, C of at least {LARGE_C:,} elements: this shape is beyond the table, "
                       f"log₂ distance {away:.1f}, and more of the same tiles on the same kernel paths keep the "
                       f"steps' order)")
+    if best in bounded:
+        note = (f" (judged at {_label(at)}, where it copied A or B into readable rows first: here the same kernel "
+                f"reads them as they are, no slower)")
     if best in modelled:
         note = (f" (modelled: its time at {_label(at)}, where it read A and B as they are, scaled to this shape's "
                 f"FLOPs, plus {1e6 * readable_copy_seconds(*here):.0f} µs of readable copies)")

@@ -39,7 +39,10 @@ bytes), or a matrix not 16-byte aligned — one of two ways (``copies_by_threads
 that needs a copy, the THREAD_COPIES build, whose producer threads copy every stage themselves with 4-byte
 ``cp.async`` (zeros outside A and B) into the layouts the copy engine writes; elsewhere that matrix is first copied
 into rows it can read, each widened to a multiple of 4 floats with zeros (``TmaTiles.readable_copy``; C is never
-copied), and the partial build runs (experiments/thread_copies.py timed both). Where the tiles do not fill the SMs
+copied), and the partial build runs (experiments/thread_copies.py timed both). Where K is a multiple of 4 but not
+of 32, A is readable but its rows sit off the 128-byte L2 lines, and each row of an A box spans two: on large
+products with N ≥ 2048 A is first copied into rows of a multiple of 32 floats (``tma_tiles.aligned_a_pays``,
+experiments/aligned_rows.py). Where the tiles do not fill the SMs
 and K is long, both builds split K as step 18 does (``slices``): slice z of the grid's third dimension sums its
 share of the k-tiles into a workspace and ``add_slices_kernel`` adds the slices in order into C. Compute capability
 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there).
@@ -55,7 +58,7 @@ from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_
                                     mbarrier_init, mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import copy_async_at_or_zero, copy_async_commit, copy_async_wait
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import SplitKTmaTiles, flops_per_copied_byte
+from ..toolkit.tma_tiles import SplitKTmaTiles, aligned_a_pays, flops_per_copied_byte
 from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -421,7 +424,7 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
                                    replace(config, PARTIAL_TILES=True, THREAD_COPIES=True), **common)
     return SplitKTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
                           partial=partial, thread_copies=thread_copies, thread_copies_when=copies_by_threads,
-                          **common)
+                          aligned_a_when=aligned_a_pays, **common)
 
 
 TUNING = Tuning(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

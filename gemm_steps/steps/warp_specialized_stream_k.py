@@ -24,7 +24,9 @@ per k-step, tiles and grouped order): the schedule — step 11's, brought to the
   nothing is split and every tile is data-parallel — the persistent tile loop, which still saves each tile's start
   and lets its store overlap the next tile's first copies; otherwise whole waves stay data-parallel and the last
   part-empty wave plus one are shared out by k-tiles. Where step 17 splits K (few tiles, long K:
-  ``warp_specialized.slices``) step 17 runs: its split-K was faster there (``runs_step_17``).
+  ``warp_specialized.slices``) step 17 runs: its split-K was faster there (``runs_step_17``). Ragged shapes as step
+  17's: the partial-tile build, A or B copied where the copy engine cannot read them, and A copied onto 128-byte rows
+  where K is off them and the copy pays (``tma_tiles.aligned_a_pays``).
 
 Deadlock-free for the reason step 11 is: a block waits only for lower-numbered blocks, whose partial sums never wait,
 and the grid is sized to the blocks the GPU holds at once (it assumes no other work holds the SMs).
@@ -48,7 +50,7 @@ from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tile_config import StepConfig, TileConfig
-from ..toolkit.tma_tiles import StreamKTmaTiles
+from ..toolkit.tma_tiles import StreamKTmaTiles, aligned_a_pays
 from ..toolkit.tuned import Tuning, built, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
@@ -375,7 +377,8 @@ def build(config: Config | TileConfig, split=stream_k_split, fallback_when=runs_
     partial = StreamKTmaTiles("warp_specialized_stream_k_partial", warp_specialized_stream_k_kernel,
                               replace(config, PARTIAL_TILES=True), fallback=step17 and step17.partial, **common)
     return StreamKTmaTiles("warp_specialized_stream_k", warp_specialized_stream_k_kernel,
-                           replace(config, PARTIAL_TILES=False), partial=partial, fallback=step17, **common)
+                           replace(config, PARTIAL_TILES=False), partial=partial, fallback=step17,
+                           aligned_a_when=aligned_a_pays, **common)
 
 
 def all_stream_k(tiles: int, blocks: int) -> tuple[int, int]:

@@ -68,14 +68,24 @@ def readable_width(cols: int, floats: int = 4) -> int:
 LINE_FLOATS = 32
 
 
+#: Where :func:`aligned_a_pays` copies A: N at least this (the copy moves 8·M·K bytes, the kernel's time grows with
+#: M·N·K) and a product of at least this many multiply-adds (the copy is one more launch).
+ALIGNED_A_MIN_N, ALIGNED_A_MIN_PRODUCT = 2048, 2 ** 32
+
+
 def aligned_a_pays(m: int, n: int, k: int) -> bool:
-    """Whether a product whose A the copy engine *can* read (K a multiple of 4) copies A first into rows of a multiple
-    of 32 floats (:data:`LINE_FLOATS`) — where K is not one. Such a row pitch is a multiple of 16 bytes, the copy
-    engine's rule, but not of 32 or 128: every 128-byte row of an A box then starts inside a sector and spans two L2
-    lines. On an H200 that cost step 21 a fifth of its speed at 3072×16128×14460 against ×14464
-    (experiments/results/experiment-tf32-minimum-shape-nvidia-h200-2.json; B's rows, 512 bytes a box row, cost
-    about 7 %). Never here: the rule is set from the copy's measurement (experiments/aligned_rows.py)."""
-    return False
+    """Whether a TF32 product (steps 17 and 21) copies A first into rows of a multiple of 32 floats
+    (:data:`LINE_FLOATS`) where K is not one — also where A is readable as it is (K a multiple of 4).
+
+    Such a row pitch is a multiple of 16 bytes, the copy engine's rule, but not of 32 or 128: every 128-byte row of an
+    A box then starts inside a sector and spans two L2 lines. On an H200 that cost step 21 a fifth of its speed at
+    3072×16128×14460 against ×14464 (experiments/results/experiment-tf32-minimum-shape-nvidia-h200-2.json; B's rows,
+    512 bytes a box row, cost about 7 %). The copy, timed with the kernel (experiments/aligned_rows.py, an H200):
+    steps 17 / 21 1.14–1.25× themselves at N = 4096–16012, 0.94× at N = 1024 (the copy, 8·M·K bytes at ~4 TB/s,
+    costs about what it saves there; the break-even this gives is near N = 1,400), 1.00× where A is copied anyway.
+    Steps 18 and 22 (three products a k-step on the same bytes) gained nothing (0.97–1.01×, 0.88× at N = 1024): they
+    do not ask."""
+    return n >= ALIGNED_A_MIN_N and m * n * k >= ALIGNED_A_MIN_PRODUCT
 
 
 class TmaTiles(TiledKernels):
@@ -99,12 +109,12 @@ class TmaTiles(TiledKernels):
     MAPS_KEPT = 16
 
     def __init__(self, *args, partial: "TmaTiles | None" = None, thread_copies: "TmaTiles | None" = None,
-                 thread_copies_when=None, aligned_a_when=aligned_a_pays, **kwargs):
+                 thread_copies_when=None, aligned_a_when=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
         self.thread_copies = thread_copies
         self.thread_copies_when = thread_copies_when
-        self.aligned_a_when = aligned_a_when  # (m, n, k) → copy A into 128-byte rows (aligned_a_pays)
+        self.aligned_a_when = aligned_a_when  # (m, n, k) → copy A into 128-byte rows first (aligned_a_pays), or None
         self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
 
@@ -391,4 +401,5 @@ class StreamKTmaTiles(TmaTiles):
 
 
 __all__ = ["ClusterTmaTiles", "LINE_FLOATS", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
-           "aligned_a_pays", "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
+           "ALIGNED_A_MIN_N", "ALIGNED_A_MIN_PRODUCT", "aligned_a_pays",
+           "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
