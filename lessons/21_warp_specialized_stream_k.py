@@ -179,6 +179,40 @@ if timeline is not None:
 # (`MIN_SHARE_K_TILES`, a value from this model, not from a sweep). The spread of the end times is the other cost: the last block, not the average,
 # ends the kernel.
 #
+# ## Ragged K: rows off the 128-byte lines
+#
+# On one held-out draw (seed 20261216), `matmul(precision="tf32")` ran step 21 at 2858×16012×14460 at about two
+# thirds of cuBLAS TF32 — a large product, where the waves are no excuse. Two runs took it apart, each with a
+# prediction committed before it. The first changed one property at a time against a shape of whole tiles; it showed
+# that the loss grows with K (so it is in the k-loop, not the store) and that the ragged edges cost little. What
+# costs is the **row pitch**. The copy engine's rule is that a row of A or B starts every 16 bytes; with K = 14460 a
+# row of A is 57,840 bytes long, which obeys it, but 57,840 is not a multiple of 128. L2 moves memory in 32-byte
+# sectors and 128-byte lines: every 128-byte row of an A box (32 floats of one k-tile) then starts inside a sector,
+# touches five sectors instead of four and two lines instead of one — for every box, every k-tile. B's rows are 512
+# bytes a box row, so the same offset costs them much less. The fix is one change: before the partial build runs,
+# copy A into rows of a multiple of 32 floats (zeros past K, which add nothing), so every box row starts on a line.
+# The copy moves 8·M·K bytes; the kernel's time grows with M·N·K — so it pays where N is large.
+
+# %%
+strides, aligned = lesson_21.strides_run(), lesson_21.aligned_run()
+if strides and aligned:
+    guess = predictions.get(21, "strides_over_control_h200")
+    lesson.say(predictions.quote(guess))
+    lesson.say(lesson_21.strides_table(strides, guess))
+    change = predictions.get(21, "aligned_a_over_shipped_h200")
+    lesson.say(predictions.quote(change))
+    lesson.say(lesson_21.aligned_table(aligned, change))
+    print(lesson_21.caption(aligned) + "; each column: the build with A copied onto lines over the step as shipped")
+
+# %% [markdown]
+# The guess held in kind, not everywhere in size: A's rows off the lines cost step 21 about a fifth of its time, B's
+# less than predicted. The copy won that back and more than paid for itself at N in the thousands (above its range
+# at 4096×4096×4100), lost a little at N = 1024, and changed nothing where A was being copied anyway (K = 9999 is not
+# a multiple of 4). cuBLAS TF32 lost only a few percent to the same pitch. Steps 18 and 22 gained nothing, against
+# the small gain predicted: three products on the same bytes leave their k-loop less hungry for L2. So
+# steps 17 and 21 copy A first where K is off the lines, N ≥ 2048 and the product is large
+# (`tma_tiles.aligned_a_pays`); the held-out set was then drawn again (lesson 24).
+#
 # ## The verdict
 #
 # Stream-K does on the tensor cores what it did on the FP32 units: where the last wave is part-empty, step 21 is

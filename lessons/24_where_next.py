@@ -206,7 +206,10 @@ if split_k and split_k_prediction:
 # product just past one wave of tiles no longer runs its k-loop twice — and `matmul` judges a step far from its table
 # by the share of its tiles inside C. Step 22 did the same for step 18, the default (on step 18, 140 tiles took 1.67×
 # the time of 130 in `experiments/small_products.py`; lesson 22), where the waves it saves pay for its k-tiles, which run slower than step 18's for a reason not yet found; `matmul` runs it only near
-# where it was measured. Each change was followed by a new draw: the table above is the last one run. Its slowest
+# where it was measured. The next draw's slowest `tf32` shape was a large one: K = 14460 put every row of A off the
+# 128-byte L2 lines, and steps 17 and 21 now copy A onto whole lines first where that pays (lesson 21); `matmul` also
+# stopped ignoring a step measured only where it copied A or B at shapes where it reads them as they are (the same
+# kernel without the copy). Each change was followed by a new draw: the table above is the last one run. Its slowest
 # shapes are small and short-K products, where a readable copy and each extra launch weigh most, and shapes with a
 # side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are
 # for, which the course has not yet built.

@@ -256,3 +256,67 @@ def ends_spread(run: dict, shape: str) -> tuple[float, float, float]:
     start = min(b["start_ns"] for b in blocks)
     ends = sorted((b["end_ns"] - start) / 1e3 for b in blocks)
     return ends[0], statistics.median(ends), ends[-1]
+
+
+# -- ragged K: A's rows off the 128-byte lines ------------------------------------------------------------------------------
+#: The run that took the tf32 minimum of held-out seed 20261216 apart, its whole-tile control, and the run that copied A
+#: onto 128-byte rows first (experiments/aligned_rows.py).
+STRIDES, STRIDES_CONTROL = results_files.EXPERIMENT_TF32_MINIMUM_SHAPE_NVIDIA_H200_2, "3072x16128x14464"
+ALIGNED = results_files.EXPERIMENT_ALIGNED_ROWS_NVIDIA_H200
+
+
+def strides_run() -> dict | None:
+    return load_run(STRIDES)
+
+
+def aligned_run() -> dict | None:
+    return load_run(ALIGNED)
+
+
+def row_pitch(floats: int) -> str:
+    """A row pitch in bytes and where it falls against the 128-byte L2 line: ``"57,840 B (+112)"``."""
+    pitch = 4 * floats
+    return f"{pitch:,} B" + (f" (+{pitch % 128})" if pitch % 128 else " (on lines)")
+
+
+def _against(value: float, low_high) -> str:
+    """A measured ratio against its predicted range: ``"1.19 – 1.30: inside"``; an empty string without a range."""
+    if not low_high:
+        return ""
+    low, high = low_high
+    where = "inside" if low <= value <= high else ("above" if value > high else "below")
+    return f"{low:.2f} – {high:.2f}: {where}"
+
+
+def strides_table(run: dict, prediction: Prediction) -> MarkdownTable:
+    """Step 21 and cuBLAS TF32 at each shape of the strides run, over themselves at the whole-tile control, with A's
+    row pitch (K floats) and B's (N floats) against the 128-byte line, and step 21's predicted range."""
+    by = tflops_by_shape(run)
+    control = by[STRIDES_CONTROL]
+    rows = []
+    for shape, t in by.items():
+        m, n, k = map(int, shape.split("x"))
+        if (m, n, k) == (8192, 8192, 8192):
+            continue
+        over = t["warp_specialized_stream_k"] / control["warp_specialized_stream_k"]
+        rows.append({"M×N×K": shape.replace("x", "×"), "A's rows": row_pitch(k), "B's rows": row_pitch(n),
+                     "step 21 / its control": over,
+                     "predicted": _against(over, prediction.predicted["ratio"].get(shape)),
+                     "cuBLAS TF32 / its control": t["cublas_tf32"] / control["cublas_tf32"]})
+    return table(rows, {"step 21 / its control": "{:.3f}", "cuBLAS TF32 / its control": "{:.3f}"})
+
+
+def aligned_table(run: dict, prediction: Prediction) -> MarkdownTable:
+    """Each step's build that copies A onto 128-byte rows over the step as shipped, at each shape of the run; step
+    21's and step 22's against their predicted ranges (TF32 steps ``ratio``, 3xTF32 steps ``ratio_3xtf32``)."""
+    rows = []
+    for shape, row in run["summary"].items():
+        gains = row["aligned_over_shipped"]
+        rows.append({"M×N×K": shape.replace("x", "×"), "step 17": gains["warp_specialized"],
+                     "step 21": gains["warp_specialized_stream_k"],
+                     "step 21 predicted": _against(gains["warp_specialized_stream_k"],
+                                                   prediction.predicted["ratio"].get(shape)),
+                     "step 18": gains["warp_specialized_3xtf32"], "step 22": gains["warp_specialized_3xtf32_stream_k"],
+                     "step 22 predicted": _against(gains["warp_specialized_3xtf32_stream_k"],
+                                                   prediction.predicted["ratio_3xtf32"].get(shape))})
+    return table(rows, {f"step {n}": "{:.3f}" for n in (17, 21, 18, 22)})

@@ -27,8 +27,8 @@ which both need, are read from L2 once per cluster instead of once per block.
 
 Why faster: the same tiles and the same wgmma, fewer bytes from L2 per FLOP: results/reference-*.json measured step 17
 reading more L2 bytes per FLOP than cuBLAS's TF32 kernel, which multicasts (cluster of 2), on both GPUs.
-Expect: predictions/20.json, written before the first GPU run. Measured (results/bench-nvidia-h200-2026-11-28-2.json):
-367.9 TFLOPS at 4096³ and 361.1 at 8192³: 0.99× and 0.98× step 17, 91 % and 88 % of cuBLAS TF32. (That run's step
+Expect: predictions/20.json, written before the first GPU run. Measured (results/bench-nvidia-h200-2026-11-29.json):
+364.2 TFLOPS at 4096³ and 360.8 at 8192³: 0.99× and 0.98× step 17, 92 % and 92 % of cuBLAS TF32. (That run's step
 20 had every consumer warp arrive on both blocks' barriers; experiments/cluster_arrivals.py timed the one arrival a
 warpgroup beside it.)
 

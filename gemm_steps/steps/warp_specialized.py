@@ -25,10 +25,10 @@ issues the copies, and how the registers are shared.
 Why faster: no consumer thread does the producer's work, and the loads run up to 4 k-tiles ahead instead of 2.
 (Since then the consumers' loop computes the ring's stage and phase in 32-bit arithmetic, builds A's descriptor once
 a stage and rounds B to TF32 in two instructions: fewer instructions, the same speed and the same C bit for bit,
-measured by experiments/loop_instructions.py; the benchmark below ran the loop before those changes.)
+measured by experiments/loop_instructions.py; the benchmark below ran the loop with them.)
 Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
-(results/bench-nvidia-h200-2026-11-28-2.json): 371.4 TFLOPS at 4096³ and 368.7 at 8192³: 1.13× and 1.15× step 16, 92 %
-and 90 % of cuBLAS TF32.
+(results/bench-nvidia-h200-2026-11-29.json): 369.7 TFLOPS at 4096³ and 367.2 at 8192³: 1.15× and 1.18× step 16, 93 %
+and 93 % of cuBLAS TF32.
 
 Shapes: the fast kernel runs whole products of full tiles (M a multiple of 256, N of 128, K of 32, 16-byte-aligned
 matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES: one
