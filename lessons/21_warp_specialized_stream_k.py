@@ -183,9 +183,10 @@ if timeline is not None:
 #
 # On one held-out draw (seed 20261216), `matmul(precision="tf32")` ran step 21 at 2858×16012×14460 at about two
 # thirds of cuBLAS TF32 — a large product, where the waves are no excuse. Two runs took it apart, each with a
-# prediction committed before it. The first changed one property at a time against a shape of whole tiles; it showed
-# that the loss grows with K (so it is in the k-loop, not the store) and that the ragged edges cost little. What
-# costs is the **row pitch**. The copy engine's rule is that a row of A or B starts every 16 bytes; with K = 14460 a
+# prediction committed before it. The first (whose guess — long K with a large B — was wrong) found the same K on
+# whole tiles fast, and a loss that grows with K: it is in the k-loop, not the store. The second changed one property
+# at a time against that whole-tile shape (the table below; "+112" is how far past a 128-byte line each row ends
+# up). What costs is the **row pitch**. The copy engine's rule is that a row of A or B starts every 16 bytes; with K = 14460 a
 # row of A is 57,840 bytes long, which obeys it, but 57,840 is not a multiple of 128. L2 moves memory in 32-byte
 # sectors and 128-byte lines: every 128-byte row of an A box (32 floats of one k-tile) then starts inside a sector,
 # touches five sectors instead of four and two lines instead of one — for every box, every k-tile. B's rows are 512
@@ -219,8 +220,8 @@ if strides and aligned:
 # faster than step 17 by up to the part of a wave it saves, less the fixup and the slowest SM; where the waves are
 # whole, the persistent loop gains a few percent; where few tiles have a long K, step 17's split-K stays. It does not
 # close the gap to cuBLAS TF32 at the squares (lesson 17's deep dive: the k-loop's pace and the clock, not the
-# schedule). Left: the copied shapes' small gain, the persistent loop's loss on the smallest products, a 3xTF32 build
-# (step 18 on this schedule), and the tile shapes a skinny product needs (M under 128 wastes most of a 256-row tile).
+# schedule). Left: the copied shapes' small gain, the persistent loop's loss on the smallest products, and the tile
+# shapes a skinny product needs (M under 128 wastes most of a 256-row tile). The 3xTF32 build is step 22.
 #
 # Deep dive: [step 11's fixup protocol](deep_dives/11_fixup_protocol.ipynb) — the flags, fences and the backward walk
 # this kernel keeps.
