@@ -37,11 +37,6 @@ import numpy as np
 import gemm_steps
 
 
-#: Steps whose launch runs another step's build for some products (the other step's kernels may be the ones launched).
-FALLS_BACK_TO = {"stream_k": ("persistent",), "warp_specialized_stream_k": ("warp_specialized",),
-                 "warp_specialized_3xtf32_stream_k": ("warp_specialized_3xtf32",)}
-
-
 def kernel_regex(step_names: list[str]) -> str:
     """The ncu kernel-name filter that matches the kernels these steps (or ``cublas``) launch."""
     names = []
@@ -50,8 +45,9 @@ def kernel_regex(step_names: list[str]) -> str:
             names.append("sgemm|gemm|Kernel")  # cuBLAS's kernel names vary by GPU and version
             continue
         # A step that hands some products to another step's build (step 11 to step 10's kernel where the split leaves
-        # nothing to stream-K; steps 21 and 22 to steps 17 and 18 by their rules): either may be the one launched.
-        related = [step_name, *FALLS_BACK_TO.get(step_name, ())]
+        # nothing to stream-K; steps 21 and 22 to steps 17 and 18 by their FALLBACK_RULE): either may be launched.
+        module = gemm_steps.get_step(step_name).module
+        related = [step_name, *([module.FALLBACK_STEP] if hasattr(module, "FALLBACK_STEP") else [])]
         for dispatcher, _ in (k for name in related for k in gemm_steps.get_step(name).kernels().values()):
             function = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)
             names.append(function.__name__)

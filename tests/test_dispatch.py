@@ -628,3 +628,15 @@ def test_a_step_measured_copying_a_matrix_is_judged_where_it_reads_it_as_it_is()
     assert choice.judged[choice.step_name][0] == (1531, 3989, 2003)
     # the other way round is still modelled with the copy's time added, not at face value
     assert not dispatch._copied_rows("warp_specialized", (1531, 3989, 2003), entry["shapes"], 10.0)
+
+
+def test_a_step_that_hands_products_to_another_names_it_and_its_rule():
+    """Steps 21 and 22 say which step's build runs the products their rule names (``FALLBACK_STEP``,
+    ``FALLBACK_RULE``): dispatch's ``_schedule`` reads them, no step is known to it by name. The fallback is the step
+    the kernel builds on for its arithmetic (TF32 to TF32, 3xTF32 to 3xTF32)."""
+    with_rule = [s for s in gemm_steps.steps() if hasattr(s.module, "FALLBACK_RULE")]
+    assert {s.name for s in with_rule} == {"warp_specialized_stream_k", "warp_specialized_3xtf32_stream_k"}
+    for step in with_rule:
+        other = gemm_steps.get_step(step.module.FALLBACK_STEP)
+        assert dispatch._step_arithmetic(other.name) == dispatch._step_arithmetic(step.name), step.name
+    assert dispatch._schedule("warp_specialized_3xtf32_stream_k", 768, 768, 16384) == "step 18"

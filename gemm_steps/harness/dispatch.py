@@ -317,19 +317,19 @@ TABLE_SMS = 132
 
 
 def _schedule(name: str, m: int, n: int, k: int) -> str:
-    """Which kernel a step that leaves some products to another step's runs at M×N×K, with the tiles and SMs of a GPU:
-    step 21 runs ``"step 17"`` (its split-K) where step 17 splits K (``warp_specialized_stream_k.runs_step_17``), else
-    ``"own"``. Judged on a product where step 21 ran step 17, it said nothing of its own kernel: seed 20261213's
-    set (results/held-out-nvidia-h200-2026-11-29-12.json) ran step 21's stream-K at 94×13363×1051 at 0.56× cuBLAS TF32,
-    chosen on a skinny suite shape where it had run step 17's split-K. Step 22 likewise runs ``"step 18"`` where step
-    18 splits K (``warp_specialized_3xtf32_stream_k.runs_step_18``). Every other candidate: ``"one"``."""
+    """Which kernel a step that leaves some products to another step's build runs at M×N×K, with the tiles and SMs of
+    a GPU: ``"step 17"`` where step 21's ``FALLBACK_RULE`` (``warp_specialized_stream_k.runs_step_17``: step 17
+    splits K) hands the product to its ``FALLBACK_STEP``, else ``"own"``. Judged on a product where step 21 ran step
+    17, it said nothing of its own kernel: seed 20261213's set (results/held-out-nvidia-h200-2026-11-29-12.json) ran
+    step 21's stream-K at 94×13363×1051 at 0.56× cuBLAS TF32, chosen on a skinny suite shape where it had run step
+    17's split-K. Step 22 likewise (``"step 18"``). A step without a ``FALLBACK_RULE``: ``"one"``."""
     module = candidate(name).module
-    for rule, other in (("runs_step_17", "step 17"), ("runs_step_18", "step 18")):
-        if hasattr(module, rule):
-            config = _gpu_tiles(name)
-            tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
-            return other if getattr(module, rule)(tiles, ceil_div(k, config.BLOCK_K), TABLE_SMS) else "own"
-    return "one"
+    rule = getattr(module, "FALLBACK_RULE", None)
+    if rule is None:
+        return "one"
+    config = _gpu_tiles(name)
+    tiles = ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N)
+    return f"step {_step_number(module.FALLBACK_STEP)}" if rule(tiles, ceil_div(k, config.BLOCK_K), TABLE_SMS) else "own"
 
 
 #: The readable copy's pace on an H200, bytes read and written a second, a launch included: the slowest copy of

@@ -329,6 +329,11 @@ def build_with_fallback(config: Config | TileConfig) -> StreamKTiles:
     return build(config, data_parallel=built(persistent.build, persistent.Config.of(config)))
 
 
+#: The step whose kernels run where the split leaves nothing to stream-K (``scripts/profile_steps.py`` looks for either
+#: step's). No ``FALLBACK_RULE``: the choice is the schedule's, not a rule ``harness.dispatch`` judges by.
+FALLBACK_STEP = "persistent"
+
+
 # The step as it runs, on step 9's tiles like step 10 (step 9's table entry decides: toolkit/tuned.py), built on
 # first use. Where the tiles fill whole waves, step 11 is step 10 (same configuration, same compiled kernel).
 TUNING = Tuning(build_with_fallback, "warp_tiling", SEARCH_SPACE)  # harness/step.py

@@ -406,6 +406,11 @@ def runs_step_18(tiles: int, k_tiles: int, sms: int) -> bool:
     return waves * sms / tiles * PACE_OF_STEP_18 < MIN_GAIN
 
 
+#: The step whose build runs the products ``FALLBACK_RULE`` names (``harness.dispatch`` judges this step only where it
+#: ran the same kernel; ``scripts/profile_steps.py`` looks for either step's kernels).
+FALLBACK_STEP, FALLBACK_RULE = "warp_specialized_3xtf32", runs_step_18
+
+
 #: The fewest k-tiles a block's share of the stream-K k-tiles has (step 21's rule, step 21's model): handing a
 #: partial tile over cost step 21 about 9 of its k-tiles (a 256×128 tile: 128 KB stored, fenced, waited for, read).
 #: Here the tile is half as large (64 KB) and a k-tile about 1.6× as long (three products on half the tile, at step

@@ -349,6 +349,11 @@ def runs_step_17(tiles: int, k_tiles: int, sms: int) -> bool:
     return warp_specialized.slices(tiles, k_tiles, sms) > 1
 
 
+#: The step whose build runs the products ``FALLBACK_RULE`` names (``harness.dispatch`` judges this step only where it
+#: ran the same kernel; ``scripts/profile_steps.py`` looks for either step's kernels).
+FALLBACK_STEP, FALLBACK_RULE = "warp_specialized", runs_step_17
+
+
 #: The fewest k-tiles a block's share of the stream-K k-tiles has: where a small product leaves no whole wave, fewer
 #: blocks (but a block a tile); where whole waves run beside the split and a tile has fewer k-tiles than this, no
 #: split at all (the persistent loop). Handing a partial tile over costs about as much as 9 k-tiles — on an H200
