@@ -29,8 +29,9 @@ Why faster: the same tiles and the same wgmma, fewer bytes from L2 per FLOP: res
 reading more L2 bytes per FLOP than cuBLAS's TF32 kernel, which multicasts (cluster of 2), on both GPUs.
 Expect: predictions/20.json, written before the first GPU run. Measured (results/bench-nvidia-h200-2026-11-29.json):
 364.2 TFLOPS at 4096³ and 360.8 at 8192³: 0.99× and 0.98× step 17, 92 % and 92 % of cuBLAS TF32. (That run's step
-20 had every consumer warp arrive on both blocks' barriers; experiments/cluster_arrivals.py timed the one arrival a
-warpgroup beside it.)
+20 had step 17's older consumer loop; since then its loop is step 17's as it is — the ring in 32-bit arithmetic, A's
+descriptor once a stage, B rounded in two instructions — so the cluster is the one change from step 17:
+predictions/step-20-lean-loop-before-run.md.)
 
 Fast kernel only: full tiles in whole clusters (a last odd tile-column, and every ragged edge, runs on step 15's edge
 kernel), K a multiple of 32, N of 4, 16-byte-aligned matrices. Compute capability 9.0 only; runs on the simulator,
@@ -47,13 +48,13 @@ from ..toolkit.intrinsics import divide_u32
 from ..toolkit.kernel_tools import SHARED_ALIGN
 from ..toolkit.mbarrier_ops import copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait, \
     tensor_map_acquire
-from ..toolkit.tensor_core_ops import to_tf32
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import ClusterTmaTiles
 from ..toolkit.tuned import Tuning, default_config
 from ..toolkit.unroll import registers, unroll
-from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, operand_bits, registers_lower_to,
-                                     registers_raise_to, shared_address, swizzled_descriptor, warpgroup_commit,
+from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, registers_lower_to,
+                                     registers_raise_to, rounded_operand_bits, shared_address, swizzled_descriptor,
+                                     warpgroup_commit,
                                      warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
                                      zero_accumulators)
 from ..toolkit.warpgroup_ops import check_register_handoff, registers_at_entry
@@ -120,26 +121,29 @@ def cluster_multicast_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks,
         fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
         acc = zero_accumulators(ACCUMULATORS)
         b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
-        for pair in range(0, k_tiles, 2):  # two k-tiles a pass: the register set is known when compiling
+        # Step 17's loop as it is now: the ring's arithmetic in 32-bit unsigned integers, A's descriptor once a stage,
+        # B rounded to TF32 in two instructions (experiments/loop_instructions.py measured the three on step 17).
+        stages = uint32(STAGES)
+        for pair in range(uint32(0), k_tiles, uint32(2)):  # two k-tiles a pass: the register set known when compiling
             for half in unroll(2):
-                u = pair + half
+                u = uint32(pair + half)
                 if u < k_tiles:
-                    stage = u % STAGES
+                    stage = u % stages
                     stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
-                    mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # both halves of A and B have landed
+                    mbarrier_wait(barriers, stage, u // stages % uint32(2))  # both halves of A and B have landed
                     for s in unroll(K_STEPS):
                         for q in unroll(4):
                             x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
-                            b_frag[half][s][q] = operand_bits(to_tf32(x))
+                            b_frag[half][s][q] = rounded_operand_bits(x)  # rounded to TF32: 2 instructions
                     warpgroup_fence()
-                    for s in unroll(K_STEPS):
-                        a_tile = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                    a_stage = swizzled_descriptor(uint32(base + stage * uint32(A_STAGE_FLOATS * 4)))
+                    for s in unroll(K_STEPS):  # k-step s reads 32 bytes further along A's rows: 2 descriptor units
                         acc = wgmma_tf32(tiles, b_frag[half][s][0], b_frag[half][s][1], b_frag[half][s][2],
-                                         b_frag[half][s][3], a_tile, acc, 1)
+                                         b_frag[half][s][3], a_stage + uint64(s * 2), acc, 1)
                     warpgroup_commit()
                     acc = warpgroup_wait_but_one(acc)  # k-tile u − 1's wgmma are done: its stage is free
                     if u > 0 and lane == 0 and warp < CLUSTER:  # warp r of the warpgroup tells block r: here and
-                        mbarrier_arrive_cluster(barriers, STAGES + (u - 1) % STAGES, warp)  # the peer (multicast)
+                        mbarrier_arrive_cluster(barriers, stages + (u - uint32(1)) % stages, warp)  # the peer
         acc = warpgroup_wait_all(acc)
 
         for v in unroll(ACCUMULATORS):
@@ -303,7 +307,7 @@ PTX_EXPECT = {"cluster_multicast_fast": {
     "mbarrier.arrive.remote": 2, "mapa.shared::cluster": 2,
     "fence.mbarrier_init": 1, "barrier.cluster.arrive": 2, "barrier.cluster.wait": 2,
     "%cluster_ctarank": 1, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8, "wgmma.wait_group": 2 + 1,
-    "cvt.rna.tf32.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 0,
+    "cvt.rna.tf32.f32": 0, "setp.num.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2, "bar.sync": 0,
     "fence.proxy.tensormap.acquire.sys": 2, "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0,
     "wgmma.written_after_fence": 0}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a), honours the hand-off as in
