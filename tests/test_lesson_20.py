@@ -83,3 +83,17 @@ def test_the_tma_store_alone_gains_nothing_and_misses_low_at_4096():
     assert all(r <= 1.01 for r in ratios.values()), ratios
     assert ratios[4096] < predictions.ratio_range(p, 4096)[0] <= ratios[4096] + 0.02
     assert predictions.ratio_range(p, 8192)[0] <= ratios[8192] <= predictions.ratio_range(p, 8192)[1]
+
+
+def test_the_one_change_section_reads_two_runs_inside_the_prediction():
+    """Step 20 with step 17's loop: both runs inside the predicted 0.97–1.03 at 4096³, at 8192³ at the range's top in
+    one and just past it in the other (the lesson's words), both above 1 ("a small gain over step 17")."""
+    from gemm_steps.course import lesson_20, predictions
+
+    runs = lesson_20.lean_loop_runs()
+    assert len(runs) == 2
+    low, high = predictions.ratio_range(predictions.get(20, "lean_loop_over_step17_h200"), 8192)
+    for run in runs:
+        ratios = lesson_20.over_step17(run)
+        assert 1.0 < ratios[4096] <= high and 1.0 < ratios[8192], ratios
+        assert high - 0.01 <= ratios[8192] <= high + 0.005, ratios  # at the top of the range, or just past it

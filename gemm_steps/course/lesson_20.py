@@ -218,3 +218,19 @@ def tma_store_ratios(run: dict) -> dict[int, float]:
     return {s[0]: (record(run, "cluster_multicast_tma_store", s)["tflops"]
                    / record(run, "cluster_multicast", s)["tflops"])
             for s in BIG}
+
+
+# -- one change from step 17 --------------------------------------------------------------------------------------------
+#: Two runs of ``gemm-steps bench --steps 17 20`` after step 20's consumer loop became step 17's as it is now.
+LEAN_LOOP_RUNS = (results_files.EXPERIMENT_STEP_20_LEAN_LOOP_NVIDIA_H200,
+                  results_files.EXPERIMENT_STEP_20_LEAN_LOOP_NVIDIA_H200_2)
+
+
+def lean_loop_runs() -> list[dict]:
+    return [run for run in map(load_run, LEAN_LOOP_RUNS) if run is not None]
+
+
+def over_step17(run: dict) -> dict[int, float]:
+    """{size: step 20's TFLOPS over step 17's} at 4096³ and 8192³ in one run."""
+    return {s[0]: record(run, "cluster_multicast", s)["tflops"] / record(run, "warp_specialized", s)["tflops"]
+            for s in BIG}
