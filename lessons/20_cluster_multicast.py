@@ -161,7 +161,10 @@ print(f"multicast tensor loads in step 20's SASS: {lesson_20.multicast_loads(ref
 # two processes:
 
 # %%
-lesson.say(predictions.quote(predictions.get(20, "lean_loop_over_step17_h200")))
+lean = predictions.get(20, "lean_loop_over_step17_h200")
+lesson.say(predictions.quote(lean))
+print("predicted, step 20 / step 17: " + ", ".join(f"{lesson.size_label(size)} {low:.2f}–{high:.2f}" for size, (low, high)
+                                                    in ((s, predictions.ratio_range(lean, s)) for s in (4096, 8192))))
 for run in lesson_20.lean_loop_runs():
     print(lesson_20.caption(run) + ": " + ", ".join(f"{lesson.size_label(size)} step 20 / step 17 = {ratio:.3f}"
                                                      for size, ratio in lesson_20.over_step17(run).items()))
