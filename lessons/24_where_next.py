@@ -210,9 +210,10 @@ if split_k and split_k_prediction:
 # 128-byte L2 lines, and steps 17 and 21 now copy A onto whole lines first where that pays (lesson 21); `matmul` also
 # stopped ignoring a step measured only where it copied A or B at shapes where it reads them as they are (the same
 # kernel without the copy). Each change was followed by a new draw: the table above is the last one run. Its slowest
-# shapes are small and short-K products, where a readable copy and each extra launch weigh most, and shapes with a
-# side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are
-# for, which the course has not yet built.
+# shapes are small and short-K products, where a readable copy and each extra launch weigh most (at the slowest
+# small one, step 18 and step 22 take the same 30 µs to cuBLAS SGEMM's 20: `experiments/README.md`). Earlier draws'
+# slowest also had a side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one
+# consumer warpgroup) are for, which the course has not yet built.
 #
 # ## What carries over to Triton and CUTLASS
 #
