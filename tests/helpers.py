@@ -215,23 +215,31 @@ def spy_row_copies(monkeypatch) -> list:
     return copied
 
 
+def record_schedule_launches(built, launches: list, label: str | None = None, blocks: int | None = None) -> list:
+    """Make a scheduled build (``StreamKTmaTiles``, ``PersistentTmaTiles``…, whose launch ends with two counts) record
+    each launch in ``launches`` as (``label``, or the variant's name where there is none, grid, the two counts);
+    ``blocks`` forces its grid size. Returns ``launches``."""
+    configured = built.configured
+
+    def recorded(variant_name, grid, stream, plan_launches=None):
+        launch = configured(variant_name, grid, stream, plan_launches)
+
+        def call(*arguments):
+            launches.append((label or variant_name, grid, int(arguments[-2]), int(arguments[-1])))
+            launch(*arguments)
+
+        return call
+
+    built.configured = recorded
+    if blocks is not None:
+        built._resident_blocks = {"fast": blocks, "edge": blocks}
+    return launches
+
+
 def record_stream_k_launches(built, blocks: int | None = None) -> list:
     """Make a stream-K build (steps 21, 22: ``StreamKTmaTiles``) and its partial build record each launch as
     (build, grid, dp_tiles, sk_tiles); ``blocks`` forces their grid size."""
     launches = []
     for label, one in (("full", built), ("partial", built.partial)):
-        configured = one.configured
-
-        def recorded(variant_name, grid, stream, plan_launches=None, configured=configured, label=label):
-            launch = configured(variant_name, grid, stream, plan_launches)
-
-            def call(*arguments):
-                launches.append((label, grid, int(arguments[-2]), int(arguments[-1])))
-                launch(*arguments)
-
-            return call
-
-        one.configured = recorded
-        if blocks is not None:
-            one._resident_blocks = {"fast": blocks, "edge": blocks}
+        record_schedule_launches(one, launches, label, blocks)
     return launches

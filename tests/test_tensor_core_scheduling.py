@@ -35,7 +35,7 @@ from gemm_steps.harness.verify import tolerance_for
 from gemm_steps.toolkit.tensor_core_ops import round_to_tf32
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.toolkit.tiles import SIMULATED_RESIDENT_BLOCKS
-from helpers import random_matrices, rel_error, rng_for, tolerance
+from helpers import random_matrices, record_schedule_launches, rel_error, rng_for, tolerance
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -50,22 +50,7 @@ PTX_JOB = "kernels:experiments.kernels.tensor_cores_stream_k:ptx_kernels"
 
 def _recording(built, blocks: int | None = None) -> list:
     """Make ``built`` record each launch as (variant, grid, dp_tiles, sk_tiles); ``blocks`` forces its grid size."""
-    launches = []
-    configured = built.configured
-
-    def recorded(variant, grid, stream, plan_launches=None):
-        launch = configured(variant, grid, stream, plan_launches)
-
-        def call(*arguments):
-            launches.append((variant, grid, int(arguments[-2]), int(arguments[-1])))
-            launch(*arguments)
-
-        return call
-
-    built.configured = recorded
-    if blocks is not None:
-        built._resident_blocks = {"fast": blocks, "edge": blocks}
-    return launches
+    return record_schedule_launches(built, [], blocks=blocks)
 
 
 def _product(built, m, n, k, name):

@@ -10,7 +10,7 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .predictions import Prediction, ratio_range
-from .timings import caption, load_run, record, tflops_table
+from .timings import caption, load_run, load_runs, record, tflops_table
 
 #: The runs of experiments/cluster_arrive_scope.py: step 17, step 20 as shipped, the two variants, both cuBLAS.
 RUNS = {"H200": results_files.EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200,
@@ -227,7 +227,7 @@ LEAN_LOOP_RUNS = (results_files.EXPERIMENT_STEP_20_LEAN_LOOP_NVIDIA_H200,
 
 
 def lean_loop_runs() -> list[dict]:
-    return [run for run in map(load_run, LEAN_LOOP_RUNS) if run is not None]
+    return load_runs(LEAN_LOOP_RUNS)
 
 
 def over_step17(run: dict) -> dict[int, float]:

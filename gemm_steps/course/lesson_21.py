@@ -37,7 +37,7 @@ PHASES = {1: "a unit's k-loop (per k-tile)", 2: "hand a partial tile over (store
 
 def runs() -> list[dict]:
     """The shipped runs of :data:`RUNS`, in order (missing ones left out)."""
-    return [run for name in RUNS if (run := load_run(name)) is not None]
+    return timings.load_runs(RUNS)
 
 
 def caption(run: dict) -> str:

@@ -33,7 +33,7 @@ KERNELS = {STEP_18: "step 18", STEP_22: "step 22", "warp_specialized_3xtf32_pers
 
 def runs() -> list[dict]:
     """The shipped runs of :data:`RUNS`, in order (missing ones left out)."""
-    return [run for name in RUNS if (run := load_run(name)) is not None]
+    return timings.load_runs(RUNS)
 
 
 def caption(run: dict) -> str:

@@ -148,6 +148,11 @@ def load_run(name: str) -> dict | None:
     return None if path is None else {**json.loads(path.read_text()), "path": str(path)}
 
 
+def load_runs(names) -> list[dict]:
+    """The shipped results documents of ``names`` (:func:`load_run` each), in order, the missing ones left out."""
+    return [run for name in names if (run := load_run(name)) is not None]
+
+
 def caption(run: dict) -> str:
     """Where a table's numbers come from: GPU, date, file."""
     env = run["environment"]

@@ -364,8 +364,7 @@ def _readable_rows(name: str, here: tuple[int, int, int], measured: list, within
     and copies A or B here (else none: :func:`with_the_copy` models only that)."""
     if not _has_partial_build(name) or _row_path(name, *here) != "copied":
         return []
-    return [row for row in measured if name in row[3] and _row_path(name, *row[:3]) == "as they are"
-            and distance(here, tuple(row[:3])) <= within]
+    return _measured_on(name, "as they are", here, measured, within)
 
 
 def _copied_rows(name: str, here: tuple[int, int, int], measured: list, within: float) -> list:
@@ -376,7 +375,13 @@ def _copied_rows(name: str, here: tuple[int, int, int], measured: list, within: 
     (held-out seed 20261217, looked at before its run)."""
     if not _has_partial_build(name) or _row_path(name, *here) != "as they are":
         return []
-    return [row for row in measured if name in row[3] and _row_path(name, *row[:3]) == "copied"
+    return _measured_on(name, "copied", here, measured, within)
+
+
+def _measured_on(name: str, path: str, here: tuple[int, int, int], measured: list, within: float) -> list:
+    """The rows within ``within`` of ``here`` where ``name`` was measured reading A and B by ``path``
+    (:func:`_row_path`)."""
+    return [row for row in measured if name in row[3] and _row_path(name, *row[:3]) == path
             and distance(here, tuple(row[:3])) <= within]
 
 
