@@ -1,0 +1,146 @@
+"""Step 21 on clusters of two (experiments/kernels/cluster_stream_k.py): step 21's stream-K schedule over pairs of
+tiles, each pair's A tile loaded half by each block of a cluster and multicast to both (step 20's sharing).
+
+On the simulator (the twins of the copy engine, the barriers, the flags and the cluster; step 21's simulator tiles,
+32 × 64 with one consumer warpgroup), on grids of two clusters — each launch's (data-parallel, stream-K) split over
+the pairs recorded and checked, not assumed:
+
+* one pair of tiles whose 7 k-tiles are shared by both clusters: each block of the finishing cluster adds the partial
+  sums of block r of the other, and a second launch gives the same bits;
+* five pairs: two data-parallel (one a cluster), three split by k-tiles, the ring running on from unit to unit;
+* whole waves of pairs: the persistent loop alone, the same bits as step 21's persistent loop (same tiles, same
+  k-loop, no partial sums);
+* a ragged product: the fast kernel takes the pairs of full tiles, the edge kernel the rest, nothing outside C.
+
+On a GPU of compute capability 9.0, at the GPU's tiles (256 × 128): one pair over every cluster, one wave
+data-parallel and the rest split, whole waves, a ragged product with an odd tile-column — each right and the same bits
+twice (``python -m pytest tests/test_cluster_stream_k.py`` there checks the variant before it is timed:
+experiments/cluster_stream_k.py).
+
+Every product is checked against float64 with the TF32 tolerance and, sharper, against float64 on TF32 inputs (A
+truncated, B rounded: what the kernel multiplies) with the float32 tolerance.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_steps
+from gemm_steps.harness.verify import tolerance_for
+from gemm_steps.steps import warp_specialized_stream_k as step_21
+from gemm_steps.steps.stream_k import stream_k_split
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from helpers import (nan_c_with_margin, only_c_written, random_matrices, record_schedule_launches, rel_error,
+                     rng_for, tolerance)
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from experiments.kernels import cluster_stream_k as variant  # noqa: E402
+
+simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
+                                    reason="sizes chosen for the simulator's 32×64 tiles and a grid of 2 clusters")
+
+
+def _product(built, m, n, k, name):
+    """C = A·B by ``built`` into NaN inside a NaN margin: nothing written outside C, every element of C written, and
+    within the tolerances."""
+    a, b = random_matrices(rng_for(name), m, n, k)
+    buffer, c = nan_c_with_margin(m, n)
+    built.launch(cuda.to_device(a), cuda.to_device(b), c)
+    result = only_c_written(buffer, m, n)
+    assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} elements unwritten"
+    error, limit = rel_error(result, a, b), tolerance_for(step_21, k)
+    assert error <= limit, f"error {error:.2e} > TF32 tolerance {limit:.2e}"
+    on_tf32 = rel_error(result, truncate_to_tf32(a), round_to_tf32(b))
+    assert on_tf32 <= tolerance(k), f"error {on_tf32:.2e} on TF32 inputs > {tolerance(k):.2e}"
+    return result
+
+
+def _recorded(built, blocks: int = 4) -> list:
+    return record_schedule_launches(built, [], None, blocks)
+
+
+def test_the_variant_is_step_21s_constants_and_step_20s_cluster():
+    from gemm_steps.steps import cluster_multicast
+
+    ours, step21, step20 = variant.CONFIG.constants(), step_21.SEARCH_SPACE[0].constants(), \
+        cluster_multicast.SEARCH_SPACE[0].constants()
+    assert {name: value for name, value in ours.items() if name in step21} == step21
+    assert {name: ours[name] for name in ("CLUSTER", "A_HALF_ROWS", "A_BOX_ROWS", "CLUSTER_MASK")} == \
+        {name: step20[name] for name in ("CLUSTER", "A_HALF_ROWS", "A_BOX_ROWS", "CLUSTER_MASK")}
+    assert variant.build().cluster == (2, 1, 1)
+
+
+@simulator_only
+def test_one_pair_split_over_two_clusters_is_fixed_up_in_a_fixed_order():
+    built = variant.build(variant.SIMULATOR_CONFIG, split=step_21.all_stream_k, min_share=1)
+    launches = _recorded(built)
+    config = built.config
+    m, n, k = config.BLOCK_M, 2 * config.BLOCK_N, 7 * config.BLOCK_K  # one pair of 7 k-tiles: 3 and 4 a cluster
+    first = _product(built, m, n, k, "one pair, two clusters")
+    assert launches == [("fast", 4, 0, 1)], "1 pair on 2 clusters (4 blocks): all stream-K"
+    again = _product(built, m, n, k, "one pair, two clusters")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
+
+
+@simulator_only
+def test_whole_waves_of_pairs_stay_data_parallel_and_the_rest_is_split_by_k():
+    built = variant.build(variant.SIMULATOR_CONFIG, min_share=1)
+    launches = _recorded(built)
+    config = built.config
+    m, n, k = 5 * config.BLOCK_M, 2 * config.BLOCK_N, 5 * config.BLOCK_K  # 5 pairs of 5 k-tiles
+    assert stream_k_split(5, 2) == (2, 3)
+    _product(built, m, n, k, "five pairs, two clusters")
+    # 2 pairs data-parallel (one a cluster), then 3 pairs × 5 k-tiles = 15 iterations, [0, 7) and [7, 15): cluster 1
+    # finishes pair 1 with cluster 0's partial sums — four units and 12 k-tiles, three times round its ring of 4
+    assert launches == [("fast", 4, 2, 3)]
+
+
+@simulator_only
+def test_whole_waves_run_the_persistent_loop_with_step_21s_bits():
+    built = variant.build(variant.SIMULATOR_CONFIG)
+    launches = _recorded(built)
+    config = built.config
+    m, n, k = 4 * config.BLOCK_M, 2 * config.BLOCK_N, 3 * config.BLOCK_K  # 4 pairs on 2 clusters: two each
+    ours = _product(built, m, n, k, "four pairs, persistent")
+    assert launches == [("fast", 4, 4, 0)]
+    loop = step_21.build(step_21.SIMULATOR_CONFIG, split=step_21.no_stream_k, fallback=False)
+    a, b = random_matrices(rng_for("four pairs, persistent"), m, n, k)
+    c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    loop.launch(cuda.to_device(a), cuda.to_device(b), c)
+    assert np.array_equal(ours.view(np.uint32), c.copy_to_host().view(np.uint32)), "not step 21's bits"
+
+
+@simulator_only
+def test_a_ragged_product_runs_pairs_of_full_tiles_and_the_edge_kernel():
+    built = variant.build(variant.SIMULATOR_CONFIG, split=step_21.all_stream_k, min_share=1)
+    launches = _recorded(built)
+    config = built.config
+    # 2 × 3 full tiles and ragged edges: the fast kernel takes 2 pairs (tile-columns 0–1), the edge kernel the rest
+    _product(built, 2 * config.BLOCK_M + 5, 3 * config.BLOCK_N + 4, 3 * config.BLOCK_K, "ragged pairs")
+    # (the edge launch's last two arguments are the full tile-rows and tile-columns it leaves out: 2 and 2)
+    assert launches == [("fast", 4, 0, 2), ("edge", (4, 3), 2, 2)], launches
+
+
+#: On a GPU (132 SMs, 66 clusters of two, 256 × 128 tiles): one pair over every cluster; 256 pairs (one wave
+#: data-parallel, the rest by k-tiles); 132 pairs (whole waves: the persistent loop); a ragged product with an odd
+#: tile-column (the edge kernel beside it).
+GPU_SHAPES = [(256, 256, 4096), (8192, 8192, 512), (4096, 8448, 1024), (1100, 2400, 2048)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES])
+def test_on_the_gpu_every_split_is_right_and_the_same_bits_twice(m, n, k):
+    if tuple(cuda.get_current_device().compute_capability) != (9, 0):
+        pytest.skip("wgmma, clusters and the copy engine's tensor copies need compute capability 9.0")
+    built = variant.build(variant.CONFIG, min_share=1)
+    first = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
+    again = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
