@@ -192,8 +192,38 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 # %% [markdown]
 # No gain, and at 4096³ a small loss below the predicted range: a block of step 20 has one tile, so nothing runs
 # while its store drains, and the epilogue adds a meeting of the two consumers and the copy's wait. The store pays where the next
-# tile's main loop can run under it — a persistent kernel, as cuBLAS's. That, the 128 × 256 tile, and step 20's 3xTF32
-# build are the next steps.
+# tile's main loop can run under it — a persistent kernel, as cuBLAS's.
+#
+# ## Persistent and clustered: step 21 on clusters of two
+#
+# Step 21 (lesson 21) is step 17's kernel on a persistent grid, one block an SM, with the last part-empty wave shared
+# out by k-tiles. One experiment gave it step 20's cluster and nothing else (`experiments/kernels/cluster_stream_k.py`):
+# the two blocks of a cluster always work on a **pair** of neighbouring tiles of one tile-row, so step 21's schedule
+# runs unchanged with a cluster in the place of a block and a pair in the place of a tile — 66 clusters walk the
+# pairs, and both blocks of a cluster walk the same units, so their rings stay in step, as the multicast needs. A block
+# hands its partial sums to the block of the same rank in the cluster that finishes the pair. This is the shape of
+# cuBLAS's kernel (grid 132, clusters of 2), still without its TMA-store epilogue. The prediction, written before the
+# run (ranges per shape in the file), and two runs in two processes (H200, with steps 17, 20, 21 and cuBLAS):
+
+# %%
+persistent = predictions.get(20, "cluster_stream_k_over_step21_h200")
+lesson.say(predictions.quote(persistent))
+clustered_runs = lesson_20.cluster_stream_k_runs()
+for i, run in enumerate(clustered_runs, 1):
+    print(f"run {i}: " + lesson_20.caption(run))
+lesson.say(lesson_20.cluster_stream_k_table(clustered_runs, persistent))
+
+# %% [markdown]
+# "run 1" and "run 2" are the variant's speed over step 21's in each run. Every ratio is inside its range, and the
+# gain is the same small one step 20 showed over step 17: 1 % at 4096³, 2–3 % at 8192³, about nothing where stream-K
+# splits (the prediction's reasons why are not measured). Against cuBLAS TF32 it closes a fifth to a third of step
+# 21's gap at 8192³ and is still 3–6 % short. The clock column says where the rest is: at 4096³ all three run at the
+# top clock and the variant is 3 % slower than cuBLAS per clock; at 8192³, under the 700 W limit, cuBLAS runs ~6 %
+# faster clocks than the variant (whose clock is 3 % above step 21's, as fewer L2 bytes would give — the energy run
+# found the same for step 20) and the variant is as fast as cuBLAS per clock. So what is left is energy per FLOP and, at 4096³, what
+# each tile costs outside its k-loop: cuBLAS's TMA-store epilogue, which now has a persistent kernel to run under, and
+# its 128 × 256 tile. The variant is an experiment, not a step yet: its gain is within what two processes can differ
+# by on one kernel (up to ~4 %), though the same in both runs.
 #
 # Try it: step 20 has no exercise of its own yet. Its ring is lesson 16's and its roles lesson 17's:
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and

@@ -97,3 +97,28 @@ def test_the_one_change_section_reads_two_runs_inside_the_prediction():
         ratios = lesson_20.over_step17(run)
         assert 1.0 < ratios[4096] <= high and 1.0 < ratios[8192], ratios
         assert high - 0.01 <= ratios[8192] <= high + 0.005, ratios  # at the top of the range, or just past it
+
+
+def test_step_21_on_clusters_reads_two_runs_as_the_lesson_says():
+    """Lesson 20's "Persistent and clustered": every ratio inside its range in both runs; a gain at the squares (1 % at
+    4096³, 2–3 % at 8192³), about nothing where stream-K splits; 3–6 % short of cuBLAS TF32; at 8192³ the variant's
+    clock above step 21's and below cuBLAS's, and per clock within 1 % of cuBLAS."""
+    p = predictions.get(20, "cluster_stream_k_over_step21_h200")
+    runs = lesson_20.cluster_stream_k_runs()
+    assert len(runs) == 2
+    rows = lesson_20.cluster_stream_k_table(runs, p).rows
+    for row, shape in zip(rows, lesson_20.CLUSTER_STREAM_K_SHAPES):
+        low, high = predictions.ratio_range(p, lesson_20._shape_key(shape))
+        assert all(low <= row[f"run {i}"] <= high for i in (1, 2)), row
+        if shape[0] == shape[1] == shape[2]:  # the squares: 3–6 % short of cuBLAS TF32
+            assert 0.935 <= row["variant / cuBLAS TF32"] <= 0.97, row
+    squares = {row["shape"]: row for row in rows}
+    assert all(1.005 <= squares["4096×4096×4096"][f"run {i}"] <= 1.015 for i in (1, 2))
+    assert all(1.015 <= squares["8192×8192×8192"][f"run {i}"] <= 1.035 for i in (1, 2))
+    assert all(abs(row[f"run {i}"] - 1) <= 0.01 for row in rows[2:] for i in (1, 2))
+    first = runs[0]
+    clock = {name: record(first, name, 8192)["sm_clock_mhz_median"]
+             for name in ("cluster_stream_k", "warp_specialized_stream_k", "cublas_tf32")}
+    assert clock["warp_specialized_stream_k"] < clock["cluster_stream_k"] < clock["cublas_tf32"]
+    per_clock = squares["8192×8192×8192"]["variant / cuBLAS TF32"] * clock["cublas_tf32"] / clock["cluster_stream_k"]
+    assert abs(per_clock - 1) <= 0.01, per_clock

@@ -234,3 +234,42 @@ def over_step17(run: dict) -> dict[int, float]:
     """{size: step 20's TFLOPS over step 17's} at 4096³ and 8192³ in one run."""
     return {s[0]: record(run, "cluster_multicast", s)["tflops"] / record(run, "warp_specialized", s)["tflops"]
             for s in BIG}
+
+
+# -- step 21 on clusters of two (experiments/cluster_stream_k.py, H200) -----------------------------------------------------
+#: Two runs of step 17, step 20, step 21, step 21 on clusters of two (``cluster_stream_k``) and both cuBLAS.
+CLUSTER_STREAM_K_RUNS = (results_files.EXPERIMENT_CLUSTER_STREAM_K_NVIDIA_H200,
+                         results_files.EXPERIMENT_CLUSTER_STREAM_K_NVIDIA_H200_2)
+#: The whole-wave squares and two shapes where stream-K splits (whole tiles in whole pairs, a part-empty last wave).
+CLUSTER_STREAM_K_SHAPES = (*BIG, (5120, 2560, 4096), (2304, 4096, 8192))
+
+
+def cluster_stream_k_runs() -> list[dict]:
+    return load_runs(CLUSTER_STREAM_K_RUNS)
+
+
+def _shape_key(shape: tuple[int, int, int]) -> str:
+    """The key a prediction's ranges use: ``"4096"`` for a square, ``"MxNxK"`` otherwise."""
+    m, n, k = shape
+    return str(m) if m == n == k else f"{m}x{n}x{k}"
+
+
+def cluster_stream_k_table(runs: list[dict], prediction: Prediction) -> MarkdownTable:
+    """Per shape: the predicted range of the variant over step 21, the ratio in each run, and the variant and step 21
+    over cuBLAS TF32, and their median SM clocks while timed (run 1)."""
+    rows = []
+    for shape in CLUSTER_STREAM_K_SHAPES:
+        low, high = ratio_range(prediction, _shape_key(shape))
+        row = {"shape": "×".join(map(str, shape)), "predicted": f"{low:.2f}–{high:.2f}"}
+        for i, run in enumerate(runs, 1):
+            row[f"run {i}"] = (record(run, "cluster_stream_k", shape)["tflops"]
+                               / record(run, "warp_specialized_stream_k", shape)["tflops"])
+        first = runs[0]
+        cublas = record(first, "cublas_tf32", shape)
+        for name, label in (("cluster_stream_k", "variant"), ("warp_specialized_stream_k", "step 21")):
+            row[f"{label} / cuBLAS TF32"] = record(first, name, shape)["tflops"] / cublas["tflops"]
+        row["clock MHz (variant, step 21, cuBLAS TF32)"] = ", ".join(
+            str(round(record(first, name, shape)["sm_clock_mhz_median"]))
+            for name in ("cluster_stream_k", "warp_specialized_stream_k", "cublas_tf32"))
+        rows.append(row)
+    return table(rows, {key: "{:.3f}" for key in rows[0] if key.startswith("run") or "/" in key})
