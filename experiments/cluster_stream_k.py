@@ -15,7 +15,12 @@ with it (``summary``) and printed.
 
 Prediction: predictions/cluster-stream-k-before-run.md (written before the run).
 
-    python -m experiments.cluster_stream_k [OUT.json]   # default experiments/results/experiment-cluster-stream-k-<gpu>.json
+``--tma-store``: the same run with the variant's TMA-store build beside it (``cluster_stream_k_tma_store``:
+experiments/kernels/cluster_stream_k_tma_store.py, the one change C's way out), and its ratio over the plain variant
+and cuBLAS TF32 in the summary. Prediction: predictions/cluster-stream-k-tma-store-before-run.md.
+
+    python -m experiments.cluster_stream_k [--tma-store] [OUT.json]
+    # default experiments/results/experiment-cluster-stream-k[-tma-store]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from experiments import output_path, ratio, require_gpu, run_and_save
 
 SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (5120, 2560, 4096), (2304, 4096, 8192)]
 VARIANT = "cluster_stream_k"
+TMA_STORE = "cluster_stream_k_tma_store"
 STEPS = ["warp_specialized", "cluster_multicast", "warp_specialized_stream_k"]
 
 
@@ -38,7 +44,10 @@ def summary(results: dict) -> dict:
         tflops.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r.get("tflops")
     out = {}
     for shape, by in tflops.items():
-        out[shape] = {"tflops": {name: by.get(name) for name in [*STEPS, VARIANT, "cublas_tf32", "cublas"]},
+        out[shape] = {"tflops": {name: by.get(name) for name in [*STEPS, VARIANT, TMA_STORE, "cublas_tf32", "cublas"]
+                                 if name in by},
+                      "tma_store_over_variant": ratio(by.get(TMA_STORE), by.get(VARIANT)),
+                      "tma_store_over_cublas_tf32": ratio(by.get(TMA_STORE), by.get("cublas_tf32")),
                       "variant_over_step_21": ratio(by.get(VARIANT), by.get("warp_specialized_stream_k")),
                       "variant_over_step_20": ratio(by.get(VARIANT), by.get("cluster_multicast")),
                       "variant_over_cublas_tf32": ratio(by.get(VARIANT), by.get("cublas_tf32")),
@@ -50,11 +59,16 @@ def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/cluster_stream_k.py")
     import gemm_steps
 
-    from experiments.kernels import cluster_stream_k
+    from experiments.kernels import cluster_stream_k, cluster_stream_k_tma_store
 
-    out = output_path("cluster-stream-k", argv[1] if len(argv) > 1 else None)
+    arguments = [a for a in argv[1:] if a != "--tma-store"]
+    tma_store = "--tma-store" in argv[1:]
+    out = output_path("cluster-stream-k" + ("-tma-store" if tma_store else ""), arguments[0] if arguments else None)
     entries = [gemm_steps.get_step(name) for name in STEPS]
     entries.append(SimpleNamespace(name=VARIANT, number=21, arithmetic="tf32", launch=cluster_stream_k.build().launch))
+    if tma_store:
+        entries.append(SimpleNamespace(name=TMA_STORE, number=21, arithmetic="tf32",
+                                       launch=cluster_stream_k_tma_store.build().launch))
     results = run_and_save(entries, SIZES, out, "step 21 in clusters of two with A's tile multicast (the schedule over "
                            "pairs of tiles) against steps 21, 20 and 17 (experiments/cluster_stream_k.py)",
                            summary, repeats=30, width=28)
@@ -62,7 +76,9 @@ def main(argv: list[str] = sys.argv) -> None:
         print(f"{shape}: variant / step 21 {row['variant_over_step_21'] or float('nan'):.3f}, "
               f"variant / step 20 {row['variant_over_step_20'] or float('nan'):.3f}, "
               f"variant / cuBLAS TF32 {row['variant_over_cublas_tf32'] or float('nan'):.3f}, "
-              f"step 21 / cuBLAS TF32 {row['step_21_over_cublas_tf32'] or float('nan'):.3f}")
+              f"step 21 / cuBLAS TF32 {row['step_21_over_cublas_tf32'] or float('nan'):.3f}"
+              + (f", TMA store / variant {row['tma_store_over_variant'] or float('nan'):.3f}, TMA store / cuBLAS "
+                 f"TF32 {row['tma_store_over_cublas_tf32'] or float('nan'):.3f}" if tma_store else ""))
     print(f"wrote {out}")
 
 

@@ -144,3 +144,40 @@ def test_on_the_gpu_every_split_is_right_and_the_same_bits_twice(m, n, k):
     first = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
     again = _product(built, m, n, k, f"gpu {m}x{n}x{k}")
     assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
+
+
+# -- the same kernel with cuBLAS's epilogue: C through shared memory and the copy engine ----------------------------------
+from experiments.kernels import cluster_stream_k_tma_store as tma_store  # noqa: E402
+
+
+def _same_bits_as_the_plain_variant(m, n, k, name, config, **build):
+    """The TMA-store variant's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup,
+    only the way out changed."""
+    plain = _product(variant.build(config.tiles() if hasattr(config, "tiles") else config, **build), m, n, k, name)
+    ours = _product(tma_store.build(config, **build), m, n, k, name)
+    differ = ours.view(np.uint32) != plain.view(np.uint32)
+    assert not differ.any(), f"{int(differ.sum())} elements differ, first at {tuple(np.argwhere(differ)[0])}"
+
+
+@simulator_only
+@pytest.mark.parametrize("pairs, k_tiles, split", [(1, 7, "all"), (5, 5, "default")],
+                         ids=["one-pair-split", "waves-and-split"])
+def test_the_tma_store_variant_has_the_plain_variants_bits(pairs, k_tiles, split):
+    config = tma_store.SIMULATOR_CONFIG
+    build = dict(split=step_21.all_stream_k, min_share=1) if split == "all" else dict(min_share=1)
+    _same_bits_as_the_plain_variant(pairs * config.BLOCK_M, 2 * config.BLOCK_N, k_tiles * config.BLOCK_K,
+                                    f"tma store {pairs} pairs", config, **build)
+
+
+def test_the_tma_store_variants_buffers_fit_beside_the_stages():
+    config = tma_store.CONFIG.check()
+    assert config.SHARED_BYTES <= 232_448 and config.C_STAGING * 4 % 1024 == 0
+    assert config.C_CHUNKS * config.C_CHUNK_FLOATS == config.BLOCK_M * 64 and config.C_BUFFERS >= 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES])
+def test_on_the_gpu_the_tma_store_variant_has_the_plain_variants_bits(m, n, k):
+    if tuple(cuda.get_current_device().compute_capability) != (9, 0):
+        pytest.skip("wgmma, clusters and the copy engine's tensor copies need compute capability 9.0")
+    _same_bits_as_the_plain_variant(m, n, k, f"gpu tma store {m}x{n}x{k}", tma_store.CONFIG, min_share=1)
