@@ -24,7 +24,8 @@ which is what cuBLAS's kernel is (grid 132, cluster 2). Step 20 measured +1.6 to
 (experiments/results/experiment-step-20-lean-loop-nvidia-h200*.json). Why it might not: a cluster's two blocks wait for
 each other at every stage (the slower one sets the pace), and stream-K's shares are over half as many units.
 Prediction: predictions/cluster-stream-k-before-run.md (written before the run). Timed by
-experiments/cluster_stream_k.py.
+experiments/cluster_stream_k.py. Measured (experiment-cluster-stream-k-nvidia-h200.json, -2.json; two H200 runs): over
+step 21 1.009 / 1.010 at 4096³, 1.020 / 1.033 at 8192³, about 1.00 where stream-K splits; lesson 20 reads them.
 
 ptxas (sm_90a, on a CPU, 2026-11-29): 168 registers at entry, the consumers spill nothing; the producer warpgroup,
 at 40 registers after the hand-off, spills 112 bytes (step 21's producer fits: the cluster's rank and A's half are

@@ -273,3 +273,28 @@ def cluster_stream_k_table(runs: list[dict], prediction: Prediction) -> Markdown
             for name in ("cluster_stream_k", "warp_specialized_stream_k", "cublas_tf32"))
         rows.append(row)
     return table(rows, {key: "{:.3f}" for key in rows[0] if key.startswith("run") or "/" in key})
+
+
+#: Two runs of the same with the variant's TMA-store build beside it (``cluster_stream_k_tma_store``).
+TMA_STORE_PERSISTENT_RUNS = (results_files.EXPERIMENT_CLUSTER_STREAM_K_TMA_STORE_NVIDIA_H200,
+                             results_files.EXPERIMENT_CLUSTER_STREAM_K_TMA_STORE_NVIDIA_H200_2)
+
+
+def tma_store_persistent_runs() -> list[dict]:
+    return load_runs(TMA_STORE_PERSISTENT_RUNS)
+
+
+def tma_store_persistent_table(runs: list[dict], prediction: Prediction) -> MarkdownTable:
+    """Per shape: the predicted range of the TMA-store build over the plain variant, the ratio in each run, and in
+    each run the TMA-store build over step 21 and over cuBLAS TF32."""
+    rows = []
+    for shape in CLUSTER_STREAM_K_SHAPES:
+        low, high = ratio_range(prediction, _shape_key(shape))
+        row = {"shape": "×".join(map(str, shape)), "predicted": f"{low:.2f}–{high:.2f}"}
+        for label, over in (("", "cluster_stream_k"), (" / step 21", "warp_specialized_stream_k"),
+                            (" / cuBLAS TF32", "cublas_tf32")):
+            for i, run in enumerate(runs, 1):
+                row[f"run {i}{label}"] = (record(run, "cluster_stream_k_tma_store", shape)["tflops"]
+                                          / record(run, over, shape)["tflops"])
+        rows.append(row)
+    return table(rows, {key: "{:.3f}" for key in rows[0] if key.startswith("run")})

@@ -217,6 +217,9 @@ EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H100 = "experiment-cluster-arrive-scope-n
 EXPERIMENT_CLUSTER_ARRIVE_SCOPE_NVIDIA_H200 = "experiment-cluster-arrive-scope-nvidia-h200.json"
 EXPERIMENT_CLUSTER_STREAM_K_NVIDIA_H200 = "experiment-cluster-stream-k-nvidia-h200.json"  # step 21 on clusters of two
 EXPERIMENT_CLUSTER_STREAM_K_NVIDIA_H200_2 = "experiment-cluster-stream-k-nvidia-h200-2.json"  # the same, again
+# … and with a TMA-store epilogue, twice
+EXPERIMENT_CLUSTER_STREAM_K_TMA_STORE_NVIDIA_H200 = "experiment-cluster-stream-k-tma-store-nvidia-h200.json"
+EXPERIMENT_CLUSTER_STREAM_K_TMA_STORE_NVIDIA_H200_2 = "experiment-cluster-stream-k-tma-store-nvidia-h200-2.json"
 EXPERIMENT_CODE_SHAPES_ANY = "experiment-code-shapes-*.json"  # step 9's k-column in equivalent forms (deep dive 09)
 EXPERIMENT_FIRST_CALL_NVIDIA_H100 = "experiment-first-call-nvidia-h100.json"
 EXPERIMENT_FMA_ORDER_ANY = "experiment-fma-order-*.json"  # step 9 with row-order and serpentine FMAs
