@@ -301,6 +301,7 @@ SHAPES_NVIDIA_H200_2026_11_26_2 = "shapes-nvidia-h200-2026-11-26-2.json"
 SHAPES_NVIDIA_H200_2026_11_26_3 = "shapes-nvidia-h200-2026-11-26-3.json"
 SHAPES_NVIDIA_H200_2026_11_29_5 = "shapes-nvidia-h200-2026-11-29-5.json"  # the first suite with step 21
 SHAPES_NVIDIA_H200_2026_11_29_6 = "shapes-nvidia-h200-2026-11-29-6.json"  # the first suite with step 22
+SHAPES_NVIDIA_H200_2026_11_29_7 = "shapes-nvidia-h200-2026-11-29-7.json"  # every step as of 2026-11-29 evening
 HELD_OUT_NVIDIA_H200_2026_11_29_16 = "held-out-nvidia-h200-2026-11-29-16.json"  # the first draw with step 22
 SIMULATOR_COST_MODEL_2026_11_28 = "simulator-cost-model-2026-11-28.json"
 TUNING_ANY = "tuning-*.json"  # tuning sweeps (gemm-steps tune): tuning_name
