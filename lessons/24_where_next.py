@@ -209,11 +209,13 @@ if split_k and split_k_prediction:
 # where it was measured. The next draw's slowest `tf32` shape was a large one: K = 14460 put every row of A off the
 # 128-byte L2 lines, and steps 17 and 21 now copy A onto whole lines first where that pays (lesson 21); `matmul` also
 # stopped ignoring a step measured only where it copied A or B at shapes where it reads them as they are (the same
-# kernel without the copy). Each change was followed by a new draw: the table above is the last one run. Its slowest
-# shapes are small and short-K products, where a readable copy and each extra launch weigh most (at the slowest
-# small one, step 18 and step 22 take the same 30 µs to cuBLAS SGEMM's 20: `experiments/README.md`). Earlier draws'
-# slowest also had a side under ~100, most of each tile outside C — what tiles narrower than 128 columns (one
-# consumer warpgroup) are for, which the course has not yet built.
+# kernel without the copy). That draw's slowest shapes were small and short-K products, where a readable copy and each
+# extra launch weigh most (at the slowest small one, step 18 and step 22 take the same 30 µs to cuBLAS SGEMM's 20:
+# `experiments/README.md`). Each change was followed by a new draw; the last, with the dispatch table measured again
+# on every step as it is now, is the table above. It drew more skinny shapes than any before, and its slowest are
+# those: a side under ~100 (2711×85×6911, where K and N are both odd, so both A and B are copied first; 82×6470×4095)
+# leaves most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are for, which
+# the course has not yet built — and a small short-K product (154×3334×302).
 #
 # ## What carries over to Triton and CUTLASS
 #
