@@ -202,8 +202,9 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 # runs unchanged with a cluster in the place of a block and a pair in the place of a tile — 66 clusters walk the
 # pairs, and both blocks of a cluster walk the same units, so their rings stay in step, as the multicast needs. A block
 # hands its partial sums to the block of the same rank in the cluster that finishes the pair. This is the shape of
-# cuBLAS's kernel (grid 132, clusters of 2), still without its TMA-store epilogue. The prediction, written before the
-# run (ranges per shape in the file), and two runs in two processes (H200, with steps 17, 20, 21 and cuBLAS):
+# cuBLAS's kernel (grid 132, clusters of 2), still without its TMA-store epilogue. The prediction was written before
+# the run: its ranges per shape are the table's "predicted" column, and the quoted sentence is its reason why the
+# shapes where stream-K splits might lose. Then two runs in two processes (H200, with steps 17, 20, 21 and cuBLAS):
 
 # %%
 persistent = predictions.get(20, "cluster_stream_k_over_step21_h200")
@@ -239,9 +240,10 @@ lesson.say(predictions.quote(tma_store))
 lesson.say(lesson_20.tma_store_persistent_table(lesson_20.tma_store_persistent_runs(), tma_store))
 
 # %% [markdown]
-# "run 1", "run 2": the TMA-store build over the variant without it — 1 % faster everywhere, inside every range, the
-# same in both runs. Together the two changes make step 21 2–4 % faster at the squares, 0.98× cuBLAS TF32 at 4096³
-# and 0.95–0.96× at 8192³: closer than any step of the course, and still short of the target (≥ 1.00). At
+# "run 1", "run 2": the TMA-store build over the variant without it — up to 1 % faster everywhere, inside every
+# range, the same in both runs. Together the two changes make step 21 2–4 % faster at the squares, 0.98× cuBLAS TF32
+# at 4096³ and 0.95–0.96× at 8192³: closer than any step of the course, and still short of the course's target
+# (≥ 1.00×). At
 # 4096³ it is now 2 % slower than cuBLAS at the same clock; at 8192³ it runs at cuBLAS's speed per clock and a lower
 # clock. Both builds are experiments, not a step yet: each gain alone is within what two processes can differ by on
 # one kernel (up to ~4 %), though the same in both runs, and a step needs its ragged-shape build, its dispatch and
