@@ -31,12 +31,9 @@ import pytest
 from numba import cuda
 
 import gemm_steps
-from gemm_steps.harness.verify import tolerance_for
 from gemm_steps.steps import warp_specialized_stream_k as step_21
 from gemm_steps.steps.stream_k import stream_k_split
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
-from helpers import (nan_c_with_margin, only_c_written, random_matrices, record_schedule_launches, rel_error,
-                     rng_for, tolerance)
+from helpers import checked_tf32_product, random_matrices, record_schedule_launches, rng_for
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -49,18 +46,8 @@ simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR,
 
 
 def _product(built, m, n, k, name):
-    """C = A·B by ``built`` into NaN inside a NaN margin: nothing written outside C, every element of C written, and
-    within the tolerances."""
-    a, b = random_matrices(rng_for(name), m, n, k)
-    buffer, c = nan_c_with_margin(m, n)
-    built.launch(cuda.to_device(a), cuda.to_device(b), c)
-    result = only_c_written(buffer, m, n)
-    assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} elements unwritten"
-    error, limit = rel_error(result, a, b), tolerance_for(step_21, k)
-    assert error <= limit, f"error {error:.2e} > TF32 tolerance {limit:.2e}"
-    on_tf32 = rel_error(result, truncate_to_tf32(a), round_to_tf32(b))
-    assert on_tf32 <= tolerance(k), f"error {on_tf32:.2e} on TF32 inputs > {tolerance(k):.2e}"
-    return result
+    """C = A·B by ``built``, checked (``helpers.checked_tf32_product``: nothing outside C, all of C, both tolerances)."""
+    return checked_tf32_product(built, m, n, k, name, step_21)
 
 
 def _recorded(built, blocks: int = 4) -> list:

@@ -258,7 +258,12 @@ class ClusterStreamKTmaTiles(StreamKTmaTiles):
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
             cuda.to_device(np.zeros(blocks * config.THREADS, dtype=np.int32), stream=stream)))
         self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices), workspace,
-                                                          flags, np.uint32(data_parallel), np.uint32(stream_k))
+                                                          flags, np.uint32(data_parallel), np.uint32(stream_k),
+                                                          *self.more_arguments(flat, sizes))
+
+    def more_arguments(self, flat, sizes) -> tuple:
+        """What the fast kernel takes after the two counts: nothing here (a TMA-store build: C's tensor map)."""
+        return ()
 
 
 def build(config: Config | TileConfig | None = None, split=stream_k_split,

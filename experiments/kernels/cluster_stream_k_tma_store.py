@@ -37,32 +37,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
 from numba import cuda, float32, uint32, uint64
 
 from gemm_steps.steps import warp_specialized_stream_k, warpgroup_tf32
-
-from experiments.kernels import cluster_stream_k
 from gemm_steps.steps.pingpong import grouped_tile, ring_place
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.steps.warp_specialized_stream_k import MIN_SHARE_K_TILES, work_unit
 from gemm_steps.toolkit.cluster_ops import (cluster_rank, cluster_sync, copy_tile_multicast, fence_mbarrier_init,
                                             mbarrier_arrive_cluster)
 from gemm_steps.toolkit.intrinsics import load4_bypassing_l1, store4, wait_for_flag
-from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.kept import Kept
-from gemm_steps.toolkit.kernel_tools import device_pointer
+from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN, device_pointer
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                                              named_barrier_sync, tensor_map_2d, tensor_map_acquire)
-from gemm_steps.toolkit.tma_store_ops import store_commit, store_tile, store_wait, store_wait_read
 from gemm_steps.toolkit.tile_config import TileConfig
-from gemm_steps.toolkit.tma_tiles import TmaTiles, stream_k_grid
+from gemm_steps.toolkit.tma_store_ops import store_commit, store_tile, store_wait, store_wait_read
+from gemm_steps.toolkit.tma_tiles import TmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, registers_lower_to,
                                               registers_raise_to, rounded_operand_bits, shared_address,
                                               swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                               warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
                                               zero_accumulators)
+
+from experiments.kernels import cluster_stream_k
 
 ARITHMETIC = "tf32"  # step 21's
 
@@ -297,21 +295,11 @@ class TmaStoreClusterStreamKTiles(cluster_stream_k.ClusterStreamKTmaTiles):
     def plan_key(self, a, b, pointers, stream) -> tuple:
         return (*super().plan_key(a, b, pointers, stream), pointers[2])  # the plan holds C's tensor map too
 
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
-                          launches: list | None = None) -> None:
-        size, (m, n) = self.constants["CLUSTER"], (int(sizes[0]), int(sizes[1]))
-        pairs = full_rows * (full_cols // size)
-        clusters, data_parallel, stream_k = stream_k_grid(pairs, self.k_tiles(int(sizes[2])),
-                                                          max(1, self.resident_blocks("fast") // size), self.split,
-                                                          self.min_share)
-        blocks, config = clusters * size, self.config
-        workspace, flags = self._stream_k.get(blocks, stream, lambda: (
-            cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
-            cuda.to_device(np.zeros(blocks * config.THREADS, dtype=np.int32), stream=stream)))
-        c_map = self.c_maps.made((device_pointer(flat[2]), m, n), lambda: tensor_map_2d(
-            flat[2].reshape(m, n), self.constants["C_CHUNK_ROWS"], self.constants["C_BOX_COLS"], swizzle_128=True))
-        self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices), workspace,
-                                                          flags, np.uint32(data_parallel), np.uint32(stream_k), c_map)
+    def more_arguments(self, flat, sizes) -> tuple:
+        """C's tensor map (a device array), made on first use for this buffer and shape. ``flat[2]``: C, flat."""
+        m, n = int(sizes[0]), int(sizes[1])
+        return (self.c_maps.made((device_pointer(flat[2]), m, n), lambda: tensor_map_2d(
+            flat[2].reshape(m, n), self.constants["C_CHUNK_ROWS"], self.constants["C_BOX_COLS"], swizzle_128=True)),)
 
 
 def build(config: Config | TileConfig | None = None, split=stream_k_split,
