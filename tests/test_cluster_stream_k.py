@@ -140,7 +140,7 @@ from experiments.kernels import cluster_stream_k_tma_store as tma_store  # noqa:
 def _same_bits_as_the_plain_variant(m, n, k, name, config, **build):
     """The TMA-store variant's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup,
     only the way out changed."""
-    plain = _product(variant.build(config.tiles() if hasattr(config, "tiles") else config, **build), m, n, k, name)
+    plain = _product(variant.build(config.tiles(), **build), m, n, k, name)
     ours = _product(tma_store.build(config, **build), m, n, k, name)
     differ = ours.view(np.uint32) != plain.view(np.uint32)
     assert not differ.any(), f"{int(differ.sum())} elements differ, first at {tuple(np.argwhere(differ)[0])}"

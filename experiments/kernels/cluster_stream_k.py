@@ -39,10 +39,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
 from numba import cuda, float32, uint32, uint64
 
-from gemm_steps.steps import warp_specialized_stream_k, warpgroup_tf32
+from gemm_steps.steps import cluster_multicast, warp_specialized_stream_k, warpgroup_tf32
 from gemm_steps.steps.pingpong import grouped_tile, ring_place
 from gemm_steps.steps.stream_k import stream_k_split
 from gemm_steps.steps.warp_specialized_stream_k import MIN_SHARE_K_TILES, work_unit
@@ -53,7 +52,7 @@ from gemm_steps.toolkit.kernel_tools import SHARED_ALIGN
 from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive_expect_tx, mbarrier_init, mbarrier_wait,
                                              tensor_map_acquire)
 from gemm_steps.toolkit.tile_config import TileConfig
-from gemm_steps.toolkit.tma_tiles import StreamKTmaTiles, stream_k_grid
+from gemm_steps.toolkit.tma_tiles import StreamKTmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, fence_proxy_async, first_aligned, registers_lower_to,
                                               registers_raise_to, rounded_operand_bits, shared_address,
@@ -203,31 +202,12 @@ def cluster_stream_k_kernel(a, b, c, m, n, k, tile_rows, tile_cols, a_map, b_map
 
 
 @dataclass(frozen=True)
-class Config(warp_specialized_stream_k.Config):
-    """Step 21's constants, and step 20's cluster."""
-
-    CLUSTER: int = 2  # blocks per cluster: two, as step 20 and cuBLAS's TF32 kernel (results/reference-*.json)
-
-    @property
-    def A_HALF_ROWS(self) -> int:  # rows of the shared A tile each block of the cluster loads and multicasts …
-        return self.BLOCK_M // self.CLUSTER
-
-    @property
-    def A_BOX_ROWS(self) -> int:  # … so A's tensor map copies boxes of that many rows
-        return self.A_HALF_ROWS
-
-    @property
-    def CLUSTER_MASK(self) -> int:  # the multicast reaches every block of the cluster
-        return (1 << self.CLUSTER) - 1
+class Config(warp_specialized_stream_k.Config, cluster_multicast.Config):
+    """Step 21's constants (first in the order of lookup), and step 20's cluster: ``CLUSTER`` and the properties
+    ``A_HALF_ROWS``, ``A_BOX_ROWS``, ``CLUSTER_MASK``."""
 
     def problems(self) -> list[str]:
-        found = super().problems()
-        if found:
-            return found
-        if self.A_HALF_ROWS * self.CLUSTER != self.BLOCK_M or self.A_HALF_ROWS % 8:
-            return [f"BLOCK_M = {self.BLOCK_M} split over a cluster of {self.CLUSTER}: each block's rows must be a "
-                    "multiple of 8 (the 128-byte swizzle repeats every 8 rows, 1,024 bytes)"]
-        return []
+        return super().problems() or cluster_multicast.Config.problems(self)  # … and step 20's halves of A
 
 
 #: Step 21's tiles (the GPU's) and its simulator tiles, with this file's constants.
@@ -236,34 +216,15 @@ SIMULATOR_CONFIG = Config.of(warp_specialized_stream_k.SIMULATOR_CONFIG)
 
 
 class ClusterStreamKTmaTiles(StreamKTmaTiles):
-    """Step 21's launch (:class:`StreamKTmaTiles`) in clusters of ``CLUSTER`` blocks: the schedule's units are pairs
-    of full tiles side by side (full tile-columns in whole clusters; a last odd one runs on the edge kernel), its grid
-    is ``stream_k_grid`` over the pairs on the clusters the GPU holds, ``CLUSTER`` blocks each, and the workspace and
-    flags have a block's slot and flags for every block."""
+    """Step 21's launch (:class:`StreamKTmaTiles`) in clusters of ``CLUSTER`` blocks: with ``cluster`` set, its
+    schedule's units are pairs of full tiles side by side (full tile-columns in whole clusters; a last odd one runs on
+    the edge kernel), its grid ``stream_k_grid`` over the pairs on the clusters the GPU holds, ``CLUSTER`` blocks each,
+    and the workspace and flags have a block's slot and flags for every block."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.cluster = (self.constants["CLUSTER"], 1, 1)
         self.full_cols_multiple = self.constants["CLUSTER"]
-
-    def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
-                          launches: list | None = None) -> None:
-        size = self.constants["CLUSTER"]
-        pairs = full_rows * (full_cols // size)
-        clusters, data_parallel, stream_k = stream_k_grid(pairs, self.k_tiles(int(sizes[2])),
-                                                          max(1, self.resident_blocks("fast") // size), self.split,
-                                                          self.min_share)
-        blocks, config = clusters * size, self.config
-        workspace, flags = self._stream_k.get(blocks, stream, lambda: (
-            cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
-            cuda.to_device(np.zeros(blocks * config.THREADS, dtype=np.int32), stream=stream)))
-        self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices), workspace,
-                                                          flags, np.uint32(data_parallel), np.uint32(stream_k),
-                                                          *self.more_arguments(flat, sizes))
-
-    def more_arguments(self, flat, sizes) -> tuple:
-        """What the fast kernel takes after the two counts: nothing here (a TMA-store build: C's tensor map)."""
-        return ()
 
 
 def build(config: Config | TileConfig | None = None, split=stream_k_split,

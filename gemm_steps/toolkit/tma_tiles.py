@@ -366,7 +366,8 @@ class StreamKTmaTiles(TmaTiles):
     ``min_share`` k-tiles and whole waves run beside the split, nothing is split. Where
     ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback`` build (step 17's) runs the launch instead.
     Workspace and flags are kept per stream (:class:`Workspaces`); every launch leaves the flags at 0 (each raised flag
-    is lowered by the thread that read it)."""
+    is lowered by the thread that read it). A build in clusters (``cluster``: experiments/kernels/cluster_stream_k.py)
+    schedules clusters over groups of tiles side by side instead of blocks over tiles."""
 
     schedule = "stream-K"
     signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
@@ -390,14 +391,24 @@ class StreamKTmaTiles(TmaTiles):
         if self.runs_fallback(tiles, int(sizes[2])):
             self.fallback.launch_full_tiles(flat, sizes, full_rows, full_cols, stream, matrices, launches)
             return
-        blocks, data_parallel, stream_k = stream_k_grid(tiles, self.k_tiles(int(sizes[2])), self.resident_blocks("fast"),
-                                                        self.split, self.min_share)
-        config = self.config
+        # A build in clusters (``cluster``) schedules its clusters over groups of that many tiles side by side (full
+        # tile-columns come in whole clusters); every other build, its blocks over tiles.
+        group = self.cluster[0] if self.cluster else 1
+        units, data_parallel, stream_k = stream_k_grid(tiles // group, self.k_tiles(int(sizes[2])),
+                                                       max(1, self.resident_blocks("fast") // group), self.split,
+                                                       self.min_share)
+        blocks, config = units * group, self.config
         workspace, flags = self._stream_k.get(blocks, stream, lambda: (
             cuda.device_array(blocks * config.BLOCK_M * config.BLOCK_N, dtype=np.float32, stream=stream),
             cuda.to_device(np.zeros(blocks * config.THREADS, dtype=np.int32), stream=stream)))
         self.configured("fast", blocks, stream, launches)(*flat, *sizes, *self.tensor_maps(*matrices), workspace,
-                                                          flags, np.uint32(data_parallel), np.uint32(stream_k))
+                                                          flags, np.uint32(data_parallel), np.uint32(stream_k),
+                                                          *self.more_arguments(flat, sizes))
+
+    def more_arguments(self, flat, sizes) -> tuple:
+        """What the fast kernel takes after the two counts: nothing here (a TMA-store build of an experiment: C's
+        tensor map)."""
+        return ()
 
 
 __all__ = ["ClusterTmaTiles", "LINE_FLOATS", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
