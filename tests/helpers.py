@@ -26,6 +26,7 @@ import numpy as np
 
 from gemm_steps.harness.verify import relative_error, tolerance, tolerance_for  # noqa: F401  (re-exported for the tests)
 from gemm_steps.harness.simulator import tile_geometry  # noqa: F401  (re-exported)
+from gemm_steps.toolkit.tma_tiles import ClusterStreamKTmaTiles
 
 #: This checkout.
 REPO = Path(__file__).resolve().parent.parent
@@ -216,7 +217,8 @@ def spy_row_copies(monkeypatch) -> list:
 
 
 def record_schedule_launches(built, launches: list, label: str | None = None, blocks: int | None = None) -> list:
-    """Make a scheduled build (``StreamKTmaTiles``, ``PersistentTmaTiles``…, whose launch ends with two counts) record
+    """Make a scheduled build (``StreamKTmaTiles``, ``PersistentTmaTiles``…, whose launch ends with two counts, or
+    with two counts and C's map: ``ClusterStreamKTmaTiles``) record
     each launch in ``launches`` as (``label``, or the variant's name where there is none, grid, the two counts);
     ``blocks`` forces its grid size. Returns ``launches``."""
     configured = built.configured
@@ -225,7 +227,8 @@ def record_schedule_launches(built, launches: list, label: str | None = None, bl
         launch = configured(variant_name, grid, stream, plan_launches)
 
         def call(*arguments):
-            launches.append((label or variant_name, grid, int(arguments[-2]), int(arguments[-1])))
+            counts = arguments[-3:-1] if isinstance(built, ClusterStreamKTmaTiles) else arguments[-2:]  # C's map last
+            launches.append((label or variant_name, grid, int(counts[0]), int(counts[1])))
             launch(*arguments)
 
         return call

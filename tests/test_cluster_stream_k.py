@@ -1,5 +1,7 @@
-"""Step 21 on clusters of two (experiments/kernels/cluster_stream_k.py): step 21's stream-K schedule over pairs of
-tiles, each pair's A tile loaded half by each block of a cluster and multicast to both (step 20's sharing).
+"""Step 23 (``gemm_steps/steps/cluster_stream_k_tma_store.py``) and the experiment it grew from: step 21 on clusters
+of two (experiments/kernels/cluster_stream_k.py) — step 21's stream-K schedule over pairs of tiles, each pair's A tile
+loaded half by each block of a cluster and multicast to both (step 20's sharing) — and step 23, the same with C stored
+through shared memory and the copy engine (cuBLAS's epilogue), for every shape.
 
 On the simulator (the twins of the copy engine, the barriers, the flags and the cluster; step 21's simulator tiles,
 32 × 64 with one consumer warpgroup), on grids of two clusters — each launch's (data-parallel, stream-K) split over
@@ -10,12 +12,14 @@ the pairs recorded and checked, not assumed:
 * five pairs: two data-parallel (one a cluster), three split by k-tiles, the ring running on from unit to unit;
 * whole waves of pairs: the persistent loop alone, the same bits as step 21's persistent loop (same tiles, same
   k-loop, no partial sums);
-* a ragged product: the fast kernel takes the pairs of full tiles, the edge kernel the rest, nothing outside C.
+* the experiment's ragged product: the fast kernel takes the pairs of full tiles, the edge kernel the rest;
+* step 23: the experiment's bits (only the way out changed), a ragged product split over both clusters on its partial
+  build (the last pair half past C), whole tiles in an odd number of tile-columns on the partial build too, and a
+  product whose C the copy engine cannot write (N not a multiple of 4) on step 21's build.
 
 On a GPU of compute capability 9.0, at the GPU's tiles (256 × 128): one pair over every cluster, one wave
-data-parallel and the rest split, whole waves, a ragged product with an odd tile-column — each right and the same bits
-twice (``python -m pytest tests/test_cluster_stream_k.py`` there checks the variant before it is timed:
-experiments/cluster_stream_k.py).
+data-parallel and the rest split, whole waves, ragged products (an odd tile-column, K off a k-tile) — each right and
+the same bits twice, and step 23's bits the experiment's.
 
 Every product is checked against float64 with the TF32 tolerance and, sharper, against float64 on TF32 inputs (A
 truncated, B rounded: what the kernel multiplies) with the float32 tolerance.
@@ -133,38 +137,95 @@ def test_on_the_gpu_every_split_is_right_and_the_same_bits_twice(m, n, k):
     assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
 
 
-# -- the same kernel with cuBLAS's epilogue: C through shared memory and the copy engine ----------------------------------
-from experiments.kernels import cluster_stream_k_tma_store as tma_store  # noqa: E402
+# -- step 23: the same kernel with cuBLAS's epilogue (C through shared memory and the copy engine), every shape --------
+from gemm_steps.steps import cluster_stream_k_tma_store as step_23  # noqa: E402
+from helpers import record_stream_k_launches  # noqa: E402
 
 
 def _same_bits_as_the_plain_variant(m, n, k, name, config, **build):
-    """The TMA-store variant's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup,
-    only the way out changed."""
+    """Step 23's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup, only the way
+    out changed."""
     plain = _product(variant.build(config.tiles(), **build), m, n, k, name)
-    ours = _product(tma_store.build(config, **build), m, n, k, name)
+    ours = _product(step_23.build(config, fallback=False, **build), m, n, k, name)
     differ = ours.view(np.uint32) != plain.view(np.uint32)
     assert not differ.any(), f"{int(differ.sum())} elements differ, first at {tuple(np.argwhere(differ)[0])}"
+
+
+def test_step_23_is_the_variants_constants_and_the_epilogues():
+    ours, plain = step_23.SEARCH_SPACE[0].constants(), variant.CONFIG.constants()
+    assert {name: value for name, value in ours.items() if name in plain and name != "SHARED_BYTES"} == \
+        {name: value for name, value in plain.items() if name != "SHARED_BYTES"}  # (step 23's holds the chunk buffers)
+    config = step_23.SEARCH_SPACE[0].check()
+    assert config.SHARED_BYTES == plain["SHARED_BYTES"] + config.CONSUMERS * config.C_BUFFERS * 4096 <= 232_448
+    assert config.C_STAGING * 4 % 1024 == 0
+    assert config.C_CHUNKS * config.C_CHUNK_FLOATS == config.BLOCK_M * 64 and config.C_BUFFERS >= 3
+    assert step_23.build(step_23.SEARCH_SPACE[0]).cluster == (2, 1, 1)
 
 
 @simulator_only
 @pytest.mark.parametrize("pairs, k_tiles, split", [(1, 7, "all"), (5, 5, "default")],
                          ids=["one-pair-split", "waves-and-split"])
-def test_the_tma_store_variant_has_the_plain_variants_bits(pairs, k_tiles, split):
-    config = tma_store.SIMULATOR_CONFIG
+def test_step_23_has_the_plain_variants_bits(pairs, k_tiles, split):
+    config = step_23.SIMULATOR_CONFIG
     build = dict(split=step_21.all_stream_k, min_share=1) if split == "all" else dict(min_share=1)
     _same_bits_as_the_plain_variant(pairs * config.BLOCK_M, 2 * config.BLOCK_N, k_tiles * config.BLOCK_K,
                                     f"tma store {pairs} pairs", config, **build)
 
 
-def test_the_tma_store_variants_buffers_fit_beside_the_stages():
-    config = tma_store.CONFIG.check()
-    assert config.SHARED_BYTES <= 232_448 and config.C_STAGING * 4 % 1024 == 0
-    assert config.C_CHUNKS * config.C_CHUNK_FLOATS == config.BLOCK_M * 64 and config.C_BUFFERS >= 3
+@simulator_only
+def test_step_23_runs_a_ragged_product_on_its_partial_build_split_over_both_clusters():
+    built = step_23.build(step_23.SIMULATOR_CONFIG, split=step_21.all_stream_k, min_share=1)
+    launches = record_stream_k_launches(built, blocks=4)
+    config = built.config
+    # 2 tile-rows (the second of 5 rows), 3 tile-columns (the third of 4 columns: its pair's second tile lies past C),
+    # 4 k-tiles (the last of 5 columns of A): 4 pairs, all split over 2 clusters
+    first = _product(built, config.BLOCK_M + 5, 2 * config.BLOCK_N + 4, 3 * config.BLOCK_K + 5, "ragged partial")
+    assert launches == [("partial", 4, 0, 4)], launches
+    again = _product(built, config.BLOCK_M + 5, 2 * config.BLOCK_N + 4, 3 * config.BLOCK_K + 5, "ragged partial")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
+
+
+@simulator_only
+def test_step_23_runs_whole_tiles_in_an_odd_number_of_columns_on_its_partial_build():
+    built = step_23.build(step_23.SIMULATOR_CONFIG, min_share=1)
+    launches = record_stream_k_launches(built, blocks=4)
+    config = built.config
+    _product(built, 2 * config.BLOCK_M, 3 * config.BLOCK_N, 2 * config.BLOCK_K, "odd tile-columns")
+    assert [launch[0] for launch in launches] == ["partial"], "the edge kernel ran beside the fast one"
+
+
+@simulator_only
+def test_step_23_leaves_a_c_the_copy_engine_cannot_write_to_step_21(monkeypatch):
+    built = step_23.build(step_23.SIMULATOR_CONFIG)
+    ours = record_stream_k_launches(built, blocks=4)
+    ran = []
+    monkeypatch.setattr(type(built.scalar_stores), "launch_through_numba",
+                        lambda self, *arguments, **keywords: ran.append(self.name))
+    m, n, k = step_23.SIMULATOR_CONFIG.BLOCK_M, 2 * step_23.SIMULATOR_CONFIG.BLOCK_N + 2, 32  # N = 130: 520-byte rows
+    a, b = random_matrices(rng_for("unwritable"), m, n, k)
+    built.launch(cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), np.float32))
+    assert ran == ["warp_specialized_stream_k"] and ours == []
+
+
+#: Ragged products on a GPU: an odd number of tile-columns (the partial build's last pair half past C) and K off a
+#: k-tile; N a multiple of 4 (the copy engine writes C).
+GPU_RAGGED = [(500, 1300, 300), (1000, 4100, 4100)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m, n, k", GPU_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES])
-def test_on_the_gpu_the_tma_store_variant_has_the_plain_variants_bits(m, n, k):
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES + GPU_RAGGED, ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES + GPU_RAGGED])
+def test_on_the_gpu_step_23_is_right_and_the_same_bits_twice(m, n, k):
     if tuple(cuda.get_current_device().compute_capability) != (9, 0):
         pytest.skip("wgmma, clusters and the copy engine's tensor copies need compute capability 9.0")
-    _same_bits_as_the_plain_variant(m, n, k, f"gpu tma store {m}x{n}x{k}", tma_store.CONFIG, min_share=1)
+    built = step_23.build(step_23.SEARCH_SPACE[0], min_share=1)
+    first = _product(built, m, n, k, f"gpu step 23 {m}x{n}x{k}")
+    again = _product(built, m, n, k, f"gpu step 23 {m}x{n}x{k}")
+    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", GPU_SHAPES[:3], ids=[f"{m}x{n}x{k}" for m, n, k in GPU_SHAPES[:3]])
+def test_on_the_gpu_step_23_has_the_plain_variants_bits(m, n, k):
+    if tuple(cuda.get_current_device().compute_capability) != (9, 0):
+        pytest.skip("wgmma, clusters and the copy engine's tensor copies need compute capability 9.0")
+    _same_bits_as_the_plain_variant(m, n, k, f"gpu tma store {m}x{n}x{k}", step_23.SEARCH_SPACE[0], min_share=1)

@@ -73,7 +73,10 @@ def runs_fast_kernel(step: Step, shape: str) -> bool:
     if isinstance(step.tiled, PersistentTiles):
         return shape in {"one_tile", "2x2_tiles"}
     if getattr(step.tiled, "partial", None) is not None:  # steps 17, 18: a partial tile or k-tile, the partial build
-        return shape in {"one_tile", "tile_plus_edges", "k_not_multiple"}  # (K and N multiples of 4 in all three)
+        partial = {"one_tile", "tile_plus_edges", "k_not_multiple"}  # (K and N multiples of 4 in all three)
+        if getattr(step.tiled, "full_cols_multiple", 1) > 1:  # step 23: pairs of tiles, whole or not, on its kernels
+            partial |= {"2x2_tiles", "2x2_tiles_plus_edge"}
+        return shape in partial
     if getattr(step.tiled, "full_cols_multiple", 1) > 1:  # clusters along a tile-row (step 20): whole pairs only
         return shape in {"2x2_tiles", "2x2_tiles_plus_edge"}
     return shape in {"one_tile", "tile_plus_edges"}

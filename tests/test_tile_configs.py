@@ -35,13 +35,14 @@ ON_A_GPU = {"vectorized": VECTORIZED, "unrolled": UNROLLED, "double_buffered": U
             "warpgroup_tf32": WARPGROUP_TF32, "tma_pipeline": WARPGROUP_TF32, "warp_specialized": WARPGROUP_TF32,
             "warp_specialized_3xtf32": WARPGROUP_MMA, "pingpong": WARPGROUP_MMA,
             "cluster_multicast": WARPGROUP_TF32, "warp_specialized_stream_k": WARPGROUP_TF32,
-            "warp_specialized_3xtf32_stream_k": WARPGROUP_MMA}
+            "warp_specialized_3xtf32_stream_k": WARPGROUP_MMA, "cluster_stream_k_tma_store": WARPGROUP_TF32}
 ON_THE_SIMULATOR = {**ON_A_GPU, "tensor_cores": TENSOR_CORES_SIMULATOR, "three_tf32": TENSOR_CORES_SIMULATOR,
                     "pingpong": PINGPONG_SIMULATOR,
                     **{name: WARPGROUP_SIMULATOR for name in ("warpgroup_mma", "warpgroup_tf32", "tma_pipeline",
                                                               "warp_specialized", "warp_specialized_3xtf32",
                                                               "cluster_multicast", "warp_specialized_stream_k",
-                                                              "warp_specialized_3xtf32_stream_k")}}
+                                                              "warp_specialized_3xtf32_stream_k",
+                                                              "cluster_stream_k_tma_store")}}
 
 #: A user's own table (``gemm-steps tune`` writes it): step 9 and step 12 on their second configuration.
 USER_WARP_TILING = (128, 256, 16, 8, 16, 1)

@@ -186,6 +186,9 @@ def ptx_stats(ptx: str) -> dict[str, Any]:
         "cp.async.commit_group": ops["cp.async.commit_group"],
         # Clusters (step 20): the copies multicast to the cluster, remote arrivals, the cluster barrier and rank.
         "cp.async.bulk.tensor.multicast": _count(ops, r"cp\.async\.bulk\.tensor\.[A-Za-z0-9_:.]*multicast::cluster"),
+        # … and the copy engine's stores (step 23): a box of shared memory to global memory, and the waits for them.
+        "cp.async.bulk.tensor.store": _count(ops, r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta[A-Za-z0-9_:.]*"),
+        "cp.async.bulk.wait_group.read": ops["cp.async.bulk.wait_group.read"],
         "mapa.shared::cluster": _count(ops, r"mapa\.shared::cluster\.u(?:32|64)"),
         "mbarrier.arrive.remote": _count(ops, r"mbarrier\.arrive(?:\.release)?(?:\.cluster)?\.shared::cluster\.b64"),
         "fence.mbarrier_init": ops["fence.mbarrier_init.release.cluster"],

@@ -29,4 +29,5 @@ COURSE = [
     "cluster_multicast",
     "warp_specialized_stream_k",
     "warp_specialized_3xtf32_stream_k",
+    "cluster_stream_k_tma_store",
 ]

@@ -393,8 +393,13 @@ class StreamKTmaTiles(TmaTiles):
             return
         # A build in clusters (``cluster``) schedules its clusters over groups of that many tiles side by side (full
         # tile-columns come in whole clusters); every other build, its blocks over tiles.
+        # A partial-tile build's last tile-column may be odd: its cluster's last block computes a tile past C (the copy
+        # engine reads zeros there, and a clipping store writes nothing), so the kernel is told whole groups.
         group = self.cluster[0] if self.cluster else 1
-        units, data_parallel, stream_k = stream_k_grid(tiles // group, self.k_tiles(int(sizes[2])),
+        if full_cols % group:
+            full_cols = ceil_div(full_cols, group) * group
+            sizes = (*sizes[:4], np.uint32(full_cols))
+        units, data_parallel, stream_k = stream_k_grid(full_rows * full_cols // group, self.k_tiles(int(sizes[2])),
                                                        max(1, self.resident_blocks("fast") // group), self.split,
                                                        self.min_share)
         blocks, config = units * group, self.config
@@ -406,11 +411,61 @@ class StreamKTmaTiles(TmaTiles):
                                                           *self.more_arguments(flat, sizes))
 
     def more_arguments(self, flat, sizes) -> tuple:
-        """What the fast kernel takes after the two counts: nothing here (a TMA-store build of an experiment: C's
-        tensor map)."""
+        """What the fast kernel takes after the two counts: nothing here (:class:`ClusterStreamKTmaTiles`: C's tensor
+        map)."""
         return ()
 
 
-__all__ = ["ClusterTmaTiles", "LINE_FLOATS", "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
+class ClusterStreamKTmaTiles(StreamKTmaTiles):
+    """Step 23's launch: :class:`StreamKTmaTiles` in clusters of ``CLUSTER`` blocks (its units are groups of
+    ``CLUSTER`` tiles side by side in one tile-row, its grid the clusters the GPU holds), whose fast kernel stores C
+    through the copy engine — a third tensor map after the two counts: C's, boxes of ``C_CHUNK_ROWS`` ×
+    ``C_BOX_COLS`` in the 128-byte swizzle, clipped to C by the copy engine. The map holds C's address, so a recorded
+    launch plan is keyed by C's address too. Tile-columns that do not come in whole clusters run on the ``partial``
+    build (its last block computes a tile past C), never on the edge kernel.
+
+    The copy engine writes C only where its row pitch is a multiple of 16 bytes (N a multiple of 4) and C is 16-byte
+    aligned; any other product runs on ``scalar_stores`` (step 21's build: scalar stores), whole."""
+
+    signature_fast = StreamKTmaTiles.signature_fast[:-1] + ", uint64[::1])"
+
+    def __init__(self, *args, scalar_stores: TmaTiles | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cluster = (self.constants["CLUSTER"], 1, 1)
+        self.full_cols_multiple = self.constants["CLUSTER"]
+        self.scalar_stores = scalar_stores
+        self._c_maps = Kept(self.MAPS_KEPT)
+
+    @staticmethod
+    def c_writable(b, c) -> bool:
+        """Whether the copy engine can write C: its row pitch a multiple of 16 bytes (N, B's columns, a multiple of
+        4), its address 16-byte aligned."""
+        return b.shape[1] % 4 == 0 and device_pointer(c) % 16 == 0
+
+    def launch_through_numba(self, a, b, c, stream=0, launches: list | None = None) -> None:
+        if self.scalar_stores is not None and not self.c_writable(b, c):
+            self.scalar_stores.launch_through_numba(a, b, c, stream, launches)
+            return
+        super().launch_through_numba(a, b, c, stream, launches)
+
+    def partial_applies(self, a, b, c) -> bool:
+        """:meth:`TmaTiles.partial_applies`, and whole tiles whose tile-columns do not come in whole clusters: the
+        ``partial`` build covers them all in one launch (its last cluster's last block on a tile past C), where the
+        full-tile build would leave the last tile-column to the edge kernel."""
+        return super().partial_applies(a, b, c) or (self.partial is not None and b.shape[1] > 0
+                                                   and (b.shape[1] // self.config.BLOCK_N) % self.cluster[0] != 0)
+
+    def plan_key(self, a, b, pointers, stream) -> tuple:
+        return (*super().plan_key(a, b, pointers, stream), pointers[2])  # the plan holds C's tensor map too
+
+    def more_arguments(self, flat, sizes) -> tuple:
+        """C's tensor map (a device array), made on first use for this buffer and shape. ``flat[2]``: C, flat."""
+        m, n = int(sizes[0]), int(sizes[1])
+        return (self._c_maps.made((device_pointer(flat[2]), m, n), lambda: tensor_map_2d(
+            flat[2].reshape(m, n), self.constants["C_CHUNK_ROWS"], self.constants["C_BOX_COLS"], swizzle_128=True)),)
+
+
+__all__ = ["ClusterStreamKTmaTiles", "ClusterTmaTiles", "LINE_FLOATS",
+           "PersistentTmaTiles", "SplitKTmaTiles", "StreamKTmaTiles", "TmaTiles",
            "ALIGNED_A_MIN_N", "ALIGNED_A_MIN_PRODUCT", "aligned_a_pays",
            "flops_per_copied_byte", "launched_slices", "stream_k_grid"]
