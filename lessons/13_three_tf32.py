@@ -15,7 +15,7 @@ from gemm_steps.course import lesson, lesson_12, lesson_13
 from gemm_steps.course.targets import (TARGET_3XTF32_ERROR_VS_SGEMM, TARGET_3XTF32_VS_SGEMM,
                                        TARGET_3XTF32_WIDE_ERROR_VS_SGEMM)
 from gemm_steps.course.lesson_13 import FIRST_TRY_RUN, TENSOR_CORES_RUN
-from gemm_steps.course.lesson_23 import CONTRACT_AB_RUN, contract_cost
+from gemm_steps.course.lesson_24 import CONTRACT_AB_RUN, contract_cost
 from gemm_steps.course.timings import load_run
 
 three_tf32 = gemm_steps.get_step("three_tf32")

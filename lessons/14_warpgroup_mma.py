@@ -9,7 +9,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_14, lesson_23
+from gemm_steps.course import lesson, lesson_14, lesson_24
 from gemm_steps.course.targets import TARGET_3XTF32_VS_SGEMM
 from gemm_steps.course.timings import WGMMA_SWAPPED_RUNS, WGMMA_SWIZZLED_RUN, load_run
 
@@ -206,7 +206,7 @@ if results and v:
 # inf/NaN — cost speed; the step before and after them, same GPU, same inputs, two passes:
 
 # %%
-cost = lesson_23.contract_cost(load_run(lesson_23.CONTRACT_AB_RUN), "warpgroup_mma")
+cost = lesson_24.contract_cost(load_run(lesson_24.CONTRACT_AB_RUN), "warpgroup_mma")
 for s, c in cost.items():
     print(f"{lesson.size_label(s)}: {c['old']:.1f} → {c['new']:.1f} TFLOPS, {sum(c['cost']) / 2:.0%} slower (passes: "
           f"{c['cost'][0]:.1%} to {c['cost'][1]:.1%})")

@@ -101,7 +101,7 @@ lesson.show_kernel(warp_specialized, start="else:  # a consumer warpgroup", stop
 # copy (read, write, read again, at close to full memory speed) won at every shape timed, even skinny products with
 # a huge unreadable A; so no product takes the threads (`experiments/thread_copies.py` times both). (Where its
 # tiles are few and K is long, step 17 also splits K into slices that run side by side and are added up after —
-# lesson 24's section on split-K; these K are too short for it.)
+# lesson 25's section on split-K; these K are too short for it.)
 
 # %%
 lesson.check_against_numpy(warp_specialized, [(64, 128, 256), (45, 68, 20), (45, 70, 20)])
@@ -237,14 +237,16 @@ if ref is not None:
 # The next lessons build on this design: 3xTF32 on it (step 18, lesson 18), two consumer warpgroups on alternate tiles
 # of a persistent grid (ping-pong, step 19, lesson 19) and clusters of two blocks sharing A's tile by multicast (step
 # 20, lesson 20) and this kernel on a persistent grid with stream-K (step 21, lesson 21). A TMA-store epilogue,
-# cuBLAS's last difference, exists as two experiments (lesson 20): alone on step 20 it gained nothing, and on step 21's
-# persistent grid in clusters of two about 1 % — small, as the deep dive's measurement said it would be at 4096³.
+# cuBLAS's last difference, was tried alone on step 20 and gained nothing (lesson 20); on step 21's persistent grid in
+# clusters of two it gained about 1 % — small, as the deep dive's measurement said it would be at 4096³ — and the two
+# together are step 23 (lesson 23).
 # Step 17 runs only on compute capability 9.0 (H100, H200) and on the simulator. Its accuracy is TF32's, so `matmul`
 # runs it only when asked for TF32, where the shape table (of the GPU you run on, or the newest one shipped) measured
 # it fastest — and a tie goes to the later step. Step 21 (lesson 21) runs this very k-tile on a persistent grid and
 # leaves to step 17 only the products step 17 splits K on; on the H200's table it ran within 3 % of step 17 or faster
-# at every shape, so `gemm-steps explain 2500 3000 1500 --precision tf32` picks step 21, and step 17's kernel runs
-# inside it. At the default precision `matmul` never runs step 17.
+# at every shape, and step 23 (lesson 23) runs it on clusters of two, a little faster again:
+# `gemm-steps explain 2500 3000 1500 --precision tf32` picks step 23. Step 17's kernel runs inside both, where they
+# split K. At the default precision `matmul` never runs step 17.
 #
 # Deep dives: [setmaxnreg and LTO](deep_dives/17_setmaxnreg_and_lto.ipynb);
 # [the gap to cuBLAS](deep_dives/17_the_gap_to_cublas.ipynb).

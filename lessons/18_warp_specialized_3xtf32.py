@@ -5,11 +5,11 @@
 # TF32 products per product (lesson 13's split), but feeds the tensor core the Ampere way: every thread copies, every
 # thread splits, and the block meets at `bar.sync` every k-tile. Step 18 puts step 14's arithmetic on step 17's
 # design. The timings come from the course benchmark (all 18 steps and both cuBLAS in one H200 run), the builds from
-# `experiments/specialized_3xtf32_bench.py`, the accuracy from lesson 23's run: each table names its file.
+# `experiments/specialized_3xtf32_bench.py`, the accuracy from lesson 24's run: each table names its file.
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_18, lesson_23, predictions
+from gemm_steps.course import lesson, lesson_18, lesson_24, predictions
 
 warp_specialized = gemm_steps.get_step("warp_specialized")
 step18 = gemm_steps.get_step("warp_specialized_3xtf32")
@@ -132,12 +132,12 @@ lesson.say(lesson_18.builds_table(builds))
 # %% [markdown]
 # ## Does it keep the FP32 contract?
 #
-# Lesson 23's contract (error against ‖|A|·|B|‖, every adversarial input class at every K, the special values), from
+# Lesson 24's contract (error against ‖|A|·|B|‖, every adversarial input class at every K, the special values), from
 # its H200 run:
 
 # %%
-fp32 = lesson_23.load()
-acc = lesson_18.accuracy(fp32, lesson_23.verdicts(fp32), lesson_23.specials_kept(fp32))
+fp32 = lesson_24.load()
+acc = lesson_18.accuracy(fp32, lesson_24.verdicts(fp32), lesson_24.specials_kept(fp32))
 print(f"step 18 kept the contract at {acc.kept} of {acc.of} (class, K) pairs; worst error "
       f"{acc.worst:.2f} × the bound ({acc.worst_class}, K = {acc.worst_K}); SGEMM's inf/NaN pattern at "
       f"all {acc.specials} special inputs: {acc.specials_kept}")

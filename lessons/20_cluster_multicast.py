@@ -194,60 +194,7 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 # while its store drains, and the epilogue adds a meeting of the two consumers and the copy's wait. The store pays where the next
 # tile's main loop can run under it — a persistent kernel, as cuBLAS's.
 #
-# ## Persistent and clustered: step 21 on clusters of two
-#
-# Step 21 (lesson 21) is step 17's kernel on a persistent grid, one block an SM, with the last part-empty wave shared
-# out by k-tiles. One experiment gave it step 20's cluster and nothing else (`experiments/kernels/cluster_stream_k.py`):
-# the two blocks of a cluster always work on a **pair** of neighbouring tiles of one tile-row, so step 21's schedule
-# runs unchanged with a cluster in the place of a block and a pair in the place of a tile — 66 clusters walk the
-# pairs, and both blocks of a cluster walk the same units, so their rings stay in step, as the multicast needs. A block
-# hands its partial sums to the block of the same rank in the cluster that finishes the pair. This is the shape of
-# cuBLAS's kernel (grid 132, clusters of 2), still without its TMA-store epilogue. The prediction was written before
-# the run: its ranges per shape are the table's "predicted" column, and the quoted sentence is its reason why the
-# shapes where stream-K splits might lose. Then two runs in two processes (H200, with steps 17, 20, 21 and cuBLAS):
-
-# %%
-persistent = predictions.get(20, "cluster_stream_k_over_step21_h200")
-lesson.say(predictions.quote(persistent))
-clustered_runs = lesson_20.cluster_stream_k_runs()
-for i, run in enumerate(clustered_runs, 1):
-    print(f"run {i}: " + lesson_20.caption(run))
-lesson.say(lesson_20.cluster_stream_k_table(clustered_runs, persistent))
-
-# %% [markdown]
-# "run 1" and "run 2" are the variant's speed over step 21's in each run. Every ratio is inside its range, and the
-# gain is the same small one step 20 showed over step 17: 1 % at 4096³, 2–3 % at 8192³, about nothing where stream-K
-# splits (the prediction's reasons why are not measured). Against cuBLAS TF32 it closes a fifth to a third of step
-# 21's gap at 8192³ and is still 3–6 % short. The clock column says where the rest is: at 4096³ all three run at the
-# top clock and the variant is 3 % slower than cuBLAS per clock; at 8192³, under the 700 W limit, cuBLAS runs ~6 %
-# faster clocks than the variant (whose clock is 3 % above step 21's, as fewer L2 bytes would give — the energy run
-# found the same for step 20) and the variant is as fast as cuBLAS per clock.
-#
-# ## The TMA store, where something runs under it
-#
-# With a persistent kernel, cuBLAS's epilogue can be tried again (`experiments/kernels/cluster_stream_k_tma_store.py`,
-# one change from the variant above). The stages cannot hold C any more — the producer is filling them with the next
-# unit's k-tiles — so each consumer warpgroup gets three small buffers of its own after the stages (4 KB each) and
-# stores its part of C in 16 chunks of 16 rows: the threads write a chunk into a buffer (128-byte swizzled, so the
-# stores are conflict-free), fence, meet at their warpgroup's named barrier, and one thread asks the copy engine to
-# store the chunk, while the next chunk is written into the next buffer. Before that thread reaches the barrier it
-# waits until the chunk two back has been read (`store_wait_read(1)`), so the buffer the next chunk writes is free.
-# The prediction, written before the run, and two runs (H200):
-
-# %%
-tma_store = predictions.get(20, "tma_store_over_cluster_stream_k_h200")
-lesson.say(predictions.quote(tma_store))
-lesson.say(lesson_20.tma_store_persistent_table(lesson_20.tma_store_persistent_runs(), tma_store))
-
-# %% [markdown]
-# "run 1", "run 2": the TMA-store build over the variant without it — up to 1 % faster everywhere, inside every
-# range, the same in both runs. Together the two changes make step 21 2–4 % faster at the squares, 0.98× cuBLAS TF32
-# at 4096³ and 0.95–0.96× at 8192³: closer than any step of the course, and still short of the course's target
-# (≥ 1.00×). At
-# 4096³ it is now 2 % slower than cuBLAS at the same clock; at 8192³ it runs at cuBLAS's speed per clock and a lower
-# clock. Both builds are experiments, not a step yet: each gain alone is within what two processes can differ by on
-# one kernel (up to ~4 %), though the same in both runs, and a step needs its ragged-shape build, its dispatch and
-# its lesson.
+# Lesson 23 does that: step 23 is step 21's persistent grid on clusters of two, with this store.
 #
 # Try it: step 20 has no exercise of its own yet. Its ring is lesson 16's and its roles lesson 17's:
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and
@@ -255,4 +202,5 @@ lesson.say(lesson_20.tma_store_persistent_table(lesson_20.tma_store_persistent_r
 #
 # Next: [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21: step 17's kernel on
 # a persistent grid, the part-empty last wave shared out by k-tiles), then
-# [Lesson 23: the FP32 contract](23_fp32_contract.ipynb), what "FP32" promises.
+# [Lesson 23: persistent clusters and the TMA store](23_cluster_stream_k_tma_store.ipynb) (step 23: step 21 as cuBLAS
+# runs it).

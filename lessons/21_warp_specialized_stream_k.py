@@ -212,7 +212,7 @@ if strides and aligned:
 # a multiple of 4). cuBLAS TF32 lost only a few percent to the same pitch. Steps 18 and 22 gained nothing, against
 # the small gain predicted: three products on the same bytes leave their k-loop less hungry for L2. So
 # steps 17 and 21 copy A first where K is off the lines, N ≥ 2048 and the product is large
-# (`tma_tiles.aligned_a_pays`); the held-out set was then drawn again (lesson 24).
+# (`tma_tiles.aligned_a_pays`); the held-out set was then drawn again (lesson 25).
 #
 # ## The verdict
 #

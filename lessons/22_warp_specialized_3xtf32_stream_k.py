@@ -10,7 +10,7 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_21, lesson_22, lesson_24, predictions
+from gemm_steps.course import lesson, lesson_21, lesson_22, lesson_25, predictions
 
 step = gemm_steps.get_step("warp_specialized_3xtf32_stream_k")
 runs = lesson_22.runs()
@@ -64,7 +64,7 @@ lesson.show_kernel(step, start="produced = ", stop="else:  # a consumer warpgrou
 # On the simulator (3 blocks): 4 tiles of 8 k-tiles, and a ragged product of 4 tiles of 11 k-tiles (the copy engine
 # zero-fills past A and B, the stores keep to C), both shared out over the three blocks. The tests add specials on a
 # shared tile — an inf in another block's k-tiles, a NaN in the finishing block's, a sum past float32's range — and on
-# a GPU step 22 kept the FP32 contract at all 112 (class, K) pairs of lesson 23's accuracy run.
+# a GPU step 22 kept the FP32 contract at all 112 (class, K) pairs of lesson 24's accuracy run.
 
 # %%
 lesson.check_against_numpy(step, [(64, 128, 256), (40, 100, 330)])
@@ -153,7 +153,7 @@ if suite is not None:
 # %%
 held = lesson_22.held_out()
 if held is not None:
-    lesson.say(lesson_24.held_out_set_table(held))
+    lesson.say(lesson_25.held_out_set_table(held))
     print(lesson_22.caption(held))
 
 # %% [markdown]
@@ -170,4 +170,5 @@ if held is not None:
 # dispatch rule's trust in the model far from a measurement, and the short-K and small products where the default is
 # still under 1× cuBLAS SGEMM. (The shape suite and the held-out draw above ran before the warp's wait.)
 #
-# Next: [Lesson 23: the FP32 contract](23_fp32_contract.ipynb), what "FP32" promises.
+# Next: [Lesson 23: persistent clusters and the TMA store](23_cluster_stream_k_tma_store.ipynb) (step 23: step 21 as
+# cuBLAS runs it: clusters of two sharing A, C stored by the copy engine).

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gemm_steps
-from gemm_steps.course import gpu_model, lesson_24, plots, profiles
+from gemm_steps.course import gpu_model, lesson_25, plots, profiles
 from helpers import synthetic_results
 
 
@@ -59,9 +59,9 @@ def test_where_am_i_reports_the_hierarchy():
 
 
 def test_tiling_intensity_follows_the_block_tile():
-    assert lesson_24.tiling_intensity(gemm_steps.get_step("naive")) == 0.25
-    assert lesson_24.tiling_intensity(gemm_steps.get_step("shared_memory")) == 8.0  # 32·32 / (2·64)
-    assert lesson_24.tiling_intensity(gemm_steps.get_step("warp_tiling")) == pytest.approx(128 * 256 / (2 * 384))
+    assert lesson_25.tiling_intensity(gemm_steps.get_step("naive")) == 0.25
+    assert lesson_25.tiling_intensity(gemm_steps.get_step("shared_memory")) == 8.0  # 32·32 / (2·64)
+    assert lesson_25.tiling_intensity(gemm_steps.get_step("warp_tiling")) == pytest.approx(128 * 256 / (2 * 384))
 
 
 def test_the_speedup_curves_have_both_panels_and_refuse_a_single_step():
@@ -258,9 +258,9 @@ def test_one_reader_of_nsight_computes_text_reports():
 
 
 def test_the_shape_suite_before_and_after_come_from_one_gpu():
-    from gemm_steps.course import lesson_24
+    from gemm_steps.course import lesson_25
 
-    found = lesson_24.shape_suites()
+    found = lesson_25.shape_suites()
     if found is None:
         pytest.skip("the shape suite's runs are not shipped")
     (_, before), (_, after) = found

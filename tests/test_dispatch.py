@@ -623,7 +623,7 @@ def test_a_step_measured_copying_a_matrix_is_judged_where_it_reads_it_as_it_is()
     step 15's edge kernel, which ran at half their speed there."""
     entry = dispatch.table("NVIDIA H200")
     choice = dispatch.choose_from(entry, 1527, 9584, 1592, dispatch.allowed_steps("tf32"), "NVIDIA H200")
-    assert choice.step_name in ("warp_specialized", "warp_specialized_stream_k"), choice
+    assert choice.step_name in ("warp_specialized", "warp_specialized_stream_k", "cluster_stream_k_tma_store"), choice
     assert "reads them as they are, no slower" in choice.reason, choice.reason
     assert choice.judged[choice.step_name][0] == (1531, 3989, 2003)
     # the other way round is still modelled with the copy's time added, not at face value
@@ -631,11 +631,12 @@ def test_a_step_measured_copying_a_matrix_is_judged_where_it_reads_it_as_it_is()
 
 
 def test_a_step_that_hands_products_to_another_names_it_and_its_rule():
-    """Steps 21 and 22 say which step's build runs the products their rule names (``FALLBACK_STEP``,
+    """Steps 21, 22 and 23 say which step's build runs the products their rule names (``FALLBACK_STEP``,
     ``FALLBACK_RULE``): dispatch's ``_schedule`` reads them, no step is known to it by name. The fallback is the step
     the kernel builds on for its arithmetic (TF32 to TF32, 3xTF32 to 3xTF32)."""
     with_rule = [s for s in gemm_steps.steps() if hasattr(s.module, "FALLBACK_RULE")]
-    assert {s.name for s in with_rule} == {"warp_specialized_stream_k", "warp_specialized_3xtf32_stream_k"}
+    assert {s.name for s in with_rule} == {"warp_specialized_stream_k", "warp_specialized_3xtf32_stream_k",
+                                         "cluster_stream_k_tma_store"}
     for step in with_rule:
         other = gemm_steps.get_step(step.module.FALLBACK_STEP)
         assert dispatch._step_arithmetic(other.name) == dispatch._step_arithmetic(step.name), step.name

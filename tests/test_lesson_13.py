@@ -117,7 +117,7 @@ def test_the_lesson_keeps_to_25_cells():
 
 
 def test_the_contract_cost_is_read_pass_by_pass_from_the_ab_run():
-    from gemm_steps.course.lesson_23 import CONTRACT_AB_RUN, contract_cost
+    from gemm_steps.course.lesson_24 import CONTRACT_AB_RUN, contract_cost
 
     run = load_run(CONTRACT_AB_RUN)
     if run is None:

@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import gpu_model, lesson_14, lesson_24, profiles, targets, timings
+from gemm_steps.course import gpu_model, lesson_14, lesson_25, profiles, targets, timings
 
 SGEMM_TFLOPS = 50.0
 
@@ -185,7 +185,7 @@ def test_without_step_14_there_is_no_verdict():
     assert not timings.has_step(results, "warpgroup_mma") and targets.target_check(results) is None
     assert lesson_14.verdict(results, [_run()]) is None and "| — |" in lesson_14.speed_table(results)
     assert lesson_14.speed_figure(results).axes
-    assert [r["met"] for r in lesson_24.target_rows(results) if r["step"].startswith("14")] == [None]
+    assert [r["met"] for r in lesson_25.target_rows(results) if r["step"].startswith("14")] == [None]
 
 
 def test_the_verdict_judges_speed_at_both_large_sizes_and_times_the_builds_against_the_step():
@@ -213,7 +213,7 @@ def test_the_accuracy_rule_is_lesson_13s_over_every_measurement():
 
 
 def _step14_rows(results):
-    return [r for r in lesson_24.target_rows(results) if r["step"].startswith("14")]
+    return [r for r in lesson_25.target_rows(results) if r["step"].startswith("14")]
 
 
 def test_lesson_24_says_step_14_meets_the_target_only_where_it_is_fast_and_accurate_enough():
@@ -222,7 +222,7 @@ def test_lesson_24_says_step_14_meets_the_target_only_where_it_is_fast_and_accur
     slow = _step14_rows(_results(step14=(1.1, 5e-7)))
     assert [r["met"] for r in slow] == [False, False] and slow[0]["measured"] == "1.10× SGEMM"
     assert not any(r["met"] for r in _step14_rows(_results(step14=(1.35, 2e-6))))  # SGEMM's error is 1e-6
-    assert "| 1.35× SGEMM |" in lesson_24.target_table(lesson_24.target_rows(_results(step14=(1.35, 5e-7))))
+    assert "| 1.35× SGEMM |" in lesson_25.target_table(lesson_25.target_rows(_results(step14=(1.35, 5e-7))))
 
 
 def test_what_is_left_compares_the_swizzled_tf32_build_with_step_12_and_the_hopper_target():

@@ -8,7 +8,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_15, lesson_24, timings
+from gemm_steps.course import lesson_15, lesson_25, timings
 
 SIZES = (2048, 4096, 8192)
 
@@ -97,7 +97,7 @@ def test_the_lesson_keeps_to_25_cells():
 
 
 def _rows(results, step):
-    return [r for r in lesson_24.target_rows(results) if r["step"].startswith(step)]
+    return [r for r in lesson_25.target_rows(results) if r["step"].startswith(step)]
 
 
 def test_lesson_24_reports_step_15_against_the_tf32_target_only_when_it_is_there():
@@ -119,5 +119,5 @@ def test_lesson_24s_targets_keep_steps_12_and_13_and_add_step_15(step15):
 
 
 def test_lesson_18_quotes_the_sizes_of_the_steps_the_benchmark_has():
-    assert lesson_24.steps_in(_results()) == ["tensor_cores"]
-    assert lesson_24.steps_in(_results(step15=290.0)) == ["tensor_cores", "warpgroup_tf32"]
+    assert lesson_25.steps_in(_results()) == ["tensor_cores"]
+    assert lesson_25.steps_in(_results(step15=290.0)) == ["tensor_cores", "warpgroup_tf32"]

@@ -11,7 +11,7 @@ import pytest
 
 import gemm_steps
 from cell_count import MAX_CELLS, lesson_cells
-from gemm_steps.course import lesson_18, lesson_23, predictions, timelines
+from gemm_steps.course import lesson_18, lesson_24, predictions, timelines
 from gemm_steps.course.targets import TARGET_HOPPER_3XTF32_VS_SGEMM
 from gemm_steps.course.timings import record
 
@@ -101,8 +101,8 @@ def test_the_builds_say_what_the_lesson_reads():
 
 
 def test_step_18_keeps_the_fp32_contract():
-    fp32 = lesson_23.load()
-    acc = lesson_18.accuracy(fp32, lesson_23.verdicts(fp32), lesson_23.specials_kept(fp32))
+    fp32 = lesson_24.load()
+    acc = lesson_18.accuracy(fp32, lesson_24.verdicts(fp32), lesson_24.specials_kept(fp32))
     assert acc.kept == acc.of == 112 and acc.worst < 1
     assert acc.specials_kept and acc.specials > 0
 

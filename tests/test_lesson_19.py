@@ -193,7 +193,7 @@ def test_the_lesson_does_not_blame_the_operand_path():
     on both sides, under ping-pong too, and cuBLAS's TF32 kernel feeds one operand from registers: lessons 19 and
     22 and docs/tensor_cores.md must not say the operand path is wrong for ping-pong, and must cite the controlled
     run (experiments/pingpong_fair.py) that separates the schedule from the tile."""
-    for path in ("lessons/19_pingpong.py", "lessons/24_where_next.py", "docs/tensor_cores.md"):
+    for path in ("lessons/19_pingpong.py", "lessons/25_where_next.py", "docs/tensor_cores.md"):
         text = " ".join((REPO / path).read_text().replace("#", " ").split())
         assert "this operand path is wrong for it" not in text, path
         assert "feeds both operands from shared memory" not in text, path

@@ -1,91 +1,173 @@
-"""Lesson 24 reads shipped runs by name, and shows nothing where one is missing (as in a wheel install, which has no
-experiments/). In the checkout every one of them must be found: a renamed file fails here instead of leaving the
-lesson's section quietly empty."""
+"""The FP32-contract lesson (lessons/*fp32_contract.py), its helpers (gemm_steps/course/lesson_24.py) and the run it
+reads (experiments/fp32_accuracy.py): the experiment finds its kernels in the step registry and runs end to end on
+the simulator at a tiny size (a smoke test: one class, one special input, one kernel of each kind, a few seconds on
+one core; the simulated wgmma steps cost tens of seconds on a busy machine, and test_fp32_contract.py runs them), the
+helpers turn its file into tables and verdicts, the models show each fault the lesson names, a missing run fails
+loudly, and the shipped GPU run (once it is committed) covers every class and 3xTF32 step."""
 
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gemm_steps
+from cell_count import MAX_CELLS, lesson_cells
 from gemm_steps.course import lesson_24
+from gemm_steps.harness import fp32_contract as contract
+from gemm_steps.harness import results_files
+from gemm_steps.harness.bench import save
+from gemm_steps.harness.step import all_steps
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SCALED = "scaled 2^-120·A, 2^100·B"
 
 
-def test_every_run_lesson_24_reads_is_found_in_the_checkout():
-    assert lesson_24.shape_suites() is not None, "no two shape-suite runs of one GPU in results/"
-    overhead = lesson_24.call_overhead()
-    assert overhead is not None, "experiments/results/experiment-call-overhead{-before,}-nvidia-h100.json missing"
-    assert overhead.before["shape"] == overhead.after["shape"] == overhead.shape
-    assert lesson_24.held_out() is not None, "no experiments/results/experiment-matmul-held-out-*.json"
+def _point_results_at(monkeypatch, folder: Path) -> None:
+    monkeypatch.setattr(results_files, "RESULTS_DIR", folder / "results")
+    monkeypatch.setattr(results_files, "EXPERIMENT_RESULTS_DIR", folder / "experiments" / "results")
 
 
-def test_the_suite_table_says_which_time_moved():
-    """Under the before/after figure: step 11's and cuBLAS's own speed-ups per shape, from the two runs' times."""
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
-
-    shape = next(iter(SHAPE_CLASSES.values()))[0]
-
-    def run(step11_ms, cublas_ms):
-        return {"records": [{"step": "stream_k", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": step11_ms},
-                            {"step": "cublas", "M": shape[0], "N": shape[1], "K": shape[2], "median_ms": cublas_ms}]}
-
-    table = lesson_24.suite_speedups(run(3.0, 1.0), run(1.0, 0.5))
-    assert table.rows[0]["step 11 faster by"] == 3.0 and table.rows[0]["cuBLAS faster by"] == 2.0
-    assert "| 3.00× | 2.00× |" in table
+#: What the smoke test runs: one entry of each kind (cuBLAS is recorded as unavailable on the simulator).
+SMOKE_ENTRIES = ["cublas", "sequential", "three_tf32", "tensor_cores", "matmul tf32x3"]
 
 
-def test_the_call_overhead_table_divides_by_the_empty_launches():
-    run = {"shape": [64, 64, 64], "matmul_us": 30.0, "empty_kernel_us": 10.0}
-    after = {**run, "matmul_us": 12.0, "direct_empty_kernel_us": 4.0}
-    table = lesson_24.call_overhead_table(lesson_24.CallOverhead([64, 64, 64], run, after))
-    before, after = table.rows
-    assert before["matmul ÷ empty Numba launch"] == 3.0 and before["matmul ÷ empty cuda.core launch"] is None
-    assert after["matmul ÷ empty Numba launch"] == 1.2 and after["matmul ÷ empty cuda.core launch"] == 3.0
-    assert "| after | 12 | 10 | 1.2× | 4 | 3.0× |" in table
+@pytest.fixture(scope="module")
+def smoke_run():
+    """The experiment on the simulator: one class that broke the first split, one K, one special input."""
+    if not gemm_steps.SIMULATOR:
+        pytest.skip("the smoke test is sized for the simulator; on a GPU run python -m experiments.fp32_accuracy")
+    from experiments import fp32_accuracy
+
+    return fp32_accuracy.measure(4, 4, [4], classes=[SCALED], specials=["inf in A"], workers=1, only=SMOKE_ENTRIES)
 
 
-def test_the_held_out_section_reads_a_set_nobody_had_seen():
-    """The newest run of scripts/held_out.py whose set was not seen before it ran (a ``--seed`` rerun of an old set
-    says ``"seen": true`` and is skipped), with a row per precision and size and issue 37's targets."""
-    from gemm_steps.harness import held_out
+def test_the_experiment_finds_every_kernel_it_should():
+    from experiments import fp32_accuracy
 
-    run = lesson_24.held_out_set()
-    assert run is not None, "no results/held-out-*.json of an unseen set"
-    assert not run["held_out"].get("seen")  # unseen when it ran (its seed may be seen since: redrawn after it)
-    assert run["held_out"]["seed"] in (*held_out.SEEN_SEEDS, held_out.SEED)
-    table = lesson_24.held_out_set_table(run)
-    assert [(row["precision"], row["M·N·K"]) for row in table.rows] == [
-        ("`tf32`", "≥ 2³⁰"), ("`tf32`", "< 2³⁰"), ("`tf32x3`", "≥ 2³⁰"), ("`tf32x3`", "< 2³⁰")]
-    summary = held_out.summarize(run["shapes"])
-    assert table.rows[0]["median"] == summary.group("tf32", "large").median
-    assert "median ≥ 0.9×: " in table.rows[0]["issue 37's targets"]
+    names = [e["name"] for e in fp32_accuracy.entries()]
+    three = [s.name for s in all_steps() if s.arithmetic == "3xtf32"]
+    tf32 = [s.name for s in all_steps() if s.arithmetic == "tf32"]
+    assert {"three_tf32", "warpgroup_mma"} <= set(three)  # the registry is asked, so a new 3xTF32 step joins
+    assert names == ["cublas", "sequential", *three, *tf32, "matmul tf32x3", "matmul ieee", "matmul tf32"]
 
 
-def test_the_split_k_section_reads_both_runs_and_its_words_hold():
-    """The split-K section's table from experiments/split_k_tf32.py's two H200 runs and its prediction: the slices
-    are the policies' (the first run's and the shipped one), and the section's words agree with the numbers — long K
-    gains at least 2× over step 17 before split-K and comes within a quarter of cuBLAS TF32 or past it; short K (640³,
-    1024³) lost split in the first run and is not split as shipped; whole tiles (4096³) unchanged within 3 %; the
-    first split-K kernel slower than the shipped one at every shape."""
-    from gemm_steps.course import predictions
-
-    runs = lesson_24.split_k_runs()
-    prediction = predictions.get(24, "split_k_over_one_slice")
-    assert runs and prediction and prediction.before_the_run
-    rows = {r["M×N×K"]: r for r in lesson_24.split_k_rows(*runs, prediction)}
-    long_k = ["900×640×14336", "1000×700×9996", "512×512×16384", "768×768×16384", "300×1000×6000"]
-    for shape in long_k:
-        assert rows[shape]["shipped ÷ before split-K"] >= 2 and rows[shape]["shipped ÷ cuBLAS TF32"] >= 0.75, shape
-    for shape in ("1024³", "640³"):
-        assert rows[shape]["first run"] < 1 and rows[shape]["slices (shipped)"] == 1, shape
-    assert 0.97 <= rows["4096³"]["shipped ÷ before split-K"] <= 1.03 and rows["4096³"]["slices (shipped)"] == 1
-    second = runs[1]["summary"]
-    assert all(row["branch_over_after"] < 1 for row in second.values())
-    assert len(lesson_24.split_k_figure(list(rows.values())).axes) == 1
+def test_the_experiment_records_what_ran_and_what_could_not(smoke_run):
+    assert [e["name"] for e in smoke_run["entries"]] == SMOKE_ENTRIES
+    assert lesson_24.unavailable(smoke_run) == {"cublas": smoke_run["entries"][0]["unavailable"]}
+    assert smoke_run["environment"]["simulator"]
 
 
-def test_the_wave_number_lesson_24_quotes_is_the_experiments():
-    """Lesson 24's "140 tiles took 1.67× the time of 130" is experiments/small_products.py's first H200 run (step 18 on
-    one slice, 1792×1280×256 over 1664×1280×256), rounded as quoted."""
-    import json
-    from pathlib import Path
+def test_the_experiment_tells_kept_from_broken(smoke_run):
+    """On the class that broke the unscaled split, every 3xTF32 step keeps the contract, every TF32 step breaks it
+    (its error is TF32's, orders above the bound), the sequential sum is its own reference, and matmul records its
+    choice."""
+    records = {r["step"]: r for r in smoke_run["records"]}
+    for e in smoke_run["entries"]:
+        if e["kind"] == "step" and e["arithmetic"] == "3xtf32":
+            assert records[e["name"]]["kept"], records[e["name"]]
+        elif e["kind"] == "step":
+            assert not records[e["name"]]["kept"] and records[e["name"]]["error"] > 100 * records[e["name"]]["bound"]
+    assert records["sequential"]["error"] == records["sequential"]["reference_error"] > 0
+    assert "chosen" in records["matmul tf32x3"]
+    specials = {r["step"]: r for r in smoke_run["specials"]}
+    assert all(r["same_as_sequential"] and r["same_as_cublas"] is None for r in specials.values())
+    assert specials["three_tf32"]["counts"]["+inf"] > 0
 
-    repo = Path(__file__).resolve().parent.parent
-    run = json.loads((repo / "experiments" / "results" / "experiment-small-products-nvidia-h200.json").read_text())
-    quoted = f"{run['summary']['140_tiles_time_over_130']:.2f}×"
-    text = " ".join((repo / "lessons" / "24_where_next.py").read_text().split())
-    assert f"140 tiles took {quoted} the time of 130" in text.replace("# ", ""), quoted
+
+def test_the_helpers_read_the_experiments_file(smoke_run, tmp_path, monkeypatch):
+    _point_results_at(monkeypatch, tmp_path)
+    save(smoke_run, tmp_path / "experiments" / "results" / lesson_24.RUN)
+    run = lesson_24.load()
+    table = lesson_24.accuracy_table(run)
+    assert len(table.splitlines()) == 2 + len(run["classes"]) + 1  # header, rule, a row a class, the specials
+    assert "✓" in table and "**✗" in table and "cuBLAS SGEMM" not in table  # cuBLAS did not run here
+    verdicts = lesson_24.verdicts(run)
+    assert verdicts["three_tf32"]["kept"] == verdicts["three_tf32"]["of"] == 1
+    assert verdicts["tensor_cores"]["kept"] == 0 and verdicts["tensor_cores"]["worst"] > 100
+    assert lesson_24.tf32_over_3xtf32(run)[0] > 100
+    assert set(lesson_24.chosen_steps(run)) == {"tf32x3"}
+    assert lesson_24.specials_kept(run)["three_tf32"] == {"kept": True, "off": 0, "against": "same_as_sequential"}
+    assert "inf in A" in lesson_24.specials_table(run)
+    fig = lesson_24.error_figure(run, [SCALED])
+    assert fig.axes[0].get_title() == SCALED
+
+
+def test_a_missing_run_stops_the_lesson(tmp_path, monkeypatch):
+    _point_results_at(monkeypatch, tmp_path)
+    with pytest.raises(FileNotFoundError, match="experiments.fp32_accuracy"):
+        lesson_24.load()
+
+
+def test_worst_counts_a_nan_output_as_broken():
+    run = {"records": [{"step": "x", "inputs": "c", "K": 1, "error": 1e-8, "bound": 1e-7, "kept": True},
+                       {"step": "x", "inputs": "c", "K": 2, "error": math.nan, "bound": 1e-7, "kept": False}]}
+    w = lesson_24.worst(run)[("c", "x")]
+    assert w.k == 2 and math.isinf(w.of_bound) and not w.kept
+
+
+def test_the_models_show_each_fault_the_lesson_names():
+    """What the lesson says of its model table: unscaled small parts break the contract on the scaled class, a sum
+    over all of K in the truncating accumulator on uniform positive at large K; truncating A alone keeps it but
+    multiplies the error (per-element exponents); the fixed arithmetic keeps it everywhere."""
+    rows = {r.inputs: r.of_bound for r in lesson_24.model_errors(
+        [(SCALED, 1), ("per-element exponents", 32), ("uniform positive", 16384)])}
+    assert rows[SCALED]["small parts unscaled"] > 3 and rows[SCALED]["fixed"] < 1
+    assert rows["uniform positive"]["all of K in the tensor core"] > 3 and rows["uniform positive"]["fixed"] < 1
+    truncated = rows["per-element exponents"]
+    assert truncated["A truncated"] < 1 and truncated["A truncated"] > 2 * truncated["fixed"]
+    assert all(r["fixed"] < 1 for r in rows.values())
+
+
+def test_the_split_turns_inf_into_nan_and_reads_x_to_2_to_the_minus_23():
+    inf_row = next(line for line in lesson_24.special_split().splitlines() if line.startswith("| inf |"))
+    cells = [c.strip() for c in inf_row.strip("|").split("|")]
+    assert cells[2] == "nan" and cells[-2] == "nan" and cells[-1] == "inf"  # small, the 3xTF32 sum, IEEE x·b
+    r = lesson_24.read_errors()
+    assert r.rounded <= -23 + 1e-3 and -22 < r.truncated <= -21
+
+
+def test_the_class_table_and_the_fix_costs_come_from_their_sources():
+    table = lesson_24.class_ranges()
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == [
+        name for name, _, _ in contract.input_classes(1, 1, 1)]
+    costs = lesson_24.fix_costs()
+    assert {"three_tf32", "warpgroup_mma"} <= set(costs.steps)
+    extremes = lesson_24.largest_cost(costs)
+    every = [x for sizes in costs.steps.values() for c in sizes.values() for x in c["cost"]]
+    assert extremes.largest == max(every) and extremes.smallest == min(every)
+
+
+def test_the_lesson_keeps_to_the_cell_rule():
+    (path,) = sorted((REPO / "lessons").glob("*fp32_contract.py"))
+    assert lesson_cells(path.stem) <= MAX_CELLS
+
+
+def test_the_shipped_gpu_run_covers_every_class_and_3xtf32_step():
+    path = results_files.find(lesson_24.RUN)
+    assert path is not None, f"{lesson_24.RUN} is missing (renamed?): the lesson reads it"
+    run = lesson_24.load()
+    assert not run["environment"].get("simulator"), f"{lesson_24.RUN} was measured on the simulator"
+    assert run["classes"] == [name for name, _, _ in contract.input_classes(1, 1, 1)]
+    measured = {e["name"] for e in lesson_24.entries(run, ("step",))}
+    assert {s.name for s in all_steps() if s.arithmetic == "3xtf32"} <= measured, "re-run: a 3xTF32 step is missing"
+    assert "cublas" not in lesson_24.unavailable(run)
+    assert len({r["inputs"] for r in run["specials"]}) == len(list(contract.special_inputs(2, 2, 2)))
+    assert np.isfinite([r["error"] for r in run["records"] if r["step"] == "cublas"]).all()
+
+
+def test_cublas_sgemm_is_not_the_sequential_sum_at_every_square():
+    """Issue 36: the lesson said cuBLAS SGEMM equals the sequential sum bit for bit at the benchmark's squares; at
+    512³ it differs in every benchmark file, and step 11 is not the sequential sum either."""
+    seq = lesson_24.sgemm_against_sequential()
+    assert seq.files >= 2
+    assert seq.sizes[512].sequential > 0 and seq.sizes[8192].sequential == 0
+    assert seq.sizes[1024].stream_k > 0
+    text = (Path(__file__).resolve().parents[1] / "lessons/24_fp32_contract.py").read_text()
+    assert "equal bit for bit at the course benchmark's squares" not in text

@@ -80,14 +80,17 @@ def test_a_step_docstring_quotes_the_benchmark_as_it_is(bench, step):
 
 
 def docs_table(bench: dict) -> str:
-    """docs/tensor_cores.md's table of steps 12-15 and both cuBLAS, rebuilt from the file."""
+    """docs/tensor_cores.md's table of steps 12-23 and both cuBLAS, rebuilt from the file."""
     rows = [("cublas", "cuBLAS SGEMM"), ("cublas_tf32", "cuBLAS TF32"), ("tensor_cores", "step 12, TF32 (`mma.sync`)"),
             ("three_tf32", "step 13, 3xTF32 (`mma.sync`)"), ("warpgroup_mma", "step 14, 3xTF32 (`wgmma`)"),
             ("warpgroup_tf32", "step 15, TF32 (`wgmma`)"), ("tma_pipeline", "step 16, TF32 (TMA, mbarrier ring)"),
             ("warp_specialized", "step 17, TF32 (producer warpgroup, `setmaxnreg`)"),
             ("warp_specialized_3xtf32", "step 18, 3xTF32 (producer warpgroup splits A)"),
             ("pingpong", "step 19, TF32 (persistent ping-pong)"),
-            ("cluster_multicast", "step 20, TF32 (cluster of 2, A multicast)")]
+            ("cluster_multicast", "step 20, TF32 (cluster of 2, A multicast)"),
+            ("warp_specialized_stream_k", "step 21, TF32 (stream-K, persistent)"),
+            ("warp_specialized_3xtf32_stream_k", "step 22, 3xTF32 (stream-K, persistent)"),
+            ("cluster_stream_k_tma_store", "step 23, TF32 (step 21 on clusters of 2, TMA store)")]
     sizes = (2048, 4096, 8192)
     lines = ["| | " + " | ".join(f"{s}³" for s in sizes) + " | error at " + " / ".join(f"{s}³" for s in sizes) + " |",
              "|:--|" + "--:|" * (len(sizes) + 1)]

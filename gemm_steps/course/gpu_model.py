@@ -11,7 +11,7 @@
 And the model of the tensor cores the later lessons build on: ``mma.sync`` m16n8k8's fragment layout (lesson 12
 draws it, lesson 14's ``wgmma`` register operand reuses A's, the ``tensor_cores`` exercise grades it:
 :func:`a_element`, :func:`b_element`, :func:`c_element`, :func:`owners`); the TF32 ceiling (:func:`tf32_peak_tflops`,
-lessons 12 and 24) and what ``mma.sync`` reaches of it (:func:`mma_sync_ceiling_tflops`, from a profile); the ring of a
+lessons 12 and 25) and what ``mma.sync`` reaches of it (:func:`mma_sync_ceiling_tflops`, from a profile); the ring of a
 Hopper step's stages (:func:`ring_constants`, and :func:`ring_schedule`: which k-tile each stage holds and which parity
 each waiter names) and the tensor cores' dense TF32 rate (:data:`TF32_FLOP_PER_CLOCK`, :func:`tensor_clocks`), which
 lessons 16–19 build on.
@@ -194,7 +194,7 @@ def owners(matrix: str) -> np.ndarray:
     return out
 
 
-# -- the TF32 ceiling (lessons 12 and 24) ------------------------------------------------------------------------------
+# -- the TF32 ceiling (lessons 12 and 25) ------------------------------------------------------------------------------
 #: Hopper's tensor cores do 1,024 dense TF32 multiply-adds per SM per clock, the FP32 units 128: 8×.
 TENSOR_TF32_PER_FP32 = 8
 #: FP32 multiply-adds per SM per clock (4 schedulers × 32 lanes), and one HMMA.1688's multiply-adds.

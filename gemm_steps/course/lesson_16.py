@@ -1,6 +1,6 @@
 """Lesson 16's helpers (step 16, ``tma_pipeline``: the copy engine, an mbarrier ring, a wgmma always in flight) and
 deep dive 16's: the ring's picture, the model lesson 16's after-the-run numbers come from, the speed table and figure
-from the run that measured steps 15–17 (lessons 17 and 24 show them too), the timeline's table and the speed its
+from the run that measured steps 15–17 (lessons 17 and 25 show them too), the timeline's table and the speed its
 period implies, the builds before step 16, and the facts behind step 15's drop from 4096³ to 8192³. The run
 (:func:`~.timings.producer_order_run`) is :mod:`.timings`', the verdict against the Hopper target
 :mod:`.targets`'; the ring's constants and the tensor cores' rate :mod:`.gpu_model`'s; the timelines

@@ -302,7 +302,7 @@ class Accuracy:
 def accuracy(run: dict, verdicts: dict, specials_kept: dict, step: str = "warp_specialized_3xtf32") -> Accuracy:
     """Step 18 in the FP32-accuracy run: (class, K) records that kept the contract of how many, the worst error /
     bound, and whether every special input gave SGEMM's inf/NaN pattern. ``verdicts`` and ``specials_kept``: lesson
-    21's per-kernel summaries of the run (``lesson_23.verdicts(run)``, ``lesson_23.specials_kept(run)``), which the
+    21's per-kernel summaries of the run (``lesson_24.verdicts(run)``, ``lesson_24.specials_kept(run)``), which the
     lesson passes in (one lesson's helpers do not import another's)."""
     v, s = verdicts[step], specials_kept[step]
     return Accuracy(v["kept"], v["of"], v["worst"], v["worst_class"], v["worst_K"], s["kept"],

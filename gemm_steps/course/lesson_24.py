@@ -1,406 +1,450 @@
-"""Lesson 24's helpers: the course's roofline with every step placed on it (the tensor-core steps, 12–19, under a
-second roof: the tensor cores' TF32 peak, 8× the FP32 units' per clock at the run's maximum SM clock).
-
-Each step's block tiling fixes how often it must fetch A and B from DRAM: a block computing a BLOCK_M × BLOCK_N
-tile of C reads BLOCK_M + BLOCK_N floats per k for BLOCK_M·BLOCK_N multiply-adds, so with no help from the caches
-its intensity is 2·BM·BN / (4·(BM + BN)) = BM·BN / (2·(BM + BN)) FLOP per byte. Steps 1–2 tile nothing (two loads
-per multiply-add: 0.25 FLOP/byte). That is the x of each step; its y is its measured TFLOPS.
-"""
+"""The FP32-contract lesson's helpers: read the accuracy run (``python -m experiments.fp32_accuracy`` on a GPU) and
+turn it into tables, a figure and verdict values; the input classes' ranges; NumPy models of the 3xTF32 arithmetic
+before each fix (:func:`gemm_steps.harness.fp32_contract.three_tf32_model`); the fixes' speed cost from the A/B run.
+Numbers, tables and figures only: the words are the lesson's."""
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from gemm_steps.harness import results_files
-
-from .. import steps as course_steps
+from ..harness import fp32_contract as contract
+from ..harness import results_files
+from ..harness.bench import load as load_results_document
+from ..harness.environment import short_label
 from .display import MarkdownTable, table
-from .gpu_model import tf32_peak_tflops
-from .timings import common_sizes, datasheet_bandwidth_tbs, fp32_peak_tflops, record, size_label
+from .timings import load_run
+
+#: The accuracy run the lesson reads: ``python -m experiments.fp32_accuracy`` on an H200 (experiments/README.md).
+RUN = results_files.EXPERIMENT_FP32_ACCURACY_NVIDIA_H200_2
+#: Steps 13 and 14 before and after the FP32-contract fixes (issue 25), same GPU, same inputs, two passes in
+#: alternating order (``experiments/before_after.py``): records ``"<step> (old)"`` and ``"<step> (new)"``. Lessons
+#: 13 and 14 quote its cost too (:func:`contract_cost`).
+CONTRACT_AB_RUN = results_files.EXPERIMENT_BEFORE_AFTER_FP32_CONTRACT_NVIDIA_H200
+#: What produces it (said when it is missing).
+COMMAND = "python -m experiments.fp32_accuracy experiments/results/" + RUN
 
 
-def steps_in(results: dict) -> list[str]:
-    """The names of the course's steps that have a successful record in ``results`` (a benchmark measured before a
-    step existed lacks it: the lesson then quotes the sizes the others share)."""
-    present = {r["step"] for r in results["records"] if "error" not in r}
-    return [s.name for s in course_steps() if s.name in present]
+def load(name: str = RUN) -> dict:
+    """The accuracy run, from results/ or experiments/results/ — or an error saying how to make it. Never a silent
+    skip: a lesson about measured accuracy without the measurement must not build."""
+    path = results_files.find(name)
+    if path is None:
+        raise FileNotFoundError(f"{name} is in neither results/ nor experiments/results/: run `{COMMAND}` on a GPU "
+                                "(the lesson reads the measured errors from it)")
+    run = load_results_document(path)
+    run["path"] = results_files.display_path(path)
+    return run
 
 
-def tiling_intensity(step, config: dict | None = None) -> float:
-    """FLOP per DRAM byte that the step's block tile guarantees with no cache (see the module docstring).
-    ``config``: the tiles that ran (a benchmark record's ``config``); by default the step's own, which on the
-    simulator may be a smaller simulator configuration (steps 12–15)."""
-    config = (config if config is not None else step.config) or {}
-    if "BLOCK_M" not in config:
-        return 2 / 8  # one multiply-add (2 FLOP) per two 4-byte loads
-    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
-    return bm * bn / (2 * (bm + bn))
+def where(run: dict) -> str:
+    """Where and at what size the run was measured (GPU, versions, date; M × N; the K swept)."""
+    return (f"{short_label(run['environment'])} · M × N = {run['M']} × {run['N']}, "
+            f"K = {', '.join(str(k) for k in run['ks'])}")
 
 
-def tensor_core_step(step) -> bool:
-    """Whether a step computes on the tensor cores (its module says ``ARITHMETIC`` other than fp32)."""
-    return getattr(step.module, "ARITHMETIC", "fp32") != "fp32"
+# -- the entries ------------------------------------------------------------------------------------------------------
+def entries(run: dict, kinds=("cublas", "model", "step", "matmul")) -> list[dict]:
+    """The run's entries that ran, of ``kinds``, in the run's order."""
+    return [e for e in run["entries"] if e["kind"] in kinds and "unavailable" not in e]
 
 
-def roofline_figure(results: dict, size):
-    """The FP32 roofline of the results' GPU with every step at its tiling intensity and measured TFLOPS; steps that
-    compute on the tensor cores (``ARITHMETIC`` not fp32) as squares under a second roof, the TF32 peak."""
-    from matplotlib.figure import Figure
+def unavailable(run: dict) -> dict:
+    """{entry name: why it did not run} (cuBLAS on the simulator, a step this GPU cannot run)."""
+    return {e["name"]: e["unavailable"] for e in run["entries"] if "unavailable" in e}
 
-    from ..harness.environment import short_label
-    from .plots import step_colour
 
-    peak, bandwidth = fp32_peak_tflops(results), datasheet_bandwidth_tbs(results)
-    intensity = np.logspace(-1.2, 2.5, 300)
-    fig = Figure(figsize=(9, 5), layout="constrained")
-    ax = fig.subplots()
-    ax.loglog(intensity, np.minimum(peak, bandwidth * intensity), "k-", label="roofline: min(peak, bandwidth × I)")
-    tf32_peak = tf32_peak_tflops(results)
-    tensor = [s.number for s in course_steps() if tensor_core_step(s)]
-    ax.loglog(intensity, np.minimum(tf32_peak, bandwidth * intensity), "k-.", lw=1,
-              label=f"TF32 tensor-core roof: 8× FP32 at the run's max SM clock "
-                    f"({results['environment'].get('sm_clock_max_mhz', 0):.0f} MHz), {tf32_peak:.0f} TFLOPS "
-                    f"(steps {min(tensor)}–{max(tensor)})")
-    for step in course_steps():
-        measured = record(results, step.name, size)
-        if measured is None:
+def label(entry: dict) -> str:
+    """A column or legend name: ``cuBLAS SGEMM``, ``sequential FMA sum``, ``13 three_tf32 (3xtf32)``,
+    ``matmul tf32x3 (default)``."""
+    if entry["kind"] == "cublas":
+        return "cuBLAS SGEMM"
+    if entry["kind"] == "model":
+        return "sequential FMA sum"
+    if entry["kind"] == "step":
+        return f"{entry['number']} {entry['name']} ({entry['arithmetic']})"
+    return f"matmul {entry['precision']}" + (" (default)" if entry.get("default") else "")
+
+
+# -- the contract's numbers -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ContractNumbers:
+    """The bound's constants as the run recorded them (:func:`contract_numbers`)."""
+    factor: float  # the bound's multiple of the sequential sum's error
+    one_product: float  # its floor, 9u: the worst single 3xTF32 product
+    one_product_in_u: float  # the floor in units of u
+    u: float  # float32's unit roundoff
+
+
+def contract_numbers(run: dict) -> ContractNumbers:
+    """The bound's constants as the run recorded them: the factor, 9u (the worst single 3xTF32 product) and u."""
+    c = run["contract"]
+    return ContractNumbers(c["factor"], c["one_product"], c["one_product"] / c["u"], c["u"])
+
+
+def class_ranges(m: int = 16, n: int = 16, k: int = 256) -> MarkdownTable:
+    """Each finite class at M × N × K (:func:`contract.input_classes`): the binades its nonzero elements span in A
+    and in B (log2 of the smallest and largest |x|), and how much of the sum's size is left after cancellation,
+    ‖A·B‖_F / ‖|A|·|B|‖_F (1: no cancellation)."""
+    def span(x):
+        x = np.abs(x[x != 0].astype(np.float64))
+        return f"{round(math.log2(x.min()))} … {round(math.log2(x.max()))}"
+
+    rows = []
+    for name, a, b in contract.input_classes(m, n, k, seed=k):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        left = np.linalg.norm(a64 @ b64) / np.linalg.norm(np.abs(a64) @ np.abs(b64))
+        rows.append({"class": name, "log2 \\|a\\| from … to": span(a), "log2 \\|b\\| from … to": span(b),
+                     "‖A·B‖ / ‖\\|A\\|·\\|B\\|‖": f"{left:.1e}"})
+    return table(rows, align="lccr")
+
+
+# -- what broke: the split of a special value, and the models of the arithmetic before each fix -----------------------
+def special_split(partner: float = 1.0) -> MarkdownTable:
+    """A few values split as the 3xTF32 steps split them (big, small·2^11), and the three products they feed with a
+    TF32-exact partner b (whose small part is 0): big·big + big·small_b + small·big_b, summed in float32."""
+    b_big, b_small = contract.split(np.float32(partner))
+    heads, rows = ("x", "big", "small·2^11", "big·b", "big·small_b", "small·big_b", "sum", "x·b (IEEE)"), []
+    for x in (1.5 + 2.0 ** -15, np.inf, -np.inf, np.nan):
+        big, small = contract.split(np.float32(x))
+        with np.errstate(all="ignore"):
+            terms = [big * b_big, big * b_small, small * b_big / np.float32(contract.SMALL_SCALE)]
+            total = np.float32(terms[0] + terms[1] + terms[2])
+            ieee = np.float32(x) * np.float32(partner)
+        rows.append(dict(zip(heads, (f"{np.float32(x):.9g}", f"{float(big):.9g}", f"{float(small):.6g}",
+                                     *(f"{float(t):.9g}" for t in (*terms, total, ieee))))))
+    return table(rows, align="r" * len(heads))
+
+
+#: The arithmetic of step 14 before and after its fixes, as :func:`contract.three_tf32_model` options (the tensor
+#: core's accumulator truncating, as the hardware's does). ``block_k=None``: the big products summed in the tensor
+#: core over all of K (the first 3xTF32 try), instead of afresh every 32 k.
+MODELS = {
+    "first version: A truncated, small parts unscaled": {"rounding": "truncate_a", "scaled": False},
+    "small parts unscaled": {"scaled": False},
+    "A truncated": {"rounding": "truncate_a"},
+    "all of K in the tensor core": {"block_k": None},
+    "fixed": {},
+}
+
+
+@dataclass(frozen=True)
+class ModelErrors:
+    """The models of :data:`MODELS` on one input class and K (:func:`model_errors`)."""
+    inputs: str  # the input class
+    k: int  # K
+    bound: float  # the contract's bound there
+    of_bound: dict  # model (a key of MODELS) → its error ÷ the bound (above 1: the contract is broken)
+
+
+def model_errors(cases, m: int = 16, n: int = 16) -> list[ModelErrors]:
+    """For each (class, K) of ``cases``: the bound, and each of :data:`MODELS`' errors as a multiple of the bound
+    (above 1: the contract is broken)."""
+    rows = []
+    for name, k in cases:
+        a, b = next((a, b) for c, a, b in contract.input_classes(m, n, k, seed=k) if c == name)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        bound = contract.contract_bound(contract.normwise_error(contract.sgemm_model(a, b), a, b, exact))
+        of_bound = {}
+        for model, options in MODELS.items():
+            options = dict(step=14, accumulator="truncate", **options)
+            if options.get("block_k", 32) is None:
+                options["block_k"] = -(-k // 8) * 8
+            got = contract.three_tf32_model(a, b, **options)
+            of_bound[model] = contract.normwise_error(got, a, b, exact) / bound
+        rows.append(ModelErrors(name, k, bound, of_bound))
+    return rows
+
+
+def model_table(rows: list[ModelErrors]) -> MarkdownTable:
+    """:func:`model_errors` as a table: error / bound per model (bold where above 1)."""
+    def cell(v):
+        return f"**{v:.2g}**" if v > 1 else f"{v:.2g}"
+
+    return table([{"class": row.inputs, "K": f"{row.k:,}", "bound": f"{row.bound:.1e}",
+                   **{model: cell(row.of_bound[model]) for model in MODELS}} for row in rows],
+                 align="lrr" + "r" * len(MODELS))
+
+
+@dataclass(frozen=True)
+class ReadErrors:
+    """How exactly the tensor core reads a split x (:func:`read_errors`), log2 of the worst relative error."""
+    rounded: float  # big rounded to nearest (the fix)
+    truncated: float  # big truncated (step 14's A before it)
+
+
+def read_errors(seed: int = 0, count: int = 100_000) -> ReadErrors:
+    """The largest |x − x as the tensor core reads it| / |x| (big + small, each truncated to TF32 as read) over
+    standard-normal x, with big rounded to nearest (the fix) and truncated (step 14's A before it): log2 of each."""
+    x = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
+    big, small = contract.split(x)
+    rounded = big.astype(np.float64) + contract.truncate_to_tf32(small).astype(np.float64) / contract.SMALL_SCALE
+    cut = contract.truncate_to_tf32(x)
+    truncated = cut.astype(np.float64) + contract.truncate_to_tf32((x - cut).astype(np.float32)).astype(np.float64)
+    x64 = x.astype(np.float64)
+    return ReadErrors(math.log2(float(np.max(np.abs(rounded - x64) / np.abs(x64)))),
+                      math.log2(float(np.max(np.abs(truncated - x64) / np.abs(x64)))))
+
+
+# -- the measured run -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Worst:
+    """One (class, entry)'s worst record over K (:func:`worst`)."""
+    of_bound: float  # its error ÷ the bound (inf where the output had a NaN)
+    k: int  # the K where it was
+    kept: bool  # every K of the pair kept the contract
+
+
+def worst(run: dict) -> dict:
+    """{(class, entry): :class:`Worst`}, the worst record over K — the largest error / bound (NaN counts as worst)."""
+    out = {}
+    for r in run["records"]:
+        ratio = r["error"] / r["bound"] if r["error"] == r["error"] else math.inf
+        key = (r["inputs"], r["step"])
+        if key not in out or ratio > out[key].of_bound:
+            out[key] = Worst(ratio, r["K"], all(q["kept"] for q in run["records"] if (q["inputs"], q["step"]) == key))
+    return out
+
+
+def _cell(w: Worst | None) -> str:
+    if w is None:
+        return "—"
+    value = "nan" if math.isinf(w.of_bound) else f"{w.of_bound:.2g}"
+    return f"✓ {value}" if w.kept else f"**✗ {value}**"
+
+
+def accuracy_table(run: dict, kinds=("cublas", "model", "step", "matmul")) -> MarkdownTable:
+    """Classes × entries: the worst error / bound over the run's K, ✓ where every K kept the contract, ✗ where one did
+    not. A last row: the specials (✓ where every special input gave cuBLAS SGEMM's inf/NaN pattern, or the
+    sequential sum's where cuBLAS did not run)."""
+    shown = entries(run, kinds)
+    w = worst(run)
+    rows = [{"class": name, **{label(e): _cell(w.get((name, e["name"]))) for e in shown}} for name in run["classes"]]
+    if run["specials"]:
+        same = specials_kept(run)
+        rows.append({"class": "*specials: inf/NaN pattern*", **{label(e): "—" if e["name"] not in same else (
+            "✓" if same[e["name"]]["kept"] else f"**✗ {same[e['name']]['off']}**") for e in shown}})
+    return table(rows, align="l" + "c" * len(shown))
+
+
+def verdicts(run: dict) -> dict:
+    """Per entry: how many (class, K) records kept the contract of how many, the worst error / bound and where. (A
+    dict of dicts: lesson 18's helper reads it too.)"""
+    out = {}
+    for e in entries(run):
+        mine = [r for r in run["records"] if r["step"] == e["name"]]
+        if not mine:
             continue
-        x = tiling_intensity(step, measured.get("config"))
-        tensor = tensor_core_step(step)
-        ax.plot(x, measured["tflops"], "s" if tensor else "o", ms=8, color=step_colour(step.number),
-                label=f"{step.number} {step.name}" + (f" [{measured.get('arithmetic', '').upper().replace('X', 'x')}]"
-                                                      if tensor else ""))
-        # Steps with the same tile share an x: their numbers go left and right by turns, so none hides another.
-        ax.annotate(str(step.number), (x, measured["tflops"]), fontsize=8, xytext=(7 if step.number % 2 else -13, -3),
-                    textcoords="offset points")
-    cublas = record(results, "cublas", size)
-    ax.axhline(cublas["tflops"], color="tab:red", ls="--", lw=1, label=f"cuBLAS at {size_label(size)}")
-    ax.set(xlabel="FLOP per DRAM byte that the block tile guarantees (no cache)", ylabel="TFLOPS",
-           title=f"Every step on the roofline, at {size_label(size)}\n{short_label(results['environment'])}")
-    ax.title.set_fontsize(9)
-    ax.legend(loc="lower right", fontsize=7, ncols=2)
-    return fig
+        bad = max(mine, key=lambda r: r["error"] / r["bound"] if r["error"] == r["error"] else math.inf)
+        ratio = bad["error"] / bad["bound"] if bad["error"] == bad["error"] else math.inf
+        out[e["name"]] = {"label": label(e), "kept": sum(r["kept"] for r in mine), "of": len(mine),
+                          "worst": ratio, "worst_class": bad["inputs"], "worst_K": bad["K"]}
+    return out
 
 
-# -- choosing a kernel by shape: the shape suite before and after, and the call overhead ----------------------------
-SUITE_BEFORE = results_files.EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100
+def chosen_steps(run: dict) -> dict:
+    """{matmul precision: the steps it chose over the run's shapes, in step order}."""
+    out = {}
+    for e in entries(run, ("matmul",)):
+        out[e["precision"]] = sorted({r["chosen"] for r in run["records"] + run["specials"] if r["step"] == e["name"]})
+    return out
 
 
-def shape_suites() -> tuple[tuple, tuple] | None:
-    """((path, document) before, (path, document) after): the shape suite before steps 10–11 covered partial tiles
-    themselves (``experiments/results/``) and the newest run on the same GPU (``results/``; a GPU's name in the file
-    name, as ``shapes-<gpu>-<date>.json``), so the two bars of a shape differ by the kernels only; None if either is
-    missing."""
-    import json
-
-    before_path = results_files.find(SUITE_BEFORE)
-    if before_path is None:
-        return None
-    before = json.loads(before_path.read_text())
-    after = results_files.newest_matching(results_files.shape_suite_runs(before["environment"]["gpu"]))
-    if after is None:
-        return None
-    return (before_path, before), after
+def specials_kept(run: dict) -> dict:
+    """Per entry: whether every special input gave SGEMM's pattern (cuBLAS's, where it ran, else the sequential
+    sum's), how many inputs did not (``off``), and which pattern it was compared with. (A dict of dicts: lesson
+    18's helper reads it too.)"""
+    cublas_ran = any(r["same_as_cublas"] is not None for r in run["specials"])
+    against = "same_as_cublas" if cublas_ran else "same_as_sequential"
+    out = {}
+    for r in run["specials"]:
+        e = out.setdefault(r["step"], {"kept": True, "off": 0, "against": against})
+        if not r[against]:
+            e["kept"], e["off"] = False, e["off"] + 1
+    return out
 
 
-def suite_figure(before: dict, after: dict, step: str = "stream_k"):
-    """% of cuBLAS (each run against its own cuBLAS) of one step on every suite shape, before and after, grouped
-    by shape class."""
+def specials_table(run: dict, kinds=("cublas", "step")) -> MarkdownTable:
+    """Special inputs × entries: ✓ where C's NaN / +inf / −inf pattern is SGEMM's (cuBLAS's where it ran, else the
+    sequential sum's), ✗ and the number of elements off the sequential sum's pattern where it is not."""
+    shown = entries(run, kinds)
+    against = specials_kept(run)
+    key = next(iter(against.values()))["against"] if against else "same_as_sequential"
+    rows = []
+    for name in dict.fromkeys(r["inputs"] for r in run["specials"]):
+        by = {r["step"]: r for r in run["specials"] if r["inputs"] == name}
+        rows.append({"input": name, **{label(e): "—" if e["name"] not in by else (
+            "✓" if by[e["name"]][key] else f"**✗ {by[e['name']]['elements_off_sequential']}**") for e in shown}})
+    return table(rows, align="l" + "c" * len(shown))
+
+
+def against_reference(run: dict) -> dict:
+    """At the run's largest K, per entry (cuBLAS and the steps): the median over the classes of its error / the
+    sequential sum's (below 1: fewer or better-placed roundings than the sequential order)."""
+    k = max(run["ks"])
+    out = {}
+    for e in entries(run, ("cublas", "step")):
+        ratios = [r["error"] / r["reference_error"] for r in run["records"]
+                  if r["step"] == e["name"] and r["K"] == k and r["reference_error"] > 0]
+        if ratios:
+            out[label(e)] = float(np.median(ratios))
+    return out
+
+
+def tf32_over_3xtf32(run: dict) -> tuple[float, float] | None:
+    """The smallest and largest ratio, over every (class, K), of a TF32 step's error to a 3xTF32 step's on the same
+    inputs; None if the run lacks either kind."""
+    kind = {e["name"]: e["arithmetic"] for e in entries(run, ("step",))}
+    by = {}
+    for r in run["records"]:
+        if r["step"] in kind:
+            by.setdefault((r["inputs"], r["K"]), {}).setdefault(kind[r["step"]], []).append(r["error"])
+    ratios = [t / x for both in by.values() if {"tf32", "3xtf32"} <= set(both)
+              for t in both["tf32"] for x in both["3xtf32"] if x > 0]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def error_figure(run: dict, classes: list[str]):
+    """Error against K, one panel per class: every step and cuBLAS SGEMM, the sequential sum (dotted) and the
+    contract's bound (the grey region above it is outside the contract)."""
     import matplotlib.pyplot as plt
 
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
+    from .plots import step_colour  # here: importing the helper loads no pyplot
 
-    def pct(doc):
-        return {(r["M"], r["N"], r["K"]): r.get("pct_of_cublas") for r in doc["records"]
-                if r["step"] == step and "error" not in r}
-
-    was, now = pct(before), pct(after)
-    shapes = [(name, s) for name, members in SHAPE_CLASSES.items() for s in members if s in was and s in now]
-    x = np.arange(len(shapes))
-    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
-    ax.bar(x - 0.2, [was[s] for _, s in shapes], 0.4, color="0.7", label="before (edge tiles on step 9's kernel)")
-    ax.bar(x + 0.2, [now[s] for _, s in shapes], 0.4, color="#000080", label="after (guarded variant, stream-K)")
-    ax.axhline(100, color="k", linestyle="--", linewidth=1)
-    ax.set_xticks(x, [size_label(s) for _, s in shapes], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel(f"step 11 ({step}), % of cuBLAS")
-    for i in range(1, len(shapes)):
-        if shapes[i][0] != shapes[i - 1][0]:
-            ax.axvline(i - 0.5, color="0.6", linewidth=0.8)
-    for name in dict.fromkeys(n for n, _ in shapes):
-        where = [i for i, (n, _) in enumerate(shapes) if n == name]
-        ax.text(sum(where) / len(where), 0.98, name, transform=ax.get_xaxis_transform(), ha="center", va="top",
-                fontsize=9, fontweight="bold")
-    ax.set_ylim(0, max(max(was.values()), max(now.values()), 110) * 1.15)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("The shapes people use: step 11 before and after it covered partial tiles itself "
-                 f"({after['environment'].get('gpu')})", fontsize=10)
+    shown = entries(run, ("cublas", "model", "step"))
+    top = max([1e-2] + [3 * r["error"] for r in run["records"] if r["inputs"] in classes and math.isfinite(r["error"])])
+    fig, axes = plt.subplots(1, len(classes), figsize=(4.2 * len(classes), 4.2), sharey=True, layout="constrained")
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, classes):
+        mine = [r for r in run["records"] if r["inputs"] == name]
+        ks = sorted({r["K"] for r in mine})
+        bound = [next(r["bound"] for r in mine if r["K"] == k) for k in ks]
+        ax.fill_between(ks, bound, top, color="0.9", label="outside the contract")
+        ax.plot(ks, bound, color="0.4", lw=2, label="the contract's bound")
+        for e in shown:
+            points = sorted((r["K"], r["error"]) for r in mine if r["step"] == e["name"])
+            if not points:
+                continue
+            style = {"cublas": dict(color="black", lw=1.5), "model": dict(color="black", ls=":", lw=2)}.get(
+                e["kind"], dict(color=step_colour(e.get("number", 1)), marker="o", ms=3,
+                                ls="-" if e["arithmetic"] == "3xtf32" else "--"))
+            ax.plot(*zip(*points), label=label(e), **style)
+        ax.set(xscale="log", yscale="log", xlabel="K", title=name)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("‖C − A·B‖ / ‖|A|·|B|‖")
+    axes[0].set_ylim(top=top)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(f"Error against K, M × N = {run['M']} × {run['N']}\n{short_label(run['environment'])}", fontsize=10)
     plt.close(fig)
     return fig
 
 
-def suite_speedups(before: dict, after: dict, step: str = "stream_k") -> MarkdownTable:
-    """Per suite shape measured in both runs: how much faster ``step`` and cuBLAS ran in the second (before's time ÷
-    after's): which bars of :func:`suite_figure` moved because the kernel changed, and which because cuBLAS's time
-    did."""
-    from gemm_steps.harness.shape_suite import SHAPE_CLASSES
-
-    def faster(name, shape):  # before's time ÷ after's, or None where either run lacks it
-        was, now = record(before, name, shape), record(after, name, shape)
-        return was and now and was["median_ms"] / now["median_ms"]
-
-    rows = [{"class": name, "shape": size_label(s), "step 11 faster by": faster(step, s),
-             "cuBLAS faster by": faster("cublas", s)}
-            for name, members in SHAPE_CLASSES.items() for s in members]
-    rows = [row for row in rows if row["step 11 faster by"] and row["cuBLAS faster by"]]
-    return table(rows, {"step 11 faster by": "{:.2f}×", "cuBLAS faster by": "{:.2f}×"})
-
-
-@dataclass(frozen=True)
-class CallOverhead:
-    """One ``matmul`` call's host time before and after launch plans (:func:`call_overhead`)."""
-    shape: list  # the suite's smallest shape, [M, N, K]
-    before: dict  # the before-run's row at that shape (as the file has it: µs a call of each kind)
-    after: dict  # the after-run's
-
-
-def call_overhead() -> CallOverhead | None:
-    """Host µs per call at the suite's smallest shape, before and after launch plans (experiments/results/
-    experiment-call-overhead-*.json), or None if the files are missing."""
-    import json
-
-    paths = [results_files.find(name) for name in (results_files.EXPERIMENT_CALL_OVERHEAD_BEFORE_NVIDIA_H100,
-                                                   results_files.EXPERIMENT_CALL_OVERHEAD_NVIDIA_H100)]
-    if None in paths:
-        return None
-    before, after = (json.loads(p.read_text())["rows"][0] for p in paths)
-    return CallOverhead(before["shape"], before, after)
-
-
-def call_overhead_table(overhead: CallOverhead) -> MarkdownTable:
-    """:func:`call_overhead` as a table: one ``matmul`` call's host time before and after launch plans, against an
-    empty kernel launched through Numba and (where measured) through ``cuda.core``."""
-    rows = []
-    for run, r in (("before", overhead.before), ("after", overhead.after)):
-        direct = r.get("direct_empty_kernel_us")
-        rows.append({"launch plans": run, "matmul, µs a call": r["matmul_us"],
-                     "empty Numba launch, µs": r["empty_kernel_us"],
-                     "matmul ÷ empty Numba launch": r["matmul_us"] / r["empty_kernel_us"],
-                     "empty cuda.core launch, µs": direct,
-                     "matmul ÷ empty cuda.core launch": direct and r["matmul_us"] / direct})
-    return table(rows, {"matmul, µs a call": "{:.0f}", "empty Numba launch, µs": "{:.0f}",
-                        "matmul ÷ empty Numba launch": "{:.1f}×", "empty cuda.core launch, µs": "{:.0f}",
-                        "matmul ÷ empty cuda.core launch": "{:.1f}×"})
-
-
-def held_out() -> dict | None:
-    """The run of ``experiments/matmul_held_out.py`` (matmul on shapes outside its table), or None."""
-
-    found = results_files.newest_matching(results_files.EXPERIMENT_MATMUL_HELD_OUT_ANY)
-    return found[1] if found else None
-
-
-#: The held-out table's column: ``matmul``'s choice took more than 3 % longer than step 11 alone.
-SLOWER = "slower than step 11 alone (> 3 %)"
-
-
-def held_out_rows(results: dict) -> list[dict]:
-    """Per held-out shape: what ``matmul`` chose, its % of cuBLAS next to step 11's, and whether ``matmul`` was
-    more than 3 % slower than step 11 alone (:data:`SLOWER`); shapes where either is missing are left out."""
-    rows = []
-    for shape in dict.fromkeys((r["M"], r["N"], r["K"]) for r in results["records"]):
-        chosen, step11 = record(results, "matmul", shape), record(results, "stream_k", shape)
-        if chosen and step11 and "pct_of_cublas" in chosen and "pct_of_cublas" in step11:
-            rows.append({"shape": size_label(shape), "`matmul` ran": f"`{chosen.get('chose', '?')}`",
-                         "`matmul`, % of cuBLAS": chosen["pct_of_cublas"], "step 11, % of cuBLAS":
-                         step11["pct_of_cublas"], SLOWER: chosen["median_ms"] > step11["median_ms"] * 1.03})
-    return rows
-
-
-def held_out_table(rows: list[dict]) -> MarkdownTable:
-    """:func:`held_out_rows` as a Markdown table."""
-    return table(rows, {"`matmul`, % of cuBLAS": "{:.0f} %", "step 11, % of cuBLAS": "{:.0f} %"})
+# -- what the fixes cost ----------------------------------------------------------------------------------------------
+def contract_cost(run: dict, step: str) -> dict:
+    """``step`` before and after the FP32-contract fixes in the A/B run (:data:`CONTRACT_AB_RUN`), per size where
+    both ran: ``old`` and ``new`` TFLOPS (median over the passes) and ``cost``, the speed lost, 1 − new/old, as
+    (smallest, largest) over the passes (each pass times old and new on the same inputs)."""
+    out = {}
+    found = sorted({(r["M"], r["N"], r["K"]) for r in run["records"] if r["step"] == f"{step} (new)"},
+                   key=lambda s: s[0] * s[1] * s[2])
+    for size in found:
+        old, new = ([r["tflops"] for r in run["records"]
+                     if r["step"] == f"{step} ({which})" and (r["M"], r["N"], r["K"]) == size] for which in ("old", "new"))
+        if not old or len(old) != len(new):
+            continue
+        costs = [1 - n / o for o, n in zip(old, new)]  # record order: pass 1's pair, then pass 2's
+        out[size] = {"old": float(np.median(old)), "new": float(np.median(new)), "cost": (min(costs), max(costs))}
+    return out
 
 
 @dataclass(frozen=True)
-class SmallShape:
-    """Why the smallest benchmarked square is hard for step 11 (:func:`small_shape`)."""
-    size: str  # the square, as the lesson prints it
-    tile: str  # step 11's block tile, BLOCK_M×BLOCK_N
-    tiles: int  # tiles of C
-    sms: int | None  # the run's SMs
-    k_iterations: int  # BLOCK_K-deep slices of a tile, all tiles together
-    k_iterations_per_sm: float  # … per SM
-    step11_pct: float  # step 11's % of cuBLAS there
-    best: tuple  # the fastest FP32 step there: (number, name, % of cuBLAS)
+class FixCosts:
+    """What the FP32-contract fixes cost every step the A/B run timed (:func:`fix_costs`)."""
+    gpu: str  # the run's GPU
+    file: str  # the run's file name (:data:`CONTRACT_AB_RUN`)
+    steps: dict  # step → :func:`contract_cost` of it: {size: {"old", "new", "cost"}}
 
 
-def small_shape(results: dict) -> SmallShape:
-    """Why the smallest benchmarked square is hard for step 11, computed: its size, step 11's tile, how many tiles
-    and k-iterations (one ``BLOCK_K``-deep slice of one tile) that makes, per SM, step 11's % of cuBLAS there, and
-    the FP32 step that was fastest at that size (number, name, % of cuBLAS)."""
-    import gemm_steps
-
-    small = min(common_sizes(results, ["stream_k"]), key=lambda s: s[0] * s[1] * s[2])
-    config = gemm_steps.get_step("stream_k").tiled.config
-    tiles = -(-small[0] // config.BLOCK_M) * -(-small[1] // config.BLOCK_N)
-    iterations = tiles * -(-small[2] // config.BLOCK_K)
-    sms = results["environment"].get("sm_count")
-    steps = [s for s in gemm_steps.steps() if record(results, s.name, small) and not tensor_core_step(s)]
-    best = max(steps, key=lambda s: record(results, s.name, small)["tflops"])
-    return SmallShape(size_label(small), f"{config.BLOCK_M}×{config.BLOCK_N}", tiles, sms, iterations,
-                      iterations / sms, record(results, "stream_k", small)["pct_of_cublas"],
-                      (best.number, best.name, record(results, best.name, small)["pct_of_cublas"]))
+def fix_costs() -> FixCosts:
+    """{step: {size: {"old", "new" TFLOPS, "cost": (smallest, largest) speed lost over the passes}}} for every step
+    the same-run A/B of the FP32-contract fixes timed (:data:`CONTRACT_AB_RUN`); and the run's GPU and file."""
+    run = load_run(CONTRACT_AB_RUN)
+    if run is None:
+        raise FileNotFoundError(f"{CONTRACT_AB_RUN} is missing from experiments/results/")
+    steps = sorted({r["step"][:-len(" (new)")] for r in run["records"] if r["step"].endswith(" (new)")},
+                   key=lambda s: next(r["number"] for r in run["records"] if r["step"] == f"{s} (new)"))
+    return FixCosts(run["environment"]["gpu"], CONTRACT_AB_RUN, {s: contract_cost(run, s) for s in steps})
 
 
-def target_rows(results: dict) -> list[dict]:
-    """Steps 12–15 against the course's targets, from one benchmark: steps 12 (TF32) and 13 (3xTF32 on
-    ``mma.sync``) at the largest size where both and both cuBLAS modes ran; step 14 (3xTF32 on ``wgmma``) by lesson
-    14's rule (≥ the target × cuBLAS SGEMM at the two largest sizes, at an error no larger than SGEMM's) and step 15
-    (TF32 on ``wgmma``) by lesson 15's (≥ the TF32 target at the two largest squares); a step the file lacks gets
-    one row with ``met`` None."""
-    from .targets import TARGET_3XTF32_VS_SGEMM, TARGET_TF32_TFLOPS, target_check, tf32_target_check
-
-    rows = []
-
-    def row(step, size, measured, target, met, error=None, sgemm_error=None):
-        rows.append({"step": step, "size": size_label(size) if size else "—", "measured": measured,
-                     "target": target, "error": error, "SGEMM's error": sgemm_error, "met": met})
-
-    tf32_target, x3_target = f"{TARGET_TF32_TFLOPS:.0f} TFLOPS", f"{TARGET_3XTF32_VS_SGEMM}× SGEMM"
-    common = common_sizes(results, ["tensor_cores", "three_tf32", "cublas_tf32"])
-    if common:
-        big = common[-1]
-        t12, t13, sgemm = (record(results, n, big) for n in ("tensor_cores", "three_tf32", "cublas"))
-        row("12 TF32, `mma.sync`", big, f"{t12['tflops']:.1f} TFLOPS", tf32_target, t12["tflops"] >= TARGET_TF32_TFLOPS)
-        ratio = t13["pct_of_cublas"] / 100
-        row("13 3xTF32, `mma.sync`", big, f"{ratio:.2f}× SGEMM", x3_target, ratio >= TARGET_3XTF32_VS_SGEMM,
-            t13["sampled_rel_error_fp64"], sgemm["sampled_rel_error_fp64"])
-    check = target_check(results, "warpgroup_mma")
-    for size, (ratio, error, sgemm_error) in (check or {"sizes": {}})["sizes"].items():
-        row("14 3xTF32, `wgmma`", size, f"{ratio:.2f}× SGEMM", x3_target,
-            ratio >= TARGET_3XTF32_VS_SGEMM and error <= sgemm_error, error, sgemm_error)
-    if check is None:
-        row("14 3xTF32, `wgmma`", None, "not in this file", x3_target, None)
-    check = tf32_target_check(results)
-    for size, tflops in (check or {"sizes": {}})["sizes"].items():
-        row("15 TF32, `wgmma`", size, f"{tflops:.1f} TFLOPS", tf32_target, tflops >= TARGET_TF32_TFLOPS)
-    if check is None:
-        row("15 TF32, `wgmma`", None, "not in this file", tf32_target, None)
-    return rows
+@dataclass(frozen=True)
+class CostExtremes:
+    """The largest and smallest speed lost to the fixes (:func:`largest_cost`)."""
+    largest: float  # the largest, 1 − new/old, of any pass
+    largest_step: str  # where: the step
+    largest_size: tuple  # and the size
+    smallest: float  # the smallest of any pass
+    smallest_step: str  # where: the step
+    smallest_size: tuple  # and the size
 
 
-def target_table(rows: list[dict]) -> MarkdownTable:
-    """:func:`target_rows` as a Markdown table (errors: sampled relative error against float64)."""
-    return table(rows, {"error": "{:.1e}", "SGEMM's error": "{:.1e}"})
+def largest_cost(costs: FixCosts) -> CostExtremes:
+    """The largest speed lost in :func:`fix_costs` (the larger of a size's two passes) and the smallest (the smaller
+    of its passes): step, size, cost."""
+    found = [(c["cost"], step, size) for step, sizes in costs.steps.items() for size, c in sizes.items()]
+    high, step_high, size_high = max(found, key=lambda f: max(f[0]))
+    low, step_low, size_low = min(found, key=lambda f: min(f[0]))
+    return CostExtremes(max(high), step_high, size_high, min(low), step_low, size_low)
 
 
-def held_out_set() -> dict | None:
-    """The newest run of ``scripts/held_out.py`` on a set nobody had seen before it ran (``results/held-out-*.json``
-    whose ``held_out.seen`` is not true; quick runs left out), or None."""
-    found = results_files.newest_matching(results_files.HELD_OUT, lambda data: not data.get("quick") and not data.get(
-        "held_out", {}).get("seen") and bool(data.get("shapes")))
-    return found[1] if found else None
+def cost_table(costs: FixCosts) -> MarkdownTable:
+    """:func:`fix_costs` as a table: TFLOPS before → after, and the speed lost (smallest … largest over the passes)."""
+    return table([{"step": step, "M × N × K": "×".join(map(str, size)), "before (TFLOPS)": f"{c['old']:.1f}",
+                   "after": f"{c['new']:.1f}", "speed lost": f"{c['cost'][0]:.0%} … {c['cost'][1]:.0%}"}
+                  for step, sizes in costs.steps.items() for size, c in sizes.items()], align="llrrr")
 
 
-#: How the held-out table names each precision's baseline (a benchmark record's name).
-BASELINE_NAMES = {"cublas_tf32": "cuBLAS TF32", "cublas": "cuBLAS SGEMM"}
+# -- the sequential sum against cuBLAS SGEMM in the course benchmarks ---------------------------------------------------
+#: The steps that compute the sequential float32 FMA sum (one FMA at a time, in k order): 1–10. Step 11 (stream-K)
+#: splits K at some shapes and adds the parts.
+SEQUENTIAL_STEPS = ("naive", "coalesced", "shared_memory", "register_1d", "register_2d", "vectorized", "unrolled",
+                    "double_buffered", "warp_tiling", "persistent")
 
 
-def held_out_set_table(run: dict) -> MarkdownTable:
-    """Per precision of ``matmul`` and size of product: how many held-out shapes, ``matmul``'s median and slowest
-    speed over its baseline (cuBLAS of the same arithmetic, same run), and issue 37's targets, met or not."""
-    from gemm_steps.harness import held_out
+@dataclass(frozen=True)
+class Difference:
+    """cuBLAS SGEMM against the course's FP32 steps at one square (:attr:`AgainstSequential.sizes`)."""
+    sequential: float  # the largest rel_error_vs_cublas of the sequential-sum steps (0: bit for bit)
+    stream_k: float  # the same, step 11
 
-    summary = held_out.summarize(run["shapes"])
-    rows = []
-    for precision, baseline in held_out.BASELINE.items():
-        for size in ("large", "small"):
-            group = summary.group(precision, size)
-            if group is None:
+
+@dataclass(frozen=True)
+class AgainstSequential:
+    """cuBLAS SGEMM against the sequential sum in the course benchmarks (:func:`sgemm_against_sequential`)."""
+    files: int  # the benchmark files read (0: none)
+    sizes: dict  # square's M → :class:`Difference`, over all the files
+
+
+def sgemm_against_sequential() -> AgainstSequential:
+    """Every course benchmark in ``results/`` (``bench-*.json``): per square, the largest ``rel_error_vs_cublas`` of
+    the sequential-sum steps (:data:`SEQUENTIAL_STEPS`) and of step 11 over all the files — 0 where cuBLAS SGEMM's
+    results equal the sequential sum bit for bit in every file — and how many files (0 and no sizes without any)."""
+    sizes: dict = {}
+    files = sorted(results_files.RESULTS_DIR.glob(results_files.BENCH_ANY))
+    used = 0
+    for path in files:
+        try:
+            doc = load_results_document(path)
+        except Exception:  # not a results document
+            continue
+        used += 1
+        for r in doc["records"]:
+            diff = r.get("rel_error_vs_cublas")
+            if diff is None or r["M"] != r["N"] or r["N"] != r["K"]:
                 continue
-            targets = [f"{v.target.statistic} ≥ {v.target.threshold:g}×: {'met' if v.met else 'not met'}"
-                       for v in summary.verdicts if v.target.precision == precision and v.target.size == size]
-            rows.append({"precision": f"`{precision}`", "over": BASELINE_NAMES[baseline], "M·N·K": "≥ 2³⁰" if size == "large" else
-                         "< 2³⁰", "shapes": group.count, "median": group.median, "slowest": group.minimum,
-                         "at": size_label(group.slowest) if group.slowest else "", "issue 37's targets":
-                         "; ".join(targets)})
-    return table(rows, {"median": "{:.2f}×", "slowest": "{:.2f}×"})
-
-
-# -- split-K on the tensor cores -----------------------------------------------------------------------------------------
-
-def split_k_runs() -> tuple[dict, dict] | None:
-    """experiments/split_k_tf32.py's two H200 runs (the first split-K kernel; then step 17 as shipped beside step 17
-    before split-K), or None where either is missing."""
-    runs = [results_files.find(name) for name in (results_files.EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200,
-                                                  results_files.EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200_2)]
-    return None if None in runs else tuple(json.loads(path.read_text()) for path in runs)
-
-
-def split_k_rows(first: dict, second: dict, prediction) -> list[dict]:
-    """Per shape of the first run: step 17's tiles and the slices each run split K into (its policy then and now),
-    the prediction's range for split over one slice, the first run's ratio, and the second run's step 17 as shipped
-    over step 17 before split-K and over cuBLAS TF32 (same run): its split build where the shipped policy splits,
-    its one-slice build where it does not (the second run split 1024³ in two, which lost; the policy changed after)."""
-    from gemm_steps.steps import warp_specialized
-    from gemm_steps.toolkit.tma_tiles import launched_slices
-    from gemm_steps.toolkit.tuned import default_config
-
-    config = default_config(warp_specialized.SEARCH_SPACE)
-
-    def tflops(run, step, shape):
-        found = record(run, step, shape)
-        return found["tflops"] if found else None
-
-    def first_policy(tiles, k_tiles, sms):  # the first run's: slices of >= 4 k-tiles from 8 k-tiles on
-        return 1 if tiles >= sms or k_tiles < 8 else max(1, min(sms // tiles, k_tiles // 4, 8))
-
-    rows = []
-    for key, low_high in prediction.predicted["ratio_by_shape"].items():
-        shape = tuple(int(x) for x in key.split("x"))
-        m, n, k = shape
-        tiles = -(-m // config.BLOCK_M) * -(-n // config.BLOCK_N)
-        k_tiles = -(-k // config.BLOCK_K)
-        low, high = low_high
-        first_ratio = (tflops(first, "warp_specialized", shape) or 0) / (tflops(first, "warp_specialized@one_slice",
-                                                                                 shape) or float("inf"))
-        slices = launched_slices(warp_specialized.slices, tiles, k_tiles, 132)
-        # the second run's policy split 1024³ in two; shipped, it runs on one slice: that build's record
-        shipped = tflops(second, "warp_specialized" if slices > 1 else "warp_specialized@one_slice", shape)
-        rows.append({"M×N×K": size_label(shape), "tiles": tiles, "k-tiles": k_tiles,
-                     "slices (first run)": launched_slices(first_policy, tiles, k_tiles, 132),
-                     "predicted split ÷ one slice": f"{low:g} – {high:g}" if high else f"≥ {low:g}",
-                     "first run": first_ratio, "held": low <= first_ratio <= (high or float("inf")),
-                     "slices (shipped)": slices,
-                     "shipped ÷ before split-K": shipped / tflops(second, "warp_specialized@before_split_k", shape),
-                     "shipped ÷ cuBLAS TF32": shipped / tflops(second, "cublas_tf32", shape)})
-    return rows
-
-
-def split_k_table(rows: list[dict]) -> MarkdownTable:
-    """:func:`split_k_rows` as a Markdown table."""
-    return table(rows, {"first run": "{:.2f}×", "shipped ÷ before split-K": "{:.2f}×", "shipped ÷ cuBLAS TF32":
-                        "{:.2f}×"})
-
-
-def split_k_figure(rows: list[dict], sms: int = 132):
-    """Blocks at work per shape: step 17's tiles (one block each, all of K) and tiles × slices as shipped, against
-    the GPU's SMs — the picture of what split-K fills."""
-    import matplotlib.pyplot as plt
-
-    x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(10, 3.6), layout="constrained")
-    ax.bar(x - 0.2, [r["tiles"] for r in rows], 0.4, color="0.7", label="one block a tile, each walking all of K")
-    ax.bar(x + 0.2, [r["tiles"] * r["slices (shipped)"] for r in rows], 0.4, color="#000080",
-           label="tiles × slices of K (step 17 as shipped)")
-    ax.axhline(sms, color="k", linestyle="--", linewidth=1)
-    ax.text(-0.5, sms * 1.05, f"{sms} SMs: one block each", ha="left", va="bottom", fontsize=9)
-    ax.set_yscale("log")
-    ax.set_xticks(x, [r["M×N×K"] for r in rows], rotation=40, ha="right", fontsize=8)
-    ax.set_ylabel("blocks launched")
-    ax.set_ylim(top=sms * 12)
-    ax.legend(loc="upper center", fontsize=8, ncols=2)
-    return fig
+            kind = "sequential" if r["step"] in SEQUENTIAL_STEPS else "stream_k" if r["step"] == "stream_k" else None
+            if kind:
+                q = sizes.setdefault(r["M"], {"sequential": 0.0, "stream_k": 0.0})
+                q[kind] = max(q[kind], diff)
+    return AgainstSequential(used, {m: Difference(q["sequential"], q["stream_k"]) for m, q in sorted(sizes.items())})

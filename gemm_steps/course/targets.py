@@ -43,7 +43,7 @@ __all__ = ["TARGET_SGEMM_PCT", "TARGET_TF32_TFLOPS", "TARGET_3XTF32_VS_SGEMM", "
            "hopper_tf32_verdict", "accuracy_check", "square_ratios", "sweep_ratios", "wide_ratios", "slope"]
 
 
-# -- the tensor-core steps on mma.sync and wgmma (lessons 12–15, 24) -------------------------------------------------
+# -- the tensor-core steps on mma.sync and wgmma (lessons 12–15, 25) -------------------------------------------------
 def target_check(results: dict, step: str = "warpgroup_mma") -> dict | None:
     """``step`` against the 3xTF32 target at the two largest sizes where step 13 and cuBLAS SGEMM ran: {"sizes":
     {size: (× SGEMM, error, SGEMM's error)}, "speed_met": ≥ the target at both, "met": that and an error no larger
@@ -73,7 +73,7 @@ def tf32_target_check(results: dict, step: str = "warpgroup_tf32") -> dict | Non
     return {"sizes": out, "met": all(t >= TARGET_TF32_TFLOPS for t in out.values())} if out else None
 
 
-# -- steps 16 and 17 against the Hopper target (lessons 16, 17 and 24) ----------------------------------------------
+# -- steps 16 and 17 against the Hopper target (lessons 16, 17 and 25) ----------------------------------------------
 #: The step before each step the verdict reads.
 _PREVIOUS = {"tma_pipeline": "warpgroup_tf32", "warp_specialized": "tma_pipeline"}
 

@@ -160,7 +160,7 @@ def caption(run: dict) -> str:
 
 
 #: Steps 15, 16 and 17 (and the late-producer experiment) beside cuBLAS SGEMM and TF32 in one H200 run
-#: (experiments/producer_order_bench.py), the SM clock recorded per record: lessons 16, 17 and 24 and deep dive 16.
+#: (experiments/producer_order_bench.py), the SM clock recorded per record: lessons 16, 17 and 25 and deep dive 16.
 PRODUCER_ORDER_RUN = results_files.EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200
 #: The records of that run not named after their step: it measured step 17 while it was still the experiment's build
 #: (``specialized_setmaxnreg``: the same kernel).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 24 — Where the course ends, and where to go next
+# # Lesson 25 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
 # on large squares; steps 12–22 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
@@ -8,12 +8,12 @@
 
 # %%
 import gemm_steps
-from gemm_steps.course import lesson, lesson_16, lesson_18, lesson_24, plots, predictions
+from gemm_steps.course import lesson, lesson_16, lesson_18, lesson_25, plots, predictions
 from gemm_steps.course.targets import hopper_tf32_verdict
 from gemm_steps.course.timings import producer_order_run
 
 results = lesson.load_results()
-size = lesson.headline_size(results, lesson_24.steps_in(results)) if results else None
+size = lesson.headline_size(results, lesson_25.steps_in(results)) if results else None
 print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if results else lesson.NO_RESULTS)
 
 # %% [markdown]
@@ -30,7 +30,7 @@ print(f"Timings: the shipped run from {lesson.shown_path(results['path'])}" if r
 
 # %%
 if results:
-    lesson.show_figure(lesson_24.roofline_figure(results, size))
+    lesson.show_figure(lesson_25.roofline_figure(results, size))
 
 # %% [markdown]
 # Steps 1 and 2 sit at 0.25 FLOP per byte: with no tiling, DRAM alone could not feed them, and only the caches
@@ -61,7 +61,7 @@ if results:
 
 # %%
 if results:
-    small = lesson_24.small_shape(results)
+    small = lesson_25.small_shape(results)
     print(f"{small.size}: {small.tiles} tiles of {small.tile} for {small.sms} SMs, "
           f"{small.k_iterations} k-iterations = {small.k_iterations_per_sm:.0f} per SM")
     number, name, pct = small.best
@@ -104,16 +104,16 @@ for shape in ([300, 300, 300], [3001, 2999, 1531], [4000, 60, 8000]):
 # launch through Numba; the floor is an empty launch through `cuda.core`:
 
 # %%
-suites = lesson_24.shape_suites()
+suites = lesson_25.shape_suites()
 if suites:
     (before_path, before), (after_path, after) = suites
     print(f"before: {lesson.shown_path(before_path)}\nafter:  {lesson.shown_path(after_path)}")
-    lesson.show_figure(lesson_24.suite_figure(before, after))
-    lesson.say(lesson_24.suite_speedups(before, after))
-overhead = lesson_24.call_overhead()
+    lesson.show_figure(lesson_25.suite_figure(before, after))
+    lesson.say(lesson_25.suite_speedups(before, after))
+overhead = lesson_25.call_overhead()
 if overhead:
     print(f"one matmul call at {lesson.size_label(overhead.shape)}, host time:")
-    lesson.say(lesson_24.call_overhead_table(overhead))
+    lesson.say(lesson_25.call_overhead_table(overhead))
 
 # %% [markdown]
 # Read the bars with the table: a bar is step 11's time against cuBLAS's in its own run, and the two runs timed
@@ -133,13 +133,13 @@ if overhead:
 # may be a 3xTF32 tensor-core step (`+padded`: step 18's fast kernel on copies zero-padded to whole tiles):
 
 # %%
-held_out = lesson_24.held_out()
+held_out = lesson_25.held_out()
 if held_out:
-    rows = lesson_24.held_out_rows(held_out)
-    lesson.say(lesson_24.held_out_table(rows))
+    rows = lesson_25.held_out_rows(held_out)
+    lesson.say(lesson_25.held_out_table(rows))
     print(f"{held_out['environment'].get('gpu')}, {str(held_out['environment'].get('date'))[:10]}, cuBLAS timed in "
           f"the same run; matmul more than 3 % slower than step 11 alone: "
-          f"{', '.join(r['shape'] for r in rows if r[lesson_24.SLOWER]) or 'nowhere'}")
+          f"{', '.join(r['shape'] for r in rows if r[lesson_25.SLOWER]) or 'nowhere'}")
 
 # %% [markdown]
 # ## Shapes nobody chose
@@ -152,9 +152,9 @@ if held_out:
 # drawn again. The newest run on a set nobody had seen before it ran:
 
 # %%
-held_out_run = lesson_24.held_out_set()
+held_out_run = lesson_25.held_out_set()
 if held_out_run:
-    lesson.say(lesson_24.held_out_set_table(held_out_run))
+    lesson.say(lesson_25.held_out_set_table(held_out_run))
     print(f"{held_out_run['environment'].get('gpu')}, {str(held_out_run['environment'].get('date'))[:10]}, seed "
           f"{held_out_run['held_out']['seed']}; each kernel launched directly, cuBLAS timed in the same run")
 
@@ -169,11 +169,11 @@ if held_out_run:
 # SM:
 
 # %%
-split_k = lesson_24.split_k_runs()
-split_k_prediction = predictions.get(24, "split_k_over_one_slice")
+split_k = lesson_25.split_k_runs()
+split_k_prediction = predictions.get(25, "split_k_over_one_slice")
 if split_k and split_k_prediction:
-    split_k_rows = lesson_24.split_k_rows(*split_k, split_k_prediction)
-    lesson_24.split_k_figure(split_k_rows)
+    split_k_rows = lesson_25.split_k_rows(*split_k, split_k_prediction)
+    lesson_25.split_k_figure(split_k_rows)
 
 # %% [markdown]
 # Splitting is not free: every slice refills the pipeline, writes a whole tile of partial sums and has it read back.
@@ -184,7 +184,7 @@ if split_k and split_k_prediction:
 # %%
 if split_k and split_k_prediction:
     lesson.say(predictions.quote(split_k_prediction))
-    lesson.say(lesson_24.split_k_table(split_k_rows))
+    lesson.say(lesson_25.split_k_table(split_k_rows))
 
 # %% [markdown]
 # Where K is long, a few slices turned a mostly idle GPU into a full one, and step 17 went from a fraction of cuBLAS
@@ -261,7 +261,7 @@ if split_k and split_k_prediction:
 
 # %%
 if results:
-    lesson.say(lesson_24.target_table(lesson_24.target_rows(results)))
+    lesson.say(lesson_25.target_table(lesson_25.target_rows(results)))
 
 # %% [markdown]
 # Steps 16 and 17 against the Hopper chapter's target (a share of cuBLAS TF32 at 4096³ and 8192³), from the run that

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 23 — What float32 accuracy means, and how the course keeps it
+# # Lesson 24 — What float32 accuracy means, and how the course keeps it
 #
 # Steps 13 and 14 multiply float32 matrices on TF32 tensor cores, three products for one, and lessons 13–14 showed
 # them as accurate as cuBLAS SGEMM — on standard-normal squares. A user's matrices are not always that friendly. This
@@ -13,14 +13,14 @@
 import inspect
 
 import gemm_steps
-from gemm_steps.course import lesson, lesson_13, lesson_23
+from gemm_steps.course import lesson, lesson_13, lesson_24
 from gemm_steps.course.lesson_13 import FIRST_TRY_RUN, TENSOR_CORES_RUN
 from gemm_steps.course.timings import load_run
 from gemm_steps.harness import fp32_contract
 from gemm_steps.toolkit import tensor_core_ops
 
-run = lesson_23.load()  # stops here, saying how to make the file, if the run is missing
-print(lesson_23.where(run))
+run = lesson_24.load()  # stops here, saying how to make the file, if the run is missing
+print(lesson_24.where(run))
 print(f"file: {run['path']} ({run['method']['seconds']:.0f} s)")
 
 # %% [markdown]
@@ -50,9 +50,9 @@ print(f"file: {run['path']} ({run['method']['seconds']:.0f} s)")
 # %%
 lesson.show_code(inspect.getsource(fp32_contract.normwise_error) + "\n\n"
                  + inspect.getsource(fp32_contract.contract_bound))
-c = lesson_23.contract_numbers(run)
+c = lesson_24.contract_numbers(run)
 print(f"bound = max({c.factor:g} × e(C_seq), {c.one_product:.2e} = {c.one_product_in_u:g}u)")
-seq = lesson_23.sgemm_against_sequential()
+seq = lesson_24.sgemm_against_sequential()
 for size, q in seq.sizes.items():
     print(f"{size}³: cuBLAS SGEMM against steps 1–10, largest relative difference in {seq.files} benchmark files: "
           f"{q.sequential:.3g}; against step 11: {q.stream_k:.3g}")
@@ -79,7 +79,7 @@ for size, q in seq.sizes.items():
 # each finite class spreads, on one draw (16 × 16 × 256), and how much of the sum's size cancellation leaves:
 
 # %%
-lesson.say(lesson_23.class_ranges())
+lesson.say(lesson_24.class_ranges())
 
 # %% [markdown]
 # ## What broke, 1: inf became NaN
@@ -89,7 +89,7 @@ lesson.say(lesson_23.class_ranges())
 # partner's small part (0) is NaN. Split as the steps split, with b = 1 (TF32-exact, small part 0):
 
 # %%
-lesson.say(lesson_23.special_split())
+lesson.say(lesson_24.special_split())
 
 # %% [markdown]
 # **The fix: recompute where it happened.** Finite inputs under the contract's premise never leave an inf or NaN in
@@ -122,10 +122,10 @@ lesson.show_kernel(gemm_steps.get_step("three_tf32"), start="special = 0", stop=
 # relative error over standard-normal x), and the first try's measurement on a GPU:
 
 # %%
-rows = lesson_23.model_errors([("scaled 2^-120·A, 2^100·B", 1), ("per-element exponents", 32),
+rows = lesson_24.model_errors([("scaled 2^-120·A, 2^100·B", 1), ("per-element exponents", 32),
                                ("uniform positive", 16384)])
-lesson.say(lesson_23.model_table(rows))
-r = lesson_23.read_errors()
+lesson.say(lesson_24.model_table(rows))
+r = lesson_24.read_errors()
 print(f"x read to 2^{r.rounded:.1f}·|x| with big rounded, 2^{r.truncated:.1f}·|x| with big truncated")
 f = lesson_13.first_try(load_run(FIRST_TRY_RUN), load_run(TENSOR_CORES_RUN))
 print(f"first 3xTF32 try (one accumulator over all of K), measured: error ∝ K^{f.slope:.2f}, {f.error:.1e} at "
@@ -162,12 +162,12 @@ lesson.show_code(inspect.getsource(tensor_core_ops.split_tf32_parts) + "\n\n"
 # pairs kept the contract, and the worst one.
 
 # %%
-lesson.say(lesson_23.accuracy_table(run))
-for name, why in lesson_23.unavailable(run).items():
+lesson.say(lesson_24.accuracy_table(run))
+for name, why in lesson_24.unavailable(run).items():
     print(f"not run: {name}: {why}")
-for precision, chosen in lesson_23.chosen_steps(run).items():
+for precision, chosen in lesson_24.chosen_steps(run).items():
     print(f"matmul {precision} chose: {', '.join(chosen)}")
-for v in lesson_23.verdicts(run).values():
+for v in lesson_24.verdicts(run).values():
     print(f"{v['label']:36s} kept {v['kept']:3d} of {v['of']:3d}; worst {v['worst']:9.3g} × the bound "
           f"({v['worst_class']}, K = {v['worst_K']:,})")
 
@@ -182,11 +182,11 @@ for v in lesson_23.verdicts(run).values():
 # (lesson 13) — and cuBLAS picks a blocked order of its own at some shapes.
 
 # %%
-lesson.show_figure(lesson_23.error_figure(run, ["uniform positive", "scaled 2^-120·A, 2^100·B",
+lesson.show_figure(lesson_24.error_figure(run, ["uniform positive", "scaled 2^-120·A, 2^100·B",
                                                 "per-element exponents"]))
-for name, ratio in lesson_23.against_reference(run).items():
+for name, ratio in lesson_24.against_reference(run).items():
     print(f"{name:36s} error / sequential sum's at K = {max(run['ks']):,}: {ratio:.2f}")
-spread = lesson_23.tf32_over_3xtf32(run)
+spread = lesson_24.tf32_over_3xtf32(run)
 if spread:
     print(f"TF32 steps' error / 3xTF32 steps' error, same inputs: {spread[0]:.0f}× … {spread[1]:.0f}×")
 
@@ -200,7 +200,7 @@ if spread:
 # the SGEMM path.
 
 # %%
-lesson.say(lesson_23.specials_table(run))
+lesson.say(lesson_24.specials_table(run))
 
 # %% [markdown]
 # ## What the fixes cost
@@ -210,10 +210,10 @@ lesson.say(lesson_23.specials_table(run))
 # free. The same-run A/B of the steps before and after the fixes, two passes each, same inputs:
 
 # %%
-costs = lesson_23.fix_costs()
+costs = lesson_24.fix_costs()
 print(f"{costs.gpu}, experiments/results/{costs.file}")
-lesson.say(lesson_23.cost_table(costs))
-x = lesson_23.largest_cost(costs)
+lesson.say(lesson_24.cost_table(costs))
+x = lesson_24.largest_cost(costs)
 print(f"largest cost: {x.largest:.0%} ({x.largest_step}, {'×'.join(map(str, x.largest_size))}); "
       f"smallest: {x.smallest:.0%} ({x.smallest_step}, {'×'.join(map(str, x.smallest_size))})")
 
@@ -237,4 +237,4 @@ print(f"largest cost: {x.largest:.0%} ({x.largest_step}, {'×'.join(map(str, x.l
 #
 # Back to [lesson 13](13_three_tf32.ipynb) (the split) and [lesson 14](14_warpgroup_mma.ipynb) (`wgmma`).
 #
-# Next: [Lesson 24: where next](24_where_next.ipynb).
+# Next: [Lesson 25: where next](25_where_next.ipynb).
