@@ -152,13 +152,33 @@ if suite:
 # `matmul(precision="tf32")` now picks step 23 wherever it measured fastest (`gemm-steps explain M N K --precision
 # tf32` says why).
 #
-# ## What is left
+# ## Beside cuBLAS, under Nsight Compute
 #
-# cuBLAS's kernel is still 2.5 % faster per clock at 4096³, and reaches a 5 % higher clock at 8192³. Its launch is now
-# step 23's (lesson 17's table: grid 132, 384 threads, clusters of 2, 168 registers at entry, multicast loads, a TMA
-# store), so the rest is inside the loop; the next experiment is Nsight Compute on step 23 beside it (instructions and
-# L2 bytes per FLOP, `scripts/reference_kernels.py`), before any guess. Step 23 has no 3xTF32 build yet (step 22 is
-# step 21's); the course's 3xTF32 target (≥ 2.5× cuBLAS SGEMM) waits for one.
+# Is the gap to cuBLAS in the launch, the loop or the clock? Step 23, step 21 and cuBLAS TF32 under Nsight Compute
+# (`scripts/reference_kernels.py`: one launch each, its launch, instructions and L2 bytes; then each back to back for
+# 3 s, its SM clock and board power), with the prediction written before the run
+# (`predictions/reference-step-23-before-run.md`, committed at `c56b823`, before the run):
+
+# %%
+lesson.show_file("predictions/reference-step-23-before-run.md", start="1. L2 bytes", stop="21's.")
+reference = lesson_23.reference()
+if reference:
+    print(lesson_23.caption(reference))
+    for size in (4096, 8192):
+        print(f"{size}³:")
+        lesson.say(lesson_23.reference_table(lesson_23.reference_rows(reference, size)))
+
+# %% [markdown]
+# Three of four inside; the clock under load at 8192³ missed, 7.7 % below cuBLAS's where 2–7 % was predicted (6.6 % at
+# 4096³). The launch is now cuBLAS's, to the registers. The loop is not: step 23 executes 16–19 % more instructions
+# per FLOP than cuBLAS and moves 7–9 % more L2 bytes (the multicast took an eighth to a fifth off step 21's). Under Nsight Compute, where every kernel runs at
+# one fixed clock, step 23's launch took *fewer* cycles than cuBLAS's at both sizes — so at equal clocks it is not
+# slower there; in the benchmark, at the top clock, it was 2.5 % slower at 4096³ (why the two differ is not
+# measured: a top clock makes every L2 and DRAM wait cost more cycles, and step 23 waits on more bytes). Back to back,
+# all three hit the board's 700 W: step 23 spends 5–6 % more energy per FLOP than cuBLAS (its extra instructions and
+# bytes), so the power limit gives it a lower clock. Closing the gap means fewer instructions and bytes per FLOP in
+# the loop, not a different launch. Step 23 has no 3xTF32 build yet (step 22 is step 21's); the course's 3xTF32
+# target (≥ 2.5× cuBLAS SGEMM) waits for one.
 #
 # Try it: step 23 has no exercise of its own yet; lesson 16's ring and lesson 17's roles are practised in
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) and

@@ -135,3 +135,42 @@ def suite_rows(run: dict, prediction: Prediction) -> list[dict]:
 
 def suite_table(rows: list[dict]) -> MarkdownTable:
     return table(rows, {"step 23 / step 21": "{:.3f}", "step 23 / cuBLAS TF32": "{:.2f}"})
+
+
+# -- step 23 under Nsight Compute beside step 21 and cuBLAS TF32 (scripts/reference_kernels.py, H200) -------------------
+#: One launch of each under Nsight Compute (launch, SASS, counters) and each back to back for 3 s (clock, power).
+REFERENCE = results_files.EXPERIMENT_REFERENCE_STEP_23_NVIDIA_H200
+REFERENCE_KERNELS = {"cublas_tf32": "cuBLAS TF32", STEP_21: "step 21", STEP_23: "step 23"}
+
+
+def reference() -> dict | None:
+    return load_run(REFERENCE)
+
+
+def reference_rows(run: dict, size: int) -> list[dict]:
+    """Per kernel at ``size``³: its launch, warp instructions per GFLOP and L2 bytes per FLOP of one launch (and cycles
+    of that launch, under Nsight Compute's fixed clock), and back to back its SM clock, board power and energy per
+    FLOP over cuBLAS TF32's."""
+    flops = 2 * size ** 3
+    load = run["under_load"][str(size)]
+    joules = {name: load[name]["power_w"] / load[name]["tflops_back_to_back"] for name in REFERENCE_KERNELS}
+    rows = []
+    for name, label in REFERENCE_KERNELS.items():
+        entry, launch = run["kernels"][name][str(size)], run["kernels"][name][str(size)]["launch"]
+        counters = entry["counters"]
+        rows.append({"kernel": label,
+                     "launch": f"grid {launch['Grid Size']}, {launch['Block Size']} threads, "
+                               + (f"clusters of {launch['Cluster Size']}" if int(launch.get("Cluster Size") or 0) > 1
+                                  else "no cluster")
+                               + f", {launch['Registers Per Thread [register/thread]']} registers",
+                     "k instructions / GFLOP": counters["instructions"] / flops * 1e6,
+                     "L2 bytes / FLOP": counters["l2_bytes"] / flops,
+                     "cycles (one launch)": counters["cycles"],
+                     "clock MHz under load": load[name]["sm_clock_mhz"], "power W": load[name]["power_w"],
+                     "energy / FLOP over cuBLAS TF32": joules[name] / joules["cublas_tf32"]})
+    return rows
+
+
+def reference_table(rows: list[dict]) -> MarkdownTable:
+    return table(rows, {"k instructions / GFLOP": "{:.0f}", "L2 bytes / FLOP": "{:.4f}", "cycles (one launch)": "{:,}",
+                        "power W": "{:.0f}", "energy / FLOP over cuBLAS TF32": "{:.3f}"})
