@@ -86,7 +86,7 @@ def _failures_note(results: dict, relevant) -> str:
 #: repeats after ten, and its tenth-and-later colours sit close to earlier ones: steps 3, 10 and 11 looked alike).
 STEP_COLOURS = ["#7f7f7f", "#8c564b", "#2ca02c", "#bcbd22", "#9467bd", "#e377c2", "#ff7f0e", "#d62728", "#1f77b4",
                 "#17becf", "#000080", "#ff1493", "#556b2f", "#8b0000", "#ff00ff", "#ffd700", "#4b0082",
-                "#00ff7f", "#2000ff", "#f4a460", "#7fff00", "#003333"]
+                "#00ff7f", "#2000ff", "#f4a460", "#7fff00", "#003333", "#87ceeb"]
 
 
 def step_colour(number: int) -> str:
