@@ -157,10 +157,10 @@ if suite:
 # Is the gap to cuBLAS in the launch, the loop or the clock? Step 23, step 21 and cuBLAS TF32 under Nsight Compute
 # (`scripts/reference_kernels.py`: one launch each, its launch, instructions and L2 bytes; then each back to back for
 # 3 s, its SM clock and board power), with the prediction written before the run
-# (`predictions/reference-step-23-before-run.md`, committed at `c56b823`, before the run):
+# (`predictions/step-23-nsight-before-run.md`, first committed at `c56b823` under another name, before the run):
 
 # %%
-lesson.show_file("predictions/reference-step-23-before-run.md", start="1. L2 bytes", stop="21's.")
+lesson.show_file("predictions/step-23-nsight-before-run.md", start="1. L2 bytes", stop="21's.")
 reference = lesson_23.reference()
 if reference:
     print(lesson_23.caption(reference))
@@ -177,8 +177,13 @@ if reference:
 # measured: a top clock makes every L2 and DRAM wait cost more cycles, and step 23 waits on more bytes). Back to back,
 # all three hit the board's 700 W: step 23 spends 5–6 % more energy per FLOP than cuBLAS (its extra instructions and
 # bytes), so the power limit gives it a lower clock. Closing the gap means fewer instructions and bytes per FLOP in
-# the loop, not a different launch. Step 23 has no 3xTF32 build yet (step 22 is step 21's); the course's 3xTF32
-# target (≥ 2.5× cuBLAS SGEMM) waits for one.
+# the loop, not a different launch.
+#
+# And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, one H200 run, its prediction
+# written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the predicted range — three
+# products a k-step on the same bytes leave L2 little to save. And that kernel is 0.90–0.91× step 18's at the squares
+# (why step 22 hands them to step 18, lesson 22). So step 23 has no 3xTF32 build: the course's 3xTF32 target (≥ 2.5×
+# cuBLAS SGEMM) needs a faster 3xTF32 k-tile first, not a cluster.
 #
 # Try it: step 23 has no exercise of its own yet; lesson 16's ring and lesson 17's roles are practised in
 # [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) and

@@ -147,3 +147,15 @@ def test_the_reference_run_reads_as_the_lesson_says():
         assert ours["cycles (one launch)"] < cublas["cycles (one launch)"]
         assert 1.045 <= ours["energy / FLOP over cuBLAS TF32"] <= 1.065
         assert step21["clock MHz under load"] < ours["clock MHz under load"]
+
+
+def test_the_3xtf32_cluster_run_reads_as_the_lesson_says():
+    """"0.99–1.01× that kernel at all four shapes, inside the predicted range … that kernel is 0.90–0.91× step 18's at
+    the squares"."""
+    from gemm_steps.course import predictions as _  # noqa: F401  (the range is in the prediction file's table)
+
+    ratios = lesson_23.cluster_3xtf32_ratios()
+    assert ratios is not None and len(ratios) == 4
+    assert all(0.99 <= round(r["variant / step 22's kernel"], 2) <= 1.01 for r in ratios.values())
+    assert all(0.97 <= r["variant / step 22's kernel"] <= 1.03 for r in ratios.values())  # predicted 0.97–1.03
+    assert all(0.895 <= ratios[s]["step 22's kernel / step 18"] <= 0.915 for s in ("4096x4096x4096", "8192x8192x8192"))

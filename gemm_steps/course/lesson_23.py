@@ -174,3 +174,22 @@ def reference_rows(run: dict, size: int) -> list[dict]:
 def reference_table(rows: list[dict]) -> MarkdownTable:
     return table(rows, {"k instructions / GFLOP": "{:.0f}", "L2 bytes / FLOP": "{:.4f}", "cycles (one launch)": "{:,}",
                         "power W": "{:.0f}", "energy / FLOP over cuBLAS TF32": "{:.3f}"})
+
+
+# -- step 22's 3xTF32 kernel on clusters of two (experiments/cluster_3xtf32.py, H200) ----------------------------------
+CLUSTER_3XTF32 = results_files.EXPERIMENT_CLUSTER_3XTF32_NVIDIA_H200
+
+
+def cluster_3xtf32_ratios() -> dict[str, dict[str, float]] | None:
+    """Per shape ``"MxNxK"``: the variant over step 22's own kernel, and step 22's own kernel over step 18 (what step
+    22 hands the squares to), from the run's summary and records."""
+    run = load_run(CLUSTER_3XTF32)
+    if run is None:
+        return None
+    out = {}
+    for shape, row in run["summary"].items():
+        size = tuple(int(x) for x in shape.split("x"))
+        out[shape] = {"variant / step 22's kernel": row["variant_over_own_kernel"],
+                      "step 22's kernel / step 18": record(run, "step_22_own_kernel", size)["tflops"]
+                      / record(run, "warp_specialized_3xtf32", size)["tflops"]}
+    return out

@@ -238,6 +238,7 @@ EXPERIMENT_PER_TILE_COST_NVIDIA_H200 = "experiment-per-tile-cost-nvidia-h200.jso
 EXPERIMENT_PIPELINING_ANY = "experiment-pipelining-*.json"  # steps 8 and 9 with and without register double buffering
 EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200 = "experiment-producer-order-nvidia-h200.json"
 EXPERIMENT_REFERENCE_STEPS_17_20_NVIDIA_H200 = "experiment-reference-steps-17-20-nvidia-h200.json"
+EXPERIMENT_CLUSTER_3XTF32_NVIDIA_H200 = "experiment-cluster-3xtf32-nvidia-h200.json"  # step 22 on clusters of two
 EXPERIMENT_REFERENCE_STEP_23_NVIDIA_H200 = "experiment-reference-step-23-nvidia-h200.json"  # steps 21, 23, both cuBLAS
 EXPERIMENT_REGISTER_2D_NVIDIA_H200 = "experiment-register-2d-nvidia-h200.json"
 EXPERIMENT_REGISTER_2D_UNSIGNED_ANY = "experiment-register-2d-unsigned-*.json"
