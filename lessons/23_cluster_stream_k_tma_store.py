@@ -35,8 +35,8 @@ lesson.show_figure(lesson_20.cluster_figure(step))
 #
 # ## The first change alone: the cluster
 #
-# One experiment gave step 21 the cluster and nothing else (`experiments/kernels/cluster_stream_k.py`). Its
-# prediction, written before the run — the ranges per shape are the table's "predicted" column, the quoted sentence
+# One experiment gave step 21 the cluster and nothing else — the *variant* (`experiments/kernels/cluster_stream_k.py`).
+# Its prediction, written before the run — the ranges per shape are the table's "predicted" column, the quoted sentence
 # its reason why the shapes where stream-K splits might lose — and two runs in two processes:
 
 # %%
@@ -123,8 +123,8 @@ if bench:
 # %% [markdown]
 # Every ratio inside its range: at the squares step 23 is 2 % faster than step 21, 0.97× cuBLAS TF32 at 4096³ and
 # 0.96× at 8192³ — the course's fastest TF32 step, and still short of its target (≥ 1.00×). The clocks say where the
-# gap is. At 4096³ all three kernels run at the top clock, so step 23 is 2.5 % slower than cuBLAS per clock: work it
-# does that cuBLAS does not (not measured apart). At 8192³ every kernel is held back by the board's 700 W limit, and
+# gap is. At 4096³ all three kernels run at the top clock, so step 23 is 2.5 % slower than cuBLAS per clock (the
+# Nsight Compute run below looks at why). At 8192³ every kernel is held back by the board's 700 W limit, and
 # step 23's clock is 5 % below cuBLAS's: per clock it is as fast (1.01×), but it spends more energy per FLOP. Below
 # 4096³ there are fewer pairs than clusters, and step 23 is a little slower than step 21 (0.95–0.99×).
 #
@@ -171,13 +171,13 @@ if reference:
 # %% [markdown]
 # Three of four inside; the clock under load at 8192³ missed, 7.7 % below cuBLAS's where 2–7 % was predicted (6.6 % at
 # 4096³). The launch is now cuBLAS's, to the registers. The loop is not: step 23 executes 16–19 % more instructions
-# per FLOP than cuBLAS and moves 7–9 % more L2 bytes (the multicast took an eighth to a fifth off step 21's). Under Nsight Compute, where every kernel runs at
-# one fixed clock, step 23's launch took *fewer* cycles than cuBLAS's at both sizes — so at equal clocks it is not
-# slower there; in the benchmark, at the top clock, it was 2.5 % slower at 4096³ (why the two differ is not
-# measured: a top clock makes every L2 and DRAM wait cost more cycles, and step 23 waits on more bytes). Back to back,
-# all three hit the board's 700 W: step 23 spends 5–6 % more energy per FLOP than cuBLAS (its extra instructions and
-# bytes), so the power limit gives it a lower clock. Closing the gap means fewer instructions and bytes per FLOP in
-# the loop, not a different launch.
+# per FLOP than cuBLAS and moves 7–9 % more L2 bytes (the multicast took an eighth to a fifth off step 21's). Under
+# Nsight Compute, where every kernel runs at one fixed clock, step 23's launch took *fewer* cycles than cuBLAS's at
+# both sizes — at that clock it is not slower; in the benchmark, at the top clock, it was 2.5 % slower at 4096³ (why
+# the two differ is not measured: a top clock makes every L2 and DRAM wait cost more cycles, and step 23 waits on more
+# bytes). Back to back, all three hit the board's 700 W: step 23 spends 5–6 % more energy per FLOP than cuBLAS (its
+# extra instructions and bytes), so the power limit gives it a lower clock. Closing the gap means fewer instructions
+# and bytes per FLOP in the loop, not a different launch.
 #
 # And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, one H200 run, its prediction
 # written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the predicted range — three

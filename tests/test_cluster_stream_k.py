@@ -7,9 +7,9 @@ On the simulator (the twins of the copy engine, the barriers, the flags and the 
 32 × 64 with one consumer warpgroup), on grids of two clusters — each launch's (data-parallel, stream-K) split over
 the pairs recorded and checked, not assumed:
 
-* one pair of tiles whose 7 k-tiles are shared by both clusters: each block of the finishing cluster adds the partial
-  sums of block r of the other, and a second launch gives the same bits;
-* five pairs: two data-parallel (one a cluster), three split by k-tiles, the ring running on from unit to unit;
+* one pair of tiles whose 7 k-tiles are shared by both clusters (each block of the finishing cluster adds the partial
+  sums of block r of the other), and five pairs (two data-parallel, three split by k-tiles, the ring running on from
+  unit to unit): the experiment's and step 23's bits the same;
 * whole waves of pairs: the persistent loop alone, the same bits as step 21's persistent loop (same tiles, same
   k-loop, no partial sums);
 * the experiment's ragged product: the fast kernel takes the pairs of full tiles, the edge kernel the rest;
@@ -70,31 +70,6 @@ def test_the_variant_is_step_21s_constants_and_step_20s_cluster():
 
 
 @simulator_only
-def test_one_pair_split_over_two_clusters_is_fixed_up_in_a_fixed_order():
-    built = variant.build(variant.SIMULATOR_CONFIG, split=step_21.all_stream_k, min_share=1)
-    launches = _recorded(built)
-    config = built.config
-    m, n, k = config.BLOCK_M, 2 * config.BLOCK_N, 7 * config.BLOCK_K  # one pair of 7 k-tiles: 3 and 4 a cluster
-    first = _product(built, m, n, k, "one pair, two clusters")
-    assert launches == [("fast", 4, 0, 1)], "1 pair on 2 clusters (4 blocks): all stream-K"
-    again = _product(built, m, n, k, "one pair, two clusters")
-    assert np.array_equal(first.view(np.uint32), again.view(np.uint32)), "not the same bits on a second launch"
-
-
-@simulator_only
-def test_whole_waves_of_pairs_stay_data_parallel_and_the_rest_is_split_by_k():
-    built = variant.build(variant.SIMULATOR_CONFIG, min_share=1)
-    launches = _recorded(built)
-    config = built.config
-    m, n, k = 5 * config.BLOCK_M, 2 * config.BLOCK_N, 5 * config.BLOCK_K  # 5 pairs of 5 k-tiles
-    assert stream_k_split(5, 2) == (2, 3)
-    _product(built, m, n, k, "five pairs, two clusters")
-    # 2 pairs data-parallel (one a cluster), then 3 pairs × 5 k-tiles = 15 iterations, [0, 7) and [7, 15): cluster 1
-    # finishes pair 1 with cluster 0's partial sums — four units and 12 k-tiles, three times round its ring of 4
-    assert launches == [("fast", 4, 2, 3)]
-
-
-@simulator_only
 def test_whole_waves_run_the_persistent_loop_with_step_21s_bits():
     built = variant.build(variant.SIMULATOR_CONFIG)
     launches = _recorded(built)
@@ -142,11 +117,15 @@ from gemm_steps.steps import cluster_stream_k_tma_store as step_23  # noqa: E402
 from helpers import record_stream_k_launches  # noqa: E402
 
 
-def _same_bits_as_the_plain_variant(m, n, k, name, config, **build):
+def _same_bits_as_the_plain_variant(m, n, k, name, config, launches: list | None = None, **build):
     """Step 23's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup, only the way
-    out changed."""
-    plain = _product(variant.build(config.tiles(), **build), m, n, k, name)
-    ours = _product(step_23.build(config, fallback=False, **build), m, n, k, name)
+    out changed. ``launches``: record both builds' launches there (on a grid of two clusters)."""
+    plain_build, ours_build = variant.build(config.tiles(), **build), step_23.build(config, fallback=False, **build)
+    if launches is not None:
+        record_schedule_launches(plain_build, launches, "plain", 4)
+        record_schedule_launches(ours_build, launches, "step 23", 4)
+    plain = _product(plain_build, m, n, k, name)
+    ours = _product(ours_build, m, n, k, name)
     differ = ours.view(np.uint32) != plain.view(np.uint32)
     assert not differ.any(), f"{int(differ.sum())} elements differ, first at {tuple(np.argwhere(differ)[0])}"
 
@@ -166,10 +145,18 @@ def test_step_23_is_the_variants_constants_and_the_epilogues():
 @pytest.mark.parametrize("pairs, k_tiles, split", [(1, 7, "all"), (5, 5, "default")],
                          ids=["one-pair-split", "waves-and-split"])
 def test_step_23_has_the_plain_variants_bits(pairs, k_tiles, split):
+    """One pair whose 7 k-tiles both clusters share (3 and 4: each block of the finishing cluster adds block r's
+    partial sums of the other), and five pairs on two clusters: 2 data-parallel (one a cluster), then 3 × 5 k-tiles
+    split [0, 7) and [7, 15) — cluster 1 finishes pair 1 with cluster 0's sums, four units and 12 k-tiles, three times
+    round its ring of 4. Both builds' launches are recorded; the plain variant's and step 23's bits are the same."""
     config = step_23.SIMULATOR_CONFIG
     build = dict(split=step_21.all_stream_k, min_share=1) if split == "all" else dict(min_share=1)
+    launches = []
     _same_bits_as_the_plain_variant(pairs * config.BLOCK_M, 2 * config.BLOCK_N, k_tiles * config.BLOCK_K,
-                                    f"tma store {pairs} pairs", config, **build)
+                                    f"tma store {pairs} pairs", config, launches=launches, **build)
+    expected = (0, 1) if split == "all" else (2, 3)
+    assert stream_k_split(5, 2) == (2, 3)
+    assert launches == [("plain", 4, *expected), ("step 23", 4, *expected)], launches
 
 
 @simulator_only
