@@ -2,7 +2,7 @@
 # # Lesson 25 — Where the course ends, and where to go next
 #
 # Eleven steps on the FP32 units took a matrix multiply from three nested loops to within about a tenth of cuBLAS
-# on large squares; steps 12–22 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
+# on large squares; steps 12–23 moved the arithmetic onto the tensor cores. This lesson looks back at the whole
 # course in two pictures, says why small products are a different problem, and what carries over to the tools
 # people use for this in practice (Triton, CUTLASS).
 
@@ -244,7 +244,7 @@ if split_k and split_k_prediction:
 # from block-level operations, and CUTLASS composes it from templates. Both hit the same walls this course did —
 # which is why knowing the walls lets you read their knobs.
 #
-# ## The tensor cores: steps 12–22, and what is left
+# ## The tensor cores: steps 12–23, and what is left
 #
 # Steps 1–11 used the FP32 units; [lesson 12](12_tensor_cores.ipynb) drove the tensor cores from Numba
 # (`mma.sync` through inline PTX) in TF32, and [lesson 13](13_three_tf32.ipynb) won float32's accuracy back with
@@ -254,8 +254,10 @@ if split_k and split_k_prediction:
 # [lesson 17](17_warp_specialized.ipynb) gave the copies a producer warpgroup of its own, and
 # [lesson 18](18_warp_specialized_3xtf32.ipynb) ran 3xTF32 on that design, [lesson 19](19_pingpong.ipynb) made
 # step 17 persistent and ping-pong (slower, and why), [lesson 20](20_cluster_multicast.ipynb) ran it in clusters of
-# two blocks that share A's tile, and [lesson 21](21_warp_specialized_stream_k.ipynb) brought step 11's stream-K to
-# it. Where steps 12–15 stand against the course's targets, from the
+# two blocks that share A's tile, [lesson 21](21_warp_specialized_stream_k.ipynb) brought step 11's stream-K to it,
+# [lesson 22](22_warp_specialized_3xtf32_stream_k.ipynb) ran 3xTF32 on that schedule, and
+# [lesson 23](23_cluster_stream_k_tma_store.ipynb) put step 21 on clusters of two with cuBLAS's TMA-store epilogue —
+# the course's fastest TF32 step. Where steps 12–15 stand against the course's targets, from the
 # same results file (errors: sampled, relative to float64; a 3xTF32 step meets its target only at an error no
 # larger than cuBLAS SGEMM's):
 
