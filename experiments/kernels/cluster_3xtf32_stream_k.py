@@ -39,13 +39,13 @@ from gemm_steps.toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrie
                                              mbarrier_wait, tensor_map_acquire)
 from gemm_steps.toolkit.tensor_core_ops import split_tf32_scaled
 from gemm_steps.toolkit.tile_config import TileConfig
+from gemm_steps.toolkit.tma_tiles import StreamKTmaTiles
 from gemm_steps.toolkit.unroll import registers, unroll
 from gemm_steps.toolkit.warpgroup_ops import (SWIZZLE_ALIGN, add_accumulators, fence_proxy_async, first_aligned,
                                               operand_bits, registers_lower_to, registers_raise_to, shared_address,
                                               swizzled_descriptor, warpgroup_commit, warpgroup_fence,
                                               warpgroup_wait_all, wgmma_tf32, zero_accumulators)
 
-from experiments.kernels.cluster_stream_k import ClusterStreamKTmaTiles
 
 ARITHMETIC = "3xtf32"  # step 22's
 
@@ -240,14 +240,14 @@ SIMULATOR_CONFIG = Config.of(warp_specialized_3xtf32_stream_k.SIMULATOR_CONFIG)
 
 
 def build(config: Config | TileConfig | None = None, split=stream_k_split,
-          min_share: int = MIN_SHARE_K_TILES) -> ClusterStreamKTmaTiles:
+          min_share: int = MIN_SHARE_K_TILES) -> StreamKTmaTiles:
     """The variant for a configuration's tiles (default: step 22's GPU tiles); ``split`` and ``min_share`` as step
     22's ``build``."""
     config = replace(Config.of(CONFIG if config is None else config), PARTIAL_TILES=False)
-    return ClusterStreamKTmaTiles("cluster_3xtf32_stream_k", cluster_3xtf32_stream_k_kernel, config,
-                                  edge=warpgroup_mma.build(config),
-                                  requires_compute_capability=warp_specialized_3xtf32_stream_k.REQUIRES_COMPUTE_CAPABILITY,
-                                  split=split, min_share=min_share)
+    return StreamKTmaTiles("cluster_3xtf32_stream_k", cluster_3xtf32_stream_k_kernel, config,
+                           edge=warpgroup_mma.build(config),
+                           requires_compute_capability=warp_specialized_3xtf32_stream_k.REQUIRES_COMPUTE_CAPABILITY,
+                           split=split, min_share=min_share)  # in clusters: the Config's CLUSTER
 
 
 def ptx_kernels() -> dict:

@@ -215,27 +215,14 @@ CONFIG = Config.of(warp_specialized_stream_k.SEARCH_SPACE[0])
 SIMULATOR_CONFIG = Config.of(warp_specialized_stream_k.SIMULATOR_CONFIG)
 
 
-class ClusterStreamKTmaTiles(StreamKTmaTiles):
-    """Step 21's launch (:class:`StreamKTmaTiles`) in clusters of ``CLUSTER`` blocks: with ``cluster`` set, its
-    schedule's units are pairs of full tiles side by side (full tile-columns in whole clusters; a last odd one runs on
-    the edge kernel), its grid ``stream_k_grid`` over the pairs on the clusters the GPU holds, ``CLUSTER`` blocks each,
-    and the workspace and flags have a block's slot and flags for every block."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.cluster = (self.constants["CLUSTER"], 1, 1)
-        self.full_cols_multiple = self.constants["CLUSTER"]
-
-
 def build(config: Config | TileConfig | None = None, split=stream_k_split,
-          min_share: int = MIN_SHARE_K_TILES) -> ClusterStreamKTmaTiles:
+          min_share: int = MIN_SHARE_K_TILES) -> StreamKTmaTiles:
     """The variant for a configuration's tiles (default: step 21's GPU tiles); ``split`` and ``min_share`` as step
     21's ``build``."""
     config = replace(Config.of(CONFIG if config is None else config), PARTIAL_TILES=False)
-    return ClusterStreamKTmaTiles("cluster_stream_k", cluster_stream_k_kernel, config,
-                                  edge=warpgroup_tf32.build(config),
-                                  requires_compute_capability=warp_specialized_stream_k.REQUIRES_COMPUTE_CAPABILITY,
-                                  split=split, min_share=min_share)
+    return StreamKTmaTiles("cluster_stream_k", cluster_stream_k_kernel, config, edge=warpgroup_tf32.build(config),
+                           requires_compute_capability=warp_specialized_stream_k.REQUIRES_COMPUTE_CAPABILITY,
+                           split=split, min_share=min_share)  # in clusters: the Config's CLUSTER
 
 
 def ptx_kernels() -> dict:

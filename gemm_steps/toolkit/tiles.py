@@ -60,10 +60,6 @@ class TiledKernels(KernelBuild):
     """
 
     schedule = "one block per tile"
-    #: Blocks per cluster of the fast kernel's launch (None: no cluster); its grid's full tile-columns are a multiple
-    #: of :attr:`full_cols_multiple` (a last, odd one runs on the edge kernel).
-    cluster: tuple | None = None
-    full_cols_multiple = 1
 
     def __init__(self, name: str, function, config: TileConfig, extra_constants: dict | None = None,
                  overrides: dict | None = None, edge: "TiledKernels | None" = None,
@@ -75,6 +71,19 @@ class TiledKernels(KernelBuild):
         self._opted_in: set = set()
         self._resident_blocks: dict[str, int] = {}
         self._plans = KeptPerThread(LaunchPlan.KEPT)  # each host thread's launch plans (a plan holds its workspaces)
+
+    @property
+    def cluster(self) -> tuple | None:
+        """Blocks per cluster of the fast kernel's launch, ``(CLUSTER, 1, 1)`` where the build's constants have a
+        ``CLUSTER`` (steps 20 and 23), else None: no cluster."""
+        blocks = self.constants.get("CLUSTER")
+        return None if blocks is None else (blocks, 1, 1)
+
+    @property
+    def full_cols_multiple(self) -> int:
+        """The fast kernel's full tile-columns come in multiples of this: a cluster's blocks compute tiles side by side
+        in one tile-row (a last, odd one runs on the edge kernel, or on a ``partial`` build that covers it)."""
+        return self.constants.get("CLUSTER", 1)
 
     def resident_blocks(self, variant: str = "fast") -> int:
         """How many blocks of one kernel the whole GPU runs at once: SMs × occupancy (from the driver)."""

@@ -270,12 +270,7 @@ class ClusterTmaTiles(TmaTiles):
     """A TMA build whose fast kernel runs in clusters of ``CLUSTER`` blocks along the grid's columns (step 20): the
     blocks of a cluster compute tiles side by side in one tile-row, each loads ``A_BOX_ROWS`` rows of the A tile they
     share and multicasts them to all. Full tile-columns come in whole clusters; a last odd one runs on the edge
-    kernel."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.cluster = (self.constants["CLUSTER"], 1, 1)
-        self.full_cols_multiple = self.constants["CLUSTER"]
+    kernel. (The cluster is the build's ``CLUSTER`` constant: :attr:`TiledKernels.cluster`.)"""
 
 
 def flops_per_copied_byte(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> float:
@@ -366,8 +361,8 @@ class StreamKTmaTiles(TmaTiles):
     ``min_share`` k-tiles and whole waves run beside the split, nothing is split. Where
     ``fallback_when(tiles, k_tiles, sms)`` says so, the ``fallback`` build (step 17's) runs the launch instead.
     Workspace and flags are kept per stream (:class:`Workspaces`); every launch leaves the flags at 0 (each raised flag
-    is lowered by the thread that read it). A build in clusters (``cluster``: experiments/kernels/cluster_stream_k.py)
-    schedules clusters over groups of tiles side by side instead of blocks over tiles."""
+    is lowered by the thread that read it). A build in clusters (a ``CLUSTER`` constant: :attr:`TiledKernels.cluster`;
+    step 23) schedules clusters over groups of tiles side by side instead of blocks over tiles."""
 
     schedule = "stream-K"
     signature_fast = TmaTiles.signature_fast[:-1] + ", float32[::1], int32[::1], uint32, uint32)"
@@ -431,8 +426,6 @@ class ClusterStreamKTmaTiles(StreamKTmaTiles):
 
     def __init__(self, *args, scalar_stores: TmaTiles | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.cluster = (self.constants["CLUSTER"], 1, 1)
-        self.full_cols_multiple = self.constants["CLUSTER"]
         self.scalar_stores = scalar_stores
         self._c_maps = Kept(self.MAPS_KEPT)
 
