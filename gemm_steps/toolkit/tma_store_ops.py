@@ -33,9 +33,10 @@ address is 128-byte aligned (1,024 for the swizzle), as for a load.
 **Simulator twins.** ``store_tile`` writes the box's inside part into the matrix at once (un-swizzling if the map
 says so); the group operations have nothing to wait for.
 
-Needs compute capability 9.0. Not yet used by a step: experiments/kernels/cluster_multicast_tma_store.py (step 20
-with this epilogue) uses it. On an H200 (2026-11-28) tests/test_tma_store.py's ``gpu`` tests pass for boxes inside C
-and past its far edges, plain and swizzled, and the experiment's product is right.
+Needs compute capability 9.0. Step 23 (``steps/cluster_stream_k_tma_store.py``) stores C this way: 16-row chunks
+through three buffers per consumer warpgroup, a named barrier per chunk, ``store_wait_read(1)`` before a buffer is
+written again. On an H200 (2026-11-28) tests/test_tma_store.py's ``gpu`` tests pass for boxes inside C and past its
+far edges, plain and swizzled; step 23's GPU tests pass (2026-11-29).
 """
 
 from __future__ import annotations
