@@ -111,7 +111,7 @@ for gpu, run in runs.items():
 for gpu, run in runs.items():
     p = predictions.get(20, f"multicast_over_step17_{gpu.lower()}")
     for v in lesson_20.verdicts(run, p):
-        print(f"{gpu} {lesson.size_label(v.size)}: step 20 / step 17 = {v.ratio:.3f} (predicted {v.low:.2f}–"
+        print(f"{gpu} {v.label}: step 20 / step 17 = {v.ratio:.3f} (predicted {v.low:.2f}–"
               f"{v.high:.2f}: {v.where})")
 
 # %% [markdown]

@@ -50,7 +50,7 @@ def test_the_speed_is_read_from_the_records(gpu):
 def test_the_verdict_places_each_ratio_against_the_predicted_range():
     p = predictions.get(20, "multicast_over_step17_h100")
     assert p.before_the_run and predictions.ratio_range(p, 8192) == (1.02, 1.10)
-    got = {v.size[0]: v for v in lesson_20.verdicts(RUNS["H100"], p)}
+    got = {int(v.shape.split('x')[0]): v for v in lesson_20.verdicts(RUNS["H100"], p)}
     for size, v in got.items():
         assert (v.low, v.high) == predictions.ratio_range(p, size)
         assert v.where == ("inside" if v.low <= v.ratio <= v.high else "above" if v.ratio > v.high else "below")

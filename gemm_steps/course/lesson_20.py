@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .predictions import Prediction, ratio_range
+from .predictions import Prediction, Verdict, ratio_range
 from .timings import caption, load_run, load_runs, record, tflops_table
 
 #: The runs of experiments/cluster_arrive_scope.py: step 17, step 20 as shipped, the two variants, both cuBLAS.
@@ -112,26 +112,12 @@ def speed_table(run: dict) -> MarkdownTable:
 
 
 # -- the verdict ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    """Step 20 / step 17 at one size against the predicted range (:func:`verdicts`)."""
-    size: tuple  # (M, N, K)
-    ratio: float  # step 20's TFLOPS over step 17's, same run
-    low: float  # the predicted range's low end
-    high: float  # … and high end
-
-    @property
-    def where(self) -> str:
-        """"inside", "above" or "below" the predicted range."""
-        return "inside" if self.low <= self.ratio <= self.high else ("above" if self.ratio > self.high else "below")
-
-
 def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
-    """Step 20 / step 17 in ``run`` at each size, against the predicted range."""
+    """Step 20 / step 17 in ``run`` at each size, against the predicted range, and step 20 over cuBLAS TF32."""
     out = []
     for size in BIG:
-        low, high = ratio_range(prediction, size[0])
-        out.append(Verdict(size, speed(run, "cluster_multicast", size).of_step17, low, high))
+        q = speed(run, "cluster_multicast", size)
+        out.append(Verdict("x".join(map(str, size)), q.of_step17, *ratio_range(prediction, size[0]), q.of_cublas_tf32))
     return out
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .predictions import Prediction, ratio_range
+from . import predictions
+from .predictions import Prediction, Verdict, range_text, where
 from . import timings
 from .timings import load_run, tflops_by_shape
 
@@ -125,36 +126,14 @@ def waves_figure(tiles: int = 150, k_tiles: int = 64, sms: int = SMS, steps: tup
 
 
 # -- the speed, against the prediction -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    shape: str
-    ratio: float  # the record over the baseline (TFLOPS over TFLOPS: > 1 faster)
-    low: float
-    high: float
-    over_tf32: float  # the record over cuBLAS TF32 in the same run
-
-    @property
-    def where(self) -> str:
-        return "inside" if self.low <= self.ratio <= self.high else ("above" if self.ratio > self.high else "below")
-
-
 def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
-    """The compared record over its baseline at each predicted shape, against the predicted range."""
-    record, baseline = prediction.compared_with["record"], prediction.compared_with["baseline"]
-    by_shape = tflops_by_shape(run)
-    out = []
-    for shape in prediction.predicted["shapes"]:
-        t = by_shape.get(shape, {})
-        if record in t and baseline in t:
-            low, high = ratio_range(prediction, shape)
-            out.append(Verdict(shape, t[record] / t[baseline], low, high, t[record] / t["cublas_tf32"]))
-    return out
+    """The compared record over its baseline at each predicted shape, against the predicted range, and over cuBLAS
+    TF32 in the same run."""
+    return predictions.verdicts(run, prediction, "cublas_tf32")
 
 
 def verdict_table(found: list[Verdict], what: str) -> MarkdownTable:
-    return table([{"M×N×K": v.shape.replace("x", "×"), f"{what} / step 17": v.ratio,
-                   "predicted": f"{v.low:.2f}–{v.high:.2f}", "": v.where, f"{what} / cuBLAS TF32": v.over_tf32}
-                  for v in found], {f"{what} / step 17": "{:.3f}", f"{what} / cuBLAS TF32": "{:.2f}"})
+    return predictions.verdict_table(found, what, "step 17", "cuBLAS TF32")
 
 
 def repeat_table(first: dict, second: dict) -> MarkdownTable:
@@ -283,9 +262,7 @@ def _against(value: float, low_high) -> str:
     """A measured ratio against its predicted range: ``"1.19 – 1.30: inside"``; an empty string without a range."""
     if not low_high:
         return ""
-    low, high = low_high
-    where = "inside" if low <= value <= high else ("above" if value > high else "below")
-    return f"{low:.2f} – {high:.2f}: {where}"
+    return f"{range_text(*low_high)}: {where(value, *low_high)}"
 
 
 def strides_table(run: dict, prediction: Prediction) -> MarkdownTable:

@@ -11,7 +11,8 @@ from gemm_steps.harness import results_files
 
 from . import timings
 from .display import MarkdownTable, table
-from .predictions import Prediction, ratio_range
+from . import predictions
+from .predictions import Prediction, Verdict
 from .timings import load_run, tflops_by_shape
 
 #: experiments/stream_k_3xtf32.py: step 18, step 22, step 22's persistent loop alone, both cuBLAS (its prediction);
@@ -85,35 +86,14 @@ def waves_table(shapes) -> MarkdownTable:
 
 
 # -- the speed, against the prediction -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    shape: str
-    ratio: float  # step 22 over step 18 (TFLOPS over TFLOPS: > 1 faster)
-    low: float
-    high: float
-    over_sgemm: float  # step 22 over cuBLAS SGEMM in the same run
-
-    @property
-    def where(self) -> str:
-        return "inside" if self.low <= self.ratio <= self.high else ("above" if self.ratio > self.high else "below")
-
-
 def verdicts(run: dict, prediction: Prediction) -> list[Verdict]:
-    record, baseline = prediction.compared_with["record"], prediction.compared_with["baseline"]
-    by_shape = tflops_by_shape(run)
-    out = []
-    for shape in prediction.predicted["shapes"]:
-        t = by_shape.get(shape, {})
-        if record in t and baseline in t:
-            low, high = ratio_range(prediction, shape)
-            out.append(Verdict(shape, t[record] / t[baseline], low, high, t[record] / t["cublas"]))
-    return out
+    """The compared record over its baseline at each predicted shape, against the predicted range, and over cuBLAS
+    SGEMM in the same run."""
+    return predictions.verdicts(run, prediction, "cublas")
 
 
 def verdict_table(found: list[Verdict], what: str = "step 22") -> MarkdownTable:
-    return table([{"M×N×K": v.shape.replace("x", "×"), f"{what} / step 18": v.ratio,
-                   "predicted": f"{v.low:.2f}–{v.high:.2f}", "": v.where, f"{what} / cuBLAS SGEMM": v.over_sgemm}
-                  for v in found], {f"{what} / step 18": "{:.3f}", f"{what} / cuBLAS SGEMM": "{:.2f}"})
+    return predictions.verdict_table(found, what, "step 18", "cuBLAS SGEMM")
 
 
 def pace_table(run: dict) -> MarkdownTable:

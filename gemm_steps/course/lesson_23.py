@@ -8,7 +8,7 @@ from __future__ import annotations
 from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
-from .predictions import Prediction, ratio_range
+from .predictions import Prediction, range_text, ratio_range, where
 from . import timings
 from .timings import load_run, load_runs, record
 
@@ -45,7 +45,7 @@ def cluster_stream_k_table(runs: list[dict], prediction: Prediction) -> Markdown
     rows = []
     for shape in CLUSTER_STREAM_K_SHAPES:
         low, high = ratio_range(prediction, _shape_key(shape))
-        row = {"shape": "×".join(map(str, shape)), "predicted": f"{low:.2f}–{high:.2f}"}
+        row = {"shape": "×".join(map(str, shape)), "predicted": range_text(low, high)}
         for i, run in enumerate(runs, 1):
             row[f"run {i}"] = (record(run, "cluster_stream_k", shape)["tflops"]
                                / record(run, "warp_specialized_stream_k", shape)["tflops"])
@@ -75,7 +75,7 @@ def tma_store_persistent_table(runs: list[dict], prediction: Prediction) -> Mark
     rows = []
     for shape in CLUSTER_STREAM_K_SHAPES:
         low, high = ratio_range(prediction, _shape_key(shape))
-        row = {"shape": "×".join(map(str, shape)), "predicted": f"{low:.2f}–{high:.2f}"}
+        row = {"shape": "×".join(map(str, shape)), "predicted": range_text(low, high)}
         for label, over in (("", "cluster_stream_k"), (" / step 21", "warp_specialized_stream_k"),
                             (" / cuBLAS TF32", "cublas_tf32")):
             for i, run in enumerate(runs, 1):
@@ -108,7 +108,7 @@ def bench_table(run: dict, prediction: Prediction) -> MarkdownTable:
     for size in (512, 1024, 2048, 4096, 8192):
         ours = record(run, STEP_23, size)
         low, high = ratio_range(prediction, size)
-        row = {"size": f"{size}³", "predicted / step 21": f"{low:.2f}–{high:.2f}",
+        row = {"size": f"{size}³", "predicted / step 21": range_text(low, high),
                "step 23 / step 21": ours["tflops"] / record(run, STEP_21, size)["tflops"]}
         cublas = prediction.predicted["over_cublas_tf32"].get(str(size))
         row["predicted / cuBLAS TF32"] = f"{cublas[0]:.2f}–{cublas[1]:.2f}" if cublas else "—"
@@ -126,8 +126,8 @@ def suite_rows(run: dict, prediction: Prediction) -> list[dict]:
     for key, (low, high) in prediction.predicted["ratio_by_shape"].items():
         shape = tuple(int(x) for x in key.split("x"))
         ratio = record(run, STEP_23, shape)["tflops"] / record(run, STEP_21, shape)["tflops"]
-        rows.append({"shape": "×".join(map(str, shape)), "predicted": f"{low:.2f}–{high:.2f}",
-                     "step 23 / step 21": ratio, "inside": "yes" if low <= ratio <= high else "no",
+        rows.append({"shape": "×".join(map(str, shape)), "predicted": range_text(low, high),
+                     "step 23 / step 21": ratio, "against the range": where(ratio, low, high),
                      "step 23 / cuBLAS TF32": record(run, STEP_23, shape)["tflops"]
                      / record(run, "cublas_tf32", shape)["tflops"]})
     return rows

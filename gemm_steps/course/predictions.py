@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gemm_steps.harness import results_files
 
-from .display import MarkdownTable
+from .display import MarkdownTable, table
 
 
 def folder() -> Path:
@@ -177,3 +177,58 @@ def ratio_range(prediction: Prediction, size: int | None = None) -> tuple[float,
     if isinstance(r, dict):
         r = r[str(size)]
     return float(r[0]), float(r[1])
+
+
+# -- the verdict: a measured ratio against its predicted range --------------------------------------------------------
+def where(value: float, low: float, high: float) -> str:
+    """"inside", "above" or "below" the predicted range [low, high]."""
+    return "inside" if low <= value <= high else ("above" if value > high else "below")
+
+
+def range_text(low: float, high: float) -> str:
+    """A predicted range as the lessons' tables show it: ``0.97–1.03``."""
+    return f"{low:.2f}–{high:.2f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One shape of a run against a prediction (:func:`verdicts`)."""
+    shape: str  # "MxNxK"
+    ratio: float  # the compared record over its baseline, same run (TFLOPS over TFLOPS: > 1 faster)
+    low: float  # the predicted range's low end …
+    high: float  # … and high end
+    over_reference: float  # the record over the reference (a cuBLAS) in the same run
+
+    @property
+    def where(self) -> str:
+        return where(self.ratio, self.low, self.high)
+
+    @property
+    def label(self) -> str:
+        """The shape as the lessons write it: ``4096³`` for a square, ``1152×2048×4096`` otherwise."""
+        m, n, k = self.shape.split("x")
+        return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def verdicts(run: dict, prediction: Prediction, reference: str) -> list[Verdict]:
+    """At each shape the prediction names (``predicted["shapes"]``), its record over its baseline
+    (``compared_with``) in ``run`` against the predicted range, and the record over ``reference``."""
+    from .timings import tflops_by_shape
+
+    record, baseline = prediction.compared_with["record"], prediction.compared_with["baseline"]
+    by_shape = tflops_by_shape(run)
+    out = []
+    for shape in prediction.predicted["shapes"]:
+        t = by_shape.get(shape, {})
+        if record in t and baseline in t:
+            low, high = ratio_range(prediction, shape)
+            out.append(Verdict(shape, t[record] / t[baseline], low, high, t[record] / t[reference]))
+    return out
+
+
+def verdict_table(found: list[Verdict], what: str, baseline: str, reference: str) -> MarkdownTable:
+    """The verdicts as a table: ``what`` / ``baseline`` with its predicted range and where it fell, and ``what`` /
+    ``reference``."""
+    return table([{"M×N×K": v.label, f"{what} / {baseline}": v.ratio,
+                   "predicted": range_text(v.low, v.high), "": v.where, f"{what} / {reference}": v.over_reference}
+                  for v in found], {f"{what} / {baseline}": "{:.3f}", f"{what} / {reference}": "{:.2f}"})
