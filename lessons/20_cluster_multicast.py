@@ -196,9 +196,10 @@ for size, ratio in lesson_20.tma_store_ratios(lesson_20.tma_store_run()).items()
 #
 # Lesson 23 does that: step 23 is step 21's persistent grid on clusters of two, with this store.
 #
-# Try it: step 20 has no exercise of its own yet. Its ring is lesson 16's and its roles lesson 17's:
-# [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) (`gemm-steps exercise check mbarrier_ring`) and
-# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) practise both, on the simulator.
+# Try it: [`exercises/cluster_multicast.py`](../exercises/cluster_multicast.py) — two blocks of a cluster share B's
+# k-tiles: each multicasts its half into both, announces both halves' bytes, and releases the stage on both blocks
+# (`gemm-steps exercise check cluster_multicast`, on the simulator: it draws who loaded what into which stage, and
+# names a missing remote arrival instead of hanging).
 #
 # Next: [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21: step 17's kernel on
 # a persistent grid, the part-empty last wave shared out by k-tiles), then
