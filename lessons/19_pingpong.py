@@ -253,8 +253,10 @@ print(f"the build's 'past the order barrier' mark: {alt.mark_after_turn:,.0f} cl
 #   accuracy is TF32's (with `precision="tf32"` a shape suite's table could choose it where it was measured
 #   fastest).
 #
-# Try it: the producer/consumer split that ping-pong reorders, in
-# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py) (`gemm-steps exercise check warp_specialized`).
+# Try it: [`exercises/pingpong.py`](../exercises/pingpong.py) — two consumers take a block's tiles in turn, the wait
+# and the hand-over at the named barriers yours (`gemm-steps exercise check pingpong`, on the simulator: it draws the
+# two consumers' timeline and names a main loop that started too early, a wait that never completes, or a hand-over
+# after the store).
 #
 # Next: [Lesson 20: a cluster of two blocks that share A's tile](20_cluster_multicast.ipynb) (step 20), then
 # [Lesson 21: stream-K on the tensor cores](21_warp_specialized_stream_k.ipynb) (step 21).

@@ -311,6 +311,7 @@ if v18:
 #
 # ## Your turn
 #
-# The kernels of steps 1, 2, 3, 5 and 10's tile loop are exercises: `gemm-steps exercise list` names them, and
+# The kernels of steps 1, 2, 3, 5 and 10's tile loop are exercises, and so is one idea of each of lessons 11–14, 16,
+# 17, 19, 20 and 23 (from stream-K's fix-up to the TMA store): `gemm-steps exercise list` names them, and
 # `gemm-steps exercise check NAME` grades yours on the simulator — which element is wrong, which thread read out of
-# bounds, which threads race on shared memory. The stubs are in `exercises/`.
+# bounds, which threads race on shared memory, which barrier never completes and why. The stubs are in `exercises/`.

@@ -184,10 +184,16 @@ EXERCISES = [
     Exercise("warp_specialized", "a producer warpgroup and two consumers, registers handed over by setmaxnreg",
              "warp_specialized", "warp_specialized_kernel", None, (128, 16), grader="exercise_warp_specialized",
              signature="void(float32[:, ::1], float32[::1], float32[:, ::1])", compile_cc=(9, 0)),
+    Exercise("pingpong", "two consumer warps take a block's tiles in turn, their main loops ordered by named barriers",
+             "pingpong", "pingpong_kernel", None, (8, 32), grader="exercise_pingpong",
+             signature="void(float32[:, ::1], float32[::1], float32[:, ::1])", compile_cc=(9, 0)),
     Exercise("cluster_multicast", "two blocks of a cluster share B's k-tiles: each multicasts half, both release",
              "cluster_multicast", "cluster_multicast_kernel", None, (8, 32), uses_shared=True,
              grader="exercise_cluster_multicast", signature="void(float32[:, ::1], uint64[::1], float32[:, ::1])",
              compile_cc=(9, 0)),
+    Exercise("tma_store", "step 23's epilogue: chunks of C through three shared buffers, stored by the copy engine",
+             "cluster_stream_k_tma_store", "tma_store_kernel", None, (32, 32), grader="exercise_tma_store",
+             signature="void(float32[:, ::1], float32[:, ::1], uint64[::1])", compile_cc=(9, 0)),
 ]
 
 
