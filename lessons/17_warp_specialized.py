@@ -198,13 +198,15 @@ if ref is not None:
     lesson.say(reference.launch_table(ref, 8192, hopper_kernels))
 
 # %% [markdown]
-# cuBLAS TF32's kernel is the design step 17 is heading for, with three things more. Like step 17 it has three
+# cuBLAS TF32's kernel is the design step 17 is heading for, with four things more. Like step 17 it has three
 # warpgroups (384 threads) with the `setmaxnreg` hand-off from 168 registers, and the same tensor-core instruction
 # fed the same way: `HGMMA.64x256x8` with operand A from registers — the course's own operand path. What it has
 # and step 17 has not: a **persistent** grid (one block an SM), **clusters of two blocks** whose tiles share an
 # operand, which the copy engine loads once and **multicasts** to both (`UTMALDG…MULTICAST`), and an epilogue that
 # writes C through shared memory and the copy engine (`UTMASTG`) instead of 128 `STG` from registers. Those are the
-# next steps of the course.
+# next steps of the course. The fourth is not in the SASS, and was found later (lesson 23): its tensor maps tell the
+# copy engine to round A and B to TF32 as it loads them, where step 17 loads float32 — the tensor core then truncates
+# A, and two instructions round each element of B.
 #
 # Now the clocks. Every kernel here ran into the board's 700 W limit, so the SM clock each got is what its energy per
 # FLOP allows. Beside it, the work per FLOP of the profiled launch:

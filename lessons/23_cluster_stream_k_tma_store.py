@@ -7,7 +7,8 @@
 # engine** (256 `UTMASTG` in its SASS). Step 20 (lesson 20) tried the cluster on step 17, one tile a block; step 23
 # puts both on step 21's persistent grid. Each of the two changes was first measured alone, as an experiment with its
 # prediction written before it; then the step, with its own prediction, in the course benchmark and the shape suite.
-# Every run is on an **H200** with step 21 and cuBLAS TF32 in the same process (the captions name the files).
+# A third thing cuBLAS does turned up after that, by asking how it reads its inputs: its copies **round A and B to
+# TF32**. Every run is on an **H200** with step 21 and cuBLAS TF32 in the same process (the captions name the files).
 
 # %%
 import gemm_steps
@@ -107,10 +108,11 @@ lesson.show_kernel(step, start="# The epilogue:", stop="cluster_sync()  # the pe
 lesson.check_against_numpy(step, [(32, 128, 96), (45, 180, 70)])
 
 # %% [markdown]
-# ## How fast: the course benchmark against the prediction
+# ## How fast: the first benchmark against the prediction
 #
 # The prediction for the step (`predictions/step-23-before-run.md`), written before the step first ran, then the
-# course benchmark (`gemm-steps bench`: every step and both cuBLAS in one run; the 512³–2048³ ranges are in the file):
+# course benchmark (`gemm-steps bench`: every step and both cuBLAS in one run; the 512³–2048³ ranges are in the file).
+# This is step 23 with the first two changes, before its copies rounded (the last section):
 
 # %%
 bench_prediction = predictions.get(23, "step23_over_step21_bench_h200")
@@ -179,14 +181,69 @@ if reference:
 # extra instructions and bytes), so the power limit gives it a lower clock. Closing the gap means fewer instructions
 # and bytes per FLOP in the loop, not a different launch.
 #
+# ## The third change: copies that round to TF32
+#
+# Where did the extra instructions come from? Per `HGMMA`, cuBLAS's loop executes 4 shared-memory loads (`LDS`) and
+# nothing that could round them; step 23's executes the same 4 loads and 8 instructions more — the rounding of B's
+# fragments to TF32, two instructions an element. So how does cuBLAS turn its float32 inputs into TF32? A probe
+# (`experiments/tf32_operand_rounding.py`): one 4096³ product where every element of C is 1.0 times a value that
+# truncation and the two ways of rounding send to different places — once in A, once in B — and the error of each
+# kernel on ordinary random inputs:
+
+# %%
+rounding = lesson_23.operand_rounding()
+if rounding:
+    print(lesson_23.caption(rounding))
+    lesson.say(lesson_23.operand_rounding_table(rounding))
+
+# %% [markdown]
+# cuBLAS reads both operands **rounded** to the nearest TF32 value (a tie to the even one). Steps 15–23 read A
+# **truncated**: A's tile goes from the copy engine straight to the tensor core, which drops the 13 low bits. That is
+# all of their 1.6× larger error — step 12, which rounds both itself, has cuBLAS's. (Predicted, before the run: cuBLAS
+# truncates both. Wrong.) cuBLAS rounds without an instruction because its **tensor maps say TF32**: a map's element
+# type can be `TFLOAT32` instead of `FLOAT32`, and then the copy engine rounds every float as it loads it. Step 23's
+# maps do that now (`tensor_map_2d(…, tf32=True)`), and B's fragments go to the `wgmma` as loaded — two changes,
+# timed each alone in one run (`experiments/tf32_copies.py`), each against its prediction written before the run:
+
+# %%
+copies_prediction = predictions.get(23, "tf32_copies_over_step23_h200")
+plain_b_prediction = predictions.get(23, "plain_b_over_tf32_copies_h200")
+lesson.say(predictions.quote(copies_prediction))
+copies_run = lesson_23.tf32_copies_run()
+if copies_run:
+    print(lesson_23.caption(copies_run))
+    lesson.say(lesson_23.tf32_copies_table(copies_run, copies_prediction, plain_b_prediction))
+
+# %% [markdown]
+# The error is now cuBLAS's to the last digit. The speed moved more than predicted: the maps alone made step 23 1.5–3 %
+# faster, where nothing was expected — at 8192³ its clock rose by 44 MHz under the same 700 W, and at 4096³, where
+# the clock was at its top either way, the gain is not explained. Dropping B's 8 instructions an `HGMMA` then added
+# 0–1 %, inside its range: the loop was not short of issue slots. Together: cuBLAS's speed at 4096³.
+#
+# The course benchmark with step 23 so built, against the prediction written before it:
+
+# %%
+final_prediction = predictions.get(23, "step23_tf32_copies_bench_h200")
+lesson.say(predictions.quote(final_prediction))
+final = lesson_23.bench_tf32_copies()
+if final:
+    print(lesson_23.caption(final))
+    lesson.say(lesson_23.bench_table(final, final_prediction))
+
+# %% [markdown]
+# Every ratio inside its range. Step 23 is 7 % faster than step 21 at the squares, as fast as cuBLAS TF32 at 4096³
+# and 2 % short of it at 8192³, where its clock is 2.5 % below cuBLAS's under the power limit — the target (≥ 1.00×
+# at both) is met at one size of two, on one GPU.
+#
 # And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, one H200 run, its prediction
 # written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the predicted range — three
 # products a k-step on the same bytes leave L2 little to save. And that kernel is 0.90–0.91× step 18's at the squares
 # (why step 22 hands them to step 18, lesson 22). So step 23 has no 3xTF32 build: the course's 3xTF32 target (≥ 2.5×
 # cuBLAS SGEMM) needs a faster 3xTF32 k-tile first, not a cluster.
 #
-# Try it: step 23 has no exercise of its own yet; lesson 16's ring and lesson 17's roles are practised in
-# [`exercises/mbarrier_ring.py`](../exercises/mbarrier_ring.py) and
-# [`exercises/warp_specialized.py`](../exercises/warp_specialized.py), on the simulator.
+# Try it: [`exercises/tma_store.py`](../exercises/tma_store.py) — this epilogue alone: one warpgroup storing a tile
+# of C through three buffers (`gemm-steps exercise check tma_store`, on the simulator: it names a buffer written while
+# a store may still read it, a store issued before its chunk was fenced and met, and a block that ends with a store
+# still reading).
 #
 # Next: [Lesson 24: the FP32 contract](24_fp32_contract.ipynb), what "FP32" promises.

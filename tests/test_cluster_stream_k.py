@@ -28,6 +28,7 @@ truncated, B rounded: what the kernel multiplies) with the float32 tolerance.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,9 +119,12 @@ from helpers import record_stream_k_launches  # noqa: E402
 
 
 def _same_bits_as_the_plain_variant(m, n, k, name, config, launches: list | None = None, **build):
-    """Step 23's C (nothing written around it) has the plain variant's bits: the same k-loop and fixup, only the way
-    out changed. ``launches``: record both builds' launches there (on a grid of two clusters)."""
-    plain_build, ours_build = variant.build(config.tiles(), **build), step_23.build(config, fallback=False, **build)
+    """Step 23's C (nothing written around it) has the plain variant's bits — built with the variant's float32 copies
+    and B's rounding instructions (``TF32_COPIES=False``, ``ROUND_B=True``): the same k-loop and fixup, only the way out
+    changed. ``launches``: record both builds' launches there (on a grid of two clusters)."""
+    as_the_variant = replace(step_23.Config.of(config), TF32_COPIES=False, ROUND_B=True)
+    plain_build = variant.build(config.tiles(), **build)
+    ours_build = step_23.build(as_the_variant, fallback=False, **build)
     if launches is not None:
         record_schedule_launches(plain_build, launches, "plain", 4)
         record_schedule_launches(ours_build, launches, "step 23", 4)
@@ -192,6 +196,27 @@ def test_step_23_leaves_a_c_the_copy_engine_cannot_write_to_step_21(monkeypatch)
     a, b = random_matrices(rng_for("unwritable"), m, n, k)
     built.launch(cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), np.float32))
     assert ran == ["warp_specialized_stream_k"] and ours == []
+
+
+@simulator_only
+def test_step_23_reads_a_and_b_as_its_copies_round_them():
+    """TF32_COPIES: the copy engine's twin rounds A and B to nearest, ties to even — C is float64's product of those
+    inputs to the float32 tolerance, and not of A truncated; B's two rounding instructions then change no bit; and
+    ROUND_B = False without TF32_COPIES (B truncated) is refused."""
+    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
+    from helpers import rel_error, tolerance
+
+    config = step_23.SIMULATOR_CONFIG
+    assert config.TF32_COPIES and not config.ROUND_B
+    m, n, k = config.BLOCK_M, 2 * config.BLOCK_N, 3 * config.BLOCK_K
+    shipped = _product(step_23.build(config, fallback=False), m, n, k, "tf32 copies")
+    a, b = random_matrices(rng_for("tf32 copies"), m, n, k)  # _product's inputs
+    assert rel_error(shipped, round_to_tf32_even(a), round_to_tf32_even(b)) <= tolerance(k)
+    assert rel_error(shipped, truncate_to_tf32(a), round_to_tf32(b)) > 100 * tolerance(k)
+    rounded_b = _product(step_23.build(replace(config, ROUND_B=True), fallback=False), m, n, k, "tf32 copies")
+    assert np.array_equal(shipped.view(np.uint32), rounded_b.view(np.uint32))
+    with pytest.raises(ValueError, match="ROUND_B = False"):
+        replace(config, TF32_COPIES=False).check()
 
 
 #: Ragged products on a GPU: an odd number of tile-columns (the partial build's last pair half past C) and K off a

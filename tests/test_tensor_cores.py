@@ -25,8 +25,8 @@ from gemm_steps.harness.ptx import ptx_stats
 from gemm_steps.steps import tensor_cores, three_tf32
 from gemm_steps.toolkit.backend import SIMULATOR
 from gemm_steps.toolkit.tile_config import tile_fields
-from gemm_steps.toolkit.tensor_core_ops import (load_matrix_x4, mma_tf32, mma_tf32_reference, round_to_tf32, split_tf32,
-                                                split_tf32_parts, to_tf32)
+from gemm_steps.toolkit.tensor_core_ops import (load_matrix_x4, mma_tf32, mma_tf32_reference, round_to_tf32,
+                                                round_to_tf32_even, split_tf32, split_tf32_parts, to_tf32)
 from experiments.tensor_cores import one_warp_mma
 from gemm_steps.harness.verify import tf32_tolerance
 from helpers import COMPARE, parse_expectation, random_matrices, reference, rel_error, rng_for, tolerance
@@ -51,6 +51,18 @@ def test_round_to_tf32_ties_go_away_from_zero_and_specials_survive():
     expected = np.array([1 + 2 * half, -(1 + 2 * half), 1 + 4 * half, np.inf, -np.inf, 0.0], dtype=np.float32)
     assert np.array_equal(round_to_tf32(values), expected)
     assert np.isnan(round_to_tf32(np.float32(np.nan)))
+
+
+def test_round_to_tf32_even_breaks_ties_to_the_even_neighbour_and_matches_nearest_elsewhere():
+    """The copy engine's rounding through a TFLOAT32 tensor map (measured on an H200: ties to even)."""
+    half = np.float32(2.0 ** -11)
+    values = np.array([1 + half, -(1 + half), 1 + 3 * half, 1 + 1.5 * half, np.inf, -np.inf, 0.0], dtype=np.float32)
+    expected = np.array([1.0, -1.0, 1 + 4 * half, 1 + 2 * half, np.inf, -np.inf, 0.0], dtype=np.float32)
+    assert np.array_equal(round_to_tf32_even(values), expected)
+    assert np.isnan(round_to_tf32_even(np.float32(np.nan)))
+    x = rng_for("tf32 even").standard_normal(10000).astype(np.float32)
+    tie = (x.view(np.uint32) & DROPPED) == 0x1000  # exactly half a unit dropped: about 1 in 8,192
+    assert np.array_equal(round_to_tf32_even(x)[~tie], round_to_tf32(x)[~tie])
 
 
 @cuda.jit

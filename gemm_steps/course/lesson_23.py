@@ -1,6 +1,7 @@
-"""Lesson 23's helpers: step 23 (step 21 on clusters of two, A's tile multicast, C stored by the copy engine) — the
-two one-change experiments it was built from (experiments/cluster_stream_k.py: the cluster, then the TMA store), its
-first benchmark and shape suite beside step 21 and both cuBLAS, each against the prediction written before it.
+"""Lesson 23's helpers: step 23 (step 21 on clusters of two, A's tile multicast, C stored by the copy engine, A and B
+rounded by the copy engine) — the one-change experiments it was built from (experiments/cluster_stream_k.py: the
+cluster, then the TMA store; experiments/tf32_copies.py: the rounding copies), its benchmarks and shape suite beside
+step 21 and both cuBLAS, each against the prediction written before it.
 Numbers and small dataclasses only: the words are the lesson's."""
 
 from __future__ import annotations
@@ -193,3 +194,68 @@ def cluster_3xtf32_ratios() -> dict[str, dict[str, float]] | None:
                       "step 22's kernel / step 18": record(run, "step_22_own_kernel", size)["tflops"]
                       / record(run, "warp_specialized_3xtf32", size)["tflops"]}
     return out
+
+
+# -- the third change: copies that round to TF32 (experiments/tf32_operand_rounding.py, tf32_copies.py; H200) --------
+#: How each kernel reads its float32 operands (one 4096³ call each on probe values), and its error on normal inputs …
+OPERAND_ROUNDING = results_files.EXPERIMENT_TF32_OPERAND_ROUNDING_NVIDIA_H200
+#: … step 23 with TFLOAT32 tensor maps, then without B's rounding instructions (one run, step 21 and both cuBLAS) …
+TF32_COPIES = results_files.EXPERIMENT_TF32_COPIES_NVIDIA_H200
+#: … and the course benchmark with step 23 so built.
+BENCH_TF32_COPIES = results_files.BENCH_NVIDIA_H200_2026_11_29_3
+PROBED = {"cublas_tf32": "cuBLAS TF32", "tensor_cores": "step 12 (`cvt.rna` on both)",
+          "warpgroup_tf32": "step 15", "warp_specialized": "step 17", "warp_specialized_stream_k": "step 21",
+          "cluster_stream_k_tma_store": "step 23 with float32 copies"}
+
+
+def operand_rounding() -> dict | None:
+    return load_run(OPERAND_ROUNDING)
+
+
+def read_as(probe: dict) -> str:
+    """What a kernel did to one operand, from the probe's names for 1 + 3·2⁻¹² (truncated or rounded) and for the tie
+    1 + 2⁻¹¹ (which way a tie went)."""
+    value = next(v for key, v in probe.items() if "1.0007324" in key and "-" not in key)
+    tie = next(v for key, v in probe.items() if "1.0004883" in key and "-" not in key)
+    if value == "nearest":
+        return "rounded, ties to even" if "ties even" in tie else "rounded, ties away"
+    return value
+
+
+def operand_rounding_table(run: dict) -> MarkdownTable:
+    """Per kernel: how it reads A and B, and its relative error against float64 on standard-normal 4096³ inputs."""
+    probes = run["probes"]
+    rows = [{"kernel": label, "A read": read_as(probes["A"][name]), "B read": read_as(probes["B"][name]),
+             "error at 4096³": probes["error"][name]["relative_error"]} for name, label in PROBED.items()]
+    return table(rows, {"error at 4096³": "{:.2e}"})
+
+
+def tf32_copies_run() -> dict | None:
+    return load_run(TF32_COPIES)
+
+
+def tf32_copies_table(run: dict, maps: Prediction, plain_b: Prediction) -> MarkdownTable:
+    """Per shape: the TFLOAT32 maps over step 23 as it was, then B passed as loaded over the maps (each against its
+    predicted range), the two together over cuBLAS TF32, and the errors and median clocks (as it was, now, cuBLAS)."""
+    rows = []
+    for shape, row in run["summary"].items():
+        m, n, k = (int(x) for x in shape.split("x"))
+        key = str(m) if m == n == k else shape
+        label = f"{m}³" if m == n == k else shape.replace("x", "×")
+        first, second = row["over_step_23"]["tf32_copies"], row["plain_b_over_copies"]
+        before, now, cublas = "cluster_stream_k_tma_store", "tf32_copies_plain_b", "cublas_tf32"
+        rows.append({"shape": label,
+                     "TFLOAT32 maps / float32": first,
+                     "maps predicted": f"{range_text(*ratio_range(maps, key))}: {where(first, *ratio_range(maps, key))}",
+                     "then B as loaded": second,
+                     "B predicted": f"{range_text(*ratio_range(plain_b, key))}: "
+                                   f"{where(second, *ratio_range(plain_b, key))}",
+                     "both / cuBLAS TF32": row["over_cublas_tf32"][now],
+                     "error (as it was, now, cuBLAS)": ", ".join(f"{row['error'][x]:.2e}" for x in (before, now, cublas)),
+                     "clock MHz (as it was, now, cuBLAS)": ", ".join(str(round(row["clock_mhz"][x]))
+                                                                      for x in (before, now, cublas))})
+    return table(rows, {"TFLOAT32 maps / float32": "{:.3f}", "then B as loaded": "{:.3f}", "both / cuBLAS TF32": "{:.3f}"})
+
+
+def bench_tf32_copies() -> dict | None:
+    return load_run(BENCH_TF32_COPIES)

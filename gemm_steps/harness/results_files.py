@@ -205,6 +205,7 @@ BENCH_NVIDIA_H200_2026_11_26_3 = "bench-nvidia-h200-2026-11-26-3.json"
 BENCH_NVIDIA_H200_2026_11_28 = "bench-nvidia-h200-2026-11-28.json"
 BENCH_NVIDIA_H200_2026_11_28_2 = "bench-nvidia-h200-2026-11-28-2.json"
 BENCH_NVIDIA_H200_2026_11_29_2 = "bench-nvidia-h200-2026-11-29-2.json"  # the first benchmark with step 23
+BENCH_NVIDIA_H200_2026_11_29_3 = "bench-nvidia-h200-2026-11-29-3.json"  # step 23 with its copies rounding to TF32
 COMPILE_TIMES_NVIDIA_H200 = "compile-times-nvidia-h200.json"
 EXPERIMENT_ALIGNED_ROWS_NVIDIA_H200 = "experiment-aligned-rows-nvidia-h200.json"  # A copied onto 128-byte rows
 EXPERIMENT_ASYNC_COPY_ANY = "experiment-async-copy-*.json"  # step 9 with cp.async copies (deep dive 09)
@@ -239,6 +240,9 @@ EXPERIMENT_PIPELINING_ANY = "experiment-pipelining-*.json"  # steps 8 and 9 with
 EXPERIMENT_PRODUCER_ORDER_NVIDIA_H200 = "experiment-producer-order-nvidia-h200.json"
 EXPERIMENT_REFERENCE_STEPS_17_20_NVIDIA_H200 = "experiment-reference-steps-17-20-nvidia-h200.json"
 EXPERIMENT_CLUSTER_3XTF32_NVIDIA_H200 = "experiment-cluster-3xtf32-nvidia-h200.json"  # step 22 on clusters of two
+# how cuBLAS TF32 and the TF32 steps read their operands; step 23 with TFLOAT32 tensor maps, then without B's rounding
+EXPERIMENT_TF32_OPERAND_ROUNDING_NVIDIA_H200 = "experiment-tf32-operand-rounding-nvidia-h200.json"
+EXPERIMENT_TF32_COPIES_NVIDIA_H200 = "experiment-tf32-copies-nvidia-h200.json"
 EXPERIMENT_REFERENCE_STEP_23_NVIDIA_H200 = "experiment-reference-step-23-nvidia-h200.json"  # steps 21, 23, both cuBLAS
 EXPERIMENT_REGISTER_2D_NVIDIA_H200 = "experiment-register-2d-nvidia-h200.json"
 EXPERIMENT_REGISTER_2D_UNSIGNED_ANY = "experiment-register-2d-unsigned-*.json"

@@ -1,9 +1,9 @@
 """Step 23 — step 21 as cuBLAS's TF32 kernel runs: persistent clusters of two sharing A, C stored by the copy engine.
 
 Changed from step 21 (the same producer warpgroup, ring, ``setmaxnreg`` hand-off, TF32 ``wgmma``, stream-K schedule
-and fixup; ``gemm-steps diff 21 23``): two things that cuBLAS's TF32 kernel does and step 21 does not
+and fixup; ``gemm-steps diff 21 23``): three things that cuBLAS's TF32 kernel does and step 21 does not
 (results/reference-*.json: grid 132, **cluster 2** with ``UTMALDG.MULTICAST``, 256 ``UTMASTG`` — a **TMA-store
-epilogue**). Each was measured alone first, as an experiment of its own (lesson 23).
+epilogue**, copies that round to TF32). Each was measured alone first, as an experiment of its own (lesson 23).
 
 * **Clusters of CLUSTER = 2, A multicast** (step 20's sharing on step 21's persistent grid). The two blocks of a
   cluster always compute two neighbouring tiles of one tile-row, a *pair*; block r loads rows r · A_HALF_ROWS … of the
@@ -20,14 +20,21 @@ epilogue**). Each was measured alone first, as an experiment of its own (lesson 
   warpgroup meets at its named barrier; then one thread issues the chunk's ``store_tile`` (``cp.async.bulk.tensor``
   global ← shared). Before that barrier it waits until the store of chunk j − 2 has read its buffer
   (``store_wait_read(1)``): the buffer the next chunk writes. The copy engine clips each box to C.
+* **A and B rounded by the copy engine** (cuBLAS's loads: experiments/tf32_operand_rounding.py). The tensor maps of A
+  and B have the element type ``TFLOAT32``: the copy engine rounds every float it loads to TF32, to nearest with ties
+  to even, so the wgmma reads A rounded (steps 15–21: truncated) and B's fragments need no rounding instruction
+  (``TF32_COPIES``, ``ROUND_B``). The error is cuBLAS TF32's; the products it hands on (step 17's split-K, step 21
+  where C is not writable, step 15's edge kernel) read A truncated as before.
 * **Start and end together** (step 20's): the barriers initialised and fenced for the cluster and a cluster barrier
   before any copy; at the end each warpgroup waits for its stores and the cluster meets again (a block's shared memory
   must outlive its peer's last arrivals and copies into it).
 
-Why faster: L2 sends A once per pair instead of once per tile, and a tile's results leave as 32 bulk copies instead
-of 32,768 scalar stores while the producer fills the next unit's stages. Expect (each written before its run):
-predictions/cluster-stream-k-before-run.md and predictions/cluster-stream-k-tma-store-before-run.md. Measured: lesson
-23 reads experiments/results/experiment-cluster-stream-k-*.json and the benchmark in results/.
+Why faster: L2 sends A once per pair instead of once per tile, a tile's results leave as 32 bulk copies instead of
+32,768 scalar stores while the producer fills the next unit's stages, and the copy engine rounds what the consumers
+rounded with 8 instructions an ``HGMMA``. Expect (each written before its run):
+predictions/cluster-stream-k-before-run.md, predictions/cluster-stream-k-tma-store-before-run.md and
+predictions/tf32-copies-before-run.md. Measured: lesson 23 reads experiments/results/experiment-cluster-stream-k-*.json,
+experiment-tf32-copies-nvidia-h200.json and the benchmarks in results/.
 
 Shapes: as step 21 — the full-tile build where the tiles are whole (the tile-columns in whole pairs: a last odd one
 runs on step 15's edge kernel) and the copy engine can read A and B, else the PARTIAL_TILES build (its grid covers
@@ -57,9 +64,10 @@ from ..toolkit.tma_tiles import ClusterStreamKTmaTiles, aligned_a_pays
 from ..toolkit.tuned import Tuning, built, default_config
 from ..toolkit.unroll import registers, unroll
 from ..toolkit.warpgroup_ops import (SWIZZLE_ALIGN, check_register_handoff, fence_proxy_async, first_aligned,
-                                     registers_at_entry, registers_lower_to, registers_raise_to, rounded_operand_bits,
-                                     shared_address, swizzled_descriptor, warpgroup_commit, warpgroup_fence,
-                                     warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32, zero_accumulators)
+                                     operand_bits, registers_at_entry, registers_lower_to, registers_raise_to,
+                                     rounded_operand_bits, shared_address, swizzled_descriptor, warpgroup_commit,
+                                     warpgroup_fence, warpgroup_wait_all, warpgroup_wait_but_one, wgmma_tf32,
+                                     zero_accumulators)
 from . import warp_specialized, warp_specialized_stream_k, warpgroup_tf32
 from .pingpong import grouped_tile, ring_place
 from .stream_k import stream_k_split
@@ -81,7 +89,7 @@ def cluster_stream_k_tma_store_kernel(a, b, c, m, n, k, tile_rows, tile_cols, a_
                                       BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                                       PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES, THREADS, CLUSTER,
                                       A_HALF_ROWS, CLUSTER_MASK, C_BOX_COLS, C_BOX_FLOATS, C_CHUNK_ROWS, C_CHUNK_FLOATS,
-                                      C_CHUNKS, C_BUFFERS, C_STAGING, EPILOGUE_BARRIER):
+                                      C_CHUNKS, C_BUFFERS, C_STAGING, EPILOGUE_BARRIER, ROUND_B):
     """Step 21's kernel on clusters of CLUSTER blocks: the units are pairs of tiles side by side in one tile-row,
     block r of a cluster computes tile r of each pair, A's tile of a pair is loaded half by each block and multicast
     to both, and a finishing unit's consumer warpgroups store C through shared memory and the copy engine, chunk by
@@ -169,7 +177,8 @@ def cluster_stream_k_tma_store_kernel(a, b, c, m, n, k, tile_rows, tile_cols, a_
                         for s in unroll(K_STEPS):
                             for q in unroll(4):
                                 x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
-                                b_frag[half][s][q] = rounded_operand_bits(x)  # rounded to TF32: 2 instructions
+                                # rounded to TF32 (2 instructions), unless the copy engine rounded it already
+                                b_frag[half][s][q] = rounded_operand_bits(x) if ROUND_B else operand_bits(x)
                         warpgroup_fence()
                         a_stage = swizzled_descriptor(uint32(base + stage * uint32(A_STAGE_FLOATS * 4)))
                         for s in unroll(K_STEPS):  # k-step s reads 32 bytes further along A's rows
@@ -273,6 +282,13 @@ class Config(StepConfig):
     CLUSTER: int = 2  # blocks per cluster. Two, as cuBLAS's TF32 kernel (results/reference-*.json: cluster 2 × 1 × 1)
     C_CHUNK_ROWS: int = 16  # rows of C a chunk of the epilogue holds (two sums a thread of each 8 rows)
     C_BUFFERS: int = 3  # chunk buffers a consumer warpgroup rotates through: 3 × 4,096 bytes
+    # How A and B become TF32. TF32_COPIES: the tensor maps' element type is TFLOAT32, so the copy engine rounds A and
+    # B to nearest (ties to even) as it loads them, as cuBLAS TF32's copies do; B's fragments then go to the wgmma as
+    # loaded (ROUND_B = False: no instruction). Steps 15–21 load float32: the tensor core truncates A's tile (read from
+    # shared memory) and two instructions round each element of B's fragments (ROUND_B), 1.6x cuBLAS's error.
+    # Measured each alone (experiments/tf32_copies.py, H200): the maps 1.015–1.031x, then B's instructions 1.001–1.008x.
+    TF32_COPIES: bool = True
+    ROUND_B: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -402,6 +418,9 @@ class Config(StepConfig):
             return ["the chunk buffers must start 1,024-byte aligned (the 128-byte swizzle)"]
         if self.C_BUFFERS < 3:
             return ["C_BUFFERS ≥ 3: the wait before chunk j's barrier frees the buffer of chunk j − 2"]
+        if not (self.ROUND_B or self.TF32_COPIES):
+            return ["ROUND_B = False passes B's fragments as loaded: only TF32_COPIES = True loads them rounded (else "
+                    "the tensor core truncates them)"]
         threads = self.THREADS + self.PRODUCER_THREADS
         try:
             check_register_handoff(threads, [(self.PRODUCER_THREADS, self.PRODUCER_REGISTERS),
@@ -442,19 +461,20 @@ def build(config: Config | TileConfig, split=stream_k_split, fallback: bool = Tr
 
 TUNING = Tuning(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use
 
-#: What the fast kernel's PTX must show (tests/test_ptx.py): step 21's k-loop (a wgmma per k-step, the waits, the TF32
-#: rounding in two instructions a fragment element, one setmaxnreg each way) with step 20's cluster (A's copies
-#: multicast, B's not; remote arrivals from warps 0 … CLUSTER − 1; the barriers' init fenced for the cluster; two cluster
-#: barriers) — and the epilogue: C leaves in 2 boxes a chunk through the copy engine (no scalar store of C: the
-#: st.global left are the fixup's partial sums, one an accumulator), one named barrier a chunk and one before them, a
-#: read-wait a chunk and one before them; the three maps (A, B, C) acquired at system scope; no local memory in the PTX.
+#: What the fast kernel's PTX must show (tests/test_ptx.py): step 21's k-loop (a wgmma per k-step, the waits, one
+#: setmaxnreg each way) without its TF32 rounding (no setp.num: the copy engine rounds A and B) with step 20's cluster
+#: (A's copies multicast, B's not; remote arrivals from warps 0 … CLUSTER − 1; the barriers' init fenced for the
+#: cluster; two cluster barriers) — and the epilogue: C leaves in 2 boxes a chunk through the copy engine (no scalar
+#: store of C: the st.global left are the fixup's partial sums, one an accumulator), one named barrier a chunk and one
+#: before them, a read-wait a chunk and one before them; the three maps (A, B, C) acquired at system scope; no local
+#: memory in the PTX.
 _GPU = default_config(SEARCH_SPACE)
 PTX_EXPECT = {"cluster_stream_k_tma_store_fast": {
     "cp.async.bulk.tensor.multicast": ">=1", "cp.async.bulk.tensor.store": 2 * _GPU.BLOCK_M // 16,
     "cp.async.bulk.wait_group.read": _GPU.BLOCK_M // 16 + 1, "mbarrier.arrive.expect_tx": ">=1",
     "mbarrier.arrive.remote": ">=2", "fence.mbarrier_init": 1, "barrier.cluster.arrive": 2,
     "barrier.cluster.wait": 2, "%cluster_ctarank": 1, "wgmma.mma_async.tf32": 2 * _GPU.BLOCK_K // 8,
-    "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 0, "setp.num.f32": 2 * 4 * _GPU.BLOCK_K // 8, "setmaxnreg": 2,
+    "wgmma.wait_group": 2 + 1, "cvt.rna.tf32.f32": 0, "setp.num.f32": 0, "setmaxnreg": 2,
     "bar.sync": _GPU.BLOCK_M // 16 + 1, "fence.proxy.tensormap.acquire.sys": 3, "ld.global.f32": _GPU.BLOCK_M // 2,
     "st.global.f32": _GPU.BLOCK_M // 2, "cp.async.cg.shared.global": 0, "fma.rn.f32": 0, "local": 0,
     "wgmma.written_after_fence": 0}}

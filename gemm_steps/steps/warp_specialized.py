@@ -27,7 +27,7 @@ Why faster: no consumer thread does the producer's work, and the loads run up to
 a stage and rounds B to TF32 in two instructions: fewer instructions, the same speed and the same C bit for bit,
 measured by experiments/loop_instructions.py; the benchmark below ran the loop with them.)
 Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
-(results/bench-nvidia-h200-2026-11-29-2.json): 365.1 TFLOPS at 4096³ and 365.0 at 8192³: 1.13× and 1.15× step 16, 92 %
+(results/bench-nvidia-h200-2026-11-29-3.json): 367.8 TFLOPS at 4096³ and 367.7 at 8192³: 1.13× and 1.16× step 16, 91 %
 and 91 % of cuBLAS TF32.
 
 Shapes: the fast kernel runs whole products of full tiles (M a multiple of 256, N of 128, K of 32, 16-byte-aligned

@@ -131,13 +131,19 @@ def _check_named_barrier(barrier_id, count) -> None:
 
 #: The simulator's tensor maps: what ``tensor_map_2d`` was told, by the key it writes into the map's first word.
 _TENSOR_MAPS: dict = {}
+#: The simulator's tensor maps of type TFLOAT32 (their loads are rounded to TF32), by key.
+_TF32_MAPS: set = set()
 
 
-def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = False):
+def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = False, tf32: bool = False):
     """The tensor map of row-major float32 device ``matrix`` (rows × cols) for ``copy_tile``: boxes of ``box_rows`` ×
     ``box_cols`` (each at most 256; ``box_cols`` × 4 bytes a multiple of 16, and exactly 128 with ``swizzle_128``),
-    written to shared memory plainly or in the 128-byte swizzle layout; zeros outside the matrix. Returns a
-    16-element ``uint64`` device array holding it (keep it alive as long as ``matrix``)."""
+    written to shared memory plainly or in the 128-byte swizzle layout; zeros outside the matrix. ``tf32``: the
+    map's element type is ``TFLOAT32`` instead of ``FLOAT32`` — the copy engine rounds every float it loads to TF32,
+    to nearest with ties to even (:func:`~.tensor_core_ops.round_to_tf32_even`, the twin's rounding), so a ``wgmma``
+    reads the operand rounded, not truncated; measured against cuBLAS TF32, which loads this way, in
+    experiments/tf32_copies.py. Returns a 16-element ``uint64`` device array holding it (keep it alive as long as
+    ``matrix``)."""
     rows, cols = matrix.shape
     if not (0 < box_rows <= 256 and 0 < box_cols <= 256 and box_cols * 4 % 16 == 0):
         raise ValueError(f"box {box_rows}×{box_cols}: each side 1–256 elements, a row a multiple of 16 bytes")
@@ -148,6 +154,8 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
     if SIMULATOR:
         key = len(_TENSOR_MAPS) + 1
         _TENSOR_MAPS[key] = (matrix, box_rows, box_cols, swizzle_128)
+        if tf32:
+            _TF32_MAPS.add(key)
         words = np.zeros(16, np.uint64)
         words[0] = key
         return cuda.to_device(words)
@@ -162,7 +170,8 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
                else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE)
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t  # cuda-bindings wants its own integer types here
     error, encoded = driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address, [u64(cols), u64(rows)],
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 if tf32
+        else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address, [u64(cols), u64(rows)],
         [u64(cols * 4)], [u32(box_cols), u32(box_rows)], [u32(1), u32(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
@@ -348,6 +357,10 @@ if SIMULATOR:
         box = np.zeros((box_rows, box_cols), np.float32)
         in_matrix, in_box = box_inside(row, col, box_rows, box_cols, source.shape)
         box[in_box] = source[in_matrix]
+        if int(np.asarray(tensor_map)[0]) in _TF32_MAPS:  # a TFLOAT32 map: the copy engine rounds what it loads
+            from .tensor_core_ops import round_to_tf32_even
+
+            box = round_to_tf32_even(box)
         np.asarray(destination)[box_in_shared(destination, to, box.size, swizzle_128)] = box.ravel()
         _barrier(array, index).complete_bytes(box.size * 4)
 

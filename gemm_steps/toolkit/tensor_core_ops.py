@@ -111,6 +111,18 @@ _HALF_UNIT = np.uint32(1 << (_DROPPED - 1))  # half a TF32 unit, in the bits
 _KEPT_BITS = np.uint32(~((1 << _DROPPED) - 1) & 0xFFFFFFFF)  # sign, exponent and the 10 TF32 mantissa bits
 
 
+def round_to_tf32_even(x):
+    """NumPy: float32 values (array or scalar) rounded to TF32 to nearest, ties to even — what the copy engine writes
+    into shared memory through a tensor map of type ``TFLOAT32`` (``mbarrier_ops.tensor_map_2d(…, tf32=True)``;
+    measured on an H200: experiments/results/experiment-tf32-copies-nvidia-h200.json). NaN stays NaN."""
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    odd = (bits >> _DROPPED) & 1  # the last kept bit: a tie rounds to the value whose last bit is 0
+    rounded = ((bits + (1 << (_DROPPED - 1)) - 1 + odd) & (~((1 << _DROPPED) - 1) & 0xFFFFFFFF)).astype(np.uint32)
+    out = np.where(np.isnan(x), x, rounded.view(np.float32))
+    return out.astype(np.float32)
+
+
 def truncate_to_tf32(x):
     """NumPy: what the tensor core reads of float32 values (array or scalar) it is handed: sign, exponent and the top
     10 mantissa bits, the low 13 dropped (toward zero, not rounded)."""

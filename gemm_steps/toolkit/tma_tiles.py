@@ -141,9 +141,10 @@ class TmaTiles(TiledKernels):
             blank = self._maps.made("blank", lambda: cuda.to_device(np.zeros(16, np.uint64)))
             return blank, blank
         a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
+        tf32 = bool(self.constants.get("TF32_COPIES"))  # the copy engine rounds A and B to TF32 as it loads them
         return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
-            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True),
-            tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"])))
+            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32),
+            tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"], tf32=tf32)))
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
                           launches: list | None = None) -> None:

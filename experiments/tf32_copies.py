@@ -1,0 +1,115 @@
+"""Step 23 with the copy engine rounding A and B to TF32 (tensor maps of type TFLOAT32), as cuBLAS TF32 reads them —
+then without B's two rounding instructions a fragment element. Two changes, each timed alone, in one run with
+step 21, step 23 and both cuBLAS (issue 36: the TF32 target, the clock under load, the error against cuBLAS's).
+
+Why: experiments/tf32_operand_rounding.py found cuBLAS TF32 reading both operands rounded to nearest (ties to even)
+and steps 15–23 reading A truncated (the tensor core drops the low 13 bits of the shared-memory operand) — all of
+their 1.6× error against cuBLAS's. cuBLAS's loop has no rounding instruction (4 ``LDS`` an ``HGMMA`` and nothing to
+round them: experiments/results/experiment-reference-step-23-nvidia-h200.json) where step 23 spends two on each of
+B's fragment elements (``FSETP`` + ``IMAD.IADD``, 8 an ``HGMMA`` of its 34.5 instructions) — so its copies must round.
+A tensor map of type ``TFLOAT32`` (``mbarrier_ops.tensor_map_2d(…, tf32=True)``) asks the copy engine to.
+
+The builds (``Config`` fields of step 23):
+
+* ``step_23_float32_copies``: step 23 as it was before this run (float32 maps, B rounded by
+  ``rounded_operand_bits``; the run in experiment-tf32-copies-nvidia-h200.json names it ``cluster_stream_k_tma_store``,
+  step 23 then);
+* ``tf32_copies``: ``TF32_COPIES=True`` — A and B rounded by the copy engine; B's instructions still there (they
+  change nothing on a value already TF32). Only the maps change: the accuracy, and what the rounding costs the copy;
+* ``tf32_copies_plain_b``: also ``ROUND_B=False`` — B's fragments passed as loaded: 8 instructions fewer an ``HGMMA``
+  (step 23 as shipped since).
+
+Shapes: 4096³ and 8192³ (the targets; 8192³ runs at the power limit, where fewer instructions may show as clock),
+2048³, 5120×2560×4096 (stream-K splits). Then the probe of experiments/tf32_operand_rounding.py on both new builds.
+Prediction: predictions/tf32-copies-before-run.md (written before the run).
+
+    python -m experiments.tf32_copies [OUT.json]   # default experiments/results/experiment-tf32-copies-<gpu>.json
+"""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+from experiments import output_path, ratio, require_gpu, run_and_save
+
+SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (5120, 2560, 4096)]
+SHIPPED, COPIES, PLAIN_B = "step_23_float32_copies", "tf32_copies", "tf32_copies_plain_b"
+BUILDS = {COPIES: dict(TF32_COPIES=True, ROUND_B=True), PLAIN_B: dict(TF32_COPIES=True, ROUND_B=False)}
+BEFORE = dict(TF32_COPIES=False, ROUND_B=True)
+
+
+def summary(results: dict) -> dict:
+    """Per shape ``"MxNxK"``: TFLOPS, median SM clock and error of each entry; each build over step 23 as shipped
+    and over cuBLAS TF32; ``tf32_copies_plain_b`` over ``tf32_copies`` (B's instructions alone)."""
+    by: dict = {}
+    for r in results["records"]:
+        by.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r
+    out = {}
+    for shape, rows in by.items():
+        t = {name: r.get("tflops") for name, r in rows.items()}
+        out[shape] = {"tflops": t,
+                      "clock_mhz": {name: r.get("sm_clock_mhz_median") for name, r in rows.items()},
+                      "error": {name: r.get("sampled_rel_error_fp64") for name, r in rows.items()},
+                      "over_step_23": {name: ratio(t.get(name), t.get(SHIPPED)) for name in BUILDS},
+                      "over_cublas_tf32": {name: ratio(t.get(name), t.get("cublas_tf32"))
+                                           for name in (SHIPPED, *BUILDS)},
+                      "plain_b_over_copies": ratio(t.get(PLAIN_B), t.get(COPIES))}
+    return out
+
+
+def main(argv: list[str] = sys.argv) -> None:
+    require_gpu("experiments/tf32_copies.py")
+    import json
+    from dataclasses import replace
+
+    import numpy as np
+    from numba import cuda
+
+    import gemm_steps
+    from gemm_steps.steps import cluster_stream_k_tma_store as step_23
+    from gemm_steps.toolkit.tuned import default_config
+
+    from experiments.tf32_operand_rounding import PROBES, classify
+
+    out = output_path("tf32-copies", argv[1] if len(argv) > 1 else None)
+    config = step_23.Config.of(default_config(step_23.SEARCH_SPACE))
+    builds = {name: step_23.build(replace(config, **fields)) for name, fields in BUILDS.items()}
+    before = step_23.build(replace(config, **BEFORE))
+    entries = [gemm_steps.get_step("warp_specialized_stream_k"),
+               SimpleNamespace(name=SHIPPED, number=23, arithmetic="tf32", launch=before.launch)]
+    entries += [SimpleNamespace(name=name, number=23, arithmetic="tf32", launch=build.launch)
+                for name, build in builds.items()]
+    results = run_and_save(entries, SIZES, out, "step 23 with TFLOAT32 tensor maps (the copy engine rounds A and B), "
+                           "then without B's rounding instructions (experiments/tf32_copies.py)", summary, repeats=30,
+                           width=28)
+    # The probe: how each new build reads A and B (one product of 1.0 and a probe value per element, at 4096³).
+    n = 4096
+    values = np.array([v for p in PROBES for v in (p, -p)], dtype=np.float32)
+    probe: dict = {}
+    for operand in ("A", "B"):
+        a, b = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
+        if operand == "A":
+            a[:, 0], b[0, :] = np.resize(values, n), 1.0
+        else:
+            a[:, 0], b[0, :] = 1.0, np.resize(values, n)
+        d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+        for name, build in builds.items():
+            d_c = cuda.to_device(np.full((n, n), np.nan, np.float32))
+            build.launch(d_a, d_b, d_c)
+            cuda.synchronize()
+            c = d_c.copy_to_host()
+            got = [float(c[i, 0] if operand == "A" else c[0, i]) for i in range(len(values))]
+            probe.setdefault(name, {})[operand] = {f"{v!r}": classify(float(v), g) for v, g in zip(values, got)}
+            print(f"probe {operand} {name}: {probe[name][operand]}")
+    results["probe"] = probe
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    for shape, row in results["summary"].items():
+        print(f"{shape}: " + ", ".join(f"{k} / step 23 {v or float('nan'):.3f}" for k, v in row["over_step_23"].items())
+              + "; / cuBLAS TF32 " + ", ".join(f"{v or float('nan'):.3f}" for v in row["over_cublas_tf32"].values())
+              + f"; clocks {row['clock_mhz']}; errors {row['error']}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
