@@ -6,8 +6,9 @@ Why: experiments/tf32_operand_rounding.py found cuBLAS TF32 reading both operand
 and steps 15–23 reading A truncated (the tensor core drops the low 13 bits of the shared-memory operand) — all of
 their 1.6× error against cuBLAS's. cuBLAS's loop has no rounding instruction (4 ``LDS`` an ``HGMMA`` and nothing to
 round them: experiments/results/experiment-reference-step-23-nvidia-h200.json) where step 23 spends two on each of
-B's fragment elements (``FSETP`` + ``IMAD.IADD``, 8 an ``HGMMA`` of its 34.5 instructions) — so its copies must round.
-A tensor map of type ``TFLOAT32`` (``mbarrier_ops.tensor_map_2d(…, tf32=True)``) asks the copy engine to.
+B's fragment elements (``FSETP`` + ``IMAD.IADD``, 8 an ``HGMMA`` of its 34.5 instructions) — so something before its
+loop rounds. A copy can: a tensor map of type ``TFLOAT32`` (``mbarrier_ops.tensor_map_2d(…, tf32=True)``) asks the copy
+engine to.
 
 The builds (``Config`` fields of step 23):
 

@@ -204,9 +204,9 @@ if ref is not None:
 # and step 17 has not: a **persistent** grid (one block an SM), **clusters of two blocks** whose tiles share an
 # operand, which the copy engine loads once and **multicasts** to both (`UTMALDG…MULTICAST`), and an epilogue that
 # writes C through shared memory and the copy engine (`UTMASTG`) instead of 128 `STG` from registers. Those are the
-# next steps of the course. The fourth is not in the SASS, and was found later (lesson 23): its tensor maps tell the
-# copy engine to round A and B to TF32 as it loads them, where step 17 loads float32 — the tensor core then truncates
-# A, and two instructions round each element of B.
+# next steps of the course. The fourth is not an instruction, and was found later (lesson 23): cuBLAS reads A and B
+# rounded to TF32 with nothing in its loop that rounds — as a copy does whose tensor map's element type is TF32 —
+# where step 17 loads float32: the tensor core then truncates A, and two instructions round each element of B.
 #
 # Now the clocks. Every kernel here ran into the board's 700 W limit, so the SM clock each got is what its energy per
 # FLOP allows. Beside it, the work per FLOP of the profiled launch:

@@ -200,10 +200,11 @@ if rounding:
 # cuBLAS reads both operands **rounded** to the nearest TF32 value (a tie to the even one). Steps 15–23 read A
 # **truncated**: A's tile goes from the copy engine straight to the tensor core, which drops the 13 low bits. That is
 # all of their 1.6× larger error — step 12, which rounds both itself, has cuBLAS's. (Predicted, before the run: cuBLAS
-# truncates both. Wrong.) cuBLAS rounds without an instruction because its **tensor maps say TF32**: a map's element
-# type can be `TFLOAT32` instead of `FLOAT32`, and then the copy engine rounds every float as it loads it. Step 23's
-# maps do that now (`tensor_map_2d(…, tf32=True)`), and B's fragments go to the `wgmma` as loaded — two changes,
-# timed each alone in one run (`experiments/tf32_copies.py`), each against its prediction written before the run:
+# truncates both. Wrong.) How can cuBLAS round without an instruction? In its copies: a **tensor map's element type**
+# can be `TFLOAT32` instead of `FLOAT32`, and then the copy engine rounds every float as it loads it. (cuBLAS's maps
+# were not read; the run below shows such a map gives exactly cuBLAS's reading and error.) Step 23's maps do that now
+# (`tensor_map_2d(…, tf32=True)`), and B's fragments go to the `wgmma` as loaded — two changes, timed each alone in
+# one run (`experiments/tf32_copies.py`), each against its prediction written before the run:
 
 # %%
 copies_prediction = predictions.get(23, "tf32_copies_over_step23_h200")

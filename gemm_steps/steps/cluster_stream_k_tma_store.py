@@ -3,7 +3,7 @@
 Changed from step 21 (the same producer warpgroup, ring, ``setmaxnreg`` hand-off, TF32 ``wgmma``, stream-K schedule
 and fixup; ``gemm-steps diff 21 23``): three things that cuBLAS's TF32 kernel does and step 21 does not
 (results/reference-*.json: grid 132, **cluster 2** with ``UTMALDG.MULTICAST``, 256 ``UTMASTG`` — a **TMA-store
-epilogue**, copies that round to TF32). Each was measured alone first, as an experiment of its own (lesson 23).
+epilogue**, A and B read rounded to TF32 with no rounding instruction). Each was measured alone first, as an experiment of its own (lesson 23).
 
 * **Clusters of CLUSTER = 2, A multicast** (step 20's sharing on step 21's persistent grid). The two blocks of a
   cluster always compute two neighbouring tiles of one tile-row, a *pair*; block r loads rows r · A_HALF_ROWS … of the
@@ -20,7 +20,8 @@ epilogue**, copies that round to TF32). Each was measured alone first, as an exp
   warpgroup meets at its named barrier; then one thread issues the chunk's ``store_tile`` (``cp.async.bulk.tensor``
   global ← shared). Before that barrier it waits until the store of chunk j − 2 has read its buffer
   (``store_wait_read(1)``): the buffer the next chunk writes. The copy engine clips each box to C.
-* **A and B rounded by the copy engine** (cuBLAS's loads: experiments/tf32_operand_rounding.py). The tensor maps of A
+* **A and B rounded by the copy engine** (cuBLAS reads both rounded, and nothing in its loop rounds:
+  experiments/tf32_operand_rounding.py). The tensor maps of A
   and B have the element type ``TFLOAT32``: the copy engine rounds every float it loads to TF32, to nearest with ties
   to even, so the wgmma reads A rounded (steps 15–21: truncated) and B's fragments need no rounding instruction
   (``TF32_COPIES``, ``ROUND_B``). The error is cuBLAS TF32's; the products it hands on (step 17's split-K, step 21
@@ -283,7 +284,7 @@ class Config(StepConfig):
     C_CHUNK_ROWS: int = 16  # rows of C a chunk of the epilogue holds (two sums a thread of each 8 rows)
     C_BUFFERS: int = 3  # chunk buffers a consumer warpgroup rotates through: 3 × 4,096 bytes
     # How A and B become TF32. TF32_COPIES: the tensor maps' element type is TFLOAT32, so the copy engine rounds A and
-    # B to nearest (ties to even) as it loads them, as cuBLAS TF32's copies do; B's fragments then go to the wgmma as
+    # B to nearest (ties to even) as it loads them (cuBLAS TF32 reads both so rounded); B's fragments then go to the wgmma as
     # loaded (ROUND_B = False: no instruction). Steps 15–21 load float32: the tensor core truncates A's tile (read from
     # shared memory) and two instructions round each element of B's fragments (ROUND_B), 1.6x cuBLAS's error.
     # Measured each alone (experiments/tf32_copies.py, H200): the maps 1.015–1.031x, then B's instructions 1.001–1.008x.

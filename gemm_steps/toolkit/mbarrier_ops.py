@@ -141,8 +141,8 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
     written to shared memory plainly or in the 128-byte swizzle layout; zeros outside the matrix. ``tf32``: the
     map's element type is ``TFLOAT32`` instead of ``FLOAT32`` — the copy engine rounds every float it loads to TF32,
     to nearest with ties to even (:func:`~.tensor_core_ops.round_to_tf32_even`, the twin's rounding), so a ``wgmma``
-    reads the operand rounded, not truncated; measured against cuBLAS TF32, which loads this way, in
-    experiments/tf32_copies.py. Returns a 16-element ``uint64`` device array holding it (keep it alive as long as
+    reads the operand rounded, not truncated — as cuBLAS TF32 reads its operands (experiments/tf32_copies.py: the
+    same reading and the same error). Returns a 16-element ``uint64`` device array holding it (keep it alive as long as
     ``matrix``)."""
     rows, cols = matrix.shape
     if not (0 < box_rows <= 256 and 0 < box_cols <= 256 and box_cols * 4 % 16 == 0):
