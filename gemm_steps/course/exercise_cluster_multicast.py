@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -654,33 +653,14 @@ def launch(kernel, module, a, b, c, time_limit: float):
     from ..toolkit.cluster_ops import launch_cluster
     from ..toolkit.mbarrier_ops import tensor_map_2d
     from . import exercises
-    from .race_check import LaunchStopped, tracked_global
 
     watch = Watch(kernel.py_func.__code__.co_filename, n=c.shape[1])
     blocks = CLUSTER * -(-c.shape[0] // (CLUSTER * BLOCK_M))
     b_map = tensor_map_2d(cuda.to_device(b), HALF_K, MAX_N)
-    what = f"cluster_multicast_kernel on {c.shape[0]}×{c.shape[1]}×{a.shape[1]}"
-    tc, failure = None, None
-    try:
-        with ExitStack() as stack:
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore", RuntimeWarning)
-            deadline = stack.enter_context(exercises._time_limit(time_limit, what, kernel))
-            try:
-                tc = tracked_global(c, "c", watch_stores=True, deadline=deadline)
-                stack.enter_context(_watched(watch, module))
-                launch_cluster(kernel, SIGNATURE, blocks, THREADS, 0, 0, (CLUSTER, 1, 1), (a, b_map, tc))
-            except BaseException as error:
-                if deadline.expired:
-                    raise LaunchStopped() from error
-                raise
-    except LaunchStopped:
-        failure = f"the launch did not finish within {time_limit:.0f} s and was stopped: does a loop never end?"
-    except IndexError as error:
-        failure = (f"a thread read or wrote outside an array: {error}\n        (as tid=[x, y, z] ctaid=[x, y, z]) — "
-                   "check row < M and col < N, and the stage offsets (stage s at s · STAGE_FLOATS)")
-    except Exception as error:
-        failure = f"the kernel failed: {exercises._without_thread_prefix(str(error))}"
+    failure, tc = exercises.watched_launch(
+        kernel, f"cluster_multicast_kernel on {c.shape[0]}×{c.shape[1]}×{a.shape[1]}", time_limit,
+        lambda tc: launch_cluster(kernel, SIGNATURE, blocks, THREADS, 0, 0, (CLUSTER, 1, 1), (a, b_map, tc)),
+        [_watched(watch, module)], c, known=[(IndexError, ring._outside)])
     if not watch.violations and failure is None:
         problem = _end_problem(watch, blocks)
         if problem is not None:

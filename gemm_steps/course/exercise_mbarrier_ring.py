@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -386,32 +385,19 @@ def _stage_read(watch: Watch, element: int) -> None:
 
 def launch(kernel, module, a, b, c, time_limit: float):
     from . import exercises
-    from .race_check import LaunchStopped, tracked_global
 
     watch = Watch(kernel.py_func.__code__.co_filename, n=c.shape[1])
-    what = f"mbarrier_ring_kernel on {c.shape[0]}×{c.shape[1]}×{a.shape[1]}"
-    tc, failure = None, None
-    try:
-        with ExitStack() as stack:
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore", RuntimeWarning)
-            deadline = stack.enter_context(exercises._time_limit(time_limit, what, kernel))
-            try:
-                tc = tracked_global(c, "c", watch_stores=True, deadline=deadline)
-                stack.enter_context(_watched(watch, module))
-                kernel[-(-c.shape[0] // BLOCK_M), THREADS](a, b.ravel(), tc)
-            except BaseException as error:
-                if deadline.expired:
-                    raise LaunchStopped() from error
-                raise
-    except LaunchStopped:
-        failure = f"the launch did not finish within {time_limit:.0f} s and was stopped: does a loop never end?"
-    except IndexError as error:
-        failure = (f"a thread read or wrote outside an array: {error}\n        (as tid=[x, y, z] ctaid=[x, y, z]) — "
-                   "check row < M and col < N, and the stage offsets (stage s at s · STAGE_FLOATS)")
-    except Exception as error:
-        failure = f"the kernel failed: {exercises._without_thread_prefix(str(error))}"
+    failure, tc = exercises.watched_launch(
+        kernel, f"mbarrier_ring_kernel on {c.shape[0]}×{c.shape[1]}×{a.shape[1]}", time_limit,
+        lambda tc: kernel[-(-c.shape[0] // BLOCK_M), THREADS](a, b.ravel(), tc), [_watched(watch, module)], c,
+        known=[(IndexError, _outside)])
     return failure, watch, tc
+
+
+def _outside(error) -> str:
+    """A read or write outside an array, with where to look (this exercise's and the cluster exercise's)."""
+    return (f"a thread read or wrote outside an array: {error}\n        (as tid=[x, y, z] ctaid=[x, y, z]) — "
+            "check row < M and col < N, and the stage offsets (stage s at s · STAGE_FLOATS)")
 
 
 def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = None, compile: bool = True):

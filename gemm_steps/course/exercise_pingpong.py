@@ -41,8 +41,7 @@ import inspect
 import sys
 import threading
 import time
-import warnings
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -318,32 +317,12 @@ def _watched(watch: Watch, module):
 def launch(kernel, module, case: Case, a, b, c, time_limit: float):
     """One launch on the simulator, watched: (failure or None, :class:`Watch`, C's stores)."""
     from . import exercises
-    from .race_check import LaunchStopped, nan_local_arrays, tracked_global
+    from .race_check import nan_local_arrays
 
     watch = Watch(kernel)
-    tc, failure = None, None
-    try:
-        with ExitStack() as stack:
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore", RuntimeWarning)
-            deadline = stack.enter_context(exercises._time_limit(time_limit, f"pingpong_kernel on {case}", kernel))
-            try:
-                tc = tracked_global(c, "c", watch_stores=True, deadline=deadline)
-                stack.enter_context(nan_local_arrays())
-                stack.enter_context(_watched(watch, module))
-                kernel[case.blocks, THREADS](a, b.ravel(), tc)
-            except BaseException as error:
-                if deadline.expired:
-                    raise LaunchStopped() from error
-                raise
-    except LaunchStopped:
-        failure = f"the launch did not finish within {time_limit:.0f} s and was stopped: does a loop never end?"
-    except Deadlock:
-        failure = "deadlock"
-    except IndexError as error:
-        failure = (f"a thread read or wrote outside an array: {exercises._without_thread_prefix(str(error))}")
-    except Exception as error:
-        failure = f"the kernel failed: {exercises._without_thread_prefix(str(error))}"
+    failure, tc = exercises.watched_launch(
+        kernel, f"pingpong_kernel on {case}", time_limit, lambda tc: kernel[case.blocks, THREADS](a, b.ravel(), tc),
+        [nan_local_arrays(), _watched(watch, module)], c, known=[(Deadlock, lambda error: "deadlock")])
     stores = tc.stores if tc is not None else []
     return failure, watch, stores
 

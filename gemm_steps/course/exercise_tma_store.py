@@ -37,8 +37,7 @@ import bisect
 import itertools
 import sys
 import threading
-import warnings
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -284,36 +283,18 @@ def launch(kernel, module, a, b, c, time_limit: float):
     """Run the kernel on the simulator, watched: (failure message or None, the :class:`Watch`)."""
     from . import exercises
     from ..toolkit.mbarrier_ops import MbarrierTimeout, tensor_map_2d
-    from .race_check import LaunchStopped, nan_local_arrays
+    from .race_check import nan_local_arrays
 
     m, n = c.shape
     case = Case(m, n, a.shape[1])
     watch = Watch(kernel.py_func.__code__.co_filename, m, n, case.grid, stored=np.zeros(c.shape, bool))
     c_map = tensor_map_2d(c, CHUNK_ROWS, BLOCK_N)
-    what = f"tma_store_kernel on {m}×{n}×{a.shape[1]}"
-    failure = None
-    try:
-        with ExitStack() as stack:
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore", RuntimeWarning)
-            deadline = stack.enter_context(exercises._time_limit(time_limit, what, kernel))
-            try:
-                stack.enter_context(_watched(watch, module))
-                stack.enter_context(nan_local_arrays())
-                kernel[case.grid, THREADS](a, b, c_map)
-            except BaseException as error:
-                if deadline.expired:
-                    raise LaunchStopped() from error
-                raise
-    except LaunchStopped:
-        failure = f"the launch did not finish within {time_limit:.0f} s and was stopped: does a loop never end?"
-    except IndexError as error:
-        failure = f"a thread read or wrote outside an array: {exercises._without_thread_prefix(str(error))}"
-    except MbarrierTimeout as error:
-        failure = (f"a barrier never completed: {exercises._without_thread_prefix(str(error))} — every thread of the "
-                   f"block reaches every barrier (named_barrier_sync(id, {THREADS}) counts all {THREADS})")
-    except Exception as error:
-        failure = f"the kernel failed: {exercises._without_thread_prefix(str(error))}"
+    failure, _ = exercises.watched_launch(
+        kernel, f"tma_store_kernel on {m}×{n}×{a.shape[1]}", time_limit,
+        lambda tc: kernel[case.grid, THREADS](a, b, c_map), [_watched(watch, module), nan_local_arrays()],
+        known=[(MbarrierTimeout, lambda error: (
+            f"a barrier never completed: {exercises._without_thread_prefix(str(error))} — every thread of the "
+            f"block reaches every barrier (named_barrier_sync(id, {THREADS}) counts all {THREADS})"))])
     return failure, watch
 
 

@@ -683,6 +683,42 @@ def _without_thread_prefix(message: str) -> str:
     return re.sub(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ", "", message)
 
 
+def watched_launch(kernel, what: str, time_limit: float, start, contexts=(), c=None, known=()):
+    """One launch on the simulator for a grader that watches it (the Hopper exercises'): under the time limit, C
+    tracked if given (every store recorded), inside ``contexts`` (context managers, entered in order after C is
+    tracked), ``start(tracked C or None)`` launching. Returns (a failure message or None, the tracked C or None).
+    ``known``: (exception type, message function) pairs, tried in order before the generic messages."""
+    from contextlib import ExitStack
+
+    from .race_check import LaunchStopped, tracked_global
+
+    tc, failure = None, None
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore", RuntimeWarning)
+            deadline = stack.enter_context(_time_limit(time_limit, what, kernel))
+            try:
+                if c is not None:
+                    tc = tracked_global(c, "c", watch_stores=True, deadline=deadline)
+                for context in contexts:
+                    stack.enter_context(context)
+                start(tc)
+            except BaseException as error:
+                if deadline.expired:
+                    raise LaunchStopped() from error
+                raise
+    except LaunchStopped:
+        failure = f"the launch did not finish within {time_limit:.0f} s and was stopped: does a loop never end?"
+    except Exception as error:
+        failure = next((message(error) for kind, message in known if isinstance(error, kind)), None)
+        if failure is None and isinstance(error, IndexError):
+            failure = f"a thread read or wrote outside an array: {_without_thread_prefix(str(error))}"
+        elif failure is None:
+            failure = f"the kernel failed: {_without_thread_prefix(str(error))}"
+    return failure, tc
+
+
 # -- what the kernel did: the idea of each exercise ------------------------------------------------------------------
 def _early_read(observed: Observation, n: int) -> str:
     from .race_check import source_line
