@@ -236,9 +236,9 @@ if final:
 # and 2 % short of it at 8192³, where its clock is 2.5 % below cuBLAS's under the power limit — the target (≥ 1.00×
 # at both) is met at one size of two, on one GPU.
 #
-# And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, one H200 run, its prediction
-# written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the predicted range — three
-# products a k-step on the same bytes leave L2 little to save. And that kernel is 0.90–0.91× step 18's at the squares
+# And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, retired at `525e52b`; one H200
+# run, its prediction written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the
+# predicted range — three products a k-step on the same bytes leave L2 little to save. And that kernel is 0.90–0.91× step 18's at the squares
 # (why step 22 hands them to step 18, lesson 22). So step 23 has no 3xTF32 build: the course's 3xTF32 target (≥ 2.5×
 # cuBLAS SGEMM) needs a faster 3xTF32 k-tile first, not a cluster.
 #

@@ -177,7 +177,7 @@ def reference_table(rows: list[dict]) -> MarkdownTable:
                         "power W": "{:.0f}", "energy / FLOP over cuBLAS TF32": "{:.3f}"})
 
 
-# -- step 22's 3xTF32 kernel on clusters of two (experiments/cluster_3xtf32.py, H200) ----------------------------------
+# -- step 22's 3xTF32 kernel on clusters of two (experiments/cluster_3xtf32.py at 525e52b, H200) ------------------
 CLUSTER_3XTF32 = results_files.EXPERIMENT_CLUSTER_3XTF32_NVIDIA_H200
 
 
