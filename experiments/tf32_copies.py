@@ -71,7 +71,7 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.steps import cluster_stream_k_tma_store as step_23
     from gemm_steps.toolkit.tuned import default_config
 
-    from experiments.tf32_operand_rounding import PROBES, classify
+    from experiments.tf32_operand_rounding import probe_inputs, read_as
 
     out = output_path("tf32-copies", argv[1] if len(argv) > 1 else None)
     config = step_23.Config.of(default_config(step_23.SEARCH_SPACE))
@@ -86,22 +86,14 @@ def main(argv: list[str] = sys.argv) -> None:
                            width=28)
     # The probe: how each new build reads A and B (one product of 1.0 and a probe value per element, at 4096³).
     n = 4096
-    values = np.array([v for p in PROBES for v in (p, -p)], dtype=np.float32)
     probe: dict = {}
     for operand in ("A", "B"):
-        a, b = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
-        if operand == "A":
-            a[:, 0], b[0, :] = np.resize(values, n), 1.0
-        else:
-            a[:, 0], b[0, :] = 1.0, np.resize(values, n)
-        d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+        d_a, d_b = (cuda.to_device(x) for x in probe_inputs(operand, n))
         for name, build in builds.items():
             d_c = cuda.to_device(np.full((n, n), np.nan, np.float32))
             build.launch(d_a, d_b, d_c)
             cuda.synchronize()
-            c = d_c.copy_to_host()
-            got = [float(c[i, 0] if operand == "A" else c[0, i]) for i in range(len(values))]
-            probe.setdefault(name, {})[operand] = {f"{v!r}": classify(float(v), g) for v, g in zip(values, got)}
+            probe.setdefault(name, {})[operand] = read_as(d_c.copy_to_host(), operand)
             print(f"probe {operand} {name}: {probe[name][operand]}")
     results["probe"] = probe
     out.write_text(json.dumps(results, indent=1) + "\n")

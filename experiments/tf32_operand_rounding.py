@@ -48,6 +48,28 @@ def classify(value: float, got: float) -> str:
     return " or ".join(names) or f"other ({got!r})"
 
 
+#: The probe values and their negatives, in the order the probe's rows (A) or columns (B) cycle through them.
+VALUES = np.array([v for p in PROBES for v in (p, -p)], dtype=np.float32)
+
+
+def probe_inputs(operand: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A and B (n × n) whose product's first column (operand "A") or first row ("B") is 1.0 times the probe values,
+    row i (column j) ``VALUES[i % 6]``; every other element 0."""
+    a, b = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
+    lane = np.resize(VALUES, n)
+    if operand == "A":
+        a[:, 0], b[0, :] = lane, 1.0
+    else:
+        a[:, 0], b[0, :] = 1.0, lane
+    return a, b
+
+
+def read_as(c: np.ndarray, operand: str) -> dict:
+    """What a kernel made of each probe value in A or B, by name (:func:`classify`), from its C."""
+    got = c[:len(VALUES), 0] if operand == "A" else c[0, :len(VALUES)]
+    return {f"{v!r}": classify(float(v), float(g)) for v, g in zip(VALUES, got)}
+
+
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/tf32_operand_rounding.py")
     from numba import cuda
@@ -58,14 +80,7 @@ def main(argv: list[str] = sys.argv) -> None:
 
     out = output_path("tf32-operand-rounding", argv[1] if len(argv) > 1 else None)
     n = SIZE
-    values = np.array([v for p in PROBES for v in (p, -p)], dtype=np.float32)
-    lane = np.resize(values, n)  # row i (or column j) gets values[i % 6]
-    cases = {}
-    a, b = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
-    a[:, 0], b[0, :] = lane, 1.0
-    cases["A"] = (a.copy(), b.copy())
-    a[:, 0], b[0, :] = 1.0, lane
-    cases["B"] = (a.copy(), b.copy())
+    cases = {operand: probe_inputs(operand, n) for operand in ("A", "B")}
     a, b = np.ones((n, n), np.float32), np.full((n, n), 2.0 ** -20, np.float32)
     b[0, :] = 1.0
     cases["sum"] = (a, b)
@@ -81,10 +96,8 @@ def main(argv: list[str] = sys.argv) -> None:
             call_of(name, d_a, d_b, d_c)()
             cuda.synchronize()
             c = d_c.copy_to_host()
-            if case == "A":
-                got = {f"{v!r}": classify(float(v), float(c[i, 0])) for i, v in enumerate(values)}
-            elif case == "B":
-                got = {f"{v!r}": classify(float(v), float(c[0, j])) for j, v in enumerate(values)}
+            if case in ("A", "B"):
+                got = read_as(c, case)
             elif case == "sum":
                 exact = 1 + (n - 1) * 2.0 ** -20
                 got = {"value": float(c[0, 0]), "exact": exact,
