@@ -683,18 +683,14 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     for case in cases(seed):
         if say is not None:
             say(f"  …     {case}, {case.blocks} blocks in clusters of {CLUSTER}, on the simulator")
-        a = rng.standard_normal((case.m, case.k), dtype=np.float32)
-        b = rng.standard_normal((case.k, case.n), dtype=np.float32)
-        c = np.full((case.m, case.n), exercises.POISON_BITS, dtype=np.uint32).view(np.float32)
+        a, b, c = exercises.case_inputs(rng, case)
         failure, watch, tc = launch(kernel, module, a, b, c, time_limit)
         if watch.violations:
             first = min(watch.violations, key=lambda v: v.seq)
             return report.fail(f"{case}: {first.text}", *first.hints)
         if failure is not None:
             return report.fail(f"{case}: {failure}")
-        stored = np.zeros(case.m * case.n, bool)
-        stored[[s[3] for s in tc.stores]] = True
-        problem = exercises.compare(c, a, b, (BLOCK_M, case.n), stored.reshape(c.shape))
+        problem = exercises.compare(c, a, b, (BLOCK_M, case.n), exercises.stored_mask(c.shape, tc.stores))
         if problem is not None:
             return report.fail(f"{case}: {problem.what}", *problem.hints)
         report.ok(f"{case}: every element right; each block multicast its half of every k-tile into both, every "

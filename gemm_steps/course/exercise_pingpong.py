@@ -781,16 +781,12 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     for case in cases(seed):
         if say is not None:
             say(f"  …     {case} on the simulator")
-        a = rng.standard_normal((case.m, case.k), dtype=np.float32)
-        b = rng.standard_normal((case.k, case.n), dtype=np.float32)
-        c = np.full((case.m, case.n), exercises.POISON_BITS, dtype=np.uint32).view(np.float32)
+        a, b, c = exercises.case_inputs(rng, case)
         failure, watch, stores = launch(kernel, module, case, a, b, c, time_limit)
         found = check_launch(watch, case, failure, stores)
         if found is not None:
             return report.fail(f"{case}: {found[0]}", *found[1])
-        stored = np.zeros(case.m * case.n, bool)
-        stored[[s[3] for s in stores]] = True
-        problem = exercises.compare(c, a, b, (BLOCK_M, case.n), stored.reshape(c.shape))
+        problem = exercises.compare(c, a, b, (BLOCK_M, case.n), exercises.stored_mask(c.shape, stores))
         if problem is not None:
             return report.fail(f"{case}: {problem.what}", *(numbers_hints(problem, case, stores) or problem.hints))
         report.ok(f"{case}: every element right; each tile taken by one consumer, the main loops in turn, each "

@@ -630,9 +630,7 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     for case in cases(seed):
         if say is not None:
             say(f"  …     {case} on the {'simulator' if exercises.SIMULATOR else 'GPU'}")
-        a = rng.standard_normal((case.m, case.k), dtype=np.float32)
-        b = rng.standard_normal((case.k, case.n), dtype=np.float32)
-        c = np.full((case.m, case.n), exercises.POISON_BITS, dtype=np.uint32).view(np.float32)
+        a, b, c = exercises.case_inputs(rng, case)
         if not exercises.SIMULATOR:  # the numbers only: a GPU does not say in which order memory was touched
             _run_on_gpu(kernel, a, b, c, case.blocks)
             problem = exercises.compare(c, a, b, (TILE, TILE))
@@ -650,9 +648,7 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
             return report.fail(f"{case}: {thread} read c[{flat // case.n}, {flat % case.n}] before the kernel stored "
                                f"it, at\n            {source_line(where)}",
                                "C's old contents are not zeros: sum in a register, store each element once")
-        stored = np.zeros(case.m * case.n, bool)
-        stored[[s[3] for s in tc.stores]] = True
-        problem = exercises.compare(c, a, b, (TILE, TILE), stored.reshape(c.shape))
+        problem = exercises.compare(c, a, b, (TILE, TILE), exercises.stored_mask(c.shape, tc.stores))
         found = None
         if problem is None or problem.kind != "unwritten":  # (nothing stored: that says it all)
             found = coverage_problem(log, case) or owners_problem(tc.stores, case) or unwritten_read_problem(log)

@@ -653,9 +653,7 @@ def grade(exercise, module, seed: int = 0, say=None, time_limit: float | None = 
     for case in cases(seed):
         if say is not None:
             say(f"  …     {case} on the {'simulator' if SIMULATOR else 'GPU'}")
-        a = rng.standard_normal((case.m, case.k), dtype=np.float32)
-        b = rng.standard_normal((case.k, case.n), dtype=np.float32)
-        c = np.full((case.m, case.n), exercises.POISON_BITS, dtype=np.uint32).view(np.float32)
+        a, b, c = exercises.case_inputs(rng, case)
         if not SIMULATOR:
             failure = _launch_on_gpu(kernel, a, b, c, time_limit)
             if failure is not None:

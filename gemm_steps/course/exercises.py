@@ -683,6 +683,20 @@ def _without_thread_prefix(message: str) -> str:
     return re.sub(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ", "", message)
 
 
+def case_inputs(rng, case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A (M×K) and B (K×N) drawn from ``rng``, in that order, and C (M×N) filled with the poison NaN."""
+    a = rng.standard_normal((case.m, case.k), dtype=np.float32)
+    b = rng.standard_normal((case.k, case.n), dtype=np.float32)
+    return a, b, np.full((case.m, case.n), POISON_BITS, dtype=np.uint32).view(np.float32)
+
+
+def stored_mask(shape, stores) -> np.ndarray:
+    """Which elements of C (of ``shape``) the tracked stores wrote (a store's flat index is its fourth field)."""
+    stored = np.zeros(int(np.prod(shape)), bool)
+    stored[[store[3] for store in stores]] = True
+    return stored.reshape(shape)
+
+
 def watched_launch(kernel, what: str, time_limit: float, start, contexts=(), c=None, known=()):
     """One launch on the simulator for a grader that watches it (the Hopper exercises'): under the time limit, C
     tracked if given (every store recorded), inside ``contexts`` (context managers, entered in order after C is
@@ -925,9 +939,7 @@ def grade(exercise: Exercise, module, seed: int = 0, say: Callable[[str], None] 
     for case in cases(exercise, seed):
         if say is not None:
             say(f"  …     {case} on the {'simulator' if SIMULATOR else 'GPU'}")
-        a = rng.standard_normal((case.m, case.k), dtype=np.float32)
-        b = rng.standard_normal((case.k, case.n), dtype=np.float32)
-        c = np.full((case.m, case.n), POISON_BITS, dtype=np.uint32).view(np.float32)
+        a, b, c = case_inputs(rng, case)
         failure, observed = _launch(exercise, kernel, a, b, c, case.blocks, time_limit)
         if failure is not None:
             return report.fail(f"{case}: {failure}")
