@@ -146,6 +146,15 @@ def planted_source(name: str, edits, docstring: str | None = None) -> str:
     return source
 
 
+def planted_file(name: str, case: str, mistake, folder) -> Path:
+    """A wrong solution of exercise ``name`` — ``mistake`` is (what is wrong, its edits: :func:`planted_source`) —
+    written as ``<case>.py`` in ``folder`` (the name the grader's messages show), its docstring saying what is wrong."""
+    what, edits = mistake
+    path = Path(folder) / f"{case}.py"
+    path.write_text(planted_source(name, edits, docstring=f"Wrong on purpose: {what}"))
+    return path
+
+
 # -- the TMA steps' border tests (test_tma_edges, test_partial_3xtf32, test_tma_store_epilogue) ------------------------
 #: Floats of NaN before and after C in its buffer (256 bytes: C stays 16-byte aligned).
 C_MARGIN = 64

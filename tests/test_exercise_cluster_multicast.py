@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gemm_steps.course import cli, exercises
-from helpers import planted_source
+from helpers import planted_file
 
 NAME = "cluster_multicast"
 SIMULATOR_ONLY = pytest.mark.skipif(not exercises.SIMULATOR, reason="the watched twins and clusters are the "
@@ -151,10 +151,7 @@ def test_the_stub_fails_saying_nothing_was_written():
 @SIMULATOR_ONLY
 @pytest.mark.parametrize("case", list(MISTAKES))
 def test_a_mistake_fails_with_its_message(case, tmp_path):
-    what, edits = MISTAKES[case]
-    path = tmp_path / f"{case}.py"
-    path.write_text(planted_source(NAME, edits, docstring=f"Wrong on purpose: {what}"))
-    report = _grade(path)
+    report = _grade(planted_file(NAME, case, MISTAKES[case], tmp_path))
     text = report.text()
     assert not report.passed
     assert re.search(SAYS[case], text, re.S), text

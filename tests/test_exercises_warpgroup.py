@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gemm_steps.course import exercises
-from helpers import planted_source
+from helpers import planted_file, planted_source
 
 SIMULATOR_ONLY = pytest.mark.skipif(not exercises.SIMULATOR, reason="the watched twins are the simulator's")
 
@@ -47,10 +47,7 @@ def _planted(name: str, tmp_path, *edits, **options):
 def _mistake(name: str, case: str, tmp_path) -> Path:
     """A wrong solution from the tables below, written as ``<case>.py`` (the name the grader's messages show), its
     docstring saying what is wrong."""
-    what, edits = MISTAKES[name][case]
-    path = tmp_path / f"{case}.py"
-    path.write_text(planted_source(name, edits, docstring=f"Wrong on purpose: {what}"))
-    return path
+    return planted_file(name, case, MISTAKES[name][case], tmp_path)
 
 
 #: Wrong solutions of wgmma: {case: (what is wrong, [(old, new) edits of the solution])}.
