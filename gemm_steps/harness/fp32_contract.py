@@ -50,13 +50,14 @@ def sgemm_model(a, b) -> np.ndarray:
 
     Emulated in float64: a float32 product is exact there; the sum of c and the product is rounded to float64
     and then to float32 (a double rounding that differs from one FMA only in rare near-ties). Overflow, inf and
-    NaN follow IEEE arithmetic as the FMA does, and results below 2^-126 are rounded to float32's subnormals."""
+    NaN follow IEEE arithmetic as the FMA does, and results below 2^-126 are rounded to float32's subnormals. Stacks
+    of matrices (leading dimensions) are multiplied pairwise, all in one pass over k."""
     a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
     a64, b64 = a32.astype(np.float64), b32.astype(np.float64)
-    c = np.zeros((a32.shape[0], b32.shape[1]), np.float32)
+    c = np.zeros(a32.shape[:-1] + b32.shape[-1:], np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(a32.shape[1]):
-            c = (c.astype(np.float64) + a64[:, k:k + 1] * b64[k:k + 1, :]).astype(np.float32)
+        for k in range(a32.shape[-1]):
+            c = (c.astype(np.float64) + a64[..., k:k + 1] * b64[..., k:k + 1, :]).astype(np.float32)
     return c
 
 
@@ -95,7 +96,7 @@ def three_tf32_model(a, b, *, step: int = 14, rounding: str = "nearest", scaled:
     Step 13: per 8 k, small products summed by two mma from zero, big·big by a third, the two added to the running
     sum in float32 (big + small·2^-11, one FMA, then the add). Step 14: per ``block_k`` k, big·big summed by the
     tensor core from zero and added to the running sum in float32; the small products accumulate in the tensor
-    core over all of K; the two sums meet once, at the store."""
+    core over all of K; the two sums meet once, at the store. Stacks of matrices are multiplied pairwise."""
     a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
     scale = SMALL_SCALE if scaled else 1.0
     ab, as_ = split(a32)
@@ -108,26 +109,28 @@ def three_tf32_model(a, b, *, step: int = 14, rounding: str = "nearest", scaled:
             as_ = ((a32 - ab) * np.float32(scale)).astype(np.float32)
     ab, as_, bb, bs = (truncate_to_tf32(x).astype(np.float64) for x in (ab, as_, bb, bs))  # as the tensor core reads
     truncate = accumulator == "truncate"
-    m, k = a32.shape
-    n = b32.shape[1]
-    total = np.zeros((m, n), np.float32)
-    small_sum = np.zeros((m, n), np.float32)
-    big = np.zeros((m, n), np.float32)
+    k = a32.shape[-1]
+    total = np.zeros(a32.shape[:-1] + b32.shape[-1:], np.float32)
+    small_sum, big = np.zeros_like(total), np.zeros_like(total)
+
+    def t(x):  # a stack's transpose
+        return np.swapaxes(x, -1, -2)
+
     step_k = 8 if step == 13 else block_k
     for k0 in range(0, k, step_k):
         for s in range(k0, min(k0 + step_k, k), 8):
             q = slice(s, min(s + 8, k))
             if step == 13:
-                d_small = _f32(as_[:, q] @ bb[q], truncate)
-                d_small = _f32(ab[:, q] @ bs[q] + d_small, truncate)
-                d_big = _f32(ab[:, q] @ bb[q], truncate)
+                d_small = _f32(as_[..., q] @ bb[..., q, :], truncate)
+                d_small = _f32(ab[..., q] @ bs[..., q, :] + d_small, truncate)
+                d_big = _f32(ab[..., q] @ bb[..., q, :], truncate)
                 with np.errstate(over="ignore", invalid="ignore"):
                     correction = (d_big.astype(np.float64) + d_small.astype(np.float64) / scale).astype(np.float32)
                     total = (total + correction).astype(np.float32)
             else:
-                small_sum = _f32(bs[q].T @ ab[:, q].T + small_sum.T, truncate).T
-                small_sum = _f32(bb[q].T @ as_[:, q].T + small_sum.T, truncate).T
-                big = _f32(ab[:, q] @ bb[q] + (0 if s == k0 else big), truncate)
+                small_sum = t(_f32(t(bs[..., q, :]) @ t(ab[..., q]) + t(small_sum), truncate))
+                small_sum = t(_f32(t(bb[..., q, :]) @ t(as_[..., q]) + t(small_sum), truncate))
+                big = _f32(ab[..., q] @ bb[..., q, :] + (0 if s == k0 else big), truncate)
         if step == 14:
             total = (total + big).astype(np.float32)
     if step == 14:
