@@ -92,11 +92,19 @@ def check_precision(precision: str) -> str:
 #: * Step 17's with 128 rows (``wgmma`` n = 128) instead of 256: measured against the shipped 256 × 128 on an H200
 #:   (experiments/results/experiment-hopper-tiles-nvidia-h200.json): 1.57× and 1.59× where M ≤ 128, 1.13× at M =
 #:   200, 0.71–0.73× on 2000³ and 4096³.
+#: * Step 18's with half its tile, one consumer warpgroup on 128 × 64 or two on 64 × 128 (the same kernel: a
+#:   warpgroup computes 64 columns): small products, where 128 × 128 tiles fill half the SMs with a few k-tiles each
+#:   (701×1401×171: 66 tiles for 132 SMs, step 18 0.67× cuBLAS SGEMM with A and B copied, 0.85× at 704×1400×172
+#:   where neither is; results/diagnosis-small-products-nvidia-h200.json).
 TILE_VARIANTS = {
     "stream_k@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     "stream_k@64x64": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=2),
     "warp_specialized@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8,
                                            MIN_BLOCKS_PER_SM=1),
+    "warp_specialized_3xtf32@128x64": TileConfig(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, THREAD_M=8, THREAD_N=8,
+                                                 MIN_BLOCKS_PER_SM=1),
+    "warp_specialized_3xtf32@64x128": TileConfig(BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, THREAD_M=4, THREAD_N=8,
+                                                 MIN_BLOCKS_PER_SM=1),
 }
 
 def tile_variants() -> list[Step]:
@@ -127,14 +135,14 @@ def _variant(name: str) -> Step:
     if name in PADDED_VARIANTS:
         step = next(s for s in all_steps() if s.name == PADDED_VARIANTS[name])
         return Step(step.number, step.module, name=name, tuning=step.tuning, pads=True)
-    from ..steps import stream_k, warp_specialized
+    from ..steps import stream_k, warp_specialized, warp_specialized_3xtf32
 
     base, config = _base_step(name), TILE_VARIANTS[name]
     if base == "stream_k":
         module, tuning = stream_k, Tuning(stream_k.build_with_fallback, name, [config])
     else:
-        module = warp_specialized
-        tuning = Tuning(warp_specialized.build, name, [config], simulator=warp_specialized.SIMULATOR_CONFIG)
+        module = {"warp_specialized": warp_specialized, "warp_specialized_3xtf32": warp_specialized_3xtf32}[base]
+        tuning = Tuning(module.build, name, [config], simulator=module.SIMULATOR_CONFIG)
     return Step(COURSE.index(base) + 1, module, name=name, tuning=tuning)
 
 
