@@ -95,7 +95,7 @@ def check_precision(precision: str) -> str:
 #: * Step 18's with half its tile, one consumer warpgroup on 128 × 64 or two on 64 × 128 (the same kernel: a
 #:   warpgroup computes 64 columns): small products, where 128 × 128 tiles fill half the SMs with a few k-tiles each
 #:   (701×1401×171: 66 tiles for 132 SMs, step 18 0.67× cuBLAS SGEMM with A and B copied, 0.85× at 704×1400×172
-#:   where neither is; results/diagnosis-small-products-nvidia-h200.json).
+#:   where neither is; experiments/results/experiment-small-products-candidates-nvidia-h200.json).
 TILE_VARIANTS = {
     "stream_k@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     "stream_k@64x64": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=2),
