@@ -92,24 +92,23 @@ def check_precision(precision: str) -> str:
 #: * Step 17's with 128 rows (``wgmma`` n = 128) instead of 256: measured against the shipped 256 × 128 on an H200
 #:   (experiments/results/experiment-hopper-tiles-nvidia-h200.json): 1.57× and 1.59× where M ≤ 128, 1.13× at M =
 #:   200, 0.71–0.73× on 2000³ and 4096³.
-#: * Step 18's with half its tile, one consumer warpgroup on 128 × 64 or two on 64 × 128 (the same kernel: a
-#:   warpgroup computes 64 columns): small products, where 128 × 128 tiles fill half the SMs with a few k-tiles each
-#:   (701×1401×171: 66 tiles for 132 SMs, step 18 0.67× cuBLAS SGEMM with A and B copied, 0.85× at 704×1400×172
-#:   where neither is; experiments/results/experiment-small-products-candidates-nvidia-h200.json).
+#: * Step 18's with half its tile, 64 × 128 (two consumer warpgroups of 64 columns, as on 128 × 128): small products,
+#:   where 128 × 128 tiles fill half the SMs with a few k-tiles each. Measured against the shipped tile on an H200
+#:   (experiments/results/experiment-half-tiles-3xtf32-nvidia-h200.json, one run): 1.10–1.36× at 701×1401×171,
+#:   704×1400×172, 1501×251×333, 501×333×703, 256³ and 512³ (0.75–1.16× cuBLAS SGEMM there), 1.06× at 640³,
+#:   0.72–0.78× at 2048³ and 4096³; 128 × 64 (one consumer warpgroup) was slower than 64 × 128 at all nine shapes.
 TILE_VARIANTS = {
     "stream_k@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, THREAD_M=8, THREAD_N=8, MIN_BLOCKS_PER_SM=2),
     "stream_k@64x64": TileConfig(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16, THREAD_M=4, THREAD_N=4, MIN_BLOCKS_PER_SM=2),
     "warp_specialized@128x128": TileConfig(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, THREAD_M=8, THREAD_N=8,
                                            MIN_BLOCKS_PER_SM=1),
-    "warp_specialized_3xtf32@128x64": TileConfig(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, THREAD_M=8, THREAD_N=8,
-                                                 MIN_BLOCKS_PER_SM=1),
     "warp_specialized_3xtf32@64x128": TileConfig(BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, THREAD_M=4, THREAD_N=8,
                                                  MIN_BLOCKS_PER_SM=1),
 }
 
 def tile_variants() -> list[Step]:
     """A step for each of :data:`TILE_VARIANTS`' configurations: step 11 (stream-K, with step 10's kernel as its
-    data-parallel fallback) or step 17 (its full-tile, partial-tile and split-K builds) on other tiles, named
+    data-parallel fallback), step 17 or step 18 (their full-tile, partial-tile and split-K builds) on other tiles, named
     ``<step>@…``, that ``matmul`` may choose and the shape suite times beside the course's. Each builds its kernels on
     first use and compiles them on first launch; on the simulator step 17's runs the step's simulator tiles."""
     return [_variant(name) for name in TILE_VARIANTS]

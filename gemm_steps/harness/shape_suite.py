@@ -23,7 +23,11 @@ Each class names what makes it hard for a tiled kernel:
   byte, so steps 17 and 18 copy A and B into readable rows: a skinny product on that path (added 2026-11-29 after
   held-out seed 20261206's slowest shapes were of the kind, which the dispatch rule then judged by a model,
   ``dispatch.with_the_copy``; not yet in a suite run);
-* **small** — under a millisecond at cuBLAS speed: a few tiles for 132 SMs, and the call's own overhead shows.
+* **small** — under a millisecond at cuBLAS speed: a few tiles for 132 SMs, and the call's own overhead shows; in
+  the last three K or N is not a multiple of 4, so steps 17 and 18 copy A and B (701 × 1401 × 171, 1501 × 251 × 333)
+  or B (501 × 333 × 703) into readable rows first, a launch each (added 2026-11-30 after held-out seed 20261219's
+  slowest small product, 689 × 1463 × 169, was of the kind; the three were timed first in
+  experiments/results/experiment-half-tiles-3xtf32-nvidia-h200.json).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ SHAPE_CLASSES: dict[str, list[tuple[int, int, int]]] = {
     "K-heavy": [(1024, 1024, 16384), (768, 768, 16384), (1024, 512, 8192), (128, 128, 16384), (150, 181, 10001)],
     "skinny": [(128, 8192, 4096), (4096, 64, 8192), (8192, 128, 4096), (100, 6001, 4003), (9001, 99, 5003),
                (8000, 250, 6001)],
-    "small": [(256, 256, 256), (512, 512, 512), (640, 640, 640)],
+    "small": [(256, 256, 256), (512, 512, 512), (640, 640, 640), (701, 1401, 171), (1501, 251, 333), (501, 333, 703)],
 }
 
 
