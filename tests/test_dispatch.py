@@ -74,7 +74,7 @@ def test_explain_names_the_step_and_the_measured_shape(capsys):
     assert cli.main(["explain", "250", "260", "256"]) == 0
     out = capsys.readouterr().out
     choice = dispatch.choose(250, 260, 256)
-    assert f"{gemm_steps.get_step(choice.step_name).name}" in out and "why:" in out
+    assert dispatch.candidate(choice.step_name).name in out and "why:" in out
     assert cli.main(["explain", "1000", "1000", "1000"]) == 0
     assert "tiles:" in capsys.readouterr().out
 
@@ -127,6 +127,28 @@ def test_matmul_can_choose_step_17_with_128_row_tiles_at_tf32_only(monkeypatch):
         assert np.abs(got - a @ b).max() <= 1e-2 * np.abs(a @ b).max()
     finally:
         dispatch.forget()
+
+
+def test_an_fp32_step_and_a_rival_judged_at_another_shape_are_compared_at_the_rivals(monkeypatch):
+    """458×589×1407 (held-out seed 20261220): step 11's 64 × 64 tiles ran 90 % of cuBLAS at 640³, the nearest shape,
+    where step 18's 64 × 128 tiles read A as it is; they copy it here, so they are judged at 501×333×703 (86 %), where
+    step 11's tiles ran slower. Compared there, the tensor cores run — and where step 11's tiles were faster there too,
+    they keep the product."""
+    fp32, rival = "stream_k@64x64", "warp_specialized_3xtf32@64x128"
+
+    def table_with(fp32_ms_there):
+        return {"gpu": None, "shapes": [[640, 640, 640, {fp32: 0.0295, rival: 0.0204}, 0.0265],
+                                        [501, 333, 703, {fp32: fp32_ms_there, rival: 0.0211}, 0.0181]]}
+
+    for fp32_ms_there, chosen in ((0.0274, rival), (0.0200, fp32)):
+        monkeypatch.setattr(dispatch, "table", lambda gpu, t=table_with(fp32_ms_there): t)
+        dispatch.forget()
+        try:
+            choice = dispatch.choose(458, 589, 1407, "tf32x3")
+            assert choice.step_name == chosen, choice.reason
+            assert ("compared at one shape" in choice.reason) == (chosen == rival)
+        finally:
+            dispatch.forget()
 
 
 def test_a_step_this_gpu_cannot_run_is_never_chosen(monkeypatch):

