@@ -211,11 +211,15 @@ if split_k and split_k_prediction:
 # stopped ignoring a step measured only where it copied A or B at shapes where it reads them as they are (the same
 # kernel without the copy). That draw's slowest shapes were small and short-K products, where a readable copy and each
 # extra launch weigh most (at the slowest small one, step 18 and step 22 take the same 30 µs to cuBLAS SGEMM's 20:
-# `experiments/README.md`). Each change was followed by a new draw; the last, with the dispatch table measured again
-# on every step as it is now, is the table above. It drew more skinny shapes than any before, and its slowest are
-# those: a side under ~100 (2711×85×6911, where K and N are both odd, so both A and B are copied first; 82×6470×4095)
-# leaves most of each tile outside C — what tiles narrower than 128 columns (one consumer warpgroup) are for, which
-# the course has not yet built — and a small short-K product (154×3334×302).
+# `experiments/README.md`). Each change was followed by a new draw. Step 18 then got a tile half as tall (64 × 128:
+# two consumer warpgroups of 64 columns, as on its 128 × 128, each on half the rows; `experiments/half_tiles_3xtf32.py`:
+# 1.10–1.36× step 18 at six small products, 0.72–0.78× at 2048³ and 4096³), and the suite three small products whose
+# A or B is copied first. The next draw's slowest small product ran step 11's 64 × 64 tiles: `matmul` had judged them
+# at 640³ against step 18's new tile judged at another shape, and now compares the two at the rival's shape. The last
+# draw, with the dispatch table measured again, is the table above. Its slowest are a product with K = 71
+# (5274×5673×71: a k-loop of three k-tiles a tile, after A and B are copied into readable rows), a skinny short-K one
+# with both copied (11545×314×149), and, at `precision="tf32"`, M = 93 (93×8371×6997), which fills 73 % of a 128-row
+# tile — what tiles of 64 rows are for, which step 17 does not have.
 #
 # ## What carries over to Triton and CUTLASS
 #
