@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from numba import cuda
 
 from gemm_steps.course import cli
 from gemm_steps.harness import dispatch
+from gemm_steps.steps import warp_specialized_3xtf32
 from helpers import assert_close
 
 STEPS = {s.name for s in gemm_steps.steps()}
@@ -127,6 +129,21 @@ def test_matmul_can_choose_step_17_with_128_row_tiles_at_tf32_only(monkeypatch):
         assert np.abs(got - a @ b).max() <= 1e-2 * np.abs(a @ b).max()
     finally:
         dispatch.forget()
+
+
+@pytest.mark.parametrize("name", sorted(dispatch.TILE_VARIANTS))
+def test_a_tile_variant_is_a_configuration_its_step_accepts(name):
+    """The tiles a GPU runs for each variant pass its step's own checks (``Config.problems``: threads a warpgroup,
+    the register hand-off against the pool, shared-memory alignment), so a variant is never first tried on a GPU;
+    a tile no step accepts fails here."""
+    module = dispatch.candidate(name).module
+    assert module.Config.of(dispatch.TILE_VARIANTS[name]).problems() == []
+
+
+def test_the_variant_check_can_fail():
+    """Step 18 on 64 × 96 tiles (a warpgroup computes 64 columns: 96 is not a whole number of them) is refused."""
+    tiles = replace(dispatch.TILE_VARIANTS["warp_specialized_3xtf32@64x128"], BLOCK_N=96, THREAD_N=6)
+    assert warp_specialized_3xtf32.Config.of(tiles).problems()
 
 
 def test_an_fp32_step_and_a_rival_judged_at_another_shape_are_compared_at_the_rivals(monkeypatch):
