@@ -79,6 +79,14 @@ def kernel_name(prefix: str, label: str) -> str:
     return prefix + "_" + "".join(ch if ch.isalnum() else "_" for ch in label)
 
 
+def records_by_shape(results: dict) -> dict:
+    """A run's records by shape ``"MxNxK"`` (in the order first seen), then by entry name."""
+    by: dict = {}
+    for r in results["records"]:
+        by.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r
+    return by
+
+
 def ratio(x, y):
     """x / y, or None where either is missing or zero (a failed or absent record)."""
     return x / y if x and y else None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from experiments import output_path, ratio, require_gpu, run_and_save
+from experiments import output_path, ratio, records_by_shape, require_gpu, run_and_save
 
 SIZES = [(701, 1401, 171), (704, 1400, 172), (1501, 251, 333), (501, 333, 703), (256, 256, 256), (512, 512, 512),
          (640, 640, 640), (2048, 2048, 2048), (4096, 4096, 4096)]
@@ -32,11 +32,8 @@ HALVES = ("warp_specialized_3xtf32@128x64", "warp_specialized_3xtf32@64x128")
 
 def summary(results: dict) -> dict:
     """Per shape ``"MxNxK"``: median µs of every entry, each over cuBLAS SGEMM, and each half tile over step 18."""
-    by: dict = {}
-    for r in results["records"]:
-        by.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r
     out = {}
-    for shape, rows in by.items():
+    for shape, rows in records_by_shape(results).items():
         us = {name: 1e3 * r["median_ms"] for name, r in rows.items() if r.get("median_ms")}
         out[shape] = {"us": us,
                       "over_cublas_sgemm": {name: ratio(us.get("cublas"), t) for name, t in us.items()},

@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, ratio, require_gpu, run_and_save
+from experiments import output_path, ratio, records_by_shape, require_gpu, run_and_save
 
 SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (5120, 2560, 4096)]
 SHIPPED, COPIES, PLAIN_B = "step_23_float32_copies", "tf32_copies", "tf32_copies_plain_b"
@@ -43,11 +43,8 @@ BEFORE = dict(TF32_COPIES=False, ROUND_B=True)
 def summary(results: dict) -> dict:
     """Per shape ``"MxNxK"``: TFLOPS, median SM clock and error of each entry; each build over step 23 as shipped
     and over cuBLAS TF32; ``tf32_copies_plain_b`` over ``tf32_copies`` (B's instructions alone)."""
-    by: dict = {}
-    for r in results["records"]:
-        by.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = r
     out = {}
-    for shape, rows in by.items():
+    for shape, rows in records_by_shape(results).items():
         t = {name: r.get("tflops") for name, r in rows.items()}
         out[shape] = {"tflops": t,
                       "clock_mhz": {name: r.get("sm_clock_mhz_median") for name, r in rows.items()},
