@@ -30,6 +30,10 @@ predictions/stream-k-3xtf32-pace-before-run.md.)
 The third run (``-3.json``, the shapes given on the command line) times the build whose stream-K wait polls as a warp
 (``toolkit.intrinsics.wait_for_flag``), with ``warp_specialized_3xtf32_stream_k_own`` (its own kernel at every
 shape, no fallback to step 18) beside (predictions/stream-k-warp-wait-before-run.md).
+
+The fourth run (``-4.json``, shapes on the command line: K = 64 … 4096, most of them a few k-tiles a tile) asks
+whether the loop hides step 18's cost a tile besides its k-loop where tiles are short
+(predictions/short-k-persistent-before-run.md; the shapes and the reason: experiments/short_k.py).
 """
 
 from __future__ import annotations

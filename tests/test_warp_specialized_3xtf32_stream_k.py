@@ -159,6 +159,10 @@ def test_step_18_runs_where_it_splits_k_or_the_waves_are_nearly_whole():
     for tiles, k in [(144, 4096), (158, 4066), (169, 4096), (80, 128), (404, 4096)]:  # part-empty waves
         assert not built.runs_fallback(tiles, k), (tiles, k)
     assert variant.runs_step_18(36, 512, 132) and not variant.runs_step_18(80, 4, 132)
+    # whole waves of short tiles (2, 4 and 8 k-tiles): step 18's cost a tile besides its k-loop is what the loop saves
+    for tiles, k in [(2048, 64), (4096, 128), (2048, 256)]:
+        assert not built.runs_fallback(tiles, k), (tiles, k)
+    assert built.runs_fallback(2048, 1024), "32 k-tiles a tile: the saving is less than the loop's slower k-tiles"
     assert not variant.build(variant.SEARCH_SPACE[0], fallback=False).runs_fallback(36, 16384)
 
 
@@ -171,8 +175,12 @@ def test_whole_waves_run_step_18_and_the_persistent_loop_is_right():
     launch_18 = built.fallback.launch_full_tiles
     built.fallback.launch_full_tiles = lambda *arguments, **keywords: (step18.append(arguments[2:4]),
                                                                        launch_18(*arguments, **keywords))
-    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, step 18")
-    assert step18 == [(6, 1)] and launches == [], "6 tiles on 3 blocks, two whole waves: step 18 runs"
+    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 10 * config.BLOCK_K, "six tiles, step 18")
+    assert step18 == [(6, 1)] and launches == [], "6 tiles of 10 k-tiles on 3 blocks, two whole waves: step 18 runs"
+    del step18[:]
+    _product(built, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six short tiles, the loop")
+    assert step18 == [] and launches == [("full", SIMULATED_RESIDENT_BLOCKS, 6, 0)], \
+        "6 tiles of 3 k-tiles: step 18's cost a tile besides its k-loop outweighs the loop's slower k-tiles"
     loop = variant.build(variant.SIMULATOR_CONFIG, split=no_stream_k, fallback=False)
     loop_launches = record_stream_k_launches(loop)
     _product(loop, 6 * config.BLOCK_M, config.BLOCK_N, 3 * config.BLOCK_K, "six tiles, persistent")
@@ -181,8 +189,9 @@ def test_whole_waves_run_step_18_and_the_persistent_loop_is_right():
 
 
 #: On a GPU (132 SMs, step 18's 128 × 128 tiles): one tile shared by every block; a ragged wave boundary (all
-#: stream-K); 160 tiles (a wave data-parallel, the rest by k-tiles); K not a multiple of 4 (A copied first).
-GPU_SHAPES = [(128, 128, 8192), (1200, 1800, 512), (10077, 164, 4066), (700, 2500, 1001)]
+#: stream-K); 160 tiles (a wave data-parallel, the rest by k-tiles); K not a multiple of 4 (A copied first); two
+#: whole waves of 3 k-tiles a tile (the persistent loop: short tiles, ``SHORT_TILE_K_TILES``).
+GPU_SHAPES = [(128, 128, 8192), (1200, 1800, 512), (10077, 164, 4066), (700, 2500, 1001), (1536, 2816, 96)]
 
 
 def _on_hopper():

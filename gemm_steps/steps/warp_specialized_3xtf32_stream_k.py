@@ -24,8 +24,10 @@ accuracy from three TF32 products per k-step — with step 18's roles and tile.
 * **When.** As step 21: whole waves data-parallel, the last part-empty wave plus one shared out by k-tiles
   (``stream_k.stream_k_split``); where step 18 splits K (few tiles, long K: ``warp_specialized_3xtf32.slices``),
   step 18 runs. Unlike step 21's, this kernel's k-tiles run slower than its base step's (0.90× step 18's where both
-  run the same waves; the cause is only partly found: ``PACE_OF_STEP_18``), so it runs only where the part-empty
-  wave it saves is worth more than that (``runs_step_18``): no persistent loop where the waves are whole.
+  run the same waves; the cause is only partly found: ``PACE_OF_STEP_18``), so it runs only where what it saves is
+  worth more than that (``runs_step_18``): a part-empty wave, or — where a tile has a few k-tiles — the cost of each
+  of step 18's tiles besides its k-loop (``SHORT_TILE_K_TILES``); no persistent loop where long tiles fill whole
+  waves.
 
 Deadlock-free for step 11's reason: a block waits only for lower-numbered blocks, whose partial sums never wait, and
 the grid is the blocks the GPU holds at once.
@@ -390,18 +392,30 @@ class Config(StepConfig):
 #: wgmma descriptor through R2UR; with the warp's wait (``wait_for_flag``) the loop ran 0.905× and 0.956× (run 3).
 #: The rest is not found. Step 21's persistent loop runs 1.03–1.05× step 17's.
 PACE_OF_STEP_18 = 0.90
-#: … so this kernel runs a product only where the waves it saves are worth more than that, by this margin.
+#: Where a tile has at most this many k-tiles, this kernel's loop runs whatever the waves: step 18 computes one tile a
+#: block and one block an SM, so a block's start, its first copies' wait and its stores run with no other tile's
+#: k-loop under them, a cost of its own a tile that the loop hides (it starts the next tile's copies while it stores).
+#: Measured on an H200 (experiments/stream_k_3xtf32.py, run 4: whole and nearly whole waves, K = 64 … 4096): the
+#: loop 1.27–1.42× step 18 at 2–4 k-tiles a tile, 1.08× at 8, 0.94× at 32, 0.90–0.91× at 64 and 128. Nothing was
+#: measured between 8 and 32: the last k-tile count measured to gain.
+SHORT_TILE_K_TILES = 8
+#: … so, where tiles are longer, this kernel runs a product only where the waves it saves are worth more than that,
+#: by this margin.
 MIN_GAIN = 1.05
 
 
 def runs_step_18(tiles: int, k_tiles: int, sms: int) -> bool:
     """Whether step 18 runs a product instead: where step 18 splits K (``slices``: fewer tiles than SMs and a long K,
-    as step 21 leaves such products to step 17), and where the waves this kernel saves do not pay for its slower
-    k-tiles — step 18's ceil(T / sms) waves over the T / sms this kernel computes, times ``PACE_OF_STEP_18``, under
-    ``MIN_GAIN``: whole waves (4096³: 1024 tiles, 7.76 waves in 8) and nearly whole ones (3000³: 4.36 in 5, where the
-    first run measured 0.97×) run step 18; 144–169 tiles (1.09–1.28 waves in 2) this kernel."""
+    as step 21 leaves such products to step 17), and, where a tile has more than ``SHORT_TILE_K_TILES`` k-tiles,
+    where the waves this kernel saves do not pay for its slower k-tiles — step 18's ceil(T / sms) waves over the
+    T / sms this kernel computes, times ``PACE_OF_STEP_18``, under ``MIN_GAIN``: whole waves (4096³: 1024 tiles, 7.76
+    waves in 8) and nearly whole ones (3000³: 4.36 in 5, where the first run measured 0.97×) run step 18; 144–169
+    tiles (1.09–1.28 waves in 2) this kernel, and so does every product of short tiles (4096×8192×64: 2048 tiles of 2
+    k-tiles)."""
     if warp_specialized_3xtf32.slices(tiles, k_tiles, sms) > 1:
         return True
+    if k_tiles <= SHORT_TILE_K_TILES:
+        return False
     waves = -(-tiles // sms)
     return waves * sms / tiles * PACE_OF_STEP_18 < MIN_GAIN
 
