@@ -168,6 +168,26 @@ def test_an_fp32_step_and_a_rival_judged_at_another_shape_are_compared_at_the_ri
             dispatch.forget()
 
 
+def test_a_3xtf32_step_and_a_tf32_rival_judged_elsewhere_are_compared_at_both_shapes():
+    """8198×172×2503 at ``precision="tf32"`` (held-out seed 20261222): step 22 (3xTF32) judged at 8000×250×6001, step
+    23 (TF32) at 9001×99×5003 on a lower %. Step 23 runs where it was faster at both shapes; not where it was slower at
+    step 22's; and two TF32 steps are not compared so."""
+    s22, s23, s17 = "warp_specialized_3xtf32_stream_k", "cluster_stream_k_tma_store", "warp_specialized@128x128"
+    x, y = (8000, 250, 6001), (9001, 99, 5003)
+    judged, judged_at = {s22: 183.0, s23: 145.0, s17: 137.0}, {s22: x, s23: y, s17: y}
+
+    def rows(tf32_at_x):  # both TF32 steps' time at x
+        return [[*x, {s22: 0.327, s23: tf32_at_x, s17: tf32_at_x}, 0.598],
+                [*y, {s22: 0.223, s23: 0.175, s17: 0.184}, 0.253]]
+
+    here = (8198, 172, 2503)
+    assert dispatch._faster_where_judged(s22, judged, judged_at, rows(0.233), here) == s23
+    assert dispatch._faster_where_judged(s22, judged, judged_at, rows(0.400), here) is None, "slower at step 22's shape"
+    tf32_only = {s23: 183.0, s17: 137.0}
+    faster = [[*x, {s23: 0.3, s17: 0.2}, 0.598], [*y, {s23: 0.2, s17: 0.1}, 0.253]]
+    assert dispatch._faster_where_judged(s23, tf32_only, {s23: x, s17: y}, faster, here) is None, "one arithmetic"
+
+
 def test_a_step_this_gpu_cannot_run_is_never_chosen(monkeypatch):
     """A table recorded on an H100 where step 14 (wgmma) was fastest, read on a GPU without wgmma: the next fastest
     step runs instead — and on the H100 itself (here: the simulator, which runs every step) step 14 does."""

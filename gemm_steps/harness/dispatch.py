@@ -553,10 +553,12 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
               f"{where_measured}: {judged[best]:.0f} % of cuBLAS" + note)
     judgements = {s: (judged_at[s], judged[s]) for s in judged}
     rival = _faster_where_judged(best, judged, judged_at, every_measured, here)
-    if rival is not None:  # the FP32 step won on a % measured at another shape than the rival's: compared where the
-        at = judged_at[rival]  # rival was judged, the rival is faster
+    if rival is not None:  # the step won on a % measured at another shape than the rival's: compared where they can
+        at = judged_at[rival]  # be (the rival's shape; for two tensor-core steps, both), the rival is faster
+        both = "" if _step_arithmetic(best) == "fp32" else f", and slower at {_label(judged_at[best])} too"
         reason = (f"{reason}; but at {_label(at)}, where {rival} was judged (its kernel path there is the one it takes "
-                  f"here), it ran {judged[rival]:.0f} % of cuBLAS and {best} slower: the two compared at one shape")
+                  f"here), it ran {judged[rival]:.0f} % of cuBLAS and {best} slower{both}: the two compared "
+                  + ("at one shape" if not both else "at each one's shape"))
         return Choice(rival, reason, shape, pct, entry.get("gpu"), judgements, tuple(modelled))
     if _step_arithmetic(best) == "fp32":  # the FP32 units won only among the steps measured near on their path
         evidence = _tensor_core_evidence(every_measured, here, unjudged, steps)
@@ -569,23 +571,41 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
 
 
 def _faster_where_judged(best: str, judged: dict, judged_at: dict, measured: list, here: tuple[int, int, int]):
-    """A tensor-core step to run instead of FP32 step ``best``, or None: one judged at another shape than ``best``
-    (where its kernel path is the one it takes here) and faster than ``best`` there — the fastest such by its
-    judged %. Each step's % is measured at the shape that represents it, and an FP32 step's path is the same at
-    every shape, so where the two shapes differ they are compared at the rival's. Held-out seed 20261220
-    (results/held-out-nvidia-h200-2026-11-30.json) ran 458×589×1407 on step 11's 64 × 64 tiles, 90 % of cuBLAS SGEMM
-    at 640³ (where the tensor-core steps read A as it is), against step 18's 64 × 128 tiles judged at 501×333×703
-    (A or B copied, as here) at 86 %: at 501×333×703 step 11's tiles had run 66 %; the product ran 0.67×."""
-    if _step_arithmetic(best) != "fp32":
-        return None
+    """A tensor-core step to run instead of ``best``, or None: one judged at another shape than ``best`` (where its
+    kernel path is the one it takes here) and faster than ``best`` where the two can be compared — the fastest such by
+    its judged %. Each step's % is measured at the shape that represents it, so where the two shapes differ, a % from
+    one is no measure against a % from the other.
+
+    * ``best`` an FP32 step: its path is the same at every shape, so they are compared at the rival's shape. Held-out
+      seed 20261220 (results/held-out-nvidia-h200-2026-11-30.json) ran 458×589×1407 on step 11's 64 × 64 tiles, 90 %
+      of cuBLAS SGEMM at 640³ (where the tensor-core steps read A as it is), against step 18's 64 × 128 tiles judged
+      at 501×333×703 (A or B copied, as here) at 86 %: at 501×333×703 step 11's tiles had run 66 %; the product ran
+      0.67×.
+    * ``best`` a 3xTF32 step and the rival a TF32 one (``precision="tf32"`` may run either): three products a k-step
+      against one, so how far apart they run changes with the shape (2.2–2.6× the time at K = 64–128, 3.3× at 4096³:
+      experiments/results/experiment-short-k-nvidia-h200.json), and each may take another path at the other's shape:
+      the rival must be faster at both. Held-out seed 20261222 (results/held-out-nvidia-h200-2026-11-30-3.json) ran
+      8198×172×2503 at ``precision="tf32"`` on step 22, 183 % of cuBLAS SGEMM at 8000×250×6001, against the TF32 steps
+      judged at 9001×99×5003 at 144 %: they had run faster than step 22 at both shapes; the product ran 0.68× cuBLAS
+      TF32. Two steps of one arithmetic are not compared so: their order moves less between shapes than the tiles'
+      waves do, which neither judged shape shows (184×8484×5855 would have gone from step 23, 2.46× cuBLAS TF32
+      there, to step 17's 128-row tiles: 134 tiles for 132 SMs)."""
+    fp32 = _step_arithmetic(best) == "fp32"
     rivals = []
     for name, at in judged_at.items():
         if _step_arithmetic(name) == "fp32" or at == judged_at[best]:
             continue
-        row = next((r for r in measured if tuple(r[:3]) == at), None)
-        if row is not None and best in row[3] and name in row[3] and row[3][name] < row[3][best]:
+        if not fp32 and not (_step_arithmetic(best) == "3xtf32" and _step_arithmetic(name) == "tf32"):
+            continue
+        if all(_ran_faster(name, best, shape, measured) for shape in ((at,) if fp32 else (at, judged_at[best]))):
             rivals.append(name)
     return max(rivals, key=lambda name: (judged[name], _step_number(name)), default=None)
+
+
+def _ran_faster(name: str, other: str, shape: tuple[int, int, int], measured: list) -> bool:
+    """Whether the table measured ``name`` faster than ``other`` at ``shape``."""
+    row = next((r for r in measured if tuple(r[:3]) == shape), None)
+    return row is not None and name in row[3] and other in row[3] and row[3][name] < row[3][other]
 
 
 #: From this M·N·K on a product counts as large (the issue-37 targets split the held-out set here). A tensor-core
