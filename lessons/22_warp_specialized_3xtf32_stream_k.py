@@ -121,12 +121,35 @@ if len(runs) > 2:
 # %% [markdown]
 # Closer, not there: 4–5 % back at every shape, the loop still about 0.9× step 18's at 4096³ (2048³ inside the range,
 # 4096³ below it). The rest is not found yet. Until it is, the step uses the measurement: a k-tile of step 22 costs
-# about 1 / 0.9 of step 18's (`PACE_OF_STEP_18`), so it runs its own kernel only where the waves it saves are worth
-# more than that, with a 5 % margin, and runs step 18 elsewhere:
+# about 1 / 0.9 of step 18's (`PACE_OF_STEP_18`), so where tiles are long it runs its own kernel only where the waves
+# it saves are worth more than that, with a 5 % margin.
+#
+# ## Short tiles
+#
+# Where K is short a tile is a few k-tiles, and the k-loop is no longer most of a tile's time. Step 18 runs one tile a
+# block and one block an SM (its registers), so a block's start, the wait for its first copies and its stores happen
+# with nothing under them; the persistent loop starts the next tile's copies while it stores. A first run at short K
+# (`experiments/short_k.py`, its prediction committed before it) had suspected the store: step 23's TMA store ran
+# only 1.00–1.11× step 21 where the tiles were whole, and step 18 spent about 7.5 µs a tile of 2 k-tiles against 9.3 µs
+# a tile of 4 — most of it not the k-loop. The fourth run put the loop beside step 18 from 2 to 128 k-tiles a tile:
+
+# %%
+short = predictions.get(22, "short_k_persistent_over_step18_h200")
+lesson.say(predictions.quote(short))
+if len(runs) > 3:
+    lesson.say(lesson_22.verdict_table(lesson_22.verdicts(runs[3], short), "persistent loop"))
+    print(lesson_22.caption(runs[3]))
+
+# %% [markdown]
+# The loop wins where tiles are short — 1.27–1.42× step 18 at 2–4 k-tiles, 1.08× at 8 — and loses its 10 % where they
+# are long. The prediction proposed a fixed cost a tile fitted on this run; fitted (about 1.3 k-tiles' worth), it
+# overshot the loop by 3–8 % at 2 and at 32–128 k-tiles, so the rule is the measurement itself: step 22 runs its own
+# kernel wherever a tile has at most 8 k-tiles (`SHORT_TILE_K_TILES`: the last count measured to gain; 9–31 were not
+# measured), whatever the waves, and elsewhere by the waves it saves:
 
 # %%
 lesson.say(lesson_22.waves_table([(10077, 164, 4066), (1152, 2048, 4096), (2432, 1792, 4096), (3000, 3000, 3000),
-                                  (4096, 4096, 4096)]))
+                                  (4096, 4096, 4096), (4096, 8192, 64), (4096, 8192, 1024)]))
 
 # %% [markdown]
 # ## On the shapes `matmul` was measured on
@@ -166,9 +189,11 @@ if held is not None:
 #
 # Stream-K pays at the default precision too: 1.1–1.5× step 18 where its last wave is part-empty, up to 2.35× cuBLAS
 # SGEMM. But step 22's k-tiles run at about 0.9× step 18's — a wait loop that split the warp cost part of it, and the
-# rest is not found — so where the waves are whole it leaves the product to step 18. Left: the rest of that gap, the
-# dispatch rule's trust in the model far from a measurement, and the short-K and small products where the default is
-# still under 1× cuBLAS SGEMM. (The shape suite and the held-out draw above ran before the warp's wait.)
+# rest is not found — so where long tiles fill whole waves it leaves the product to step 18; where tiles are short,
+# its loop hides a cost of each of step 18's tiles and runs 1.1–1.4× step 18. Left: the rest of that gap, the
+# dispatch rule's trust in the model far from a measurement, and the small products where the default is still
+# under 1× cuBLAS SGEMM. (The shape suite and the held-out draw above ran before the warp's wait and the short-tile
+# rule; lesson 25 has the newest draws.)
 #
 # Next: [Lesson 23: persistent clusters and the TMA store](23_cluster_stream_k_tma_store.ipynb) (step 23: step 21 as
 # cuBLAS runs it: clusters of two sharing A, C stored by the copy engine).

@@ -215,11 +215,15 @@ if split_k and split_k_prediction:
 # two consumer warpgroups of 64 columns, as on its 128 × 128, each on half the rows; `experiments/half_tiles_3xtf32.py`:
 # 1.10–1.36× step 18 at six small products, 0.72–0.78× at 2048³ and 4096³), and the suite three small products whose
 # A or B is copied first. The next draw's slowest small product ran step 11's 64 × 64 tiles: `matmul` had judged them
-# at 640³ against step 18's new tile judged at another shape, and now compares the two at the rival's shape. The last
-# draw, with the dispatch table measured again, is the table above. Its slowest are a product with K = 71
-# (5274×5673×71: a k-loop of three k-tiles a tile, after A and B are copied into readable rows), a skinny short-K one
-# with both copied (11545×314×149), and, at `precision="tf32"`, M = 93 (93×8371×6997), which fills 73 % of a 128-row
-# tile — what tiles of 64 rows are for, which step 17 does not have.
+# at 640³ against step 18's new tile judged at another shape, and now compares the two at the rival's shape. The
+# next draw's slowest large product had K = 71 (5274×5673×71: three k-tiles a tile), where step 18 spends about as
+# much on each tile's start, first copies and stores as on its k-loop; step 22's persistent loop hides that cost and
+# now runs wherever a tile has at most 8 k-tiles (lesson 22). The next draw's slowest `tf32` shape ran step 22, a
+# 3xTF32 step judged at one shape, against TF32 steps judged at another, where they had been faster at both; such a
+# pair is now compared at both shapes. The last draw is the table above. Its slowest are, at `precision="tf32"`,
+# 69×5639×5962: 69 rows of a 128-row tile, and a 134 MB B whose rows the copy engine cannot read (N = 5639), so B is
+# copied first — by the bytes, read, written and read again, where cuBLAS reads it once (not measured apart); and,
+# at the default, a small short-K product (90×9780×170).
 #
 # ## What carries over to Triton and CUTLASS
 #

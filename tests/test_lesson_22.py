@@ -19,7 +19,7 @@ def test_the_waves_follow_step_22s_rule():
 
 def test_the_first_run_against_its_prediction():
     runs = lesson_22.runs()
-    assert len(runs) == 3, "the three runs of experiments/stream_k_3xtf32.py are shipped"
+    assert len(runs) == 4, "the four runs of experiments/stream_k_3xtf32.py are shipped"
     found = {v.shape: v for v in lesson_22.verdicts(runs[0], predictions.get(22, "stream_k_over_step18_h200"))}
     assert len(found) == 7
     assert found["1152x2048x4096"].where == "inside" and found["4096x4096x4096"].where == "below"
@@ -31,6 +31,16 @@ def test_the_warp_wait_run_against_its_prediction():
                                                     predictions.get(22, "warp_wait_persistent_over_step18_h200"))}
     assert set(found) == {"4096x4096x4096", "2048x2048x2048"}
     assert found["2048x2048x2048"].where == "inside" and 0.88 < found["4096x4096x4096"].ratio < 0.95
+
+
+def test_the_short_tile_run_against_its_prediction():
+    found = {v.shape: v for v in lesson_22.verdicts(lesson_22.runs()[3],
+                                                    predictions.get(22, "short_k_persistent_over_step18_h200"))}
+    assert len(found) == 10
+    assert found["4096x8192x64"].where == "inside" and found["4096x8192x64"].ratio > 1.3
+    assert found["4096x4096x4096"].ratio < 0.95 and found["4096x8192x1024"].where == "below"
+    short = str(lesson_22.waves_table([(4096, 8192, 64), (4096, 8192, 1024)]))
+    assert short.endswith("| no | step 18 |") and "| yes | its own kernel |" in short
 
 
 def test_the_pace_and_the_profile():

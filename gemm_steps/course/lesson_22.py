@@ -19,7 +19,7 @@ from .timings import load_run, tflops_by_shape
 #: then ``--pace``: step 18, the persistent loop, and the loop with 56 producer registers; then the build whose flag
 #: wait polls as a warp (``toolkit.intrinsics.wait_for_flag``), with step 22's own kernel at every shape beside.
 RUNS = (results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200, results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_2,
-        results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_3)
+        results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_3, results_files.EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_4)
 #: The shape suite that first timed step 22 (the dispatch table was recorded from it), and the first held-out draw run
 #: with step 22 in the table.
 SUITE = results_files.SHAPES_NVIDIA_H200_2026_11_29_6
@@ -76,11 +76,13 @@ def waves(m: int, n: int, k: int, sms: int = SMS) -> Waves:
 
 
 def waves_table(shapes) -> MarkdownTable:
-    from gemm_steps.steps.warp_specialized_3xtf32_stream_k import PACE_OF_STEP_18
+    from gemm_steps.steps.warp_specialized_3xtf32_stream_k import PACE_OF_STEP_18, SHORT_TILE_K_TILES
 
     rows = [{"M×N×K": "×".join(map(str, w.shape)), "tiles": w.tiles, "k-tiles a tile": w.k_tiles,
              "waves of work": w.waves, "step 18 runs": w.step18_waves, "waves saved: gain": w.model_gain,
-             "× pace": w.model_gain * PACE_OF_STEP_18, "step 22 runs": "its own kernel" if w.runs_own else "step 18"}
+             "× pace": w.model_gain * PACE_OF_STEP_18,
+             f"short tiles (≤ {SHORT_TILE_K_TILES} k-tiles)": "yes" if w.k_tiles <= SHORT_TILE_K_TILES else "no",
+             "step 22 runs": "its own kernel" if w.runs_own else "step 18"}
             for w in (waves(*shape) for shape in shapes)]
     return table(rows, {"waves of work": "{:.2f}", "waves saved: gain": "{:.2f}×", "× pace": "{:.2f}×"})
 

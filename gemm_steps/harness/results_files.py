@@ -267,6 +267,7 @@ EXPERIMENT_TF32_MINIMUM_SHAPE_NVIDIA_H200_2 = "experiment-tf32-minimum-shape-nvi
 EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200 = "experiment-stream-k-3xtf32-nvidia-h200.json"  # step 22 against step 18
 EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_2 = "experiment-stream-k-3xtf32-nvidia-h200-2.json"  # --pace
 EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_3 = "experiment-stream-k-3xtf32-nvidia-h200-3.json"  # the warp's flag wait
+EXPERIMENT_STREAM_K_3XTF32_NVIDIA_H200_4 = "experiment-stream-k-3xtf32-nvidia-h200-4.json"  # short tiles
 EXPERIMENT_TENSOR_CORES_FIRST_TRY_NVIDIA_H100 = "experiment-tensor-cores-first-try-nvidia-h100.json"
 EXPERIMENT_TENSOR_CORES_NVIDIA_H100 = "experiment-tensor-cores-nvidia-h100.json"
 EXPERIMENT_TF32_CONVERSION_NVIDIA_H100 = "experiment-tf32-conversion-nvidia-h100.json"
