@@ -14,7 +14,10 @@ B's copies at the suite's three shapes with an unreadable matrix, and checked eq
 * ``one element a thread``: the kernel before 9e593d4 (``i = cuda.grid(1)``, ``if i < rows * width``);
 * ``range loop``: the kernel from 9e593d4 to this experiment;
 * ``32-bit loop``: a ``while`` loop on a 32-bit index, ``divide_u32`` (shipped in the first run's tree);
-* ``four a thread``: the shipped kernel — the 32-bit loop over four floats a thread, one 128-bit store (second run).
+* ``four a thread``: the shipped kernel — the 32-bit loop over four floats a thread, one 128-bit store (second run);
+* ``rows by blocks``: no index to divide — the grid's y walks the rows (striding on by its height), its x the row's
+  1024-float chunks, a thread four floats 256 apart, so each load and each store of a warp is 128 consecutive bytes
+  (third run, with a large copy of B added: 100×6001×6000, B 144 MB).
 
 Prediction: predictions/readable-copy-speed-before-run.md (written before the run).
 
@@ -31,7 +34,9 @@ import numpy as np
 from experiments import output_path, require_gpu
 
 #: The suite's shapes whose A or B the copy engine cannot read (2026-11-29), and which matrices the step copies.
-SHAPES = [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333)]
+SHAPES = [(3001, 2999, 1531), (1531, 3989, 2003), (2777, 1111, 3333), (100, 6001, 6000)]
+#: Floats a block of ``rows by blocks`` covers in a row: 256 threads, four floats each.
+CHUNK = 1024
 REPEATS = 50
 
 
@@ -83,9 +88,26 @@ def builds():
             rows_out[i] = value
             i = uint32(i + stride)
 
+    @cuda.jit
+    def rows_by_blocks(a, b, c, m, n, k, which, width, rows_out):
+        rows = m if which == 0 else k
+        cols = k if which == 0 else n
+        row = uint32(cuda.blockIdx.y)
+        while row < rows:
+            col = uint32(cuda.blockIdx.x * CHUNK + cuda.threadIdx.x)
+            for j in range(4):
+                at = uint32(col + j * (CHUNK // 4))
+                if at < width:
+                    value = float32(0.0)
+                    if at < cols:
+                        value = a[row * cols + at] if which == 0 else b[row * cols + at]
+                    rows_out[row * width + at] = value
+            row = uint32(row + cuda.gridDim.y)
+
     # label: (kernel, floats a thread)
     return {"one element a thread": (one_element_a_thread, 1), "range loop": (range_loop, 1),
-            "32-bit loop": (loop_32_bit, 1), "four a thread": (copy_rows_kernel, 4)}
+            "32-bit loop": (loop_32_bit, 1), "four a thread": (copy_rows_kernel, 4),
+            "rows by blocks": (rows_by_blocks, 0)}
 
 
 def main(argv: list[str] = sys.argv) -> int:
@@ -115,7 +137,8 @@ def main(argv: list[str] = sys.argv) -> int:
             buffer = cuda.device_array(rows * width, dtype=np.float32, stream=stream)
             arguments = (*flat, np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(which), np.uint32(width), buffer)
             for label, (kernel, per_thread) in builds().items():
-                blocks = ceil_div(rows * width // per_thread, TmaTiles.COPY_THREADS)
+                blocks = ((ceil_div(width, CHUNK), min(rows, 65535)) if per_thread == 0 else
+                          ceil_div(rows * width // per_thread, TmaTiles.COPY_THREADS))
 
                 def launch():
                     kernel[blocks, TmaTiles.COPY_THREADS, stream](*arguments)
@@ -136,7 +159,8 @@ def main(argv: list[str] = sys.argv) -> int:
         summary[f"{m}x{n}x{k}"] = {"copies_us": per,
                                    "range_over_one_element": per["range loop"] / per["one element a thread"],
                                    "loop_32_bit_over_one_element": per["32-bit loop"] / per["one element a thread"],
-                                   "four_over_32_bit_loop": per["four a thread"] / per["32-bit loop"]}
+                                   "four_over_32_bit_loop": per["four a thread"] / per["32-bit loop"],
+                                   "rows_by_blocks_over_four": per["rows by blocks"] / per["four a thread"]}
     document = {"experiment": __doc__.split("\n\n")[0], "environment": environment(), "records": records,
                 "summary": summary}
     out.parent.mkdir(parents=True, exist_ok=True)
