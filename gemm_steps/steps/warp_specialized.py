@@ -80,10 +80,11 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                            BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS, BARRIERS,
                            A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, STAGE_BYTES, GROUP_M, CONSUMERS,
                            PRODUCER_REGISTERS, CONSUMER_REGISTERS, PARTIAL_TILES, THREAD_COPIES, PRODUCER_THREADS,
-                           THREADS):
+                           THREADS, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by TF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; THREAD_COPIES: the build whose producer
-    threads copy the stages themselves (A or B unreadable by the copy engine); ``partials``: split-K's workspace (see
+    threads copy the stages themselves (A or B unreadable by the copy engine); B_ROWS_MOD_4: the build that reads B
+    through four maps, one a residue of its rows mod 4 (N not a multiple of 4); ``partials``: split-K's workspace (see
     the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, empty[s] at STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
@@ -122,7 +123,8 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
             mbarrier_init(barriers, STAGES + s, THREADS if THREAD_COPIES else WARPS)
         if not THREAD_COPIES:
             tensor_map_acquire(a_map)
-            tensor_map_acquire(b_map)
+            for r in unroll(4 if B_ROWS_MOD_4 else 1):
+                tensor_map_acquire(b_map[r * 16:])
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
     cuda.syncthreads()  # … and to every thread: the last block-wide barrier
     wait_for_previous_grid()  # launched early after a readable copy (PDL): its A and B are written now
@@ -137,7 +139,12 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
                 k_at = (k_first + t) * BLOCK_K
                 copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
-                copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
+                if B_ROWS_MOD_4:  # B's rows k ≡ r (mod 4) through map r, into block r of the stage: rows k // 4;
+                    for r in unroll(4):  # map r starts (r · N) % 4 floats before its row, on 16 bytes
+                        copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS + r * B_LANE_PITCH, b_map[r * 16:],
+                                  k_at // 4, block_col + r * n % 4, barriers, stage)
+                else:
+                    copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
     elif warpgroup == CONSUMERS:  # THREAD_COPIES (A or B unreadable by the copy engine): the producer's threads copy
         registers_lower_to(PRODUCER_REGISTERS)
         p = tid - uint32(CONSUMERS * 128)  # 0 … 127: warp p // 32 copies A's rows p // 32, + 4, …; B's likewise
@@ -178,7 +185,7 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
     else:  # a consumer warpgroup: takes the registers; only waits for data, multiplies and releases stages
         registers_raise_to(CONSUMER_REGISTERS)
         base = shared_address(tiles, 0)
-        fragment_at = (lane % 4) * B_STRIDE + warpgroup * 64 + warp * 16 + lane // 4
+        fragment_at = (lane % 4) * B_LANE_PITCH + warpgroup * 64 + warp * 16 + lane // 4  # B's k-row lane % 4 …
         acc = zero_accumulators(ACCUMULATORS)
         b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
         # The ring's arithmetic in 32-bit unsigned integers: over Python ints Numba computes u % STAGES and
@@ -194,7 +201,7 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                     mbarrier_wait(barriers, stage, u // stages % uint32(2))  # its bytes have landed
                     for s in unroll(K_STEPS):
                         for q in unroll(4):
-                            x = tiles[stage_b + fragment_at + ((s * 8 + q // 2 * 4) * B_STRIDE + q % 2 * 8)]
+                            x = tiles[stage_b + fragment_at + ((s * 2 + q // 2) * B_QUAD_PITCH + q % 2 * 8)]
                             b_frag[half][s][q] = rounded_operand_bits(x)  # rounded to TF32: 2 instructions
                     warpgroup_fence()
                     a_stage = swizzled_descriptor(uint32(base + stage * uint32(A_STAGE_FLOATS * 4)))
@@ -303,6 +310,11 @@ class Config(StepConfig):
     # aligned), a PARTIAL_TILES build too: the producer warpgroup's 128 threads copy each stage themselves, 4 bytes a
     # cp.async, zeros outside, into the layouts the copy engine writes; each announces its share on the full barrier.
     THREAD_COPIES: bool = False
+    # The build for B whose rows the copy engine cannot read because N is not a multiple of 4 (a PARTIAL_TILES build
+    # too): B's rows k ≡ r (mod 4) lie 16·N bytes apart — a pitch the copy engine can read — so four tensor maps, one
+    # a residue r, each starting (r·N) % 4 floats early to sit on 16 bytes, bring a k-tile as four boxes of BLOCK_K / 4
+    # rows, block r of the stage holding k-rows r, r + 4, …: no copy of B first.
+    B_ROWS_MOD_4: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -339,6 +351,14 @@ class Config(StepConfig):
     @property
     def B_STRIDE(self) -> int:  # floats per row of a stage of B (the copy's box is that wide): rows 8 banks apart
         return self.BLOCK_N + 8
+
+    @property
+    def B_LANE_PITCH(self) -> int:  # floats from k-row r to k-row r + 1 of a stage of B, r < 4 (lanes differ in k % 4) …
+        return self.BLOCK_K // 4 * self.B_STRIDE if self.B_ROWS_MOD_4 else self.B_STRIDE
+
+    @property
+    def B_QUAD_PITCH(self) -> int:  # … and from k-row r to k-row r + 4 (B_ROWS_MOD_4: the next row of block r)
+        return self.B_STRIDE if self.B_ROWS_MOD_4 else 4 * self.B_STRIDE
 
     @property
     def A_STAGE_FLOATS(self) -> int:  # a stage of A: BLOCK_M rows of BLOCK_K = 32 floats, one 128-byte swizzled row each
@@ -386,6 +406,8 @@ class Config(StepConfig):
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
             return ["needs BLOCK_N = 64 per warpgroup of 128 threads, BLOCK_M a multiple of 8 up to 256 and "
                     "BLOCK_K = 32"]
+        if self.B_ROWS_MOD_4 and (self.THREAD_COPIES or not self.PARTIAL_TILES):
+            return ["B_ROWS_MOD_4 is a PARTIAL_TILES build whose copy engine reads B (not THREAD_COPIES)"]
         if self.THREAD_COPIES and (128 % self.BLOCK_N or self.PRODUCER_THREADS != 128):
             return ["THREAD_COPIES needs 128 producer threads and BLOCK_N dividing 128 (whole rows of B a pass)"]
         threads = self.THREADS + self.PRODUCER_THREADS
@@ -409,10 +431,11 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 def build(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
-          consumer_registers: int | None = None, slices=slices) -> SplitKTmaTiles:
+          consumer_registers: int | None = None, slices=slices, b_rows_when=None) -> SplitKTmaTiles:
     """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
     build, with the PARTIAL_TILES build beside it (``.partial``), both splitting K by ``slices`` where the tiles do
-    not fill the SMs, and step 15's kernel for the edges."""
+    not fill the SMs, and step 15's kernel for the edges. ``b_rows_when(m, n, k)``: where the B_ROWS_MOD_4 build
+    (``.b_rows``) reads a B whose pitch the copy engine cannot read, instead of a copy of it (default: nowhere)."""
     config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
                                          CONSUMER_REGISTERS=consumer_registers))
     edge = warpgroup_tf32.build(config)
@@ -422,9 +445,11 @@ def build(config: Config | TileConfig, group_m: int | None = None, producer_regi
                              **common)
     thread_copies = SplitKTmaTiles("warp_specialized_thread_copies", warp_specialized_kernel,
                                    replace(config, PARTIAL_TILES=True, THREAD_COPIES=True), **common)
+    b_rows = SplitKTmaTiles("warp_specialized_b_rows", warp_specialized_kernel,
+                            replace(config, PARTIAL_TILES=True, B_ROWS_MOD_4=True), **common)
     return SplitKTmaTiles("warp_specialized", warp_specialized_kernel, replace(config, PARTIAL_TILES=False),
                           partial=partial, thread_copies=thread_copies, thread_copies_when=copies_by_threads,
-                          aligned_a_when=aligned_a_pays, **common)
+                          aligned_a_when=aligned_a_pays, b_rows=b_rows, b_rows_when=b_rows_when, **common)
 
 
 TUNING = Tuning(build, "warp_specialized", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # built on first use

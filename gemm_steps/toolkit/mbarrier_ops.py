@@ -20,6 +20,7 @@ function                                   PTX                                  
 ``copy_tile(dst, j, map, r, c, bar, i)``   ``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier…``       ``UTMALDG``
 ``tensor_map_acquire(map)``                ``fence.proxy.tensormap::generic.acquire.sys [map], 128``               ``FENCE``
 ``tensor_map_2d(x, rows, cols, swizzle)``  host: ``cuTensorMapEncodeTiled`` (cuda-bindings), the 128-byte map in global memory
+``tensor_maps_rows_mod_4(x, rows, cols)``  host: four maps, one over each residue mod 4 of ``x``'s rows (a pitch of 16·cols bytes)
 ``named_barrier_sync(id, count)``          ``bar.sync id, count``: arrive, wait for ``count`` threads             ``BAR.SYNC``
 ``named_barrier_arrive(id, count)``        ``bar.arrive id, count``: arrive, do not wait                          ``BAR.ARV``
 =========================================  =====================================================================  ===============
@@ -135,7 +136,8 @@ _TENSOR_MAPS: dict = {}
 _TF32_MAPS: set = set()
 
 
-def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = False, tf32: bool = False):
+def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = False, tf32: bool = False,
+                  pitch_bytes: int | None = None, offset_bytes: int = 0, shape: tuple | None = None):
     """The tensor map of row-major float32 device ``matrix`` (rows × cols) for ``copy_tile``: boxes of ``box_rows`` ×
     ``box_cols`` (each at most 256; ``box_cols`` × 4 bytes a multiple of 16, and exactly 128 with ``swizzle_128``),
     written to shared memory plainly or in the 128-byte swizzle layout; zeros outside the matrix. ``tf32``: the
@@ -143,14 +145,16 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
     to nearest with ties to even (:func:`~.tensor_core_ops.round_to_tf32_even`, the twin's rounding), so a ``wgmma``
     reads the operand rounded, not truncated — as cuBLAS TF32 reads its operands (experiments/tf32_copies.py: the
     same reading and the same error). Returns a 16-element ``uint64`` device array holding it (keep it alive as long as
-    ``matrix``)."""
-    rows, cols = matrix.shape
+    ``matrix``). ``pitch_bytes``, ``offset_bytes``, ``shape``: a map over part of ``matrix`` — rows ``pitch_bytes``
+    apart from ``offset_bytes`` on, ``shape`` rows × columns (``tensor_maps_rows_mod_4``)."""
+    rows, cols = shape or matrix.shape
+    pitch = pitch_bytes or cols * 4
     if not (0 < box_rows <= 256 and 0 < box_cols <= 256 and box_cols * 4 % 16 == 0):
         raise ValueError(f"box {box_rows}×{box_cols}: each side 1–256 elements, a row a multiple of 16 bytes")
     if swizzle_128 and box_cols * 4 != 128:
         raise ValueError(f"the 128-byte swizzle needs box rows of 128 bytes, not {box_cols * 4}")
-    if cols * 4 % 16:
-        raise ValueError(f"a tensor map needs rows whose stride is a multiple of 16 bytes, not {cols * 4}")
+    if pitch % 16:
+        raise ValueError(f"a tensor map needs rows whose stride is a multiple of 16 bytes, not {pitch}")
     if SIMULATOR:
         key = len(_TENSOR_MAPS) + 1
         _TENSOR_MAPS[key] = (matrix, box_rows, box_cols, swizzle_128)
@@ -163,7 +167,7 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
 
     from .kernel_tools import device_pointer
 
-    address = device_pointer(matrix)
+    address = device_pointer(matrix) + offset_bytes
     if address % 16:
         raise ValueError("a tensor map needs a 16-byte-aligned matrix")
     swizzle = (driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if swizzle_128
@@ -172,7 +176,7 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
     error, encoded = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 if tf32
         else driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address, [u64(cols), u64(rows)],
-        [u64(cols * 4)], [u32(box_cols), u32(box_rows)], [u32(1), u32(1)],
+        [u64(pitch)], [u32(box_cols), u32(box_rows)], [u32(1), u32(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
@@ -180,6 +184,32 @@ def tensor_map_2d(matrix, box_rows: int, box_cols: int, swizzle_128: bool = Fals
         raise RuntimeError(f"cuTensorMapEncodeTiled failed: {error!r} (matrix {rows}×{cols}, "
                            f"box {box_rows}×{box_cols})")
     return cuda.to_device(np.array([int(word) for word in encoded.opaque], dtype=np.uint64))
+
+
+def tensor_maps_rows_mod_4(matrix, box_rows: int, box_cols: int, tf32: bool = False):
+    """Four tensor maps of row-major float32 device ``matrix`` (rows × cols, cols not a multiple of 4: a row pitch the
+    copy engine cannot read), one over each residue r of its rows mod 4: rows r, r + 4, r + 8, … lie 16·cols bytes
+    apart — a pitch it can read. Map r starts (r · cols) % 4 floats before row r, the nearest 16-byte boundary, so
+    column j of its row i is the matrix's element (r + 4i, j) at the map's column j + (r · cols) % 4; past the matrix,
+    zeros. Boxes of ``box_rows`` × ``box_cols``, written plainly. Returns a 64-element ``uint64`` device array: map r
+    at words 16r … 16r + 15 (each 128 bytes, as ``tensor_map_2d``'s)."""
+    rows, cols = matrix.shape
+    if rows < 4:
+        raise ValueError(f"four residues of rows need at least 4 rows, not {rows}")
+    words = []
+    for r in range(4):
+        shift = r * cols % 4
+        residue_rows = (rows - r + 3) // 4
+        if SIMULATOR:
+            flat = np.asarray(matrix._ary if hasattr(matrix, "_ary") else matrix).reshape(-1)
+            view = np.lib.stride_tricks.as_strided(flat[r * cols - shift:], shape=(residue_rows, cols + shift),
+                                                   strides=(16 * cols, 4), writeable=False)
+            words.append(tensor_map_2d(view, box_rows, box_cols, tf32=tf32, pitch_bytes=16 * cols).copy_to_host())
+        else:
+            words.append(tensor_map_2d(matrix, box_rows, box_cols, tf32=tf32, pitch_bytes=16 * cols,
+                                       offset_bytes=4 * (r * cols - shift),
+                                       shape=(residue_rows, cols + shift)).copy_to_host())
+    return cuda.to_device(np.concatenate(words))
 
 
 if SIMULATOR:

@@ -18,7 +18,7 @@ from numba import cuda, float32, uint32
 from .backend import SIMULATOR
 from .intrinsics import divide_u32, store_float4
 from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
-from .mbarrier_ops import tensor_map_2d
+from .mbarrier_ops import tensor_map_2d, tensor_maps_rows_mod_4
 from .kernel_builds import SIGNATURE
 from .kept import Kept
 from .tiles import SIMULATED_RESIDENT_BLOCKS, TiledKernels, flat_operands
@@ -109,11 +109,14 @@ class TmaTiles(TiledKernels):
     MAPS_KEPT = 16
 
     def __init__(self, *args, partial: "TmaTiles | None" = None, thread_copies: "TmaTiles | None" = None,
-                 thread_copies_when=None, aligned_a_when=None, **kwargs):
+                 thread_copies_when=None, aligned_a_when=None, b_rows: "TmaTiles | None" = None, b_rows_when=None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
         self.thread_copies = thread_copies
         self.thread_copies_when = thread_copies_when
+        self.b_rows = b_rows  # a B_ROWS_MOD_4 build: B read by its rows' residues mod 4, not copied
+        self.b_rows_when = b_rows_when  # (m, n, k) → read B so rather than copy it (the step's policy), or None
         self.aligned_a_when = aligned_a_when  # (m, n, k) → copy A into 128-byte rows first (aligned_a_pays), or None
         self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
@@ -142,6 +145,10 @@ class TmaTiles(TiledKernels):
             return blank, blank
         a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
         tf32 = bool(self.constants.get("TF32_COPIES"))  # the copy engine rounds A and B to TF32 as it loads them
+        if self.constants.get("B_ROWS_MOD_4"):  # B's rows by their residue mod 4 (N not a multiple of 4)
+            return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape, "rows mod 4"), lambda: (
+                tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32),
+                tensor_maps_rows_mod_4(b, config.BLOCK_K // 4, self.constants["B_STRIDE"], tf32=tf32)))
         return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
             tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32),
             tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"], tf32=tf32)))
@@ -154,7 +161,8 @@ class TmaTiles(TiledKernels):
     def labelled_variants(self) -> list:
         """The fast and edge kernels, and the ``partial`` and ``thread_copies`` builds' fast kernels if any."""
         return super().labelled_variants() + [(f"{built.name}_fast", built, "fast")
-                                              for built in (self.partial, self.thread_copies) if built is not None]
+                                              for built in (self.partial, self.thread_copies, self.b_rows)
+                                              if built is not None]
 
     def generated_source(self) -> str:
         """The fast and edge kernels as compiled, and the ``partial`` and ``thread_copies`` builds' fast kernels (if
@@ -203,6 +211,8 @@ class TmaTiles(TiledKernels):
             build, matrices = self.thread_copies, (a, b)
         else:
             build = self.partial
+            if copy_b and self.reads_b_by_rows(m, n, k, b):  # B by its rows' residues mod 4: not copied
+                build, copy_b = self.b_rows, False
             aligned_a = self.aligns_a(m, n, k)  # A's rows onto 128-byte lines, readable or not
             matrices = (self.readable_copy(0, flat, (m, n, k), stream, launches, LINE_FLOATS if aligned_a else 4)
                         if copy_a or aligned_a else a,
@@ -211,6 +221,12 @@ class TmaTiles(TiledKernels):
         sizes = (np.uint32(m), np.uint32(n), np.uint32(k), np.uint32(rows), np.uint32(cols))
         with quiet_small_grids():  # a small product is a small grid on purpose
             build.launch_full_tiles(flat, sizes, rows, cols, stream, matrices, launches)
+
+    def reads_b_by_rows(self, m: int, n: int, k: int, b) -> bool:
+        """Whether the ``b_rows`` build reads B instead of a readable copy: there is one, B is 16-byte aligned with at
+        least 4 rows (only its pitch is unreadable), and the step's policy ``b_rows_when(m, n, k)`` says so."""
+        return (self.b_rows is not None and self.b_rows_when is not None and device_pointer(b) % 16 == 0 and k >= 4
+                and bool(self.b_rows_when(m, n, k)))
 
     def aligns_a(self, m: int, n: int, k: int) -> bool:
         """Whether A is copied into rows of a multiple of 32 floats before the ``partial`` build runs: K is not such a
