@@ -139,10 +139,10 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
                 k_at = (k_first + t) * BLOCK_K
                 copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
-                if B_ROWS_MOD_4:  # B's rows k ≡ r (mod 4) through map r, into block r of the stage: rows k // 4;
-                    for r in unroll(4):  # map r starts (r · N) % 4 floats before its row, on 16 bytes
+                if B_ROWS_MOD_4:  # B's rows k ≡ r (mod 4) through map r, into block r of the stage: rows k // 4
+                    for r in unroll(4):  # (map r starts (r · N) % 4 floats before its row: its boxes land so far on)
                         copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS + r * B_LANE_PITCH, b_map[r * 16:],
-                                  k_at // 4, block_col + r * n % 4, barriers, stage)
+                                  k_at // 4, block_col, barriers, stage)
                 else:
                     copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS, b_map, k_at, block_col, barriers, stage)
     elif warpgroup == CONSUMERS:  # THREAD_COPIES (A or B unreadable by the copy engine): the producer's threads copy
@@ -186,6 +186,8 @@ def warp_specialized_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         registers_raise_to(CONSUMER_REGISTERS)
         base = shared_address(tiles, 0)
         fragment_at = (lane % 4) * B_LANE_PITCH + warpgroup * 64 + warp * 16 + lane // 4  # B's k-row lane % 4 …
+        if B_ROWS_MOD_4:  # … whose block begins (r · N) % 4 floats early: a box starts on 16 bytes or not at all
+            fragment_at += (lane % 4) * n % 4
         acc = zero_accumulators(ACCUMULATORS)
         b_frag = registers(2, K_STEPS, 4)  # two sets: k-tile u loads set u % 2 while k-tile u − 1 reads the other
         # The ring's arithmetic in 32-bit unsigned integers: over Python ints Numba computes u % STAGES and
@@ -313,7 +315,9 @@ class Config(StepConfig):
     # The build for B whose rows the copy engine cannot read because N is not a multiple of 4 (a PARTIAL_TILES build
     # too): B's rows k ≡ r (mod 4) lie 16·N bytes apart — a pitch the copy engine can read — so four tensor maps, one
     # a residue r, each starting (r·N) % 4 floats early to sit on 16 bytes, bring a k-tile as four boxes of BLOCK_K / 4
-    # rows, block r of the stage holding k-rows r, r + 4, …: no copy of B first.
+    # rows, block r of the stage holding k-rows r, r + 4, …: no copy of B first. A box must start on 16 bytes of its
+    # row (an H200 stopped a copy at an 8-byte column with an illegal-instruction error): map r starts at the 16
+    # bytes at or before row r, (r·N) % 4 floats early, its boxes are taken at block_col, and lane reads add that.
     B_ROWS_MOD_4: bool = False
 
     @property
