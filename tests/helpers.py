@@ -188,7 +188,8 @@ def run_in_nan_margin(kernels, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def spy_launches(monkeypatch, kernels) -> list:
     """Record each launch ``kernels`` (a TMA build) or its partial-tile build configures: (variant, grid); its
-    ``thread_copies`` build's as ("thread copies: <variant>", grid). (Its
+    ``thread_copies`` build's as ("thread copies: <variant>", grid), its ``b_rows`` build's as ("B by rows mod 4:
+    <variant>", grid). (Its
     "edge" launch is configured by the build its edge kernel comes from, through the same method: that inner call is
     not a second launch.)"""
     from gemm_steps.toolkit.tiles import TiledKernels
@@ -197,12 +198,15 @@ def spy_launches(monkeypatch, kernels) -> list:
     original = TiledKernels.configured
     ours = (kernels, getattr(kernels, "partial", None) or kernels)
     threads = getattr(kernels, "thread_copies", None)
+    b_rows = getattr(kernels, "b_rows", None)
 
     def spy(self, which, grid, stream, launches=None):
         if any(self is built for built in ours):
             launched.append((which, grid))
         elif threads is not None and self is threads:
             launched.append((f"thread copies: {which}", grid))
+        elif b_rows is not None and self is b_rows:
+            launched.append((f"B by rows mod 4: {which}", grid))
         return original(self, which, grid, stream, launches)
 
     monkeypatch.setattr(TiledKernels, "configured", spy)

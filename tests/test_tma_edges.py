@@ -151,6 +151,7 @@ def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on
     """With no product below the threads' threshold (THREAD_COPIES_BELOW = 0, shipped since 2026-11-29), step 17
     takes the other way: one copy of each matrix the copy engine cannot read (rows widened to a multiple of 4
     floats), then one launch of the partial build over every tile; the product right and nothing around C written."""
+    monkeypatch.setattr(warp_specialized, "B_BY_ROWS_MAX_M", 0)  # B copied too (B_ROWS_MOD_4: the tests below)
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
@@ -161,6 +162,63 @@ def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on
     assert copies == list(copied), copies
     assert launched == [("fast", _grid(kernels.partial, m, n, k))], launched
     _check_product(only_c_written(buffer, m, n), a, b)
+
+
+#: Shapes whose B the copy engine cannot read as one map (N not a multiple of 4: every residue (r·N) % 4 occurs),
+#: with A readable or copied, K a few k-tiles or one partial, one with more rows than the policy reads so.
+B_BY_ROWS = [pytest.param((40, 70, 45), "A", id="N70_K45"), pytest.param((33, 131, 100), "", id="N131"),
+             pytest.param((64, 65, 37), "A", id="N65_K37"), pytest.param((20, 7, 9), "A", id="N7_K9"),
+             pytest.param((20, 129, 4), "", id="K4")]
+
+
+@pytest.mark.parametrize("shape, a_copied", B_BY_ROWS)
+def test_b_read_by_its_rows_mod_4_gives_the_copy_paths_bits(shape, a_copied, monkeypatch):
+    """Where N is not a multiple of 4 and M is at most B_BY_ROWS_MAX_M: no copy of B, one launch of the B_ROWS_MOD_4
+    build (four maps, one a residue of B's rows mod 4), the same bits as the copy path and nothing around C written."""
+    m, n, k = shape
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
+    kernels = warp_specialized.build(CONFIG)
+    launched = spy_launches(monkeypatch, kernels)
+    copies = spy_row_copies(monkeypatch)
+    buffer, c = nan_c_with_margin(m, n)
+    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    assert copies == list(a_copied), copies
+    assert launched == [("B by rows mod 4: fast", _grid(kernels.b_rows, m, n, k))], launched
+    by_rows = only_c_written(buffer, m, n)
+    _check_product(by_rows, a, b)
+    copied = run_in_nan_margin(warp_specialized.build(CONFIG, b_rows_when=None), a, b)
+    assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"
+
+
+def test_b_is_read_by_rows_only_where_the_run_saw_it_pay():
+    """experiments/b_rows_mod_4.py (H200): the rows build 1.03–2.02× the copy path at M = 64–1000, 0.89–1.02× at
+    3001 and 4096: M ≤ 1024 reads B by rows, more rows copy it."""
+    assert warp_specialized.reads_b_by_rows(1000, 3001, 2000) and warp_specialized.reads_b_by_rows(64, 6001, 6000)
+    assert not warp_specialized.reads_b_by_rows(3001, 2999, 1531)
+    assert warp_specialized.build(CONFIG).b_rows.config.B_ROWS_MOD_4
+
+
+@pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the simulator's twin (on a GPU the copy stops the launch)")
+def test_a_box_that_does_not_start_on_16_bytes_is_refused():
+    """The copy engine's rule (an H200 stopped a box at column 2 of a map, ran one at column 4): the twin refuses it."""
+    from gemm_steps.toolkit import mbarrier_ops
+
+    with pytest.raises(ValueError, match="16 bytes"):
+        mbarrier_ops.copy_tile(np.zeros(64, np.float32), 0, mbarrier_ops.tensor_map_2d(
+            cuda.to_device(np.zeros((8, 8), np.float32)), 2, 4), 0, 2, np.zeros(1, np.uint64), 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", [(69, 1001, 700), (130, 2003, 1555), (1000, 3001, 300), (256, 130, 64)])
+def test_on_the_gpu_b_read_by_rows_gives_the_copy_paths_bits(m, n, k):
+    """On a GPU, step 17's tiles: the B_ROWS_MOD_4 build against the copy path, bit for bit, nothing around C
+    written (N ≡ 1, 3, 1, 2 mod 4; one product split along K)."""
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
+    config = warp_specialized.SEARCH_SPACE[0]
+    by_rows = run_in_nan_margin(warp_specialized.build(config), a, b)
+    _check_product(by_rows, a, b)
+    copied = run_in_nan_margin(warp_specialized.build(config, b_rows_when=None), a, b)
+    assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"
 
 
 @pytest.mark.parametrize("step, run", [("warp_specialized", "experiment-thread-copies-nvidia-h200-8.json"),
@@ -354,6 +412,7 @@ def test_a_copied_onto_128_byte_rows_gives_the_same_bits(shape, widened, monkeyp
     copied: the rows are on lines already."""
     from gemm_steps.toolkit.tma_tiles import LINE_FLOATS, copy_rows_kernel
 
+    monkeypatch.setattr(warp_specialized, "B_BY_ROWS_MAX_M", 0)  # an unreadable B copied, not read by rows mod 4
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m * k + n), m, n, k)
     plain = run_in_nan_margin(warp_specialized.build(CONFIG), a, b)

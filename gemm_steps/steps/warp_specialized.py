@@ -276,6 +276,20 @@ def slices(tiles: int, k_tiles: int, sms: int) -> int:
 THREAD_COPIES_BELOW = 0
 
 
+#: Where N is not a multiple of 4, the B_ROWS_MOD_4 build reads B (its rows by their residue mod 4) instead of a
+#: readable copy of it, in products of at most this many rows. Measured on an H200 (experiments/b_rows_mod_4.py, one
+#: run, on 256 × 128 and 128 × 128 tiles): 1.60–2.02× the copy path at M = 64–200 (B of 84–200 MB, where the copy is
+#: most of the time; 128 × 128 tiles at 1.18–1.77× cuBLAS TF32 there), 1.03–1.19× at M = 1000, 0.89–1.02× at M =
+#: 3001 and 4096 (the copy a small share, and the four lanes that differ in k % 4 read one bank in this layout).
+B_BY_ROWS_MAX_M = 1024
+
+
+def reads_b_by_rows(m: int, n: int, k: int) -> bool:
+    """Whether M×N×K, whose B the copy engine cannot read as one map (N not a multiple of 4), reads it by its rows
+    mod 4 (the B_ROWS_MOD_4 build) rather than copying it first: M at most ``B_BY_ROWS_MAX_M``."""
+    return m <= B_BY_ROWS_MAX_M
+
+
 def copies_by_threads(m: int, n: int, k: int, copy_a: bool, copy_b: bool) -> bool:
     """Whether M×N×K, whose A (``copy_a``) or B the copy engine cannot read, runs on the THREAD_COPIES build: fewer
     than THREAD_COPIES_BELOW FLOPs per byte of the matrices the other way would copy."""
@@ -435,11 +449,11 @@ SIMULATOR_CONFIG = Config(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, THREAD_M=4, THREAD
 
 
 def build(config: Config | TileConfig, group_m: int | None = None, producer_registers: int | None = None,
-          consumer_registers: int | None = None, slices=slices, b_rows_when=None) -> SplitKTmaTiles:
+          consumer_registers: int | None = None, slices=slices, b_rows_when=reads_b_by_rows) -> SplitKTmaTiles:
     """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
     build, with the PARTIAL_TILES build beside it (``.partial``), both splitting K by ``slices`` where the tiles do
     not fill the SMs, and step 15's kernel for the edges. ``b_rows_when(m, n, k)``: where the B_ROWS_MOD_4 build
-    (``.b_rows``) reads a B whose pitch the copy engine cannot read, instead of a copy of it (default: nowhere)."""
+    (``.b_rows``) reads a B whose pitch the copy engine cannot read, instead of a copy of it (None: nowhere)."""
     config = Config.of(config, **_fields(GROUP_M=group_m, PRODUCER_REGISTERS=producer_registers,
                                          CONSUMER_REGISTERS=consumer_registers))
     edge = warpgroup_tf32.build(config)
