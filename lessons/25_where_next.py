@@ -220,10 +220,12 @@ if split_k and split_k_prediction:
 # much on each tile's start, first copies and stores as on its k-loop; step 22's persistent loop hides that cost and
 # now runs wherever a tile has at most 8 k-tiles (lesson 22). The next draw's slowest `tf32` shape ran step 22, a
 # 3xTF32 step judged at one shape, against TF32 steps judged at another, where they had been faster at both; such a
-# pair is now compared at both shapes. The last draw is the table above. Its slowest are, at `precision="tf32"`,
-# 69×5639×5962: 69 rows of a 128-row tile, and a 134 MB B whose rows the copy engine cannot read (N = 5639), so B is
-# copied first — by the bytes, read, written and read again, where cuBLAS reads it once (not measured apart); and,
-# at the default, a small short-K product (90×9780×170).
+# pair is now compared at both shapes. The next draw's slowest `tf32` shape was 69×5639×5962: 69 rows, and a 134 MB B
+# whose rows the copy engine cannot read (N = 5639), copied first — read, written and read again, where cuBLAS reads
+# it once — and the copy already ran at 3.9 TB/s. So step 17 stopped copying such a B: its rows 0, 4, 8, … are 16·N
+# bytes apart, a pitch the copy engine reads, and four maps, one a residue mod 4, bring it (lesson 17; 1.6–2.0× the
+# copy at few rows). The last draw is the table above: four targets of five; its slowest small product
+# (109×4953×291) copies A and B for step 22, whose kernel does not read B by rows yet.
 #
 # ## What carries over to Triton and CUTLASS
 #
