@@ -244,6 +244,23 @@ def test_explain_names_the_partial_tile_build_where_a_step_runs_it():
     assert kernel_line(1024, 1024, 1024) == "kernels: the fast kernel on 64 full tiles, the guarded edge kernel on 0"
 
 
+def test_explain_names_the_b_rows_build_where_step_17_reads_b_so():
+    """Step 17 reads a B it cannot read as one map (N not a multiple of 4) by its rows mod 4 where M ≤ 1,024 (after
+    copying A, where K is not a multiple of 4 either), and copies B above that."""
+    from gemm_steps.toolkit.tuned import default_config
+
+    step = gemm_steps.get_step("warp_specialized")
+    config = default_config(step.module.SEARCH_SPACE)
+
+    def kernel_line(m, n, k):
+        return next(line for line in cli._tile_lines(step, config, 132, m, n, k) if line.startswith("kernel"))
+
+    by_rows = kernel_line(108, 8075, 4396)
+    assert by_rows.startswith("kernel: the fast kernel's B_ROWS_MOD_4 build over all"), by_rows
+    assert "A is copied" not in by_rows and "A is copied" in kernel_line(108, 8075, 4395)
+    assert "after B is copied into rows" in kernel_line(4096, 4095, 4096)
+
+
 def test_explain_says_how_a_step_splits_k():
     """Steps 17 and 18 split K where their tiles are few: explain says into how many slices of how many k-tiles, and
     how many blocks that makes (step 17 at 900×640×14336: 20 tiles of 448 k-tiles, 6 slices on 132 SMs); and says

@@ -660,6 +660,13 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
                          f"threads copy every stage with 4-byte cp.async, zeros outside A and B ({' and '.join(copied)}"
                          f" unreadable by the copy engine: K or N not a multiple of 4; few FLOPs a byte a copy would "
                          f"move); the store keeps to C")
+        elif "B" in copied and step.tiled.b_by_rows_at(m, n, k):
+            copied.remove("B")
+            lines.append(f"kernel: the fast kernel's B_ROWS_MOD_4 build over all {tiles} tiles: B (N not a multiple "
+                         f"of 4) read through four tensor maps, one a residue of its rows mod 4 (pitch 16·N bytes), "
+                         f"zeros outside A and B, the store kept to C"
+                         + (", after A is copied into rows the copy engine can read (K not a multiple of 4)"
+                            if copied else ""))
         else:
             lines.append(f"kernel: the fast kernel's partial-tile build over all {tiles} tiles (the copy engine "
                          f"zero-fills what of a box lies outside A or B; the store keeps to C)"

@@ -414,6 +414,15 @@ def _row_path(name: str, m: int, n: int, k: int) -> str:
     return "threads" if tiled.uses_thread_copies(m, n, k, k % 4 != 0, n % 4 != 0) else "copied"
 
 
+def _reads_b_by_rows(name: str, m: int, n: int, k: int) -> bool:
+    """Whether candidate ``name`` reads an unreadable B by its rows mod 4 at M×N×K (step 17's ``B_ROWS_MOD_4`` build,
+    its policy) instead of copying it. Judged as the copied path (:func:`_row_path`): the table measured step 17 with
+    B copied, and the rows build ran 1.03–2.02× that where its policy takes it (experiments/b_rows_mod_4.py), so a
+    judgement from the copied path underrates it there."""
+    tiled = candidate(name).tiled
+    return hasattr(tiled, "b_by_rows_at") and tiled.b_by_rows_at(m, n, k)
+
+
 def _copies(name: str, m: int, n: int, k: int) -> bool:
     """Whether padded candidate ``name`` copies any matrix at M×N×K, with the tiles a GPU runs (the table's)."""
     from ..toolkit.padded_tiles import copies
@@ -727,6 +736,9 @@ def _path_words(name: str, m: int, n: int, k: int) -> str:
         way = _row_path(name, m, n, k)
         if way == "as they are":
             return words + ", no copies"
+        if way == "copied" and _reads_b_by_rows(name, m, n, k):
+            return words + (", B unreadable by the copy engine as one map: read by its rows mod 4 (four maps)"
+                            + (", A copied into rows it can read" if k % 4 else ""))
         if way == "copied":
             return words + ", A or B unreadable by the copy engine: copied into rows it can read"
         return words + (", A or B unreadable by the copy engine and few FLOPs a byte: read by the producer's threads "

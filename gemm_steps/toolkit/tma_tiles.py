@@ -223,9 +223,14 @@ class TmaTiles(TiledKernels):
             build.launch_full_tiles(flat, sizes, rows, cols, stream, matrices, launches)
 
     def reads_b_by_rows(self, m: int, n: int, k: int, b) -> bool:
-        """Whether the ``b_rows`` build reads B instead of a readable copy: there is one, B is 16-byte aligned with at
-        least 4 rows (only its pitch is unreadable), and the step's policy ``b_rows_when(m, n, k)`` says so."""
-        return (self.b_rows is not None and self.b_rows_when is not None and device_pointer(b) % 16 == 0 and k >= 4
+        """Whether the ``b_rows`` build reads B instead of a readable copy: B is 16-byte aligned (only its pitch is
+        unreadable) and :meth:`b_by_rows_at` says so."""
+        return device_pointer(b) % 16 == 0 and self.b_by_rows_at(m, n, k)
+
+    def b_by_rows_at(self, m: int, n: int, k: int) -> bool:
+        """Whether a fresh (16-byte-aligned) B of K × N is read by its rows mod 4: N is not a multiple of 4, there is
+        a ``b_rows`` build, B has at least 4 rows, and the step's policy ``b_rows_when(m, n, k)`` says so."""
+        return (n % 4 != 0 and k >= 4 and self.b_rows is not None and self.b_rows_when is not None
                 and bool(self.b_rows_when(m, n, k)))
 
     def aligns_a(self, m: int, n: int, k: int) -> bool:
