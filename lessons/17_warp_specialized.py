@@ -93,16 +93,15 @@ lesson.show_kernel(warp_specialized, start="else:  # a consumer warpgroup", stop
 # On the simulator (`setmaxnreg` is a no-op there; the simulator's tiles have one consumer warpgroup), with a shape
 # that fills every stage twice, a ragged one that runs on the step's partial-tile build (K and N multiples of 4: the
 # copy engine fills the missing rows and columns with zeros, the store keeps to C), and one whose N = 70 the copy
-# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16). For a matrix like that, step 17 can
-# copy it first into rows the copy engine can read (each row widened with zeros to a multiple of 4 floats). For B it
-# has a way with no copy (`B_ROWS_MOD_4`): B's rows 0, 4, 8, … lie 16·N bytes apart — a pitch the copy engine *can*
-# read — and so do rows 1, 5, 9, … and the other two residues mod 4, so four tensor maps, one a residue, bring each
-# k-tile of B as four boxes of 8 rows, and the consumers read k-row k from box k % 4. (A box must also start on 16
-# bytes of its row — an H200 stopped one that began 8 bytes in with an illegal-instruction error — so map r starts
-# (r·N) % 4 floats early and each lane skips that many.) With few rows, where B's bytes are the time, that ran 1.6–2.0×
-# the copy on an H200, and about the same with many (`experiments/b_rows_mod_4.py`), so step 17 reads B so up to M =
-# 1,024 and copies it beyond; A is still copied. The step also has a way that needs no copy at all (`THREAD_COPIES`):
-# all 128 producer threads copy each stage themselves,
+# engine cannot read as it is (a row of B is 280 bytes, not a multiple of 16). For a matrix like that, step 17 copies
+# it first into rows the copy engine can read (each row widened with zeros to a multiple of 4 floats) — except B in
+# products of at most 1,024 rows, which it reads as it is (`B_ROWS_MOD_4`): B's rows 0, 4, 8, … lie 16·N bytes
+# apart, a pitch the copy engine *can* read, and so do the rows of the other three residues mod 4; four tensor maps,
+# one a residue, bring each k-tile of B as four boxes of 8 rows, and the consumers read k-row k from box k % 4. (A box
+# must also start on 16 bytes of its row — an H200 stopped one that began 8 bytes in with an illegal-instruction error
+# — so map r starts (r·N) % 4 floats early and each lane skips that many.) Where B's bytes are the time (few rows)
+# that ran 1.6–2.0× the copy on an H200, with thousands of rows 0.89–1.02× (`experiments/b_rows_mod_4.py`). A third
+# way reads A and B as they are (`THREAD_COPIES`): all 128 producer threads copy each stage themselves,
 # 4 bytes at a time with `cp.async`, into the same swizzled layout the copy engine writes. It reads the matrix once,
 # but slowly — forced on 4096³ it feeds the tensor cores at well under half of step 17's speed — and on an H200 the
 # copy (read, write, read again, at close to full memory speed) won at every shape timed, even skinny products with
