@@ -159,14 +159,15 @@ class TmaTiles(TiledKernels):
                                                                            *self.tensor_maps(*matrices))
 
     def labelled_variants(self) -> list:
-        """The fast and edge kernels, and the ``partial`` and ``thread_copies`` builds' fast kernels if any."""
+        """The fast and edge kernels, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast kernels if
+        any."""
         return super().labelled_variants() + [(f"{built.name}_fast", built, "fast")
                                               for built in (self.partial, self.thread_copies, self.b_rows)
                                               if built is not None]
 
     def generated_source(self) -> str:
-        """The fast and edge kernels as compiled, and the ``partial`` and ``thread_copies`` builds' fast kernels (if
-        any)."""
+        """The fast and edge kernels as compiled, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast
+        kernels (if any)."""
         source = super().generated_source()
         if self.partial is not None:
             source += ("\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
@@ -174,6 +175,9 @@ class TmaTiles(TiledKernels):
         if self.thread_copies is not None:
             source += ("\n# ---- THREAD_COPIES build of the fast kernel: the producer's threads copy A and B with "
                        "cp.async ----\n" + self.thread_copies.generated("fast"))
+        if self.b_rows is not None:
+            source += ("\n# ---- B_ROWS_MOD_4 build of the fast kernel: B read through four maps, one a residue of "
+                       "its rows mod 4 ----\n" + self.b_rows.generated("fast"))
         return source
 
     @staticmethod
