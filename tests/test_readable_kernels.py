@@ -217,14 +217,15 @@ def test_no_step_is_a_text_template(step):
 
 def generated_parts(step: Step) -> dict[str, str]:
     """``generated_source()`` split into its header, the fast and edge kernels and (steps 17, 18) the fast kernel's
-    partial-tile build, and (step 17) its THREAD_COPIES build."""
+    partial-tile build, and (step 17) its THREAD_COPIES and B_ROWS_MOD_4 builds."""
     text = step.generated_source()
     match = re.fullmatch(r"(# Generated for [^\n]*\n)\n# ---- fast kernel[^\n]*\n(.*)\n# ---- edge kernel[^\n]*\n(.*?)"
                          r"(?:\n# ---- partial-tile build[^\n]*\n(.*?))?"
-                         r"(?:\n# ---- THREAD_COPIES build[^\n]*\n(.*))?", text, re.S)
+                         r"(?:\n# ---- THREAD_COPIES build[^\n]*\n(.*?))?"
+                         r"(?:\n# ---- B_ROWS_MOD_4 build[^\n]*\n(.*))?", text, re.S)
     assert match, f"step {step.name}: generated_source() has not the header / fast / edge layout:\n{text[:400]}"
     return {"header": match.group(1), "fast": match.group(2), "edge": match.group(3), "partial": match.group(4),
-            "thread_copies": match.group(5)}
+            "thread_copies": match.group(5), "b_rows": match.group(6)}
 
 
 def owner(step: Step, variant: str):
@@ -252,7 +253,8 @@ def test_generated_source_is_the_source_of_the_launched_kernels(step):
         for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "THREAD_M", "THREAD_N", "EDGE"):
             assert function.__globals__[name] == compiled_with[name] == config.get(name, compiled_with[name]), (
                 f"step {step.name} {variant}: {name} is {function.__globals__[name]} in the running kernel")
-    for build_name, flag in (("partial", "PARTIAL_TILES"), ("thread_copies", "THREAD_COPIES")):
+    for build_name, flag in (("partial", "PARTIAL_TILES"), ("thread_copies", "THREAD_COPIES"),
+                             ("b_rows", "B_ROWS_MOD_4")):
         built = getattr(step.tiled, build_name, None)
         assert (parts[build_name] is None) == (built is None), f"{step.name}: the {flag} build is shown iff it exists"
         if built is not None:
