@@ -129,9 +129,10 @@ if len(runs) > 2:
 # Where K is short a tile is a few k-tiles, and the k-loop is no longer most of a tile's time. Step 18 runs one tile a
 # block and one block an SM (its registers), so a block's start, the wait for its first copies and its stores happen
 # with nothing under them; the persistent loop starts the next tile's copies while it stores. A first run at short K
-# (`experiments/short_k.py`, its prediction committed before it) had suspected the store: step 23's TMA store ran
-# only 1.00–1.11× step 21 where the tiles were whole, and step 18 spent about 7.5 µs a tile of 2 k-tiles against 9.3 µs
-# a tile of 4 — most of it not the k-loop. The fourth run put the loop beside step 18 from 2 to 128 k-tiles a tile:
+# (`experiments/short_k.py`, its prediction committed before it) tested the store first, and it was not that: step
+# 23's TMA store ran only 1.00–1.11× step 21 where the tiles were whole. It also showed step 18 spending about 7.5 µs
+# a tile of 2 k-tiles against 9.3 µs a tile of 4 — most of it not the k-loop. The fourth run put the loop beside step
+# 18 from 2 to 128 k-tiles a tile:
 
 # %%
 short = predictions.get(22, "short_k_persistent_over_step18_h200")
