@@ -47,6 +47,17 @@ def _grid(kernels, m: int, n: int, k: int) -> tuple[int, int, int]:
     return cols, rows, kernels.slice_count(m, n, k, rows * cols)
 
 
+def _spied_launch(monkeypatch, kernels, a_dev, b_dev) -> tuple[list, list, np.ndarray]:
+    """``kernels`` launched on device A and B into a NaN-poisoned C inside a NaN margin: (the launches it configured,
+    the matrices it copied into readable rows first, C — checked that nothing around it was written)."""
+    m, n = a_dev.shape[0], b_dev.shape[1]
+    launched = spy_launches(monkeypatch, kernels)
+    copies = spy_row_copies(monkeypatch)
+    buffer, c = nan_c_with_margin(m, n)
+    kernels.launch(a_dev, b_dev, c)
+    return launched, copies, only_c_written(buffer, m, n)
+
+
 def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
@@ -136,13 +147,10 @@ def test_a_shape_the_copy_engine_cannot_read_runs_on_the_thread_copies_build(sha
 
     a_dev, b_dev = on_device(a, misaligned == "A"), on_device(b, misaligned == "B")
     assert kernels.copies(a_dev, b_dev) == copies
-    launched = spy_launches(monkeypatch, kernels)
-    copied = spy_row_copies(monkeypatch)
-    buffer, c = nan_c_with_margin(m, n)
-    kernels.launch(a_dev, b_dev, c)
+    launched, copied, result = _spied_launch(monkeypatch, kernels, a_dev, b_dev)
     assert copied == [], copied
     assert launched == [("thread copies: fast", _grid(kernels.thread_copies, m, n, k))], launched
-    _check_product(only_c_written(buffer, m, n), a, b)
+    _check_product(result, a, b)
 
 
 @pytest.mark.parametrize("shape, copied", [((20, 30, 20), "B"), ((20, 24, 18), "A"), ((45, 67, 37), "AB")])
@@ -155,13 +163,10 @@ def test_where_the_policy_says_copy_the_unreadable_matrix_is_copied_then_runs_on
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
-    launched = spy_launches(monkeypatch, kernels)
-    copies = spy_row_copies(monkeypatch)
-    buffer, c = nan_c_with_margin(m, n)
-    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    launched, copies, result = _spied_launch(monkeypatch, kernels, cuda.to_device(a), cuda.to_device(b))
     assert copies == list(copied), copies
     assert launched == [("fast", _grid(kernels.partial, m, n, k))], launched
-    _check_product(only_c_written(buffer, m, n), a, b)
+    _check_product(result, a, b)
 
 
 #: Shapes whose B the copy engine cannot read as one map (N not a multiple of 4: every residue (r·N) % 4 occurs),
@@ -178,13 +183,9 @@ def test_b_read_by_its_rows_mod_4_gives_the_copy_paths_bits(shape, a_copied, mon
     m, n, k = shape
     a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = warp_specialized.build(CONFIG)
-    launched = spy_launches(monkeypatch, kernels)
-    copies = spy_row_copies(monkeypatch)
-    buffer, c = nan_c_with_margin(m, n)
-    kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
+    launched, copies, by_rows = _spied_launch(monkeypatch, kernels, cuda.to_device(a), cuda.to_device(b))
     assert copies == list(a_copied), copies
     assert launched == [("B by rows mod 4: fast", _grid(kernels.b_rows, m, n, k))], launched
-    by_rows = only_c_written(buffer, m, n)
     _check_product(by_rows, a, b)
     copied = run_in_nan_margin(warp_specialized.build(CONFIG, b_rows_when=None), a, b)
     assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"

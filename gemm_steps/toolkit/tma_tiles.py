@@ -145,13 +145,14 @@ class TmaTiles(TiledKernels):
             return blank, blank
         a_rows = self.constants.get("A_BOX_ROWS", config.BLOCK_M)  # a cluster build loads part of A's tile
         tf32 = bool(self.constants.get("TF32_COPIES"))  # the copy engine rounds A and B to TF32 as it loads them
-        if self.constants.get("B_ROWS_MOD_4"):  # B's rows by their residue mod 4 (N not a multiple of 4)
-            return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape, "rows mod 4"), lambda: (
-                tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32),
-                tensor_maps_rows_mod_4(b, config.BLOCK_K // 4, self.constants["B_STRIDE"], tf32=tf32)))
+        b_stride = self.constants["B_STRIDE"]
+
+        def b_map():  # a B_ROWS_MOD_4 build reads B through four maps, one a residue of its rows mod 4
+            if self.constants.get("B_ROWS_MOD_4"):
+                return tensor_maps_rows_mod_4(b, config.BLOCK_K // 4, b_stride, tf32=tf32)
+            return tensor_map_2d(b, config.BLOCK_K, b_stride, tf32=tf32)
         return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
-            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32),
-            tensor_map_2d(b, config.BLOCK_K, self.constants["B_STRIDE"], tf32=tf32)))
+            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32), b_map()))
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
                           launches: list | None = None) -> None:
