@@ -18,7 +18,13 @@ large ragged ones (where the k-loop is most of the time); none in a held-out set
 
 Prediction: predictions/b-rows-mod-4-before-run.md (committed before this script's first run).
 
-    python -m experiments.b_rows_mod_4 [OUT.json]   # default experiments/results/experiment-b-rows-mod-4-<gpu>.json
+``--step 18``: the same for step 18 (3xTF32), whose B_ROWS_MOD_4 build took the place of its THREAD_COPIES build on
+2026-11-30 — on its 128 × 128 tiles and on the 64 × 128 tile variant, at the small products of
+experiments/small_copies.py besides the shapes above; cuBLAS SGEMM beside. Prediction:
+predictions/b-rows-mod-4-step-18-before-run.md.
+
+    python -m experiments.b_rows_mod_4 [OUT.json] [--step 18]
+    # default experiments/results/experiment-b-rows-mod-4[-step-18]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -34,36 +40,48 @@ SIZES = [(64, 6001, 6000), (96, 9999, 5000), (128, 5003, 8000), (200, 7001, 3000
 #: (entry name, the tile's fields, B read by rows mod 4)
 BUILDS = [("step17_copy", {}, False), ("step17_rows", {}, True),
           ("step17_128_copy", dict(BLOCK_M=128, THREAD_M=8), False), ("step17_128_rows", dict(BLOCK_M=128, THREAD_M=8), True)]
+#: ``--step 18``: the small products of experiments/small_copies.py first; the 64 × 128 variant up to M = 1000.
+SIZES_18 = [(101, 4957, 287), (93, 9781, 173)] + SIZES
+BUILDS_18 = [("step18_copy", {}, False), ("step18_rows", {}, True),
+             ("step18_64_copy", dict(BLOCK_M=64, THREAD_M=4), False), ("step18_64_rows", dict(BLOCK_M=64, THREAD_M=4), True)]
 
 
-def summary(results: dict) -> dict:
-    """Per shape ``"MxNxK"``: median µs of every entry, each over cuBLAS TF32, and each rows build over its copy."""
+def summary(results: dict, step: int = 17) -> dict:
+    """Per shape ``"MxNxK"``: median µs of every entry, each over the cuBLAS it is judged by (TF32 for step 17, SGEMM
+    for step 18), and each rows build over its copy."""
+    baseline, tiles = (("cublas_tf32", {"256x128": "", "128x128": "_128"}) if step == 17 else
+                       ("cublas", {"128x128": "", "64x128": "_64"}))
     out = {}
     for shape, rows in records_by_shape(results).items():
         us = {name: 1e3 * r["median_ms"] for name, r in rows.items() if r.get("median_ms")}
         out[shape] = {"us": us,
-                      "over_cublas_tf32": {name: ratio(us.get("cublas_tf32"), t) for name, t in us.items()},
-                      "rows_over_copy": {"256x128": ratio(us.get("step17_copy"), us.get("step17_rows")),
-                                         "128x128": ratio(us.get("step17_128_copy"), us.get("step17_128_rows"))}}
+                      f"over_{baseline}": {name: ratio(us.get(baseline), t) for name, t in us.items()},
+                      "rows_over_copy": {label: ratio(us.get(f"step{step}{tile}_copy"), us.get(f"step{step}{tile}_rows"))
+                                         for label, tile in tiles.items()}}
     return out
 
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/b_rows_mod_4.py")
-    from gemm_steps.steps import warp_specialized
+    from gemm_steps.steps import warp_specialized, warp_specialized_3xtf32
 
-    out = output_path("b-rows-mod-4", argv[1] if len(argv) > 1 else None)
-    base = warp_specialized.SEARCH_SPACE[0]
-    entries = [SimpleNamespace(name=name, number=17, arithmetic="tf32",
-                               launch=warp_specialized.build(replace(base, **fields),
-                                                             b_rows_when=(lambda m, n, k: True) if rows else None).launch)
-               for name, fields, rows in BUILDS]
-    results = run_and_save(entries, SIZES, out, "step 17 reading B by its rows mod 4 against a readable copy of B "
-                           "(experiments/b_rows_mod_4.py)", summary, repeats=30, width=20)
+    step = 18 if "--step" in argv and argv[argv.index("--step") + 1] == "18" else 17
+    argv = [a for i, a in enumerate(argv) if a != "--step" and (i == 0 or argv[i - 1] != "--step")]
+    module, builds, sizes = ((warp_specialized, BUILDS, SIZES) if step == 17 else
+                             (warp_specialized_3xtf32, BUILDS_18, SIZES_18))
+    out = output_path("b-rows-mod-4" if step == 17 else "b-rows-mod-4-step-18", argv[1] if len(argv) > 1 else None)
+    base = module.SEARCH_SPACE[0]
+    entries = [SimpleNamespace(name=name, number=step, arithmetic="tf32" if step == 17 else "3xtf32",
+                               launch=module.build(replace(base, **fields),
+                                                   b_rows_when=(lambda m, n, k: True) if rows else None).launch)
+               for name, fields, rows in builds]
+    results = run_and_save(entries, sizes, out, f"step {step} reading B by its rows mod 4 against a readable copy of "
+                           "B (experiments/b_rows_mod_4.py)", lambda r: summary(r, step), repeats=30, width=20)
     nan = float("nan")
     for shape, row in results["summary"].items():
+        over = next(v for key, v in row.items() if key.startswith("over_"))
         print(f"{shape}: rows / copy " + ", ".join(f"{k} {v or nan:.2f}" for k, v in row["rows_over_copy"].items())
-              + "; / cuBLAS TF32 " + ", ".join(f"{k} {v or nan:.2f}" for k, v in row["over_cublas_tf32"].items()))
+              + "; / cuBLAS " + ", ".join(f"{k} {v or nan:.2f}" for k, v in over.items()))
     print(f"wrote {out}")
 
 

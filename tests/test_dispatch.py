@@ -309,29 +309,30 @@ def test_the_two_ways_of_an_unreadable_matrix_are_two_kernel_paths(monkeypatch):
     readable rows or, where their policy says so, read it with their producer's threads (THREAD_COPIES): two paths,
     judged apart — a skinny product on the threads' path says nothing of a compute-bound one on the copy's (the
     2026-11-29 suite: step 18 at 0.59–0.79× cuBLAS SGEMM on the first, 1.7–2.2× on the second). With the threshold
-    those runs had (100 FLOPs a copied byte; 0 since, no product on the threads)."""
-    from gemm_steps.steps import warp_specialized, warp_specialized_3xtf32
+    those runs had (100 FLOPs a copied byte; 0 since, no product on the threads). Step 18's THREAD_COPIES build is
+    gone since 2026-11-30 (its B_ROWS_MOD_4 build took its place): step 17's judged here."""
+    from gemm_steps.steps import warp_specialized
 
-    for module in (warp_specialized, warp_specialized_3xtf32):
-        monkeypatch.setattr(module, "THREAD_COPIES_BELOW", 100)
+    monkeypatch.setattr(warp_specialized, "THREAD_COPIES_BELOW", 100)
     skinny, ragged, whole = (9001, 99, 5003), (3001, 2999, 1531), (4096, 4096, 4096)
-    for name in ("warp_specialized", "warp_specialized_3xtf32"):
-        assert dispatch._row_path(name, *skinny) == "threads"
-        assert dispatch._row_path(name, *ragged) == "copied"
-        assert dispatch._row_path(name, *whole) == "as they are"
-        assert not dispatch._same_path(name, skinny, ragged)
-        assert dispatch._same_path(name, (100, 6001, 4003), skinny)
-        assert "THREAD_COPIES" in dispatch._path_words(name, *skinny)
-        assert "copied into rows" in dispatch._path_words(name, *ragged)
+    assert dispatch._row_path("warp_specialized_3xtf32", *skinny) == "copied"  # no THREAD_COPIES build
+    name = "warp_specialized"
+    assert dispatch._row_path(name, *skinny) == "threads"
+    assert dispatch._row_path(name, *ragged) == "copied"
+    assert dispatch._row_path(name, *whole) == "as they are"
+    assert not dispatch._same_path(name, skinny, ragged)
+    assert dispatch._same_path(name, (100, 6001, 4003), skinny)
+    assert "THREAD_COPIES" in dispatch._path_words(name, *skinny)
+    assert "copied into rows" in dispatch._path_words(name, *ragged)
     table = {"gpu": "GPU A", "date": "d", "shapes": [
-        [3001, 2999, 1531, {"warp_specialized_3xtf32": 1.0, "stream_k": 1.6}, 1.5],
-        [9001, 99, 5003, {"warp_specialized_3xtf32": 1.0, "stream_k": 0.8}, 0.7]]}
-    names = {"warp_specialized_3xtf32", "stream_k"}
+        [3001, 2999, 1531, {"warp_specialized": 1.0, "stream_k": 1.6}, 1.5],
+        [9001, 99, 5003, {"warp_specialized": 1.0, "stream_k": 0.8}, 0.7]]}
+    names = {"warp_specialized", "stream_k"}
     near_ragged = dispatch.choose_from(table, 3300, 3100, 1601, names)  # odd K, compute-bound: the copy's path
-    assert near_ragged.step_name == "warp_specialized_3xtf32"
-    assert near_ragged.judged["warp_specialized_3xtf32"][0] == ragged
+    assert near_ragged.step_name == "warp_specialized"
+    assert near_ragged.judged["warp_specialized"][0] == ragged
     near_skinny = dispatch.choose_from(table, 8000, 97, 4999, names)  # the threads' path: judged at the skinny one
-    assert near_skinny.step_name == "stream_k" and near_skinny.judged["warp_specialized_3xtf32"][0] == skinny
+    assert near_skinny.step_name == "stream_k" and near_skinny.judged["warp_specialized"][0] == skinny
 
 
 def test_a_copy_path_measured_nowhere_near_is_modelled_from_where_the_step_read_a_and_b_as_they_are():

@@ -99,28 +99,31 @@ def test_full_tiles_give_the_full_tile_builds_bits():
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("slices", [1, 2], ids=["one_slice", "two_slices"])
-@pytest.mark.parametrize("way", ["copies", "threads"])
-def test_a_shape_the_copy_engine_cannot_read_is_copied_or_read_by_the_threads(way, slices, monkeypatch):
-    """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198), 35 FLOPs per byte a
-    copy would move (on a GPU 66): by default (no product below THREAD_COPIES_BELOW = 0, since 2026-11-29) A and B
-    copied into rows of 40 and 72 floats, then the partial build; with every product below the threshold
-    (``threads``), the THREAD_COPIES build, its producer threads reading A and B as they are. One launch (over two
-    slices of K too), within the contract; an inf in A's last column (the partial k-tile, next to the zeros) and a
-    NaN in B's last column give SGEMM's pattern."""
-    if way == "threads":
-        monkeypatch.setattr(step18, "THREAD_COPIES_BELOW", float("inf"))
+@pytest.mark.parametrize("way", ["copies", "b_rows"])
+def test_a_shape_the_copy_engine_cannot_read_is_copied_or_b_read_by_its_rows(way, slices, monkeypatch):
+    """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198): with B read by its
+    rows mod 4 (``b_rows``, the policy's choice at so few rows) A is copied into rows of 40 floats and the
+    B_ROWS_MOD_4 build runs; with that policy off (``copies``), A and B are copied into rows of 40 and 72 floats, then
+    the partial build. One launch (over two slices of K too), within the contract, the two ways bit for bit alike; an
+    inf in A's last column (the partial k-tile, next to the zeros) and a NaN in B's last column give SGEMM's
+    pattern."""
+    if way == "copies":
+        monkeypatch.setattr(step18, "B_BY_ROWS_MAX_M", 0)
     m, n, k = (45, 70, 37) if gemm_steps.SIMULATOR else (200, 198, 101)
     a, b = random_matrices(np.random.default_rng(101), m, n, k)
     kernels = step18.build(CONFIG, slices=lambda *_: slices)
     assert kernels.copies(cuda.to_device(a), cuda.to_device(b)) == (True, True)
     copied = spy_row_copies(monkeypatch)
     launched = spy_launches(monkeypatch, kernels)
-    _within_the_contract(run_in_nan_margin(kernels, a, b), a, b)
+    got = run_in_nan_margin(kernels, a, b)
+    _within_the_contract(got, a, b)
     grid = (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), slices)
     if way == "copies":
         assert launched == [("fast", grid)] and copied == ["A", "B"], (launched, copied)
     else:
-        assert launched == [("thread copies: fast", grid)] and copied == [], (launched, copied)
+        assert launched == [("B by rows mod 4: fast", grid)] and copied == ["A"], (launched, copied)
+        other = run_in_nan_margin(step18.build(CONFIG, slices=lambda *_: slices, b_rows_when=None), a, b)
+        assert np.array_equal(got.view(np.uint32), other.view(np.uint32)), "not the copy path's bits"
     a[7, k - 1] = np.inf
     b[3, n - 1] = np.nan
     got = contract.special_pattern(run_in_nan_margin(kernels, a, b))
@@ -149,13 +152,57 @@ def test_a_readable_copy_widens_each_row_with_zeros(m, n, k, widths):
         assert np.array_equal(got[:, :matrix.shape[1]], matrix) and not got[:, matrix.shape[1]:].any()
 
 
-def test_the_thread_copies_build_gives_step_18s_bits():
-    """On 2 × 2 full tiles over 3 k-tiles, the THREAD_COPIES build launched directly (A and B readable, so the choice
-    is the test's) gives the full-tile build's bits: the same stages once split, the same loop and store."""
-    m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
-    a, b = random_matrices(np.random.default_rng(18), m, n, k)
+@pytest.mark.parametrize("m, n, k", [(40, 70, 45), (33, 131, 100), (20, 7, 9), (20, 129, 4)],
+                         ids=["N70_K45", "N131", "N7_K9", "K4"])
+def test_b_read_by_its_rows_mod_4_gives_the_copy_paths_bits(m, n, k):
+    """Where N is not a multiple of 4 (every residue (r·N) % 4 occurs), the B_ROWS_MOD_4 build — four maps of B, one
+    a residue of its rows mod 4 — gives the bits of the path that copies B first, nothing around C written; one
+    product of a partial k-tile, one of K = 4 (one row a map)."""
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
     kernels = step18.build(CONFIG)
-    by_threads = run_in_nan_margin(kernels.thread_copies, a, b)
-    whole = run_in_nan_margin(kernels, a, b)
-    differ = by_threads.view(np.uint32) != whole.view(np.uint32)
-    assert not differ.any(), f"{int(differ.sum())} elements differ from the full-tile build's"
+    assert kernels.b_rows.config.B_ROWS_MOD_4 and kernels.b_by_rows_at(m, n, k)
+    by_rows = run_in_nan_margin(kernels, a, b)
+    _within_the_contract(by_rows, a, b)
+    copied = run_in_nan_margin(step18.build(CONFIG, b_rows_when=None), a, b)
+    assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", [(69, 1001, 700), (130, 2003, 1555), (1000, 3001, 300), (101, 4957, 287)])
+def test_on_the_gpu_b_read_by_rows_gives_the_copy_paths_bits(m, n, k):
+    """On a GPU, step 18's tiles: the B_ROWS_MOD_4 build against the copy path, bit for bit, within the contract,
+    nothing around C written (N ≡ 1, 3, 1, 1 mod 4; 130×2003×1555 split along K)."""
+    a, b = random_matrices(np.random.default_rng(m + n + k), m, n, k)
+    by_rows = run_in_nan_margin(step18.build(CONFIG, b_rows_when=lambda *_: True), a, b)
+    _within_the_contract(by_rows, a, b)
+    copied = run_in_nan_margin(step18.build(CONFIG, b_rows_when=None), a, b)
+    assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"
+
+
+def test_b_is_read_by_rows_only_where_the_run_saw_it_pay():
+    """experiments/b_rows_mod_4.py --step 18 (H200): the rows build 1.12–1.61× the copy path at M = 64–200 on both
+    tiles, 0.95–0.99× at 1000, 0.89–0.96× at 3001 and 4096: M ≤ 200 reads B by rows, more rows copy it; step 22
+    hands such products to step 18's build."""
+    from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step22
+
+    assert step18.reads_b_by_rows(200, 7001, 3000) and step18.reads_b_by_rows(64, 6001, 6000)
+    assert not step18.reads_b_by_rows(1000, 3001, 2000)
+    shipped = step22.build(CONFIG)
+    assert shipped.b_rows.config.B_ROWS_MOD_4 and shipped.b_rows.name == "warp_specialized_3xtf32_b_rows"
+    assert shipped.b_by_rows_at(101, 4957, 287) and not shipped.b_by_rows_at(1001, 4957, 287)
+
+
+def test_step_22_hands_a_b_read_by_rows_to_step_18(monkeypatch):
+    """Step 22 has no B_ROWS_MOD_4 build of its own: where B is unreadable and M at most B_BY_ROWS_MAX_M, one
+    launch of step 18's, no copy of B, and step 18's bits."""
+    from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step22
+
+    m, n, k = 40, 70, 64
+    a, b = random_matrices(np.random.default_rng(22), m, n, k)
+    kernels = step22.build(CONFIG)
+    copied = spy_row_copies(monkeypatch)
+    launched = spy_launches(monkeypatch, kernels)
+    got = run_in_nan_margin(kernels, a, b)
+    grid = (ceil_div(n, CONFIG.BLOCK_N), ceil_div(m, CONFIG.BLOCK_M), 1)
+    assert launched == [("B by rows mod 4: fast", grid)] and copied == [], (launched, copied)
+    assert np.array_equal(got.view(np.uint32), run_in_nan_margin(step18.build(CONFIG), a, b).view(np.uint32))

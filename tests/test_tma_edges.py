@@ -222,8 +222,7 @@ def test_on_the_gpu_b_read_by_rows_gives_the_copy_paths_bits(m, n, k):
     assert np.array_equal(by_rows.view(np.uint32), copied.view(np.uint32)), "not the copy path's bits"
 
 
-@pytest.mark.parametrize("step, run", [("warp_specialized", "experiment-thread-copies-nvidia-h200-8.json"),
-                                       ("warp_specialized_3xtf32", "experiment-thread-copies-3xtf32-nvidia-h200-2.json")])
+@pytest.mark.parametrize("step, run", [("warp_specialized", "experiment-thread-copies-nvidia-h200-8.json")])
 def test_the_threads_take_a_product_only_where_they_beat_the_copy(step, run):
     """The policy against experiments/thread_copies.py's last run of each step (H200, the readable copy four floats a
     thread): at every shape where the step as timed (its old threshold, 100) ran the threads and the copy was timed

@@ -161,10 +161,10 @@ class TmaTiles(TiledKernels):
 
     def labelled_variants(self) -> list:
         """The fast and edge kernels, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast kernels if
-        any."""
+        any and of this kernel (step 22's ``b_rows`` is step 18's build: step 18 lists it)."""
         return super().labelled_variants() + [(f"{built.name}_fast", built, "fast")
                                               for built in (self.partial, self.thread_copies, self.b_rows)
-                                              if built is not None]
+                                              if built is not None and built.function is self.function]
 
     def generated_source(self) -> str:
         """The fast and edge kernels as compiled, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast
@@ -176,9 +176,12 @@ class TmaTiles(TiledKernels):
         if self.thread_copies is not None:
             source += ("\n# ---- THREAD_COPIES build of the fast kernel: the producer's threads copy A and B with "
                        "cp.async ----\n" + self.thread_copies.generated("fast"))
-        if self.b_rows is not None:
+        if self.b_rows is not None and self.b_rows.function is self.function:
             source += ("\n# ---- B_ROWS_MOD_4 build of the fast kernel: B read through four maps, one a residue of "
                        "its rows mod 4 ----\n" + self.b_rows.generated("fast"))
+        elif self.b_rows is not None:  # another step's build runs those products (step 22: step 18's)
+            source += (f"\n# ---- where B is read by its rows mod 4, {self.b_rows.name} runs the product (another "
+                       "step's kernel, not this one) ----\n")
         return source
 
     @staticmethod
