@@ -7,8 +7,12 @@ step 18 and step 18 on 64 × 128 tiles, both cuBLAS in one run. A copy's cost is
 between two versions that differ in one side by one element. Prediction: predictions/small-copies-before-run.md
 (committed before the run).
 
-    python -m experiments.small_copies [OUT.json]
-    # default experiments/results/experiment-small-copies-<gpu>.json
+``--tiles``: which 3xTF32 kernel at small products of many short tiles — step 22 (its persistent loop on tiles of
+at most 8 k-tiles), step 18, step 18 on 64 × 128 tiles and step 22 built on 64 × 128 tiles, at six products of many
+rows and a short or middling K (none held out). Prediction: predictions/small-tiles-3xtf32-before-run.md.
+
+    python -m experiments.small_copies [OUT.json] [--tiles]
+    # default experiments/results/experiment-small-copies[-tiles]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -23,6 +27,40 @@ PRODUCTS = [(101, 4957, 4956, 287, 288), (93, 9781, 9780, 173, 172)]
 SIZES = [(m, n, k) for m, n_odd, n_even, k_odd, k_even in PRODUCTS
          for n, k in ((n_odd, k_odd), (n_even, k_odd), (n_odd, k_even), (n_even, k_even))]
 KERNELS = ["warp_specialized_3xtf32_stream_k", "warp_specialized_3xtf32", "warp_specialized_3xtf32@64x128"]
+#: ``--tiles``: products of many rows with a short K, one of 12 k-tiles, one long K, one of few rows.
+TILE_SIZES = [(4000, 350, 99), (1800, 900, 133), (6000, 300, 64), (3500, 500, 397), (2000, 120, 1999),
+              (300, 12000, 117)]
+STEP_22_64 = "warp_specialized_3xtf32_stream_k@64x128"
+
+
+def tiles_summary(results: dict) -> dict:
+    """Per shape: each kernel's time (µs) and its speed over step 18 on 64 × 128 tiles and over cuBLAS SGEMM."""
+    us: dict = {}
+    for r in results["records"]:
+        if r.get("median_ms"):
+            us.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = 1000 * r["median_ms"]
+    return {shape: {"us": by, "over_step18_64x128": {k: ratio(by.get(KERNELS[2]), t) for k, t in by.items()},
+                    "over_cublas": {k: ratio(by.get("cublas"), t) for k, t in by.items()}}
+            for shape, by in us.items()}
+
+
+def main_tiles(argv: list[str]) -> None:
+    from gemm_steps.harness import dispatch
+    from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step22
+
+    out = output_path("small-copies-tiles", argv[1] if len(argv) > 1 else None)
+    entries = []
+    for name in KERNELS:
+        chosen = dispatch.candidate(name)
+        entries.append(SimpleNamespace(name=name, number=chosen.number, arithmetic=chosen.arithmetic,
+                                       launch=chosen.launch, config={}))
+    half = step22.build(dispatch.TILE_VARIANTS[KERNELS[2]])
+    entries.append(SimpleNamespace(name=STEP_22_64, number=22, arithmetic="3xtf32", launch=half.launch, config={}))
+    results = run_and_save(entries, TILE_SIZES, out, "which 3xTF32 kernel at small products of many short tiles "
+                           "(experiments/small_copies.py --tiles)", tiles_summary, width=40)
+    for shape, row in results["summary"].items():
+        print(shape, {k: round(v, 2) for k, v in row["over_step18_64x128"].items() if v})
+    print(f"wrote {out}")
 
 
 def summary(results: dict) -> dict:
@@ -53,6 +91,9 @@ def summary(results: dict) -> dict:
 
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/small_copies.py")
+    if "--tiles" in argv:
+        main_tiles([a for a in argv if a != "--tiles"])
+        return
     from gemm_steps.harness import dispatch
 
     out = output_path("small-copies", argv[1] if len(argv) > 1 else None)
