@@ -701,3 +701,31 @@ def test_a_step_that_hands_products_to_another_names_it_and_its_rule():
         other = gemm_steps.get_step(step.module.FALLBACK_STEP)
         assert dispatch._step_arithmetic(other.name) == dispatch._step_arithmetic(step.name), step.name
     assert dispatch._schedule("warp_specialized_3xtf32_stream_k", 768, 768, 16384) == "step 18"
+
+
+def test_step_18s_half_tiles_run_only_where_they_fit_one_wave():
+    """The 64 × 128 variant measured fastest at a shape is still left out where twice the 128 × 128 tiles would not fit
+    one wave of 132 SMs (77 tiles at 93×9781×173: it ran 0.88× step 18 there, experiment-small-copies-nvidia-h200);
+    at 39 tiles it stays (1.26× step 18 at 101×4957×287)."""
+    names = {dispatch.HALF_TILES, "warp_specialized_3xtf32"}
+    table = {"gpu": "GPU A", "date": "d", "shapes": [
+        [100, 9000, 170, {dispatch.HALF_TILES: 1.0, "warp_specialized_3xtf32": 1.3}, 0.8],
+        [100, 5000, 290, {dispatch.HALF_TILES: 1.0, "warp_specialized_3xtf32": 1.3}, 0.8]]}
+    many = dispatch.choose_from(table, 93, 9781, 172, names)
+    assert many.step_name == "warp_specialized_3xtf32" and "left out" in many.reason, many.reason
+    few = dispatch.choose_from(table, 101, 4956, 288, names)
+    assert few.step_name == dispatch.HALF_TILES, few.reason
+    assert dispatch.half_tiles_fit(101, 4957) and not dispatch.half_tiles_fit(93, 9781)
+
+
+def test_step_22_replaces_step_18_where_it_runs_its_loop_over_short_tiles():
+    """Step 18 measured fastest, but here step 22 runs its own persistent loop over tiles of at most 8 k-tiles (where
+    it ran 1.03–1.42× step 18 at every product timed): step 22; at 13 k-tiles, or where step 22 would hand the product
+    to step 18 (split-K), step 18 stays."""
+    names = {"warp_specialized_3xtf32", "warp_specialized_3xtf32_stream_k"}
+    row = [4000, 350, 100, {"warp_specialized_3xtf32": 1.0, "warp_specialized_3xtf32_stream_k": 1.2}, 1.5]
+    table = {"gpu": "GPU A", "date": "d", "shapes": [row, [4000, 350, 400, row[3], 1.5], [128, 128, 8192, row[3], 1.5]]}
+    short = dispatch.choose_from(table, 4000, 350, 100, names)
+    assert short.step_name == "warp_specialized_3xtf32_stream_k" and "persistent loop" in short.reason, short.reason
+    assert dispatch.choose_from(table, 4000, 350, 400, names).step_name == "warp_specialized_3xtf32"
+    assert dispatch.choose_from(table, 128, 128, 8192, names).step_name == "warp_specialized_3xtf32"
