@@ -256,6 +256,8 @@ def test_generated_source_is_the_source_of_the_launched_kernels(step):
     for build_name, flag in (("partial", "PARTIAL_TILES"), ("thread_copies", "THREAD_COPIES"),
                              ("b_rows", "B_ROWS_MOD_4")):
         built = getattr(step.tiled, build_name, None)
+        if built is not None and built.function is not step.tiled.function:
+            built = None  # another step's build (step 22's B_ROWS_MOD_4 is step 18's): shown with that step
         assert (parts[build_name] is None) == (built is None), f"{step.name}: the {flag} build is shown iff it exists"
         if built is not None:
             assert inspect.getsource(built.kernel("fast").py_func) == parts[build_name], (

@@ -179,9 +179,6 @@ class TmaTiles(TiledKernels):
         if self.b_rows is not None and self.b_rows.function is self.function:
             source += ("\n# ---- B_ROWS_MOD_4 build of the fast kernel: B read through four maps, one a residue of "
                        "its rows mod 4 ----\n" + self.b_rows.generated("fast"))
-        elif self.b_rows is not None:  # another step's build runs those products (step 22: step 18's)
-            source += (f"\n# ---- where B is read by its rows mod 4, {self.b_rows.name} runs the product (another "
-                       "step's kernel, not this one) ----\n")
         return source
 
     @staticmethod
