@@ -82,9 +82,9 @@ lesson.show_kernel(step18, start="for u in range(k_tiles):", stop="warpgroup_com
 # On the simulator (`setmaxnreg` is a no-op there; its tiles are 32×64), with one tile whose 8 k-tiles fill every
 # stage of the ring twice, a ragged shape whose K and N are multiples of 4 (the copy engine reads A and B: it runs on
 # the step's partial-tile build, every tile in one launch, as step 17's does) and one whose N is not: there, as in
-# step 17, a product of few rows reads B by its rows mod 4 (the `B_ROWS_MOD_4` build: four tensor maps, one a residue
-# of B's rows, each a pitch the copy engine can read; 1.12–1.61× a copy of B first at M = 64–200 on an H200), and one
-# of more rows copies B into rows the copy engine can read first:
+# step 17, a product of at most 200 rows, like this one, reads B by its rows mod 4 (the `B_ROWS_MOD_4` build: four
+# tensor maps, one a residue of B's rows, each a pitch the copy engine can read; 1.12–1.61× a copy of B first at
+# M = 64–200 on an H200), and a product of more rows copies B into rows the copy engine can read first:
 
 # %%
 lesson.check_against_numpy(step18, [(32, 64, 256), (45, 68, 20), (45, 70, 20)])
