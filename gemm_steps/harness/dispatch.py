@@ -23,11 +23,16 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
 5. Otherwise — or with no table for any GPU — run the course's last step on the FP32 units (stream-K), the fastest
    of them on large squares.
 
+Two rules on step 18's tiles come before and after (:func:`choose_from`; measured on other shapes than the held-out
+set's, experiments/small_copies.py): step 18's 64 × 128 variant is left out where twice its 128 × 128 tiles would not
+fit one wave of the SMs (:func:`half_tiles_fit`), and where step 18 wins but step 22 would run its own persistent loop
+over tiles of at most 8 k-tiles, step 22 runs (:func:`_short_tiles_on_step_22`).
+
 Which steps may be chosen depends on the **precision** asked for (the names of Triton's ``input_precision``):
 
 * ``"ieee"`` — the FP32 units only: every product and sum an IEEE float32 operation (steps 1–11);
 * ``"tf32x3"`` (``matmul``'s default) — every kernel that keeps the FP32 contract (docs/fp32_contract.md): the FP32
-  steps and the 3xTF32 steps 13, 14 and 18, whichever was measured fastest;
+  steps and the 3xTF32 steps 13, 14, 18 and 22, whichever was measured fastest;
 * ``"tf32"`` — any kernel, the TF32 steps (12, 15–17: inputs rounded to TF32, ~3e-4 relative error) included.
 
 Nor is a step this GPU cannot run (steps 14–18 need compute capability 9.0: ``Step.unavailable``), whatever the table
