@@ -26,7 +26,7 @@ with that policy; the fifth went back to the second's signal, the sixth added a 
 release (racecheck still reported), and the seventh — shipped — has every consumer thread release a stage (racecheck
 clean; docs/sanitizer-report.md).
 
-    python -m experiments.thread_copies [OUT.json] [--step warp_specialized_3xtf32]
+    python -m experiments.thread_copies [OUT.json] [--step warp_specialized_3xtf32]   # step 18's: retired (below)
     # default experiments/results/experiment-thread-copies[-3xtf32]-<gpu>.json
 """
 
@@ -93,6 +93,10 @@ def main(argv: list[str] = sys.argv) -> None:
     if "--step" in args:
         step = args.pop(args.index("--step") + 1)
         args.remove("--step")
+    if step == "warp_specialized_3xtf32":
+        raise SystemExit("step 18's THREAD_COPIES build was retired on 2026-11-30 (its B_ROWS_MOD_4 build took its "
+                         "place); its runs are experiments/results/experiment-thread-copies-3xtf32-*.json. To run "
+                         "them again: git checkout d9561ab~1 (experiments/README.md)")
     out = output_path("thread-copies" if step == "warp_specialized" else "thread-copies-3xtf32",
                       args[0] if args else None)
     new, old_name, padded, forced_name = names(step)
