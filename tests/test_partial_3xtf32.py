@@ -104,8 +104,8 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_or_b_read_by_its_rows(way
     """K = 37 and N = 70 (rows of A and B not multiples of 16 bytes; on a GPU K = 101, N = 198): with B read by its
     rows mod 4 (``b_rows``, the policy's choice at so few rows) A is copied into rows of 40 floats and the
     B_ROWS_MOD_4 build runs; with that policy off (``copies``), A and B are copied into rows of 40 and 72 floats, then
-    the partial build. One launch (over two slices of K too), within the contract, the two ways bit for bit alike; an
-    inf in A's last column (the partial k-tile, next to the zeros) and a NaN in B's last column give SGEMM's
+    the partial build. One launch (over two slices of K too), within the contract (the two ways' bits are compared
+    by test_b_read_by_its_rows_mod_4_gives_the_copy_paths_bits); an inf in A's last column (the partial k-tile, next to the zeros) and a NaN in B's last column give SGEMM's
     pattern."""
     if way == "copies":
         monkeypatch.setattr(step18, "B_BY_ROWS_MAX_M", 0)
@@ -122,8 +122,6 @@ def test_a_shape_the_copy_engine_cannot_read_is_copied_or_b_read_by_its_rows(way
         assert launched == [("fast", grid)] and copied == ["A", "B"], (launched, copied)
     else:
         assert launched == [("B by rows mod 4: fast", grid)] and copied == ["A"], (launched, copied)
-        other = run_in_nan_margin(step18.build(CONFIG, slices=lambda *_: slices, b_rows_when=None), a, b)
-        assert np.array_equal(got.view(np.uint32), other.view(np.uint32)), "not the copy path's bits"
     a[7, k - 1] = np.inf
     b[3, n - 1] = np.nan
     got = contract.special_pattern(run_in_nan_margin(kernels, a, b))
@@ -152,7 +150,7 @@ def test_a_readable_copy_widens_each_row_with_zeros(m, n, k, widths):
         assert np.array_equal(got[:, :matrix.shape[1]], matrix) and not got[:, matrix.shape[1]:].any()
 
 
-@pytest.mark.parametrize("m, n, k", [(40, 70, 45), (33, 131, 100), (20, 7, 9), (20, 129, 4)],
+@pytest.mark.parametrize("m, n, k", [(40, 70, 45), (33, 131, 36), (20, 7, 9), (20, 129, 4)],
                          ids=["N70_K45", "N131", "N7_K9", "K4"])
 def test_b_read_by_its_rows_mod_4_gives_the_copy_paths_bits(m, n, k):
     """Where N is not a multiple of 4 (every residue (r·N) % 4 occurs), the B_ROWS_MOD_4 build — four maps of B, one
