@@ -24,7 +24,12 @@ Shapes: 4096³ and 8192³ (the targets; 8192³ runs at the power limit, where fe
 2048³, 5120×2560×4096 (stream-K splits). Then the probe of experiments/tf32_operand_rounding.py on both new builds.
 Prediction: predictions/tf32-copies-before-run.md (written before the run).
 
-    python -m experiments.tf32_copies [OUT.json]   # default experiments/results/experiment-tf32-copies-<gpu>.json
+``--steps 17 21``: the first change alone on steps 17 and 21 (``TF32_COPIES``, shipped True since this run), each
+with float32 maps (``TF32_COPIES=False``, as before) and TFLOAT32 maps, at the shapes above and two ragged products
+(A and B copied; B read by its rows mod 4). Prediction: predictions/tf32-copies-steps-17-21-before-run.md.
+
+    python -m experiments.tf32_copies [OUT.json] [--steps 17 21]
+    # default experiments/results/experiment-tf32-copies[-steps-17-21]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -56,8 +61,52 @@ def summary(results: dict) -> dict:
     return out
 
 
+#: ``--steps 17 21``: the shapes above and two ragged ones (A and B copied into readable rows; B read by rows mod 4).
+STEPS_SIZES = SIZES + [(3001, 2999, 1531), (69, 1001, 700)]
+
+
+def steps_summary(results: dict) -> dict:
+    """Per shape: each entry's TFLOPS and error; per step, the TFLOAT32 maps' speed over the float32 maps', and each
+    entry's error over cuBLAS TF32's."""
+    out = {}
+    for shape, rows in records_by_shape(results).items():
+        t = {name: r.get("tflops") for name, r in rows.items()}
+        err = {name: r.get("sampled_rel_error_fp64") for name, r in rows.items()}
+        out[shape] = {"tflops": t, "error": err,
+                      "tf32_over_float32_maps": {step: ratio(t.get(f"{step}_tf32_maps"), t.get(f"{step}_float32_maps"))
+                                                 for step in ("step17", "step21")},
+                      "error_over_cublas_tf32": {name: ratio(e, err.get("cublas_tf32")) for name, e in err.items()}}
+    return out
+
+
+def main_steps(argv: list[str]) -> None:
+    from dataclasses import replace
+
+    from gemm_steps.steps import warp_specialized, warp_specialized_stream_k
+    from gemm_steps.toolkit.tuned import default_config
+
+    out = output_path("tf32-copies-steps-17-21", argv[1] if len(argv) > 1 else None)
+    entries = []
+    for label, number, module in (("step17", 17, warp_specialized), ("step21", 21, warp_specialized_stream_k)):
+        config = default_config(module.SEARCH_SPACE)
+        for maps, tf32 in (("float32_maps", False), ("tf32_maps", True)):
+            built = module.build(replace(module.Config.of(config), TF32_COPIES=tf32))
+            entries.append(SimpleNamespace(name=f"{label}_{maps}", number=number, arithmetic="tf32",
+                                           launch=built.launch))
+    results = run_and_save(entries, STEPS_SIZES, out, "steps 17 and 21 with TFLOAT32 tensor maps against float32 "
+                           "maps (experiments/tf32_copies.py --steps 17 21)", steps_summary, repeats=30, width=24)
+    for shape, row in results["summary"].items():
+        print(shape, {k: round(v, 3) for k, v in row["tf32_over_float32_maps"].items() if v},
+              {k: round(v, 2) for k, v in row["error_over_cublas_tf32"].items() if v})
+    print(f"wrote {out}")
+
+
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/tf32_copies.py")
+    if "--steps" in argv:
+        main_steps(argv[:argv.index("--steps")] + [a for a in argv[argv.index("--steps") + 1:]
+                                                     if a not in ("17", "21")])
+        return
     import json
     from dataclasses import replace
 

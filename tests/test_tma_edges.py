@@ -20,6 +20,8 @@ ragged against them: ``python -m pytest tests/test_tma_edges.py`` there checks t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -28,7 +30,7 @@ import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import warp_specialized
 from gemm_steps.toolkit.kernel_tools import ceil_div
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
 from gemm_steps.toolkit.tuned import default_config
 from helpers import (REPO, nan_c_with_margin, only_c_written, random_matrices, run_in_nan_margin, spy_launches,
                      spy_row_copies)
@@ -58,10 +60,17 @@ def _spied_launch(monkeypatch, kernels, a_dev, b_dev) -> tuple[list, list, np.nd
     return launched, copies, only_c_written(buffer, m, n)
 
 
-def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray, copy_engine: bool = True) -> None:
+    """C is the float64 product of the TF32 inputs as the kernel reads them: loaded by the copy engine through
+    TFLOAT32 maps (``TF32_COPIES``), A and B rounded to nearest, ties to even; loaded by the producer's threads
+    (``copy_engine=False``: the THREAD_COPIES build, float32 in shared memory), A truncated by the tensor core and B
+    rounded by the consumers (ties away)."""
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
-    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    if copy_engine and CONFIG.TF32_COPIES:
+        fed = round_to_tf32_even(a).astype(np.float64) @ round_to_tf32_even(b).astype(np.float64)
+    else:
+        fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max(), f"{m}×{n}×{k}: not the TF32 inputs' product"
     assert relative_error(got, a, b) <= tf32_tolerance(k)
 
@@ -150,7 +159,7 @@ def test_a_shape_the_copy_engine_cannot_read_runs_on_the_thread_copies_build(sha
     launched, copied, result = _spied_launch(monkeypatch, kernels, a_dev, b_dev)
     assert copied == [], copied
     assert launched == [("thread copies: fast", _grid(kernels.thread_copies, m, n, k))], launched
-    _check_product(result, a, b)
+    _check_product(result, a, b, copy_engine=False)
 
 
 @pytest.mark.parametrize("shape, copied", [((20, 30, 20), "B"), ((20, 24, 18), "A"), ((45, 67, 37), "AB")])
@@ -252,7 +261,7 @@ def test_the_thread_copies_build_gives_step_17s_bits():
     copies differs."""
     m, n, k = 2 * CONFIG.BLOCK_M, 2 * CONFIG.BLOCK_N, 3 * CONFIG.BLOCK_K
     a, b = random_matrices(np.random.default_rng(5), m, n, k)
-    kernels = warp_specialized.build(CONFIG)
+    kernels = warp_specialized.build(replace(CONFIG, TF32_COPIES=False))  # float32 maps: A truncated, as the threads'
     by_copy_engine = run_in_nan_margin(kernels, a, b)
     by_threads = run_in_nan_margin(kernels.thread_copies, a, b)
     differ = by_copy_engine.view(np.uint32) != by_threads.view(np.uint32)

@@ -17,7 +17,7 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
+from helpers import tf32_fed
 
 from gemm_steps.steps import tma_pipeline, warp_specialized
 
@@ -63,7 +63,7 @@ def _check_product(kernels, m: int, n: int, k: int) -> None:
         kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
     got = c.copy_to_host()
     assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements of C never written"
-    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    fed = tf32_fed(a, b, kernels)
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max()
     assert relative_error(got, a, b) <= tf32_tolerance(k)
 
@@ -135,7 +135,7 @@ def test_the_timeline_builds_record_their_events_in_causal_order(name):
     c = cuda.to_device(np.full((m, n), np.nan, np.float32))
     timeline = cuda.to_device(np.zeros(debug.ROLES * 8 * debug.EVENTS, np.uint64))
     debug.launch(kernels, cuda.to_device(a), cuda.to_device(b), c, timeline)
-    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    fed = tf32_fed(a, b, kernels)
     assert np.abs(c.copy_to_host() - fed).max() <= 1e-5 * np.abs(fed).max()
     events = timeline.copy_to_host().reshape(debug.ROLES, 8, debug.EVENTS).astype(np.int64)
     warpgroups = config.THREADS // 128

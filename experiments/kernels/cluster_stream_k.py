@@ -206,6 +206,8 @@ class Config(warp_specialized_stream_k.Config, cluster_multicast.Config):
     """Step 21's constants (first in the order of lookup), and step 20's cluster: ``CLUSTER`` and the properties
     ``A_HALF_ROWS``, ``A_BOX_ROWS``, ``CLUSTER_MASK``."""
 
+    TF32_COPIES: bool = False  # float32 maps, as the experiment ran (step 21 loads TFLOAT32 since 2026-11-30)
+
     def problems(self) -> list[str]:
         return super().problems() or cluster_multicast.Config.problems(self)  # … and step 20's halves of A
 

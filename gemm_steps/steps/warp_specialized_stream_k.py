@@ -248,6 +248,12 @@ class Config(StepConfig):
     # units every k-tile, the copy engine filling with zeros whatever of a box lies outside A or B, and its store keeps
     # to C. build() makes it beside the full-tile build (False).
     PARTIAL_TILES: bool = False
+    # How A and B become TF32 (step 23's way, 2026-11-30): the tensor maps' element type is TFLOAT32, so the copy engine
+    # rounds A and B to nearest (ties to even) as it loads them, as cuBLAS TF32 reads them. With float32 maps the tensor
+    # core truncates A's tile (read from shared memory): 1.6x cuBLAS's error (experiments/tf32_operand_rounding.py).
+    # Measured alone on an H200: experiments/tf32_copies.py --steps 17 21. B's fragments are still rounded by their two
+    # instructions (a no-op on a value already TF32); the THREAD_COPIES build and step 15's edge kernel load float32.
+    TF32_COPIES: bool = True
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
