@@ -212,7 +212,9 @@ if ref is not None:
 # writes C through shared memory and the copy engine (`UTMASTG`) instead of 128 `STG` from registers. Those are the
 # next steps of the course. The fourth is not an instruction, and was found later (lesson 23): cuBLAS reads A and B
 # rounded to TF32 with nothing in its loop that rounds — as a copy does whose tensor map's element type is TF32 —
-# where step 17 loads float32: the tensor core then truncates A, and two instructions round each element of B.
+# where step 17 loaded float32: the tensor core then truncated A, and two instructions round each element of B.
+# (Since 2026-11-30 step 17's maps are TFLOAT32 too, and its error is cuBLAS's: 1.51–1.66× before, at the same speed,
+# 0.99–1.01×: `experiments/tf32_copies.py --steps 17 21`. The numbers in this lesson were measured before.)
 #
 # Now the clocks. Every kernel here ran into the board's 700 W limit, so the SM clock each got is what its energy per
 # FLOP allows. Beside it, the work per FLOP of the profiled launch:

@@ -288,8 +288,8 @@ def checked_tf32_product(built, m: int, n: int, k: int, name: str, step) -> np.n
 
 def tf32_fed(a: np.ndarray, b: np.ndarray, built) -> np.ndarray:
     """The float64 product of the TF32 inputs a TF32 build multiplies: A and B rounded to nearest, ties to even, where
-    its copy engine loads them through TFLOAT32 maps (``TF32_COPIES``: steps 17, 19, 21, 23 and the builds made from
-    step 17's configuration, since 2026-11-30); else A truncated (the tensor core reads it from shared memory as
+    its copy engine loads them through TFLOAT32 maps (``TF32_COPIES``: steps 17, 21 and 23, and the experiments' builds
+    made from step 17's configuration, since 2026-11-30); else A truncated (the tensor core reads it from shared memory as
     float32) and B rounded, ties away (the consumers' two instructions)."""
     from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
 
