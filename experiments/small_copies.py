@@ -44,16 +44,20 @@ def tiles_summary(results: dict) -> dict:
             for shape, by in us.items()}
 
 
+def kernel_entries() -> list:
+    """What run_and_save times for each of KERNELS: the candidate ``matmul`` would run, launched directly."""
+    from gemm_steps.harness import dispatch
+
+    return [SimpleNamespace(name=name, number=c.number, arithmetic=c.arithmetic, launch=c.launch, config={})
+            for name, c in ((name, dispatch.candidate(name)) for name in KERNELS)]
+
+
 def main_tiles(argv: list[str]) -> None:
     from gemm_steps.harness import dispatch
     from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step22
 
     out = output_path("small-copies-tiles", argv[1] if len(argv) > 1 else None)
-    entries = []
-    for name in KERNELS:
-        chosen = dispatch.candidate(name)
-        entries.append(SimpleNamespace(name=name, number=chosen.number, arithmetic=chosen.arithmetic,
-                                       launch=chosen.launch, config={}))
+    entries = kernel_entries()
     half = step22.build(dispatch.TILE_VARIANTS[KERNELS[2]])
     entries.append(SimpleNamespace(name=STEP_22_64, number=22, arithmetic="3xtf32", launch=half.launch, config={}))
     results = run_and_save(entries, TILE_SIZES, out, "which 3xTF32 kernel at small products of many short tiles "
@@ -94,14 +98,8 @@ def main(argv: list[str] = sys.argv) -> None:
     if "--tiles" in argv:
         main_tiles([a for a in argv if a != "--tiles"])
         return
-    from gemm_steps.harness import dispatch
-
     out = output_path("small-copies", argv[1] if len(argv) > 1 else None)
-    entries = []
-    for name in KERNELS:
-        chosen = dispatch.candidate(name)
-        entries.append(SimpleNamespace(name=name, number=chosen.number, arithmetic=chosen.arithmetic,
-                                       launch=chosen.launch, config={}))
+    entries = kernel_entries()
     results = run_and_save(entries, SIZES, out, "what the readable copies cost the default precision's small "
                            "products (experiments/small_copies.py)", summary, width=36)
     for product, row in results["summary"].items():
