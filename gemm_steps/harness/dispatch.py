@@ -525,7 +525,7 @@ def _short_tiles_on_step_22(m: int, n: int, k: int) -> bool:
     """Whether step 22 runs its own persistent loop at M×N×K (not step 18's build: ``_schedule``) over tiles of at most
     its ``SHORT_TILE_K_TILES`` k-tiles, where it was measured faster than step 18 on an H200 at every product timed:
     1.27–1.42× at 2–4 k-tiles a tile and 1.08× at 8 over whole waves (experiment-stream-k-3xtf32-nvidia-h200-4.json),
-    1.03–1.12× at five small products of 2–6 k-tiles (experiment-small-copies-nvidia-h200.json, -tiles-)."""
+    1.03–1.12× at eight small products of 2–6 k-tiles (experiment-small-copies-nvidia-h200.json and its -tiles- run)."""
     return _schedule(STEP_22, m, n, k) == "own" and ceil_div(k, 32) <= _short_tile_k_tiles()
 
 
