@@ -2,6 +2,7 @@
 """Does ``matmul`` generalize? Time it on the held-out set of issue 37 against both cuBLAS, in one run (GPU).
 
     python scripts/held_out.py [--out results/FILE.json | --out DIR/] [--quick]
+    GEMM_STEPS_SOURCE_COMMIT=$(git rev-parse HEAD) python scripts/held_out.py …   # on a copy of the tree elsewhere
 
 For every shape of ``gemm_steps.harness.held_out.shapes()`` (24 shapes drawn at random with a fixed seed, committed
 before any measurement, plus two hand-named shapes per class: ragged, wave boundary, K-heavy, skinny, small), in one
@@ -28,6 +29,7 @@ tens of seconds each, a handful of kernels), so 3–5 minutes in all. ``--quick`
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -161,7 +163,18 @@ def output_path(out: str | None, gpu: str, quick: bool) -> Path:
     return folder / results_files.held_out_name(gpu, time.strftime("%Y-%m-%d"), run, quick)
 
 
+#: Set to the commit whose tree runs (a device run copies the working tree onto a checkout whose ``.git`` may be an
+#: older commit's: ``git_commit()`` then says ``<that commit>+modified``), it is recorded as the run's ``commit``,
+#: and what git says beside it as ``git_here``.
+SOURCE_COMMIT = "GEMM_STEPS_SOURCE_COMMIT"
+
+
 def commit() -> str | None:
+    """The commit whose tree runs: :data:`SOURCE_COMMIT` where it is set, else :func:`git_commit`'s."""
+    return os.environ.get(SOURCE_COMMIT) or git_commit()
+
+
+def git_commit() -> str | None:
     """The checkout's commit, with ``+modified`` where tracked files differ from it: the tree that ran is then not
     that commit's (a device run copies the working tree onto the checkout it started from: results/README.md names
     the tree where this says so)."""
@@ -199,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     table = dispatch.table(gpu)
     document = {
         "schema": 1, "suite": "held-out", "quick": args.quick, "commit": commit(),
+        **({"git_here": git_commit()} if os.environ.get(SOURCE_COMMIT) else {}),
         "held_out": {"seed": seed, "seen": seed in held_out.SEEN_SEEDS, "drawn": held_out.DRAWN, "side_range": [held_out.SIDE_MIN,
                      held_out.SIDE_MAX], "min_product": held_out.MIN_PRODUCT, "max_bytes": held_out.MAX_BYTES,
                      "class_shapes": held_out.CLASS_SHAPES},

@@ -152,3 +152,12 @@ def test_the_file_name_comes_from_the_catalogue_and_a_quick_run_is_a_subset(tmp_
     quick = script.chosen_set(quick=True)
     assert set(quick) <= set(held_out.shapes()) and len(quick) == script.QUICK_DRAWN + 5
     assert [s.kind for s in quick[script.QUICK_DRAWN:]] == list(held_out.CLASS_SHAPES)
+
+
+def test_the_run_records_the_commit_it_is_told_beside_what_git_says(monkeypatch):
+    """A device run copies the working tree onto a checkout whose ``.git`` may be older: GEMM_STEPS_SOURCE_COMMIT names
+    the commit whose tree runs (recorded as ``commit``); without it, git's answer."""
+    monkeypatch.delenv(script.SOURCE_COMMIT, raising=False)
+    assert script.commit() == script.git_commit()
+    monkeypatch.setenv(script.SOURCE_COMMIT, "0123abc")
+    assert script.commit() == "0123abc"
