@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, ratio, require_gpu, run_and_save
+from experiments import output_path, ratio, records_by_shape, require_gpu, run_and_save
 
 #: (M, N odd, N even, K odd, K a multiple of 4): each product in its four versions.
 PRODUCTS = [(101, 4957, 4956, 287, 288), (93, 9781, 9780, 173, 172)]
@@ -35,13 +35,16 @@ STEP_22_64 = "warp_specialized_3xtf32_stream_k@64x128"
 
 def tiles_summary(results: dict) -> dict:
     """Per shape: each kernel's time (µs) and its speed over step 18 on 64 × 128 tiles and over cuBLAS SGEMM."""
-    us: dict = {}
-    for r in results["records"]:
-        if r.get("median_ms"):
-            us.setdefault(f"{r['M']}x{r['N']}x{r['K']}", {})[r["step"]] = 1000 * r["median_ms"]
+    us = microseconds(results)
     return {shape: {"us": by, "over_step18_64x128": {k: ratio(by.get(KERNELS[2]), t) for k, t in by.items()},
                     "over_cublas": {k: ratio(by.get("cublas"), t) for k, t in by.items()}}
             for shape, by in us.items()}
+
+
+def microseconds(results: dict) -> dict:
+    """Per shape ``"MxNxK"``, each entry's median time in µs (entries that failed left out)."""
+    return {shape: {name: 1000 * r["median_ms"] for name, r in rows.items() if r.get("median_ms")}
+            for shape, rows in records_by_shape(results).items()}
 
 
 def kernel_entries() -> list:
@@ -70,13 +73,10 @@ def main_tiles(argv: list[str]) -> None:
 def summary(results: dict) -> dict:
     """Per product and kernel: B's copy (µs: N odd − N even, K odd), A's copy (K odd − K even, N even), both; per
     version the fastest kernel over cuBLAS SGEMM."""
-    us: dict = {}
-    for r in results["records"]:
-        if r.get("median_ms"):
-            us.setdefault((r["M"], r["N"], r["K"]), {})[r["step"]] = 1000 * r["median_ms"]
+    us = microseconds(results)
     out: dict = {}
     for m, n_odd, n_even, k_odd, k_even in PRODUCTS:
-        both, a_only, b_only, neither = (us.get((m, n, k), {}) for n, k in
+        both, a_only, b_only, neither = (us.get(f"{m}x{n}x{k}", {}) for n, k in
                                          ((n_odd, k_odd), (n_even, k_odd), (n_odd, k_even), (n_even, k_even)))
 
         def minus(x, y, name):

@@ -270,8 +270,6 @@ def checked_tf32_product(built, m: int, n: int, k: int, name: str, step) -> np.n
     21's). Returns C."""
     from numba import cuda
 
-    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
-
     a, b = random_matrices(rng_for(name), m, n, k)
     buffer, c = nan_c_with_margin(m, n)
     built.launch(cuda.to_device(a), cuda.to_device(b), c)
@@ -279,20 +277,31 @@ def checked_tf32_product(built, m: int, n: int, k: int, name: str, step) -> np.n
     assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} elements unwritten"
     error, limit = rel_error(result, a, b), tolerance_for(step, k)
     assert error <= limit, f"error {error:.2e} > TF32 tolerance {limit:.2e}"
-    on_tf32 = rel_error(result, truncate_to_tf32(a), round_to_tf32(b))
+    on_tf32 = rel_error(result, *tf32_inputs(a, b, False))
     if getattr(built, "constants", {}).get("TF32_COPIES"):
-        on_tf32 = min(on_tf32, rel_error(result, round_to_tf32_even(a), round_to_tf32_even(b)))
+        on_tf32 = min(on_tf32, rel_error(result, *tf32_inputs(a, b, True)))
     assert on_tf32 <= tolerance(k), f"error {on_tf32:.2e} on TF32 inputs > {tolerance(k):.2e}"
     return result
 
 
-def tf32_fed(a: np.ndarray, b: np.ndarray, built) -> np.ndarray:
-    """The float64 product of the TF32 inputs a TF32 build multiplies: A and B rounded to nearest, ties to even, where
-    its copy engine loads them through TFLOAT32 maps (``TF32_COPIES``: steps 17, 21 and 23, and the experiments' builds
-    made from step 17's configuration, since 2026-11-30); else A truncated (the tensor core reads it from shared memory as
-    float32) and B rounded, ties away (the consumers' two instructions)."""
+def tf32_inputs(a: np.ndarray, b: np.ndarray, copies_round: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as a TF32 build's tensor core multiplies them: rounded to nearest, ties to even, where its copy engine
+    loads them through TFLOAT32 maps (``copies_round``: ``TF32_COPIES``, steps 17, 21 and 23, and the experiments'
+    builds made from step 17's configuration, since 2026-11-30); else A truncated (the tensor core reads it from shared
+    memory as float32) and B rounded, ties away (the consumers' two instructions)."""
     from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
 
-    if (getattr(built, "constants", None) or {}).get("TF32_COPIES"):
-        return round_to_tf32_even(a).astype(np.float64) @ round_to_tf32_even(b).astype(np.float64)
-    return truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    if copies_round:
+        return round_to_tf32_even(a), round_to_tf32_even(b)
+    return truncate_to_tf32(a), round_to_tf32(b)
+
+
+def tf32_product(a: np.ndarray, b: np.ndarray, copies_round: bool) -> np.ndarray:
+    """The float64 product of :func:`tf32_inputs`."""
+    a_read, b_read = tf32_inputs(a, b, copies_round)
+    return a_read.astype(np.float64) @ b_read.astype(np.float64)
+
+
+def tf32_fed(a: np.ndarray, b: np.ndarray, built) -> np.ndarray:
+    """:func:`tf32_product` for the build ``built`` (its ``TF32_COPIES``)."""
+    return tf32_product(a, b, bool((getattr(built, "constants", None) or {}).get("TF32_COPIES")))

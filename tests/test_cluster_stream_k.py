@@ -207,16 +207,15 @@ def test_step_23_reads_a_and_b_as_its_copies_round_them():
     """TF32_COPIES: the copy engine's twin rounds A and B to nearest, ties to even — C is float64's product of those
     inputs to the float32 tolerance, and not of A truncated; B's two rounding instructions then change no bit; and
     ROUND_B = False without TF32_COPIES (B truncated) is refused."""
-    from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
-    from helpers import rel_error, tolerance
+    from helpers import rel_error, tf32_inputs, tolerance
 
     config = step_23.SIMULATOR_CONFIG
     assert config.TF32_COPIES and not config.ROUND_B
     m, n, k = config.BLOCK_M, 2 * config.BLOCK_N, 3 * config.BLOCK_K
     shipped = _product(step_23.build(config, fallback=False), m, n, k, "tf32 copies")
     a, b = random_matrices(rng_for("tf32 copies"), m, n, k)  # _product's inputs
-    assert rel_error(shipped, round_to_tf32_even(a), round_to_tf32_even(b)) <= tolerance(k)
-    assert rel_error(shipped, truncate_to_tf32(a), round_to_tf32(b)) > 100 * tolerance(k)
+    assert rel_error(shipped, *tf32_inputs(a, b, True)) <= tolerance(k)
+    assert rel_error(shipped, *tf32_inputs(a, b, False)) > 100 * tolerance(k)
     rounded_b = _product(step_23.build(replace(config, ROUND_B=True), fallback=False), m, n, k, "tf32 copies")
     assert np.array_equal(shipped.view(np.uint32), rounded_b.view(np.uint32))
     with pytest.raises(ValueError, match="ROUND_B = False"):

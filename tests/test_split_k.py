@@ -12,8 +12,7 @@ from gemm_steps.harness import fp32_contract as contract
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import warp_specialized as step17
 from gemm_steps.steps import warp_specialized_3xtf32 as step18
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32_even
-from helpers import run_in_nan_margin
+from helpers import run_in_nan_margin, tf32_product
 
 simulator_only = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="forces the policy on the simulator's tiles")
 
@@ -94,7 +93,7 @@ def test_step_17s_slices_add_up_to_the_tf32_product(slices, sim_shape, gpu_shape
     assert [grid[2] for _, grid in launched] == [expected], launched
     assert not np.isnan(c).any()
     # what the tensor core multiplies: A and B rounded to nearest (ties to even) by the copy engine (TF32_COPIES)
-    fed = round_to_tf32_even(a).astype(np.float64) @ round_to_tf32_even(b).astype(np.float64)
+    fed = tf32_product(a, b, True)  # the copy engine rounds A and B (TF32_COPIES)
     assert np.abs(c - fed).max() <= 1e-5 * np.abs(fed).max()
     assert relative_error(c, a, b) <= tf32_tolerance(k)
 

@@ -30,10 +30,9 @@ import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import warp_specialized
 from gemm_steps.toolkit.kernel_tools import ceil_div
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, round_to_tf32_even, truncate_to_tf32
 from gemm_steps.toolkit.tuned import default_config
 from helpers import (REPO, nan_c_with_margin, only_c_written, random_matrices, run_in_nan_margin, spy_launches,
-                     spy_row_copies)
+                     spy_row_copies, tf32_product)
 
 pytestmark = pytest.mark.skipif(
     not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
@@ -67,10 +66,7 @@ def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray, copy_engine: b
     rounded by the consumers (ties away)."""
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     assert np.isfinite(got).all(), f"{int((~np.isfinite(got)).sum())} elements of C not written (or not finite)"
-    if copy_engine and CONFIG.TF32_COPIES:
-        fed = round_to_tf32_even(a).astype(np.float64) @ round_to_tf32_even(b).astype(np.float64)
-    else:
-        fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    fed = tf32_product(a, b, copy_engine and CONFIG.TF32_COPIES)
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max(), f"{m}×{n}×{k}: not the TF32 inputs' product"
     assert relative_error(got, a, b) <= tf32_tolerance(k)
 

@@ -28,10 +28,9 @@ from numba import cuda
 import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
 from gemm_steps.steps import cluster_multicast
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
 from gemm_steps.toolkit.tile_config import TileConfig
 from gemm_steps.toolkit.tiles import TiledKernels
-from helpers import nan_c_with_margin, only_c_written, random_matrices
+from helpers import nan_c_with_margin, only_c_written, random_matrices, tf32_product
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -92,7 +91,7 @@ def test_the_product_is_step_20s_bit_for_bit(config, k_tiles, monkeypatch):
     differ = got.view(np.uint32) != expected.view(np.uint32)
     assert not differ.any(), (f"{int(differ.sum())} elements differ from step 20's, first at "
                               f"{tuple(int(i) for i in np.argwhere(differ)[0])}")
-    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    fed = tf32_product(a, b, False)  # float32 maps: A truncated, B rounded
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max()
     assert relative_error(got, a, b) <= tf32_tolerance(k)
 
@@ -114,7 +113,7 @@ def test_the_fast_kernel_writes_its_full_tiles_and_nothing_else(monkeypatch):
     outside = np.ones((m, n), bool)
     outside[:rows, :cols] = False
     assert np.isnan(got[outside]).all(), f"{int((~np.isnan(got[outside])).sum())} elements written outside the tiles"
-    fed = truncate_to_tf32(a[:rows]).astype(np.float64) @ round_to_tf32(b[:, :cols]).astype(np.float64)
+    fed = tf32_product(a[:rows], b[:, :cols], False)
     assert np.isfinite(got[:rows, :cols]).all()
     assert np.abs(got[:rows, :cols] - fed).max() <= 1e-5 * np.abs(fed).max()
 

@@ -11,9 +11,8 @@ from numba import cuda
 
 import gemm_steps
 from gemm_steps.harness.verify import relative_error, tf32_tolerance
-from gemm_steps.toolkit.tensor_core_ops import round_to_tf32, truncate_to_tf32
-
 from gemm_steps.steps import warpgroup_tf32
+from helpers import tf32_product
 
 pytestmark = pytest.mark.skipif(not gemm_steps.SIMULATOR, reason="the simulator's build; the GPU's is tested by "
                                                                   "tests/test_gpu.py")
@@ -30,6 +29,6 @@ def test_it_multiplies_the_tf32_inputs_exactly_up_to_float32_rounding(shape):
     kernels.launch(cuda.to_device(a), cuda.to_device(b), c)
     got = c.copy_to_host()
     assert not np.isnan(got).any()
-    fed = truncate_to_tf32(a).astype(np.float64) @ round_to_tf32(b).astype(np.float64)
+    fed = tf32_product(a, b, False)  # step 15 loads float32: A truncated, B rounded
     assert np.abs(got - fed).max() <= 1e-5 * np.abs(fed).max()
     assert relative_error(got, a, b) <= tf32_tolerance(k)

@@ -111,22 +111,6 @@ TILE_VARIANTS = {
                                                  MIN_BLOCKS_PER_SM=1),
 }
 
-#: Step 18's 64 × 128 tiles are a candidate only where twice its 128 × 128 tiles still fit one wave of the SMs (at most
-#: this many tiles of 128 × 128): halving the tile pays where the halves fill idle SMs, and costs a second wave where
-#: they do not. Measured on an H200, none of it on a held-out shape: 1.06–1.36× step 18 at 4–66 tiles of 128 × 128
-#: and 0.72–0.78× at 256 and 1,024 (experiment-half-tiles-3xtf32-nvidia-h200.json); 1.26× step 18 at 39 tiles and
-#: 0.88× at 77 (experiment-small-copies-nvidia-h200.json); 0.80–0.92× the faster of steps 18 and 22 at 96–282 tiles,
-#: 1.01× at 16 (experiment-small-copies-tiles-nvidia-h200.json). The shipped table recorded it at shapes of many
-#: tiles too, where, compared by class over a few small products, it won where it ran slower.
-HALF_TILES_MAX_TILES = 132 // 2  # half the SMs of the GPUs the tables were measured on (TABLE_SMS, below)
-HALF_TILES = "warp_specialized_3xtf32@64x128"
-
-
-def half_tiles_fit(m: int, n: int) -> bool:
-    """Whether step 18's 64 × 128 variant may run M×N: at most :data:`HALF_TILES_MAX_TILES` tiles of 128 × 128."""
-    return ceil_div(m, 128) * ceil_div(n, 128) <= HALF_TILES_MAX_TILES
-
-
 def tile_variants() -> list[Step]:
     """A step for each of :data:`TILE_VARIANTS`' configurations: step 11 (stream-K, with step 10's kernel as its
     data-parallel fallback), step 17 or step 18 (their full-tile, partial-tile and split-K builds) on other tiles, named
@@ -505,20 +489,42 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     near on the kernel path it would take — the tensor cores are not given up: :func:`_tensor_core_evidence`."""
     if HALF_TILES in steps and not half_tiles_fit(m, n):
         choice = choose_from(entry, m, n, k, steps - {HALF_TILES}, gpu)
-        return replace(choice, reason=f"{choice.reason} ({HALF_TILES} left out: {ceil_div(m, 128)} × "
-                                      f"{ceil_div(n, 128)} tiles of 128 × 128, more than {HALF_TILES_MAX_TILES}, so "
-                                      "its half tiles would not fit one wave)")
+        rows, cols = _step_18_tiles(m, n)
+        return replace(choice, reason=f"{choice.reason} ({HALF_TILES} left out: {rows} × {cols} tiles of 128 × 128, "
+                                      f"more than {HALF_TILES_MAX_TILES}, so its half tiles would not fit one wave)")
     choice = _choose_from(entry, m, n, k, steps, gpu)
     if choice.step_name == STEP_18 and STEP_22 in steps and _short_tiles_on_step_22(m, n, k):
+        short = candidate(STEP_22).module.SHORT_TILE_K_TILES
         return replace(choice, step_name=STEP_22, reason=(
-            f"{choice.reason}; but its tiles here have at most {_short_tile_k_tiles()} k-tiles, where {STEP_22} runs "
+            f"{choice.reason}; but its tiles here have at most {short} k-tiles, where {STEP_22} runs "
             f"its persistent loop over them, measured faster than {STEP_18} at every such product it ran (step 22's "
             "SHORT_TILE_K_TILES): step 22"))
     return choice
 
 
-#: Steps 18 and 22, for the short-tile rule of :func:`choose_from`.
+#: Steps 18 and 22 and step 18's 64 × 128 variant, for the two rules of :func:`choose_from`.
 STEP_18, STEP_22 = "warp_specialized_3xtf32", "warp_specialized_3xtf32_stream_k"
+HALF_TILES = "warp_specialized_3xtf32@64x128"
+#: Step 18's 64 × 128 tiles are a candidate only where twice its own tiles (128 × 128) still fit one wave of the SMs (at
+#: most this many of them): halving the tile pays where the halves fill idle SMs, and costs a second wave where they do
+#: not. Measured on an H200, none of it on a held-out shape: 1.06–1.36× step 18 at 4–66 tiles of 128 × 128 and
+#: 0.72–0.78× at 256 and 1,024 (experiment-half-tiles-3xtf32-nvidia-h200.json); 1.26× step 18 at 39 tiles and 0.88× at
+#: 77 (experiment-small-copies-nvidia-h200.json); 0.80–0.92× the faster of steps 18 and 22 at 96–282 tiles, 1.01× at
+#: 16 (experiment-small-copies-tiles-nvidia-h200.json). The shipped table recorded it at shapes of many tiles too,
+#: where, compared by class over a few small products, it won where it ran slower.
+HALF_TILES_MAX_TILES = TABLE_SMS // 2
+
+
+def _step_18_tiles(m: int, n: int) -> tuple[int, int]:
+    """Step 18's tiles (a GPU's, 128 × 128) over M×N: (tile-rows, tile-columns)."""
+    config = _gpu_tiles(STEP_18)
+    return ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
+
+
+def half_tiles_fit(m: int, n: int) -> bool:
+    """Whether step 18's 64 × 128 variant may run M×N: at most :data:`HALF_TILES_MAX_TILES` of step 18's own tiles."""
+    rows, cols = _step_18_tiles(m, n)
+    return rows * cols <= HALF_TILES_MAX_TILES
 
 
 def _short_tiles_on_step_22(m: int, n: int, k: int) -> bool:
@@ -526,13 +532,8 @@ def _short_tiles_on_step_22(m: int, n: int, k: int) -> bool:
     its ``SHORT_TILE_K_TILES`` k-tiles, where it was measured faster than step 18 on an H200 at every product timed:
     1.27–1.42× at 2–4 k-tiles a tile and 1.08× at 8 over whole waves (experiment-stream-k-3xtf32-nvidia-h200-4.json),
     1.03–1.12× at eight small products of 2–6 k-tiles (experiment-small-copies-nvidia-h200.json and its -tiles- run)."""
-    return _schedule(STEP_22, m, n, k) == "own" and ceil_div(k, 32) <= _short_tile_k_tiles()
-
-
-def _short_tile_k_tiles() -> int:
-    from ..steps.warp_specialized_3xtf32_stream_k import SHORT_TILE_K_TILES
-
-    return SHORT_TILE_K_TILES
+    return (_schedule(STEP_22, m, n, k) == "own"
+            and ceil_div(k, _gpu_tiles(STEP_22).BLOCK_K) <= candidate(STEP_22).module.SHORT_TILE_K_TILES)
 
 
 def _choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu: str | None = None) -> Choice:

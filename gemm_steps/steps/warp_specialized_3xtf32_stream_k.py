@@ -455,7 +455,7 @@ def build(config: Config | TileConfig, split=stream_k_split, fallback_when=runs_
     # of small products' time: experiments/small_copies.py).
     return StreamKTmaTiles("warp_specialized_3xtf32_stream_k", warp_specialized_3xtf32_stream_k_kernel,
                            replace(config, PARTIAL_TILES=False), partial=partial, fallback=step18,
-                           b_rows=step18 and step18.b_rows, b_rows_when=warp_specialized_3xtf32.reads_b_by_rows,
+                           b_rows=step18 and step18.b_rows, b_rows_when=step18 and step18.b_rows_when,
                            **common)
 
 
