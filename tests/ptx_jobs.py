@@ -194,10 +194,13 @@ def readable_copy_kernels() -> dict:
 
 
 def split_k_reduce_kernels() -> dict:
-    """Steps 17 and 18's split-K reductions (``add_slices_kernel``), labelled ``17`` and ``18``: kernels launched as
-    programmatic dependent launches (tests/test_tma_edges.py)."""
+    """Steps 17 and 18's split-K reductions (``add_slices_kernel``), labelled ``17`` and ``18``, and the readable copy
+    (``copy``): kernels launched as programmatic dependent launches (tests/test_tma_edges.py)."""
     from gemm_steps.steps import warp_specialized, warp_specialized_3xtf32
     from gemm_steps.toolkit.tma_tiles import TmaTiles
 
+    from gemm_steps.toolkit.tma_tiles import copy_rows_kernel
+
     return {"17": (warp_specialized.add_slices_kernel, TmaTiles.rows_signature),
-            "18": (warp_specialized_3xtf32.add_slices_kernel, TmaTiles.rows_signature)}
+            "18": (warp_specialized_3xtf32.add_slices_kernel, TmaTiles.rows_signature),
+            "copy": (copy_rows_kernel, TmaTiles.rows_signature)}

@@ -20,6 +20,9 @@ ragged against them: ``python -m pytest tests/test_tma_edges.py`` there checks t
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from dataclasses import replace
 
 import numpy as np
@@ -387,8 +390,11 @@ REDUCE_JOB = "kernels:ptx_jobs:split_k_reduce_kernels"
 def test_the_kernels_launched_early_wait_for_the_kernel_before(ptx):
     """A launch plan launches a kernel after the first as a programmatic dependent launch only if the kernel waits
     for the one before (``wait_for_previous_grid``: ``griddepcontrol.wait``) — steps 17 and 18's kernels (after a
-    readable copy) and their split-K reductions (after the kernel) do, before any global access; the readable copy,
-    always first, does not. The reductions compiled on a CPU hold exactly one ``griddepcontrol.wait``."""
+    readable copy) and their split-K reductions (after the kernel) do, before any global access; the readable copy
+    does too, after its copying (a second copy, B's after A's, starts beside the first, and its end waits for the
+    first's), and lets the kernel after it start at once (``let_next_grid_start``: ``griddepcontrol.launch_dependents``).
+    Compiled on a CPU, the reductions hold exactly one ``griddepcontrol.wait``, the copy one of each, the launch's
+    first."""
     from gemm_steps.steps import warp_specialized_3xtf32
     from gemm_steps.toolkit.launch_plans import waits_for_previous_grid
     from gemm_steps.toolkit.tma_tiles import copy_rows_kernel
@@ -400,12 +406,16 @@ def test_the_kernels_launched_early_wait_for_the_kernel_before(ptx):
                                                                              warp_specialized_3xtf32.SEARCH_SPACE))):
         assert waits_for_previous_grid(kernels.kernel("fast")), kernels.name
         assert waits_for_previous_grid(kernels.reduce), kernels.name
-    assert not waits_for_previous_grid(copy_rows_kernel)
-    for label in ("17", "18"):
+    assert waits_for_previous_grid(copy_rows_kernel)
+    for label in ("17", "18", "copy"):
         stats = ptx.stats(REDUCE_JOB, label)
         assert "error" not in stats, stats.get("error")
-        assert stats["opcodes"].get("griddepcontrol.wait") == 1, {op: c for op, c in stats["opcodes"].items()
-                                                                   if op.startswith("grid")}
+        grid = {op: c for op, c in stats["opcodes"].items() if op.startswith("grid")}
+        assert grid.get("griddepcontrol.wait") == 1, grid
+        assert grid.get("griddepcontrol.launch_dependents") == (1 if label == "copy" else None), grid
+    body = ast.parse(textwrap.dedent(inspect.getsource(getattr(copy_rows_kernel, "py_func", copy_rows_kernel)))).body[0].body
+    calls = [ast.unparse(statement.value) for statement in (body[1], body[-1]) if isinstance(statement, ast.Expr)]
+    assert calls == ["let_next_grid_start()", "wait_for_previous_grid()"], calls  # first (after the docstring), last
 
 
 @pytest.mark.parametrize("shape, widened", [((45, 68, 36), "A"), ((20, 30, 42), "AB"), ((33, 60, 100), "A")])

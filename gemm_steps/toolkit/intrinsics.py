@@ -28,6 +28,8 @@ R, C, x0, x1, x2, x3)``
                                                                        inline sequence (no call)
 ``wait_for_previous_grid()``  inline PTX ``griddepcontrol.wait``       ``griddepcontrol.wait``
                                                                        (sm_90)
+``let_next_grid_start()``     inline PTX ``griddepcontrol.launch_``    ``griddepcontrol.launch_``
+                              ``dependents``                           ``dependents`` (sm_90)
 ``wait_for_flag(flags, i)``   ``vote.sync.any`` around an atomic read   ``VOTE.ANY`` + ``ATOMG``: one
                                                                        loop exit for the warp
 ============================  =======================================  ==========================
@@ -108,6 +110,10 @@ if SIMULATOR:
     def wait_for_previous_grid():
         """Wait until the kernel launched before this one on the stream has finished and its writes are visible
         (simulator: launches run one after another)."""
+
+    def let_next_grid_start():
+        """Let the kernel launched after this one on the stream start its blocks now, if it was launched as a
+        programmatic dependent launch (simulator: launches run one after another)."""
 
     def wait_for_flag(flags, index):
         """Wait until ``flags[index]`` is non-zero (simulator: this thread alone polls its flag)."""
@@ -296,6 +302,12 @@ else:
         has completed and its memory operations are visible. Everything before it may not read what that kernel
         writes, nor write what it reads. Launched the ordinary way, the kernel before it has finished already and
         this returns at once.""")
+    let_next_grid_start = _void_asm(
+        "griddepcontrol.launch_dependents;",
+        """``griddepcontrol.launch_dependents`` (PTX ISA 7.8, sm_90): the kernel launched after this one as a
+        programmatic dependent launch may start its blocks once every block of this one has executed this (or
+        exited) — not only once they have all exited. It says nothing of this kernel's writes: the kernel after it
+        still reads them only after its own ``griddepcontrol.wait``. Without a dependent launch after it, a no-op.""")
 
     def _as_int64(builder, value, value_type):
         """An integer argument widened to 64 bits with its own signedness (so comparisons keep Numba's meaning)."""

@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from .backend import SIMULATOR
-from .intrinsics import divide_u32, store_float4
+from .intrinsics import divide_u32, let_next_grid_start, store_float4, wait_for_previous_grid
 from .kernel_tools import ceil_div, device_pointer, kernel, quiet_small_grids
 from .mbarrier_ops import tensor_map_2d, tensor_maps_rows_mod_4
 from .kernel_builds import SIGNATURE
@@ -37,7 +37,14 @@ def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
     The index is 32-bit (the launch keeps ``rows_out`` under 2³² bytes) and divided with ``div.u32``: Numba widens
     integer arithmetic to 64 bits, and a 64-bit division is a long software routine. On an H200 (2026-11-29,
     experiments/readable_copy_speed.py) a thread an element with a Python ``range`` loop — a 64-bit division per
-    element and one more for the trip count — moved ~1.0 TB/s; a 32-bit ``while`` loop 1.6–1.9 TB/s."""
+    element and one more for the trip count — moved ~1.0 TB/s; a 32-bit ``while`` loop 1.6–1.9 TB/s.
+
+    In a launch plan the kernel after a copy is a programmatic dependent launch (``launch_plans``): each block of the
+    copy first lets it start (``let_next_grid_start``), so its blocks are placed and set up while the copy runs — the
+    next kernel still reads the copy only after its own ``wait_for_previous_grid``, which waits for the whole copy.
+    The copy's own ``wait_for_previous_grid``, last, orders two copies: B's copy, launched early beside A's (it reads
+    neither A nor A's copy), does not finish before A's, so the kernel that waits for B's copy has A's too."""
+    let_next_grid_start()
     rows = m if which == 0 else k
     cols = k if which == 0 else n
     quads = uint32(width >> 2)
@@ -55,6 +62,7 @@ def copy_rows_kernel(a, b, c, m, n, k, which, width, rows_out):
         x3 = source[start + 3] if col + 3 < cols else float32(0.0)
         store_float4(rows_out, i << 2, x0, x1, x2, x3)
         i = uint32(i + stride)
+    wait_for_previous_grid()  # the copy before this one (if any) has finished: see above
 
 
 def readable_width(cols: int, floats: int = 4) -> int:
