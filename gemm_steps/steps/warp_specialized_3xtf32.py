@@ -403,8 +403,8 @@ class Config(StepConfig):
         return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS)
 
     @property
-    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies
-        return self.STAGES - 2
+    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies: with A_ROWS_MOD_4's three
+        return self.STAGES - (1 if self.A_ROWS_MOD_4 else 2)  # stages, 2 (1 left one copy in flight: 1.1–2.4× slower)
 
     @property
     def SPLIT_VECTORS(self) -> int:  # 16-byte vectors a producer thread splits per k-tile
