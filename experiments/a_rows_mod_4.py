@@ -70,8 +70,55 @@ def summary(results: dict) -> dict:
     return out
 
 
+#: ``--diagnose``: at two large products, the copy path on three stages (the rows build's count: SPLIT_BEHIND 1), beside
+#: both builds; ``--profile``: one launch of each build at 4096×4096×4095 inside a profiling range, for Nsight Compute.
+DIAGNOSED = [(4096, 4096, 4095), (3000, 3000, 1001)]
+COPY_3 = "warp_specialized_3xtf32@3_stages"
+
+
+def diagnose(argv: list[str]) -> None:
+    from dataclasses import replace
+
+    from gemm_steps.steps import warp_specialized_3xtf32 as step18
+    from gemm_steps.toolkit.tuned import default_config
+
+    out = output_path("a-rows-mod-4-diagnosis", argv[1] if len(argv) > 1 else None)
+    three = step18.build(replace(default_config(step18.SEARCH_SPACE), STAGES=3), a_rows_when=None)
+    found = entries()[:2] + [SimpleNamespace(name=COPY_3, number=18, arithmetic="3xtf32", launch=three.launch,
+                                             config={})]
+    run_and_save(found, DIAGNOSED, out, "why step 18's A_ROWS_MOD_4 build is slow at large products: the copy path "
+                 "on three stages beside both builds (experiments/a_rows_mod_4.py --diagnose)", summary, width=40)
+    print(f"wrote {out}")
+
+
+def profile() -> None:
+    import numpy as np
+    from numba import cuda
+
+    m, n, k = DIAGNOSED[0]
+    rng = np.random.default_rng(5)
+    a = cuda.to_device(rng.standard_normal((m, k), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((k, n), dtype=np.float32))
+    c = cuda.device_array((m, n), dtype=np.float32)
+    launches = [entry.launch for entry in entries()[:2]]
+    for launch in launches:
+        launch(a, b, c, 0)
+    cuda.synchronize()
+    cuda.profile_start()
+    for launch in launches:
+        launch(a, b, c, 0)
+    cuda.synchronize()
+    cuda.profile_stop()
+
+
 def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/a_rows_mod_4.py")
+    if "--diagnose" in argv:
+        diagnose([a for a in argv if a != "--diagnose"])
+        return
+    if "--profile" in argv:
+        profile()
+        return
     out = output_path("a-rows-mod-4", argv[1] if len(argv) > 1 else None)
     results = run_and_save(entries(), SIZES, out, "step 18 reading A by its rows mod 4 against copying it first, on "
                            "128 × 128 and 64 × 128 tiles, and step 22 (experiments/a_rows_mod_4.py)", summary, width=40)
