@@ -93,11 +93,10 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   A_ROWS_MOD_4, A_ROWS_BASE, A_ROWS_STAGE_FLOATS, A_ROWS_PITCH):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
-    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4 and A_ROWS_MOD_4: the builds
-    that read B, or A, by its rows mod 4 (see the module's docstring)."""
+    PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
+    its rows mod 4 (see the module's docstring)."""
     barriers = cuda.shared.array(BARRIERS, uint64)  # full[s] at s, ready[s] at STAGES + s, empty[s] at 2·STAGES + s
     tiles = cuda.shared.array(0, float32, alignment=SHARED_ALIGN)
     tiles = tiles[first_aligned(tiles, SWIZZLE_ALIGN):]  # the static barriers moved it: realign for the swizzle
@@ -129,8 +128,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             mbarrier_init(barriers, s, 1)  # full: the producer's one arrival, and the stage's bytes
             mbarrier_init(barriers, STAGES + s, PRODUCER_THREADS)  # ready: every producer thread split its share
             mbarrier_init(barriers, 2 * STAGES + s, WARPS)  # empty: one arrival per consumer warp
-        for r in unroll(4 if A_ROWS_MOD_4 else 1):  # A_ROWS_MOD_4: four maps of A, 16 words apart
-            tensor_map_acquire(a_map[r * 16:])
+        tensor_map_acquire(a_map)
         for r in unroll(4 if B_ROWS_MOD_4 else 1):  # B_ROWS_MOD_4: four maps of B, 16 words apart
             tensor_map_acquire(b_map[r * 16:])
     fence_proxy_async()  # the initialised barriers → visible to the copy engine
@@ -147,14 +145,8 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                 stage = u % STAGES
                 mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
                 for e in unroll(SPLIT_VECTORS):  # 16-byte vectors, a warp's 512 consecutive bytes at a time
-                    at = stage * A_STAGE_FLOATS + (e * PRODUCER_THREADS + p) * 4  # row at // 32 of the swizzled tile
-                    if A_ROWS_MOD_4:  # its 16-byte chunk at // 4 % 8 holds the row's chunk at // 4 % 8 ^ row % 8,
-                        row = at % A_STAGE_FLOATS // 32  # which arrived in row block row % 4, (row · K) % 4 floats late
-                        at_rows = (A_ROWS_BASE + stage * A_ROWS_STAGE_FLOATS + row % 4 * (BLOCK_M // 4 * A_ROWS_PITCH)
-                                   + row // 4 * A_ROWS_PITCH + (at // 4 % 8 ^ row % 8) * 4 + row % 4 * k % 4)
-                        x = (tiles[at_rows], tiles[at_rows + 1], tiles[at_rows + 2], tiles[at_rows + 3])
-                    else:
-                        x = load_float4(tiles, at)
+                    at = stage * A_STAGE_FLOATS + (e * PRODUCER_THREADS + p) * 4
+                    x = load_float4(tiles, at)
                     big, small = registers(4), registers(4)
                     for q in unroll(4):
                         big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
@@ -168,12 +160,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                     mbarrier_wait(barriers, 2 * STAGES + stage, uint32((t // STAGES - 1) % 2))
                 mbarrier_arrive_expect_tx(barriers, stage, STAGE_BYTES)
                 k_at = (k_first + t) * BLOCK_K
-                if A_ROWS_MOD_4:  # A's rows m ≡ r (mod 4) through map r, into block r of the stage's rows buffer
-                    for r in unroll(4):
-                        copy_tile(tiles, A_ROWS_BASE + stage * A_ROWS_STAGE_FLOATS + r * (BLOCK_M // 4 * A_ROWS_PITCH),
-                                  a_map[r * 16:], block_row // 4, k_at, barriers, stage)
-                else:
-                    copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
+                copy_tile(tiles, stage * A_STAGE_FLOATS, a_map, block_row, k_at, barriers, stage)
                 if B_ROWS_MOD_4:  # B's rows k ≡ r (mod 4) through map r, into block r of the stage: rows k // 4
                     for r in unroll(4):  # (map r starts (r · N) % 4 floats before its row: its boxes land so far on)
                         copy_tile(tiles, B_BASE + stage * B_STAGE_FLOATS + r * B_LANE_PITCH, b_map[r * 16:],
@@ -315,24 +302,6 @@ class Config(StepConfig):
     # its row), bring a k-tile as four boxes of BLOCK_K / 4 rows, block r of the stage holding k-rows r, r + 4, …;
     # the consumers' fragment reads step by the two pitches below and add (r·N) % 4. No copy of B first.
     B_ROWS_MOD_4: bool = False
-    # The build for A whose rows the copy engine cannot read because K is not a multiple of 4 (a PARTIAL_TILES build
-    # too): A's rows m ≡ r (mod 4) lie 16·K bytes apart, so four maps bring a k-tile as four plain boxes of
-    # BLOCK_M / 4 rows, each row A_ROWS_PITCH floats from (r·K) % 4 floats before the k-tile's first column, into a
-    # rows buffer per stage; the producer's split, which rewrites A's stage anyway, reads them from there into the
-    # swizzled layout. No copy of A first. Three stages: a fourth rows buffer would not fit.
-    A_ROWS_MOD_4: bool = False
-
-    @property
-    def A_ROWS_PITCH(self) -> int:  # floats a row of an A_ROWS_MOD_4 box: BLOCK_K and the ≤ 3 floats it starts early
-        return self.BLOCK_K + 4
-
-    @property
-    def A_ROWS_STAGE_FLOATS(self) -> int:  # a stage's rows buffer (A_ROWS_MOD_4): four blocks of BLOCK_M / 4 rows
-        return self.BLOCK_M * self.A_ROWS_PITCH if self.A_ROWS_MOD_4 else 0
-
-    @property
-    def A_ROWS_BASE(self) -> int:  # where the rows buffers start: after the small parts' buffers
-        return self.SMALL_BASE + self.STAGES * self.A_STAGE_FLOATS
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -387,24 +356,24 @@ class Config(StepConfig):
         return self.BLOCK_K * self.B_STRIDE
 
     @property
-    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (all boxes, whole): its full barrier waits for it
-        return ((self.A_ROWS_STAGE_FLOATS or self.A_STAGE_FLOATS) + self.B_STAGE_FLOATS) * 4
+    def STAGE_BYTES(self) -> int:  # what one stage's copies bring (both boxes, whole): its full barrier waits for it
+        return (self.BLOCK_M + self.B_STRIDE) * self.BLOCK_K * 4
 
     @property
     def BARRIERS(self) -> int:
         return 3 * self.STAGES  # full[s], ready[s] (A's small parts split) and empty[s]
 
     @property
-    def EXTRA_SHARED_FLOATS(self) -> int:  # a buffer of A's small parts (and rows) per stage + first_aligned's slack
-        return self.STAGES * (self.A_STAGE_FLOATS + self.A_ROWS_STAGE_FLOATS) + SWIZZLE_ALIGN // 4
+    def EXTRA_SHARED_FLOATS(self) -> int:  # a buffer of A's small parts per stage + first_aligned's slack
+        return self.STAGES * self.A_STAGE_FLOATS + SWIZZLE_ALIGN // 4
 
     @property
     def SMALL_BASE(self) -> int:  # where the small parts' buffers start: after the stages, 1,024-byte aligned
         return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS)
 
     @property
-    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies: with A_ROWS_MOD_4's three
-        return self.STAGES - (1 if self.A_ROWS_MOD_4 else 2)  # stages, 2 (1 left one copy in flight: 1.1–2.4× slower)
+    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies
+        return self.STAGES - 2
 
     @property
     def SPLIT_VECTORS(self) -> int:  # 16-byte vectors a producer thread splits per k-tile
@@ -431,10 +400,8 @@ class Config(StepConfig):
         return self.THREADS // 128
 
     def problems(self) -> list[str]:
-        if (self.B_ROWS_MOD_4 or self.A_ROWS_MOD_4) and not self.PARTIAL_TILES:
-            return ["B_ROWS_MOD_4 and A_ROWS_MOD_4 are PARTIAL_TILES builds (their boxes reach past the matrix)"]
-        if self.A_ROWS_MOD_4 and self.B_ROWS_MOD_4:
-            return ["one matrix by its rows mod 4 at a time: A_ROWS_MOD_4 or B_ROWS_MOD_4"]
+        if self.B_ROWS_MOD_4 and not self.PARTIAL_TILES:
+            return ["B_ROWS_MOD_4 is a PARTIAL_TILES build (its maps' boxes reach past B's last columns and rows)"]
         warpgroups = self.BLOCK_N // 64
         if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
@@ -477,11 +444,11 @@ def reads_b_by_rows(m: int, n: int, k: int) -> bool:
     return m <= B_BY_ROWS_MAX_M
 
 
-def build(config: Config | TileConfig, slices=slices, b_rows_when=reads_b_by_rows, a_rows_when=None) -> SplitKTmaTiles:
+def build(config: Config | TileConfig, slices=slices, b_rows_when=reads_b_by_rows) -> SplitKTmaTiles:
     """The step built for a configuration (or for another configuration's tiles: :meth:`Config.of`): the full-tile
-    build, with the PARTIAL_TILES, B_ROWS_MOD_4 and A_ROWS_MOD_4 builds beside it (``.partial``, ``.b_rows``,
-    ``.a_rows``) and step 14's kernel for the edges. ``b_rows_when(m, n, k)``, ``a_rows_when(m, n, k)``: where those
-    builds read a B, or an A, whose pitch the copy engine cannot read, instead of a copy of it (None: nowhere)."""
+    build, with the PARTIAL_TILES and B_ROWS_MOD_4 builds beside it (``.partial``, ``.b_rows``) and step 14's kernel
+    for the edges. ``b_rows_when(m, n, k)``: where the B_ROWS_MOD_4 build reads a B whose pitch the copy engine cannot
+    read, instead of a copy of it (None: nowhere)."""
     config = Config.of(config)
     common = dict(edge=warpgroup_mma.build(config), requires_compute_capability=REQUIRES_COMPUTE_CAPABILITY,
                   slices=slices, reduce=add_slices_kernel)
@@ -489,11 +456,9 @@ def build(config: Config | TileConfig, slices=slices, b_rows_when=reads_b_by_row
                              replace(config, PARTIAL_TILES=True), **common)
     b_rows = SplitKTmaTiles("warp_specialized_3xtf32_b_rows", warp_specialized_3xtf32_kernel,
                             replace(config, PARTIAL_TILES=True, B_ROWS_MOD_4=True), **common)
-    a_rows = SplitKTmaTiles("warp_specialized_3xtf32_a_rows", warp_specialized_3xtf32_kernel,
-                            replace(config, PARTIAL_TILES=True, A_ROWS_MOD_4=True, STAGES=3), **common)
     return SplitKTmaTiles("warp_specialized_3xtf32", warp_specialized_3xtf32_kernel,
                           replace(config, PARTIAL_TILES=False), partial=partial, b_rows=b_rows,
-                          b_rows_when=b_rows_when, a_rows=a_rows, a_rows_when=a_rows_when, **common)
+                          b_rows_when=b_rows_when, **common)
 
 
 TUNING = Tuning(build, "warp_specialized_3xtf32", SEARCH_SPACE, simulator=SIMULATOR_CONFIG)  # on first use
@@ -510,10 +475,8 @@ _PTX = {"cp.async.bulk.tensor": ">=2", "mbarrier.arrive.expect_tx": ">=1", "wgmm
         "wgmma.written_after_fence": 0}
 PTX_EXPECT = {"warp_specialized_3xtf32_fast": _PTX, "warp_specialized_3xtf32_partial_fast": _PTX,
               # the B_ROWS_MOD_4 build: the same main loop; five tensor copies a k-tile (A's, and B's four blocks)
-              "warp_specialized_3xtf32_b_rows_fast": {**_PTX, "cp.async.bulk.tensor": ">=5"},
-              # the A_ROWS_MOD_4 build: A's four blocks and B's box
-              "warp_specialized_3xtf32_a_rows_fast": {**_PTX, "cp.async.bulk.tensor": ">=5"}}
+              "warp_specialized_3xtf32_b_rows_fast": {**_PTX, "cp.async.bulk.tensor": ">=5"}}
 #: … and ptxas, building it as numba-cuda does on a GPU (nvJitLink with LTO, sm_90a): no spills, no wgmma serialised.
 _PTXAS = {"spill_bytes": 0, "registers": "<=168", "wgmma_serialized": 0}
 PTXAS_EXPECT = {"warp_specialized_3xtf32_fast": _PTXAS, "warp_specialized_3xtf32_partial_fast": _PTXAS,
-                "warp_specialized_3xtf32_b_rows_fast": _PTXAS, "warp_specialized_3xtf32_a_rows_fast": _PTXAS}
+                "warp_specialized_3xtf32_b_rows_fast": _PTXAS}

@@ -118,15 +118,13 @@ class TmaTiles(TiledKernels):
 
     def __init__(self, *args, partial: "TmaTiles | None" = None, thread_copies: "TmaTiles | None" = None,
                  thread_copies_when=None, aligned_a_when=None, b_rows: "TmaTiles | None" = None, b_rows_when=None,
-                 a_rows: "TmaTiles | None" = None, a_rows_when=None, **kwargs):
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.partial = partial
         self.thread_copies = thread_copies
         self.thread_copies_when = thread_copies_when
         self.b_rows = b_rows  # a B_ROWS_MOD_4 build: B read by its rows' residues mod 4, not copied
         self.b_rows_when = b_rows_when  # (m, n, k) → read B so rather than copy it (the step's policy), or None
-        self.a_rows = a_rows  # an A_ROWS_MOD_4 build: A read by its rows' residues mod 4, not copied
-        self.a_rows_when = a_rows_when  # (m, n, k) → read A so rather than copy it (the step's policy), or None
         self.aligned_a_when = aligned_a_when  # (m, n, k) → copy A into 128-byte rows first (aligned_a_pays), or None
         self._maps = Kept(self.MAPS_KEPT)
         self._copies = Workspaces()  # A's and B's rows widened for the copy engine (readable_copy)
@@ -161,11 +159,8 @@ class TmaTiles(TiledKernels):
             if self.constants.get("B_ROWS_MOD_4"):
                 return tensor_maps_rows_mod_4(b, config.BLOCK_K // 4, b_stride, tf32=tf32)
             return tensor_map_2d(b, config.BLOCK_K, b_stride, tf32=tf32)
-        def a_map():  # an A_ROWS_MOD_4 build reads A through four maps, one a residue of its rows mod 4, plainly
-            if self.constants.get("A_ROWS_MOD_4"):
-                return tensor_maps_rows_mod_4(a, a_rows // 4, self.constants["A_ROWS_PITCH"], tf32=tf32)
-            return tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32)
-        return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (a_map(), b_map()))
+        return self._maps.made((device_pointer(a), a.shape, device_pointer(b), b.shape), lambda: (
+            tensor_map_2d(a, a_rows, config.BLOCK_K, swizzle_128=True, tf32=tf32), b_map()))
 
     def launch_full_tiles(self, flat, sizes, full_rows: int, full_cols: int, stream, matrices: tuple,
                           launches: list | None = None) -> None:
@@ -173,16 +168,15 @@ class TmaTiles(TiledKernels):
                                                                            *self.tensor_maps(*matrices))
 
     def labelled_variants(self) -> list:
-        """The fast and edge kernels, and the ``partial``, ``thread_copies``, ``b_rows`` and ``a_rows`` builds' fast
-        kernels if any and of this kernel (step 22's ``b_rows`` is step 18's build: step 18 lists it)."""
+        """The fast and edge kernels, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast kernels if
+        any and of this kernel (step 22's ``b_rows`` is step 18's build: step 18 lists it)."""
         return super().labelled_variants() + [(f"{built.name}_fast", built, "fast")
-                                              for built in (self.partial, self.thread_copies, self.b_rows,
-                                                            self.a_rows)
+                                              for built in (self.partial, self.thread_copies, self.b_rows)
                                               if built is not None and built.function is self.function]
 
     def generated_source(self) -> str:
-        """The fast and edge kernels as compiled, and the ``partial``, ``thread_copies``, ``b_rows`` and ``a_rows``
-        builds' fast kernels (if any)."""
+        """The fast and edge kernels as compiled, and the ``partial``, ``thread_copies`` and ``b_rows`` builds' fast
+        kernels (if any)."""
         source = super().generated_source()
         if self.partial is not None:
             source += ("\n# ---- partial-tile build (PARTIAL_TILES) of the fast kernel: every tile and k-tile, the "
@@ -193,9 +187,6 @@ class TmaTiles(TiledKernels):
         if self.b_rows is not None and self.b_rows.function is self.function:
             source += ("\n# ---- B_ROWS_MOD_4 build of the fast kernel: B read through four maps, one a residue of "
                        "its rows mod 4 ----\n" + self.b_rows.generated("fast"))
-        if self.a_rows is not None and self.a_rows.function is self.function:
-            source += ("\n# ---- A_ROWS_MOD_4 build of the fast kernel: A read through four maps, one a residue of "
-                       "its rows mod 4 ----\n" + self.a_rows.generated("fast"))
         return source
 
     @staticmethod
@@ -235,8 +226,6 @@ class TmaTiles(TiledKernels):
             build = self.partial
             if copy_b and self.reads_b_by_rows(m, n, k, b):  # B by its rows' residues mod 4: not copied
                 build, copy_b = self.b_rows, False
-            elif copy_a and self.reads_a_by_rows(m, n, k, a):  # A so (B read as it is, or copied)
-                build, copy_a = self.a_rows, False
             aligned_a = self.aligns_a(m, n, k)  # A's rows onto 128-byte lines, readable or not
             matrices = (self.readable_copy(0, flat, (m, n, k), stream, launches, LINE_FLOATS if aligned_a else 4)
                         if copy_a or aligned_a else a,
@@ -256,18 +245,6 @@ class TmaTiles(TiledKernels):
         a ``b_rows`` build, B has at least 4 rows, and the step's policy ``b_rows_when(m, n, k)`` says so."""
         return (n % 4 != 0 and k >= 4 and self.b_rows is not None and self.b_rows_when is not None
                 and bool(self.b_rows_when(m, n, k)))
-
-    def reads_a_by_rows(self, m: int, n: int, k: int, a) -> bool:
-        """Whether the ``a_rows`` build reads A instead of a readable copy: A is 16-byte aligned (only its pitch is
-        unreadable) and :meth:`a_by_rows_at` says so."""
-        return device_pointer(a) % 16 == 0 and self.a_by_rows_at(m, n, k)
-
-    def a_by_rows_at(self, m: int, n: int, k: int) -> bool:
-        """Whether a fresh (16-byte-aligned) A of M × K is read by its rows mod 4: K is not a multiple of 4, there is
-        an ``a_rows`` build, A has at least 4 rows, N is a multiple of 4 or B is not read by its rows (one build reads
-        one matrix so), and the step's policy ``a_rows_when(m, n, k)`` says so."""
-        return (k % 4 != 0 and m >= 4 and self.a_rows is not None and self.a_rows_when is not None
-                and not self.b_by_rows_at(m, n, k) and bool(self.a_rows_when(m, n, k)))
 
     def aligns_a(self, m: int, n: int, k: int) -> bool:
         """Whether A is copied into rows of a multiple of 32 floats before the ``partial`` build runs: K is not such a
