@@ -23,8 +23,13 @@ Prediction: predictions/b-rows-mod-4-before-run.md (committed before this script
 experiments/small_copies.py besides the shapes above; cuBLAS SGEMM beside. Prediction:
 predictions/b-rows-mod-4-step-18-before-run.md.
 
-    python -m experiments.b_rows_mod_4 [OUT.json] [--step 18]
-    # default experiments/results/experiment-b-rows-mod-4[-step-18]-<gpu>.json
+``--step 18 --small``: step 18 again, at small products (M·N·K < 2³⁰) of M = 300–8,000, where step 18 copies B as its
+policy stands (M > ``B_BY_ROWS_MAX_M``, 200): does a small product save B's copy — a kernel boundary of ~3 µs more
+than its bytes (experiments/copy_early_start.py) — whatever its M? Step 22 as shipped beside (it hands products whose B
+step 18 reads by rows to step 18's build). Prediction: predictions/b-rows-mod-4-small-products-before-run.md.
+
+    python -m experiments.b_rows_mod_4 [OUT.json] [--step 18 [--small]]
+    # default experiments/results/experiment-b-rows-mod-4[-step-18[-small]]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ BUILDS = [("step17_copy", {}, False), ("step17_rows", {}, True),
           ("step17_128_copy", dict(BLOCK_M=128, THREAD_M=8), False), ("step17_128_rows", dict(BLOCK_M=128, THREAD_M=8), True)]
 #: ``--step 18``: the small products of experiments/small_copies.py first; the 64 × 128 variant up to M = 1000.
 SIZES_18 = [(101, 4957, 287), (93, 9781, 173)] + SIZES
+#: ``--step 18 --small``: small products with N not a multiple of 4 and M above 200, K a multiple of 4 or not.
+SIZES_18_SMALL = [(300, 3001, 300), (500, 1999, 250), (800, 1201, 400), (1500, 703, 300), (3000, 301, 200),
+                  (5000, 183, 160), (8000, 101, 170), (2000, 2001, 100), (600, 5001, 150)]
 BUILDS_18 = [("step18_copy", {}, False), ("step18_rows", {}, True),
              ("step18_64_copy", dict(BLOCK_M=64, THREAD_M=4), False), ("step18_64_rows", dict(BLOCK_M=64, THREAD_M=4), True)]
 
@@ -67,14 +75,22 @@ def main(argv: list[str] = sys.argv) -> None:
 
     step = 18 if "--step" in argv and argv[argv.index("--step") + 1] == "18" else 17
     argv = [a for i, a in enumerate(argv) if a != "--step" and (i == 0 or argv[i - 1] != "--step")]
+    small = step == 18 and "--small" in argv
+    argv = [a for a in argv if a != "--small"]
     module, builds, sizes = ((warp_specialized, BUILDS, SIZES) if step == 17 else
-                             (warp_specialized_3xtf32, BUILDS_18, SIZES_18))
-    out = output_path("b-rows-mod-4" if step == 17 else "b-rows-mod-4-step-18", argv[1] if len(argv) > 1 else None)
+                             (warp_specialized_3xtf32, BUILDS_18, SIZES_18_SMALL if small else SIZES_18))
+    out = output_path("b-rows-mod-4" if step == 17 else "b-rows-mod-4-step-18" + ("-small" if small else ""),
+                      argv[1] if len(argv) > 1 else None)
     base = module.SEARCH_SPACE[0]
     entries = [SimpleNamespace(name=name, number=step, arithmetic="tf32" if step == 17 else "3xtf32",
                                launch=module.build(replace(base, **fields),
                                                    b_rows_when=(lambda m, n, k: True) if rows else None).launch)
                for name, fields, rows in builds]
+    if small:  # step 22 as shipped (its own loop, or step 18's build: B copied at these M)
+        from gemm_steps.harness import dispatch
+
+        step22 = dispatch.candidate("warp_specialized_3xtf32_stream_k")
+        entries.append(SimpleNamespace(name="step22", number=22, arithmetic="3xtf32", launch=step22.launch))
     results = run_and_save(entries, sizes, out, f"step {step} reading B by its rows mod 4 against a readable copy of "
                            "B (experiments/b_rows_mod_4.py)", lambda r: summary(r, step), repeats=30, width=20)
     nan = float("nan")
