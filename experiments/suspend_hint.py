@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 from experiments import output_path, ratio, records_by_shape, require_gpu, run_and_save
 
-SIZES = [4096, 8192]
+SIZES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 STEPS = ("warp_specialized_3xtf32", "cluster_stream_k_tma_store")
 HINT_NS = 10_000_000
 
