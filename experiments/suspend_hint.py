@@ -16,6 +16,10 @@ kernel's key, so neither is the other's cached kernel). The benchmark records ea
 
 Prediction: predictions/suspend-hint-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-suspend-hint-nvidia-h200.json) found no gain — 0.994–1.003× at both sizes — and
+the hint was taken out of the toolkit again in the commit after 80401b3; this script runs at 80401b3
+(``git checkout 80401b3``): ``mbarrier_ops.SUSPEND_HINT_NS`` is gone.
+
     python -m experiments.suspend_hint [OUT.json]   # default experiments/results/experiment-suspend-hint-<gpu>.json
 """
 

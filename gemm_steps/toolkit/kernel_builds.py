@@ -143,11 +143,9 @@ class KernelBuild:
         # the first call of a step compiles for seconds, later processes load it at once.
         directory = None if (SIMULATOR or self.overrides) else unroll.cache_dir()
         namespace = {**self.globals, **constants, **self.overrides}
-        # The key names what the source does not show: the constants, and the mbarrier wait limit and suspend hint
-        # compiled into mbarrier_wait (GEMM_STEPS_MBARRIER_TIMEOUT_S, SUSPEND_HINT_NS), so a kernel kept on disk is
-        # not reused across any of them.
-        key = (f"{sorted(constants.items())!r} wait_limit_ns={mbarrier_ops.WAIT_LIMIT_NS} "
-               f"suspend_hint_ns={mbarrier_ops.SUSPEND_HINT_NS}")
+        # The key names what the source does not show: the constants, and the mbarrier wait limit compiled into
+        # mbarrier_wait (GEMM_STEPS_MBARRIER_TIMEOUT_S), so a kernel kept on disk is not reused across either.
+        key = f"{sorted(constants.items())!r} wait_limit_ns={mbarrier_ops.WAIT_LIMIT_NS}"
         unroll.define(source, constants["KERNEL_NAME"], namespace, key=key, directory=directory)
         self._sources[variant] = source
         self._kernels[variant] = kernel(namespace[constants["KERNEL_NAME"]], launch_bounds=self.launch_bounds,

@@ -108,11 +108,6 @@ def wait_limit_ns(setting: str | None) -> int:
 
 #: How long ``mbarrier_wait`` spins on a GPU before it traps, in ns of ``%globaltimer`` (0: no limit).
 WAIT_LIMIT_NS = wait_limit_ns(os.environ.get("GEMM_STEPS_MBARRIER_TIMEOUT_S"))
-#: The ``suspendTimeHint`` of each ``try_wait`` in ``mbarrier_wait``'s loop, in ns (0: none, the PTX default). With a
-#: hint a waiting thread may be suspended until the phase completes or the hint runs out, instead of returning at once
-#: to poll again: fewer instructions issued while waiting (CUTLASS's ``ClusterBarrier::wait`` passes 0x989680, 10 ms).
-#: Read when a kernel is compiled (``wait_loop``) and part of a kept kernel's key (``kernel_builds``).
-SUSPEND_HINT_NS = 0
 #: How long the simulator's twin waits before it raises: its threads are slow — a waiting producer may wait for a
 #: consumer's several k-tiles of 128-thread wgmma twins, 20–40 s on a loaded 2-core machine — but not this slow.
 SIMULATOR_WAIT_LIMIT_S = 60.0
@@ -482,28 +477,27 @@ else:
 
         return types.uint32(array, index, parity), codegen
 
-    def wait_loop(limit_ns: int | None = None, hint_ns: int | None = None) -> str:
-        """The wait loop, one inline-assembly block: a first try, then tries until the phase completes or
-        ``limit_ns`` (WAIT_LIMIT_NS) of %globaltimer have passed (then ``trap``), each try with ``hint_ns``
-        (SUSPEND_HINT_NS) as its suspend-time hint if not 0. Its branches are ``bra.uni``: every thread of a warp
-        waits on the same phase, so ptxas may treat the loop as uniform. Written as a Python loop, the branches were
-        divergent for ptxas, and in a kernel with ``wgmma`` it serialised the products around them (C7518)."""
-        limit = WAIT_LIMIT_NS if limit_ns is None else limit_ns
-        hint = SUSPEND_HINT_NS if hint_ns is None else hint_ns
-        try_wait = "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1" + (f", {hint};" if hint else ";")
-        if not limit:  # no limit: try until the phase completes
-            return "{\n\t.reg .pred done;\n" "WAIT_${:uid}:\n\t" + try_wait + "\n\t@!done bra.uni WAIT_${:uid};\n\t}"
-        return ("{\n\t.reg .pred done;\n\t.reg .u64 start, now;\n\t" + try_wait + "\n\t"
-                "@done bra.uni DONE_${:uid};\n\t"
-                "mov.u64 start, %globaltimer;\n"
-                "WAIT_${:uid}:\n\t" + try_wait + "\n\t"
-                "@done bra.uni DONE_${:uid};\n\t"
-                "mov.u64 now, %globaltimer;\n\t"
-                "sub.u64 now, now, start;\n\t"
-                f"setp.lt.u64 done, now, {limit};\n\t"
-                "@done bra.uni WAIT_${:uid};\n\t"
-                "trap;\n"
-                "DONE_${:uid}:\n\t}")
+    #: The wait loop, one inline-assembly block: a first try, then tries until the phase completes or
+    #: WAIT_LIMIT_NS of %globaltimer have passed (then ``trap``). Its branches are ``bra.uni``: every thread of a warp
+    #: waits on the same phase, so ptxas may treat the loop as uniform. Written as a Python loop, the branches were
+    #: divergent for ptxas, and in a kernel with ``wgmma`` it serialised the products around them (C7518).
+    _WAIT_LOOP = ("{\n\t.reg .pred done;\n\t.reg .u64 start, now;\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@done bra.uni DONE_${:uid};\n\t"
+                  "mov.u64 start, %globaltimer;\n"
+                  "WAIT_${:uid}:\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@done bra.uni DONE_${:uid};\n\t"
+                  "mov.u64 now, %globaltimer;\n\t"
+                  "sub.u64 now, now, start;\n\t"
+                  f"setp.lt.u64 done, now, {WAIT_LIMIT_NS};\n\t"
+                  "@done bra.uni WAIT_${:uid};\n\t"
+                  "trap;\n"
+                  "DONE_${:uid}:\n\t}") if WAIT_LIMIT_NS else (  # no limit: try until the phase completes
+                  "{\n\t.reg .pred done;\n"
+                  "WAIT_${:uid}:\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n\t"
+                  "@!done bra.uni WAIT_${:uid};\n\t}")
 
     @intrinsic
     def mbarrier_wait(typingctx, array, index, parity):
@@ -515,7 +509,7 @@ else:
         def codegen(context, builder, sig, args):
             address = _shared_address(context, builder, sig.args[0], args[0], args[1], sig.args[1])
             bit = context.cast(builder, args[2], sig.args[2], types.uint32)
-            _asm(builder, wait_loop(), "r,r,~{memory}", ir.VoidType(), [address, bit])
+            _asm(builder, _WAIT_LOOP, "r,r,~{memory}", ir.VoidType(), [address, bit])
             return context.get_dummy_value()
 
         return types.void(array, index, parity), codegen
