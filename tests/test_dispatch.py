@@ -704,9 +704,10 @@ def test_a_step_that_hands_products_to_another_names_it_and_its_rule():
 
 
 def test_step_18s_half_tiles_run_only_where_they_fit_one_wave():
-    """The 64 × 128 variant measured fastest at a shape is still left out where twice the 128 × 128 tiles would not fit
-    one wave of 132 SMs (77 tiles at 93×9781×173: it ran 0.88× step 18 there, experiment-small-copies-nvidia-h200);
-    at 39 tiles it stays (1.26× step 18 at 101×4957×287)."""
+    """The 64 × 128 variant measured fastest at a shape is still left out where its own tiles would not fit one wave
+    of 132 SMs (2 × 77 = 154 at 93×9781×173: it ran 0.88× step 18 there, experiment-small-copies-nvidia-h200); at
+    2 × 39 = 78 it stays (1.26× step 18 at 101×4957×287). Its tiles are counted, not twice step 18's: 300×3001 is
+    5 × 24 = 120 of them (it ran 1.30× step 18 at 300×3001×300) though 3 × 24 = 72 of step 18's."""
     names = {dispatch.HALF_TILES, "warp_specialized_3xtf32"}
     table = {"gpu": "GPU A", "date": "d", "shapes": [
         [100, 9000, 170, {dispatch.HALF_TILES: 1.0, "warp_specialized_3xtf32": 1.3}, 0.8],
@@ -716,6 +717,8 @@ def test_step_18s_half_tiles_run_only_where_they_fit_one_wave():
     few = dispatch.choose_from(table, 101, 4956, 288, names)
     assert few.step_name == dispatch.HALF_TILES, few.reason
     assert dispatch.half_tiles_fit(101, 4957) and not dispatch.half_tiles_fit(93, 9781)
+    assert dispatch.half_tiles_fit(300, 3001) and dispatch.half_tiles_fit(800, 1201)  # 120 and 130 of 64 × 128
+    assert not dispatch.half_tiles_fit(3000, 301) and not dispatch.half_tiles_fit(1500, 703)  # 141 and 144
 
 
 def test_step_22_replaces_step_18_where_it_runs_its_loop_over_short_tiles():

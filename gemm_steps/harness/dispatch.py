@@ -24,8 +24,8 @@ H100, ``results/shapes-*.json``). So ``matmul`` looks the shape up in a **dispat
    of them on large squares.
 
 Two rules on step 18's tiles come before and after (:func:`choose_from`; measured on other shapes than the held-out
-set's, experiments/small_copies.py): step 18's 64 × 128 variant is left out where twice its 128 × 128 tiles would not
-fit one wave of the SMs (:func:`half_tiles_fit`), and where step 18 wins but step 22 would run its own persistent loop
+set's, experiments/small_copies.py): step 18's 64 × 128 variant is left out where its tiles would not fit one wave
+of the SMs (:func:`half_tiles_fit`), and where step 18 wins but step 22 would run its own persistent loop
 over tiles of at most 8 k-tiles, step 22 runs (:func:`_short_tiles_on_step_22`).
 
 Which steps may be chosen depends on the **precision** asked for (the names of Triton's ``input_precision``):
@@ -489,9 +489,9 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
     near on the kernel path it would take — the tensor cores are not given up: :func:`_tensor_core_evidence`."""
     if HALF_TILES in steps and not half_tiles_fit(m, n):
         choice = choose_from(entry, m, n, k, steps - {HALF_TILES}, gpu)
-        rows, cols = _step_18_tiles(m, n)
-        return replace(choice, reason=f"{choice.reason} ({HALF_TILES} left out: {rows} × {cols} tiles of 128 × 128, "
-                                      f"more than {HALF_TILES_MAX_TILES}, so its half tiles would not fit one wave)")
+        rows, cols = _half_tiles(m, n)
+        return replace(choice, reason=f"{choice.reason} ({HALF_TILES} left out: its {rows} × {cols} tiles of 64 × 128 "
+                                      f"are more than {HALF_TILES_MAX_TILES}, so they would not fit one wave)")
     choice = _choose_from(entry, m, n, k, steps, gpu)
     if choice.step_name == STEP_18 and STEP_22 in steps and _short_tiles_on_step_22(m, n, k):
         short = candidate(STEP_22).module.SHORT_TILE_K_TILES
@@ -505,25 +505,27 @@ def choose_from(entry: dict | None, m: int, n: int, k: int, steps: set[str], gpu
 #: Steps 18 and 22 and step 18's 64 × 128 variant, for the two rules of :func:`choose_from`.
 STEP_18, STEP_22 = "warp_specialized_3xtf32", "warp_specialized_3xtf32_stream_k"
 HALF_TILES = "warp_specialized_3xtf32@64x128"
-#: Step 18's 64 × 128 tiles are a candidate only where twice its own tiles (128 × 128) still fit one wave of the SMs (at
-#: most this many of them): halving the tile pays where the halves fill idle SMs, and costs a second wave where they do
-#: not. Measured on an H200, none of it on a held-out shape: 1.06–1.36× step 18 at 4–66 tiles of 128 × 128 and
-#: 0.72–0.78× at 256 and 1,024 (experiment-half-tiles-3xtf32-nvidia-h200.json); 1.26× step 18 at 39 tiles and 0.88× at
-#: 77 (experiment-small-copies-nvidia-h200.json); 0.80–0.92× the faster of steps 18 and 22 at 96–282 tiles, 1.01× at
-#: 16 (experiment-small-copies-tiles-nvidia-h200.json). The shipped table recorded it at shapes of many tiles too,
-#: where, compared by class over a few small products, it won where it ran slower.
-HALF_TILES_MAX_TILES = TABLE_SMS // 2
+#: Step 18's 64 × 128 tiles are a candidate only where they fit one wave of the SMs (one block an SM: at most this many
+#: of them): halving the tile pays where the halves fill idle SMs, and costs a second wave where they do not. Measured
+#: on an H200, none of it on a held-out shape, 54 products where both ran (experiments/results: the half-tiles, small-
+#: copies, small-copies-tiles, b-rows-mod-4-step-18, its -small and a-rows-mod-4-2 runs): the variant faster than step
+#: 18 at 23 of the 24 that fit one wave (1.01–1.60×; 0.68× at 128×5003×8000, where step 18 splits K three ways), and at
+#: 3 of the 30 that do not (1.03–1.07×). Until 2026-11-30 the rule counted twice step 18's 128 × 128 tiles (≤ 66 of
+#: them), which is not the variant's count where M mod 128 is 1–64: 300×3001×300 is 3 × 24 = 72 tiles of 128 × 128 but
+#: 5 × 24 = 120 of 64 × 128, and the variant ran 1.30× step 18 there, 1.32× at 800×1201×400 (130 tiles)
+#: (experiment-b-rows-mod-4-step-18-small-nvidia-h200.json).
+HALF_TILES_MAX_TILES = TABLE_SMS
 
 
-def _step_18_tiles(m: int, n: int) -> tuple[int, int]:
-    """Step 18's tiles (a GPU's, 128 × 128) over M×N: (tile-rows, tile-columns)."""
-    config = _gpu_tiles(STEP_18)
+def _half_tiles(m: int, n: int) -> tuple[int, int]:
+    """The 64 × 128 variant's tiles over M×N: (tile-rows, tile-columns)."""
+    config = _gpu_tiles(HALF_TILES)
     return ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
 
 
 def half_tiles_fit(m: int, n: int) -> bool:
-    """Whether step 18's 64 × 128 variant may run M×N: at most :data:`HALF_TILES_MAX_TILES` of step 18's own tiles."""
-    rows, cols = _step_18_tiles(m, n)
+    """Whether step 18's 64 × 128 variant may run M×N: at most :data:`HALF_TILES_MAX_TILES` of its own tiles."""
+    rows, cols = _half_tiles(m, n)
     return rows * cols <= HALF_TILES_MAX_TILES
 
 
