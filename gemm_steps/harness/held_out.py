@@ -177,7 +177,10 @@ timed on other shapes, experiments/copy_early_start.py). Redrawn with seed 20261
 A thirtieth time: after seed 20261228's run, ``dispatch.half_tiles_fit`` counted the 64 × 128 variant's own tiles
 against the SMs instead of twice step 18's 128 × 128 tiles (measured on other shapes: the variant faster at 23 of the
 24 products where its tiles fit one wave, experiments/b_rows_mod_4.py --step 18 --small and five earlier runs; 5 of
-1,460 choices over the seen sets changed). Redrawn with seed 20261229 before any measurement of it.
+1,460 choices over the seen sets changed). Redrawn with seed 20261229 before any measurement of it
+(results/held-out-nvidia-h200-2026-11-30-10.json: three targets of five met — ``tf32``'s large minimum 0.66× at
+8324×74×3665 on step 23, the default's small minimum 0.66× at 6090×97×261 on step 22, which hands it to step 18's
+split-K with A and B copied; every prediction range held).
 """
 
 from __future__ import annotations
