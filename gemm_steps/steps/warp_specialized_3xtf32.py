@@ -260,17 +260,36 @@ MIN_SPLIT_K_TILES = 8
 #: product of one or two tiles ran on 8–16 of 132 SMs. Without the cap, on an H200 (experiments/split_k_slices.py):
 #: 0.35–0.55× the capped time on seven products of 1–6 tiles and K of 8,192–16,384, 0.86–1.71× cuBLAS SGEMM there.)
 MIN_SLICE_K_TILES = 2
+#: What a split saves and costs, in µs, for :func:`slices`' model (H200): a k-tile of one block on its SM (step 18's
+#: time grew 36.2 µs per 1,024 of K at one wave of tiles: experiment-small-product-floor-nvidia-h200.json) …
+K_TILE_US = 1.1
+#: … the reduction's launch, and one slice of one 128 × 128 tile written to the workspace and read back (2 × 64 KB at
+#: ~2.5 TB/s).
+SPLIT_LAUNCH_US, TILE_SLICE_US = 2.0, 0.052
+
+
+def split_pays(tiles: int, k_tiles: int, slices_: int) -> bool:
+    """Whether K split into ``slices_`` saves more time than it costs: the k-tiles a block no longer walks against
+    the reduction's launch and the slices' partial sums written and read. On an H200, before the launches were
+    programmatic (experiment-small-products-nvidia-h200.json), the split took 1.13–1.14× one slice's time at
+    2400×250×283/284 (38 tiles of 9 k-tiles in 3 slices: saves 6.6 µs, costs 7.9), 0.89–0.92× at 700×500×400/401
+    (24 tiles of 13 k-tiles in 5: saves 11, costs 8.2), 0.97× at 3300×150×456/457 (52 tiles of 15 in 2: 7.7 against
+    7.4) and 0.41–0.44× at 1600×64×1371/1372 (13 tiles of 43 in 10)."""
+    saved = (k_tiles - -(-k_tiles // slices_)) * K_TILE_US
+    return saved > SPLIT_LAUNCH_US + slices_ * tiles * TILE_SLICE_US
 
 
 def slices(tiles: int, k_tiles: int, sms: int) -> int:
     """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM) or K is short;
-    else as many as fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs:
-    3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2; 128×128×16384 is one tile of 512 k-tiles:
-    132 asked, 128 slices of 4 launched. Measured on small products (experiments/small_split_k.py): slices of 2
-    k-tiles beat the first policy's 8 at 256³–640³ and tie above."""
+    else as many as fill them once, each at least MIN_SLICE_K_TILES long, where that split pays (:func:`split_pays`)
+    — 768×768×16384 is 36 tiles on 132 SMs: 3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2;
+    128×128×16384 is one tile of 512 k-tiles: 132 asked, 128 slices of 4 launched; 2400×256×288 (38 tiles of 9
+    k-tiles) one. Measured on small products (experiments/small_split_k.py): slices of 2 k-tiles beat the first
+    policy's 8 at 256³–640³ and tie above."""
     if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
         return 1
-    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
+    asked = max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
+    return asked if asked > 1 and split_pays(tiles, k_tiles, asked) else 1
 
 
 @dataclass(frozen=True)
