@@ -104,7 +104,8 @@ lesson.say(lesson_18.speed_table(run))
 # One block computes one 128×128 tile over all of K. A product with fewer full tiles than the GPU has SMs leaves SMs
 # idle for the whole k-loop, and a K-heavy one leaves them idle for a long time. There the launch gets a third grid
 # dimension of K slices (the step's `slices`: as many as fill the SMs once, each at least `MIN_SLICE_K_TILES`
-# k-tiles long): slice z computes its share of every tile's k-tiles into a workspace, and a second kernel,
+# k-tiles long, where the k-tiles a block saves outweigh the second kernel's launch and the slices' traffic,
+# `split_pays`): slice z computes its share of every tile's k-tiles into a workspace, and a second kernel,
 # `add_slices_kernel`, adds the slices in a fixed order into C — recomputing, as SGEMM does, any sum that comes out
 # inf or NaN. Where the tiles fill the SMs there is one slice and nothing changes. The shape suite on the same H200
 # before and after, at every shape of the suite where the policy splits K:

@@ -64,6 +64,19 @@ def test_the_policy_fills_the_sms_once_with_long_enough_slices():
     assert step18.slices(1, 512, 132) == 132  # 128×128×16384: launched as 128 slices of 4 (launched_slices)
 
 
+def test_a_split_that_does_not_pay_is_not_made_but_step_22_still_hands_the_product_over():
+    """2400×256×288 is 38 tiles of 9 k-tiles: a split would take 3 slices (``split_asked``), saving 6 k-tiles of a
+    block (6.6 µs) for a reduction costing more (7.9 µs), so step 18 runs one slice (0.86–0.96× the time of the split
+    at eight such products, experiment-split-pays-nvidia-h200.json); 700×500×400 (24 tiles of 13 k-tiles) still splits
+    in 5. Step 22 hands both to step 18 as before: it ran slower than step 18 at such products."""
+    from gemm_steps.steps import warp_specialized_3xtf32_stream_k as step22
+
+    assert step18.split_asked(38, 9, 132) == 3 and step18.slices(38, 9, 132) == 1
+    assert step18.slices(24, 13, 132) == 5
+    assert not step18.split_pays(38, 9, 3) and step18.split_pays(24, 13, 5)
+    assert step22.runs_step_18(38, 9, 132) and step22.runs_step_18(24, 13, 132)
+
+
 @pytest.mark.skipif(not (gemm_steps.SIMULATOR or tuple(cuda.get_current_device().compute_capability) == (9, 0)),
                     reason="wgmma and the copy engine need compute capability 9.0")
 @pytest.mark.parametrize("slices, sim_shape, gpu_shape", [(2, (32, 64, 128), (256, 128, 256)),

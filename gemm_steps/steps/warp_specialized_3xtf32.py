@@ -30,9 +30,10 @@ idle in step 17 but for one thread, now does the part of it that needs shared me
   slower.
 * **Split-K where tiles are few.** 768×768×16384 has 36 tiles of 128×128 for 132 SMs: one block a tile leaves
   most SMs idle for the whole long k-loop. There the launch gets a third grid dimension: slice z of K (``slices``:
-  as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles, where K has MIN_SPLIT_K_TILES or more)
-  writes its part of every tile's sum to a workspace (``partials``), and ``add_slices_kernel`` adds the slices in
-  order into C — recomputing, as SGEMM does, any sum that comes out inf or NaN. Where the tiles fill the SMs nothing changes: one slice, C written
+  as many slices as fill the SMs once, each at least MIN_SLICE_K_TILES k-tiles, where K has MIN_SPLIT_K_TILES or more
+  and the k-tiles saved outweigh the reduction's launch and traffic, ``split_pays``) writes its part of every tile's
+  sum to a workspace (``partials``), and ``add_slices_kernel`` adds the slices in order into C — recomputing, as
+  SGEMM does, any sum that comes out inf or NaN. Where the tiles fill the SMs nothing changes: one slice, C written
   directly.
 * **Tile**: 128×128 (step 17: 256×128). Each k-tile is three times the tensor-core work of a TF32 one, so half the
   tile still keeps the copies ahead; a 256-row tile would need 2 × 128 accumulators a consumer.
@@ -279,16 +280,24 @@ def split_pays(tiles: int, k_tiles: int, slices_: int) -> bool:
     return saved > SPLIT_LAUNCH_US + slices_ * tiles * TILE_SLICE_US
 
 
-def slices(tiles: int, k_tiles: int, sms: int) -> int:
-    """How many slices of K a launch takes: one where the full tiles fill the SMs (one block an SM) or K is short;
-    else as many as fill them once, each at least MIN_SLICE_K_TILES long, where that split pays (:func:`split_pays`)
-    — 768×768×16384 is 36 tiles on 132 SMs: 3 slices, 108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2;
-    128×128×16384 is one tile of 512 k-tiles: 132 asked, 128 slices of 4 launched; 2400×256×288 (38 tiles of 9
-    k-tiles) one. Measured on small products (experiments/small_split_k.py): slices of 2 k-tiles beat the first
-    policy's 8 at 256³–640³ and tie above."""
+def split_asked(tiles: int, k_tiles: int, sms: int) -> int:
+    """The slices a split would take: one where the full tiles fill the SMs (one block an SM) or K is short; else as
+    many as fill them once, each at least MIN_SLICE_K_TILES long — 768×768×16384 is 36 tiles on 132 SMs: 3 slices,
+    108 blocks; 512³ is 16 tiles of 16 k-tiles: 8 slices of 2; 128×128×16384 is one tile of 512 k-tiles: 132 asked,
+    128 slices of 4 launched. Measured on small products (experiments/small_split_k.py): slices of 2 k-tiles beat
+    the first policy's 8 at 256³–640³ and tie above. (Step 22 hands step 18 the products where this is more than
+    one: ``warp_specialized_3xtf32_stream_k.runs_step_18``.)"""
     if tiles >= sms or k_tiles < MIN_SPLIT_K_TILES:
         return 1
-    asked = max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
+    return max(1, min(sms // max(tiles, 1), k_tiles // MIN_SLICE_K_TILES))
+
+
+def slices(tiles: int, k_tiles: int, sms: int) -> int:
+    """How many slices of K a launch takes: :func:`split_asked`'s, where that split pays (:func:`split_pays`), else
+    one — 2400×256×288 (38 tiles of 9 k-tiles: 3 asked) one. On an H200 (experiments/split_pays.py, eight small
+    products of 35–64 tiles and 9–13 k-tiles that the model no longer splits, none held out): 0.86–0.96× the time of
+    the policy before, which split them in 2–3 (experiment-split-pays-nvidia-h200.json)."""
+    asked = split_asked(tiles, k_tiles, sms)
     return asked if asked > 1 and split_pays(tiles, k_tiles, asked) else 1
 
 

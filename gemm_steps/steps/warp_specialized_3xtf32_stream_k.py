@@ -22,12 +22,12 @@ accuracy from three TF32 products per k-step — with step 18's roles and tile.
   within the contract never do (docs/fp32_contract.md) — so exactly the results step 18 would give SGEMM's values are
   recomputed here, and the tile's other results keep their 3xTF32 sums.
 * **When.** As step 21: whole waves data-parallel, the last part-empty wave plus one shared out by k-tiles
-  (``stream_k.stream_k_split``); where step 18 splits K (few tiles, long K: ``warp_specialized_3xtf32.slices``),
-  step 18 runs. Unlike step 21's, this kernel's k-tiles run slower than its base step's (0.90× step 18's where both
-  run the same waves; the cause is only partly found: ``PACE_OF_STEP_18``), so it runs only where what it saves is
-  worth more than that (``runs_step_18``): a part-empty wave, or — where a tile has a few k-tiles — the cost of each
-  of step 18's tiles besides its k-loop (``SHORT_TILE_K_TILES``); no persistent loop where long tiles fill whole
-  waves.
+  (``stream_k.stream_k_split``); where step 18 would split K (few tiles, long K:
+  ``warp_specialized_3xtf32.split_asked``), step 18 runs. Unlike step 21's, this kernel's k-tiles run slower than
+  its base step's (0.90× step 18's where both run the same waves; the cause is only partly found:
+  ``PACE_OF_STEP_18``), so it runs only where what it saves is worth more than that (``runs_step_18``): a part-empty
+  wave, or — where a tile has a few k-tiles — the cost of each of step 18's tiles besides its k-loop
+  (``SHORT_TILE_K_TILES``); no persistent loop where long tiles fill whole waves.
 
 Deadlock-free for step 11's reason: a block waits only for lower-numbered blocks, whose partial sums never wait, and
 the grid is the blocks the GPU holds at once.
@@ -405,14 +405,15 @@ MIN_GAIN = 1.05
 
 
 def runs_step_18(tiles: int, k_tiles: int, sms: int) -> bool:
-    """Whether step 18 runs a product instead: where step 18 splits K (``slices``: fewer tiles than SMs and a long K,
-    as step 21 leaves such products to step 17), and, where a tile has more than ``SHORT_TILE_K_TILES`` k-tiles,
+    """Whether step 18 runs a product instead: where step 18 would split K (``split_asked``: fewer tiles than SMs and a
+    long K, as step 21 leaves such products to step 17; step 18 then splits only where it pays, and at the products
+    where it no longer does it ran 1.0–1.2× this kernel's speed, experiment-split-pays-nvidia-h200.json), and, where a tile has more than ``SHORT_TILE_K_TILES`` k-tiles,
     where the waves this kernel saves do not pay for its slower k-tiles — step 18's ceil(T / sms) waves over the
     T / sms this kernel computes, times ``PACE_OF_STEP_18``, under ``MIN_GAIN``: whole waves (4096³: 1024 tiles, 7.76
     waves in 8) and nearly whole ones (3000³: 4.36 in 5, where the first run measured 0.97×) run step 18; 144–169
     tiles (1.09–1.28 waves in 2) this kernel, and so does every product of short tiles (4096×8192×64: 2048 tiles of 2
     k-tiles)."""
-    if warp_specialized_3xtf32.slices(tiles, k_tiles, sms) > 1:
+    if warp_specialized_3xtf32.split_asked(tiles, k_tiles, sms) > 1:
         return True
     if k_tiles <= SHORT_TILE_K_TILES:
         return False
