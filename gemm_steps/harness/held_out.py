@@ -185,7 +185,10 @@ split-K with A and B copied; every prediction range held).
 A thirty-first time: after seed 20261229's run, step 18 split K only where the k-tiles a block saves outweigh the
 reduction's launch and traffic (``warp_specialized_3xtf32.split_pays``; measured on other shapes,
 experiments/split_pays.py: 0.86–0.96× the time at eight small products it no longer splits). Redrawn with seed
-20261230 before any measurement of it.
+20261230 before any measurement of it (results/held-out-nvidia-h200-2026-11-30-11.json: all five targets met — the
+default's small minimum 0.94× at 919×147×1309, ``tf32``'s large minimum 0.86×; every prediction range held. The split
+rule changed the kernel of two of this draw's choices, both on the 64 × 128 variant, one slice where two: 531×826×356
+at 1.02× and the named 720×480×400 at 0.99× its time in seed 20261229's run; one draw is one sample).
 """
 
 from __future__ import annotations
