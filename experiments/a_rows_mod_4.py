@@ -2,7 +2,7 @@
 below 2³⁰; Deliver 1: no copy where the strides meet TMA's rule).
 
 Nearly every held-out small product that missed 0.8× had K not a multiple of 4: A's rows then lie 4·K bytes apart, a
-pitch the copy engine cannot read, and step 18 first copies A into rows it can read — +2.9–4.2 µs at 3968×384
+pitch the copy engine cannot read, and step 18 first copies A into rows it can read — +3.0–4.2 µs at 3968×384
 (experiments/copy_early_start.py), more than the copy's bytes: a kernel boundary. Step 18's ``A_ROWS_MOD_4`` build reads
 A as it is, as its ``B_ROWS_MOD_4`` build reads B: rows m ≡ r (mod 4) lie 16·K bytes apart, so four tensor maps bring
 a k-tile as four plain boxes of BLOCK_M / 4 rows into a rows buffer, and the producer's split — which rewrites A's

@@ -149,7 +149,8 @@ if held_out:
 # 16384, with a seed committed before any run, and 10 named for the suite's classes. `scripts/held_out.py` times, on
 # each, what `matmul` chooses at both precisions against the cuBLAS of the same arithmetic, in one run. Nothing in the
 # dispatcher may be fitted to these shapes: when its rule changed after a set's results had been seen, the set was
-# drawn again. The newest run on a set nobody had seen before it ran:
+# drawn again ([deep dive: small products](deep_dives/25_small_products.ipynb) has where the small ones' time goes).
+# The newest run on a set nobody had seen before it ran:
 
 # %%
 held_out_run = lesson_25.held_out_set()

@@ -2,6 +2,8 @@
 experiments/). In the checkout every one of them must be found: a renamed file fails here instead of leaving the
 lesson's section quietly empty."""
 
+from pathlib import Path
+
 from gemm_steps.course import lesson_25
 
 
@@ -89,3 +91,31 @@ def test_the_wave_number_lesson_24_quotes_is_the_experiments():
     quoted = f"{run['summary']['140_tiles_time_over_130']:.2f}×"
     text = " ".join((repo / "lessons" / "25_where_next.py").read_text().split())
     assert f"140 tiles took {quoted} the time of 130" in text.replace("# ", ""), quoted
+
+
+def test_the_small_products_deep_dive_reads_its_runs_and_its_words_hold():
+    """Deep dive 25's sentences against its files: step 18 ~2.5 µs above cuBLAS SGEMM besides the k-loop and twice
+    as fast in it, level at K = 64 and ahead from 128; a copy at 3968×384 still 3–4 µs (B's 3.0, A's 4.2); every
+    split the rule dropped made step 18 faster."""
+    from gemm_steps.course.timings import load_run
+
+    floor, copies, splits = (load_run(name) for name in (lesson_25.FLOOR_RUN, lesson_25.COPY_RUN, lesson_25.SPLIT_RUN))
+    lines, us = floor["summary"]["lines"], floor["summary"]["us"]
+    step18, sgemm = lines["warp_specialized_3xtf32"], lines["cublas"]
+    assert 2.0 <= step18["intercept_us"] - sgemm["intercept_us"] <= 3.0
+    assert 1.9 <= sgemm["us_per_1024_k"] / step18["us_per_1024_k"] <= 2.2
+    at = {int(shape.split("x")[2]): row for shape, row in us.items()}
+    assert abs(at[64]["warp_specialized_3xtf32"] / at[64]["cublas"] - 1) < 0.05
+    assert all(at[k]["warp_specialized_3xtf32"] < at[k]["cublas"] for k in (128, 256))
+    plain = copies["summary"]["3968x384x128"]["us"]["warp_specialized_3xtf32"]
+    a_copy = copies["summary"]["3968x384x127"]["us"]["warp_specialized_3xtf32"] - plain
+    b_copy = copies["summary"]["3968x383x128"]["us"]["warp_specialized_3xtf32"] - plain
+    assert round(b_copy, 1) == 3.0 and round(a_copy, 1) == 4.2
+    from gemm_steps.steps import warp_specialized_3xtf32 as step18_module
+
+    for shape, row in splits["summary"].items():
+        m, n, k = (int(x) for x in shape.split("x"))
+        tiles, k_tiles = -(-m // 128) * -(-n // 128), -(-k // 32)
+        if step18_module.slices(tiles, k_tiles, 132) < step18_module.split_asked(tiles, k_tiles, 132):
+            assert row["new_time_over_old"] < 0.97, shape
+    assert "deep_dives/25_small_products" in (Path(__file__).resolve().parent.parent / "lessons/25_where_next.py").read_text()

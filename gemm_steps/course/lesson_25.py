@@ -404,3 +404,101 @@ def split_k_figure(rows: list[dict], sms: int = 132):
     ax.set_ylim(top=sms * 12)
     ax.legend(loc="upper center", fontsize=8, ncols=2)
     return fig
+
+
+# -- deep dive 25: where a small product's time goes ------------------------------------------------------------------
+#: The small-product experiments of 2026-11-30 (H200), each with its prediction committed before its run.
+FLOOR_RUN = results_files.EXPERIMENT_SMALL_PRODUCT_FLOOR_NVIDIA_H200
+COPY_RUN = results_files.EXPERIMENT_COPY_EARLY_START_NVIDIA_H200
+SPLIT_RUN = results_files.EXPERIMENT_SPLIT_PAYS_NVIDIA_H200
+NOT_ADOPTED_RUNS = {"A read by its rows mod 4": results_files.EXPERIMENT_A_ROWS_MOD_4_NVIDIA_H200_2,
+                    "B read by its rows at M > 200": results_files.EXPERIMENT_B_ROWS_MOD_4_STEP_18_SMALL_NVIDIA_H200,
+                    "a suspend hint in every mbarrier wait": results_files.EXPERIMENT_SUSPEND_HINT_NVIDIA_H200}
+#: How the deep dive names the records of those runs.
+KERNEL_LABELS = {"warp_specialized_3xtf32": "step 18", "warp_specialized_3xtf32_stream_k": "step 22",
+                 "warp_specialized_3xtf32@64x128": "step 18 on 64 × 128", "warp_specialized": "step 17 (TF32)",
+                 "cublas": "cuBLAS SGEMM", "cublas_tf32": "cuBLAS TF32"}
+
+
+def floor_table(run: dict) -> MarkdownTable:
+    """Each kernel's time at whole tiles as a line in K (the run's summary): what it costs besides its k-loop
+    (intercept) and per 1,024 of K, and its time at each K."""
+    lines, us = run["summary"]["lines"], run["summary"]["us"]
+    shapes = list(us)
+    rows = [{"kernel": KERNEL_LABELS.get(name, name), "besides the k-loop (µs)": line["intercept_us"],
+             "µs per 1,024 of K": line["us_per_1024_k"],
+             **{f"K = {shape.split('x')[2]} (µs)": us[shape].get(name) for shape in shapes}}
+            for name, line in lines.items()]
+    return table(rows, {key: "{:.1f}" for key in rows[0] if key != "kernel"})
+
+
+def floor_figure(run: dict, shown=("warp_specialized_3xtf32", "warp_specialized_3xtf32_stream_k", "cublas")):
+    """Time over K at 3968×384 (whole tiles, nothing copied): the measured points and each kernel's fitted line."""
+    from matplotlib.figure import Figure
+
+    us, lines = run["summary"]["us"], run["summary"]["lines"]
+    ks = [int(shape.split("x")[2]) for shape in us]
+    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
+    ax = fig.subplots()
+    for name in shown:
+        points = ax.plot(ks, [us[shape][name] for shape in us], "o", label=KERNEL_LABELS[name])[0]
+        line = lines[name]
+        ax.plot([0, max(ks)], [line["intercept_us"], line["intercept_us"] + line["us_per_1024_k"] * max(ks) / 1024],
+                "-", color=points.get_color(), linewidth=1)
+    ax.set(xlabel="K (3968 × 384 × K: 93 tiles of 128 × 128, one wave)", ylabel="µs (median, L2 flushed)", xlim=(0, None),
+           ylim=(0, None))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def copy_table(run: dict) -> MarkdownTable:
+    """Step 18 with the readable copy that lets the next kernel start early, against the copy before: per product
+    what is copied, both times, their ratio and each over cuBLAS SGEMM (speed)."""
+    rows = [{"M×N×K": shape.replace("x", "×"), "copied": row["copied"],
+             "copy before (µs)": row["us"]["warp_specialized_3xtf32@ordinary_copy"],
+             "early start (µs)": row["us"]["warp_specialized_3xtf32"], "time ratio": row["shipped_time_over_ordinary"],
+             "over cuBLAS SGEMM": f"{row['ordinary_over_cublas']:.2f} → {row['shipped_over_cublas']:.2f}"}
+            for shape, row in run["summary"].items()]
+    return table(rows, {"copy before (µs)": "{:.1f}", "early start (µs)": "{:.1f}", "time ratio": "{:.3f}"})
+
+
+def split_table(run: dict) -> MarkdownTable:
+    """Step 18 splitting K only where it pays, against the policy before: per product its tiles, k-tiles, slices
+    before and after, both times and their ratio, and the 64 × 128 variant over cuBLAS SGEMM beside."""
+    from gemm_steps.steps import warp_specialized_3xtf32 as step18
+
+    rows = []
+    for shape, row in run["summary"].items():
+        m, n, k = (int(x) for x in shape.split("x"))
+        tiles, k_tiles = -(-m // 128) * -(-n // 128), -(-k // 32)
+        us = row["us"]
+        rows.append({"M×N×K": shape.replace("x", "×"), "tiles": tiles, "k-tiles": k_tiles,
+                     "slices": f"{step18.split_asked(tiles, k_tiles, 132)} → {step18.slices(tiles, k_tiles, 132)}",
+                     "before (µs)": us["warp_specialized_3xtf32@split_before"],
+                     "after (µs)": us["warp_specialized_3xtf32"], "time ratio": row["new_time_over_old"],
+                     "64 × 128 over cuBLAS SGEMM": row["over_cublas"]["warp_specialized_3xtf32@64x128"]})
+    return table(rows, {"before (µs)": "{:.1f}", "after (µs)": "{:.1f}", "time ratio": "{:.3f}",
+                        "64 × 128 over cuBLAS SGEMM": "{:.2f}×"})
+
+
+def not_adopted_table(runs: dict) -> MarkdownTable:
+    """The three changes measured and not kept: each one's time over what it would replace (ranges, per run)."""
+    def spread(values):
+        values = [v for v in values if v]
+        return f"{min(values):.2f}–{max(values):.2f}×" if values else "—"
+
+    rows = []
+    a_rows, b_rows, hint = (runs.get(key) for key in NOT_ADOPTED_RUNS)
+    if a_rows:
+        small = [r["rows_time_over_copy"] for s, r in a_rows["summary"].items() if np.prod([int(x) for x in s.split("x")]) < 2**30]
+        large = [r["rows_time_over_copy"] for s, r in a_rows["summary"].items() if np.prod([int(x) for x in s.split("x")]) >= 2**30]
+        rows.append({"change": "A read by its rows mod 4 (step 18, 128 × 128)", "time over the path it would replace":
+                     f"{spread(small)} (small), {spread(large)} (large)"})
+    if b_rows:
+        rows.append({"change": "B read by its rows at M > 200 (step 18, 128 × 128)", "time over the path it would replace":
+                     spread([1 / r["rows_over_copy"]["128x128"] for r in b_rows["summary"].values()])})
+    if hint:
+        rows.append({"change": "a suspend hint in every mbarrier wait (steps 18 and 23, 4096³ and 8192³)",
+                     "time over the path it would replace": spread([1 / x["hint_speed_over_none"] for row in
+                                                                    hint["summary"].values() for x in row.values()])})
+    return table(rows)

@@ -253,6 +253,12 @@ EXPERIMENT_SCHEDULING_STREAM_K_KERNEL_NVIDIA_H200 = (  # stream-K before it fell
     "experiment-scheduling-stream-k-kernel-nvidia-h200.json")
 EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100 = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
 EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-specialized-3xtf32-nvidia-h200.json"
+EXPERIMENT_SMALL_PRODUCT_FLOOR_NVIDIA_H200 = "experiment-small-product-floor-nvidia-h200.json"  # deep dive 25
+EXPERIMENT_COPY_EARLY_START_NVIDIA_H200 = "experiment-copy-early-start-nvidia-h200.json"  # deep dive 25
+EXPERIMENT_SPLIT_PAYS_NVIDIA_H200 = "experiment-split-pays-nvidia-h200.json"  # deep dive 25
+EXPERIMENT_A_ROWS_MOD_4_NVIDIA_H200_2 = "experiment-a-rows-mod-4-nvidia-h200-2.json"  # deep dive 25 (not adopted)
+EXPERIMENT_B_ROWS_MOD_4_STEP_18_SMALL_NVIDIA_H200 = "experiment-b-rows-mod-4-step-18-small-nvidia-h200.json"  # the same
+EXPERIMENT_SUSPEND_HINT_NVIDIA_H200 = "experiment-suspend-hint-nvidia-h200.json"  # the same
 EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200 = "experiment-split-k-tf32-nvidia-h200.json"
 EXPERIMENT_SPLIT_K_TF32_NVIDIA_H200_2 = "experiment-split-k-tf32-nvidia-h200-2.json"
 EXPERIMENT_STREAM_K_TIMELINE_NVIDIA_H200 = "experiment-stream-k-timeline-nvidia-h200.json"  # step 21's phases
