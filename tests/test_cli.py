@@ -164,8 +164,9 @@ def test_explain_without_a_gpu_says_which_machine_each_tile_line_describes(capsy
         json.loads(p.read_text()) for p in results_files.RESULTS_DIR.glob("*.json")) if "environment" in r
         and r["environment"].get("sm_count")}
     assert choice.gpu in measured_on and choice.gpu in sms
-    assert lines[tiles - 1].strip().startswith(f"on the {choice.gpu} it was measured on ({sms[choice.gpu]} SMs"), out
-    assert "no GPU here" in lines[tiles - 1]
+    header = next(line for line in reversed(lines[:tiles]) if not line.strip().startswith("step "))  # (a hand-off
+    assert header.strip().startswith(f"on the {choice.gpu} it was measured on ({sms[choice.gpu]} SMs"), out  # line:
+    assert "no GPU here" in header  # step 22 leaving 4096³ to step 18's build)
     assert f"tiles: {gpu_tiles.BLOCK_M}×{gpu_tiles.BLOCK_N} →" in lines[tiles], out
     assert f"{sms[choice.gpu]} SMs ×" in lines[tiles]
     here = next((line for line in lines if line.strip().startswith("here, on the simulator:")), "")
@@ -275,3 +276,17 @@ def test_explain_says_how_a_step_splits_k():
     fp32 = gemm_steps.get_step("warp_tiling")
     assert not any(line.startswith("split-K") for line in cli._tile_lines(fp32, fp32.tiled.config, 132, 900, 640,
                                                                           14336))
+
+
+def test_explain_says_when_step_22_hands_a_product_to_step_18_and_why_step_18_does_not_split_it():
+    """At 2400×256×288 step 22 leaves the product to step 18's build (38 tiles: step 18 would split K), and step 18
+    runs it in one slice: the 3 slices that would fill the SMs do not pay (``split_pays``). At 4096×8192×64 (2048
+    tiles of 2 k-tiles) step 22 runs its own loop."""
+    from gemm_steps.toolkit.tuned import default_config
+
+    step = gemm_steps.get_step("warp_specialized_3xtf32_stream_k")
+    config = default_config(step.module.SEARCH_SPACE)
+    lines = cli._tile_lines(step, config, 132, 2400, 256, 288)
+    assert lines[0].startswith("step 18's build runs this product, not step 22's own loop"), lines
+    assert lines[-1].startswith("split-K: none — 3 slices would fill the SMs") and "split_pays" in lines[-1], lines
+    assert not cli._tile_lines(step, config, 132, 4096, 8192, 64)[0].startswith("step 18's build"), lines

@@ -622,12 +622,21 @@ def measured_sm_count(gpu_name: str | None) -> tuple[int, str]:
 
 
 def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
-    """The tiles, waves and kernels of ``step`` built with ``config`` on a GPU of ``sms`` SMs."""
+    """The tiles, waves and kernels of ``step`` built with ``config`` on a GPU of ``sms`` SMs — or, where the step
+    leaves this product to another step's build (its ``FALLBACK_RULE``: steps 21 and 22), that step's, said so."""
+    from gemm_steps.harness.step import get_step
     from gemm_steps.steps.stream_k import stream_k_split
     from gemm_steps.toolkit.kernel_tools import ceil_div
     from gemm_steps.toolkit.padded_tiles import copies, padded_shape
     from gemm_steps.toolkit.persistent_tiles import PersistentTiles
 
+    rule = getattr(step.module, "FALLBACK_RULE", None)
+    if rule is not None and rule(ceil_div(m, config.BLOCK_M) * ceil_div(n, config.BLOCK_N), ceil_div(k, config.BLOCK_K),
+                                 sms):
+        other = get_step(step.module.FALLBACK_STEP)
+        return ([f"step {other.number}'s build runs this product, not step {step.number}'s own loop "
+                 f"({rule.__name__}: step {other.number} would split K here, or its k-tiles are long and its waves "
+                 "whole enough)"] + _tile_lines(other, type(other.tiled.config).of(config), sms, m, n, k))
     tiles_m, tiles_n = ceil_div(m, config.BLOCK_M), ceil_div(n, config.BLOCK_N)
     tiles, full = tiles_m * tiles_n, (m // config.BLOCK_M) * (n // config.BLOCK_N)
     fast_path = k % config.BLOCK_K == 0 and n % 4 == 0  # and 16-byte aligned arrays, as fresh ones are
@@ -682,12 +691,18 @@ def _tile_lines(step, config, sms: int, m: int, n: int, k: int) -> list[str]:
         partial = getattr(step.tiled, "partial", None) is not None  # walks every k-tile, the last one partial
         k_tiles = ceil_div(k, config.BLOCK_K) if partial else k // config.BLOCK_K
         slices = launched_slices(policy, tiles, k_tiles, sms)
+        asked = getattr(step.module, "split_asked", None)
+        asked = asked(tiles, k_tiles, sms) if asked is not None else slices
         if slices > 1:
             per = ceil_div(k_tiles, slices)
             lines.append(f"split-K: K in {slices} slices of up to {per} k-tiles → {tiles * slices} blocks, each "
                          "summing its slice into a workspace; then a second kernel adds the slices into C")
+        elif asked > 1:
+            lines.append(f"split-K: none — {asked} slices would fill the SMs, but the k-tiles a block would save are "
+                         "worth less than the second kernel's launch and the slices' partial sums (split_pays)")
         else:
-            lines.append("split-K: none (the tiles fill the SMs, or K is too short to pay for splitting)")
+            lines.append("split-K: none (two slices of every tile would not fit the SMs at once, or K is too short to "
+                         "split)")
     return lines
 
 
