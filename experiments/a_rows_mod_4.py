@@ -16,7 +16,7 @@ copied).
 
 Prediction: predictions/a-rows-mod-4-before-run.md (committed before this script's first run).
 
-**Historical.** Both runs found the rows build 1.1–1.6× the copy path's time at small products and 2.1–2.4× at large
+**Historical.** Both runs found the rows build 1.09–1.65× the copy path's time at small products and 2.1–2.4× at large
 (experiments/README.md): it was removed from step 18 in the commit after 451fd0b. This script runs at 451fd0b only
 (``git checkout 451fd0b``): ``build(..., a_rows_when=...)`` is gone.
 

@@ -510,7 +510,7 @@ HALF_TILES = "warp_specialized_3xtf32@64x128"
 #: on an H200, none of it on a held-out shape, 54 products where both ran (experiments/results: the half-tiles, small-
 #: copies, small-copies-tiles, b-rows-mod-4-step-18, its -small and a-rows-mod-4-2 runs): the variant faster than step
 #: 18 at 23 of the 24 that fit one wave (1.01–1.60×; 0.68× at 128×5003×8000, where step 18 splits K three ways), and at
-#: 3 of the 30 that do not (1.03–1.07×). Until 2026-11-30 the rule counted twice step 18's 128 × 128 tiles (≤ 66 of
+#: 3 of the 30 that do not (1.02–1.07×). Until 2026-11-30 the rule counted twice step 18's 128 × 128 tiles (≤ 66 of
 #: them), which is not the variant's count where M mod 128 is 1–64: 300×3001×300 is 3 × 24 = 72 tiles of 128 × 128 but
 #: 5 × 24 = 120 of 64 × 128, and the variant ran 1.30× step 18 there, 1.32× at 800×1201×400 (130 tiles)
 #: (experiment-b-rows-mod-4-step-18-small-nvidia-h200.json).

@@ -172,7 +172,7 @@ A twenty-ninth time: after seed 20261227's run, the readable copy let the kernel
 timed on other shapes, experiments/copy_early_start.py). Redrawn with seed 20261228 before any measurement of it
 (results/held-out-nvidia-h200-2026-11-30-9.json: four targets of five met, the default's small minimum 0.78× at
 4853×182×154, on step 22; every prediction range held but one: at that shape cuBLAS TF32 ran at float32's error,
-2.3e-7, so ``tf32``'s TF32 error was 1,300× it).
+2.3e-7, so ``tf32``'s TF32 error was ~1,340× it).
 
 A thirtieth time: after seed 20261228's run, ``dispatch.half_tiles_fit`` counted the 64 × 128 variant's own tiles
 against the SMs instead of twice step 18's 128 × 128 tiles (measured on other shapes: the variant faster at 23 of the
@@ -188,7 +188,7 @@ experiments/split_pays.py: 0.86–0.96× the time at eight small products it no 
 20261230 before any measurement of it (results/held-out-nvidia-h200-2026-11-30-11.json: all five targets met — the
 default's small minimum 0.94× at 919×147×1309, ``tf32``'s large minimum 0.86×; every prediction range held. The split
 rule changed the kernel of two of this draw's choices, both on the 64 × 128 variant, one slice where two: 531×826×356
-at 1.02× and the named 720×480×400 at 0.99× its time in seed 20261229's run; one draw is one sample).
+(1.02× cuBLAS SGEMM) and the named 720×480×400 (0.99× its time in seed 20261229's run); one draw is one sample).
 """
 
 from __future__ import annotations

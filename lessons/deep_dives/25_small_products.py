@@ -2,8 +2,8 @@
 # # Deep dive 25 — small products: where the time goes besides the k-loop
 #
 # Lesson 25 (`25_where_next`) ends on the held-out set, whose hardest target was always the same: the default
-# `matmul` at 0.8× cuBLAS SGEMM or better on every product below 2³⁰ multiply-adds. Those products take 15–50 µs,
-# and a good part of that is not arithmetic. Four experiments on an H200 took them apart, each with its prediction
+# `matmul` at 0.8× cuBLAS SGEMM or better on every product below 2³⁰ multiply-adds. Those products take 15–55 µs,
+# and a good part of that is not arithmetic. Experiments on an H200 took them apart, each with its prediction
 # committed before its run (`predictions/small-product-floor-before-run.md`, `copy-early-start-…`, `split-pays-…`):
 # first the floor with nothing in the way, then the two things that stand in the way — a copy before the kernel and
 # a reduction after it.
@@ -46,7 +46,7 @@ if copies:
     print(caption(copies))
 
 # %% [markdown]
-# It helps most where both are copied, or a split follows. But at 3968 × 384 a copy still costs 3–4 µs — B's
+# It helps most where a split follows, and at two of the three products that copy both. But at 3968 × 384 a copy still costs 3–4 µs — B's
 # 196 KB 3.0 µs, A's 2 MB 4.2 µs.
 # What a copy costs a small product is not its bytes but one more kernel: the step's kernel cannot read its first
 # tile until the copy has finished and its writes are visible.
@@ -78,7 +78,8 @@ if splits:
 lesson.say(lesson_25.not_adopted_table({key: load_run(name) for key, name in lesson_25.NOT_ADOPTED_RUNS.items()}))
 
 # %% [markdown]
-# Where this leaves the small products: at whole tiles, at or above cuBLAS SGEMM; with a copy, or a split, one kernel
+# Where this leaves the small products: at whole tiles, level with cuBLAS SGEMM from K = 64 and ahead from 128; with a
+# copy, or a split, one kernel
 # boundary behind it. cuBLAS SGEMM ran 3968 × 384 × 128 as one launch of a 64 × 64-tile kernel (372 blocks; Nsight
 # Compute, experiments/README.md). The next step for the course would be the same: the copy and the reduction folded
 # into the one kernel.
