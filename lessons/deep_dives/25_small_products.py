@@ -30,7 +30,8 @@ if floor:
 
 # %% [markdown]
 # Step 18 pays about 2.5 µs more than cuBLAS SGEMM besides its k-loop, and its k-loop is twice as fast: level at
-# K = 64, ahead from K = 128 on. With whole tiles and nothing copied, a small product is not where the default precision loses.
+# K = 64, ahead from K = 128 on. With whole tiles and nothing copied, a small product is not where the default
+# precision loses.
 #
 # ## 2. A copy is a kernel boundary
 #
@@ -46,17 +47,17 @@ if copies:
     print(caption(copies))
 
 # %% [markdown]
-# It helps most where a split follows, and at two of the three products that copy both. But at 3968 × 384 a copy still costs 3–4 µs — B's
-# 196 KB 3.0 µs, A's 2 MB 4.2 µs.
-# What a copy costs a small product is not its bytes but one more kernel: the step's kernel cannot read its first
-# tile until the copy has finished and its writes are visible.
+# It helps most where a split follows, and at two of the three products that copy both. But at 3968 × 384 a copy
+# still costs 3–4 µs — B's 196 KB 3.0 µs, A's 2 MB 4.2 µs. What a copy costs a small product is not its bytes but one
+# more kernel: the step's kernel cannot read its first tile until the copy has finished and its writes are visible.
 #
 # ## 3. So is a split
 #
 # Where the tiles leave SMs idle, step 18 splits K into slices that run side by side and adds them in a second
 # kernel. That kernel, and the slices' partial sums written and read back, cost — by a model fitted to four earlier
-# runs — about 2 µs plus 0.05 µs a tile a slice; a k-tile of a block costs about 1.1 µs (the floor's slope). Step 18 now splits only where the k-tiles saved
-# outweigh that (`warp_specialized_3xtf32.split_pays`): at these products, a split of 2–3 became none.
+# runs — about 2 µs plus 0.05 µs a tile a slice; a k-tile of a block costs about 1.1 µs (the floor's slope). Step 18
+# now splits only where the k-tiles saved outweigh that (`warp_specialized_3xtf32.split_pays`): at these products, a
+# split of 2–3 became none.
 
 # %%
 if splits:
@@ -78,10 +79,9 @@ if splits:
 lesson.say(lesson_25.not_adopted_table({key: load_run(name) for key, name in lesson_25.NOT_ADOPTED_RUNS.items()}))
 
 # %% [markdown]
-# Where this leaves the small products: at whole tiles, level with cuBLAS SGEMM from K = 64 and ahead from 128; with a
-# copy, or a split, one kernel
-# boundary behind it. cuBLAS SGEMM ran 3968 × 384 × 128 as one launch of a 64 × 64-tile kernel (372 blocks; Nsight
-# Compute, experiments/README.md). The next step for the course would be the same: the copy and the reduction folded
-# into the one kernel.
+# Where this leaves the small products: at whole tiles, level with cuBLAS SGEMM from K = 64 and ahead from 128; with
+# a copy, or a split, one kernel boundary behind it. cuBLAS SGEMM ran 3968 × 384 × 128 as one launch of a 64 × 64-tile
+# kernel (372 blocks; Nsight Compute, experiments/README.md). The next step for the course would be the same: the copy
+# and the reduction folded into the one kernel.
 #
 # [Back to lesson 25](../25_where_next.ipynb)
