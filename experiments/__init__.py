@@ -87,6 +87,19 @@ def records_by_shape(results: dict) -> dict:
     return by
 
 
+def launch_with(launch, module, name: str, value):
+    """``launch`` with ``module.name`` set to ``value`` around every call (and put back after): an entry that records
+    its launch plans — on a shape's first call, kept after — under another setting or kernel than the shipped one."""
+    def launched(a, b, c, stream=0):
+        shipped = getattr(module, name)
+        setattr(module, name, value)
+        try:
+            launch(a, b, c, stream)
+        finally:
+            setattr(module, name, shipped)
+    return launched
+
+
 def ratio(x, y):
     """x / y, or None where either is missing or zero (a failed or absent record)."""
     return x / y if x and y else None

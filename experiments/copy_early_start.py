@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, ratio, records_by_shape, require_gpu, run_and_save
+from experiments import launch_with, output_path, ratio, records_by_shape, require_gpu, run_and_save
 
 #: (shape, what is copied): around the whole-tile product, then small products of the held-out kinds.
 SHAPES = [((3968, 384, 128), "none"), ((3968, 384, 127), "A"), ((3968, 383, 128), "B"), ((3968, 383, 127), "A and B"),
@@ -41,15 +41,7 @@ def with_the_copy_of_before(built):
     from experiments.kernels.copy_rows_ordinary import copy_rows_ordinary_kernel
     from gemm_steps.toolkit import tma_tiles
 
-    shipped = tma_tiles.copy_rows_kernel
-
-    def launch(a, b, c, stream=0):
-        tma_tiles.copy_rows_kernel = copy_rows_ordinary_kernel
-        try:
-            built.launch(a, b, c, stream)
-        finally:
-            tma_tiles.copy_rows_kernel = shipped
-    return launch
+    return launch_with(built.launch, tma_tiles, "copy_rows_kernel", copy_rows_ordinary_kernel)
 
 
 def summary(results: dict) -> dict:

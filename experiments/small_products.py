@@ -31,7 +31,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from experiments import output_path, ratio, require_gpu, run_and_save
+from experiments import launch_with, output_path, ratio, require_gpu, run_and_save
 
 #: (M, N, K) with K odd (A copied) and its neighbour with K a multiple of 4, then the two wave shapes.
 PAIRS = [((1900, 1100, 155), (1900, 1100, 156)), ((3300, 150, 457), (3300, 150, 456)),
@@ -60,13 +60,7 @@ def recorded_without_pdl(built):
     the first launch of a shape and replayed after: the flag is off around every call of this entry only)."""
     from gemm_steps.toolkit import launch_plans
 
-    def launch(a, b, c, stream=0):
-        launch_plans.PROGRAMMATIC_LAUNCHES = False
-        try:
-            built.launch(a, b, c, stream)
-        finally:
-            launch_plans.PROGRAMMATIC_LAUNCHES = True
-    return launch
+    return launch_with(built.launch, launch_plans, "PROGRAMMATIC_LAUNCHES", False)
 
 
 def dependent_launches(built, shape) -> int:

@@ -465,15 +465,19 @@ def copy_table(run: dict) -> MarkdownTable:
 def split_table(run: dict) -> MarkdownTable:
     """Step 18 splitting K only where it pays, against the policy before: per product its tiles, k-tiles, slices
     before and after, both times and their ratio, and the 64 × 128 variant over cuBLAS SGEMM beside."""
+    from gemm_steps.harness.dispatch import TABLE_SMS
     from gemm_steps.steps import warp_specialized_3xtf32 as step18
+    from gemm_steps.toolkit.kernel_tools import ceil_div
+    from gemm_steps.toolkit.tuned import default_config
 
-    rows = []
+    tile, rows = default_config(step18.SEARCH_SPACE), []  # the tiles the run's step 18 ran, on the table's SMs
     for shape, row in run["summary"].items():
         m, n, k = (int(x) for x in shape.split("x"))
-        tiles, k_tiles = -(-m // 128) * -(-n // 128), -(-k // 32)
+        tiles, k_tiles = ceil_div(m, tile.BLOCK_M) * ceil_div(n, tile.BLOCK_N), ceil_div(k, tile.BLOCK_K)
         us = row["us"]
         rows.append({"M×N×K": shape.replace("x", "×"), "tiles": tiles, "k-tiles": k_tiles,
-                     "slices": f"{step18.split_asked(tiles, k_tiles, 132)} → {step18.slices(tiles, k_tiles, 132)}",
+                     "slices": f"{step18.split_asked(tiles, k_tiles, TABLE_SMS)} → "
+                               f"{step18.slices(tiles, k_tiles, TABLE_SMS)}",
                      "before (µs)": us["warp_specialized_3xtf32@split_before"],
                      "after (µs)": us["warp_specialized_3xtf32"], "time ratio": row["new_time_over_old"],
                      "64 × 128 over cuBLAS SGEMM": row["over_cublas"]["warp_specialized_3xtf32@64x128"]})

@@ -63,7 +63,7 @@ from dataclasses import dataclass, replace
 from numba import cuda, float32, uint32, uint64
 
 from ..toolkit.intrinsics import divide_u32, load_float4, store_float4, wait_for_previous_grid
-from ..toolkit.kernel_tools import SHARED_ALIGN, kernel
+from ..toolkit.kernel_tools import SHARED_ALIGN, ceil_div, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import split_tf32_scaled
@@ -276,7 +276,7 @@ def split_pays(tiles: int, k_tiles: int, slices_: int) -> bool:
     2400×250×283/284 (38 tiles of 9 k-tiles in 3 slices: saves 6.6 µs, costs 7.9), 0.89–0.92× at 700×500×400/401
     (24 tiles of 13 k-tiles in 5: saves 11, costs 8.2), 0.97× at 3300×150×456/457 (52 tiles of 15 in 2: 7.7 against
     7.4) and 0.41–0.44× at 1600×64×1371/1372 (13 tiles of 43 in 10)."""
-    saved = (k_tiles - -(-k_tiles // slices_)) * K_TILE_US
+    saved = (k_tiles - ceil_div(k_tiles, slices_)) * K_TILE_US
     return saved > SPLIT_LAUNCH_US + slices_ * tiles * TILE_SLICE_US
 
 
