@@ -225,8 +225,10 @@ if split_k and split_k_prediction:
 # whose rows the copy engine cannot read (N = 5639), copied first — read, written and read again, where cuBLAS reads
 # it once — and the copy already ran at 3.9 TB/s. So step 17 stopped copying such a B: its rows 0, 4, 8, … are 16·N
 # bytes apart, a pitch the copy engine reads, and four maps, one a residue mod 4, bring it (lesson 17; 1.6–2.0× the
-# copy at few rows). The last draw is the table above: four targets of five; its slowest small product
-# (109×4953×291) copies A and B for step 22, whose kernel does not read B by rows yet.
+# copy at few rows). Later draws led to four more changes: step 18 reads such a B by rows too, a copy lets the kernel
+# after it start early, step 18 splits K only where the split pays ([deep dive: small products](deep_dives/25_small_products.ipynb)),
+# and the table was measured again on the kernels as they are. The table above is the newest draw;
+# `gemm_steps/harness/held_out.py`'s docstring lists every draw, its misses and what followed.
 #
 # ## What carries over to Triton and CUTLASS
 #
