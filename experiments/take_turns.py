@@ -23,6 +23,13 @@ gpu__time_duration.sum python -m experiments.take_turns --profile
 
 Prediction: predictions/take-turns-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-take-turns-nvidia-h200.json, H200, both cuBLAS in the run; ncu-take-turns-
+nvidia-h200.txt) found no gain: the turns ran 1.033× step 18 at 2048³, 0.992× at 4096³, 0.990× at 8192³, 0.987× at
+5120×2560×4096 and 0.970× at 3001×2999×1531 (predicted 1.00–1.20: held at 2048³ only), at the same error, and the
+tensor pipe was busy 74.0 % of the turns' active cycles against 75.1 % of step 18's in the same profile (predicted
+83–93 %). So the two consumers' waits falling together is not what leaves the pipe idle. ``Config.TAKE_TURNS`` and
+its test were removed in the commit after 84056f2; this script runs at 84056f2 (``git checkout 84056f2``).
+
     python -m experiments.take_turns [OUT.json]   # default experiments/results/experiment-take-turns-<gpu>.json
 """
 

@@ -65,7 +65,7 @@ from numba import cuda, float32, uint32, uint64
 from ..toolkit.intrinsics import divide_u32, load_float4, store_float4, wait_for_previous_grid
 from ..toolkit.kernel_tools import SHARED_ALIGN, ceil_div, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
-                                    mbarrier_wait, named_barrier_arrive, named_barrier_sync, tensor_map_acquire)
+                                    mbarrier_wait, tensor_map_acquire)
 from ..toolkit.tensor_core_ops import split_tf32_scaled
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
@@ -88,16 +88,13 @@ REQUIRES_COMPUTE_CAPABILITY = (9, 0)
 BIG_SCALE = float32(2.0 ** 11)
 #: … and the store takes the scale off, once.
 UNSCALE = float32(2.0 ** -11)
-#: TAKE_TURNS: consumer w waits at hardware barrier TURN_BARRIER + w for the other's turn (0 is __syncthreads').
-TURN_BARRIER = 1
 
 
 def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, a_map, b_map, partials, *,
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   TAKE_TURNS):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
     its rows mod 4 (see the module's docstring)."""
@@ -192,8 +189,6 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                     b_small[s][q] = operand_bits(x_small)
                     b_big_scaled[s][q] = operand_bits(x_big * BIG_SCALE)
             warpgroup_fence()
-            if TAKE_TURNS and (warpgroup == 1 or u > 0):  # consumer 1 issues k-tile u after consumer 0 has, and 0
-                named_barrier_sync(TURN_BARRIER + warpgroup, 256)  # k-tile u after 1 has issued u − 1
             for s in unroll(K_STEPS):  # the small products first: the sum is still small when they are added
                 a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
                 a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
@@ -205,8 +200,6 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                 fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
                                    b_big_scaled[s][3], a_big, fresh, 1)
             warpgroup_commit()
-            if TAKE_TURNS and (warpgroup == 0 or u + 1 < k_tiles):  # the other consumer's turn: its products queue
-                named_barrier_arrive(TURN_BARRIER + 1 - warpgroup, 256)  # behind these, and run while this one waits
             fresh = warpgroup_wait_all(fresh)  # the k-tile's products are in: its fragments and stage are free
             total = add_accumulators(total, fresh)
             if lane == 0:
@@ -337,11 +330,6 @@ class Config(StepConfig):
     # its row), bring a k-tile as four boxes of BLOCK_K / 4 rows, block r of the stage holding k-rows r, r + 4, …;
     # the consumers' fragment reads step by the two pitches below and add (r·N) % 4. No copy of B first.
     B_ROWS_MOD_4: bool = False
-    # The two consumers take turns issuing a k-tile's twelve wgmma (named barriers, as step 19 orders whole tiles), so
-    # one consumer's products run while the other waits for all of its own and adds them to ``total``: without the
-    # order both wait at once, and the tensor pipe idled 25 % of step 18's cycles (experiments/step_18_stalls.py).
-    # Off until measured (experiments/take_turns.py).
-    TAKE_TURNS: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
@@ -442,8 +430,6 @@ class Config(StepConfig):
     def problems(self) -> list[str]:
         if self.B_ROWS_MOD_4 and not self.PARTIAL_TILES:
             return ["B_ROWS_MOD_4 is a PARTIAL_TILES build (its maps' boxes reach past B's last columns and rows)"]
-        if self.TAKE_TURNS and self.BLOCK_N != 128:
-            return ["TAKE_TURNS orders two consumer warpgroups: BLOCK_N = 128"]
         warpgroups = self.BLOCK_N // 64
         if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
