@@ -25,6 +25,18 @@ gpu__time_duration.sum python -m experiments.deeper_ring --profile
 
 Prediction: predictions/deeper-ring-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-deeper-ring-nvidia-h200.json, H200, both cuBLAS in the run; ncu-deeper-ring-
+nvidia-h200.txt) found both five-stage builds slower: 0.79–0.84× step 18 at every shape (split 2 behind: 0.807×,
+0.791×, 0.837×, 0.799×, 0.830× at 2048³, 4096³, 8192³, 5120×2560×4096, 3001×2999×1531; split 3 behind within 0.005
+of it; predicted 0.98–1.15: every range missed), the same error; the tensor pipe busy 52.5 % of the five-stage build's
+active cycles against 66.5 % of step 18's in the same profile (predicted 78–88 %). The build changed two things, not
+one: the copies' lead, and a wait that ties the split of k-tile u to the consumers' release of k-tile u − 3 (the
+shipped split waits only for its copy) — so the run does not say whether the copies land late. Step 18 as shipped
+also ran slower than in the run before (104.0 TFLOPS at 4096³ against 113.3 in experiment-take-turns-nvidia-h200.json,
+a fresh machine; this run's step 18 had the SMALL_STAGES code, whose PTX has 13 more instructions: the two causes
+were not separated). SMALL_STAGES and its test were removed in the commit after b406c59 (step 18's file as at
+e32083b); this script runs at b406c59 (``git checkout b406c59``).
+
     python -m experiments.deeper_ring [OUT.json]   # default experiments/results/experiment-deeper-ring-<gpu>.json
 """
 

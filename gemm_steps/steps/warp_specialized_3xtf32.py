@@ -94,8 +94,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   SMALL_STAGES):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
     its rows mod 4 (see the module's docstring)."""
@@ -144,20 +143,16 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
         for t in range(k_tiles + SPLIT_BEHIND):
             u = t - SPLIT_BEHIND  # split k-tile u, SPLIT_BEHIND behind the copies …
             if u >= 0:
-                stage, small_at = u % STAGES, SMALL_BASE + u % SMALL_STAGES * A_STAGE_FLOATS
+                stage = u % STAGES
                 mbarrier_wait(barriers, stage, uint32(u // STAGES % 2))  # its bytes have landed
-                if SMALL_STAGES < STAGES and u >= SMALL_STAGES:  # fewer small buffers than stages: k-tile u's
-                    v = u - SMALL_STAGES  # buffer is k-tile v's, free once every consumer warp released v
-                    mbarrier_wait(barriers, 2 * STAGES + v % STAGES, uint32(v // STAGES % 2))
                 for e in unroll(SPLIT_VECTORS):  # 16-byte vectors, a warp's 512 consecutive bytes at a time
-                    within = (e * PRODUCER_THREADS + p) * 4
-                    at = stage * A_STAGE_FLOATS + within
+                    at = stage * A_STAGE_FLOATS + (e * PRODUCER_THREADS + p) * 4
                     x = load_float4(tiles, at)
                     big, small = registers(4), registers(4)
                     for q in unroll(4):
                         big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
                     store_float4(tiles, at, big[0], big[1], big[2], big[3])  # over the stage (the swizzle moves
-                    store_float4(tiles, small_at + within, small[0], small[1], small[2], small[3])  # 16-byte chunks)
+                    store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])  # 16-byte chunks)
                 fence_proxy_async()  # these writes → visible to the tensor core's reads
                 mbarrier_arrive(barriers, STAGES + stage)
             if p == 0 and t < k_tiles:  # … then copy k-tile t once its stage is empty
@@ -196,7 +191,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
             warpgroup_fence()
             for s in unroll(K_STEPS):  # the small products first: the sum is still small when they are added
                 a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
-                a_small = swizzled_descriptor(base + ((SMALL_BASE + u % SMALL_STAGES * A_STAGE_FLOATS) * 4 + s * 32))
+                a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
                 fresh = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
                                    fresh, 0 if s == 0 else 1)
                 fresh = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small, fresh, 1)
@@ -318,11 +313,6 @@ class Config(StepConfig):
     THREAD_N: int = 8  # columns of C per thread
     MIN_BLOCKS_PER_SM: int = 1  # launch_bounds occupancy hint (0 = none)
     STAGES: int = 4  # four k-tiles in flight (step 17's)
-    # Buffers of A's small parts (k-tile u's is u % SMALL_STAGES): one a stage, or fewer (then the split of k-tile u
-    # waits until the consumers released k-tile u − SMALL_STAGES, whose buffer it reuses), which leaves shared memory
-    # for another stage (experiments/deeper_ring.py).
-    SMALL_STAGES: int = 4
-    SPLIT_BEHIND: int = 2  # k-tiles the producer's split of A runs behind its copies (2 beat 3: specialized_3xtf32_bench)
     GROUP_M: int = 8  # tile-rows per group in the tile order (1 = row-major)
     PRODUCER_THREADS: int = 128  # one producer warpgroup beside the consumers: it only issues the copies
     # Registers a thread keeps in each role after the hand-off (setmaxnreg: 24–256, multiples of 8). Three warpgroups
@@ -402,12 +392,16 @@ class Config(StepConfig):
         return 3 * self.STAGES  # full[s], ready[s] (A's small parts split) and empty[s]
 
     @property
-    def EXTRA_SHARED_FLOATS(self) -> int:  # the buffers of A's small parts + first_aligned's slack
-        return self.SMALL_STAGES * self.A_STAGE_FLOATS + SWIZZLE_ALIGN // 4
+    def EXTRA_SHARED_FLOATS(self) -> int:  # a buffer of A's small parts per stage + first_aligned's slack
+        return self.STAGES * self.A_STAGE_FLOATS + SWIZZLE_ALIGN // 4
 
     @property
     def SMALL_BASE(self) -> int:  # where the small parts' buffers start: after the stages, 1,024-byte aligned
         return self.STAGES * (self.A_STAGE_FLOATS + self.B_STAGE_FLOATS)
+
+    @property
+    def SPLIT_BEHIND(self) -> int:  # k-tiles the producer's split of A runs behind its copies
+        return self.STAGES - 2
 
     @property
     def SPLIT_VECTORS(self) -> int:  # 16-byte vectors a producer thread splits per k-tile
@@ -436,8 +430,6 @@ class Config(StepConfig):
     def problems(self) -> list[str]:
         if self.B_ROWS_MOD_4 and not self.PARTIAL_TILES:
             return ["B_ROWS_MOD_4 is a PARTIAL_TILES build (its maps' boxes reach past B's last columns and rows)"]
-        if not (1 <= self.SPLIT_BEHIND < self.STAGES and 1 <= self.SMALL_STAGES <= self.STAGES):
-            return ["needs 1 <= SPLIT_BEHIND < STAGES and 1 <= SMALL_STAGES <= STAGES"]
         warpgroups = self.BLOCK_N // 64
         if (warpgroups * 64 != self.BLOCK_N or self.THREADS != 128 * warpgroups or self.BLOCK_M % 8
                 or not 8 <= self.BLOCK_M <= 256 or self.BLOCK_K != 32):
