@@ -208,16 +208,18 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 #
 # ## What is left
 #
-# Each of these attacks the consumers' serial stretch; none is built:
+# Each of these attacks the consumers' serial stretch; the first two are not built, the third was measured:
 #
 # * **Load the next k-tile's fragments while this one's wgmma run.** It needs registers for a second set of
 #   fragments beside the two accumulator sets.
 # * **The producer splits B too**, into shared memory beside A's parts, so the consumers stop loading and splitting
 #   fragments and both wgmma operands come from shared memory. By the count above that adds bytes to a k-tile, and
 #   by that count shared memory is the wall this design would meet at the tensor core's full rate.
-# * **Ping-pong consumers**: order the two warpgroups with named barriers (or give each its own tile of a persistent
-#   grid, the issue's design) so that one issues its wgmma while the other does its serial work — the *neither*
-#   share is what that removes.
+# * **Ping-pong consumers**: order the two warpgroups with named barriers so that one issues a k-tile's wgmma while
+#   the other does its serial work. Built and timed against this step in one run (`experiments/take_turns.py`, its
+#   prediction written before the run): no faster at 4096³ or 8192³, and Nsight Compute found the tensor core no
+#   busier — the order alone does not remove the *neither* share. Giving each consumer its own tile of a persistent
+#   grid (lesson 19's design) is another change, not measured on this step.
 #
 # `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
