@@ -14,6 +14,15 @@ Shapes: 2048³, 4096³, 8192³ and 5120×2560×4096, whole tiles (the kernel has
 
 Prediction: predictions/small-ring-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-small-ring-nvidia-h200.json, H200, both cuBLAS in the run) found every ring
+slower than step 18: the small-ring kernel with step 18's own ring (``ring_4_4``) 0.87–0.95× (predicted 0.97–1.03:
+missed — its few more index instructions a k-tile cost that much; it also explains step 18's low number in
+deeper_ring's run), the reuse wait alone 0.91–0.93× (predicted 0.78–0.97: held), the fifth stage alone 0.87–0.89×
+(predicted 0.97–1.10: missed; a ring of five also turns the ring's index arithmetic from masks into divisions, not
+separated). So the copies' lead is not shown to matter, and step 18 is sensitive to its loops' instruction counts.
+The kernel (experiments/kernels/small_ring.py) and its test were removed in the commit after a5641d1; this script runs
+at a5641d1 (``git checkout a5641d1``).
+
     python -m experiments.small_ring [OUT.json]   # default experiments/results/experiment-small-ring-<gpu>.json
 """
 

@@ -19,6 +19,13 @@ Timed in one run, both cuBLAS beside them: step 18 and its TRUNCATED_A build at 
 
 Prediction: predictions/truncated-a-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-truncated-a-nvidia-h200.json, H200, both cuBLAS in the run): 1.021–1.035× step 18
+at 2048³, 4096³, 5120×2560×4096 and 3001×2999×1531 (predicted 1.00–1.10: held), 0.997× at 8192³ (predicted 1.00–1.08:
+missed; it ran at 1,741 MHz against step 18's 1,802 under the power limit — about 1.03× per clock); its error 1.08–1.43×
+step 18's (predicted 1.2–2.0: one below), 0.23–0.50× cuBLAS SGEMM's (0.504 at 5120×2560×4096, just over the 0.5 asked).
+Not adopted (the rule asked ≥ 1.03× at 4096³ and 8192³). ``Config.TRUNCATED_A`` and its test were removed in the
+commit after 4f28378; this script runs at 4f28378 (``git checkout 4f28378``).
+
     python -m experiments.truncated_a [OUT.json]   # default experiments/results/experiment-truncated-a-<gpu>.json
 """
 

@@ -66,7 +66,7 @@ from ..toolkit.intrinsics import divide_u32, load_float4, store_float4, wait_for
 from ..toolkit.kernel_tools import SHARED_ALIGN, ceil_div, kernel
 from ..toolkit.mbarrier_ops import (copy_tile, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
                                     mbarrier_wait, tensor_map_acquire)
-from ..toolkit.tensor_core_ops import below_tf32, split_tf32_scaled
+from ..toolkit.tensor_core_ops import split_tf32_scaled
 from ..toolkit.tile_config import StepConfig, TileConfig
 from ..toolkit.tma_tiles import SplitKTmaTiles
 from ..toolkit.tuned import Tuning, default_config
@@ -94,8 +94,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   TRUNCATED_A):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
     its rows mod 4 (see the module's docstring)."""
@@ -151,12 +150,8 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                     x = load_float4(tiles, at)
                     big, small = registers(4), registers(4)
                     for q in unroll(4):
-                        if TRUNCATED_A:  # big: A as the tensor core reads it (truncated); small·2^11, exact
-                            small[q] = below_tf32(x[q]) * BIG_SCALE
-                        else:
-                            big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
-                    if not TRUNCATED_A:
-                        store_float4(tiles, at, big[0], big[1], big[2], big[3])  # over the stage (the swizzle moves
+                        big[q], small[q] = split_tf32_scaled(x[q])  # big rounded to TF32, small·2^11
+                    store_float4(tiles, at, big[0], big[1], big[2], big[3])  # over the stage (the swizzle moves
                     store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])  # 16-byte chunks)
                 fence_proxy_async()  # these writes → visible to the tensor core's reads
                 mbarrier_arrive(barriers, STAGES + stage)
@@ -335,11 +330,6 @@ class Config(StepConfig):
     # its row), bring a k-tile as four boxes of BLOCK_K / 4 rows, block r of the stage holding k-rows r, r + 4, …;
     # the consumers' fragment reads step by the two pitches below and add (r·N) % 4. No copy of B first.
     B_ROWS_MOD_4: bool = False
-    # A's big part as the tensor core reads the float32 the copy engine left (truncated to TF32) instead of rounded
-    # and written over the stage: the producer writes only the small parts, 16 KB a k-tile less shared-memory traffic
-    # (the small parts are exact either way; truncation doubles what their own truncation drops). Off until measured
-    # (experiments/truncated_a.py).
-    TRUNCATED_A: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
