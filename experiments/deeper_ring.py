@@ -33,8 +33,8 @@ active cycles against 66.5 % of step 18's in the same profile (predicted 78–88
 one: the copies' lead, and a wait that ties the split of k-tile u to the consumers' release of k-tile u − 3 (the
 shipped split waits only for its copy) — so the run does not say whether the copies land late. Step 18 as shipped
 also ran slower than in the run before (104.0 TFLOPS at 4096³ against 113.3 in experiment-take-turns-nvidia-h200.json,
-a fresh machine; this run's step 18 had the SMALL_STAGES code, whose PTX has 13 more instructions: the two causes
-were not separated). SMALL_STAGES and its test were removed in the commit after b406c59 (step 18's file as at
+a fresh machine; this run's step 18 had the SMALL_STAGES code, whose PTX has 13 more instructions; separated by
+experiments/small_ring.py: that code alone ran 0.87–0.95× step 18). SMALL_STAGES and its test were removed in the commit after b406c59 (step 18's file as at
 e32083b); this script runs at b406c59 (``git checkout b406c59``).
 
     python -m experiments.deeper_ring [OUT.json]   # default experiments/results/experiment-deeper-ring-<gpu>.json
