@@ -218,8 +218,10 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # * **Ping-pong consumers**: order the two warpgroups with named barriers so that one issues a k-tile's wgmma while
 #   the other does its serial work. Built and timed against this step in one run (`experiments/take_turns.py`, its
 #   prediction written before the run): no faster at 4096³ or 8192³, and Nsight Compute found the tensor core no
-#   busier — the order alone does not remove the *neither* share. Giving each consumer its own tile of a persistent
-#   grid (lesson 19's design) is another change, not measured on this step.
+#   busier — ordering when the products are issued does not remove the *neither* share. Why is not measured: a
+#   stretch may outlast the other consumer's products, or the two consumers' products may run interleaved whatever
+#   the order of issue; a timeline of that build would tell. Giving each consumer its own tile of a persistent grid
+#   (lesson 19's design) is another change, not measured on this step.
 #
 # Three changes to the producer's side were measured and not kept either (experiments/README.md): a fifth stage in
 # the ring, fewer buffers of A's small parts, and leaving A's big part for the tensor core to truncate (a few percent
