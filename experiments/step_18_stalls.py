@@ -90,8 +90,11 @@ def stalls(path: Path) -> dict:
     for row in body:
         by_opcode[opcode(row[source])] += int(_number(row[samples]))
     top = sorted(body, key=lambda row: -_number(row[samples]))[:TOP]
-    loop = sum(int(_number(row[samples])) for row in body if _number(row[executed]) == CONSUMER_LOOP_EXECUTIONS)
+    in_loop = [row for row in body if _number(row[executed]) == CONSUMER_LOOP_EXECUTIONS]
+    loop = sum(int(_number(row[samples])) for row in in_loop)
+    loop_opcodes = Counter(opcode(row[source]).split(".")[0] for row in in_loop)
     return {"samples": total, "consumer_loop_samples": loop,
+            "consumer_loop_instructions": {"count": len(in_loop), "by_opcode": dict(loop_opcodes.most_common())},
             "by_opcode": {op: {"samples": n, "share": n / total} for op, n in by_opcode.most_common(12)},
             "top": [{"sass": row[source].strip(), "samples": int(_number(row[samples])),
                      "share": _number(row[samples]) / total, "executed": int(_number(row[executed]))}
