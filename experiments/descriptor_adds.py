@@ -13,6 +13,11 @@ Timed in one run, both cuBLAS beside them: step 18 and its DESCRIPTOR_ADDS build
 
 Prediction: predictions/descriptor-adds-before-run.md (committed before this script's first run).
 
+**Historical.** The run (experiment-descriptor-adds-nvidia-h200.json, H200, both cuBLAS in the run): 1.049× step 18 at
+2048³, 1.014× at 4096³, 1.009× at 8192³, 1.007× and 1.005× at the other two (every range held), the same error. Not
+adopted (the rule asked ≥ 1.02× at 4096³ and 8192³; below 3 % a single run does not settle it). ``Config.DESCRIPTOR_ADDS``
+and its test were removed in the commit after 1fa1eaa; this script runs at 1fa1eaa (``git checkout 1fa1eaa``).
+
     python -m experiments.descriptor_adds [OUT.json]   # default experiments/results/experiment-descriptor-adds-<gpu>.json
 """
 

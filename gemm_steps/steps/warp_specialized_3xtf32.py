@@ -94,8 +94,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   DESCRIPTOR_ADDS):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
     its rows mod 4 (see the module's docstring)."""
@@ -190,23 +189,14 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                     b_small[s][q] = operand_bits(x_small)
                     b_big_scaled[s][q] = operand_bits(x_big * BIG_SCALE)
             warpgroup_fence()
-            if DESCRIPTOR_ADDS:  # the stage's two descriptors once; k-step s's are 2·s on (32 bytes, in 16-byte units)
-                a_big_0 = swizzled_descriptor(base + stage * A_STAGE_FLOATS * 4)
-                a_small_0 = swizzled_descriptor(base + (SMALL_BASE + stage * A_STAGE_FLOATS) * 4)
             for s in unroll(K_STEPS):  # the small products first: the sum is still small when they are added
-                if DESCRIPTOR_ADDS:
-                    a_big, a_small = a_big_0 + uint64(2 * s), a_small_0 + uint64(2 * s)
-                else:
-                    a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
-                    a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                a_small = swizzled_descriptor(base + ((SMALL_BASE + stage * A_STAGE_FLOATS) * 4 + s * 32))
                 fresh = wgmma_tf32(tiles, b_small[s][0], b_small[s][1], b_small[s][2], b_small[s][3], a_big,
                                    fresh, 0 if s == 0 else 1)
                 fresh = wgmma_tf32(tiles, b_big[s][0], b_big[s][1], b_big[s][2], b_big[s][3], a_small, fresh, 1)
             for s in unroll(K_STEPS):  # then big·big
-                if DESCRIPTOR_ADDS:
-                    a_big = a_big_0 + uint64(2 * s)
-                else:
-                    a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
+                a_big = swizzled_descriptor(base + (stage * A_STAGE_FLOATS * 4 + s * 32))
                 fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
                                    b_big_scaled[s][3], a_big, fresh, 1)
             warpgroup_commit()
@@ -340,11 +330,6 @@ class Config(StepConfig):
     # its row), bring a k-tile as four boxes of BLOCK_K / 4 rows, block r of the stage holding k-rows r, r + 4, …;
     # the consumers' fragment reads step by the two pitches below and add (r·N) % 4. No copy of B first.
     B_ROWS_MOD_4: bool = False
-    # The consumers' A descriptors: a stage's two (big, small) encoded once a k-tile and k-step s's made by adding 2·s
-    # (its 32 bytes in the descriptor's 16-byte units), instead of encoding all twelve: the same descriptors, fewer
-    # instructions in the consumers' loop (experiments/step_18_stalls.py: 279 a warp a k-tile, ~85 of them on the
-    # uniform datapath). Off until measured (experiments/descriptor_adds.py).
-    DESCRIPTOR_ADDS: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
