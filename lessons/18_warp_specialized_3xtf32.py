@@ -225,8 +225,9 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 #
 # Three changes to the producer's side were measured and not kept either (experiments/README.md): a fifth stage in
 # the ring, fewer buffers of A's small parts, and leaving A's big part for the tensor core to truncate (a few percent
-# where the clock holds, nothing at 8192³ under the power limit). One finding from them: a handful of extra index
-# instructions in the loops cost this step more than any of the changes gained (`experiments/small_ring.py`).
+# where the clock holds, nothing at 8192³ under the power limit); so was one on the consumers' side, making each
+# k-step's descriptors by an add (no more than a run's spread at 4096³ and 8192³). One finding from them: a handful of
+# extra index instructions in the loops cost this step more than any of the changes gained (`experiments/small_ring.py`).
 #
 # `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
