@@ -132,3 +132,55 @@ def without_partial_build(step_name: str, build_name: str):
     extra = {"slices": module.slices, "reduce": module.add_slices_kernel} if hasattr(module, "slices") else {}
     return type(built)(build_name, built.function, replace(built.config, PARTIAL_TILES=False), edge=built.edge_source,
                        requires_compute_capability=module.REQUIRES_COMPUTE_CAPABILITY, **extra)
+
+
+def flag_summary(shipped: str, variant: str):
+    """A ``summarize`` for :func:`run_and_save` of one step against a build of it with one configuration field
+    changed: per shape both builds' TFLOPS, SM clocks and errors, the variant's speed and error over the shipped
+    build's, and each build's speed over cuBLAS SGEMM and error over cuBLAS SGEMM's."""
+    def summary(results: dict) -> dict:
+        out = {}
+        for shape, rows in records_by_shape(results).items():
+            t = {name: r.get("tflops") for name, r in rows.items()}
+            err = {name: r.get("sampled_rel_error_fp64") for name, r in rows.items()}
+            out[shape] = {"tflops": t,
+                          "clock_mhz": {name: r.get("sm_clock_mhz_median") for name, r in rows.items()},
+                          "error": err,
+                          "variant_over_shipped": ratio(t.get(variant), t.get(shipped)),
+                          "error_over_shipped": ratio(err.get(variant), err.get(shipped)),
+                          "error_over_cublas_sgemm": {name: ratio(err.get(name), err.get("cublas"))
+                                                      for name in (shipped, variant)},
+                          "over_cublas_sgemm": {name: ratio(t.get(name), t.get("cublas")) for name in (shipped, variant)}}
+        return out
+    return summary
+
+
+def time_config_flag(step_name: str, field: str, value, sizes, topic: str, experiment: str, argv: list[str],
+                     repeats: int = 30) -> dict:
+    """Time a step as shipped against its build with ``Config.<field> = value`` (one change) in one run, both cuBLAS
+    beside them, at ``sizes``; save the run (``experiment-<topic>-<gpu>.json``, or ``argv[1]``) with
+    :func:`flag_summary`'s summary and print one line a shape. The step's tuned configuration is the starting point."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from gemm_steps.harness.step import get_step
+    from gemm_steps.toolkit.tuned import default_config
+
+    step = get_step(step_name)
+    require_gpu(f"experiments/{topic.replace('-', '_')}.py")
+    out = output_path(topic, argv[1] if len(argv) > 1 else None)
+    config = step.module.Config.of(default_config(step.module.SEARCH_SPACE))
+    variant = f"{step_name}@{field.lower()}"
+    builds = {step_name: step.module.build(config), variant: step.module.build(replace(config, **{field: value}))}
+    entries = [SimpleNamespace(name=name, number=step.number, arithmetic=step.module.ARITHMETIC, launch=built.launch,
+                               config={}) for name, built in builds.items()]
+    results = run_and_save(entries, sizes, out, experiment, flag_summary(step_name, variant), repeats=repeats,
+                           width=len(variant) + 2)
+    nan = float("nan")
+    for shape, row in results["summary"].items():
+        over = row["over_cublas_sgemm"]
+        print(f"{shape:16s} {field}/shipped {row['variant_over_shipped'] or nan:.3f} (error "
+              f"{row['error_over_shipped'] or nan:.2f}×)  over cuBLAS SGEMM: shipped {over[step_name] or nan:.2f}, "
+              f"{field} {over[variant] or nan:.2f}")
+    print(f"wrote {out}")
+    return results
