@@ -134,33 +134,33 @@ def without_partial_build(step_name: str, build_name: str):
                        requires_compute_capability=module.REQUIRES_COMPUTE_CAPABILITY, **extra)
 
 
-def flag_summary(shipped: str, variant: str):
-    """A ``summarize`` for :func:`run_and_save` of one step against a build of it with one configuration field
-    changed: per shape both builds' TFLOPS, SM clocks and errors, the variant's speed and error over the shipped
-    build's, and each build's speed over cuBLAS SGEMM and error over cuBLAS SGEMM's."""
+
+def over_shipped_summary(shipped: str, variants: list[str]):
+    """A ``summarize`` for :func:`run_and_save` of one step against builds of it: per shape every entry's TFLOPS, SM
+    clock and error; each variant's speed and error over the shipped build's; each build's speed over cuBLAS SGEMM
+    and error over cuBLAS SGEMM's."""
     def summary(results: dict) -> dict:
         out = {}
         for shape, rows in records_by_shape(results).items():
             t = {name: r.get("tflops") for name, r in rows.items()}
             err = {name: r.get("sampled_rel_error_fp64") for name, r in rows.items()}
+            builds = [shipped, *variants]
             out[shape] = {"tflops": t,
                           "clock_mhz": {name: r.get("sm_clock_mhz_median") for name, r in rows.items()},
                           "error": err,
-                          "variant_over_shipped": ratio(t.get(variant), t.get(shipped)),
-                          "error_over_shipped": ratio(err.get(variant), err.get(shipped)),
-                          "error_over_cublas_sgemm": {name: ratio(err.get(name), err.get("cublas"))
-                                                      for name in (shipped, variant)},
-                          "over_cublas_sgemm": {name: ratio(t.get(name), t.get("cublas")) for name in (shipped, variant)}}
+                          "over_shipped": {v: ratio(t.get(v), t.get(shipped)) for v in variants},
+                          "error_over_shipped": {v: ratio(err.get(v), err.get(shipped)) for v in variants},
+                          "error_over_cublas_sgemm": {name: ratio(err.get(name), err.get("cublas")) for name in builds},
+                          "over_cublas_sgemm": {name: ratio(t.get(name), t.get("cublas")) for name in builds}}
         return out
     return summary
 
 
-def time_config_flag(step_name: str, field: str, value, sizes, topic: str, experiment: str, argv: list[str],
-                     repeats: int = 30) -> dict:
-    """Time a step as shipped against its build with ``Config.<field> = value`` (one change) in one run, both cuBLAS
-    beside them, at ``sizes``; save the run (``experiment-<topic>-<gpu>.json``, or ``argv[1]``) with
-    :func:`flag_summary`'s summary and print one line a shape. The step's tuned configuration is the starting point."""
-    from dataclasses import replace
+def time_against_shipped(step_name: str, variants: dict, sizes, topic: str, experiment: str, argv: list[str],
+                         repeats: int = 30) -> dict:
+    """Time a step as shipped (its tuned configuration) against ``variants`` (``{name: built kernels}``) in one run,
+    both cuBLAS beside them, at ``sizes``; save the run (``experiment-<topic>-<gpu>.json``, or ``argv[1]``) with
+    :func:`over_shipped_summary`'s summary and print one line a shape and variant."""
     from types import SimpleNamespace
 
     from gemm_steps.harness.step import get_step
@@ -169,18 +169,16 @@ def time_config_flag(step_name: str, field: str, value, sizes, topic: str, exper
     step = get_step(step_name)
     require_gpu(f"experiments/{topic.replace('-', '_')}.py")
     out = output_path(topic, argv[1] if len(argv) > 1 else None)
-    config = step.module.Config.of(default_config(step.module.SEARCH_SPACE))
-    variant = f"{step_name}@{field.lower()}"
-    builds = {step_name: step.module.build(config), variant: step.module.build(replace(config, **{field: value}))}
+    builds = {step_name: step.module.build(default_config(step.module.SEARCH_SPACE)), **variants}
     entries = [SimpleNamespace(name=name, number=step.number, arithmetic=step.module.ARITHMETIC, launch=built.launch,
                                config={}) for name, built in builds.items()]
-    results = run_and_save(entries, sizes, out, experiment, flag_summary(step_name, variant), repeats=repeats,
-                           width=len(variant) + 2)
+    results = run_and_save(entries, sizes, out, experiment, over_shipped_summary(step_name, list(variants)),
+                           repeats=repeats, width=max(map(len, builds)) + 2)
     nan = float("nan")
     for shape, row in results["summary"].items():
-        over = row["over_cublas_sgemm"]
-        print(f"{shape:16s} {field}/shipped {row['variant_over_shipped'] or nan:.3f} (error "
-              f"{row['error_over_shipped'] or nan:.2f}×)  over cuBLAS SGEMM: shipped {over[step_name] or nan:.2f}, "
-              f"{field} {over[variant] or nan:.2f}")
+        for name in variants:
+            print(f"{shape:16s} {name:{max(map(len, variants))}s} over shipped {row['over_shipped'][name] or nan:.3f} "
+                  f"(error {row['error_over_shipped'][name] or nan:.2f}×)  over cuBLAS SGEMM: shipped "
+                  f"{row['over_cublas_sgemm'][step_name] or nan:.2f}, this {row['over_cublas_sgemm'][name] or nan:.2f}")
     print(f"wrote {out}")
     return results

@@ -94,8 +94,7 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                                    BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                                    BARRIERS, A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, STAGE_BYTES,
                                    GROUP_M, CONSUMERS, PRODUCER_THREADS, SPLIT_BEHIND, SPLIT_VECTORS, PRODUCER_REGISTERS,
-                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS,
-                                   PREFETCH_B):
+                                   CONSUMER_REGISTERS, PARTIAL_TILES, B_ROWS_MOD_4, B_LANE_PITCH, B_QUAD_PITCH, THREADS):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces.
     PARTIAL_TILES: the build whose grid covers every tile, partial ones too; B_ROWS_MOD_4: the build that reads B by
     its rows mod 4 (see the module's docstring)."""
@@ -178,23 +177,13 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
         total = zero_accumulators(ACCUMULATORS)  # 2^11 × the running sum of C: rounded float32 adds only
         fresh = zero_accumulators(ACCUMULATORS)  # 2^11 × one k-tile's products (the tensor core's sum)
         b_big, b_small, b_big_scaled = registers(K_STEPS, 4), registers(K_STEPS, 4), registers(K_STEPS, 4)
-        raw = registers(K_STEPS, 4)  # PREFETCH_B: a k-tile's B values, read while the k-tile before multiplies
-        if PREFETCH_B:  # k-tile 0's, here
-            mbarrier_wait(barriers, STAGES, uint32(0))
-            for s in unroll(K_STEPS):
-                for q in unroll(4):
-                    raw[s][q] = tiles[B_BASE + fragment_at + ((s * 2 + q // 2) * B_QUAD_PITCH + q % 2 * 8)]
         for u in range(k_tiles):
             stage = u % STAGES
             stage_b = uint32(B_BASE + stage * B_STAGE_FLOATS)
-            if not PREFETCH_B:
-                mbarrier_wait(barriers, STAGES + stage, uint32(u // STAGES % 2))  # A split, B landed
+            mbarrier_wait(barriers, STAGES + stage, uint32(u // STAGES % 2))  # A split, B landed
             for s in unroll(K_STEPS):  # Bᵀ's fragments of the k-tile: big, small·2^11, and big·2^11 for big·big
                 for q in unroll(4):
-                    if PREFETCH_B:
-                        x = raw[s][q]
-                    else:
-                        x = tiles[stage_b + fragment_at + ((s * 2 + q // 2) * B_QUAD_PITCH + q % 2 * 8)]
+                    x = tiles[stage_b + fragment_at + ((s * 2 + q // 2) * B_QUAD_PITCH + q % 2 * 8)]
                     x_big, x_small = split_tf32_scaled(x)
                     b_big[s][q] = operand_bits(x_big)
                     b_small[s][q] = operand_bits(x_small)
@@ -211,13 +200,6 @@ def warp_specialized_3xtf32_kernel(a, b, c, m, n, k, full_row_blocks, full_col_b
                 fresh = wgmma_tf32(tiles, b_big_scaled[s][0], b_big_scaled[s][1], b_big_scaled[s][2],
                                    b_big_scaled[s][3], a_big, fresh, 1)
             warpgroup_commit()
-            if PREFETCH_B and u + 1 < k_tiles:  # k-tile u + 1's B values, read while k-tile u's products run
-                after = (u + 1) % STAGES
-                mbarrier_wait(barriers, STAGES + after, uint32((u + 1) // STAGES % 2))  # A split, B landed
-                for s in unroll(K_STEPS):
-                    for q in unroll(4):
-                        raw[s][q] = tiles[uint32(B_BASE + after * B_STAGE_FLOATS) + fragment_at
-                                          + ((s * 2 + q // 2) * B_QUAD_PITCH + q % 2 * 8)]
             fresh = warpgroup_wait_all(fresh)  # the k-tile's products are in: its fragments and stage are free
             total = add_accumulators(total, fresh)
             if lane == 0:
@@ -348,12 +330,6 @@ class Config(StepConfig):
     # its row), bring a k-tile as four boxes of BLOCK_K / 4 rows, block r of the stage holding k-rows r, r + 4, …;
     # the consumers' fragment reads step by the two pitches below and add (r·N) % 4. No copy of B first.
     B_ROWS_MOD_4: bool = False
-    # The consumers read k-tile u + 1's B values from its stage (16 LDS a thread, into 16 more registers) after issuing
-    # k-tile u's products and before waiting for them, instead of after: the ready barrier's wait and the loads'
-    # latency leave the stretch in which both consumers may have no product running (experiments/step_18_stalls.py:
-    # the tensor pipe idle a quarter of the time; the loads' first use among the top stalls). The same arithmetic.
-    # Off until measured (experiments/prefetch_b.py).
-    PREFETCH_B: bool = False
 
     @property
     def THREADS(self) -> int:  # one thread per THREAD_M × THREAD_N block of C
