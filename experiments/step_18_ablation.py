@@ -16,6 +16,15 @@ arithmetic), and all three off (the copies and the tensor core alone).
 
 Prediction: predictions/step-18-ablation-before-run.md (committed before this script's first run).
 
+Measured (``experiment-step-18-ablation-nvidia-h200.json``, H200, 2026-11-30, one run; speed over step 18 at
+2048³ / 4096³ / 8192³): the control 1.002 / 0.999 / 1.001; SPLIT_A off **1.177 / 1.172 / 1.165**; SPLIT_B off 1.107 /
+1.060 / 1.055; FOLD off 1.100 / 1.055 / 1.046; SPLIT_B and FOLD off 1.176 / 1.143 / 1.124; all three off 1.275 /
+1.248 / 1.241 (2.82× cuBLAS SGEMM at 4096³: its 144 TFLOPS are three TF32 products of 433, 1.09× cuBLAS TF32's in
+the same run). The prediction held for the control, SPLIT_A and all three; the consumers' parts cost more than it
+said (above its ranges at 2048³, and SPLIT_B with FOLD at all three). The producer's split is the largest single
+part; the consumers' two together come close to it; the three are not additive (1.17 × 1.14 would be 1.34, all
+three off gave 1.25: the tensor core's own time is near). experiments/presplit_a.py attacks the first.
+
     python -m experiments.step_18_ablation [OUT.json]   # default experiments/results/experiment-step-18-ablation-<gpu>.json
 """
 
