@@ -159,8 +159,12 @@ def over_shipped_summary(shipped: str, variants: list[str]):
 def time_against_shipped(step_name: str, variants: dict, sizes, topic: str, experiment: str, argv: list[str],
                          repeats: int = 30) -> dict:
     """Time a step as shipped (its tuned configuration) against ``variants`` (``{name: built kernels}``) in one run,
-    both cuBLAS beside them, at ``sizes``; save the run (``experiment-<topic>-<gpu>.json``, or ``argv[1]``) with
-    :func:`over_shipped_summary`'s summary and print one line a shape and variant."""
+    both cuBLAS beside them, at ``sizes``; save the run (``experiment-<topic>-<gpu>.json``, or the first argument of
+    ``argv`` that is not an option) with :func:`over_shipped_summary`'s summary and print one line a shape and
+    variant. ``--shipped-last`` in ``argv`` times the shipped step after the variants (the order's own effect: under
+    the power limit a kernel timed after others may run at a lower clock)."""
+    shipped_last = "--shipped-last" in argv
+    argv = [arg for arg in argv if arg != "--shipped-last"]
     from types import SimpleNamespace
 
     from gemm_steps.harness.step import get_step
@@ -169,7 +173,8 @@ def time_against_shipped(step_name: str, variants: dict, sizes, topic: str, expe
     step = get_step(step_name)
     require_gpu(f"experiments/{topic.replace('-', '_')}.py")
     out = output_path(topic, argv[1] if len(argv) > 1 else None)
-    builds = {step_name: step.module.build(default_config(step.module.SEARCH_SPACE)), **variants}
+    shipped = {step_name: step.module.build(default_config(step.module.SEARCH_SPACE))}
+    builds = {**variants, **shipped} if shipped_last else {**shipped, **variants}
     entries = [SimpleNamespace(name=name, number=step.number, arithmetic=step.module.ARITHMETIC, launch=built.launch,
                                config={}) for name, built in builds.items()]
     results = run_and_save(entries, sizes, out, experiment, over_shipped_summary(step_name, list(variants)),

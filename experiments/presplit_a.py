@@ -15,7 +15,7 @@ and the split kernel alone (``presplit_a@split_only``: its C is never written; o
 
 Prediction: predictions/presplit-a-before-run.md (committed before this script's first run).
 
-    python -m experiments.presplit_a [OUT.json]   # default experiments/results/experiment-presplit-a-<gpu>.json
+    python -m experiments.presplit_a [OUT.json] [--shipped-last]   # default experiments/results/experiment-presplit-a-<gpu>.json
 """
 
 from __future__ import annotations

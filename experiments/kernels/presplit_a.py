@@ -234,8 +234,9 @@ class PresplitTmaTiles(SplitKTmaTiles):
         self.split_a(flat, (np.uint32(m), np.uint32(n), np.uint32(k)), stream)
 
 
-def build(config: step18.Config, name: str = "presplit_a") -> PresplitTmaTiles:
-    """The kernel built for whole tiles (no partial-tile or B-by-rows build), step 18's split-K and edge kernel."""
+def build(config: step18.Config, name: str = "presplit_a", slices=step18.slices) -> PresplitTmaTiles:
+    """The kernel built for whole tiles (no partial-tile or B-by-rows build), step 18's split-K policy (or
+    ``slices``) and edge kernel."""
     return PresplitTmaTiles(name, presplit_a_kernel, Config.of(config), edge=warpgroup_mma.build(config),
-                            requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY, slices=step18.slices,
+                            requires_compute_capability=step18.REQUIRES_COMPUTE_CAPABILITY, slices=slices,
                             reduce=step18.add_slices_kernel)
