@@ -15,6 +15,17 @@ and the split kernel alone (``presplit_a@split_only``: its C is never written; o
 
 Prediction: predictions/presplit-a-before-run.md (committed before this script's first run).
 
+**Historical.** Two runs on an H200 (2026-11-30; the second, ``--shipped-last``, timed the presplit build before step
+18, prediction ``predictions/presplit-a-order-before-run.md``), over step 18: 4096³ **1.055 / 1.047**,
+5120×2560×4096 1.063 / 1.068, 2048³ 0.942 / 0.945 (the first kernel is 10 % of step 18's time there), 8192³
+**0.997 / 0.995** — where the presplit build's SM clock fell to a median of 1,517 / 1,494 MHz against step 18's
+1,786 / 1,802 and cuBLAS TF32's 1,786 / 1,802, in either order: per clock it did ~1.17× step 18's work, and the
+700 W limit took that back (the prediction's "the clock is the kernel's" case). Its first kernel took 4.5 % of step
+18's time at 4096³ and 2 % at 8192³ (predicted 3–6 and 1.5–3). The product's kernel alone, at 4096³, ~1.11× step 18:
+of the ablation's 1.17× (no split, 33 KB copied a k-tile), the 16 KB more it copies took about 5 %. Not a step
+(the rule asked ≥ 1.05× at 4096³ and 8192³ and nothing below 0.98×). The kernel and its test were removed in the
+next commit; to run it, ``git checkout 7b4154a``.
+
     python -m experiments.presplit_a [OUT.json] [--shipped-last]   # default experiments/results/experiment-presplit-a-<gpu>.json
 """
 
