@@ -208,26 +208,25 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 #
 # ## What is left
 #
-# Each of these attacks the consumers' serial stretch; the first two are not built, the third was measured:
+# **What each part costs.** Instead of one more change, take parts of the work away and time what is left
+# (`experiments/step_18_ablation.py`: this step's kernel with switches, a wrong C, times only; its prediction written
+# before the run). Without the producer's split of A the kernel runs about a sixth faster at every size; without the
+# consumers' split of B and their adds into the total, nearly as much; without all three, at close to the tensor
+# core's own pace. The split's arithmetic, not the waits, is what the step pays for: reading the next k-tile's B
+# values while this one's wgmma run (`experiments/prefetch_b.py`), which takes the *ready* wait and the loads out
+# of the consumers' stretch, moved nothing.
 #
-# * **Load the next k-tile's fragments while this one's wgmma run.** It needs registers for a second set of
-#   fragments beside the two accumulator sets.
-# * **The producer splits B too**, into shared memory beside A's parts, so the consumers stop loading and splitting
-#   fragments and both wgmma operands come from shared memory. By the count above that adds bytes to a k-tile, and
-#   by that count shared memory is the wall this design would meet at the tensor core's full rate.
-# * **Ping-pong consumers**: order the two warpgroups with named barriers so that one issues a k-tile's wgmma while
-#   the other does its serial work. Built and timed against this step in one run (`experiments/take_turns.py`, its
-#   prediction written before the run): no faster at 4096³ or 8192³, and Nsight Compute found the tensor core no
-#   busier — ordering when the products are issued does not remove the *neither* share. Why is not measured: a
-#   stretch may outlast the other consumer's products, or the two consumers' products may run interleaved whatever
-#   the order of issue; a timeline of that build would tell. Giving each consumer its own tile of a persistent grid
-#   (lesson 19's design) is another change, not measured on this step.
+# **Split A once.** Every block of a tile-row splits the same A. A first kernel can split it once into a workspace
+# and the producer copy both parts (`experiments/presplit_a.py`, timed twice, in both orders): the same bits, faster
+# at 4096³ where the clock holds, slower at 2048³ where the extra pass over A is a tenth of the time, and no faster
+# at 8192³ — there it does more work per clock and the board, at its power limit, lowers the clock until the speed is
+# the same. At 8192³ this step is held by energy, not by a stall: a faster kernel must do less work per product, not
+# just wait less.
 #
-# Three changes to the producer's side were measured and not kept either (experiments/README.md): a fifth stage in
-# the ring, fewer buffers of A's small parts, and leaving A's big part for the tensor core to truncate (a few percent
-# where the clock holds, nothing at 8192³ under the power limit); so was one on the consumers' side, making each
-# k-step's descriptors by an add (no more than a run's spread at 4096³ and 8192³). One finding from them: a handful of
-# extra index instructions in the loops cost this step more than any of the changes gained (`experiments/small_ring.py`).
+# Not kept either (experiments/README.md): consumers taking turns to issue (`experiments/take_turns.py`; the tensor
+# core no busier), a fifth ring stage, fewer buffers of A's small parts, leaving A's big part for the tensor core to
+# truncate, and descriptors made by adds. One finding from them: a handful of extra index instructions in the loops
+# cost this step more than any of those changes gained (`experiments/small_ring.py`).
 #
 # `matmul` picks step 18 where the shape suite measured it fastest (`gemm-steps explain 4096 4096 4096`).
 #
