@@ -12,6 +12,14 @@ back-to-back TFLOPS and the power: GFLOP a joule of each, and for the tensor-cor
 
 Prediction: predictions/step-18-energy-before-run.md (committed before this script's first run).
 
+Measured (``experiment-step-18-energy-nvidia-h200.json``, H200, 2026-11-30, one run; every tensor-core kernel at
+690–692 W): cuBLAS TF32 343.3 TFLOPS at 1,560 MHz, 496 GFLOP of TF32 products a joule; step 18 104.0 TFLOPS at
+1,710 MHz, **0.91×** cuBLAS TF32's products a joule; without the producer's split of A 1.02×, without the consumers'
+arithmetic 1.02×, without all three 1.08× (123.5 TFLOPS, 2.42× cuBLAS SGEMM's 51.0 back to back). 2.5× SGEMM at this
+power needs **1.12×**. Every range of the prediction held. So under a sustained load at 8192³ the target asks a 3xTF32
+kernel to spend less energy per TF32 product than cuBLAS's own TF32 kernel — more than this design does with its
+splits and adds taken away entirely.
+
     python -m experiments.step_18_energy [OUT.json]   # default experiments/results/experiment-step-18-energy-<gpu>.json
 """
 
