@@ -224,7 +224,8 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # not just wait less. Measured under a sustained load (`experiments/step_18_energy.py`, the board's power and clock
 # sampled while each kernel runs back to back): this step spends more energy per TF32 product than cuBLAS's TF32
 # kernel; with its splits and adds taken away it would spend less, but still not as little as the issue's target
-# over cuBLAS SGEMM asks for at 8192³.
+# over cuBLAS SGEMM asks for at 8192³. The tables, figures and predictions of these measurements are in
+# [deep dive 18: what holds the 3xTF32 step](deep_dives/18_what_holds_3xtf32.ipynb).
 #
 # Not kept either (experiments/README.md): consumers taking turns to issue (`experiments/take_turns.py`; the tensor
 # core no busier), a fifth ring stage, fewer buffers of A's small parts, leaving A's big part for the tensor core to

@@ -15,7 +15,7 @@ from gemm_steps.harness import results_files
 
 from .display import MarkdownTable, table
 from .gpu_model import TF32_FLOP_PER_CLOCK, ring_constants, ring_states
-from .targets import TARGET_HOPPER_3XTF32_VS_SGEMM
+from .targets import TARGET_FINAL_3XTF32_VS_SGEMM, TARGET_HOPPER_3XTF32_VS_SGEMM
 from .timelines import events
 from .timings import caption, common_sizes, load_run, record, tflops_table
 
@@ -540,3 +540,118 @@ def timeline_figure(timeline: dict, block: int = 0, first: int = 16, k_tiles: in
                  f"(SM clock {timeline['steps'][STEP]['sm_clock_mhz_after']:.0f} MHz): {env.get('gpu')}, "
                  f"{str(env.get('date'))[:10]}, {TIMELINE_RUN}", fontsize=9)
     return fig
+
+
+# -- deep dive 18: what holds the 3xTF32 step ------------------------------------------------------------------------
+#: Step 18's kernel with parts of its work taken away (experiments/step_18_ablation.py: a wrong C, times only) …
+ABLATION_RUN = results_files.EXPERIMENT_STEP_18_ABLATION_NVIDIA_H200
+#: … those builds and both cuBLAS back to back at 8192³, the board's power sampled (experiments/step_18_energy.py) …
+ENERGY_RUN = results_files.EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200
+#: … A split once by a first kernel, timed twice, step 18 first then last (experiments/presplit_a.py) …
+PRESPLIT_RUNS = (results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200, results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2)
+#: … and the next k-tile's B read while this one's wgmma run (experiments/prefetch_b.py).
+PREFETCH_RUN = results_files.EXPERIMENT_PREFETCH_B_NVIDIA_H200
+#: The ablation's builds, in its order: (record, what is taken away).
+ABLATIONS = [("ablation@all_on", "nothing (the control)"), ("ablation@no_split_a", "the producer's split of A"),
+             ("ablation@no_split_b", "the consumers' split of B"), ("ablation@no_fold", "their adds into the total"),
+             ("ablation@no_split_b_no_fold", "both consumer parts"), ("ablation@none", "all three")]
+
+
+def ablation_table(run: dict) -> MarkdownTable:
+    """Per build of the ablation: its speed over step 18's and over cuBLAS SGEMM's at each size of the run."""
+    sizes = list(run["summary"])
+    rows = [{"taken away": label,
+             **{f"over step 18, {s.split('x')[0]}³": run["summary"][s]["over_shipped"].get(name) for s in sizes},
+             **{f"× SGEMM, {s.split('x')[0]}³": run["summary"][s]["over_cublas_sgemm"].get(name) for s in sizes}}
+            for name, label in ABLATIONS]
+    return table(rows, formats={k: "{:.3f}" if k.startswith("over") else "{:.2f}" for k in rows[0]})
+
+
+def ablation_figure(run: dict):
+    """Each build's speed over cuBLAS SGEMM at each size (step 18's as the first bar), the issue's target a line."""
+    from matplotlib.figure import Figure
+
+    sizes = list(run["summary"])
+    names = [(STEP, "step 18 as shipped")] + ABLATIONS[1:]
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    ax = fig.subplots()
+    height = 0.8 / len(sizes)
+    for i, shape in enumerate(sizes):
+        over = run["summary"][shape]["over_cublas_sgemm"]
+        ax.barh([y + i * height for y in range(len(names))], [over.get(name) or 0 for name, _ in names], height,
+                label=f"{shape.split('x')[0]}³")
+    ax.axvline(TARGET_FINAL_3XTF32_VS_SGEMM, color="black", linestyle="--", label="the issue's target")
+    ax.set_yticks([y + height * (len(sizes) - 1) / 2 for y in range(len(names))],
+                  [label if name == STEP else f"without {label}" for name, label in names])
+    ax.invert_yaxis()
+    ax.set_xlim(1.8, 3.0)
+    ax.set_xlabel("× cuBLAS SGEMM in the same run, from 1.8× (builds without a part compute a wrong C: times only)")
+    fig.legend(fontsize=8, loc="outside right center")
+    env = run["environment"]
+    fig.suptitle(f"Step 18 with parts of its work taken away: {env.get('gpu')}, {str(env.get('date'))[:10]}, "
+                 f"{ABLATION_RUN}", fontsize=9)
+    return fig
+
+
+@dataclass
+class EnergyRow:
+    """One kernel back to back at 8192³: its speed, SM clock and board power, and its TF32 products a joule over
+    cuBLAS TF32's (None for cuBLAS SGEMM, which runs none)."""
+
+    name: str
+    tflops: float
+    mhz: float
+    watts: float
+    products_per_joule: float | None
+
+
+def energy_rows(run: dict) -> list[EnergyRow]:
+    over = run["summary"]["tf32_products_per_joule_over_cublas_tf32"]
+    return [EnergyRow(name, r["tflops_back_to_back"], r["sm_clock_mhz"], r["power_w"], over.get(name))
+            for name, r in run["kernels"].items()]
+
+
+def energy_figure(run: dict):
+    """TF32 products a joule of each tensor-core kernel over cuBLAS TF32's, and what the issue's target needs."""
+    from matplotlib.figure import Figure
+
+    rows = [r for r in energy_rows(run) if r.products_per_joule is not None]
+    labels = dict([(STEP, "step 18"), ("cublas_tf32", "cuBLAS TF32")]
+                  + [(name, f"without {label}") for name, label in ABLATIONS])
+    fig = Figure(figsize=(9, 3.5), layout="constrained")
+    ax = fig.subplots()
+    ax.barh(range(len(rows)), [r.products_per_joule for r in rows],
+            color=["0.5" if r.name == "cublas_tf32" else "tab:blue" for r in rows])
+    for y, r in enumerate(rows):
+        ax.text(r.products_per_joule + 0.005, y, f"{r.tflops:.0f} TFLOPS, {r.mhz:.0f} MHz, {r.watts:.0f} W",
+                va="center", fontsize=7.5)
+    need = run["summary"]["target_tf32_products_per_joule_over_cublas_tf32"]
+    ax.axvline(need, color="black", linestyle="--",
+               label=f"{TARGET_FINAL_3XTF32_VS_SGEMM}× cuBLAS SGEMM at this power")
+    ax.set_yticks(range(len(rows)), [labels.get(r.name, r.name) for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0.8, max(need, *(r.products_per_joule for r in rows)) + 0.12)
+    ax.set_xlabel("TF32 products a joule, over cuBLAS TF32's (3 a 3xTF32 FLOP), from 0.8")
+    fig.legend(fontsize=8, loc="outside lower center")
+    env = run["environment"]
+    fig.suptitle(f"8192³ back to back, board power and SM clock from NVML: {env.get('gpu')}, "
+                 f"{str(env.get('date'))[:10]}, {ENERGY_RUN}", fontsize=9)
+    return fig
+
+
+def presplit_table(runs: list[dict]) -> MarkdownTable:
+    """A split once, in each run and at each shape: its speed over step 18's, and both builds' median SM clocks."""
+    rows = []
+    for i, run in enumerate(runs, 1):
+        for shape, q in run["summary"].items():
+            rows.append({"run": f"{i} (step 18 {'first' if i == 1 else 'last'})", "shape": shape.replace("x", "×"),
+                         "over step 18": q["over_shipped"].get("presplit_a"),
+                         "its clock, MHz": q["clock_mhz"].get("presplit_a"),
+                         "step 18's clock, MHz": q["clock_mhz"].get(STEP)})
+    return table(rows, formats={"over step 18": "{:.3f}", "its clock, MHz": "{:.0f}", "step 18's clock, MHz": "{:.0f}"})
+
+
+def prefetch_ratios(run: dict) -> dict[str, float]:
+    """Reading the next k-tile's B early, over step 18, by shape (its run's summary, from the first version of the
+    experiments' shared timing: ``variant_over_shipped``)."""
+    return {shape: q["variant_over_shipped"] for shape, q in run["summary"].items()}

@@ -253,6 +253,12 @@ EXPERIMENT_SCHEDULING_STREAM_K_KERNEL_NVIDIA_H200 = (  # stream-K before it fell
     "experiment-scheduling-stream-k-kernel-nvidia-h200.json")
 EXPERIMENT_SHAPES_BEFORE_GUARDED_LOOPS_NVIDIA_H100 = "experiment-shapes-before-guarded-loops-nvidia-h100.json"
 EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-specialized-3xtf32-nvidia-h200.json"
+# step 18 with parts of its work taken away, the same under a sustained load, A split once (twice), B read early
+EXPERIMENT_STEP_18_ABLATION_NVIDIA_H200 = "experiment-step-18-ablation-nvidia-h200.json"
+EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200 = "experiment-step-18-energy-nvidia-h200.json"
+EXPERIMENT_PRESPLIT_A_NVIDIA_H200 = "experiment-presplit-a-nvidia-h200.json"
+EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2 = "experiment-presplit-a-nvidia-h200-2.json"
+EXPERIMENT_PREFETCH_B_NVIDIA_H200 = "experiment-prefetch-b-nvidia-h200.json"
 EXPERIMENT_SMALL_PRODUCT_FLOOR_NVIDIA_H200 = "experiment-small-product-floor-nvidia-h200.json"  # deep dive 25
 EXPERIMENT_COPY_EARLY_START_NVIDIA_H200 = "experiment-copy-early-start-nvidia-h200.json"  # deep dive 25
 EXPERIMENT_SPLIT_PAYS_NVIDIA_H200 = "experiment-split-pays-nvidia-h200.json"  # deep dive 25

@@ -1,0 +1,99 @@
+# %% [markdown]
+# # Deep dive 18 — What holds the 3xTF32 step: its work taken away, and its joules
+#
+# Step 18 computes C = A·B to float32 accuracy from three TF32 tensor-core products a k-step. The tensor core's own
+# share of that work would allow close to a third of cuBLAS TF32's speed, and the course's issue asked for 2.5×
+# cuBLAS SGEMM at 4096³ and 8192³. Step 18 runs below that (lesson 18), and six changes to it, each measured against
+# it in one run with its prediction committed before, moved it by a few percent at most (experiments/README.md).
+# So this deep dive stops changing the kernel and asks two other questions, each answered on an H200:
+#
+# 1. **What does each part of the work cost?** Take it away and time what is left.
+# 2. **At 8192³, where the board runs at its power limit, what does a product cost in joules?**
+
+# %%
+from gemm_steps.course import lesson, lesson_18
+from gemm_steps.course.timings import load_run
+
+ablation = load_run(lesson_18.ABLATION_RUN)
+lesson.say(lesson_18.ablation_table(ablation))
+
+# %% [markdown]
+# ## 1. The work, taken away
+#
+# `experiments/kernels/step_18_ablation.py` is step 18's kernel (the same PTX, line for line) with three switches.
+# Off, each removes one part of the work: the producer warpgroup's split of A into big and small parts in shared
+# memory; the consumers' split of B's values in registers; and their 64 adds a k-tile of the fresh sum into the
+# running total. A build with a part off computes a **wrong C** — the benchmark says so — so only its time means
+# anything. The table above is one run (`experiments/step_18_ablation.py`, both cuBLAS beside it); the prediction,
+# written before it, is `predictions/step-18-ablation-before-run.md`. The same as a picture:
+
+# %%
+lesson.show_figure(lesson_18.ablation_figure(ablation))
+
+# %% [markdown]
+# The producer's split of A is the largest single part; the consumers' two parts together cost nearly as much; and
+# the parts do not add up — with all three gone the kernel is near the pace of its tensor core, which the other
+# parts were partly hiding behind. The control (all switches on) lands on step 18, so the switches themselves cost
+# nothing.
+#
+# **The waits are not it.** A consumer's k-tile has a stretch in which its products are not running: it adds the
+# fresh sum, waits for the next stage, loads B's values, splits them. Two of those are waits. Reading the next
+# k-tile's B values while this k-tile's products still run takes both out of the stretch
+# (`experiments/prefetch_b.py`; the SASS shows the loads where they were meant to go):
+
+# %%
+for shape, ratio in lesson_18.prefetch_ratios(load_run(lesson_18.PREFETCH_RUN)).items():
+    print(f"{shape.replace('x', '×'):16s} reading B early, over step 18: {ratio:.3f}")
+
+# %% [markdown]
+# Nothing moved: the cost is the work itself, not waiting for it.
+#
+# ## Split A once
+#
+# Every block of a tile-row splits the same rows of A — at 4096³, 32 blocks split each of them. A first kernel can
+# split A once into a workspace of twice A's size (big parts, then small parts), and the producer then only copies
+# both parts with the copy engine (`experiments/presplit_a.py`, the same bits as step 18). It pays for the pass over
+# A and for 16 KB more copied a k-tile. Timed twice, step 18 first and then last:
+
+# %%
+lesson.say(lesson_18.presplit_table([load_run(name) for name in lesson_18.PRESPLIT_RUNS]))
+
+# %% [markdown]
+# Where the clock holds (4096³ and the 5120 × 2560 × 4096 product) it is faster; at 2048³ the extra pass over A is
+# too large a share of a short product. At 8192³ it is no faster — and its clock fell well below step 18's, in both
+# orders. It did more work per clock; the board, at its 700 W limit, lowered the clock until the speed was the same.
+#
+# ## 2. The joules
+#
+# So at 8192³ speed is work per joule. `experiments/step_18_energy.py` runs each kernel back to back for three
+# seconds while NVML samples the board's power and the SM clock, and divides: TF32 products a joule (three a 3xTF32
+# FLOP, one a TF32 FLOP). Its prediction, committed before the run:
+
+# %%
+_ = lesson.show_file("predictions/step-18-energy-before-run.md", start="| kernel (8192³", stop="| none of the three")
+
+# %%
+energy = load_run(lesson_18.ENERGY_RUN)
+lesson.show_figure(lesson_18.energy_figure(energy))
+for r in lesson_18.energy_rows(energy):
+    per_joule = "" if r.products_per_joule is None else f", TF32 products a joule {r.products_per_joule:.3f}× cuBLAS TF32's"
+    print(f"{r.name:28s} {r.tflops:6.1f} TFLOPS at {r.mhz:5.0f} MHz, {r.watts:4.0f} W{per_joule}")
+print(f"the issue's target at this power needs "
+      f"{energy['summary']['target_tf32_products_per_joule_over_cublas_tf32']:.3f}× cuBLAS TF32's products a joule")
+
+# %% [markdown]
+# Every tensor-core kernel sits at the board's limit, so its speed is its products a joule. Step 18 computes fewer
+# of them per joule than cuBLAS's TF32 kernel; with the splits and adds taken away, more — but the issue's target
+# needs more still: a 3xTF32 kernel that spends less energy on each TF32 product than cuBLAS's own TF32 kernel does,
+# and then its splits on top. Under a sustained load at 8192³, on this board, this design does not get there even
+# with its splits free.
+#
+# ## Verdict
+#
+# At 4096³ the step is held by the work of splitting and adding, mostly the producer's split of A; splitting A once
+# recovers part of it. At 8192³ it is held by energy: work moved to fewer clocks comes back as a lower clock. What
+# would move 8192³ is less energy per product — fewer bytes moved and fewer instructions issued for each — not fewer
+# waits. The course's benchmark times short bursts after a warm-up, at higher clocks than this sustained load, so its
+# 8192³ numbers sit a little above these. Not measured: an H100 (also 700 W, with a lower memory bandwidth).
+#
+# Back to [Lesson 18](../18_warp_specialized_3xtf32.ipynb).
