@@ -31,10 +31,10 @@ lesson.say(lesson_18.ablation_table(ablation))
 lesson.show_figure(lesson_18.ablation_figure(ablation))
 
 # %% [markdown]
-# The producer's split of A is the largest single part; the consumers' two parts together cost nearly as much; and
-# the parts do not add up — with all three gone the kernel is near the pace of its tensor core, which the other
-# parts were partly hiding behind. The control (all switches on) lands on step 18, so the switches themselves cost
-# nothing.
+# The producer's split of A is the largest single part; the consumers' two parts together cost nearly as much. The
+# parts do not add up: with all three gone the kernel gains less than the sum of their gains, because it comes
+# close to the pace of its tensor core, which no removal can pass. The control (all switches on) lands on step 18,
+# so the switches themselves cost nothing.
 #
 # **The waits are not it.** A consumer's k-tile has a stretch in which its products are not running: it adds the
 # fresh sum, waits for the next stage, loads B's values, splits them. Two of those are waits. Reading the next
