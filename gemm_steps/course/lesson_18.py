@@ -567,6 +567,12 @@ def ablation_table(run: dict) -> MarkdownTable:
     return table(rows, formats={k: "{:.3f}" if k.startswith("over") else "{:.2f}" for k in rows[0]})
 
 
+def tf32_over_sgemm(run: dict) -> dict[str, float]:
+    """cuBLAS TF32's speed over cuBLAS SGEMM's at each size of a run (``"4096³"``: ratio)."""
+    return {f"{shape.split('x')[0]}³": q["tflops"]["cublas_tf32"] / q["tflops"]["cublas"]
+            for shape, q in run["summary"].items()}
+
+
 def ablation_figure(run: dict):
     """Each build's speed over cuBLAS SGEMM at each size (step 18's as the first bar), the issue's target a line."""
     from matplotlib.figure import Figure
