@@ -211,8 +211,8 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # **What each part costs.** Instead of one more change, take parts of the work away and time what is left
 # (`experiments/step_18_ablation.py`: this step's kernel with switches, a wrong C, times only; its prediction written
 # before the run). Without the producer's split of A the kernel runs about a sixth faster at every size; without the
-# consumers' split of B and their adds into the total, nearly as much; without all three, at close to the tensor
-# core's own pace. The split's arithmetic, not the waits, is what the step pays for: reading the next k-tile's B
+# consumers' split of B and their adds into the total, nearly as much; without all three, its three products a
+# k-step run as fast as cuBLAS TF32 runs its one. The split's arithmetic, not the waits, is what the step pays for: reading the next k-tile's B
 # values while this one's wgmma run (`experiments/prefetch_b.py`), which takes the *ready* wait and the loads out
 # of the consumers' stretch, moved nothing.
 #
@@ -223,8 +223,8 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # the same. At 8192³ this step is held by energy, not by a stall: a faster kernel must spend fewer joules per product,
 # not just wait less. Measured under a sustained load (`experiments/step_18_energy.py`, the board's power and clock
 # sampled while each kernel runs back to back): this step spends more energy per TF32 product than cuBLAS's TF32
-# kernel; with its splits and adds taken away it would spend less, but still not as little as the issue's target
-# over cuBLAS SGEMM asks for at 8192³. The tables, figures and predictions of these measurements are in
+# kernel; with its splits and adds taken away it would spend less, but still not as little as the course's 3xTF32
+# target over cuBLAS SGEMM asks for at 8192³. The tables, figures and predictions of these measurements are in
 # [deep dive 18: what holds the 3xTF32 step](deep_dives/18_what_holds_3xtf32.ipynb).
 #
 # Not kept either (experiments/README.md): consumers taking turns to issue (`experiments/take_turns.py`; the tensor
