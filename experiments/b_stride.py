@@ -15,6 +15,15 @@ Timed in one run, both cuBLAS beside them, at 2048³, 4096³ and 8192³.
 
 Prediction: predictions/b-stride-before-run.md (committed before this script's first run).
 
+Measured twice on an H200 (2026-11-30; ``experiment-b-stride-nvidia-h200.json``, ``-2`` with step 23 timed last),
+over step 23 at 2048³ / 4096³ / 8192³: pad 4 0.982 / 0.986 / 0.994 and 0.988 / 0.987 / 0.986; pad 0 0.921 / 0.945 /
+0.979 and 0.926 / 0.948 / 0.961, the same bits. At 8192³ pad 0 ran at a higher clock (median 1,787 and 1,771 MHz
+against step 23's 1,698 and 1,712) and still slower: its conflicts cost more work per clock than its fewer bytes
+saved in power. Below the prediction's ranges at 2048³ and 4096³ for pad 4 (0.98–1.02 predicted; 0.982–0.988
+measured, just under or at the edge) and inside them elsewhere. Not adopted (the rule asked ≥ 1.01× at 8192³ in both
+runs): step 23 keeps 8. The experiment needs nothing removed from the step (its build is a ``Config`` subclass here)
+and runs as it is.
+
     python -m experiments.b_stride [OUT.json] [--shipped-last]   # default experiments/results/experiment-b-stride-<gpu>.json
 """
 
