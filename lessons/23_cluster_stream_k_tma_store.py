@@ -235,13 +235,16 @@ if final:
 # %% [markdown]
 # Every ratio inside its range. Step 23 is 7 % faster than step 21 at the squares, as fast as cuBLAS TF32 at 4096³
 # and 2 % short of it at 8192³, where its clock is 2.5 % below cuBLAS's under the power limit — the target (≥ 1.00×
-# at both) is met at one size of two, on one GPU.
+# at both) is met at one size of two, on one GPU. One lead tried since: B's box is 8 floats wider than the tile so
+# that the consumers' fragment loads do not conflict; with 4 or none, fewer bytes move and the clock at 8192³ can
+# rise, but the conflicts cost more — slower at every size, in two runs (`experiments/b_stride.py`).
 #
 # And 3xTF32? The same cluster on step 22's kernel (`experiments/cluster_3xtf32.py`, retired at `525e52b`; one H200
 # run, its prediction written before it) changed nothing: 0.99–1.01× that kernel at all four shapes, inside the
 # predicted range — three products a k-step on the same bytes leave L2 little to save. And that kernel is 0.90–0.91× step 18's at the squares
 # (why step 22 hands them to step 18, lesson 22). So step 23 has no 3xTF32 build: the course's 3xTF32 target (≥ 2.5×
-# cuBLAS SGEMM) needs a faster 3xTF32 k-tile first, not a cluster.
+# cuBLAS SGEMM) needs a faster 3xTF32 k-tile first, not a cluster — and at 8192³ one that spends fewer joules a product
+# ([deep dive 18](deep_dives/18_what_holds_3xtf32.ipynb)).
 #
 # Try it: [`exercises/tma_store.py`](../exercises/tma_store.py) — this epilogue alone: one warpgroup storing a tile
 # of C through three buffers (`gemm-steps exercise check tma_store`, on the simulator: it names a buffer written while
