@@ -26,8 +26,16 @@ print("cuBLAS TF32 in the same run: " + ", ".join(f"{size} {ratio:.2f}×" for si
 # Off, each removes one part of the work: the producer warpgroup's split of A into big and small parts in shared
 # memory; the consumers' split of B's values in registers; and their 64 adds a k-tile of the fresh sum into the
 # running total. A build with a part off computes a **wrong C** — the benchmark says so — so only its time means
-# anything. The table above is one run (`experiments/step_18_ablation.py`, both cuBLAS beside it); the prediction,
-# written before it, is `predictions/step-18-ablation-before-run.md`. The same as a picture:
+# anything. The consumers' two switches, in the kernel's k-loop:
+
+# %%
+_ = lesson.show_file("experiments/kernels/step_18_ablation.py", start="# Bᵀ's fragments of the k-tile",
+                     stop="b_big[s][q] = b_small[s][q] = b_big_scaled[s][q]")
+_ = lesson.show_file("experiments/kernels/step_18_ablation.py", start="if FOLD:", stop="total = fresh")
+
+# %% [markdown]
+# The table above is one run (`experiments/step_18_ablation.py`, both cuBLAS beside it); the prediction, written
+# before it, is `predictions/step-18-ablation-before-run.md`. The same as a picture:
 
 # %%
 lesson.show_figure(lesson_18.ablation_figure(ablation))
