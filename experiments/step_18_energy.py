@@ -20,7 +20,9 @@ power needs **1.12×**. Every range of the prediction held. So under a sustained
 kernel to spend less energy per TF32 product than cuBLAS's own TF32 kernel — more than this design does with its
 splits and adds taken away entirely.
 
-    python -m experiments.step_18_energy [OUT.json]   # default experiments/results/experiment-step-18-energy-<gpu>.json
+    python -m experiments.step_18_energy [OUT.json] [--reverse]   # default experiments/results/experiment-step-18-energy-<gpu>.json
+
+``--reverse`` runs the kernels in the opposite order (the board warms over the run: the order's own effect).
 """
 
 from __future__ import annotations
@@ -63,13 +65,17 @@ def main(argv: list[str] = sys.argv) -> None:
     from gemm_steps.harness.environment import environment
     from gemm_steps.harness.gpu_clock import load_record
 
+    reverse = "--reverse" in argv
+    argv = [arg for arg in argv if arg != "--reverse"]
     out = output_path("step-18-energy", argv[1] if len(argv) > 1 else None)
     rng = np.random.default_rng(0)
     a = cuda.to_device(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
     b = cuda.to_device(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
     c = cuda.device_array((SIZE, SIZE), dtype=np.float32)
     kernels = {}
-    for name, (call, products) in calls(a, b, c).items():
+    found = calls(a, b, c)
+    for name in (reversed(found) if reverse else found):
+        call, products = found[name]
         call()  # compile
         cuda.synchronize()
         record = load_record(call, 2 * SIZE ** 3, LOAD_SECONDS, SETTLE_SECONDS)
@@ -101,6 +107,7 @@ def main(argv: list[str] = sys.argv) -> None:
                                   f"{SETTLE_SECONDS} s (gemm_steps.harness.gpu_clock.load_record); no L2 flush",
                           "inputs": "standard normal float32, seed 0", "products": "TF32 products a FLOP: cuBLAS TF32 "
                           "1, step 18 and its ablation builds 3 (the ablations compute a wrong C)"},
+               "order": "reversed" if reverse else "as listed",
                "prediction": "predictions/step-18-energy-before-run.md", "kernels": kernels, "summary": summary}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
