@@ -16,9 +16,15 @@ Measured (``experiment-step-18-energy-nvidia-h200.json``, H200, 2026-11-30, one 
 690–692 W): cuBLAS TF32 343.3 TFLOPS at 1,560 MHz, 496 GFLOP of TF32 products a joule; step 18 104.0 TFLOPS at
 1,710 MHz, **0.91×** cuBLAS TF32's products a joule; without the producer's split of A 1.02×, without the consumers'
 arithmetic 1.02×, without all three 1.08× (123.5 TFLOPS, 2.42× cuBLAS SGEMM's 51.0 back to back). 2.5× SGEMM at this
-power needs **1.12×**. Every range of the prediction held. So under a sustained load at 8192³ the target asks a 3xTF32
-kernel to spend less energy per TF32 product than cuBLAS's own TF32 kernel — more than this design does with its
-splits and adds taken away entirely.
+power needs **1.12×**. Every range of the prediction held.
+
+Again with the kernels in the opposite order (``--reverse``, ``experiment-step-18-energy-nvidia-h200-2.json``;
+prediction ``predictions/step-18-energy-reverse-before-run.md``, written between the runs): step 18 **0.90×**, without
+the split of A 1.01×, without the consumers' arithmetic 1.00×, without all three **1.11×** (128.1 TFLOPS at 1,695 MHz,
+run first: 2.52× cuBLAS SGEMM back to back) against **1.11×** needed. Every range held, and by the rule written
+before it the first run's "not even with its splits free" is withdrawn: with the splits and adds taken away entirely,
+this design computes about as many TF32 products a joule as the target needs — short in one run, over in the other.
+Step 18, with them, is ~0.90× cuBLAS TF32's in both.
 
     python -m experiments.step_18_energy [OUT.json] [--reverse]   # default experiments/results/experiment-step-18-energy-<gpu>.json
 

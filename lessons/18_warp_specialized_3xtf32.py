@@ -224,8 +224,8 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # the same. At 8192³ this step is held by energy, not by a stall: a faster kernel must spend fewer joules per product,
 # not just wait less. Measured under a sustained load (`experiments/step_18_energy.py`, the board's power and clock
 # sampled while each kernel runs back to back): this step spends more energy per TF32 product than cuBLAS's TF32
-# kernel; with its splits and adds taken away it would spend less, but still not as little as the course's 3xTF32
-# target over cuBLAS SGEMM asks for at 8192³. The tables, figures and predictions of these measurements are in
+# kernel; with its splits and adds taken away it would spend less — about as little as the course's 3xTF32 target over
+# cuBLAS SGEMM asks for at 8192³, a little short of it in one run and a little over in the other. The tables, figures and predictions of these measurements are in
 # [deep dive 18: what holds the 3xTF32 step](deep_dives/18_what_holds_3xtf32.ipynb).
 #
 # Not kept either (experiments/README.md): consumers taking turns to issue (`experiments/take_turns.py`; the tensor

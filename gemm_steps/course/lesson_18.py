@@ -545,8 +545,10 @@ def timeline_figure(timeline: dict, block: int = 0, first: int = 16, k_tiles: in
 # -- deep dive 18: what holds the 3xTF32 step ------------------------------------------------------------------------
 #: Step 18's kernel with parts of its work taken away (experiments/step_18_ablation.py: a wrong C, times only) …
 ABLATION_RUN = results_files.EXPERIMENT_STEP_18_ABLATION_NVIDIA_H200
-#: … those builds and both cuBLAS back to back at 8192³, the board's power sampled (experiments/step_18_energy.py) …
+#: … those builds and both cuBLAS back to back at 8192³, the board's power sampled (experiments/step_18_energy.py),
+#: twice: the second with the kernels in the opposite order …
 ENERGY_RUN = results_files.EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200
+ENERGY_RUNS = (ENERGY_RUN, results_files.EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200_2)
 #: … A split once by a first kernel, timed twice, step 18 first then last (experiments/presplit_a.py) …
 PRESPLIT_RUNS = (results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200, results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2)
 #: … and the next k-tile's B read while this one's wgmma run (experiments/prefetch_b.py).
@@ -643,6 +645,27 @@ def energy_figure(run: dict):
     fig.suptitle(f"8192³ back to back, board power and SM clock from NVML: {env.get('gpu')}, "
                  f"{str(env.get('date'))[:10]}, {ENERGY_RUN}", fontsize=9)
     return fig
+
+
+def energy_table(runs: list[dict]) -> MarkdownTable:
+    """TF32 products a joule over cuBLAS TF32's of each tensor-core kernel in each run, and what the issue's target
+    needs at that run's power; with each kernel's clock."""
+    labels = dict([(STEP, "step 18")] + [(name, f"without {label}") for name, label in ABLATIONS])
+    rows = []
+    for name in [STEP] + [n for n, _ in ABLATIONS[1:]]:
+        if not all(name in run["kernels"] for run in runs):
+            continue
+        row = {"kernel": labels[name]}
+        for i, run in enumerate(runs, 1):
+            row[f"run {i}: products a joule"] = run["summary"]["tf32_products_per_joule_over_cublas_tf32"][name]
+            row[f"run {i}: MHz"] = run["kernels"][name]["sm_clock_mhz"]
+        rows.append(row)
+    need = {"kernel": f"what {TARGET_FINAL_3XTF32_VS_SGEMM}× cuBLAS SGEMM needs"}
+    for i, run in enumerate(runs, 1):
+        need[f"run {i}: products a joule"] = run["summary"]["target_tf32_products_per_joule_over_cublas_tf32"]
+        need[f"run {i}: MHz"] = None
+    rows.append(need)
+    return table(rows, formats={k: "{:.3f}×" if "products" in k else "{:.0f}" for k in rows[0]})
 
 
 def presplit_table(runs: list[dict]) -> MarkdownTable:

@@ -256,6 +256,7 @@ EXPERIMENT_SPECIALIZED_3XTF32_NVIDIA_H200 = "experiment-specialized-3xtf32-nvidi
 # step 18 with parts of its work taken away, the same under a sustained load, A split once (twice), B read early
 EXPERIMENT_STEP_18_ABLATION_NVIDIA_H200 = "experiment-step-18-ablation-nvidia-h200.json"
 EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200 = "experiment-step-18-energy-nvidia-h200.json"
+EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200_2 = "experiment-step-18-energy-nvidia-h200-2.json"  # the kernels in reverse
 EXPERIMENT_PRESPLIT_A_NVIDIA_H200 = "experiment-presplit-a-nvidia-h200.json"
 EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2 = "experiment-presplit-a-nvidia-h200-2.json"
 EXPERIMENT_PREFETCH_B_NVIDIA_H200 = "experiment-prefetch-b-nvidia-h200.json"
