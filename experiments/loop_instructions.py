@@ -121,24 +121,13 @@ def under_load(found: dict, names, size: int) -> dict:
     """SM clock (MHz) and board power (W) while each of ``names`` (builds, or ``cublas_tf32``) runs back to back for
     :data:`LOAD_SECONDS` at size³: medians over the samples after :data:`SETTLE_SECONDS`
     (:func:`gemm_steps.harness.gpu_clock.load_record`)."""
-    import numpy as np
-    from numba import cuda
-
     from gemm_steps.harness.cublas import launch_cublas_tf32
-    from gemm_steps.harness.gpu_clock import load_record
+    from gemm_steps.harness.gpu_clock import load_records
 
-    rng = np.random.default_rng(0)
-    a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-    b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-    c = cuda.device_array((size, size), dtype=np.float32)
-    answer = {}
-    for name in names:
-        call = (lambda: launch_cublas_tf32(a, b, c)) if name == "cublas_tf32" else \
-            (lambda built=found[name]: built.launch(a, b, c))
-        call()
-        cuda.synchronize()
-        answer[name] = load_record(call, 2 * size ** 3, LOAD_SECONDS, SETTLE_SECONDS)
-    return answer
+    def calls_of(a, b, c):
+        return {name: (lambda: launch_cublas_tf32(a, b, c)) if name == "cublas_tf32" else
+                (lambda built=found[name]: built.launch(a, b, c)) for name in names}
+    return load_records(calls_of, size, LOAD_SECONDS, SETTLE_SECONDS)
 
 
 def profile(name: str) -> None:

@@ -39,12 +39,16 @@ from experiments import output_path, require_gpu
 
 SIZE = 8192
 LOAD_SECONDS, SETTLE_SECONDS = 3.0, 1.0
-#: TF32 products a FLOP of each kernel's result.
+#: TF32 products a FLOP of each kernel's result: cuBLAS SGEMM none, cuBLAS TF32 one, every other kernel three.
 PRODUCTS = {"cublas": 0, "cublas_tf32": 1}
 
 
+def products(name: str) -> int:
+    return PRODUCTS.get(name, 3)
+
+
 def calls(a, b, c) -> dict:
-    """name → (call, TF32 products a FLOP)."""
+    """name → call, in the order they run (``--reverse``: the opposite)."""
     from experiments.step_18_ablation import builds
     from gemm_steps.harness.cublas import launch_cublas_tf32
     from gemm_steps.harness.step import get_step
@@ -53,11 +57,11 @@ def calls(a, b, c) -> dict:
 
     step18 = get_step("warp_specialized_3xtf32")
     ablation = builds()
-    found = {"cublas": (lambda: gemm_steps.cublas_matmul(a, b, out=c), 0),
-             "cublas_tf32": (lambda: launch_cublas_tf32(a, b, c), 1),
-             "warp_specialized_3xtf32": (lambda: step18(a, b, out=c), 3)}
+    found = {"cublas": lambda: gemm_steps.cublas_matmul(a, b, out=c),
+             "cublas_tf32": lambda: launch_cublas_tf32(a, b, c),
+             "warp_specialized_3xtf32": lambda: step18(a, b, out=c)}
     for name in ("ablation@no_split_a", "ablation@no_split_b_no_fold", "ablation@none"):
-        found[name] = (lambda built=ablation[name]: built.launch(a, b, c), 3)
+        found[name] = lambda built=ablation[name]: built.launch(a, b, c)
     return found
 
 
@@ -65,34 +69,27 @@ def main(argv: list[str] = sys.argv) -> None:
     require_gpu("experiments/step_18_energy.py")
     import json
 
-    import numpy as np
-    from numba import cuda
-
     from gemm_steps.harness.environment import environment
-    from gemm_steps.harness.gpu_clock import load_record
+    from gemm_steps.harness.gpu_clock import load_records
 
     reverse = "--reverse" in argv
     argv = [arg for arg in argv if arg != "--reverse"]
     out = output_path("step-18-energy", argv[1] if len(argv) > 1 else None)
-    rng = np.random.default_rng(0)
-    a = cuda.to_device(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
-    b = cuda.to_device(rng.standard_normal((SIZE, SIZE), dtype=np.float32))
-    c = cuda.device_array((SIZE, SIZE), dtype=np.float32)
-    kernels = {}
-    found = calls(a, b, c)
-    for name in (reversed(found) if reverse else found):
-        call, products = found[name]
-        call()  # compile
-        cuda.synchronize()
-        record = load_record(call, 2 * SIZE ** 3, LOAD_SECONDS, SETTLE_SECONDS)
+
+    def in_order(a, b, c) -> dict:
+        found = calls(a, b, c)
+        return {name: found[name] for name in (reversed(found) if reverse else found)}
+
+    def per_joule(name: str, record: dict) -> None:  # added to each record as it is made, and said
         record["gflop_per_joule"] = record["tflops_back_to_back"] * 1e3 / record["power_w"]
-        if products:
-            record["tf32_products_gflop_per_joule"] = record["gflop_per_joule"] * products
-        kernels[name] = record
+        if products(name):
+            record["tf32_products_gflop_per_joule"] = record["gflop_per_joule"] * products(name)
         print(f"{name:30s} {record['tflops_back_to_back']:7.1f} TFLOPS  {record['sm_clock_mhz']:6.0f} MHz  "
               f"{record['power_w']:5.0f} W  {record['gflop_per_joule']:6.1f} GFLOP/J"
-              + (f"  TF32 products {record['tf32_products_gflop_per_joule']:6.1f} GFLOP/J" if products else ""),
+              + (f"  TF32 products {record['tf32_products_gflop_per_joule']:6.1f} GFLOP/J" if products(name) else ""),
               flush=True)
+
+    kernels = load_records(in_order, SIZE, LOAD_SECONDS, SETTLE_SECONDS, each=per_joule)
     sgemm = kernels["cublas"]["tflops_back_to_back"]
     target = 2.5 * sgemm
     power = kernels["warp_specialized_3xtf32"]["power_w"]
@@ -102,7 +99,7 @@ def main(argv: list[str] = sys.argv) -> None:
         "target_tf32_products_gflop_per_joule": 3 * target * 1e3 / power,
         "tf32_products_per_joule_over_cublas_tf32": {
             name: kernels[name]["tf32_products_gflop_per_joule"] / kernels["cublas_tf32"]["tf32_products_gflop_per_joule"]
-            for name in kernels if PRODUCTS.get(name, 3)},
+            for name in kernels if products(name)},
         "over_cublas_sgemm_back_to_back": {name: r["tflops_back_to_back"] / sgemm for name, r in kernels.items()},
     }
     summary["target_tf32_products_per_joule_over_cublas_tf32"] = (

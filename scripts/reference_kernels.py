@@ -173,25 +173,13 @@ def under_load(targets: list[str], size: int) -> dict:
     process, one target after another (the same GPU, minutes apart at most): median over the samples after
     :data:`SETTLE_SECONDS` (:func:`gemm_steps.harness.gpu_clock.load_record`), and each target's TFLOPS over that
     loop (rough: launches back to back, no L2 flush)."""
-    import numpy as np
-    from numba import cuda
-
-    from gemm_steps.harness.gpu_clock import load_record
+    from gemm_steps.harness.gpu_clock import load_records
 
     sys.path.insert(0, str(PROFILE.parent))
     from profile_steps import call_of
 
-    rng = np.random.default_rng(0)
-    a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-    b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
-    c = cuda.device_array((size, size), dtype=np.float32)
-    found = {}
-    for target in targets:
-        call = call_of(target, a, b, c)
-        call()  # compile
-        cuda.synchronize()
-        found[target] = load_record(call, 2 * size ** 3, LOAD_SECONDS, SETTLE_SECONDS)
-    return found
+    return load_records(lambda a, b, c: {target: call_of(target, a, b, c) for target in targets}, size,
+                        LOAD_SECONDS, SETTLE_SECONDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -557,6 +557,8 @@ PREFETCH_RUN = results_files.EXPERIMENT_PREFETCH_B_NVIDIA_H200
 ABLATIONS = [("ablation@all_on", "nothing (the control)"), ("ablation@no_split_a", "the producer's split of A"),
              ("ablation@no_split_b", "the consumers' split of B"), ("ablation@no_fold", "their adds into the total"),
              ("ablation@no_split_b_no_fold", "both consumer parts"), ("ablation@none", "all three")]
+#: How the energy figure and table name the kernels of experiments/step_18_energy.py.
+ENERGY_LABELS = {STEP: "step 18", "cublas_tf32": "cuBLAS TF32", **{name: f"without {label}" for name, label in ABLATIONS}}
 
 
 def ablation_table(run: dict) -> MarkdownTable:
@@ -624,8 +626,6 @@ def energy_figure(run: dict):
     from matplotlib.figure import Figure
 
     rows = [r for r in energy_rows(run) if r.products_per_joule is not None]
-    labels = dict([(STEP, "step 18"), ("cublas_tf32", "cuBLAS TF32")]
-                  + [(name, f"without {label}") for name, label in ABLATIONS])
     fig = Figure(figsize=(9, 3.5), layout="constrained")
     ax = fig.subplots()
     ax.barh(range(len(rows)), [r.products_per_joule for r in rows],
@@ -636,7 +636,7 @@ def energy_figure(run: dict):
     need = run["summary"]["target_tf32_products_per_joule_over_cublas_tf32"]
     ax.axvline(need, color="black", linestyle="--",
                label=f"{TARGET_FINAL_3XTF32_VS_SGEMM}× cuBLAS SGEMM at this power")
-    ax.set_yticks(range(len(rows)), [labels.get(r.name, r.name) for r in rows])
+    ax.set_yticks(range(len(rows)), [ENERGY_LABELS.get(r.name, r.name) for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0.8, max(need, *(r.products_per_joule for r in rows)) + 0.12)
     ax.set_xlabel("TF32 products a joule, over cuBLAS TF32's (3 a 3xTF32 FLOP), from 0.8")
@@ -650,12 +650,11 @@ def energy_figure(run: dict):
 def energy_table(runs: list[dict]) -> MarkdownTable:
     """TF32 products a joule over cuBLAS TF32's of each tensor-core kernel in each run, and what the issue's target
     needs at that run's power; with each kernel's clock."""
-    labels = dict([(STEP, "step 18")] + [(name, f"without {label}") for name, label in ABLATIONS])
     rows = []
     for name in [STEP] + [n for n, _ in ABLATIONS[1:]]:
         if not all(name in run["kernels"] for run in runs):
             continue
-        row = {"kernel": labels[name]}
+        row = {"kernel": ENERGY_LABELS[name]}
         for i, run in enumerate(runs, 1):
             row[f"run {i}: products a joule"] = run["summary"]["tf32_products_per_joule_over_cublas_tf32"][name]
             row[f"run {i}: MHz"] = run["kernels"][name]["sm_clock_mhz"]

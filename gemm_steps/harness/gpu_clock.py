@@ -9,7 +9,9 @@
   (experiments/clocks_under_load.py), so every record says what clock its launches ended at.
 * :func:`clock_under_load` runs a launch back to back for seconds while NVML samples the SM clock, the board power
   and the clock's event reasons (why it is below its maximum): the clock a kernel *sustains*, as the reference
-  kernels' script, the loop-instruction experiment and the clock experiment measure it.
+  kernels' script, the loop-instruction experiment and the clock experiment measure it; :func:`load_records` runs
+  several kernels so, one after another on the same inputs (the reference script, the loop-instruction and step 18
+  energy experiments).
 """
 
 from __future__ import annotations
@@ -123,5 +125,26 @@ def load_record(call, flops: float, seconds: float, settle_seconds: float) -> di
             "tflops_back_to_back": flops * load["launches"] / load["seconds"] / 1e12}
 
 
-__all__ = ["clock_under_load", "hold_gpu", "load_record", "sm_clock_mhz", "HOLD_NS", "PROBE_NS",
+def load_records(calls_of, size: int, seconds: float, settle_seconds: float, each=None) -> dict:
+    """:func:`load_record` of each of ``calls_of(a, b, c)``'s calls (``{name: call}``, in its order), one after
+    another, on one set of size × size standard-normal inputs (seed 0) and one C; each call made once first (it may
+    compile). ``each(name, record)``, if given, hears of each record as it is made (a long run's progress)."""
+    import numpy as np
+    from numba import cuda
+
+    rng = np.random.default_rng(0)
+    a = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    b = cuda.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    c = cuda.device_array((size, size), dtype=np.float32)
+    found = {}
+    for name, call in calls_of(a, b, c).items():
+        call()
+        cuda.synchronize()
+        found[name] = load_record(call, 2 * size ** 3, seconds, settle_seconds)
+        if each is not None:
+            each(name, found[name])
+    return found
+
+
+__all__ = ["clock_under_load", "hold_gpu", "load_record", "load_records", "sm_clock_mhz", "HOLD_NS", "PROBE_NS",
            "SAMPLE_INTERVAL_S"]
