@@ -15,8 +15,8 @@ partial-tile build); run twice, the second with step 18 timed last (``--shipped-
 
 Prediction: predictions/producer-loads-a-before-run.md (committed before this script's first run).
 
-    python -m experiments.producer_loads_a [OUT.json] [--shipped-last]
-    # default experiments/results/experiment-producer-loads-a-<gpu>.json
+    python -m experiments.producer_loads_a [OUT.json] [--shipped-last] [--ablation]
+    # default experiments/results/experiment-producer-loads-a[-ablation]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -28,16 +28,37 @@ from experiments import time_against_shipped
 SIZES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (5120, 2560, 4096)]
 
 
-def builds() -> dict:
-    """The variant built from step 18's tuned configuration."""
+#: ``--ablation``: the variant with parts of its producer's work switched off (a wrong C, times only), at two sizes.
+ABLATION_SIZES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+ABLATIONS = {"no_split_arithmetic": ("SPLIT_ARITHMETIC",), "no_fence": ("FENCE",),
+             "neither": ("SPLIT_ARITHMETIC", "FENCE")}
+
+
+def builds(ablation: bool = False) -> dict:
+    """The variant built from step 18's tuned configuration; with ``ablation``, also its ablation builds."""
+    from dataclasses import replace
+
     from experiments.kernels import producer_loads_a as variant
     from gemm_steps.steps import warp_specialized_3xtf32 as step18
     from gemm_steps.toolkit.tuned import default_config
 
-    return {"producer_loads_a": variant.build(variant.Config.of(default_config(step18.SEARCH_SPACE)))}
+    config = variant.Config.of(default_config(step18.SEARCH_SPACE))
+    out = {"producer_loads_a": variant.build(config)}
+    if ablation:
+        out.update({f"producer_loads_a@{name}": variant.build(replace(config, **{s: False for s in off}),
+                                                              name=f"producer_loads_a_{name}")
+                    for name, off in ABLATIONS.items()})
+    return out
 
 
 def main(argv: list[str] = sys.argv) -> None:
+    if "--ablation" in argv:
+        time_against_shipped("warp_specialized_3xtf32", builds(ablation=True), ABLATION_SIZES,
+                             "producer-loads-a-ablation",
+                             "step 18 against the producer-loads-A variant and its builds without the split's "
+                             "arithmetic and/or the proxy fence (wrong C: times only; experiments/producer_loads_a.py "
+                             "--ablation)", [arg for arg in argv if arg != "--ablation"])
+        return
     time_against_shipped("warp_specialized_3xtf32", builds(), SIZES, "producer-loads-a",
                          "step 18 against its kernel with the producer loading A from global memory into registers "
                          "(the copy engine brings B alone; experiments/producer_loads_a.py)", argv)

@@ -33,8 +33,8 @@ def test_it_is_step_18_bit_for_bit(shape):
 
 
 def test_its_register_split_fits_the_pool():
-
     from gemm_steps.toolkit.tuned import default_config
+
     gpu = variant.Config.of(default_config(step18.SEARCH_SPACE))
     assert gpu.problems() == []
     assert replace(gpu, PRODUCER_REGISTERS=96).problems(), "128 × 96 + 256 × 208 is more than 384 × 168"
@@ -42,3 +42,12 @@ def test_its_register_split_fits_the_pool():
 
 def test_whole_tiles_only():
     assert replace(CONFIG, PARTIAL_TILES=True).problems()
+
+
+@pytest.mark.parametrize("switch", ["SPLIT_ARITHMETIC"])
+def test_the_ablation_switch_turns_work_off(switch):
+    m, n, k = 64, 64, 96
+    a, b = random_matrices(np.random.default_rng(3), m, n, k)
+    on = run_in_nan_margin(variant.build(CONFIG), a, b)
+    off = run_in_nan_margin(variant.build(replace(CONFIG, **{switch: False})), a, b)
+    assert not np.array_equal(on, off), f"{switch}=False gave the same result: it switched nothing off"

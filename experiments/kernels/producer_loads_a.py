@@ -21,7 +21,8 @@ marks each place):
   the block's pool of 384 × 168.
 
 The same bits as step 18 (tests/test_producer_loads_a.py, on the simulator): the same split, the same products in
-the same order.
+the same order. Two switches (``ABLATION`` marks them; both on by default) take parts of the producer's work away
+for ``producer_loads_a.py --ablation``: SPLIT_ARITHMETIC (the split's arithmetic) and FENCE (the proxy fence).
 """
 
 import math
@@ -49,7 +50,7 @@ def producer_loads_a_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                             BLOCK_M, BLOCK_N, BLOCK_K, B_STRIDE, K_STEPS, ACCUMULATORS, STAGES, WARPS,
                             A_STAGE_FLOATS, B_STAGE_FLOATS, B_BASE, SMALL_BASE, B_STAGE_BYTES, GROUP_M, CONSUMERS,
                             PRODUCER_THREADS, SPLIT_VECTORS, PRODUCER_REGISTERS, CONSUMER_REGISTERS, B_LANE_PITCH,
-                            B_QUAD_PITCH, ROWS_PER_PASS):
+                            B_QUAD_PITCH, ROWS_PER_PASS, SPLIT_ARITHMETIC, FENCE):
     """One BLOCK_M×BLOCK_N tile of C = A·B as Cᵀ by 3xTF32 ``wgmma``: CONSUMERS warpgroups compute, one produces
     (its threads load A and write its parts; its first thread has the copy engine bring B)."""
     barriers = cuda.shared.array(2 * STAGES, uint64)  # CHANGED: full[s] at s, empty[s] at STAGES + s (no ready)
@@ -108,10 +109,14 @@ def producer_loads_a_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
                 at = stage * A_STAGE_FLOATS + swizzled_offset(e * ROWS_PER_PASS + row_in_tile, p % 8)
                 big, small = registers(4), registers(4)
                 for q in unroll(4):
-                    big[q], small[q] = split_tf32_scaled(now[e][q])  # big rounded to TF32, small·2^11
+                    if SPLIT_ARITHMETIC:
+                        big[q], small[q] = split_tf32_scaled(now[e][q])  # big rounded to TF32, small·2^11
+                    else:  # ABLATION: A's values as they are, in both buffers (a wrong C: times only)
+                        big[q], small[q] = now[e][q], now[e][q]
                 store_float4(tiles, at, big[0], big[1], big[2], big[3])
                 store_float4(tiles, SMALL_BASE + at, small[0], small[1], small[2], small[3])
-            fence_proxy_async()  # these writes → visible to the tensor core's reads
+            if FENCE:  # ABLATION: False leaves the fence out (the tensor core may read stale parts: times only)
+                fence_proxy_async()  # these writes → visible to the tensor core's reads
             mbarrier_arrive(barriers, stage)
     else:  # a consumer warpgroup: waits for full stages, multiplies, releases stages
         registers_raise_to(CONSUMER_REGISTERS)
@@ -175,6 +180,9 @@ class Config(step18.Config):
 
     PRODUCER_REGISTERS: int = 88
     CONSUMER_REGISTERS: int = 208
+    # Two switches for an ablation of the variant (experiments/producer_loads_a.py --ablation; a wrong C, times only):
+    SPLIT_ARITHMETIC: bool = True  # False: the producer stores A's values as they are (no split arithmetic)
+    FENCE: bool = True  # False: no fence.proxy.async before the producer's arrival
 
     @property
     def B_STAGE_BYTES(self) -> int:  # what the copy engine brings a stage: B's box alone
