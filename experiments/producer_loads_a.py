@@ -13,7 +13,23 @@ ahead into registers and write only the two parts (32 KB); the copy engine bring
 Timed in one run with both cuBLAS, at 2048³, 4096³, 8192³ and 5120×2560×4096 (whole tiles: the variant has no
 partial-tile build); run twice, the second with step 18 timed last (``--shipped-last``).
 
-Prediction: predictions/producer-loads-a-before-run.md (committed before this script's first run).
+Prediction: predictions/producer-loads-a-before-run.md (committed before this script's first run); for
+``--ablation`` (the variant without the split's arithmetic and/or the proxy fence: a wrong C, times only),
+predictions/producer-loads-a-ablation-before-run.md, written after the two runs and before that one.
+
+**Historical.** Measured on an H200 (2026-11-30; ``experiment-producer-loads-a-nvidia-h200.json`` and ``…-2.json``,
+the second with step 18 timed last), over step 18, the same bits: 2048³ **1.060 / 1.057**, 4096³ **1.009 / 1.016**,
+8192³ 0.994 / 0.996, 5120×2560×4096 0.988 / 0.986, at the same clocks as step 18 (within 7 MHz; at 8192³ both near
+1,770 MHz at the start of their launches). Against the prediction: 2048³ and 8192³ held; 4096³ (1.03–1.10) and
+5120×2560×4096 (1.03–1.10) missed, and 2.28× cuBLAS SGEMM at 4096³ just under its 2.3–2.5×. 32 KB a k-tile less
+shared-memory traffic for A bought 1–2 % where the clock holds: the bytes on A's path are not what the producer's
+split costs (presplit_a's product kernel, with a one-thread producer and more bytes copied, ran ~1.11×). The
+ablation (``experiment-producer-loads-a-ablation-nvidia-h200.json``), over the variant at 4096³ / 8192³: without
+the split's arithmetic 1.004 / 1.000, without the proxy fence 1.023 / 1.038 (its results happened to be right; the
+fence is required), without both 1.025 / 1.020 — every range of its prediction held: what the producer costs lies in
+its threads' loads, stores and waits themselves, with the fence a few percent of it. Not adopted (the rule asked
+≥ 1.03× at 4096³ and 8192³ in both runs). The kernel and its test were removed in the next commit; to run it,
+``git checkout 26f53f7``.
 
     python -m experiments.producer_loads_a [OUT.json] [--shipped-last] [--ablation]
     # default experiments/results/experiment-producer-loads-a[-ablation]-<gpu>.json

@@ -551,8 +551,13 @@ ENERGY_RUN = results_files.EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200
 ENERGY_RUNS = (ENERGY_RUN, results_files.EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200_2)
 #: … A split once by a first kernel, timed twice, step 18 first then last (experiments/presplit_a.py) …
 PRESPLIT_RUNS = (results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200, results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2)
-#: … and the next k-tile's B read while this one's wgmma run (experiments/prefetch_b.py).
+#: … the next k-tile's B read while this one's wgmma run (experiments/prefetch_b.py) …
 PREFETCH_RUN = results_files.EXPERIMENT_PREFETCH_B_NVIDIA_H200
+#: … and the producer's threads loading A from global memory, twice (step 18 first, then last), then that variant
+#: without the split's arithmetic and/or the proxy fence (experiments/producer_loads_a.py, --ablation).
+PRODUCER_LOADS_A_RUNS = (results_files.EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200,
+                         results_files.EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200_2)
+PRODUCER_LOADS_A_ABLATION_RUN = results_files.EXPERIMENT_PRODUCER_LOADS_A_ABLATION_NVIDIA_H200
 #: The ablation's builds, in its order: (record, what is taken away).
 ABLATIONS = [("ablation@all_on", "nothing (the control)"), ("ablation@no_split_a", "the producer's split of A"),
              ("ablation@no_split_b", "the consumers' split of B"), ("ablation@no_fold", "their adds into the total"),
@@ -683,3 +688,8 @@ def prefetch_ratios(run: dict) -> dict[str, float]:
     """Reading the next k-tile's B early, over step 18, by shape (its run's summary, from the first version of the
     experiments' shared timing: ``variant_over_shipped``)."""
     return {shape: q["variant_over_shipped"] for shape, q in run["summary"].items()}
+
+
+def over_step_18(run: dict) -> dict[str, dict[str, float]]:
+    """Each build over step 18, by shape then build (a run of :func:`experiments.time_against_shipped`)."""
+    return {shape: row["over_shipped"] for shape, row in run["summary"].items()}

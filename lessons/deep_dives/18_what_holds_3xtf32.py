@@ -74,6 +74,32 @@ lesson.say(lesson_18.presplit_table([load_run(name) for name in lesson_18.PRESPL
 # too large a share of a short product. At 8192³ it is no faster — and its clock fell well below step 18's, in both
 # orders. It did more work per clock; the board, at its 700 W limit, lowered the clock until the speed was the same.
 #
+# ## Or load A without the copy engine
+#
+# In step 18 the copy engine writes A's k-tile into shared memory, and the producer reads it back to split it: with
+# the parts it writes, 64 KB of shared-memory traffic a k-tile for A. Its 128 threads can instead load A from global
+# memory into registers a k-tile ahead and write only the two parts — 32 KB less, and no first kernel
+# (`experiments/producer_loads_a.py`, the same bits as step 18; its prediction, written before the run, is
+# `predictions/producer-loads-a-before-run.md`). Timed twice, step 18 first and then last, then (`--ablation`) with
+# the split's arithmetic or the proxy fence taken away (a wrong C, times only):
+
+# %%
+for name in lesson_18.PRODUCER_LOADS_A_RUNS:
+    for shape, ratio in lesson_18.over_step_18(load_run(name)).items():
+        print(f"{shape.replace('x', '×'):16s} A loaded by the producer's threads, over step 18: "
+              f"{ratio['producer_loads_a']:.3f}")
+for shape, ratios in lesson_18.over_step_18(load_run(lesson_18.PRODUCER_LOADS_A_ABLATION_RUN)).items():
+    print(f"{shape.replace('x', '×'):16s} over step 18: " + ", ".join(f"{build.split('@')[-1]} {ratio:.3f}"
+                                                                      for build, ratio in ratios.items()))
+
+# %% [markdown]
+# The bytes were not it: the short 2048³ product gained, but 4096³ only a percent or two, where the prediction asked
+# for three to ten, and the two larger products nothing. Nor was the split's arithmetic: taking it away moved
+# nothing. The proxy fence each thread needs before the tensor core may read what it wrote costs a few percent. What
+# is left is the producer's threads loading, storing and waiting beside the consumers on the same four schedulers —
+# presplit's product kernel, whose producer is one thread that only starts copies, copied more bytes and ran faster
+# than both.
+#
 # ## 2. The joules
 #
 # So at 8192³ speed is work per joule. `experiments/step_18_energy.py` runs each kernel back to back for three
