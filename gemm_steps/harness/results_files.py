@@ -206,6 +206,7 @@ BENCH_NVIDIA_H200_2026_11_28 = "bench-nvidia-h200-2026-11-28.json"
 BENCH_NVIDIA_H200_2026_11_28_2 = "bench-nvidia-h200-2026-11-28-2.json"
 BENCH_NVIDIA_H200_2026_11_29_2 = "bench-nvidia-h200-2026-11-29-2.json"  # the first benchmark with step 23
 BENCH_NVIDIA_H200_2026_11_29_3 = "bench-nvidia-h200-2026-11-29-3.json"  # step 23 with its copies rounding to TF32
+BENCH_NVIDIA_H200_2026_11_30 = "bench-nvidia-h200-2026-11-30.json"  # steps 17 and 21 with TFLOAT32 copies too
 COMPILE_TIMES_NVIDIA_H200 = "compile-times-nvidia-h200.json"
 EXPERIMENT_ALIGNED_ROWS_NVIDIA_H200 = "experiment-aligned-rows-nvidia-h200.json"  # A copied onto 128-byte rows
 EXPERIMENT_ASYNC_COPY_ANY = "experiment-async-copy-*.json"  # step 9 with cp.async copies (deep dive 09)

@@ -27,8 +27,8 @@ which both need, are read from L2 once per cluster instead of once per block.
 
 Why faster: the same tiles and the same wgmma, fewer bytes from L2 per FLOP: results/reference-*.json measured step 17
 reading more L2 bytes per FLOP than cuBLAS's TF32 kernel, which multicasts (cluster of 2), on both GPUs.
-Expect: predictions/20.json, written before the first GPU run. Measured (results/bench-nvidia-h200-2026-11-29-3.json):
-379.3 TFLOPS at 4096³ and 379.0 at 8192³: 1.03× and 1.03× step 17, 94 % and 94 % of cuBLAS TF32. (That run's step
+Expect: predictions/20.json, written before the first GPU run. Measured (results/bench-nvidia-h200-2026-11-30.json):
+380.1 TFLOPS at 4096³ and 378.6 at 8192³: 1.04× and 1.02× step 17, 94 % and 92 % of cuBLAS TF32. (That run's step
 20 had step 17's older consumer loop; since then its loop is step 17's as it is — the ring in 32-bit arithmetic, A's
 descriptor once a stage, B rounded in two instructions — so the cluster is the one change from step 17:
 predictions/step-20-lean-loop-before-run.md.)

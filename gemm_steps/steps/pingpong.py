@@ -29,8 +29,8 @@ step 17 (experiments/results/experiment-pingpong-nvidia-h100.json). A controlled
 (experiments/pingpong_fair.py): with step 17's work per consumer, the schedule alone still loses, because a consumer
 that owns its tile loads its own A k-tile (more L2 bytes per FLOP); this step's narrower tile loads fewer bytes and
 twice the B fragments per FLOP instead. Measured
-(results/bench-nvidia-h200-2026-11-29-3.json): 265.8 TFLOPS at 4096³ and 273.7 at 8192³: 0.72× and 0.74× step 17, 66 %
-and 68 % of cuBLAS TF32.
+(results/bench-nvidia-h200-2026-11-30.json): 262.1 TFLOPS at 4096³ and 271.2 at 8192³: 0.72× and 0.73× step 17, 65 %
+and 66 % of cuBLAS TF32.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices; the rest runs on step 15's edge
 kernel (as step 17). Compute capability 9.0 only; runs on the simulator (``setmaxnreg`` is a no-op there; the named

@@ -29,7 +29,7 @@ quarter of the instructions a warp issued per k-tile, and this step ran slower: 
 results.)
 Why faster: an SM's tensor cores do 8× more multiply-adds per cycle than its FP32 units.
 Expect: several times step 9 at 4096³, at TF32 accuracy; lesson 12 predicts it from step 11's share of its roof and an
-instruction budget. Measured (results/bench-nvidia-h200-2026-11-29-3.json): 143.7 TFLOPS at 4096³ and 149.9 at 8192³.
+instruction budget. Measured (results/bench-nvidia-h200-2026-11-30.json): 142.6 TFLOPS at 4096³ and 150.9 at 8192³.
 Lesson 12 reads its Nsight Compute profile: the kernel is latency-bound, and ``mma.sync`` occupies the tensor pipe
 longer per HMMA than the dense TF32 rate allows.
 """

@@ -30,7 +30,7 @@ Keeping float32's contract (docs/fp32_contract.md; issue 25), three things more 
   without specials pays one check per result; one with them, K FMAs per result from global memory.
 Why faster than cuBLAS SGEMM: three tensor-core products still cost less than one product on the FP32 units.
 Expect: a third of step 12's speed if its time were all product work (lesson 13), above cuBLAS SGEMM, at
-float32-level accuracy. Measured (results/bench-nvidia-h200-2026-11-29-3.json): 51.4 TFLOPS at 4096³ and 52.1 at
+float32-level accuracy. Measured (results/bench-nvidia-h200-2026-11-30.json): 51.5 TFLOPS at 4096³ and 52.2 at
 8192³, 1.01× and 1.02× cuBLAS SGEMM, at a sampled error of 4.1e-07 and 5.5e-07 against SGEMM's 1.2e-06 and 1.7e-06.
 (Below SGEMM's there because each k-step's products are summed before one rounded add, where SGEMM
 rounds after every product; on lesson 13's 512×512×K sweep the step's error is above SGEMM's at large K.)

@@ -32,8 +32,8 @@ tensor cores wait.
 Why faster: the tensor cores no longer wait for the block's slowest warp at a barrier, nor for their own fragment loads;
 at 8192³ the grouped order halves the bytes read from DRAM (Nsight Compute: 4.69 → 2.40 GB).
 Expect: lesson 16 writes the prediction down from a model before the run. Measured
-(results/bench-nvidia-h200-2026-11-29-3.json): 325.9 TFLOPS at 4096³ and 315.7 at 8192³: 1.08× and 1.11× step 15, 81 %
-and 78 % of cuBLAS TF32.
+(results/bench-nvidia-h200-2026-11-30.json): 325.2 TFLOPS at 4096³ and 326.9 at 8192³: 1.08× and 1.12× step 15, 81 %
+and 79 % of cuBLAS TF32.
 
 Fast kernel only: full tiles, K a multiple of 32, N of 4, 16-byte-aligned matrices. The tiles the fast kernel
 skips run on step 15's edge kernel. Compute capability 9.0 only; runs on the simulator, where the copy engine and

@@ -27,8 +27,8 @@ Why faster: no consumer thread does the producer's work, and the loads run up to
 a stage and rounds B to TF32 in two instructions: fewer instructions, the same speed and the same C bit for bit,
 measured by experiments/loop_instructions.py; the benchmark below ran the loop with them.)
 Expect: lesson 17 writes the prediction down from step 16's timeline before the run. Measured
-(results/bench-nvidia-h200-2026-11-29-3.json): 367.8 TFLOPS at 4096³ and 367.7 at 8192³: 1.13× and 1.16× step 16, 91 %
-and 91 % of cuBLAS TF32.
+(results/bench-nvidia-h200-2026-11-30.json): 364.3 TFLOPS at 4096³ and 369.6 at 8192³: 1.12× and 1.13× step 16, 90 %
+and 89 % of cuBLAS TF32.
 
 Shapes: the fast kernel runs whole products of full tiles (M a multiple of 256, N of 128, K of 32, 16-byte-aligned
 matrices). A shape with partial tiles or a partial last k-tile runs on the same kernel built with PARTIAL_TILES: one

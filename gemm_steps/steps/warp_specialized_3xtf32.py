@@ -40,8 +40,8 @@ idle in step 17 but for one thread, now does the part of it that needs shared me
 
 Why faster than step 14: no thread of the block both copies and multiplies, no block-wide barrier in the k-loop, no
 spills, and the copy engine brings A and B. Expect: lesson 18 states the prediction from step 17's speed and the tensor
-core's three products a k-step before the run. Measured (results/bench-nvidia-h200-2026-11-29-3.json): 115.9 TFLOPS at
-4096³ and 109.6 at 8192³, 2.27× and 2.14× cuBLAS SGEMM, at a sampled error of 2.4e-07 and 3.2e-07 against SGEMM's
+core's three products a k-step before the run. Measured (results/bench-nvidia-h200-2026-11-30.json): 115.9 TFLOPS at
+4096³ and 110.4 at 8192³, 2.26× and 2.16× cuBLAS SGEMM, at a sampled error of 2.4e-07 and 3.2e-07 against SGEMM's
 1.2e-06 and 1.7e-06.
 
 Shapes: the fast kernel runs whole products of full tiles (M and N multiples of 128, K of 32, 16-byte-aligned

@@ -45,9 +45,9 @@ says why; docs/fp32_contract.md). Two rules the kernel keeps:
 Why faster: three ``wgmma`` per k-step keep the tensor cores busier than step 13's mma.sync chain did, for far fewer
 instructions, and whole-line copies keep the L2 from becoming the limit.
 Expect: the experiment's swizzled 3xTF32 build's ratio to cuBLAS SGEMM (lesson 14; that build was launched through
-Numba's dispatcher, so it is a floor). Measured (results/bench-nvidia-h200-2026-11-29-3.json): 74.5 TFLOPS at 4096³
-and 75.8 at 8192³, 1.46× and 1.48× cuBLAS SGEMM, at a sampled error of 2.4e-07 and 3.1e-07 against SGEMM's 1.2e-06 and
-1.7e-06. Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
+Numba's dispatcher, so it is a floor). Measured (results/bench-nvidia-h200-2026-11-30.json): 74.8 TFLOPS at 4096³
+and 75.9 at 8192³, 1.46× and 1.49× cuBLAS SGEMM, at a sampled error of 2.4e-07 and 3.1e-07 against SGEMM's 1.2e-06
+and 1.7e-06. Runs on compute capability 9.0 only (H100/H200: ``wgmma`` needs ``sm_90a``), and on the simulator.
 """
 
 import math

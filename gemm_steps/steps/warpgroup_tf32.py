@@ -18,8 +18,8 @@ Why faster: a ``wgmma`` does 64·256·8 multiply-adds per instruction, so far fe
 than step 12's ``mma.sync`` chain; the swizzled whole-line copies keep the L2 from becoming the limit (the no-swizzle
 layout held the same kernel below step 12: experiments/wgmma_swapped.py).
 Expect: the experiment's swizzled TF32 build's ratio to step 12 (lesson 15), at an error above cuBLAS TF32's, as it
-rounds A where the tensor core here truncates it. Measured (results/bench-nvidia-h200-2026-11-29-3.json): 302.5 TFLOPS
-at 4096³ and 285.3 at 8192³: 2.11× and 1.90× step 12, 75 % and 70 % of cuBLAS TF32.
+rounds A where the tensor core here truncates it. Measured (results/bench-nvidia-h200-2026-11-30.json): 301.6 TFLOPS
+at 4096³ and 293.0 at 8192³: 2.11× and 1.94× step 12, 75 % and 71 % of cuBLAS TF32.
 """
 
 from dataclasses import dataclass
