@@ -213,16 +213,19 @@ print(f"the producer waits {t.producer['wait_full']:,.0f} clocks for a k-tile's 
 # (`experiments/step_18_ablation.py`: this step's kernel with switches, a wrong C, times only; its prediction written
 # before the run). Without the producer's split of A the kernel runs about a sixth faster at every size; without the
 # consumers' split of B and their adds into the total, nearly as much; without all three, its three products a
-# k-step run as fast as cuBLAS TF32 runs its one. The split's arithmetic, not the waits, is what the step pays for: reading the next k-tile's B
-# values while this one's wgmma run (`experiments/prefetch_b.py`), which takes the *ready* wait and the loads out
-# of the consumers' stretch, moved nothing.
+# k-step run as fast as cuBLAS TF32 runs its one. The split's work, not the waits, is what the step pays for: reading
+# the next k-tile's B values while this one's wgmma run (`experiments/prefetch_b.py`), which takes the *ready* wait
+# and the loads out of the consumers' stretch, moved nothing.
 #
 # **Split A once.** Every block of a tile-row splits the same A. A first kernel can split it once into a workspace
 # and the producer copy both parts (`experiments/presplit_a.py`, timed twice, in both orders): the same bits, faster
 # at 4096³ where the clock holds, slower at 2048³ where the extra pass over A is a tenth of the time, and no faster
 # at 8192³ — there it does more work per clock and the board, at its power limit, lowers the clock until the speed is
-# the same. At 8192³ this step is held by energy, not by a stall: a faster kernel must spend fewer joules per product,
-# not just wait less. Measured under a sustained load (`experiments/step_18_energy.py`, the board's power and clock
+# the same. Nor is it the bytes, or the producer's arithmetic: its threads loading A from global memory and writing
+# only the parts — 32 KB a k-tile less shared-memory traffic — gained a percent or two, and taking their split
+# arithmetic away moved nothing (`experiments/producer_loads_a.py`); what costs is the threads' own stores and the
+# fence before the tensor core may read them. At 8192³ this step is held by energy, not by a stall: a faster
+# kernel must spend fewer joules per product, not just wait less. Measured under a sustained load (`experiments/step_18_energy.py`, the board's power and clock
 # sampled while each kernel runs back to back): this step spends more energy per TF32 product than cuBLAS's TF32
 # kernel; with its splits and adds taken away it would spend less — about as little as the course's 3xTF32 target over
 # cuBLAS SGEMM asks for at 8192³, a little short of it in one run and a little over in the other. The tables, figures and predictions of these measurements are in
