@@ -31,8 +31,8 @@ its threads' loads, stores and waits themselves, with the fence a few percent of
 ≥ 1.03× at 4096³ and 8192³ in both runs). The kernel and its test were removed in the next commit; to run it,
 ``git checkout 26f53f7``.
 
-    python -m experiments.producer_loads_a [OUT.json] [--shipped-last] [--ablation]
-    # default experiments/results/experiment-producer-loads-a[-ablation]-<gpu>.json
+    python -m experiments.producer_loads_a [OUT.json] [--shipped-last] [--ablation | --stores]
+    # default experiments/results/experiment-producer-loads-a[-ablation|-stores]-<gpu>.json
 """
 
 from __future__ import annotations
@@ -48,10 +48,12 @@ SIZES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (5120, 2560
 ABLATION_SIZES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 ABLATIONS = {"no_split_arithmetic": ("SPLIT_ARITHMETIC",), "no_fence": ("FENCE",),
              "neither": ("SPLIT_ARITHMETIC", "FENCE")}
+#: ``--stores``: the variant without its shared stores of A's parts, with and without the fence (a wrong C).
+STORE_ABLATIONS = {"no_stores": ("STORES",), "no_stores_no_fence": ("STORES", "FENCE")}
 
 
-def builds(ablation: bool = False) -> dict:
-    """The variant built from step 18's tuned configuration; with ``ablation``, also its ablation builds."""
+def builds(ablation: bool = False, stores: bool = False) -> dict:
+    """The variant built from step 18's tuned configuration; with ``ablation`` or ``stores``, also those builds."""
     from dataclasses import replace
 
     from experiments.kernels import producer_loads_a as variant
@@ -60,14 +62,21 @@ def builds(ablation: bool = False) -> dict:
 
     config = variant.Config.of(default_config(step18.SEARCH_SPACE))
     out = {"producer_loads_a": variant.build(config)}
-    if ablation:
-        out.update({f"producer_loads_a@{name}": variant.build(replace(config, **{s: False for s in off}),
-                                                              name=f"producer_loads_a_{name}")
-                    for name, off in ABLATIONS.items()})
+    chosen = {**(ABLATIONS if ablation else {}), **(STORE_ABLATIONS if stores else {})}
+    out.update({f"producer_loads_a@{name}": variant.build(replace(config, **{s: False for s in off}),
+                                                          name=f"producer_loads_a_{name}")
+                for name, off in chosen.items()})
     return out
 
 
 def main(argv: list[str] = sys.argv) -> None:
+    if "--stores" in argv:
+        time_against_shipped("warp_specialized_3xtf32", builds(stores=True), ABLATION_SIZES,
+                             "producer-loads-a-stores",
+                             "step 18 against the producer-loads-A variant and its builds without the shared stores "
+                             "of A's parts, with and without the proxy fence (wrong C: times only; "
+                             "experiments/producer_loads_a.py --stores)", [arg for arg in argv if arg != "--stores"])
+        return
     if "--ablation" in argv:
         time_against_shipped("warp_specialized_3xtf32", builds(ablation=True), ABLATION_SIZES,
                              "producer-loads-a-ablation",
