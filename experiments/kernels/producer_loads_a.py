@@ -91,6 +91,11 @@ def producer_loads_a_kernel(a, b, c, m, n, k, full_row_blocks, full_col_blocks, 
         a_at = (block_row + row_in_tile) * k + (p % 8) * 4
         ahead = registers(SPLIT_VECTORS, 4)  # k-tile t's vectors, loaded during k-tile t − 1
         sink = float32(0.0)  # ABLATION (STORES False): what the parts add up to
+        if not STORES:  # ABLATION: zeros in every stage's A buffers, once — stale shared memory may hold NaN, which
+            for i in range(p, STAGES * A_STAGE_FLOATS // 4, PRODUCER_THREADS):  # would send every tile down the
+                store_float4(tiles, i * 4, 0.0, 0.0, 0.0, 0.0)  # specials' slow path (one FMA a k)
+                store_float4(tiles, SMALL_BASE + i * 4, 0.0, 0.0, 0.0, 0.0)
+            fence_proxy_async()
         for e in unroll(SPLIT_VECTORS):
             ahead[e][0], ahead[e][1], ahead[e][2], ahead[e][3] = load_float4(a, a_at + e * ROWS_PER_PASS * k)
         for t in range(k_tiles):
