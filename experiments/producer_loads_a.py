@@ -15,7 +15,9 @@ partial-tile build); run twice, the second with step 18 timed last (``--shipped-
 
 Prediction: predictions/producer-loads-a-before-run.md (committed before this script's first run); for
 ``--ablation`` (the variant without the split's arithmetic and/or the proxy fence: a wrong C, times only),
-predictions/producer-loads-a-ablation-before-run.md, written after the two runs and before that one.
+predictions/producer-loads-a-ablation-before-run.md, written after the two runs and before that one; for ``--stores``
+(the variant without its shared stores of A's parts, with and without the fence: a wrong C, times only),
+predictions/producer-loads-a-stores-before-run.md, written before both of its runs.
 
 **Historical.** Measured on an H200 (2026-11-30; ``experiment-producer-loads-a-nvidia-h200.json`` and ``…-2.json``,
 the second with step 18 timed last), over step 18, the same bits: 2048³ **1.060 / 1.057**, 4096³ **1.009 / 1.016**,
@@ -28,8 +30,15 @@ ablation (``experiment-producer-loads-a-ablation-nvidia-h200.json``), over the v
 the split's arithmetic 1.004 / 1.000, without the proxy fence 1.023 / 1.038 (its results happened to be right; the
 fence is required), without both 1.025 / 1.020 — every range of its prediction held: what the producer costs lies in
 its threads' loads, stores and waits themselves, with the fence a few percent of it. Not adopted (the rule asked
-≥ 1.03× at 4096³ and 8192³ in both runs). The kernel and its test were removed in the next commit; to run it,
-``git checkout 26f53f7``.
+≥ 1.03× at 4096³ and 8192³ in both runs). ``--stores`` then took the producer's shared stores away
+(``experiment-producer-loads-a-stores-nvidia-h200.json``; its first run left stale shared memory in A's buffers, whose
+NaN sent every tile down the specials' slow path — 0.02–0.05× step 18, not a measurement — and was repeated with the
+buffers zero-filled once, ``d466e21``): over the variant at 4096³ **1.047** without the stores, 1.047 without the
+stores and the fence (predicted 1.04–1.12 and 1.05–1.13: one held, one just below); at 8192³ 1.175 / 1.176 — but
+there the clock stayed at 1,981 MHz where step 18 and the variant ran at 1,757: the tensor core multiplying zeros
+draws less power, so that ratio measures the data, not the stores (predicted 1.00–1.10: missed). At 4096³, where
+the clock holds: the stores ~5 %, the fence ~2 %, the split's arithmetic nothing. The kernel and its test were
+removed in the next commit; to run it, ``git checkout d466e21``.
 
     python -m experiments.producer_loads_a [OUT.json] [--shipped-last] [--ablation | --stores]
     # default experiments/results/experiment-producer-loads-a[-ablation|-stores]-<gpu>.json

@@ -554,10 +554,12 @@ PRESPLIT_RUNS = (results_files.EXPERIMENT_PRESPLIT_A_NVIDIA_H200, results_files.
 #: … the next k-tile's B read while this one's wgmma run (experiments/prefetch_b.py) …
 PREFETCH_RUN = results_files.EXPERIMENT_PREFETCH_B_NVIDIA_H200
 #: … and the producer's threads loading A from global memory, twice (step 18 first, then last), then that variant
-#: without the split's arithmetic and/or the proxy fence (experiments/producer_loads_a.py, --ablation).
+#: without the split's arithmetic and/or the proxy fence, and without its shared stores (experiments/producer_loads_a.py,
+#: --ablation, --stores).
 PRODUCER_LOADS_A_RUNS = (results_files.EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200,
                          results_files.EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200_2)
-PRODUCER_LOADS_A_ABLATION_RUN = results_files.EXPERIMENT_PRODUCER_LOADS_A_ABLATION_NVIDIA_H200
+PRODUCER_LOADS_A_ABLATION_RUNS = (results_files.EXPERIMENT_PRODUCER_LOADS_A_ABLATION_NVIDIA_H200,
+                                  results_files.EXPERIMENT_PRODUCER_LOADS_A_STORES_NVIDIA_H200)
 #: The ablation's builds, in its order: (record, what is taken away).
 ABLATIONS = [("ablation@all_on", "nothing (the control)"), ("ablation@no_split_a", "the producer's split of A"),
              ("ablation@no_split_b", "the consumers' split of B"), ("ablation@no_fold", "their adds into the total"),
@@ -693,3 +695,8 @@ def prefetch_ratios(run: dict) -> dict[str, float]:
 def over_step_18(run: dict) -> dict[str, dict[str, float]]:
     """Each build over step 18, by shape then build (a run of :func:`experiments.time_against_shipped`)."""
     return {shape: row["over_shipped"] for shape, row in run["summary"].items()}
+
+
+def clocks(run: dict) -> dict[str, dict[str, float]]:
+    """Each kernel's median SM clock at the end of its launches, MHz, by shape then kernel (the same runs)."""
+    return {shape: row["clock_mhz"] for shape, row in run["summary"].items()}

@@ -261,10 +261,11 @@ EXPERIMENT_STEP_18_ENERGY_NVIDIA_H200_2 = "experiment-step-18-energy-nvidia-h200
 EXPERIMENT_PRESPLIT_A_NVIDIA_H200 = "experiment-presplit-a-nvidia-h200.json"
 EXPERIMENT_PRESPLIT_A_NVIDIA_H200_2 = "experiment-presplit-a-nvidia-h200-2.json"
 EXPERIMENT_PREFETCH_B_NVIDIA_H200 = "experiment-prefetch-b-nvidia-h200.json"
-# step 18's producer loading A from global memory (twice, the second with step 18 last), and that variant's ablation
+# step 18's producer loading A from global memory (twice, the second with step 18 last), and that variant's ablations
 EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200 = "experiment-producer-loads-a-nvidia-h200.json"
 EXPERIMENT_PRODUCER_LOADS_A_NVIDIA_H200_2 = "experiment-producer-loads-a-nvidia-h200-2.json"
 EXPERIMENT_PRODUCER_LOADS_A_ABLATION_NVIDIA_H200 = "experiment-producer-loads-a-ablation-nvidia-h200.json"
+EXPERIMENT_PRODUCER_LOADS_A_STORES_NVIDIA_H200 = "experiment-producer-loads-a-stores-nvidia-h200.json"  # no stores
 EXPERIMENT_SMALL_PRODUCT_FLOOR_NVIDIA_H200 = "experiment-small-product-floor-nvidia-h200.json"  # deep dive 25
 EXPERIMENT_COPY_EARLY_START_NVIDIA_H200 = "experiment-copy-early-start-nvidia-h200.json"  # deep dive 25
 EXPERIMENT_SPLIT_PAYS_NVIDIA_H200 = "experiment-split-pays-nvidia-h200.json"  # deep dive 25

@@ -81,24 +81,31 @@ lesson.say(lesson_18.presplit_table([load_run(name) for name in lesson_18.PRESPL
 # memory into registers a k-tile ahead and write only the two parts — 32 KB less, and no first kernel
 # (`experiments/producer_loads_a.py`, the same bits as step 18; its prediction, written before the run, is
 # `predictions/producer-loads-a-before-run.md`). Timed twice, step 18 first and then last, then (`--ablation`) with
-# the split's arithmetic or the proxy fence taken away (a wrong C, times only):
+# the split's arithmetic or the proxy fence taken away, and (`--stores`) the stores of the parts (a wrong C, times
+# only):
 
 # %%
 for name in lesson_18.PRODUCER_LOADS_A_RUNS:
     for shape, ratio in lesson_18.over_step_18(load_run(name)).items():
         print(f"{shape.replace('x', '×'):16s} A loaded by the producer's threads, over step 18: "
               f"{ratio['producer_loads_a']:.3f}")
-for shape, ratios in lesson_18.over_step_18(load_run(lesson_18.PRODUCER_LOADS_A_ABLATION_RUN)).items():
-    print(f"{shape.replace('x', '×'):16s} over step 18: " + ", ".join(f"{build.split('@')[-1]} {ratio:.3f}"
-                                                                      for build, ratio in ratios.items()))
+for name in lesson_18.PRODUCER_LOADS_A_ABLATION_RUNS:
+    run = load_run(name)
+    for shape, ratios in lesson_18.over_step_18(run).items():
+        clock = lesson_18.clocks(run)[shape]
+        print(f"{shape.replace('x', '×'):16s} over step 18: " + ", ".join(
+            f"{build.split('@')[-1]} {ratio:.3f} ({clock[build]:.0f} MHz)" for build, ratio in ratios.items()))
 
 # %% [markdown]
 # The bytes were not it: the short 2048³ product gained, but 4096³ only a percent or two, where the prediction asked
 # for three to ten, and the two larger products nothing. Nor was the split's arithmetic: taking it away moved
-# nothing. The proxy fence each thread needs before the tensor core may read what it wrote costs a few percent. What
-# is left is the producer's threads loading, storing and waiting beside the consumers on the same four schedulers —
-# presplit's product kernel, whose producer is one thread that only starts copies, copied more bytes and ran faster
-# than both.
+# nothing. The proxy fence each thread needs before the tensor core may read what it wrote costs a few percent, and
+# the threads' stores themselves a few more (at 4096³, where every kernel here ran at the same clock) — presplit's
+# product kernel, whose producer is one thread that only starts copies, copied more bytes and ran faster than all of
+# them. Without the stores the tensor core multiplies the zeros left in A's buffers, and at 8192³ that build kept
+# its full clock where the others fell under the power limit: how much power a product draws depends on the
+# numbers in it, so that ratio says nothing about the stores. (Its first run, without zeros in the buffers, read
+# stale shared memory, whose NaN sent every tile down the slow path for specials; the script's docstring says so.)
 #
 # ## 2. The joules
 #
