@@ -102,7 +102,7 @@ for name in lesson_18.PRODUCER_LOADS_A_ABLATION_RUNS:
 # nothing. The proxy fence each thread needs before the tensor core may read what it wrote costs a few percent, and
 # the threads' stores themselves a few more (at 4096³, where every kernel here ran at the same clock) — presplit's
 # product kernel, whose producer is one thread that only starts copies, copied more bytes and ran faster than all of
-# them. Without the stores the tensor core multiplies the zeros left in A's buffers, and at 8192³ that build kept
+# them (worked out after its run, in `experiments/presplit_a.py`'s docstring). Without the stores the tensor core multiplies the zeros left in A's buffers, and at 8192³ that build kept
 # its full clock where the others fell under the power limit: how much power a product draws depends on the
 # numbers in it, so that ratio says nothing about the stores. (Its first run, without zeros in the buffers, read
 # stale shared memory, whose NaN sent every tile down the slow path for specials; the script's docstring says so.)
