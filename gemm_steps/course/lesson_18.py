@@ -674,29 +674,27 @@ def energy_table(runs: list[dict]) -> MarkdownTable:
     return table(rows, formats={k: "{:.3f}×" if "products" in k else "{:.0f}" for k in rows[0]})
 
 
-def presplit_table(runs: list[dict]) -> MarkdownTable:
-    """A split once, in each run and at each shape: its speed over step 18's, and both builds' median SM clocks."""
+def over_step_18_table(runs: list[dict], labels: list[str], builds: list[str] | None = None) -> MarkdownTable:
+    """Builds timed against step 18 (:func:`experiments.time_against_shipped`'s runs), a row per run, shape and
+    build: its speed over step 18's, and both kernels' median SM clocks. ``labels``: what each run is called;
+    ``builds``: the builds shown (None: every build of each run, named in a column of its own)."""
     rows = []
-    for i, run in enumerate(runs, 1):
+    for label, run in zip(labels, runs):
         for shape, q in run["summary"].items():
-            rows.append({"run": f"{i} (step 18 {'first' if i == 1 else 'last'})", "shape": shape.replace("x", "×"),
-                         "over step 18": q["over_shipped"].get("presplit_a"),
-                         "its clock, MHz": q["clock_mhz"].get("presplit_a"),
-                         "step 18's clock, MHz": q["clock_mhz"].get(STEP)})
+            for build in builds or list(q["over_shipped"]):
+                rows.append({"run": label, "shape": shape.replace("x", "×"),
+                             **({} if builds else {"build": build.split("@")[-1]}),
+                             "over step 18": q["over_shipped"].get(build),
+                             "its clock, MHz": q["clock_mhz"].get(build),
+                             "step 18's clock, MHz": q["clock_mhz"].get(STEP)})
     return table(rows, formats={"over step 18": "{:.3f}", "its clock, MHz": "{:.0f}", "step 18's clock, MHz": "{:.0f}"})
+
+
+#: How the deep dive names the two runs of a build timed twice: step 18 first, then last (``--shipped-last``).
+BOTH_ORDERS = ["1 (step 18 first)", "2 (step 18 last)"]
 
 
 def prefetch_ratios(run: dict) -> dict[str, float]:
     """Reading the next k-tile's B early, over step 18, by shape (its run's summary, from the first version of the
     experiments' shared timing: ``variant_over_shipped``)."""
     return {shape: q["variant_over_shipped"] for shape, q in run["summary"].items()}
-
-
-def over_step_18(run: dict) -> dict[str, dict[str, float]]:
-    """Each build over step 18, by shape then build (a run of :func:`experiments.time_against_shipped`)."""
-    return {shape: row["over_shipped"] for shape, row in run["summary"].items()}
-
-
-def clocks(run: dict) -> dict[str, dict[str, float]]:
-    """Each kernel's median SM clock at the end of its launches, MHz, by shape then kernel (the same runs)."""
-    return {shape: row["clock_mhz"] for shape, row in run["summary"].items()}

@@ -67,7 +67,8 @@ for shape, ratio in lesson_18.prefetch_ratios(load_run(lesson_18.PREFETCH_RUN)).
 # A and for 16 KB more copied a k-tile. Timed twice, step 18 first and then last:
 
 # %%
-lesson.say(lesson_18.presplit_table([load_run(name) for name in lesson_18.PRESPLIT_RUNS]))
+lesson.say(lesson_18.over_step_18_table([load_run(name) for name in lesson_18.PRESPLIT_RUNS], lesson_18.BOTH_ORDERS,
+                                        ["presplit_a"]))
 
 # %% [markdown]
 # Where the clock holds (4096³ and the 5120 × 2560 × 4096 product) it is faster; at 2048³ the extra pass over A is
@@ -85,16 +86,10 @@ lesson.say(lesson_18.presplit_table([load_run(name) for name in lesson_18.PRESPL
 # only):
 
 # %%
-for name in lesson_18.PRODUCER_LOADS_A_RUNS:
-    for shape, ratio in lesson_18.over_step_18(load_run(name)).items():
-        print(f"{shape.replace('x', '×'):16s} A loaded by the producer's threads, over step 18: "
-              f"{ratio['producer_loads_a']:.3f}")
-for name in lesson_18.PRODUCER_LOADS_A_ABLATION_RUNS:
-    run = load_run(name)
-    for shape, ratios in lesson_18.over_step_18(run).items():
-        clock = lesson_18.clocks(run)[shape]
-        print(f"{shape.replace('x', '×'):16s} over step 18: " + ", ".join(
-            f"{build.split('@')[-1]} {ratio:.3f} ({clock[build]:.0f} MHz)" for build, ratio in ratios.items()))
+lesson.say(lesson_18.over_step_18_table([load_run(name) for name in lesson_18.PRODUCER_LOADS_A_RUNS],
+                                        lesson_18.BOTH_ORDERS, ["producer_loads_a"]))
+lesson.say(lesson_18.over_step_18_table([load_run(name) for name in lesson_18.PRODUCER_LOADS_A_ABLATION_RUNS],
+                                        ["--ablation", "--stores"]))
 
 # %% [markdown]
 # The bytes were not it: the short 2048³ product gained, but 4096³ only a percent or two, where the prediction asked
