@@ -225,3 +225,26 @@ def test_the_exercise_is_listed_after_warp_specialized():
     names = [exercise.name for exercise in exercises.EXERCISES]
     assert names.index("warp_specialized") < names.index(NAME)
     assert exercises.get(NAME).lesson_name == "19_pingpong"
+
+
+def test_a_hand_over_before_a_main_loop_that_never_ended_is_named():
+    """The interleaving of arrive_before_main_loop that the simulator runs now and then (a CI run hit it): consumer 1
+    passed its wait and ran its whole main loop while consumer 0's, started after its early arrive, waited on the ring
+    for stages consumer 1 had taken and never ended. The report still names the early arrive, not only the overlap."""
+    from gemm_steps.course.exercise_pingpong import Consumer, Event, order_problem
+
+    class Lines:
+        def code_at(self, line):
+            return f"line {line} of arrive_before_main_loop.py: " + {
+                10: "named_barrier_arrive(ORDER_BARRIER + 1 - consumer, ORDER_THREADS)",
+                11: "main_loop(acc, a, stages, barriers, n, turn, lane)",
+                12: "named_barrier_sync(ORDER_BARRIER + consumer, ORDER_THREADS)"}[line]
+
+    first = Consumer(0, [Event(1, "arrive", 10, {"barrier": 2}), Event(2, "main", 11, {"turn": 0}),
+                         Event(9, "wait", 0, {})])
+    second = Consumer(1, [Event(3, "sync", 12, {"barrier": 2}), Event(4, "synced", 12, {"barrier": 2}),
+                          Event(5, "main", 11, {"turn": 1}), Event(6, "main_end", 11, {"turn": 1}),
+                          Event(7, "arrive", 10, {"barrier": 1}), Event(8, "store", 0, {"turn": 1})])
+    message, _ = order_problem(Lines(), 0, None, [first, second])
+    assert re.search(SAYS["arrive_before_main_loop"], message, re.S), message
+    assert "the two ran at once" in message, message

@@ -655,7 +655,8 @@ def order_problem(watch: Watch, block: int, case: Case, consumers: list[Consumer
         barrier = sync.detail["barrier"]
         number = [e.seq for e in consumer.of("sync")].index(sync.seq)
         arrives = [e for e in other.of("arrive") if e.detail["barrier"] == barrier]
-        if number < len(arrives) and before[1] is not None and arrives[number].seq < before[1].seq:
+        # (a main loop that never ended — the block deadlocked inside it — ended after any arrive)
+        if number < len(arrives) and (before[1] is None or arrives[number].seq < before[1].seq):
             arrive = arrives[number]
             return (f"{other.name} arrived at barrier {barrier} before its main loop for the block's tile {turn - 1} "
                     f"ended, at\n            {watch.code_at(arrive.line)}\n        so {consumer.name}'s wait before "
