@@ -272,7 +272,8 @@ if split_k and split_k_prediction:
 # [lesson 23](23_cluster_stream_k_tma_store.ipynb) put step 21 on clusters of two with cuBLAS's TMA-store epilogue —
 # the course's fastest TF32 step. Where steps 12–15 stand against the course's targets, from the
 # same results file (errors: sampled, relative to float64; a 3xTF32 step meets its target only at an error no
-# larger than cuBLAS SGEMM's):
+# larger than cuBLAS SGEMM's; step 12 sits at its target, so its row can flip from one run to the next —
+# [lesson 12](12_tensor_cores.ipynb) counts it over every benchmark):
 
 # %%
 if results:

@@ -4,6 +4,7 @@ and every number of the speed table, prediction and verdict comes from the shipp
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -102,6 +103,30 @@ def test_the_speed_table_and_verdict_quote_the_benchmark(results):
     p = lesson_12.predicted(results)
     assert v.where == ("inside" if p.low <= v.at_prediction <= p.carried
                        else "below" if v.at_prediction < p.low else "above")
+
+
+def test_the_target_is_counted_over_every_benchmark_of_the_gpu(results, tmp_path):
+    """The lesson says step 12 sits at the target (so one run's verdict can flip): every shipped benchmark of this GPU
+    within 3 % of it; and the count reads each file (two copies of the newest run, one pushed under the target, one
+    on another GPU)."""
+    runs = lesson_12.target_across_runs(results)
+    assert runs.runs >= 2 and runs.gpu == results["environment"]["gpu"]
+    assert all(abs(t / TARGET_TF32_TFLOPS - 1) < 0.03 for t in runs.bests.values()), runs.bests
+    def write(name, factor, gpu):
+        run = copy.deepcopy(results)
+        run["environment"]["gpu"] = gpu
+        for r in run["records"]:
+            if r["step"] == "tensor_cores":
+                r["tflops"] = TARGET_TF32_TFLOPS * factor
+        (tmp_path / name).write_text(json.dumps(run))
+
+    write("bench-a.json", 1.01, "GPU X")
+    write("bench-b.json", 0.99, "GPU X")
+    write("bench-c.json", 1.5, "GPU Y")
+    x = copy.deepcopy(results)
+    x["environment"]["gpu"] = "GPU X"
+    found = lesson_12.target_across_runs(x, tmp_path)
+    assert (found.runs, found.met) == (2, 1) and set(found.bests) == {"bench-a.json", "bench-b.json"}
 
 
 def test_the_roof_is_eight_times_fp32_at_the_runs_maximum_clock(results):

@@ -301,6 +301,31 @@ def verdict(results: dict) -> Verdict:
     return Verdict(rows, best, best >= TARGET_TF32_TFLOPS, at, where, at / p.carried, 1 - at / p.low)
 
 
+@dataclass(frozen=True)
+class AcrossRuns:
+    """Step 12's best TFLOPS in every course benchmark of one GPU against our target (:func:`target_across_runs`)."""
+    gpu: str
+    bests: dict  # file name → step 12's best TFLOPS over the file's common sizes (as :func:`verdict`), oldest first
+    met: int  # how many of them reach the target
+
+    @property
+    def runs(self) -> int:
+        return len(self.bests)
+
+
+def target_across_runs(results: dict, folder=None) -> AcrossRuns:
+    """Step 12 against our target in every course benchmark in ``results/`` (or ``folder``) measured on the GPU of
+    ``results``: one run's verdict is noise when the step sits at the target (the same kernel moves by a few % between
+    processes), the count over the runs is not."""
+    gpu = results["environment"].get("gpu")
+    bests = {}
+    for path, run in results_files.benchmarks(["tensor_cores"], folder):
+        if run["environment"].get("gpu") != gpu or not common_sizes(run, COMPARED):
+            continue
+        bests[path.name] = max(record(run, "tensor_cores", s)["tflops"] for s in common_sizes(run, COMPARED))
+    return AcrossRuns(gpu, bests, sum(t >= TARGET_TF32_TFLOPS for t in bests.values()))
+
+
 # -- what the profile says --------------------------------------------------------------------------------------------
 def tensor_core_profiles() -> dict | None:
     """The Nsight Compute report of one 4096³ launch of steps 12 and 13 (:data:`PROFILE_REPORT`) as {step: {metric:

@@ -100,12 +100,18 @@ def is_course_benchmark(data: dict, steps: Iterable[str] = ()) -> bool:
     return {*steps, "cublas"} <= succeeded
 
 
+def benchmarks(steps: Iterable[str] = (), folder: Path | None = None) -> list[Found]:
+    """Every course benchmark in ``results/`` (or ``folder``) with successful records of ``steps`` (names) and of
+    cuBLAS, as (path, document), oldest first."""
+    steps = list(steps)
+    candidates = _results_documents(sorted(Path(folder or RESULTS_DIR).glob("*.json")))
+    return sorted(((path, data) for path, data in candidates if is_course_benchmark(data, steps)), key=_age)
+
+
 def newest_benchmark(steps: Iterable[str] = (), folder: Path | None = None) -> Found | None:
     """The newest course benchmark in ``results/`` (or ``folder``) with successful records of ``steps`` (names) and of
     cuBLAS, as (path, document); ``None`` if there is none. See the module docstring for the rules."""
-    steps = list(steps)
-    candidates = _results_documents(sorted(Path(folder or RESULTS_DIR).glob("*.json")))
-    return _newest([(path, data) for path, data in candidates if is_course_benchmark(data, steps)])
+    return _newest(benchmarks(steps, folder))
 
 
 def folders() -> list[Path]:
