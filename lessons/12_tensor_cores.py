@@ -163,7 +163,7 @@ if results:
               f"{r.of_ceiling:.0%} of the TF32 roof")
     print(f"our target of {TARGET_TF32_TFLOPS:.0f} TFLOPS: {'met' if v.met else 'not met'} (best {v.best:.1f})")
     runs = lesson_12.target_across_runs(results)
-    print(f"  over the {runs.runs} course benchmarks on the {runs.gpu}: met in {runs.met} (best "
+    print(f"  over the {runs.runs} course benchmarks on the {runs.gpu}: met in {runs.met} (step 12's best ran "
           f"{min(runs.bests.values()):.1f}–{max(runs.bests.values()):.1f} TFLOPS)")
     print(f"the prediction: {v.at_prediction:.1f} TFLOPS is {v.where} its range ({v.under_low:.0%} under its "
           f"bottom, {v.of_carried:.0%} of its top)" if v.where == "below" else
