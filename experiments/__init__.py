@@ -134,7 +134,6 @@ def without_partial_build(step_name: str, build_name: str):
                        requires_compute_capability=module.REQUIRES_COMPUTE_CAPABILITY, **extra)
 
 
-
 def over_shipped_summary(shipped: str, variants: list[str]):
     """A ``summarize`` for :func:`run_and_save` of one step against builds of it: per shape every entry's TFLOPS, SM
     clock and error; each variant's speed and error over the shipped build's; each build's speed over cuBLAS SGEMM

@@ -306,11 +306,15 @@ class AcrossRuns:
     """Step 12's best TFLOPS in every course benchmark of one GPU against our target (:func:`target_across_runs`)."""
     gpu: str
     bests: dict  # file name → step 12's best TFLOPS over the file's common sizes (as :func:`verdict`), oldest first
-    met: int  # how many of them reach the target
 
     @property
     def runs(self) -> int:
         return len(self.bests)
+
+    @property
+    def met(self) -> int:
+        """How many of the runs reach the target."""
+        return sum(t >= TARGET_TF32_TFLOPS for t in self.bests.values())
 
 
 def target_across_runs(results: dict, folder=None) -> AcrossRuns:
@@ -320,10 +324,10 @@ def target_across_runs(results: dict, folder=None) -> AcrossRuns:
     gpu = results["environment"].get("gpu")
     bests = {}
     for path, run in results_files.benchmarks(["tensor_cores"], folder):
-        if run["environment"].get("gpu") != gpu or not common_sizes(run, COMPARED):
-            continue
-        bests[path.name] = max(record(run, "tensor_cores", s)["tflops"] for s in common_sizes(run, COMPARED))
-    return AcrossRuns(gpu, bests, sum(t >= TARGET_TF32_TFLOPS for t in bests.values()))
+        sizes = common_sizes(run, COMPARED)
+        if run["environment"].get("gpu") == gpu and sizes:
+            bests[path.name] = max(record(run, "tensor_cores", s)["tflops"] for s in sizes)
+    return AcrossRuns(gpu, bests)
 
 
 # -- what the profile says --------------------------------------------------------------------------------------------
